@@ -1,0 +1,51 @@
+"""Atomic output files: every write goes to a temporary file beside the destination and is
+renamed into place only when complete, so a crash or an error never leaves a partial file at
+the destination, and an existing file there is replaced in one step or not at all."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from fatpte.errors import ErrorCode, FatpteError
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_output(dest: str | os.PathLike[str], *, overwrite: bool = True) -> Iterator[BinaryIO]:
+    """Yield a file to write; on success it replaces `dest`, on any exception it vanishes."""
+    target = Path(dest)
+    if not overwrite and target.exists():
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{target} exists; refusing to overwrite it",
+                          source=str(target))
+    folder = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=folder)
+    except OSError as exc:
+        raise io_error(exc, target, "cannot create a temporary file beside") from exc
+    try:
+        with os.fdopen(fd, "w+b") as handle:
+            yield handle
+            handle.flush()
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise io_error(exc, target, "cannot write") from exc
+        raise
+
+
+def io_error(exc: OSError, path: str | os.PathLike[str], doing: str) -> FatpteError:
+    reason = exc.strerror or str(exc)
+    return FatpteError(ErrorCode.IO_ERROR, f"{doing} {path}: {reason}", source=str(path), actual=exc.errno)

@@ -1,0 +1,164 @@
+"""`fatpte.open`: a read-only, zero-copy view of a container over an mmap.
+
+Opening reads and checks the header and every table record (the structural pass) and raises the
+first error; payload bytes are touched only when asked for, so opening a 100 GB container costs
+what opening a 1 MB one does. `validate` runs the content checks too.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+from types import TracebackType
+
+from fatpte.checksum import crc32c
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.atomic import io_error
+from fatpte.model import BytesLike, Entry, Header, Segment
+from fatpte.structure import Structure, read_structure
+
+
+class Container:
+    """An open container. Use as a context manager; views it hands out stay valid until close."""
+
+    def __init__(self, buf: BytesLike, *, source: str | None = None, fd: int | None = None) -> None:
+        self._buf: BytesLike | None = buf
+        self._fd = fd
+        self.source = source
+        self._structure = read_structure(buf, source=source)
+        errors = self._structure.errors
+        if errors:
+            self.close()
+            raise FatpteError.from_finding(errors[0], source)
+        assert self._structure.header is not None
+        self.header: Header = self._structure.header
+        self.entries: tuple[Entry, ...] = tuple(self._structure.entries)
+        self.segments: tuple[Segment, ...] = tuple(self._structure.segments)
+        self._by_name = {e.name: e for e in self.entries}
+
+    @classmethod
+    def from_buffer(cls, buf: BytesLike, *, source: str | None = None) -> Container:
+        """A container over bytes already in memory (a slice of a .pte, a test vector)."""
+        return cls(buf, source=source or "<buffer>")
+
+    @property
+    def version(self) -> int:
+        return self.header.version
+
+    @property
+    def size(self) -> int:
+        return self.header.container_size
+
+    @property
+    def structure(self) -> Structure:
+        return self._structure
+
+    @property
+    def buffer(self) -> BytesLike:
+        if self._buf is None:
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, "the container is closed", source=self.source)
+        return self._buf
+
+    @property
+    def fileno(self) -> int | None:
+        """The descriptor of the file behind the container, for kernel-side copies."""
+        return self._fd
+
+    def entry(self, name: str) -> Entry:
+        """The entry with this name."""
+        e = self._by_name.get(name)
+        if e is None:
+            raise self._not_found(name)
+        return e
+
+    def find(self, name_or_backend_id: str) -> Entry:
+        """The entry with this name, else the only entry with this backend id."""
+        e = self._by_name.get(name_or_backend_id)
+        if e is not None:
+            return e
+        matches = [e for e in self.entries if e.backend_id == name_or_backend_id]
+        if self.version == 1 and matches:
+            return matches[0]  # v1 lookups by id take the first (spec 3.4)
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            names = ", ".join(repr(m.name) for m in matches)
+            raise FatpteError(ErrorCode.AMBIGUOUS_ENTRY,
+                              f"backend id {name_or_backend_id!r} matches entries {names}; name one of them",
+                              source=self.source)
+        raise self._not_found(name_or_backend_id)
+
+    def _not_found(self, key: str) -> FatpteError:
+        have = ", ".join(f"{e.name!r} ({e.backend_id})" for e in self.entries)
+        return FatpteError(ErrorCode.ENTRY_NOT_FOUND, f"no entry is named {key!r} or has that backend id; "
+                           f"the container holds {have}", source=self.source, actual=key)
+
+    def payload(self, entry: str | Entry, *, verify: bool = False) -> memoryview:
+        """The payload bytes, zero-copy and read-only. With verify, its CRC32C is checked first."""
+        e = entry if isinstance(entry, Entry) else self.entry(entry)
+        view = memoryview(self.buffer)[e.offset : e.end]
+        if verify and e.checksum is not None:
+            actual = crc32c(view)
+            if actual != e.checksum:
+                view.release()
+                raise FatpteError(ErrorCode.PAYLOAD_CHECKSUM_MISMATCH,
+                                  f"payload of {e.name!r} has CRC32C {actual:08x}, but its entry says "
+                                  f"{e.checksum:08x}", source=self.source, field=f"entries[{e.index}].checksum",
+                                  expected=e.checksum, actual=actual)
+        return view.toreadonly()
+
+    def close(self) -> None:
+        buf, self._buf = self._buf, None
+        if isinstance(buf, mmap.mmap):
+            try:
+                buf.close()
+            except BufferError:
+                # Views handed out are still alive: the mapping stays until the last one is
+                # released, which is safe; it is never unmapped under a live view.
+                pass
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> Container:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<fatpte.Container {self.source!r} v{self.version} {len(self.entries)} entries>"
+
+
+def map_file(path: str | os.PathLike[str]) -> tuple[BytesLike, int]:
+    """Map `path` read-only; returns the buffer and an open descriptor the caller owns."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise io_error(exc, path, "cannot open") from exc
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return b"", fd  # mmap cannot map an empty file; the parser reports it as truncated
+        return mmap.mmap(fd, size, access=mmap.ACCESS_READ), fd
+    except OSError as exc:
+        os.close(fd)
+        raise io_error(exc, path, "cannot map") from exc
+    except ValueError as exc:  # mmap of something that is not a regular file
+        os.close(fd)
+        raise FatpteError(ErrorCode.IO_ERROR, f"cannot map {path}: {exc}", source=str(path)) from exc
+
+
+def open(path: str | os.PathLike[str]) -> Container:  # noqa: A001 - the API's name is fatpte.open
+    """Map `path` and check its header and tables; raises `FatpteError` on the first error."""
+    buf, fd = map_file(path)
+    try:
+        return Container(buf, source=str(Path(path)), fd=fd)
+    except FatpteError:
+        raise  # Container.__init__ closed what it was given
+    except BaseException:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+        os.close(fd)
+        raise

@@ -1,0 +1,262 @@
+"""Error codes and the one exception root, `FatpteError`.
+
+Codes are pinned: a value never changes meaning once published, because CI logs, scripts and the
+C++ loader (through the generated format header) match on them. They are grouped by what they
+are about: 1xx header, 2xx entries, 3xx named-data segments, 4xx manifest, 5xx version 1 quirks,
+6xx the regions of the file as a whole, 7xx how fatpte was called, 8xx I/O, 9xx device selection.
+Each code is one rule of specs/nfat.md (section 7 lists them; a test keeps the two in step).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+
+class Severity(enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Category(enum.Enum):
+    INVALID = "invalid"  # the container breaks a rule of the spec
+    USAGE = "usage"  # the caller asked for something impossible
+    IO = "io"  # the operating system refused a read or a write
+    SELECTION = "selection"  # no specialization fits the device
+
+
+class ErrorCode(enum.IntEnum):
+    # 1xx header
+    BAD_MAGIC = 101
+    UNSUPPORTED_VERSION = 102
+    TRUNCATED_HEADER = 103
+    TRUNCATED_CONTAINER = 104
+    TRAILING_BYTES = 105
+    BAD_HEADER_SIZE = 106
+    BAD_ENTRY_SIZE = 107
+    BAD_SEGMENT_ENTRY_SIZE = 108
+    UNKNOWN_HEADER_FLAGS = 109
+    TOO_MANY_ENTRIES = 110
+    TOO_MANY_SEGMENTS = 111
+    TABLE_OUT_OF_BOUNDS = 112
+    HEADER_CHECKSUM_MISMATCH = 113
+    NO_ENTRIES = 114
+    # 2xx entries
+    BAD_NAME = 201
+    BAD_BACKEND_ID = 202
+    PAYLOAD_OUT_OF_BOUNDS = 203
+    BAD_ALIGNMENT = 204
+    MISALIGNED_PAYLOAD = 205
+    DUPLICATE_NAME = 206
+    UNKNOWN_ENTRY_FLAGS = 207
+    PAYLOAD_CHECKSUM_MISMATCH = 208
+    PAYLOAD_KIND_MISMATCH = 209
+    # 3xx named-data segments
+    SEGMENT_OUT_OF_BOUNDS = 301
+    BAD_SEGMENT_ALIGNMENT = 302
+    MISALIGNED_SEGMENT = 303
+    UNKNOWN_SEGMENT_FLAGS = 304
+    SEGMENT_CHECKSUM_MISMATCH = 305
+    # 4xx manifest
+    MANIFEST_OUT_OF_BOUNDS = 401
+    MISALIGNED_MANIFEST = 402
+    MANIFEST_TOO_LARGE = 403
+    MANIFEST_CHECKSUM_MISMATCH = 404
+    BAD_MANIFEST_IDENTIFIER = 405
+    ABSENT_MANIFEST_NOT_ZERO = 406
+    # 5xx version 1
+    V1_BAD_ID = 501
+    V1_ID_PADDING_NOT_ZERO = 502
+    V1_OVERLAPPING_PAYLOADS = 503
+    V1_UNCOVERED_BYTES = 504
+    V1_DUPLICATE_ID = 505
+    # 6xx regions of the file
+    REGIONS_OVERLAP = 601
+    PADDING_NOT_ZERO = 602
+    RESERVED_NOT_ZERO = 603
+    # 7xx usage
+    NO_SPECIALIZATIONS = 701
+    INVALID_ARGUMENT = 702
+    NOT_REPRESENTABLE_IN_V1 = 703
+    ENTRY_NOT_FOUND = 704
+    AMBIGUOUS_ENTRY = 705
+    # 8xx I/O
+    IO_ERROR = 801
+    # 9xx selection
+    NO_SPECIALIZATION_FITS = 901
+
+    @property
+    def tag(self) -> str:
+        """The code as printed: `E0203`."""
+        return f"E{self.value:04d}"
+
+    @property
+    def meaning(self) -> str:
+        return _INFO[self][0]
+
+    @property
+    def severity(self) -> Severity:
+        return _INFO[self][1]
+
+    @property
+    def category(self) -> Category:
+        if self.value >= 900:
+            return Category.SELECTION
+        if self.value >= 800:
+            return Category.IO
+        if self.value >= 700:
+            return Category.USAGE
+        return Category.INVALID
+
+
+_E, _W = Severity.ERROR, Severity.WARNING
+
+_INFO: dict[ErrorCode, tuple[str, Severity]] = {
+    ErrorCode.BAD_MAGIC: ("the file does not start with the magic 'NFAT'", _E),
+    ErrorCode.UNSUPPORTED_VERSION: ("the version is neither 1 nor 2", _E),
+    ErrorCode.TRUNCATED_HEADER: ("the file ends inside the fixed header", _E),
+    ErrorCode.TRUNCATED_CONTAINER: ("the file is shorter than the container_size its header states", _E),
+    ErrorCode.TRAILING_BYTES: ("the file is longer than the container_size its header states", _E),
+    ErrorCode.BAD_HEADER_SIZE: ("header_size is below 64, above 4096, or not a multiple of 8", _E),
+    ErrorCode.BAD_ENTRY_SIZE: ("entry_size is below 104, above 4096, or not a multiple of 8", _E),
+    ErrorCode.BAD_SEGMENT_ENTRY_SIZE: ("segment_entry_size is below 32, above 4096, or not a multiple of 8", _E),
+    ErrorCode.UNKNOWN_HEADER_FLAGS: ("the header sets a flag bit this revision does not define", _E),
+    ErrorCode.TOO_MANY_ENTRIES: ("entry_count exceeds the limit of 65536 entries", _E),
+    ErrorCode.TOO_MANY_SEGMENTS: ("segment_count exceeds the limit of 1048576 segments", _E),
+    ErrorCode.TABLE_OUT_OF_BOUNDS: ("the header and tables extend past the end of the container", _E),
+    ErrorCode.HEADER_CHECKSUM_MISMATCH: ("the CRC32C of the header and tables does not match header_checksum", _E),
+    ErrorCode.NO_ENTRIES: ("the container holds no entry", _E),
+    ErrorCode.BAD_NAME: ("an entry name is empty, has a byte outside [A-Za-z0-9_.-], or non-zero padding", _E),
+    ErrorCode.BAD_BACKEND_ID: ("a backend id is empty, has a byte outside [A-Za-z0-9_.-], or non-zero padding", _E),
+    ErrorCode.PAYLOAD_OUT_OF_BOUNDS: ("a payload extends past the end of the container", _E),
+    ErrorCode.BAD_ALIGNMENT: ("an entry's alignment is not a power of two from 1 to 65536", _E),
+    ErrorCode.MISALIGNED_PAYLOAD: ("a payload offset is not a multiple of its entry's alignment", _E),
+    ErrorCode.DUPLICATE_NAME: ("two entries have the same name", _E),
+    ErrorCode.UNKNOWN_ENTRY_FLAGS: ("an entry sets a flag bit this revision does not define", _E),
+    ErrorCode.PAYLOAD_CHECKSUM_MISMATCH: ("the CRC32C of a payload does not match its entry's checksum", _E),
+    ErrorCode.PAYLOAD_KIND_MISMATCH: ("payload_kind is non-zero and differs from the payload's bytes 4..8", _E),
+    ErrorCode.SEGMENT_OUT_OF_BOUNDS: ("a named-data segment extends past the end of the container", _E),
+    ErrorCode.BAD_SEGMENT_ALIGNMENT: ("a segment's alignment is not a power of two from 1 to 65536", _E),
+    ErrorCode.MISALIGNED_SEGMENT: ("a segment offset is not a multiple of its alignment", _E),
+    ErrorCode.UNKNOWN_SEGMENT_FLAGS: ("a segment sets a flag bit this revision does not define", _E),
+    ErrorCode.SEGMENT_CHECKSUM_MISMATCH: ("the CRC32C of a segment does not match its checksum", _E),
+    ErrorCode.MANIFEST_OUT_OF_BOUNDS: ("the manifest extends past the end of the container", _E),
+    ErrorCode.MISALIGNED_MANIFEST: ("manifest_offset is not a multiple of 8", _E),
+    ErrorCode.MANIFEST_TOO_LARGE: ("manifest_size exceeds the limit of 64 MiB", _E),
+    ErrorCode.MANIFEST_CHECKSUM_MISMATCH: ("the CRC32C of the manifest does not match manifest_checksum", _E),
+    ErrorCode.BAD_MANIFEST_IDENTIFIER: ("the manifest's bytes 4..8 are not the identifier 'NFMF'", _E),
+    ErrorCode.ABSENT_MANIFEST_NOT_ZERO: ("manifest_size is 0 but manifest_offset or manifest_checksum is not", _E),
+    ErrorCode.V1_BAD_ID: ("a v1 backend id is empty or has a byte outside ASCII 0x01..0x7f", _E),
+    ErrorCode.V1_ID_PADDING_NOT_ZERO: ("a v1 backend id has non-zero bytes after its terminating NUL", _W),
+    ErrorCode.V1_OVERLAPPING_PAYLOADS: ("two v1 payloads share bytes", _W),
+    ErrorCode.V1_UNCOVERED_BYTES: ("bytes of a v1 data section belong to no payload (a gap or trailing bytes)", _W),
+    ErrorCode.V1_DUPLICATE_ID: ("two v1 entries have the same backend id; lookups take the first", _W),
+    ErrorCode.REGIONS_OVERLAP: ("two regions share bytes (only byte-identical payloads may share one region)", _E),
+    ErrorCode.PADDING_NOT_ZERO: ("a byte that belongs to no region is not zero", _E),
+    ErrorCode.RESERVED_NOT_ZERO: ("a reserved field is not zero", _E),
+    ErrorCode.NO_SPECIALIZATIONS: ("nothing to pack: no specialization was given", _E),
+    ErrorCode.INVALID_ARGUMENT: ("an argument is out of range or of the wrong kind", _E),
+    ErrorCode.NOT_REPRESENTABLE_IN_V1: ("version 1 cannot hold what was asked (names, alignment, priority)", _E),
+    ErrorCode.ENTRY_NOT_FOUND: ("no entry has that name or backend id", _E),
+    ErrorCode.AMBIGUOUS_ENTRY: ("several entries have that backend id; name one", _E),
+    ErrorCode.IO_ERROR: ("reading or writing a file failed", _E),
+    ErrorCode.NO_SPECIALIZATION_FITS: ("no entry's requirements hold on the device", _E),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One broken rule: what, where in the file, and how bad."""
+
+    code: ErrorCode
+    message: str
+    offset: int | None = None
+    field: str | None = None
+    expected: Any = None
+    actual: Any = None
+    severity: Severity = Severity.ERROR
+
+    def describe(self) -> str:
+        """`E0203 at 0x48 (entries[2].size): payload ends at 0x1200, ...`"""
+        where = "" if self.offset is None else f" at {self.offset:#x}"
+        what = "" if self.field is None else f" ({self.field})"
+        level = "" if self.severity is Severity.ERROR else " warning"
+        return f"{self.code.tag}{level}{where}{what}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code.tag,
+            "name": self.code.name,
+            "severity": self.severity.value,
+            "offset": self.offset,
+            "field": self.field,
+            "message": self.message,
+            "expected": _jsonable(self.expected),
+            "actual": _jsonable(self.actual),
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.hex()
+    if value is None or isinstance(value, (int, str, float, bool)):
+        return value
+    return str(value)
+
+
+def finding(
+    code: ErrorCode,
+    message: str,
+    *,
+    offset: int | None = None,
+    field: str | None = None,
+    expected: Any = None,
+    actual: Any = None,
+) -> Finding:
+    """A finding with the severity the code carries."""
+    return Finding(code, message, offset, field, expected, actual, code.severity)
+
+
+class FatpteError(Exception):
+    """The root of every error fatpte raises: a code, where it happened, and what was wrong."""
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        source: str | None = None,
+        offset: int | None = None,
+        field: str | None = None,
+        expected: Any = None,
+        actual: Any = None,
+    ) -> None:
+        self.code = code
+        self.message = message
+        self.source = source
+        self.offset = offset
+        self.field = field
+        self.expected = expected
+        self.actual = actual
+        super().__init__(str(self))
+
+    @classmethod
+    def from_finding(cls, f: Finding, source: str | None) -> FatpteError:
+        return cls(
+            f.code, f.message, source=source, offset=f.offset, field=f.field, expected=f.expected, actual=f.actual
+        )
+
+    @property
+    def finding(self) -> Finding:
+        return finding(
+            self.code, self.message, offset=self.offset, field=self.field, expected=self.expected, actual=self.actual
+        )
+
+    def __str__(self) -> str:
+        prefix = "" if self.source is None else f"{self.source}: "
+        return prefix + self.finding.describe()
+
+
+class SelectionError(FatpteError):
+    """No specialization fits the device; the message lists every entry and why."""

@@ -1,0 +1,72 @@
+"""`fatpte.validate`: every rule of the spec, content checks included, as a list of findings."""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fatpte.container import map_file
+from fatpte.errors import Finding, Severity
+from fatpte.integrity import check_integrity
+from fatpte.model import BytesLike
+from fatpte.structure import read_structure
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The outcome of validating one container."""
+
+    source: str
+    version: int | None
+    size: int
+    findings: tuple[Finding, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        """True when no finding is an error (warnings allowed)."""
+        return not self.errors
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity is Severity.ERROR)
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity is Severity.WARNING)
+
+    @property
+    def first_error(self) -> Finding | None:
+        """The error both implementations report for this file (spec section 6)."""
+        errors = self.errors
+        return errors[0] if errors else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.source,
+            "ok": self.ok,
+            "version": self.version,
+            "size": self.size,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def validate_buffer(buf: BytesLike, *, source: str = "<buffer>") -> Report:
+    """Validate a container held in memory."""
+    st = read_structure(buf, source=source)
+    check_integrity(buf, st)
+    version = st.header.version if st.header else None
+    return Report(source=source, version=version, size=st.size, findings=tuple(st.findings))
+
+
+def validate(path: str | os.PathLike[str]) -> Report:
+    """Validate the container at `path`; raises `FatpteError` only when it cannot be read."""
+    buf, fd = map_file(path)
+    try:
+        return validate_buffer(buf, source=str(Path(path)))
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+        os.close(fd)
