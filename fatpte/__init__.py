@@ -1,5 +1,8 @@
 """fatpte: pack, inspect, validate, select, extract and thin NFAT fat ML program containers.
 
+Modules are never named like the functions they export (`packing` holds `pack`): importing
+a submodule binds its name on the package, which would hide a function of the same name.
+
 The public API is imported lazily: `import fatpte` costs almost nothing, and each name loads
 its module on first use, so the command line starts fast.
 """
@@ -14,12 +17,12 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "Container": "fatpte.container",
     "open": "fatpte.container",
-    "Specialization": "fatpte.pack",
-    "pack": "fatpte.pack",
-    "validate": "fatpte.validate",
-    "validate_buffer": "fatpte.validate",
-    "Report": "fatpte.validate",
-    "extract": "fatpte.extract",
+    "Specialization": "fatpte.packing",
+    "pack": "fatpte.packing",
+    "validate": "fatpte.validation",
+    "validate_buffer": "fatpte.validation",
+    "Report": "fatpte.validation",
+    "extract": "fatpte.extraction",
     "Entry": "fatpte.model",
     "Segment": "fatpte.model",
     "Header": "fatpte.model",
@@ -28,17 +31,20 @@ _EXPORTS: dict[str, str] = {
     "SelectionError": "fatpte.errors",
     "Finding": "fatpte.errors",
     "Severity": "fatpte.errors",
+    "DeviceProfile": "fatpte.device",
+    "Accelerator": "fatpte.device",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from fatpte.container import Container, open
+    from fatpte.device import Accelerator, DeviceProfile
     from fatpte.errors import ErrorCode, FatpteError, Finding, SelectionError, Severity
-    from fatpte.extract import extract
+    from fatpte.extraction import extract
     from fatpte.model import Entry, Header, Segment
-    from fatpte.pack import Specialization, pack
-    from fatpte.validate import Report, validate, validate_buffer
+    from fatpte.packing import Specialization, pack
+    from fatpte.validation import Report, validate, validate_buffer
 
 
 def __getattr__(name: str) -> Any:

@@ -4,14 +4,13 @@ errors become `FatpteError`, keeping the field path and the offset in the file."
 from __future__ import annotations
 
 import struct
-
 from typing import Any
 
 import construct as cs
 
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.model import BytesLike
 from fatpte.layout import Record
+from fatpte.model import BytesLike
 
 
 def decode(rec: Record, buf: BytesLike, offset: int, path: str, *, source: str | None = None) -> dict[str, Any]:

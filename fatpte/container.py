@@ -11,10 +11,11 @@ import mmap
 import os
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
+from fatpte.atomic import io_error
 from fatpte.checksum import crc32c
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.atomic import io_error
 from fatpte.model import BytesLike, Entry, Header, Segment
 from fatpte.structure import Structure, read_structure
 
@@ -35,7 +36,9 @@ class Container:
         self.header: Header = self._structure.header
         self.entries: tuple[Entry, ...] = tuple(self._structure.entries)
         self.segments: tuple[Segment, ...] = tuple(self._structure.segments)
-        self._by_name = {e.name: e for e in self.entries}
+        self._by_name: dict[str, Entry] = {}
+        for e in self.entries:
+            self._by_name.setdefault(e.name, e)  # v1 ids may repeat: the first one wins (spec 3.4)
 
     @classmethod
     def from_buffer(cls, buf: BytesLike, *, source: str | None = None) -> Container:
@@ -121,7 +124,7 @@ class Container:
             os.close(self._fd)
             self._fd = None
 
-    def __enter__(self) -> Container:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
@@ -150,7 +153,7 @@ def map_file(path: str | os.PathLike[str]) -> tuple[BytesLike, int]:
         raise FatpteError(ErrorCode.IO_ERROR, f"cannot map {path}: {exc}", source=str(path)) from exc
 
 
-def open(path: str | os.PathLike[str]) -> Container:  # noqa: A001 - the API's name is fatpte.open
+def open(path: str | os.PathLike[str]) -> Container:
     """Map `path` and check its header and tables; raises `FatpteError` on the first error."""
     buf, fd = map_file(path)
     try:

@@ -1,0 +1,77 @@
+"""fatpte.layout: the construct definitions and the fast decoders derived from them agree."""
+
+from __future__ import annotations
+
+import random
+
+import construct as cs
+import pytest
+
+from fatpte import layout as L
+from fatpte.codec import decode, encode
+from fatpte.errors import ErrorCode, FatpteError
+
+
+def test_sizes_are_the_published_ones() -> None:
+    # v1 is ExecuTorch's layout: 12-byte header, 48-byte entries.
+    assert (L.V1_HEADER_SIZE, L.V1_ENTRY_SIZE) == (12, 48)
+    assert (L.V2_HEADER_SIZE, L.V2_ENTRY_SIZE, L.V2_SEGMENT_SIZE) == (64, 104, 32)
+    assert L.HEADER_CHECKSUM_OFFSET == 60
+
+
+@pytest.mark.parametrize("name", sorted(L.STRUCTURES))
+def test_record_sizes_keep_u64_fields_aligned(name: str) -> None:
+    rec = L.RECORDS[name]
+    assert rec.size == rec.structure.sizeof()
+    for sub in rec.structure.subcons:
+        if isinstance(sub.subcon, cs.FormatField):
+            off, size = rec.offsets[sub.name]
+            assert off % size == 0, sub.name
+    if name.startswith("v2"):
+        assert rec.size % L.RECORD_SIZE_MULTIPLE == 0
+
+
+@pytest.mark.parametrize("name", sorted(L.STRUCTURES))
+def test_struct_decoder_matches_construct(name: str) -> None:
+    rec = L.RECORDS[name]
+    rng = random.Random(name)
+    for _ in range(200):
+        raw = bytes(rng.getrandbits(8) for _ in range(rec.size))
+        expected = {k: v for k, v in rec.structure.parse(raw).items() if not k.startswith("_")}
+        assert decode(rec, raw, 0, name) == expected
+        assert encode(rec, expected, name) == raw
+
+
+def test_field_offsets_follow_the_declaration_order() -> None:
+    offs = L.field_offsets(L.V2_ENTRY)
+    assert list(offs) == ["name", "backend_id", "offset", "size", "payload_kind", "alignment", "checksum",
+                          "priority", "flags", "reserved"]
+    assert offs["offset"] == (64, 8) and offs["reserved"] == (100, 4)
+
+
+def test_decode_past_the_end_is_a_fatpte_error() -> None:
+    with pytest.raises(FatpteError) as info:
+        decode(L.RECORDS["v2_entry"], b"\0" * 50, 0, "entries[0]")
+    assert info.value.code is ErrorCode.TRUNCATED_HEADER
+    assert info.value.field == "entries[0]"
+
+
+def test_encode_errors_keep_the_field_path() -> None:
+    values = dict.fromkeys(L.RECORDS["v2_segment"].fields, 0)
+    values["alignment"] = -1
+    with pytest.raises(FatpteError) as info:
+        encode(L.RECORDS["v2_segment"], values, "segments[3]")
+    assert info.value.code is ErrorCode.INVALID_ARGUMENT
+    assert info.value.field is not None and info.value.field.startswith("segments[3]")
+
+
+def test_unsupported_field_type_is_refused() -> None:
+    with pytest.raises(TypeError):
+        L._format_char(cs.Renamed(cs.GreedyBytes, newname="x"))
+
+
+def test_limits_are_sane() -> None:
+    assert L.MAX_ALIGNMENT & (L.MAX_ALIGNMENT - 1) == 0
+    assert L.DEFAULT_ALIGNMENT & (L.DEFAULT_ALIGNMENT - 1) == 0
+    assert L.MAX_RECORD_SIZE % L.RECORD_SIZE_MULTIPLE == 0
+    assert L.MAX_MANIFEST_SIZE < 1 << 32
