@@ -1,0 +1,387 @@
+"""Device profiles: what a device offers (OS, CPU architecture and features, accelerators, memory,
+backend ABI versions), read strictly from JSON, written in one canonical form, and probed from the
+running host.
+
+This module owns the profile vocabulary (`OS_NAMES`, `ARCHES`, `CPU_FEATURES`,
+`ACCELERATOR_KINDS`): specs/device-profile.md, specs/device_profile.schema.json and the manifest's
+requirements use the same words, and tests keep them in step. It needs only the standard library
+(and fatpte.errors), so a bare machine can run the probe; the probes themselves live in
+fatpte/probe_*.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from os import PathLike  # `os` is also a field: inside the class body that name means the field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Final
+
+from fatpte.errors import ErrorCode, FatpteError
+
+OS_NAMES: Final = ("linux", "android", "macos", "ios", "windows")
+ARCHES: Final = ("x86_64", "aarch64")
+X86_FEATURES: Final = (
+    "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+    "avx512_bf16", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16",
+)  # fmt: skip
+ARM_FEATURES: Final = ("asimd", "fphp", "asimdhp", "asimddp", "i8mm", "bf16", "sve", "sve2", "sme")
+# The features each architecture may list: a word of the other architecture is a mistake, not a
+# feature the device lacks, so a profile that mixes them is rejected.
+CPU_FEATURES: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
+    {"x86_64": frozenset(X86_FEATURES), "aarch64": frozenset(ARM_FEATURES)}
+)
+ACCELERATOR_KINDS: Final = ("cuda", "metal", "vulkan", "opencl", "npu")
+
+# Profile names double as file names in specs/devices/ and as command-line words.
+NAME_PATTERN: Final = r"[A-Za-z0-9_.-]{1,64}"
+# Accelerator names come from drivers; printable ASCII keeps the canonical JSON free of escapes
+# that the C++ printer would have to reproduce.
+ACCELERATOR_NAME_PATTERN: Final = r"[ -~]{1,256}"
+# A version component: a decimal integer without leading zeros, at most 4 digits, so "8.10"
+# and "8.1" differ and compare numerically.
+_COMPONENT = r"(?:0|[1-9][0-9]{0,3})"
+CUDA_VERSION_PATTERN: Final = rf"{_COMPONENT}\.{_COMPONENT}"  # compute capability X.Y
+API_VERSION_PATTERN: Final = rf"{_COMPONENT}(?:\.{_COMPONENT}){{0,2}}"  # 1 to 3 components
+MAX_MEMORY_BYTES: Final = (1 << 63) - 1  # an int64 on the C++ side
+MAX_ABI_VERSION: Final = (1 << 32) - 1  # a uint32, as in the manifest
+MAX_ACCELERATORS: Final = 64  # bounds the work a hostile profile can cause
+MAX_PROFILE_BYTES: Final = 1 << 20  # profiles are a few hundred bytes; a larger file is not one
+
+DEVICES_DIR_ENV: Final = "FATPTE_DEVICES_DIR"
+HOST_NAME: Final = "host"
+
+_PROFILE_KEYS: Final = ("name", "os", "arch", "cpu_features", "accelerators", "memory_bytes", "backends")
+_ACCELERATOR_KEYS: Final = ("kind", "name", "version", "memory_bytes")
+
+
+def _invalid(path: str, message: str, actual: Any = None) -> FatpteError:
+    return FatpteError(ErrorCode.INVALID_ARGUMENT, message, field=path, actual=actual)
+
+
+@dataclass(frozen=True, slots=True)
+class Accelerator:
+    """One accelerator: for `cuda`, `version` is the compute capability ("9.0")."""
+
+    kind: str
+    name: str
+    version: str
+    memory_bytes: int
+
+    def __post_init__(self) -> None:
+        _check_accelerator(self, "accelerator")
+
+    def version_tuple(self) -> tuple[int, ...]:
+        """The version as numbers, for ordering: "8.7" -> (8, 7)."""
+        return tuple(int(part) for part in self.version.split("."))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "version": self.version, "memory_bytes": self.memory_bytes}
+
+    @classmethod
+    def from_json(cls, obj: Any, path: str = "accelerator") -> Accelerator:
+        """Read one accelerator object; errors name `path` and the bad field."""
+        if not isinstance(obj, dict):
+            raise _invalid(path, f"must be an object, not {_kind_of(obj)}", obj)
+        _check_keys(obj, _ACCELERATOR_KEYS, path)
+        kind = _string(obj["kind"], f"{path}.kind")
+        name = _string(obj["name"], f"{path}.name")
+        version = _string(obj["version"], f"{path}.version")
+        memory = _integer(obj["memory_bytes"], f"{path}.memory_bytes", 0, MAX_MEMORY_BYTES)
+        return cls._checked(kind, name, version, memory, path)
+
+    @classmethod
+    def _checked(cls, kind: str, name: str, version: str, memory: int, path: str) -> Accelerator:
+        acc = object.__new__(cls)
+        for key, value in (("kind", kind), ("name", name), ("version", version), ("memory_bytes", memory)):
+            object.__setattr__(acc, key, value)
+        _check_accelerator(acc, path)
+        return acc
+
+
+def _check_accelerator(acc: Accelerator, path: str) -> None:
+    if not isinstance(acc.kind, str) or acc.kind not in ACCELERATOR_KINDS:
+        raise _invalid(f"{path}.kind", f"{acc.kind!r} is not an accelerator kind (one of "
+                       f"{', '.join(ACCELERATOR_KINDS)})", acc.kind)
+    if not isinstance(acc.name, str) or not re.fullmatch(ACCELERATOR_NAME_PATTERN, acc.name):
+        raise _invalid(f"{path}.name", f"{acc.name!r} must be 1 to 256 printable ASCII characters", acc.name)
+    pattern = CUDA_VERSION_PATTERN if acc.kind == "cuda" else API_VERSION_PATTERN
+    if not isinstance(acc.version, str) or not re.fullmatch(pattern, acc.version):
+        rule = ("a compute capability MAJOR.MINOR such as \"8.0\"" if acc.kind == "cuda"
+                else "a version of 1 to 3 dot-separated numbers such as \"1.3\"")
+        raise _invalid(f"{path}.version", f"{acc.version!r} is not {rule} (numbers without leading zeros, "
+                       "at most 4 digits)", acc.version)
+    _integer(acc.memory_bytes, f"{path}.memory_bytes", 0, MAX_MEMORY_BYTES)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceProfile:
+    """What a device offers; `backends` maps a backend id to the ABI version its runtime provides
+    (empty: unknown). `memory_bytes` is total physical RAM (0: unknown)."""
+
+    name: str
+    os: str
+    arch: str
+    cpu_features: frozenset[str]
+    accelerators: tuple[Accelerator, ...] = ()
+    memory_bytes: int = 0
+    backends: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Accept any iterable or mapping from Python callers but store immutable copies, so a
+        # profile cannot change after it has been checked.
+        if isinstance(self.cpu_features, str):
+            raise _invalid("cpu_features", "must be a collection of feature names, not one string",
+                           self.cpu_features)
+        object.__setattr__(self, "cpu_features", frozenset(self.cpu_features))
+        object.__setattr__(self, "accelerators", tuple(self.accelerators))
+        object.__setattr__(self, "backends", MappingProxyType(dict(self.backends)))
+        _check_profile(self)
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def from_json(cls, obj: Any, *, source: str | None = None) -> DeviceProfile:
+        """A profile from decoded JSON, checked strictly: unknown keys, wrong types and words outside
+        the vocabulary raise FatpteError (INVALID_ARGUMENT) naming the field path."""
+        try:
+            return cls._from_json(obj)
+        except FatpteError as exc:
+            if source is None:
+                raise
+            raise FatpteError(exc.code, exc.message, source=source, field=exc.field, actual=exc.actual) from None
+
+    @classmethod
+    def _from_json(cls, obj: Any) -> DeviceProfile:
+        if not isinstance(obj, dict):
+            raise _invalid("$", f"a device profile must be a JSON object, not {_kind_of(obj)}", obj)
+        _check_keys(obj, _PROFILE_KEYS, "")
+        name = _string(obj["name"], "name")
+        os_name = _string(obj["os"], "os")
+        arch = _string(obj["arch"], "arch")
+        features_raw = obj["cpu_features"]
+        if not isinstance(features_raw, list):
+            raise _invalid("cpu_features", f"must be an array of strings, not {_kind_of(features_raw)}")
+        features: list[str] = []
+        for i, word in enumerate(features_raw):
+            features.append(_string(word, f"cpu_features[{i}]"))
+        seen: set[str] = set()
+        for i, word in enumerate(features):
+            if word in seen:
+                raise _invalid(f"cpu_features[{i}]", f"{word!r} is listed twice", word)
+            seen.add(word)
+        accs_raw = obj["accelerators"]
+        if not isinstance(accs_raw, list):
+            raise _invalid("accelerators", f"must be an array of objects, not {_kind_of(accs_raw)}")
+        if len(accs_raw) > MAX_ACCELERATORS:
+            raise _invalid("accelerators", f"lists {len(accs_raw)} accelerators, more than the limit of "
+                           f"{MAX_ACCELERATORS}", len(accs_raw))
+        accelerators = tuple(Accelerator.from_json(a, f"accelerators[{i}]") for i, a in enumerate(accs_raw))
+        memory = _integer(obj["memory_bytes"], "memory_bytes", 0, MAX_MEMORY_BYTES)
+        backends_raw = obj["backends"]
+        if not isinstance(backends_raw, dict):
+            raise _invalid("backends", f"must be an object mapping backend ids to ABI versions, not "
+                           f"{_kind_of(backends_raw)}")
+        backends = {key: _integer(v, f"backends.{key}", 0, MAX_ABI_VERSION) for key, v in backends_raw.items()}
+        profile = object.__new__(cls)
+        for key, value in (("name", name), ("os", os_name), ("arch", arch),
+                           ("cpu_features", frozenset(features)), ("accelerators", accelerators),
+                           ("memory_bytes", memory), ("backends", MappingProxyType(backends))):
+            object.__setattr__(profile, key, value)
+        _check_profile(profile, feature_order=features)
+        return profile
+
+    @classmethod
+    def load(cls, name_or_path: str | PathLike[str]) -> DeviceProfile:
+        """A named profile (`x86-64-v3`, see names()) or a path to a profile JSON file.
+
+        A string without a path separator or `.json` suffix is a name; anything else is a path."""
+        text = os.fspath(name_or_path)
+        is_name = (isinstance(name_or_path, str) and re.fullmatch(NAME_PATTERN, text) is not None
+                   and not text.endswith(".json"))
+        if is_name:
+            directory = devices_dir()
+            path = directory / f"{text}.json"
+            if not path.is_file():
+                known = ", ".join(_names_in(directory)) or "none"
+                raise FatpteError(ErrorCode.INVALID_ARGUMENT,
+                                  f"no device profile named {text!r} in {directory}; known profiles: {known} "
+                                  "(or give a path to a profile JSON file)", field="device", actual=text)
+        else:
+            path = Path(text)
+        return cls.from_json(_read_json(path), source=str(path))
+
+    @classmethod
+    def host(cls) -> DeviceProfile:
+        """Probe the machine this runs on (see specs/device-profile.md, "Probing the host")."""
+        from fatpte import probe_host  # the probes are only needed here
+
+        return probe_host.probe()
+
+    @staticmethod
+    def names() -> list[str]:
+        """The named profiles in specs/devices/ (or $FATPTE_DEVICES_DIR), sorted."""
+        return _names_in(devices_dir())
+
+    # -- output -------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """The canonical object: fixed key order, sorted features and backends."""
+        return {
+            "name": self.name,
+            "os": self.os,
+            "arch": self.arch,
+            "cpu_features": sorted(self.cpu_features),
+            "accelerators": [a.to_json() for a in self.accelerators],
+            "memory_bytes": self.memory_bytes,
+            "backends": {key: self.backends[key] for key in sorted(self.backends)},
+        }
+
+    def to_json_text(self) -> str:
+        """The canonical text, byte-for-byte what `fatpte device --json` and the C++ loader print."""
+        return canonical_text(self.to_json())
+
+    def __hash__(self) -> int:
+        # Written out because `backends` is a read-only mapping, which is not hashable.
+        return hash((self.name, self.os, self.arch, self.cpu_features, self.accelerators, self.memory_bytes,
+                     tuple(sorted(self.backends.items()))))
+
+
+def canonical_text(obj: Mapping[str, Any]) -> str:
+    """Canonical JSON text of a profile object (specs/device-profile.md, "Canonical form")."""
+    return json.dumps(obj, indent=2) + "\n"
+
+
+# -- checks -----------------------------------------------------------------------------------
+
+
+def _check_profile(p: DeviceProfile, feature_order: list[str] | None = None) -> None:
+    if not isinstance(p.name, str) or not re.fullmatch(NAME_PATTERN, p.name):
+        raise _invalid("name", f"{p.name!r} must be 1 to 64 characters from [A-Za-z0-9_.-]", p.name)
+    if not isinstance(p.os, str) or p.os not in OS_NAMES:
+        raise _invalid("os", f"{p.os!r} is not an operating system of the vocabulary ({', '.join(OS_NAMES)})",
+                       p.os)
+    if not isinstance(p.arch, str) or p.arch not in ARCHES:
+        raise _invalid("arch", f"{p.arch!r} is not a CPU architecture of the vocabulary ({', '.join(ARCHES)})",
+                       p.arch)
+    allowed = CPU_FEATURES[p.arch]
+    order = feature_order if feature_order is not None else sorted(p.cpu_features, key=str)
+    for i, word in enumerate(order):
+        if not isinstance(word, str) or word not in allowed:
+            other = next((a for a, words in CPU_FEATURES.items() if word in words), None)
+            why = (f"is a {other} feature, not one of {p.arch}" if other is not None
+                   else f"is not a CPU feature of the vocabulary for {p.arch}")
+            raise _invalid(f"cpu_features[{i}]", f"{word!r} {why} ({' '.join(sorted(allowed))})", word)
+    if len(p.accelerators) > MAX_ACCELERATORS:
+        raise _invalid("accelerators", f"lists {len(p.accelerators)} accelerators, more than the limit of "
+                       f"{MAX_ACCELERATORS}", len(p.accelerators))
+    for i, acc in enumerate(p.accelerators):
+        if not isinstance(acc, Accelerator):
+            raise _invalid(f"accelerators[{i}]", f"must be an Accelerator, not {type(acc).__name__}")
+    _integer(p.memory_bytes, "memory_bytes", 0, MAX_MEMORY_BYTES)
+    for key in sorted(p.backends, key=str):
+        _check_backend_id(key)
+        _integer(p.backends[key], f"backends.{key}", 0, MAX_ABI_VERSION)
+
+
+def _check_backend_id(key: object) -> None:
+    # The container's id rules live in layout.py; imported here, not at the top, because layout
+    # needs construct and probing the host must work where only the standard library is.
+    from fatpte import layout
+
+    ok = (isinstance(key, str) and key.isascii() and 1 <= len(key) <= layout.ID_FIELD_SIZE
+          and all(b in layout.ID_ALPHABET for b in key.encode("ascii")))
+    if not ok:
+        raise _invalid(f"backends.{key}", f"{key!r} is not a backend id (1 to {layout.ID_FIELD_SIZE} "
+                       "characters from [A-Za-z0-9_.-])", key)
+
+
+def _check_keys(obj: dict[Any, Any], allowed: tuple[str, ...], path: str) -> None:
+    prefix = f"{path}." if path else ""
+    for key in obj:
+        if key not in allowed:
+            raise _invalid(f"{prefix}{key}", f"unknown key {key!r}; the keys are {', '.join(allowed)}", key)
+    for key in allowed:
+        if key not in obj:
+            raise _invalid(f"{prefix}{key}", f"the key {key!r} is missing")
+
+
+def _string(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise _invalid(path, f"must be a string, not {_kind_of(value)}", value)
+    return value
+
+
+def _integer(value: Any, path: str, low: int, high: int) -> int:
+    # bool is an int in Python but `true` is not a number in JSON.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _invalid(path, f"must be an integer, not {_kind_of(value)}", value)
+    if not low <= value <= high:
+        raise _invalid(path, f"{value} is outside {low}..{high}", value)
+    return value
+
+
+def _kind_of(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
+             float: "a floating-point number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+# -- named profiles ---------------------------------------------------------------------------
+
+
+def devices_dir() -> Path:
+    """Where the named profiles are: $FATPTE_DEVICES_DIR if set, else specs/devices/ of the source
+    tree this package was imported from (an editable install or a checkout on sys.path)."""
+    override = os.environ.get(DEVICES_DIR_ENV)
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parent.parent / "specs" / "devices"
+
+
+def _names_in(directory: Path) -> list[str]:
+    try:
+        files = list(directory.iterdir())
+    except OSError as exc:
+        raise FatpteError(ErrorCode.IO_ERROR,
+                          f"cannot list the named device profiles in {directory}: {exc.strerror or exc} "
+                          f"(set {DEVICES_DIR_ENV} to the folder that holds them)", source=str(directory),
+                          actual=exc.errno) from exc
+    return sorted(p.stem for p in files if p.suffix == ".json" and re.fullmatch(NAME_PATTERN, p.stem))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_PROFILE_BYTES + 1)
+    except OSError as exc:
+        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read the device profile {path}: {exc.strerror or exc}",
+                          source=str(path), actual=exc.errno) from exc
+    if len(data) > MAX_PROFILE_BYTES:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"is larger than the limit of {MAX_PROFILE_BYTES} bytes "
+                          "for a device profile", source=str(path), field="$")
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"is not valid JSON: {exc}", source=str(path),
+                          field="$") from exc
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Python's json keeps the last of two equal keys; which one a reader keeps is not defined by
+    # JSON, so a profile that repeats a key is ambiguous and rejected.
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        obj[key] = value
+    return obj
+
+
+def _reject_constant(name: str) -> Any:
+    # Python's json accepts NaN and Infinity, which are not JSON.
+    raise ValueError(f"{name} is not a JSON value")
