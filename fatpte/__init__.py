@@ -33,18 +33,82 @@ _EXPORTS: dict[str, str] = {
     "Severity": "fatpte.errors",
     "DeviceProfile": "fatpte.device",
     "Accelerator": "fatpte.device",
+    "select": "fatpte.selection",
+    "Selection": "fatpte.selection",
+    "Verdict": "fatpte.selection",
+    "Failure": "fatpte.selection",
+    "thin": "fatpte.thinning",
+    "pack_from_file": "fatpte.packfile",
+    "NamedData": "fatpte.named_data",
+    "Manifest": "fatpte.manifest",
+    "ManifestEntry": "fatpte.manifest",
+    "Requirements": "fatpte.manifest",
+    "Signature": "fatpte.manifest",
 }
 
-__all__ = sorted(_EXPORTS)
+# Static, so type checkers and linters see the API; tests/test_api.py keeps it equal to _EXPORTS.
+__all__ = [
+    "Accelerator",
+    "Container",
+    "DeviceProfile",
+    "Entry",
+    "ErrorCode",
+    "Failure",
+    "FatpteError",
+    "Finding",
+    "Header",
+    "Manifest",
+    "ManifestEntry",
+    "NamedData",
+    "Report",
+    "Requirements",
+    "Segment",
+    "Selection",
+    "SelectionError",
+    "Severity",
+    "Signature",
+    "Specialization",
+    "Verdict",
+    "extract",
+    "open",
+    "pack",
+    "pack_from_file",
+    "select",
+    "thin",
+    "validate",
+    "validate_buffer",
+]
 
 if TYPE_CHECKING:
-    from fatpte.container import Container, open
-    from fatpte.device import Accelerator, DeviceProfile
-    from fatpte.errors import ErrorCode, FatpteError, Finding, SelectionError, Severity
-    from fatpte.extraction import extract
-    from fatpte.model import Entry, Header, Segment
-    from fatpte.packing import Specialization, pack
-    from fatpte.validation import Report, validate, validate_buffer
+    from fatpte.container import Container as Container
+    from fatpte.container import open as open
+    from fatpte.device import Accelerator as Accelerator
+    from fatpte.device import DeviceProfile as DeviceProfile
+    from fatpte.errors import ErrorCode as ErrorCode
+    from fatpte.errors import FatpteError as FatpteError
+    from fatpte.errors import Finding as Finding
+    from fatpte.errors import SelectionError as SelectionError
+    from fatpte.errors import Severity as Severity
+    from fatpte.extraction import extract as extract
+    from fatpte.manifest import Manifest as Manifest
+    from fatpte.manifest import ManifestEntry as ManifestEntry
+    from fatpte.manifest import Requirements as Requirements
+    from fatpte.manifest import Signature as Signature
+    from fatpte.model import Entry as Entry
+    from fatpte.model import Header as Header
+    from fatpte.model import Segment as Segment
+    from fatpte.named_data import NamedData as NamedData
+    from fatpte.packfile import pack_from_file as pack_from_file
+    from fatpte.packing import Specialization as Specialization
+    from fatpte.packing import pack as pack
+    from fatpte.selection import Failure as Failure
+    from fatpte.selection import Selection as Selection
+    from fatpte.selection import Verdict as Verdict
+    from fatpte.selection import select as select
+    from fatpte.thinning import thin as thin
+    from fatpte.validation import Report as Report
+    from fatpte.validation import validate as validate
+    from fatpte.validation import validate_buffer as validate_buffer
 
 
 def __getattr__(name: str) -> Any:

@@ -7,17 +7,23 @@ what opening a 1 MB one does. `validate` runs the content checks too.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import mmap
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from fatpte.atomic import io_error
 from fatpte.checksum import crc32c
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.model import BytesLike, Entry, Header, Segment
 from fatpte.structure import Structure, read_structure
+
+if TYPE_CHECKING:
+    from fatpte.manifest import Manifest
 
 
 class Container:
@@ -78,19 +84,21 @@ class Container:
     def find(self, name_or_backend_id: str) -> Entry:
         """The entry with this name, else the only entry with this backend id."""
         e = self._by_name.get(name_or_backend_id)
-        if e is not None:
-            return e
-        matches = [e for e in self.entries if e.backend_id == name_or_backend_id]
+        return e if e is not None else self.by_backend(name_or_backend_id)
+
+    def by_backend(self, backend_id: str) -> Entry:
+        """The only entry with this backend id (in version 1, the first: spec 3.4)."""
+        matches = [e for e in self.entries if e.backend_id == backend_id]
         if self.version == 1 and matches:
-            return matches[0]  # v1 lookups by id take the first (spec 3.4)
+            return matches[0]
         if len(matches) == 1:
             return matches[0]
         if matches:
             names = ", ".join(repr(m.name) for m in matches)
             raise FatpteError(ErrorCode.AMBIGUOUS_ENTRY,
-                              f"backend id {name_or_backend_id!r} matches entries {names}; name one of them",
-                              source=self.source)
-        raise self._not_found(name_or_backend_id)
+                              f"backend id {backend_id!r} matches entries {names}; name one of them",
+                              source=self.source, actual=backend_id)
+        raise self._not_found(backend_id)
 
     def _not_found(self, key: str) -> FatpteError:
         have = ", ".join(f"{e.name!r} ({e.backend_id})" for e in self.entries)
@@ -111,18 +119,31 @@ class Container:
                                   expected=e.checksum, actual=actual)
         return view.toreadonly()
 
+    @functools.cached_property
+    def manifest(self) -> Manifest | None:
+        """The decoded manifest (None when the container has none): CRC32C and every offset
+        checked first, so a corrupt manifest raises FatpteError (specs/nfat-manifest.md)."""
+        from fatpte.manifest import read_manifest
+
+        return read_manifest(self.buffer, self.header, source=self.source)
+
+    @property
+    def named_data_keys(self) -> tuple[str, ...]:
+        """Every named-data key, sorted bytewise (aliases included)."""
+        m = self.manifest
+        return () if m is None else tuple(k for k, _ in m.named_data)
+
+    def named_data(self, key: str) -> memoryview:
+        """The bytes stored under `key`, zero-copy and read-only."""
+        from fatpte.named_data import lookup
+
+        return lookup(self, key)
+
     def close(self) -> None:
         buf, self._buf = self._buf, None
-        if isinstance(buf, mmap.mmap):
-            try:
-                buf.close()
-            except BufferError:
-                # Views handed out are still alive: the mapping stays until the last one is
-                # released, which is safe; it is never unmapped under a live view.
-                pass
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        fd, self._fd = self._fd, None
+        if buf is not None:
+            release_mapping(buf, fd)
 
     def __enter__(self) -> Self:
         return self
@@ -153,6 +174,26 @@ def map_file(path: str | os.PathLike[str]) -> tuple[BytesLike, int]:
         raise FatpteError(ErrorCode.IO_ERROR, f"cannot map {path}: {exc}", source=str(path)) from exc
 
 
+def release_mapping(buf: BytesLike, fd: int | None) -> None:
+    """Close what `map_file` returned. A mapping that still has views handed out is left to go
+    with its last view: it is never unmapped under a live view."""
+    if isinstance(buf, mmap.mmap):
+        with contextlib.suppress(BufferError):
+            buf.close()
+    if fd is not None:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def mapped_file(path: str | os.PathLike[str]) -> Iterator[tuple[BytesLike, int]]:
+    """`map_file` for the length of a `with` block."""
+    buf, fd = map_file(path)
+    try:
+        yield buf, fd
+    finally:
+        release_mapping(buf, fd)
+
+
 def open(path: str | os.PathLike[str]) -> Container:
     """Map `path` and check its header and tables; raises `FatpteError` on the first error."""
     buf, fd = map_file(path)
@@ -161,7 +202,5 @@ def open(path: str | os.PathLike[str]) -> Container:
     except FatpteError:
         raise  # Container.__init__ closed what it was given
     except BaseException:
-        if isinstance(buf, mmap.mmap):
-            buf.close()
-        os.close(fd)
+        release_mapping(buf, fd)
         raise

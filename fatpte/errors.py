@@ -65,6 +65,18 @@ class ErrorCode(enum.IntEnum):
     MANIFEST_CHECKSUM_MISMATCH = 404
     BAD_MANIFEST_IDENTIFIER = 405
     ABSENT_MANIFEST_NOT_ZERO = 406
+    MANIFEST_CORRUPT = 407
+    MANIFEST_ENTRY_MISSING = 408
+    MANIFEST_ENTRY_UNKNOWN = 409
+    DUPLICATE_MANIFEST_ENTRY = 410
+    SIGNATURE_MISMATCH = 411
+    SOURCE_DIGEST_MISMATCH = 412
+    NAMED_DATA_KEY_MISSING = 413
+    NAMED_DATA_BAD_SEGMENT = 414
+    NAMED_DATA_KEYS_UNSORTED = 415
+    SEGMENT_UNREFERENCED = 416
+    PAYLOAD_DIGEST_MISMATCH = 417
+    MANIFEST_VALUE_INVALID = 418
     # 5xx version 1
     V1_BAD_ID = 501
     V1_ID_PADDING_NOT_ZERO = 502
@@ -81,10 +93,22 @@ class ErrorCode(enum.IntEnum):
     NOT_REPRESENTABLE_IN_V1 = 703
     ENTRY_NOT_FOUND = 704
     AMBIGUOUS_ENTRY = 705
+    NAMED_DATA_CONFLICT = 706
+    NAMED_DATA_NOT_FOUND = 707
+    BAD_PACK_FILE = 708
     # 8xx I/O
     IO_ERROR = 801
     # 9xx selection
     NO_SPECIALIZATION_FITS = 901
+    # 10xx ExecuTorch files read by fatpte.executorch (.pte, .ptd, delegate payloads)
+    ET_BAD_IDENTIFIER = 1001
+    ET_TRUNCATED = 1002
+    ET_BAD_HEADER = 1003
+    ET_FLATBUFFER_OUT_OF_BOUNDS = 1004
+    ET_FLATBUFFER_TOO_COMPLEX = 1005
+    ET_BAD_REFERENCE = 1006
+    ET_SEGMENT_OUT_OF_BOUNDS = 1007
+    ET_BAD_VALUE = 1008
 
     @property
     def tag(self) -> str:
@@ -101,6 +125,8 @@ class ErrorCode(enum.IntEnum):
 
     @property
     def category(self) -> Category:
+        if self.value >= 1000:  # 10xx: an ExecuTorch file breaks its published layout
+            return Category.INVALID
         if self.value >= 900:
             return Category.SELECTION
         if self.value >= 800:
@@ -147,6 +173,18 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.MANIFEST_CHECKSUM_MISMATCH: ("the CRC32C of the manifest does not match manifest_checksum", _E),
     ErrorCode.BAD_MANIFEST_IDENTIFIER: ("the manifest's bytes 4..8 are not the identifier 'NFMF'", _E),
     ErrorCode.ABSENT_MANIFEST_NOT_ZERO: ("manifest_size is 0 but manifest_offset or manifest_checksum is not", _E),
+    ErrorCode.MANIFEST_CORRUPT: ("the manifest is not a well-formed flatbuffer of specs/nfat_manifest.fbs", _E),
+    ErrorCode.MANIFEST_ENTRY_MISSING: ("an entry of the table has no entry in the manifest", _E),
+    ErrorCode.MANIFEST_ENTRY_UNKNOWN: ("a manifest entry names no entry of the table", _E),
+    ErrorCode.DUPLICATE_MANIFEST_ENTRY: ("two manifest entries have the same name", _E),
+    ErrorCode.SIGNATURE_MISMATCH: ("two entries declare different program signatures", _E),
+    ErrorCode.SOURCE_DIGEST_MISMATCH: ("two entries declare different source program digests", _E),
+    ErrorCode.NAMED_DATA_KEY_MISSING: ("an entry needs a named-data key the manifest does not define", _E),
+    ErrorCode.NAMED_DATA_BAD_SEGMENT: ("a named-data key points at a segment index past the segment table", _E),
+    ErrorCode.NAMED_DATA_KEYS_UNSORTED: ("named-data keys are not unique and sorted bytewise", _E),
+    ErrorCode.SEGMENT_UNREFERENCED: ("a segment is named by no named-data key", _E),
+    ErrorCode.PAYLOAD_DIGEST_MISMATCH: ("the SHA-256 of a payload does not match its manifest entry", _E),
+    ErrorCode.MANIFEST_VALUE_INVALID: ("a manifest field holds a value its rule forbids", _E),
     ErrorCode.V1_BAD_ID: ("a v1 backend id is empty or has a byte outside ASCII 0x01..0x7f", _E),
     ErrorCode.V1_ID_PADDING_NOT_ZERO: ("a v1 backend id has non-zero bytes after its terminating NUL", _W),
     ErrorCode.V1_OVERLAPPING_PAYLOADS: ("two v1 payloads share bytes", _W),
@@ -160,8 +198,19 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.NOT_REPRESENTABLE_IN_V1: ("version 1 cannot hold what was asked (names, alignment, priority)", _E),
     ErrorCode.ENTRY_NOT_FOUND: ("no entry has that name or backend id", _E),
     ErrorCode.AMBIGUOUS_ENTRY: ("several entries have that backend id; name one", _E),
+    ErrorCode.NAMED_DATA_CONFLICT: ("one named-data key was given two different contents", _E),
+    ErrorCode.NAMED_DATA_NOT_FOUND: ("the container has no named data under that key", _E),
+    ErrorCode.BAD_PACK_FILE: ("a pack.toml file breaks a rule of docs/pack-toml.md", _E),
     ErrorCode.IO_ERROR: ("reading or writing a file failed", _E),
     ErrorCode.NO_SPECIALIZATION_FITS: ("no entry's requirements hold on the device", _E),
+    ErrorCode.ET_BAD_IDENTIFIER: ("an ExecuTorch file's flatbuffer identifier (bytes 4..8) is not the expected one", _E),
+    ErrorCode.ET_TRUNCATED: ("an ExecuTorch file ends before its header or flatbuffer root", _E),
+    ErrorCode.ET_BAD_HEADER: ("an ExecuTorch header (eh00, FH01, XH00) has a length or field out of range", _E),
+    ErrorCode.ET_FLATBUFFER_OUT_OF_BOUNDS: ("a flatbuffer offset, vtable, vector or string lies outside the buffer", _E),
+    ErrorCode.ET_FLATBUFFER_TOO_COMPLEX: ("a flatbuffer nests deeper or holds more objects than the reader's limits", _E),
+    ErrorCode.ET_BAD_REFERENCE: ("an index in an ExecuTorch program points at no value, segment or payload", _E),
+    ErrorCode.ET_SEGMENT_OUT_OF_BOUNDS: ("an ExecuTorch segment or payload extends past the end of its file", _E),
+    ErrorCode.ET_BAD_VALUE: ("an ExecuTorch field holds a value its schema does not allow", _E),
 }
 
 

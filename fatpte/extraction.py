@@ -7,19 +7,42 @@ from pathlib import Path
 
 from fatpte.atomic import atomic_output
 from fatpte.container import open as open_container
-from fatpte.streams import copy_range
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.streams import Progress, copy_range_crc, progress_counter
 
 
-def extract(path: str | os.PathLike[str], name_or_backend_id: str, dest: str | os.PathLike[str]) -> Path:
+def extract(
+    path: str | os.PathLike[str],
+    name_or_backend_id: str,
+    dest: str | os.PathLike[str],
+    *,
+    progress: Progress | None = None,
+) -> Path:
     """Write the payload of the entry named `name_or_backend_id` (else the only entry with that
-    backend id) to `dest`. Its CRC32C is checked against the entry before anything is written."""
+    backend id) to `dest`.
+
+    The kernel copies the payload into a temporary file while a second thread computes its
+    CRC32C from the mapping: one pass over the bytes. A payload whose CRC32C differs from its
+    entry's is never published: the temporary file is removed and `dest` is left as it was.
+    `progress(done, total)` is called as bytes are copied."""
     target = Path(dest)
     with open_container(path) as container:
         entry = container.find(name_or_backend_id)
-        container.payload(entry, verify=True).release()
         fd = container.fileno
-        assert fd is not None
+        assert fd is not None  # opened from a path
         with atomic_output(target) as out:
             out.flush()
-            copy_range(fd, entry.offset, out.fileno(), 0, entry.size)
+            advance = None if progress is None else progress_counter(progress, entry.size)
+            actual = copy_range_crc(fd, container.buffer, entry.offset, out.fileno(), 0, entry.size,
+                                    advance=advance)
+            if entry.checksum is not None and actual != entry.checksum:
+                raise FatpteError(
+                    ErrorCode.PAYLOAD_CHECKSUM_MISMATCH,
+                    f"payload of {entry.name!r} has CRC32C {actual:08x}, but its entry says {entry.checksum:08x}: "
+                    "the container is damaged; nothing was written",
+                    source=container.source,
+                    field=f"entries[{entry.index}].checksum",
+                    expected=entry.checksum,
+                    actual=actual,
+                )
     return target

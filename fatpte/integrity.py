@@ -11,22 +11,30 @@ from fatpte import layout as L
 from fatpte.checksum import crc32c
 from fatpte.errors import ErrorCode, finding
 from fatpte.model import BytesLike
+from fatpte.streams import Advance, Progress, progress_counter
 from fatpte.structure import Structure
 
 _SCAN_CHUNK = 1 << 20
+_ZEROS = bytes(_SCAN_CHUNK)
 
 
-def check_integrity(buf: BytesLike, st: Structure) -> None:
-    """Append to `st.findings` every content problem of a structurally read v2 container."""
+def check_integrity(buf: BytesLike, st: Structure, progress: Progress | None = None) -> None:
+    """Append to `st.findings` every content problem of a structurally read v2 container;
+    `progress(done, total)` follows the bytes hashed."""
     h = st.header
     if h is None or h.version != L.VERSION_2:
         return
+    advance = None if progress is None else progress_counter(progress, _hashed_bytes(st))
     if not st.errors:
         _check_padding(buf, st)
     if st.manifest_placed:
-        _check_manifest(buf, st)
-    _check_payloads(buf, st)
-    _check_segments(buf, st)
+        _check_manifest(buf, st, advance)
+    _check_payloads(buf, st, advance)
+    _check_segments(buf, st, advance)
+    # Last in the canonical order: the manifest's own rules and its consistency with the tables.
+    from fatpte.manifest import check_container
+
+    check_container(buf, st)
 
 
 def first_nonzero(buf: BytesLike, start: int, end: int) -> int | None:
@@ -37,9 +45,8 @@ def first_nonzero(buf: BytesLike, start: int, end: int) -> int | None:
         while pos < end:
             nxt = min(end, pos + _SCAN_CHUNK)
             chunk = bytes(view[pos:nxt])
-            rest = chunk.lstrip(b"\0")
-            if rest:
-                return nxt - len(rest)
+            if chunk != _ZEROS[: nxt - pos]:  # memcmp: the common all-zero chunk costs a copy and a compare
+                return nxt - len(chunk.lstrip(b"\0"))
             pos = nxt
     finally:
         view.release()
@@ -62,10 +69,20 @@ def _check_padding(buf: BytesLike, st: Structure) -> None:
         reach = max(reach, end)
 
 
-def _check_manifest(buf: BytesLike, st: Structure) -> None:
+def _hashed_bytes(st: Structure) -> int:
+    """How many bytes the content checks hash: the manifest, each distinct payload region and
+    each segment whose placement is sound."""
+    assert st.header is not None
+    payloads = {(e.offset, e.size) for e in st.entries if e.index in st.placed_entries}
+    total = sum(size for _, size in payloads)
+    total += sum(s.size for s in st.segments if s.index in st.placed_segments)
+    return total + (st.header.manifest_size if st.manifest_placed else 0)
+
+
+def _check_manifest(buf: BytesLike, st: Structure, advance: Advance | None) -> None:
     assert st.header is not None
     h = st.header
-    actual = crc32c(buf, h.manifest_offset, h.manifest_offset + h.manifest_size)
+    actual = crc32c(buf, h.manifest_offset, h.manifest_offset + h.manifest_size, advance=advance)
     if actual != h.manifest_checksum:
         st.add(finding(ErrorCode.MANIFEST_CHECKSUM_MISMATCH,
                        f"the manifest ({h.manifest_offset:#x}..{h.manifest_offset + h.manifest_size:#x}) has "
@@ -87,7 +104,7 @@ def _entry_field_at(st: Structure, index: int, field: str) -> int:
     return st.header.header_size + index * st.header.entry_size + rec.offsets[field][0]
 
 
-def _check_payloads(buf: BytesLike, st: Structure) -> None:
+def _check_payloads(buf: BytesLike, st: Structure, advance: Advance | None) -> None:
     computed: dict[tuple[int, int], int] = {}
     for e in st.entries:
         if e.index not in st.placed_entries or e.checksum is None:
@@ -95,7 +112,7 @@ def _check_payloads(buf: BytesLike, st: Structure) -> None:
         key = (e.offset, e.size)
         actual = computed.get(key)
         if actual is None:
-            actual = computed[key] = crc32c(buf, e.offset, e.end)
+            actual = computed[key] = crc32c(buf, e.offset, e.end, advance=advance)
         if actual != e.checksum:
             st.add(finding(ErrorCode.PAYLOAD_CHECKSUM_MISMATCH,
                            f"payload of {e.name!r} ({e.offset:#x}..{e.end:#x}) has CRC32C {actual:08x}, but its "
@@ -113,7 +130,7 @@ def _check_payloads(buf: BytesLike, st: Structure) -> None:
                                field=f"entries[{e.index}].payload_kind", expected=kind, actual=found))
 
 
-def _check_segments(buf: BytesLike, st: Structure) -> None:
+def _check_segments(buf: BytesLike, st: Structure, advance: Advance | None) -> None:
     assert st.header is not None
     h = st.header
     rec = L.RECORDS["v2_segment"]
@@ -121,7 +138,7 @@ def _check_segments(buf: BytesLike, st: Structure) -> None:
     for s in st.segments:
         if s.index not in st.placed_segments:
             continue
-        actual = crc32c(buf, s.offset, s.end)
+        actual = crc32c(buf, s.offset, s.end, advance=advance)
         if actual != s.checksum:
             st.add(finding(ErrorCode.SEGMENT_CHECKSUM_MISMATCH,
                            f"segment {s.index} ({s.offset:#x}..{s.end:#x}) has CRC32C {actual:08x}, but its "

@@ -1,29 +1,34 @@
 """`fatpte.pack`: write a container from specializations, streaming, atomically, deterministically.
 
-Payloads given as paths are never read into memory: their checksums are computed over a
-read-only mapping and their bytes are copied by the kernel (`streams.copy_range`). The plan
-(every offset, the header and the tables) is computed first from sizes and checksums; then the
-file is written once, front to back, to a temporary file that is renamed onto `dest`.
+Payloads given as paths are never read into memory: the kernel copies their bytes
+(`streams.copy_range_crc`) while a second thread computes their CRC32C from a read-only mapping,
+so each payload is read once. Every offset is planned first from sizes and alignments; then the
+payloads are written into a temporary file beside `dest`, the header and tables (which hold the
+checksums) last at offset 0, and the file is renamed onto `dest`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from fatpte import layout as L
-from fatpte.atomic import atomic_output, io_error
+from fatpte.atomic import atomic_output
 from fatpte.checksum import crc32c
 from fatpte.codec import encode
+from fatpte.container import mapped_file
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.model import BytesLike
-from fatpte.streams import copy_range
+from fatpte.streams import Progress, copy_range, copy_range_crc, progress_counter
 from fatpte.structure import id_problem, valid_alignment
+
+if TYPE_CHECKING:
+    from fatpte.named_data import NamedDataPlan
 
 PayloadSource = bytes | bytearray | memoryview | str | os.PathLike[str]
 
@@ -41,6 +46,13 @@ class Specialization:
     name: str | None = None
     priority: int = 0
     alignment: int | None = None
+    # The manifest (specs/nfat-manifest.md); any of these makes pack write one.
+    requires: Any = None  # Mapping in the device-profile vocabulary, or manifest.Requirements
+    named_data: Any = None  # Mapping key -> bytes | path | NamedData, or keys of pack(named_data=)
+    signature: Any = None  # Mapping {"methods": [...]}, or manifest.Signature
+    source_digest: str | None = None  # "<algorithm>:<hex>" of the source program
+    provenance: Any = None  # Mapping[str, str]
+    payload_sha256: bool = False  # store the payload's SHA-256 in the manifest
 
     @property
     def entry_name(self) -> str:
@@ -48,11 +60,18 @@ class Specialization:
 
 
 def detect_payload_kind(buf: BytesLike) -> bytes:
-    """Bytes 4..8 when they read as a flatbuffer file identifier (or a wrapper's magic), else zero."""
-    if len(buf) >= 8:
-        kind = bytes(buf[4:8])
-        if all(b in _KIND_ALPHABET for b in kind):
-            return kind
+    """Bytes 4..8 when the payload looks like a flatbuffer with a file identifier, or like a
+    wrapper that puts its magic there after 4 zero bytes (XNNPACK's XH00); else zero.
+
+    A flatbuffer starts with the u32 offset of its root table, which lies past the identifier
+    and inside the buffer; requiring that keeps text or raw weights from passing for a kind."""
+    if len(buf) < 8:
+        return b"\0\0\0\0"
+    kind = bytes(buf[4:8])
+    root = int.from_bytes(bytes(buf[0:4]), "little")
+    plausible = root == 0 or 8 <= root < len(buf)
+    if plausible and all(b in _KIND_ALPHABET for b in kind):
+        return kind
     return b"\0\0\0\0"
 
 
@@ -65,7 +84,13 @@ class _Source:
     fd: int | None
     size: int
     checksum: int = 0
+    hashed: bool = False  # checksum already computed; otherwise it is computed while copying
     kind: bytes = b"\0\0\0\0"
+
+    def hash(self) -> int:
+        if not self.hashed:
+            self.checksum, self.hashed = crc32c(self.buf), True
+        return self.checksum
 
 
 @dataclass(slots=True)
@@ -73,6 +98,16 @@ class _Placement:
     source: _Source
     offset: int
     entries: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Layout:
+    """Where every region goes. `build_prefix` returns the header, the tables and the manifest;
+    it is called once every payload has been copied, when all checksums are known."""
+
+    placements: list[_Placement]
+    total: int
+    build_prefix: Callable[[], bytes]
 
 
 @contextlib.contextmanager
@@ -88,22 +123,8 @@ def _open_source(payload: PayloadSource, label: str) -> Iterator[_Source]:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT,
                           f"{label}: payload must be bytes or a path, not {type(payload).__name__}", field=label)
     path = os.fspath(payload)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise io_error(exc, path, "cannot open payload") from exc
-    try:
-        size = os.fstat(fd).st_size
-        buf: BytesLike = mmap.mmap(fd, size, access=mmap.ACCESS_READ) if size else b""
-    except (OSError, ValueError) as exc:
-        os.close(fd)
-        raise FatpteError(ErrorCode.IO_ERROR, f"cannot map payload {path}: {exc}", source=path) from exc
-    try:
-        yield _Source(path, buf, fd, size)
-    finally:
-        if isinstance(buf, mmap.mmap):
-            buf.close()
-        os.close(fd)
+    with mapped_file(path) as (buf, fd):
+        yield _Source(path, buf, fd, len(buf))
 
 
 def _same_bytes(a: _Source, b: _Source) -> bool:
@@ -140,12 +161,21 @@ def pack(
     *,
     version: int = L.VERSION_2,
     alignment: int | None = None,
+    named_data: Any = None,
+    segment_alignment: int | None = None,
+    progress: Progress | None = None,
 ) -> Path:
     """Write a container holding `specializations` to `dest` and return its path.
 
     `alignment` is the default payload alignment for version 2 (64 when None); an entry's own
     `alignment` overrides it. Version 1 stores payloads back to back and has no names,
     alignment or priority: asking for them raises NOT_REPRESENTABLE_IN_V1.
+
+    `named_data` maps keys to bytes, paths or `NamedData` shared by the specializations (which
+    may then list just the keys); its segments come first, in its order. `segment_alignment` is
+    the default segment alignment (64 when None).
+
+    `progress(done, total)` is called as payload and segment bytes are written.
     """
     specs = list(specializations)
     if not specs:
@@ -162,38 +192,55 @@ def pack(
         sources = [stack.enter_context(_open_source(s.payload, f"specializations[{i}].payload"))
                    for i, s in enumerate(specs)]
         if version == L.VERSION_1:
-            prefix, placements, total = _plan_v1(specs, sources, alignment)
+            _reject_manifest_in_v1(specs, named_data)
+            layout = _plan_v1(specs, sources, alignment)
         else:
-            prefix, placements, total = _plan_v2(specs, sources, alignment)
+            from fatpte import named_data as nd
+
+            seg_align = L.DEFAULT_ALIGNMENT if segment_alignment is None else segment_alignment
+            plan = nd.plan(specs, named_data, seg_align, stack)
+            layout = _plan_v2(specs, sources, alignment, plan)
         with atomic_output(target) as out:
-            _write(out, prefix, placements, total)
+            _write(out, layout, progress)
     return target
 
 
-def _write(out: BinaryIO, prefix: bytes, placements: Sequence[_Placement], total: int) -> None:
-    out.write(prefix)
+def _write(out: BinaryIO, layout: _Layout, progress: Progress | None) -> None:
+    """Copy every payload to its offset, hashing it on the way, then write the header, tables
+    and manifest at offset 0: one read of each payload, however large."""
     out.flush()
     fd = out.fileno()
-    for p in placements:
+    advance = None if progress is None else progress_counter(progress, sum(p.source.size for p in layout.placements))
+    for p in layout.placements:
         src = p.source
         if src.fd is not None:
-            copy_range(src.fd, 0, fd, p.offset, src.size)
+            if src.hashed:
+                copy_range(src.fd, 0, fd, p.offset, src.size, advance=advance)
+            else:
+                src.checksum = copy_range_crc(src.fd, src.buf, 0, fd, p.offset, src.size, advance=advance)
+                src.hashed = True
         else:
             view = memoryview(src.buf)
             try:
                 done = 0
                 while done < src.size:
-                    done += os.pwrite(fd, view[done : done + (8 << 20)], p.offset + done)
+                    n = os.pwrite(fd, view[done : done + (8 << 20)], p.offset + done)
+                    done += n
+                    if advance is not None:
+                        advance(n)
             finally:
                 view.release()
+            src.hash()
+    prefix = layout.build_prefix()
+    done = 0
+    while done < len(prefix):
+        done += os.pwrite(fd, prefix[done:], done)
     # Gaps between regions were never written: the file system reads them as zero, as the spec
     # requires of padding, and a sparse file costs no disk for them.
-    os.ftruncate(fd, total)
+    os.ftruncate(fd, layout.total)
 
 
-def _plan_v1(
-    specs: list[Specialization], sources: list[_Source], alignment: int | None
-) -> tuple[bytes, list[_Placement], int]:
+def _plan_v1(specs: list[Specialization], sources: list[_Source], alignment: int | None) -> _Layout:
     for i, s in enumerate(specs):
         label = f"specializations[{i}]"
         if alignment is not None or s.alignment is not None or s.priority != 0:
@@ -215,7 +262,19 @@ def _plan_v1(
                         f"entries[{i}]")
         placements.append(_Placement(src, data_start + rel, [i]))
         rel += src.size
-    return header + bytes(table), placements, data_start + rel
+    prefix = header + bytes(table)
+    return _Layout(placements, data_start + rel, lambda: prefix)
+
+
+def _reject_manifest_in_v1(specs: list[Specialization], named_data: Any) -> None:
+    for i, s in enumerate(specs):
+        if (s.requires or s.named_data or s.signature or s.source_digest or s.provenance
+                or s.payload_sha256):
+            raise FatpteError(ErrorCode.NOT_REPRESENTABLE_IN_V1,
+                              f"specializations[{i}]: version 1 has no manifest (requirements, signature, named "
+                              "data, digests, provenance)", field=f"specializations[{i}]")
+    if named_data:
+        raise FatpteError(ErrorCode.NOT_REPRESENTABLE_IN_V1, "version 1 has no named data", field="named_data")
 
 
 def _v1_id(text: str, label: str) -> bytes:
@@ -229,8 +288,8 @@ def _v1_id(text: str, label: str) -> bytes:
 
 
 def _plan_v2(
-    specs: list[Specialization], sources: list[_Source], alignment: int | None
-) -> tuple[bytes, list[_Placement], int]:
+    specs: list[Specialization], sources: list[_Source], alignment: int | None, nd: NamedDataPlan
+) -> _Layout:
     default_alignment = L.DEFAULT_ALIGNMENT if alignment is None else alignment
     if not isinstance(default_alignment, int) or not valid_alignment(default_alignment):
         raise FatpteError(ErrorCode.BAD_ALIGNMENT,
@@ -258,16 +317,18 @@ def _plan_v2(
             raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{label}: priority {s.priority!r} is not a 32-bit integer",
                               field=f"{label}.priority", actual=s.priority)
         aligns.append(align)
-        src.checksum = crc32c(src.buf)
         src.kind = detect_payload_kind(src.buf)
         rows.append({"name": name, "backend_id": backend, "payload_kind": src.kind, "alignment": align,
-                     "checksum": src.checksum, "priority": s.priority, "flags": 0, "reserved": 0})
+                     "priority": s.priority, "flags": 0, "reserved": 0})
 
-    # Byte-identical payloads are stored once; the shared region satisfies every alignment.
+    # Byte-identical payloads are stored once; the shared region satisfies every alignment. Only
+    # payloads whose size another one shares can be identical, so only those are hashed here;
+    # every other payload is hashed while it is copied.
+    sizes = Counter(src.size for src in sources)
     placements: list[_Placement] = []
     by_key: dict[tuple[int, int], list[_Placement]] = {}
     for i, src in enumerate(sources):
-        group = by_key.setdefault((src.size, src.checksum), [])
+        group = by_key.setdefault((src.size, src.hash() if sizes[src.size] > 1 else -1 - i), [])
         home = next((p for p in group if _same_bytes(p.source, src)), None)
         if home is None:
             home = _Placement(src, 0)
@@ -275,8 +336,15 @@ def _plan_v2(
             placements.append(home)
         home.entries.append(i)
 
-    table_end = L.V2_HEADER_SIZE + len(specs) * L.V2_ENTRY_SIZE
+    from fatpte.manifest import manifest_for_pack
+
+    table_end = L.V2_HEADER_SIZE + len(specs) * L.V2_ENTRY_SIZE + len(nd.segments) * L.V2_SEGMENT_SIZE
+    manifest = manifest_for_pack(specs, sources, nd)
     cursor = table_end
+    manifest_at = 0
+    if manifest:
+        manifest_at = cursor = _align_up(cursor, L.MANIFEST_ALIGNMENT)
+        cursor += len(manifest)
     for p in placements:
         align = max(aligns[i] for i in p.entries)
         p.offset = _align_up(cursor, align)
@@ -284,16 +352,33 @@ def _plan_v2(
         for i in p.entries:
             rows[i]["offset"] = p.offset
             rows[i]["size"] = p.source.size
+    seg_rows = []
+    for seg in nd.segments:
+        seg.offset = _align_up(cursor, seg.alignment)
+        cursor = seg.offset + seg.source.size
+        seg_rows.append({"offset": seg.offset, "size": seg.source.size, "alignment": seg.alignment,
+                         "checksum": seg.source.checksum, "flags": 0, "reserved": 0})
+        placements.append(_Placement(seg.source, seg.offset))
     total = cursor
 
-    table = b"".join(encode(L.RECORDS["v2_entry"], row, f"entries[{i}]") for i, row in enumerate(rows))
-    header_values: dict[str, object] = {
-        "magic": L.MAGIC, "version": L.VERSION_2, "header_size": L.V2_HEADER_SIZE,
-        "entry_size": L.V2_ENTRY_SIZE, "entry_count": len(specs), "segment_entry_size": L.V2_SEGMENT_SIZE,
-        "segment_count": 0, "flags": 0, "container_size": total, "manifest_offset": 0, "manifest_size": 0,
-        "manifest_checksum": 0, "header_checksum": 0,
-    }
-    prefix = bytearray(encode(L.RECORDS["v2_header"], header_values, "header") + table)
-    checksum = crc32c(prefix)
-    prefix[L.HEADER_CHECKSUM_OFFSET : L.HEADER_CHECKSUM_OFFSET + 4] = checksum.to_bytes(4, "little")
-    return bytes(prefix), [p for p in placements if p.source.size], total
+    def build_prefix() -> bytes:
+        for row, src in zip(rows, sources):
+            row["checksum"] = src.checksum  # every source was hashed before or while copying
+        table = b"".join(encode(L.RECORDS["v2_entry"], row, f"entries[{i}]") for i, row in enumerate(rows))
+        table += b"".join(encode(L.RECORDS["v2_segment"], row, f"segments[{i}]") for i, row in enumerate(seg_rows))
+        header_values: dict[str, object] = {
+            "magic": L.MAGIC, "version": L.VERSION_2, "header_size": L.V2_HEADER_SIZE,
+            "entry_size": L.V2_ENTRY_SIZE, "entry_count": len(specs), "segment_entry_size": L.V2_SEGMENT_SIZE,
+            "segment_count": len(nd.segments), "flags": 0, "container_size": total,
+            "manifest_offset": manifest_at, "manifest_size": len(manifest),
+            "manifest_checksum": crc32c(manifest) if manifest else 0, "header_checksum": 0,
+        }
+        prefix = bytearray(encode(L.RECORDS["v2_header"], header_values, "header") + table)
+        checksum = crc32c(prefix)
+        prefix[L.HEADER_CHECKSUM_OFFSET : L.HEADER_CHECKSUM_OFFSET + 4] = checksum.to_bytes(4, "little")
+        if manifest:
+            prefix += bytes(manifest_at - len(prefix)) + manifest
+        return bytes(prefix)
+
+    # Empty payloads need no copy; their checksum is the CRC32C of nothing, 0.
+    return _Layout([p for p in placements if p.source.size], total, build_prefix)

@@ -490,8 +490,10 @@ def _check_duplicate_names(st: Structure, entries_at: int) -> None:
 
 
 def _check_overlaps(st: Structure) -> None:
-    """Sweep the placed regions in (start, end, rank) order; report each one that starts inside
-    an earlier one. Entries pointing at exactly the same payload region share it lawfully."""
+    """Sweep the placed regions in (start, rank) order; report each one that starts before the
+    furthest end seen so far. Ordering ties by table rank makes the header and tables, which
+    cannot move, the region others are reported against. Entries pointing at exactly the same
+    payload region share it lawfully."""
     shared: set[tuple[int, int]] = set()
     regions: list[Region] = []
     for r in st.regions:
@@ -503,7 +505,7 @@ def _check_overlaps(st: Structure) -> None:
             shared.add((r.start, r.end))
         regions.append(r)
     reach, holder = 0, None
-    for r in sorted(regions, key=lambda r: (r.start, r.end, r.rank)):
+    for r in sorted(regions, key=lambda r: (r.start, r.rank)):
         if holder is not None and r.start < reach:
             st.add(finding(ErrorCode.REGIONS_OVERLAP,
                            f"the {r.label} ({r.start:#x}..{r.end:#x}) overlaps the {holder.label} "

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import mmap
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fatpte.container import map_file
+from fatpte.container import mapped_file
 from fatpte.errors import Finding, Severity
 from fatpte.integrity import check_integrity
 from fatpte.model import BytesLike
+from fatpte.streams import Progress
 from fatpte.structure import read_structure
 
 
@@ -53,20 +53,16 @@ class Report:
         }
 
 
-def validate_buffer(buf: BytesLike, *, source: str = "<buffer>") -> Report:
-    """Validate a container held in memory."""
+def validate_buffer(buf: BytesLike, *, source: str = "<buffer>", progress: Progress | None = None) -> Report:
+    """Validate a container held in memory; `progress(done, total)` follows the bytes hashed."""
     st = read_structure(buf, source=source)
-    check_integrity(buf, st)
+    check_integrity(buf, st, progress)
     version = st.header.version if st.header else None
     return Report(source=source, version=version, size=st.size, findings=tuple(st.findings))
 
 
-def validate(path: str | os.PathLike[str]) -> Report:
-    """Validate the container at `path`; raises `FatpteError` only when it cannot be read."""
-    buf, fd = map_file(path)
-    try:
-        return validate_buffer(buf, source=str(Path(path)))
-    finally:
-        if isinstance(buf, mmap.mmap):
-            buf.close()
-        os.close(fd)
+def validate(path: str | os.PathLike[str], *, progress: Progress | None = None) -> Report:
+    """Validate the container at `path`; raises `FatpteError` only when it cannot be read.
+    `progress(done, total)` follows the bytes hashed."""
+    with mapped_file(path) as (buf, _):
+        return validate_buffer(buf, source=str(Path(path)), progress=progress)

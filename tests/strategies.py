@@ -6,7 +6,9 @@ import struct
 
 from hypothesis import strategies as st
 
+from fatpte import device as D
 from fatpte import layout as L
+from fatpte import manifest as M
 from fatpte.packing import Specialization
 
 ID_CHARS = "".join(sorted(chr(b) for b in L.ID_ALPHABET))
@@ -44,3 +46,203 @@ def reference_v1(items: list[tuple[str, bytes]]) -> bytes:
         out += ident.encode("ascii").ljust(32, b"\0") + struct.pack("<QQ", rel, len(data))
         rel += len(data)
     return out + b"".join(data for _, data in items)
+
+
+# -- device profiles (fatpte/device.py) ---------------------------------------------------------
+
+_VERSION_PART = st.integers(min_value=0, max_value=9999).map(str)
+
+
+@st.composite
+def accelerators(draw: st.DrawFn) -> D.Accelerator:
+    kind = draw(st.sampled_from(D.ACCELERATOR_KINDS))
+    parts = 2 if kind == "cuda" else draw(st.integers(min_value=1, max_value=3))
+    version = ".".join(draw(_VERSION_PART) for _ in range(parts))
+    name = draw(st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=1,
+                        max_size=40))
+    return D.Accelerator(kind, name, version, draw(st.integers(min_value=0, max_value=D.MAX_MEMORY_BYTES)))
+
+
+@st.composite
+def device_profiles(draw: st.DrawFn) -> D.DeviceProfile:
+    """Any valid device profile."""
+    arch = draw(st.sampled_from(D.ARCHES))
+    return D.DeviceProfile(
+        name=draw(st.text(alphabet=ID_CHARS, min_size=1, max_size=64)),
+        os=draw(st.sampled_from(D.OS_NAMES)),
+        arch=arch,
+        cpu_features=draw(st.frozensets(st.sampled_from(sorted(D.CPU_FEATURES[arch])))),
+        accelerators=tuple(draw(st.lists(accelerators(), max_size=3))),
+        memory_bytes=draw(st.integers(min_value=0, max_value=D.MAX_MEMORY_BYTES)),
+        backends=draw(st.dictionaries(v2_ids, st.integers(min_value=0, max_value=D.MAX_ABI_VERSION),
+                                      max_size=3)),
+    )
+
+
+# -- manifests (fatpte/manifest.py) -------------------------------------------------------------
+
+
+_words = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x2FF), min_size=1, max_size=12)
+_u32 = st.integers(min_value=0, max_value=(1 << 32) - 1)
+_u64 = st.integers(min_value=0, max_value=(1 << 64) - 1)
+
+
+@st.composite
+def requirements(draw: st.DrawFn) -> M.Requirements:
+    arch = draw(st.sampled_from(D.ARCHES))
+    targets = st.builds(M.VersionConstraint, st.sampled_from([0, 1, 2]), st.integers(0, 99), st.integers(0, 9))
+    accs = st.builds(M.AcceleratorRequirement, st.sampled_from(D.ACCELERATOR_KINDS),
+                     st.lists(targets, max_size=3).map(tuple), _u64)
+    abi = st.none() | st.builds(lambda a, b: M.AbiRange(min(a, b), max(a, b)), _u32, _u32)
+    return M.Requirements(
+        os=tuple(draw(st.lists(st.sampled_from(D.OS_NAMES), max_size=2, unique=True))),
+        arch=tuple(draw(st.lists(st.just(arch), max_size=1))),
+        cpu_features=tuple(draw(st.lists(st.sampled_from(sorted(D.CPU_FEATURES[arch])), max_size=4,
+                                         unique=True))),
+        accelerators=tuple(draw(st.lists(accs, max_size=2))),
+        min_memory_bytes=draw(_u64),
+        backend_abi=draw(abi),
+    )
+
+
+_dims = st.one_of(st.builds(M.Dim, _u64), st.builds(lambda s: M.Dim(0, s), _words))
+_tensors = st.builds(M.TensorSpec, _words, st.lists(_dims, max_size=3).map(tuple), st.none() | _words)
+_buffers = st.builds(M.TensorSpec, _words, st.lists(_dims, max_size=3).map(tuple), _words)
+
+
+@st.composite
+def signatures(draw: st.DrawFn) -> M.Signature:
+    names = draw(st.lists(_words, max_size=3, unique=True))
+    return M.Signature(tuple(
+        M.Method(n, tuple(draw(st.lists(_tensors, max_size=3))), tuple(draw(st.lists(_tensors, max_size=2))),
+                 tuple(draw(st.lists(_buffers, max_size=2)))) for n in names))
+
+
+@st.composite
+def manifests(draw: st.DrawFn) -> M.Manifest:
+    """Any manifest the decoder accepts (not necessarily consistent with a container)."""
+    keys = sorted(draw(st.lists(_words, max_size=5, unique=True)), key=lambda k: k.encode("utf-8"))
+    names = draw(st.lists(v2_ids, min_size=1, max_size=4, unique=True))
+    entries = tuple(M.ManifestEntry(
+        name=n,
+        requires=draw(requirements()),
+        signature=draw(st.none() | signatures()),
+        named_data=tuple(draw(st.lists(st.sampled_from(keys), max_size=3))) if keys else (),
+        source_digest=draw(st.none() | st.binary(min_size=1, max_size=8).map(lambda b: "sha256:" + b.hex())),
+        payload_sha256=draw(st.none() | st.binary(min_size=32, max_size=32)),
+        provenance=tuple(draw(st.lists(st.tuples(_words, _words), max_size=2))),
+    ) for n in names)
+    return M.Manifest(M.REVISION, entries, tuple((k, draw(st.integers(0, 4))) for k in keys))
+
+
+# -- packed containers and their mutations (tests/test_robustness.py, fuzz/fuzz_structured.py) --
+
+
+def pack_bytes(specs: list[Specialization], *, version: int = L.VERSION_2,
+               named_data: dict[str, bytes] | None = None) -> bytes:
+    """The bytes `fatpte.pack` writes for `specs` (through a temporary file: pack writes files)."""
+    import tempfile
+    from pathlib import Path
+
+    from fatpte.packing import pack
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dest = Path(tmp) / "c.nfat"
+        pack(specs, dest, version=version, named_data=named_data)
+        return dest.read_bytes()
+
+
+@st.composite
+def packed_containers(draw: st.DrawFn, max_entries: int = 4) -> bytes:
+    """A valid container, v2 (with or without named data and a manifest) or v1."""
+    kind = draw(st.sampled_from(["v2", "v2-named-data", "v1"]))
+    if kind == "v1":
+        return reference_v1(draw(v1_specializations(max_entries)))
+    specs = draw(v2_specializations(max_entries))
+    if kind == "v2":
+        return pack_bytes(specs)
+    keys = draw(st.lists(v2_ids, min_size=1, max_size=3, unique=True))
+    shared = {k: draw(payloads) for k in keys}
+    specs = [Specialization(s.backend_id, s.payload, name=s.name, priority=s.priority, alignment=s.alignment,
+                            named_data=draw(st.lists(st.sampled_from(keys), max_size=len(keys), unique=True)))
+             for s in specs]
+    return pack_bytes(specs, named_data=shared)
+
+
+def _boundary_values(size: int, data_len: int) -> st.SearchStrategy[int]:
+    """Integers that sit on the edges parsers get wrong, for a field of `size` bytes."""
+    top = (1 << (8 * size)) - 1
+    near = [0, 1, 2, 3, 7, 8, 63, 64, 65, 104, 4095, 4096, 65535, 65536, 65537, 1 << 20, (1 << 20) + 1,
+            data_len - 1, data_len, data_len + 1, top, top - 1, top >> 1, (top >> 1) + 1]
+    return st.sampled_from([v for v in near if 0 <= v <= top]) | st.integers(0, top)
+
+
+@st.composite
+def mutations(draw: st.DrawFn, data: bytes) -> bytes:
+    """`data` with one mutation: a bit flip, a byte set, an aligned u32/u64 set to a boundary
+    value, a truncation, bytes appended, inserted or deleted."""
+    n = len(data)
+    buf = bytearray(data)
+    op = draw(st.sampled_from(["flip", "byte", "u32", "u64", "truncate", "append", "insert", "delete"]))
+    if n == 0 or op == "append":
+        return bytes(buf + draw(st.binary(min_size=1, max_size=64)))
+    at = draw(st.integers(0, n - 1))
+    if op == "flip":
+        buf[at] ^= 1 << draw(st.integers(0, 7))
+    elif op == "byte":
+        buf[at] = draw(st.integers(0, 255))
+    elif op in ("u32", "u64"):
+        size = 4 if op == "u32" else 8
+        at -= at % size
+        if at + size > n:
+            return bytes(buf[: draw(st.integers(0, n - 1))])
+        buf[at : at + size] = draw(_boundary_values(size, n)).to_bytes(size, "little")
+    elif op == "truncate":
+        del buf[at:]
+    elif op == "insert":
+        buf[at:at] = draw(st.binary(min_size=1, max_size=16))
+    else:
+        del buf[at : at + draw(st.integers(1, 16))]
+    return bytes(buf)
+
+
+@st.composite
+def mutated_containers(draw: st.DrawFn, max_mutations: int = 3) -> bytes:
+    """A valid packed container with 1 to `max_mutations` mutations applied."""
+    data = draw(packed_containers())
+    for _ in range(draw(st.integers(1, max_mutations))):
+        data = draw(mutations(data))
+    return data
+
+
+def read_everything(data: bytes) -> None:
+    """Everything a reader does with untrusted bytes, with the invariants between its paths:
+    validate_buffer never raises; Container.from_buffer (fatpte.open) and every accessor raise
+    FatpteError only; open raises exactly the first error validate reports; and an accessor
+    (verified payloads, the manifest, named data) fails only on a file validate rejects. Raises
+    AssertionError (or the stray exception) if not."""
+    import json
+
+    from fatpte.container import Container
+    from fatpte.errors import FatpteError
+    from fatpte.validation import validate_buffer
+
+    report = validate_buffer(data)
+    for f in report.findings:
+        f.describe()
+    json.dumps(report.to_json())
+    first = report.first_error
+    try:
+        container = Container.from_buffer(data)
+    except FatpteError as exc:
+        assert first is not None and (first.code, first.offset, first.field) == (exc.code, exc.offset, exc.field), (
+            f"open raised {exc}, validate's first error is {first.describe() if first else None}")
+        return
+    with container as c:
+        try:
+            for e in c.entries:
+                c.payload(e, verify=True).release()
+            for key in c.named_data_keys:
+                c.named_data(key).release()
+        except FatpteError as exc:
+            assert not report.ok, f"validate accepts the file, but reading it raised {exc}"
