@@ -1,0 +1,28 @@
+"""ExecuTorch interop: readers for .pte programs, .ptd data files and delegate payloads.
+
+Written from ExecuTorch's published layouts (schema/program.fbs, flat_tensor.fbs, the native
+backend's native_graph.fbs, the XNNPACK header and schema); `executorch` itself is never
+imported. Every reader is bounds-checked and raises only FatpteError on bad input.
+"""
+
+from fatpte.executorch.describe import Description, describe, sniff
+from fatpte.executorch.nptg import NativeProgram, read_nptg
+from fatpte.executorch.ptd import DataFile, read_ptd
+from fatpte.executorch.pte import Program, read_program
+from fatpte.executorch.signature import program_signature
+from fatpte.executorch.xnnpack import XnnGraph, read_xnnpack
+
+__all__ = [
+    "DataFile",
+    "Description",
+    "NativeProgram",
+    "Program",
+    "XnnGraph",
+    "describe",
+    "program_signature",
+    "read_nptg",
+    "read_program",
+    "read_ptd",
+    "read_xnnpack",
+    "sniff",
+]

@@ -1,0 +1,258 @@
+"""`describe(path_or_bytes)`: what an ExecuTorch file is and holds, as typed data and as text.
+
+Recognises a file by its identifier at bytes 4..8 (ET12 program, FT01 data file, NPTG native
+payload, XH00 or XN01 XNNPACK payload) and decodes it with the matching reader; inside a
+program, NPTG and XNNPACK delegate payloads are described too and any other payload stays
+opaque bytes. Everything returned is plain data detached from the input bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fatpte.container import Container
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.executorch import nptg, ptd, pte, xnnpack
+from fatpte.executorch.signature import program_signature
+from fatpte.layout import MAGIC as NFAT_MAGIC
+
+KINDS = {pte.IDENTIFIER: "pte", ptd.IDENTIFIER: "ptd", nptg.IDENTIFIER: "nptg", xnnpack.MAGIC: "xnnpack",
+         xnnpack.FLATBUFFER_IDENTIFIER: "xnnpack"}
+
+
+def sniff(head: bytes | memoryview) -> str | None:
+    """The kind of ExecuTorch file whose first bytes are `head` ("pte", "ptd", "nptg", "xnnpack"), or None."""
+    return KINDS.get(bytes(head[4:8])) if len(head) >= 8 else None
+
+
+def _kind_text(kind: bytes) -> str:
+    if kind == b"\0\0\0\0":
+        return "-"
+    return kind.decode("ascii") if all(0x21 <= c < 0x7F for c in kind) else kind.hex()
+
+
+@dataclass(frozen=True, slots=True)
+class Description:
+    """One ExecuTorch file: `kind` says which, `detail` holds what its reader found, as JSON data."""
+
+    kind: str  # "pte" | "ptd" | "nptg" | "xnnpack"
+    source: str | None
+    size: int
+    detail: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "source": self.source, "size": self.size, **self.detail}
+
+    def text(self) -> str:
+        return "\n".join(_lines(self.to_json()))
+
+
+def describe(path_or_bytes: str | Path | bytes | bytearray | memoryview, *, source: str | None = None) -> Description:
+    """Describe a .pte, .ptd, NPTG or XNNPACK payload file (or its bytes); FatpteError on any defect."""
+    if isinstance(path_or_bytes, (str, Path)):
+        source = source or str(path_or_bytes)
+        try:
+            data: bytes | memoryview = Path(path_or_bytes).read_bytes()
+        except OSError as exc:
+            raise FatpteError(ErrorCode.IO_ERROR, f"cannot read: {exc.strerror or exc}", source=source) from None
+    else:
+        data = bytes(path_or_bytes)
+    kind = sniff(data)
+    if kind is None:
+        found = bytes(data[4:8]) if len(data) >= 8 else b""
+        raise FatpteError(ErrorCode.ET_BAD_IDENTIFIER, f"bytes 4..8 are {found!r}: not an ExecuTorch program, "
+                          "data file or known delegate payload", source=source, offset=4 if found else None,
+                          field="file_identifier", actual=found)
+    if kind == "pte":
+        detail = _program(pte.read_program(data, source=source))
+    elif kind == "ptd":
+        detail = _data_file(ptd.read_ptd(data, source=source))
+    elif kind == "nptg":
+        detail = _native(nptg.read_nptg(data, source=source))
+    else:
+        detail = _xnn(xnnpack.read_xnnpack(data, source=source))
+    return Description(kind, source, len(data), detail)
+
+
+def _program(p: pte.Program) -> dict[str, Any]:
+    methods = []
+    for m in p.methods:
+        delegates = []
+        for d in m.delegates:
+            payload = p.payload(d)
+            kind = bytes(payload[4:8]) if len(payload) >= 8 else b"\0\0\0\0"
+            entry: dict[str, Any] = {**d.to_json(), "payload_kind": _kind_text(kind)}
+            sub = KINDS.get(kind)
+            if bytes(payload[:4]) == NFAT_MAGIC:
+                entry["payload_kind"] = "NFAT"
+                entry["payload"] = _nfat(payload, f"{p.source or '<pte>'}[delegate {d.index}]", d.offset)
+            elif sub == "nptg":
+                entry["payload"] = _native(nptg.read_nptg(payload, source=p.source, base=d.offset))
+            elif sub == "xnnpack":
+                entry["payload"] = _xnn(xnnpack.read_xnnpack(payload, source=p.source, base=d.offset))
+            delegates.append(entry)
+        methods.append({"name": m.name, "values": len(m.value_kinds), "inputs": list(m.inputs),
+                        "outputs": list(m.outputs), "operators": list(m.operators),
+                        "instructions": len(m.kernel_calls) + len(m.delegate_calls), "delegates": delegates})
+    header = None if p.header is None else {
+        "length": p.header.length, "program_size": p.header.program_size,
+        "segment_base_offset": p.header.segment_base_offset, "segment_data_size": p.header.segment_data_size}
+    return {
+        "version": p.version,
+        "extended_header": header,
+        "methods": methods,
+        "signature": program_signature(p),
+        "segments": [{"index": s.index, "offset": s.offset, "size": s.size} for s in p.segments],
+        "named_data": [{"key": n.key, "segment_index": n.segment_index, "offset": n.offset, "size": n.size}
+                       for n in p.named_data],
+        "constant_buffers": p.constant_buffer_count,
+        "constant_segment": None if p.constant_segment is None else
+        {"segment_index": p.constant_segment[0], "tensors": p.constant_segment[1]},
+        "mutable_data_segments": [{"segment_index": i, "tensors": n} for i, n in p.mutable_data_segments],
+    }
+
+
+def _nfat(payload: memoryview, label: str, base: int) -> dict[str, Any]:
+    """A fat delegate: the NFAT container's entries, each NPTG or XNNPACK one described inside."""
+    c = Container.from_buffer(bytes(payload), source=label)
+    entries = []
+    for e in c.entries:
+        item: dict[str, Any] = {"name": e.name, "backend_id": e.backend_id, "payload_kind": e.payload_kind_text,
+                                "offset": e.offset, "size": e.size, "priority": e.priority}
+        body = bytes(c.payload(e))
+        sub = KINDS.get(body[4:8])
+        if sub == "nptg":
+            item["payload"] = _native(nptg.read_nptg(body, source=label, base=base + e.offset))
+        elif sub == "xnnpack":
+            item["payload"] = _xnn(xnnpack.read_xnnpack(body, source=label, base=base + e.offset))
+        entries.append(item)
+    return {"format": "NFAT", "version": c.version, "entries": entries}
+
+
+def _native(n: nptg.NativeProgram) -> dict[str, Any]:
+    return {
+        "format": "NPTG",
+        "version": n.version,
+        "methods": [{
+            "name": m.name,
+            "nodes": m.node_count,
+            "inputs": [t.to_json() for t in m.inputs],
+            "outputs": [t.to_json() for t in m.outputs],
+            "buffers": [{"name": b.name, "fqn": b.fqn, "dtype": b.dtype,
+                         "shape": None if b.shape is None else list(b.shape)} for b in m.buffers],
+            "output_specs": [{"name": s.name, "kind": s.kind, "target": s.target} for s in m.output_specs],
+            "named_data_keys": list(m.named_data_keys),
+        } for m in n.methods],
+        "named_data_keys": list(n.named_data_keys),
+    }
+
+
+def _xnn(g: xnnpack.XnnGraph) -> dict[str, Any]:
+    h = g.header
+    return {
+        "format": "XH00" if h is not None else "XN01",
+        "header": None if h is None else {
+            "length": h.length, "flatbuffer_offset": h.flatbuffer_offset, "flatbuffer_size": h.flatbuffer_size,
+            "constant_data_offset": h.constant_data_offset, "constant_data_size": h.constant_data_size},
+        "version": g.version,
+        "nodes": g.node_count,
+        "values": g.value_count,
+        "num_externs": g.num_externs,
+        "input_ids": list(g.input_ids),
+        "output_ids": list(g.output_ids),
+        "constants": [{"index": c.index, "offset": c.offset, "size": c.size, "named_key": c.named_key}
+                      for c in g.constants],
+        "named_data_keys": list(g.named_data_keys),
+    }
+
+
+def _data_file(f: ptd.DataFile) -> dict[str, Any]:
+    h = f.header
+    return {
+        "version": f.version,
+        "header": {"length": h.length, "flatbuffer_offset": h.flatbuffer_offset, "flatbuffer_size": h.flatbuffer_size,
+                   "segment_base_offset": h.segment_base_offset, "segment_data_size": h.segment_data_size},
+        "segments": [{"offset": o, "size": s} for o, s in f.segments],
+        "named_data": [{"key": t.key, "segment_index": t.segment_index, "offset": t.offset, "size": t.size,
+                        "dtype": t.dtype, "shape": None if t.shape is None else list(t.shape)}
+                       for t in f.named_data],
+    }
+
+
+def _tensor_text(t: dict[str, Any]) -> str:
+    name = f"{t['name']}: " if t.get("name") else ""
+    return f"{name}{t['dtype']}[{', '.join(str(d) for d in t['shape'] or [])}]"
+
+
+def _native_lines(d: dict[str, Any], pad: str) -> list[str]:
+    out = []
+    for m in d["methods"]:
+        out.append(f"{pad}method {m['name']} ({m['nodes']} nodes)")
+        out.append(f"{pad}  inputs:  " + ", ".join(_tensor_text(t) for t in m["inputs"]))
+        out.append(f"{pad}  outputs: " + ", ".join(_tensor_text(t) for t in m["outputs"]))
+        bufs = [f"{b['fqn']}: {b['dtype']}[{', '.join(str(x) for x in b['shape'] or [])}]" for b in m["buffers"]]
+        out.append(f"{pad}  mutable buffers: " + (", ".join(bufs) or "none"))
+        out.append(f"{pad}  named data keys: " + (", ".join(m["named_data_keys"]) or "none"))
+    return out
+
+
+def _xnn_lines(d: dict[str, Any], pad: str) -> list[str]:
+    h = d["header"]
+    out = []
+    if h is not None:
+        out.append(f"{pad}XH00 header: flatbuffer {h['flatbuffer_size']} bytes at {h['flatbuffer_offset']:#x}, "
+                   f"constant data {h['constant_data_size']} bytes at {h['constant_data_offset']:#x}")
+    out.append(f"{pad}XN01 graph: {d['nodes']} nodes, {d['values']} values, inputs {d['input_ids']}, "
+               f"outputs {d['output_ids']}")
+    out.append(f"{pad}named data keys: " + (", ".join(d["named_data_keys"]) or "none"))
+    return out
+
+
+def _payload_lines(p: dict[str, Any], pad: str) -> list[str]:
+    return _native_lines(p, pad) if p["format"] == "NPTG" else _xnn_lines(p, pad)
+
+
+def _lines(j: dict[str, Any]) -> list[str]:
+    out = [f"{j['source'] or '<bytes>'}: ExecuTorch {j['kind']} ({j['size']} bytes)"]
+    if j["kind"] == "pte":
+        h = j["extended_header"]
+        if h is not None:
+            out.append(f"extended header: program {h['program_size']} bytes, segments at "
+                       f"{h['segment_base_offset']:#x} ({h['segment_data_size']} bytes)")
+        for m, s in zip(j["methods"], j["signature"]["methods"], strict=True):
+            out.append(f"method {m['name']}: {m['values']} values, {m['instructions']} instructions")
+            out.append("  inputs:  " + ", ".join(_tensor_text(t) for t in s["inputs"]))
+            out.append("  outputs: " + ", ".join(_tensor_text(t) for t in s["outputs"]))
+            out.append("  mutable buffers: " + (", ".join(_tensor_text(t) for t in s["buffers"]) or "none"))
+            if m["operators"]:
+                out.append("  operators: " + ", ".join(m["operators"]))
+            for d in m["delegates"]:
+                out.append(f"  delegate {d['index']}: {d['backend_id']}, {d['payload_kind']}, {d['size']} bytes "
+                           f"{d['location']} at {d['offset']:#x}")
+                p = d.get("payload")
+                if p is not None and p["format"] == "NFAT":
+                    for e in p["entries"]:
+                        out.append(f"    entry {e['name']}: {e['backend_id']}, {e['payload_kind']}, {e['size']} "
+                                   f"bytes, priority {e['priority']}")
+                        if "payload" in e:
+                            out += _payload_lines(e["payload"], "      ")
+                elif p is not None:
+                    out += _payload_lines(p, "    ")
+        out.append(f"segments: {len(j['segments'])}")
+        for s in j["segments"]:
+            out.append(f"  [{s['index']}] {s['size']} bytes at {s['offset']:#x}")
+        out.append(f"named data: {len(j['named_data'])}")
+        for n in j["named_data"]:
+            out.append(f"  {n['key']}: {n['size']} bytes in segment {n['segment_index']}")
+    elif j["kind"] == "ptd":
+        out.append(f"named data: {len(j['named_data'])}")
+        for n in j["named_data"]:
+            shape = "" if n["dtype"] is None else f" {n['dtype']}[{', '.join(str(x) for x in n['shape'])}]"
+            out.append(f"  {n['key']}:{shape} {n['size']} bytes at {n['offset']:#x}")
+    elif j["kind"] == "nptg":
+        out += _native_lines(j, "")
+    else:
+        out += _xnn_lines(j, "")
+    return out

@@ -1,0 +1,92 @@
+"""The program signature of a .pte, derived from what the file records.
+
+The result is the mapping fatpte.manifest.Signature.from_mapping reads:
+`{"methods": [{"name", "inputs", "outputs", "buffers"}]}`, tensors as `{"dtype", "shape"}` and
+buffers with a `name`. The rule (docs/executorch.md explains it):
+
+- user inputs are the execution plan's inputs, user outputs its outputs;
+- a mutable buffer of the program itself is a memory-planned tensor value (it has
+  allocation_info, so it is state in a planned arena rather than constant data) that is not a
+  plan input and that either is the in-place target of an `aten::copy_` kernel call (the
+  write-back ExecuTorch's emitter inserts for each buffer-mutation output) or carries a fully
+  qualified name in its extra_tensor_info (emitted for mutable buffers only);
+- any plan output that is such a buffer is a write-back, not a user output;
+- a delegate that owns state declares it in its payload: for an NPTG payload, each
+  buffer-mutation output and each mutable_buffers entry is a buffer of the method that calls it;
+  a fat delegate (an NFAT payload) declares it in the NPTG payloads of its entries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fatpte.container import Container
+from fatpte.executorch.nptg import IDENTIFIER as NPTG_IDENTIFIER
+from fatpte.executorch.nptg import read_nptg
+from fatpte.executorch.pte import Delegate, MethodPlan, Program
+from fatpte.layout import MAGIC as NFAT_MAGIC
+
+_WRITE_BACK_OPS = ("aten::copy_",)
+
+
+def mutable_buffer_values(plan: MethodPlan) -> dict[int, str]:
+    """Value index -> buffer name for the program-level mutable buffers of one method."""
+    inputs = set(plan.inputs)
+    found: dict[int, str] = {}
+    for call in plan.kernel_calls:
+        if call.operator.split(".")[0] in _WRITE_BACK_OPS and call.args and call.args[0] == call.args[-1]:
+            target = call.args[0]
+            t = plan.tensors.get(target)
+            if t is not None and t.memory_planned and target not in inputs:
+                found[target] = t.fqn or f"value[{target}]"
+    for i, t in plan.tensors.items():
+        if t.fqn and t.memory_planned and i not in inputs:
+            found.setdefault(i, t.fqn)
+    return found
+
+
+def _native_payloads(program: Program, delegate: Delegate) -> list[tuple[bytes | memoryview, int]]:
+    """The NPTG payloads a delegate carries, with their offsets in the file: its own payload, or
+    those of the entries of the NFAT container it carries (a fat delegate)."""
+    payload = program.payload(delegate)
+    if bytes(payload[4:8]) == NPTG_IDENTIFIER:
+        return [(payload, delegate.offset)]
+    if bytes(payload[:4]) != NFAT_MAGIC:
+        return []
+    container = Container.from_buffer(bytes(payload), source=f"{program.source or '<pte>'}[delegate "
+                                      f"{delegate.index}]")
+    return [(bytes(container.payload(e)), delegate.offset + e.offset) for e in container.entries
+            if e.payload_kind == NPTG_IDENTIFIER]
+
+
+def _value_spec(plan: MethodPlan, index: int) -> dict[str, Any]:
+    t = plan.tensors.get(index)
+    if t is None:  # a scalar or list input: its kind stands for the dtype, it has no shape
+        return {"dtype": plan.value_kinds[index], "shape": []}
+    return {"dtype": t.dtype, "shape": list(t.shape)}
+
+
+def method_signature(program: Program, plan: MethodPlan) -> dict[str, Any]:
+    buffers = mutable_buffer_values(plan)
+    entries: dict[str, dict[str, Any]] = {}
+    for index, name in buffers.items():
+        entries[name] = {"name": name, **_value_spec(plan, index)}
+    called = sorted({d for d, _ in plan.delegate_calls})
+    for d in called:
+        for payload, base in _native_payloads(program, plan.delegates[d]):
+            native = read_nptg(payload, source=program.source, base=base)
+            for m in native.methods:
+                for b in m.buffers:
+                    if b.dtype is not None and b.shape is not None:
+                        entries.setdefault(b.fqn, {"name": b.fqn, "dtype": b.dtype, "shape": list(b.shape)})
+    return {
+        "name": plan.name,
+        "inputs": [_value_spec(plan, i) for i in plan.inputs],
+        "outputs": [_value_spec(plan, i) for i in plan.outputs if i not in buffers],
+        "buffers": [entries[k] for k in sorted(entries)],
+    }
+
+
+def program_signature(program: Program) -> dict[str, Any]:
+    """The signature of every method of `program`, in the form Signature.from_mapping reads."""
+    return {"methods": [method_signature(program, plan) for plan in program.methods]}

@@ -1,0 +1,89 @@
+"""Whole .pte files as specializations: backend id and program signature derived from the file.
+
+`pte_specialization(path)` reads the program (bounds-checked, see pte.py), derives its signature
+(signature.py) and a backend id from its delegates, and returns a fatpte.Specialization whose
+payload is the file itself, streamed unchanged by pack, so extracting the entry gives back the
+same bytes. pack then refuses programs whose signatures differ (SIGNATURE_MISMATCH), naming
+both entries and the first difference.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.executorch.ptd import read_ptd
+from fatpte.executorch.pte import Program, read_program
+from fatpte.executorch.signature import program_signature
+from fatpte.packing import Specialization
+
+_SUFFIX = re.compile(r"(?:_?backend)$", re.IGNORECASE)
+_NOT_ID = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def backend_id_of(program: Program) -> str:
+    """`portable` for a program with no delegate; else its delegates' ids, lowercased with the
+    `Backend` suffix dropped (`XnnpackBackend` -> `xnnpack`), sorted and joined with `-`."""
+    ids = sorted({_SUFFIX.sub("", d.backend_id).lower() or d.backend_id.lower()
+                  for m in program.methods for d in m.delegates})
+    if not ids:
+        return "portable"
+    text = _NOT_ID.sub("_", "-".join(ids))
+    return text[:32]
+
+
+def _read(path: str | os.PathLike[str]) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+
+
+def ptd_named_data(path: str | os.PathLike[str]) -> dict[str, bytes]:
+    """The tensors of the .ptd at `path`, key -> bytes, for the container's shared named data."""
+    data = _read(path)
+    return {t.key: data[t.offset : t.offset + t.size] for t in read_ptd(data, source=str(path)).named_data}
+
+
+def pte_specialization(
+    path: str | os.PathLike[str],
+    *,
+    backend_id: str | None = None,
+    name: str | None = None,
+    priority: int = 0,
+    alignment: int | None = None,
+    requires: Mapping[str, Any] | None = None,
+    provenance: Mapping[str, str] | None = None,
+    data_files: Sequence[str | os.PathLike[str]] = (),
+) -> Specialization:
+    """A Specialization for the .pte at `path`, its signature and backend id read from the file.
+
+    The tensors of each .ptd in `data_files` (the external weights the program loads by key)
+    become the entry's named data: pack stores identical bytes once across specializations, and
+    one key with two contents is refused there."""
+    source = str(path)
+    data = _read(path)
+    program = read_program(data, source=source)
+    named: dict[str, bytes] = {}
+    for ptd in data_files:
+        for key, blob in ptd_named_data(ptd).items():
+            if key in named and named[key] != blob:
+                raise FatpteError(ErrorCode.NAMED_DATA_CONFLICT, f"key {key!r} has different contents in the "
+                                  f"data files of {source}", source=str(ptd), field=f"named_data[{key!r}]")
+            named[key] = blob
+    return Specialization(
+        backend_id or backend_id_of(program),
+        source,
+        name=name,
+        priority=priority,
+        alignment=alignment,
+        requires=requires,
+        signature=program_signature(program),
+        provenance=dict(provenance or {}) | {"executorch.pte.sha256": hashlib.sha256(data).hexdigest()},
+        named_data=named or None,
+    )

@@ -1,0 +1,264 @@
+"""Export the ExecuTorch fixtures under tests/fixtures/executorch/ with the real toolchain.
+
+Runs only in the separate environment .venv-et that `make test-executorch` creates (torch and
+executorch are never dependencies of fatpte itself):
+
+    .venv-et/bin/python tools/make_executorch_fixtures.py [--out tests/fixtures/executorch]
+
+Four small models (an add, an MLP, a model whose buffer is mutated in forward, a KV-cache-like
+model using index_copy_) are each lowered four ways: portable (no delegate), XNNPACK, the native
+backend (payload identifier NPTG) and, when the installed executorch has the native backend, a
+fat native delegate whose payload is an NFAT container of two NPTG specializations (packed by
+fatpte inside a BackendDetails.preprocess, laid out in the .pte by ExecuTorch itself). Two more files
+keep weights outside the program in a .ptd. Next to the binaries, `fixtures.json` records for
+every file what torch.export said about the program (user inputs and outputs with dtype and
+shape, mutated buffers), the sample inputs and the eager outputs of two successive calls, so the
+tests can check what our readers derive from the bytes against what the exporter knew, without
+torch. The output is deterministic for fixed versions; VERSIONS.txt records them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.metadata
+import json
+import platform
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.exir import (
+    ExecutorchBackendConfig,
+    ExecutorchProgramManager,
+    to_edge,
+    to_edge_transform_and_lower,
+)
+from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
+from executorch.exir.backend.partitioner import DelegationSpec
+from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
+from torch.export import ExportedProgram, export
+from torch.export.graph_signature import InputKind, OutputKind
+
+try:  # the native backend is recent; older executorch releases do not ship it
+    from executorch.backends.native.partitioner import NativePartitioner
+    from executorch.backends.native.preprocess import NativeBackend
+except ImportError:  # pragma: no cover - depends on the installed release
+    NativePartitioner = None
+
+AVX2 = {"arch": ["x86_64"], "cpu_features": ["avx2", "fma"]}
+
+
+class NfatNativeBackend(BackendDetails):
+    """The native backend's graph shipped as a fat delegate: an NFAT container (packed by fatpte)
+    of two specializations of the same NPTG payload, one for AVX2 machines and a generic one.
+    ExecuTorch itself lays the delegate out in the .pte, as it would any backend's payload."""
+
+    @staticmethod
+    def preprocess(edge_program: ExportedProgram, compile_specs: list[Any]) -> PreprocessResult:
+        import fatpte
+
+        inner = NativeBackend.preprocess(edge_program, compile_specs)
+        with tempfile.TemporaryDirectory() as tmp:
+            dest = fatpte.pack(
+                [
+                    fatpte.Specialization("native", inner.processed_bytes, name="native-avx2", priority=10,
+                                          requires=AVX2),
+                    fatpte.Specialization("native", inner.processed_bytes, name="native-generic"),
+                ],
+                Path(tmp) / "delegate.nfat",
+            )
+            blob = dest.read_bytes()
+        return dataclasses.replace(inner, processed_bytes=blob)
+
+
+def _nfat_partitioner() -> Any:
+    part = NativePartitioner(external_constants_tag=None)
+    part.delegation_spec = DelegationSpec(NfatNativeBackend.__name__, part.delegation_spec.compile_specs)
+    return part
+
+COMMAND = "make test-executorch  (runs: .venv-et/bin/python tools/make_executorch_fixtures.py)"
+
+
+class Add(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x + y
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(4, 8)
+        self.fc2 = torch.nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class Counter(torch.nn.Module):
+    """State updated in forward: each call adds its input to a running total."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("total", torch.zeros(2, 3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.total.add_(x)
+        return self.total * 2.0
+
+
+class KvCache(torch.nn.Module):
+    """A KV-cache-like model: writes the new row at `pos`, returns attention-like scores."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("k_cache", torch.zeros(1, 8, 4))
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        k = self.proj(x)
+        self.k_cache.index_copy_(1, pos, k)
+        return torch.matmul(k, self.k_cache.transpose(1, 2))
+
+
+def _models() -> dict[str, tuple[Callable[[], torch.nn.Module], list[tuple[torch.Tensor, ...]]]]:
+    """Name -> (constructor, the inputs of two successive calls)."""
+    g = torch.Generator().manual_seed(0)
+
+    def r(*shape: int) -> torch.Tensor:
+        return torch.rand(*shape, generator=g)
+
+    return {
+        "add": (Add, [(r(2, 3), r(2, 3)), (r(2, 3), r(2, 3))]),
+        "mlp": (Mlp, [(r(1, 4),), (r(1, 4),)]),
+        "buffer": (Counter, [(r(2, 3),), (r(2, 3),)]),
+        "kvcache": (
+            KvCache,
+            [(r(1, 1, 4), torch.tensor([0], dtype=torch.long)), (r(1, 1, 4), torch.tensor([1], dtype=torch.long))],
+        ),
+    }
+
+
+def _tensor_json(t: torch.Tensor) -> dict[str, Any]:
+    return {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "values": t.flatten().tolist()}
+
+
+def _spec_json(node_meta: Any) -> dict[str, Any]:
+    val = node_meta["val"]
+    return {"dtype": str(val.dtype).removeprefix("torch."), "shape": [int(d) for d in val.shape]}
+
+
+def _signature(ep: ExportedProgram) -> dict[str, Any]:
+    """What torch.export knows: user inputs/outputs and the buffers written back, by kind."""
+    nodes = {n.name: n for n in ep.graph.nodes}
+    sig = ep.graph_signature
+    user_inputs = [
+        _spec_json(nodes[s.arg.name].meta) for s in sig.input_specs if s.kind == InputKind.USER_INPUT
+    ]
+    output_node = next(n for n in ep.graph.nodes if n.op == "output")
+    out_args = output_node.args[0]
+    user_outputs = []
+    mutated = []
+    for spec, arg in zip(sig.output_specs, out_args, strict=True):
+        if spec.kind == OutputKind.USER_OUTPUT:
+            user_outputs.append(_spec_json(arg.meta))
+        elif spec.kind == OutputKind.BUFFER_MUTATION:
+            mutated.append({"name": spec.target, **_spec_json(arg.meta)})
+    return {"user_inputs": user_inputs, "user_outputs": user_outputs, "mutable_buffers": mutated}
+
+
+def _lower(ep: ExportedProgram, backend: str, external: bool) -> ExecutorchProgramManager:
+    # Mutable buffers get their initial value stored in the program (otherwise ExecuTorch treats
+    # their start state as undefined and two calls could not be compared with eager PyTorch), and
+    # their names are emitted so readers can name the state.
+    config = ExecutorchBackendConfig(
+        external_constants=external and backend == "portable",
+        emit_mutable_buffer_names=True,
+        passes=[InitializedMutableBufferPass(["total", "k_cache"])],
+    )
+    if backend == "portable":
+        return to_edge(ep).to_executorch(config)
+    if backend == "xnnpack":
+        return to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch(config)
+    if backend == "nfat":
+        return to_edge_transform_and_lower(ep, partitioner=[_nfat_partitioner()]).to_executorch(config)
+    if backend == "native":
+        tag = "native_weights" if external else None
+        part = NativePartitioner(external_constants_tag=tag)
+        return to_edge_transform_and_lower(ep, partitioner=[part]).to_executorch(config)
+    raise ValueError(backend)
+
+
+def _versions() -> dict[str, str]:
+    names = ["torch", "executorch", "torchao", "flatbuffers", "numpy"]
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for n in names:
+        out[n] = importlib.metadata.version(n)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path("tests/fixtures/executorch"))
+    args = ap.parse_args(argv)
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+
+    backends = ["portable", "xnnpack"] + (["native", "nfat"] if NativePartitioner is not None else [])
+    index: dict[str, Any] = {"versions": _versions(), "command": COMMAND, "files": {}}
+    jobs: list[tuple[str, str, bool]] = [(m, b, False) for m in _models() for b in backends]
+    jobs.append(("mlp", "portable", True))
+    if NativePartitioner is not None:
+        jobs.append(("mlp", "native", True))
+
+    for model_name, backend, external in jobs:
+        ctor, calls = _models()[model_name]
+        torch.manual_seed(0)  # identical weights for every lowering of one model
+        model = ctor().eval()
+        ep = export(model, calls[0], strict=True)
+        # Export keeps in-place ops; the functional form (what to_edge lowers) lists the
+        # buffer-mutation outputs that the signature must put among the buffers.
+        signature = _signature(ep.run_decompositions({}))
+        torch.manual_seed(0)
+        eager = ctor().eval()
+        expected = [_tensor_json(eager(*c)) for c in calls]
+
+        prog = _lower(ep, backend, external)
+        stem = f"{model_name}_{backend}" + ("_external" if external else "")
+        pte = out / f"{stem}.pte"
+        pte.write_bytes(prog.buffer)
+        data_files = []
+        with tempfile.TemporaryDirectory() as tmp:
+            prog.write_tensor_data_to_file(tmp)
+            for written in sorted(Path(tmp).glob("*.ptd")):
+                # The runtime finds a .ptd by the name the program records, not the file name,
+                # so prefixing the stem keeps fixtures of different models apart safely.
+                ptd = out / f"{stem}.{written.name}"
+                ptd.write_bytes(written.read_bytes())
+                data_files.append(ptd.name)
+        index["files"][pte.name] = {
+            "model": model_name,
+            "backend": backend,
+            "external_data": data_files,
+            "signature": signature,
+            "calls": [{"inputs": [_tensor_json(t) for t in c], "outputs": [e]} for c, e in zip(calls, expected)],
+        }
+        print(f"wrote {pte} ({pte.stat().st_size} bytes)" + "".join(f" + {d}" for d in data_files))
+
+    (out / "fixtures.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
+    versions = index["versions"]
+    lines = [f"{k}=={v}" for k, v in sorted(versions.items()) if k not in ("python", "platform")]
+    lines += [f"python {versions['python']} on {versions['platform']}"]
+    (out / "VERSIONS.txt").write_text(
+        "Generated by tools/make_executorch_fixtures.py with:\n  " + COMMAND + "\n\n" + "\n".join(lines) + "\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
