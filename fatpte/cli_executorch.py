@@ -1,0 +1,207 @@
+"""The ExecuTorch side of the command line: what `info`, `pack`, `thin`, `validate` and `select`
+do when a file is an ExecuTorch file rather than an NFAT container.
+
+cli.py tells the two apart by a file's first 8 bytes (`executorch_kind`: NFAT magic first, then
+the flatbuffer identifier at bytes 4..8) and calls the functions here, which are thin layers over
+fatpte.executorch (docs/executorch.md). That package is imported only inside these functions, so
+`fatpte --help` and every command on a container start without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fatpte.errors import ErrorCode, FatpteError
+
+if TYPE_CHECKING:
+    from fatpte.device import DeviceProfile
+    from fatpte.packing import Specialization
+    from fatpte.validation import Report
+
+HEAD_SIZE = 8  # the NFAT magic at 0..4, an ExecuTorch identifier at 4..8
+
+
+def head(path: Path) -> bytes:
+    """The first bytes of `path`; empty when it cannot be read, so that the command reports the
+    I/O error the way it reports it for containers."""
+    try:
+        with path.open("rb") as f:
+            return f.read(HEAD_SIZE)
+    except OSError:
+        return b""
+
+
+def executorch_kind(path: Path) -> str | None:
+    """"pte", "ptd", "nptg" or "xnnpack" when `path` is that ExecuTorch file; None for an NFAT
+    container (or anything else, which the container commands then reject as they always did)."""
+    from fatpte.layout import MAGIC
+
+    data = head(path)
+    if data[: len(MAGIC)] == MAGIC:
+        return None
+    from fatpte.executorch.describe import sniff
+
+    return sniff(data)
+
+
+def is_program(path: Path) -> bool:
+    """True when `path` is an ExecuTorch program (.pte, identifier ET12) and not a container."""
+    return executorch_kind(path) == "pte"
+
+
+def _read(path: Path) -> bytes:
+    from fatpte.atomic import io_error
+
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise io_error(exc, path, "cannot read") from None
+
+
+def _not_fat(path: Path) -> FatpteError:
+    return FatpteError(ErrorCode.ENTRY_NOT_FOUND, "the ExecuTorch program has no delegate whose payload is an "
+                       "NFAT container", source=str(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# pack
+# ---------------------------------------------------------------------------------------------
+
+
+def _data_targets(data: Sequence[str], names: Sequence[str]) -> dict[str, list[str]]:
+    """`--data [NAME=]FILE.ptd` values as entry name -> .ptd files; without NAME, every program."""
+    targets: dict[str, list[str]] = {n: [] for n in names}
+    for value in data:
+        name, sep, path = value.partition("=")
+        if not sep:
+            for files in targets.values():
+                files.append(value)
+        elif not name or not path:
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"--data {value!r} is not [NAME=]FILE.ptd",
+                              field="--data")
+        elif name not in targets:
+            have = ", ".join(repr(n) for n in names) or "none"
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"--data {value!r}: no ExecuTorch program entry is "
+                              f"named {name!r} (program entries: {have})", field="--data", actual=name)
+        else:
+            targets[name].append(path)
+    return targets
+
+
+def pack_specs(args: Sequence[str], data: Sequence[str],
+               parse: Callable[[str], Specialization]) -> list[Specialization]:
+    """The specializations `fatpte pack` packs for its arguments.
+
+    An argument whose payload is an ExecuTorch program becomes `pte_specialization` of it: the
+    whole file, its payload kind and program signature read from it (so pack refuses two
+    different programs, E0411). A bare path (no `=`) is allowed for a program: its backend id is
+    derived from its delegates. Each `--data [NAME=]FILE.ptd` adds the tensors of a .ptd to the
+    named data of entry NAME, or of every program entry."""
+    from fatpte.executorch.specialize import pte_specialization
+
+    # (path, backend id or None to derive, name) per program argument, to build after --data is known.
+    programs: list[tuple[str, str | None, str | None]] = []
+    specs: list[Specialization | int] = []  # an int is an index into `programs`
+    for arg in args:
+        if "=" not in arg:
+            if not is_program(Path(arg)):
+                why = "an ExecuTorch program" if Path(arg).is_file() else "a file"
+                raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{arg!r} is not [NAME:]BACKEND=PAYLOAD, and not "
+                                  f"{why}: a bare path must be an ExecuTorch program (.pte)", actual=arg)
+            specs.append(len(programs))
+            programs.append((arg, None, None))
+            continue
+        spec = parse(arg)
+        if isinstance(spec.payload, str) and is_program(Path(spec.payload)):
+            specs.append(len(programs))
+            programs.append((spec.payload, spec.backend_id, spec.name))
+        else:
+            specs.append(spec)
+    if data and not programs:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "--data adds a .ptd's named data to ExecuTorch program "
+                          "entries, and no payload is an ExecuTorch program", field="--data")
+    built = [pte_specialization(path, backend_id=backend, name=name) for path, backend, name in programs]
+    if data:
+        targets = _data_targets(data, [s.entry_name for s in built])
+        built = [pte_specialization(path, backend_id=backend, name=name, data_files=targets[s.entry_name])
+                 for (path, backend, name), s in zip(programs, built, strict=True)]
+    return [built[s] if isinstance(s, int) else s for s in specs]
+
+
+# ---------------------------------------------------------------------------------------------
+# info / validate / select / thin
+# ---------------------------------------------------------------------------------------------
+
+
+def describe_json(path: Path) -> dict[str, Any]:
+    from fatpte.executorch.describe import describe
+
+    return describe(path).to_json()
+
+
+def describe_text(path: Path) -> str:
+    from fatpte.executorch.describe import describe
+
+    return describe(path).text()
+
+
+def program_reports(path: Path) -> list[Report]:
+    """`fatpte validate` on an ExecuTorch program: one Report per NFAT delegate. A program that
+    cannot be read, or has no NFAT delegate, gives one Report with one error saying so."""
+    from fatpte.errors import finding
+    from fatpte.executorch.nfat_pte import validate_nfat_delegates
+    from fatpte.executorch.pte import read_program
+    from fatpte.validation import Report
+
+    data = _read(path)
+    try:
+        reports = [r for _, r in validate_nfat_delegates(read_program(data, source=str(path)))]
+    except FatpteError as exc:
+        return [Report(str(path), None, len(data), (exc.finding,))]
+    if reports:
+        return reports
+    return [Report(str(path), None, len(data), (finding(
+        ErrorCode.BAD_MAGIC, "not a container: an ExecuTorch program (ET12) with no delegate whose payload is "
+        "an NFAT container (--skip-plain-pte skips such files)", offset=0, field="header.magic",
+        expected="NFAT", actual=data[:4].hex()),))]
+
+
+def select_program(path: Path, device: DeviceProfile, *, prefer: Sequence[str], exclude: Sequence[str],
+                   explain: bool) -> tuple[dict[str, Any], str]:
+    """`fatpte select` on an ExecuTorch program: the JSON object and the text for its NFAT
+    delegates, each chosen from as from a container (SelectionError when one has no fit)."""
+    from fatpte.executorch.nfat_pte import select_nfat_delegates
+    from fatpte.executorch.pte import read_program
+
+    chosen = select_nfat_delegates(read_program(_read(path), source=str(path)), device, prefer=prefer,
+                                   exclude=exclude)
+    if not chosen:
+        raise _not_fat(path)
+    result = {"path": str(path), "delegates": [
+        {"index": d.index, "backend_id": d.backend_id, "offset": d.offset, **s.to_json()} for d, s in chosen]}
+    if explain:
+        text = "\n\n".join(f"delegate {d.index} ({d.backend_id} at {d.offset:#x}):\n{s.explain()}"
+                           for d, s in chosen)
+    else:
+        text = "\n".join(s.chosen.name for _, s in chosen)
+    return result, text
+
+
+def thin_program(path: Path, output: Path, *, device: DeviceProfile | None, names: Sequence[str] | None,
+                 prefer: Sequence[str], exclude: Sequence[str]) -> str:
+    """`fatpte thin` on an ExecuTorch program: write OUT with each NFAT delegate thinned; the
+    summary line."""
+    from fatpte.container import Container
+    from fatpte.executorch.nfat_pte import nfat_delegates, thin_pte
+    from fatpte.executorch.pte import read_program
+
+    thin_pte(path, output, device=device, names=names, prefer=prefer, exclude=exclude)
+    data = _read(output)
+    program = read_program(data, source=str(output))
+    kept = []
+    for d in nfat_delegates(program):
+        c = Container.from_buffer(bytes(program.payload(d)), source=str(output))
+        kept.append(f"delegate {d.index} kept {', '.join(repr(e.name) for e in c.entries)}")
+    return f"wrote {output}: {'; '.join(kept)}; {len(data)} bytes (was {path.stat().st_size})"
