@@ -1,0 +1,958 @@
+"""Write the conformance vectors of specs/vectors/ and their index, deterministically.
+
+Each valid vector is a container written by `fatpte.pack` (or, for grown record sizes, which pack
+cannot write, by `assemble` below, built on fatpte/layout.py). Each invalid vector takes one valid vector and changes exactly the bytes of
+one defect, named in its file name; when the defect lies in the header or the tables and the
+changed header still delimits its tables inside the file, header_checksum is recomputed so that
+the rule the vector is about, not the checksum, is what fails.
+
+The expected outcome of every vector (error code, offset, field path) is declared here from the
+layout, independently of the validator; generation fails when `fatpte.validate_buffer` or
+`fatpte.open` disagree with a declaration, and tests/test_vectors.py fails when the committed
+files differ from what this script writes. The entry chosen on each named device profile
+(specs/devices) is recorded from `fatpte.select`, so that the C++ loader is held to it and any
+change of choice shows as a diff of the index.
+
+Invalid vectors whose defect is inside the manifest change one field of it (found by following
+the flatbuffer's offsets) and update manifest_checksum and header_checksum, so that the
+manifest's own rule fails.
+
+    python tools/gen_vectors.py            # rewrite specs/vectors/
+    python tools/gen_vectors.py --out DIR  # write elsewhere (the tests do)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from pathlib import Path
+from typing import Any
+
+import fatpte
+from fatpte import layout as L
+from fatpte.checksum import crc32c
+from fatpte.errors import ErrorCode, Severity
+
+ROOT = Path(__file__).resolve().parent.parent
+VECTORS = ROOT / "specs" / "vectors"
+INDEX = "index.json"
+SUFFIX = ".nfat"
+
+_HDR = L.RECORDS["v2_header"]
+_ENT = L.RECORDS["v2_entry"]
+_SEG = L.RECORDS["v2_segment"]
+_HDR1 = L.RECORDS["v1_header"]
+_ENT1 = L.RECORDS["v1_entry"]
+
+# Codes found by reading the payload, segment, manifest or padding bytes (the content checks
+# after the structural pass, spec section 6), and the manifest's own rules. `fatpte.open` reads
+# the header and tables only, so it opens such files; every other code is structural and `open`
+# raises it.
+CONTENT_CODES = frozenset({
+    ErrorCode.PADDING_NOT_ZERO,
+    ErrorCode.PAYLOAD_CHECKSUM_MISMATCH,
+    ErrorCode.PAYLOAD_KIND_MISMATCH,
+    ErrorCode.SEGMENT_CHECKSUM_MISMATCH,
+    ErrorCode.MANIFEST_CHECKSUM_MISMATCH,
+    ErrorCode.BAD_MANIFEST_IDENTIFIER,
+    ErrorCode.MANIFEST_CORRUPT,
+    ErrorCode.MANIFEST_ENTRY_MISSING,
+    ErrorCode.MANIFEST_ENTRY_UNKNOWN,
+    ErrorCode.DUPLICATE_MANIFEST_ENTRY,
+    ErrorCode.SIGNATURE_MISMATCH,
+    ErrorCode.SOURCE_DIGEST_MISMATCH,
+    ErrorCode.NAMED_DATA_KEY_MISSING,
+    ErrorCode.NAMED_DATA_BAD_SEGMENT,
+    ErrorCode.NAMED_DATA_KEYS_UNSORTED,
+    ErrorCode.SEGMENT_UNREFERENCED,
+    ErrorCode.PAYLOAD_DIGEST_MISMATCH,
+    ErrorCode.MANIFEST_VALUE_INVALID,
+})
+
+U64_MAX = (1 << 64) - 1
+U32_MAX = (1 << 32) - 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Deterministic payload bytes
+# ---------------------------------------------------------------------------------------------
+
+
+def blob(seed: str, size: int, kind: bytes | None = None) -> bytes:
+    """`size` pseudo-random bytes derived from `seed`. With `kind`, the bytes start like a
+    flatbuffer whose file identifier is `kind` (root offset 8, identifier at 4..8), which is
+    what pack records as the payload kind."""
+    out = bytearray()
+    counter = 0
+    while len(out) < size:
+        out += hashlib.sha256(f"{seed}/{counter}".encode()).digest()
+        counter += 1
+    data = out[:size]
+    if kind is not None:
+        assert size >= 16 and len(kind) == 4
+        data[0:8] = (8).to_bytes(4, "little") + kind
+    else:
+        # A root offset that no flatbuffer can have keeps pack from taking bytes 4..8 for a kind.
+        data[0:4] = b"\xff\xff\xff\xff"[: min(4, size)]
+    return bytes(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writers of valid containers
+# ---------------------------------------------------------------------------------------------
+
+
+def packed(specs: Sequence[fatpte.Specialization], *, version: int = 2, alignment: int | None = None,
+           named_data: dict[str, bytes] | None = None) -> bytes:
+    with tempfile.TemporaryDirectory() as tmp:
+        dest = Path(tmp) / "c.nfat"
+        fatpte.pack(specs, dest, version=version, alignment=alignment, named_data=named_data)
+        return dest.read_bytes()
+
+
+@dataclass(frozen=True)
+class Part:
+    """One entry for `assemble`."""
+
+    name: str
+    backend_id: str
+    payload: bytes
+    alignment: int = L.DEFAULT_ALIGNMENT
+
+
+def _align(value: int, alignment: int) -> int:
+    return -(-value // alignment) * alignment
+
+
+def assemble(parts: Sequence[Part], *, header_size: int, entry_size: int, segment_entry_size: int) -> bytes:
+    """A v2 container with grown record sizes, which pack (writing this revision's sizes) cannot
+    make: header, entry table, then each payload at the next multiple of its alignment; bytes
+    past the fields this revision defines, and gaps, are zero."""
+    cursor = header_size + len(parts) * entry_size
+    payload_at: list[int] = []
+    for p in parts:
+        payload_at.append(_align(cursor, p.alignment))
+        cursor = payload_at[-1] + len(p.payload)
+    out = bytearray(cursor)
+    out[0:L.V2_HEADER_SIZE] = _HDR.build({
+        "magic": L.MAGIC, "version": L.VERSION_2, "header_size": header_size, "entry_size": entry_size,
+        "entry_count": len(parts), "segment_entry_size": segment_entry_size, "segment_count": 0,
+        "flags": 0, "container_size": cursor, "manifest_offset": 0, "manifest_size": 0, "manifest_checksum": 0,
+        "header_checksum": 0,
+    })
+    for i, (p, at) in enumerate(zip(parts, payload_at)):
+        base = header_size + i * entry_size
+        out[base : base + _ENT.size] = _ENT.build({
+            "name": p.name.encode().ljust(32, b"\0"), "backend_id": p.backend_id.encode().ljust(32, b"\0"),
+            "offset": at, "size": len(p.payload), "payload_kind": b"\0\0\0\0", "alignment": p.alignment,
+            "checksum": crc32c(p.payload), "priority": 0, "flags": 0, "reserved": 0,
+        })
+        out[at : at + len(p.payload)] = p.payload
+    reseal(out)
+    return bytes(out)
+
+
+def reseal(buf: bytearray) -> bool:
+    """Recompute header_checksum when the header delimits its tables inside `buf` (and covers
+    the checksum field); returns whether it did."""
+    if len(buf) < L.V2_HEADER_SIZE or bytes(buf[0:4]) != L.MAGIC or _u(buf, 4, 4) != L.VERSION_2:
+        return False
+    h = dict(zip(_HDR.fields, _HDR.codec.unpack_from(buf, 0)))
+    end = h["header_size"] + h["entry_count"] * h["entry_size"] + h["segment_count"] * h["segment_entry_size"]
+    if h["header_size"] < L.V2_HEADER_SIZE or end > len(buf):
+        return False
+    at = L.HEADER_CHECKSUM_OFFSET
+    value = crc32c(bytes(buf[0:at]) + b"\0\0\0\0" + bytes(buf[at + 4 : end]))
+    buf[at : at + 4] = value.to_bytes(4, "little")
+    return True
+
+
+def _u(buf: bytes | bytearray, at: int, size: int) -> int:
+    return int.from_bytes(buf[at : at + size], "little")
+
+
+# ---------------------------------------------------------------------------------------------
+# Vectors
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Vector:
+    """One file and what a conforming reader must say about it."""
+
+    name: str
+    data: bytes
+    description: str
+    base: str | None = None
+    code: ErrorCode | None = None  # None: valid
+    offset: int | None = None
+    field: str | None = None
+    warnings: tuple[ErrorCode, ...] = ()
+    changed: list[tuple[int, int]] = dc_field(default_factory=list)
+
+    @property
+    def file(self) -> str:
+        return self.name + SUFFIX
+
+
+class Edit:
+    """A copy of a valid vector being given one defect; records every byte range it changes."""
+
+    def __init__(self, base: Vector) -> None:
+        self.base = base
+        self.buf = bytearray(base.data)
+        self.changed: list[tuple[int, int]] = []
+
+    # Field locations, read from the (possibly edited) header of the copy.
+    def entry_at(self, i: int, fld: str = "name") -> int:
+        if _u(self.buf, 4, 4) == L.VERSION_1:
+            return _HDR1.size + i * _ENT1.size + _ENT1.offsets[fld][0]
+        return _u(self.buf, 8, 4) + i * _u(self.buf, 12, 4) + _ENT.offsets[fld][0]
+
+    def segment_at(self, i: int, fld: str = "offset") -> int:
+        header_size, entry_size, count = _u(self.buf, 8, 4), _u(self.buf, 12, 4), _u(self.buf, 16, 4)
+        return header_size + count * entry_size + i * _u(self.buf, 20, 4) + _SEG.offsets[fld][0]
+
+    def entry(self, i: int, fld: str) -> int:
+        """An entry field's current value (integers only)."""
+        rec = _ENT1 if _u(self.buf, 4, 4) == L.VERSION_1 else _ENT
+        at, size = self.entry_at(i, fld), rec.offsets[fld][1]
+        return int.from_bytes(self.buf[at : at + size], "little", signed=fld == "priority")
+
+    def header(self, fld: str) -> int:
+        at, size = _HDR.offsets[fld]
+        return _u(self.buf, at, size)
+
+    def put(self, at: int, data: bytes) -> int:
+        self.buf[at : at + len(data)] = data
+        self.changed.append((at, at + len(data)))
+        return at
+
+    def put_int(self, at: int, size: int, value: int, *, signed: bool = False) -> int:
+        return self.put(at, value.to_bytes(size, "little", signed=signed))
+
+    def set_header(self, fld: str, value: int | bytes) -> int:
+        at, size = _HDR.offsets[fld]
+        if _u(self.buf, 4, 4) == L.VERSION_1:
+            at, size = _HDR1.offsets[fld]
+        return self.put(at, value) if isinstance(value, bytes) else self.put_int(at, size, value)
+
+    def set_entry(self, i: int, fld: str, value: int | bytes) -> int:
+        rec = _ENT1 if _u(self.buf, 4, 4) == L.VERSION_1 else _ENT
+        at, size = self.entry_at(i, fld), rec.offsets[fld][1]
+        if isinstance(value, bytes):
+            return self.put(at, value.ljust(size, b"\0") if fld in ("name", "backend_id") else value)
+        return self.put_int(at, size, value, signed=fld == "priority")
+
+    def set_segment(self, i: int, fld: str, value: int) -> int:
+        return self.put_int(self.segment_at(i, fld), _SEG.offsets[fld][1], value)
+
+    def manifest_field(self, path: str) -> tuple[int, int]:
+        return ManifestMap(self.buf, self.header("manifest_offset")).locate(path)
+
+    def set_manifest(self, path: str, value: int | bytes) -> int:
+        """Change one manifest field (same size), then manifest_checksum and header_checksum."""
+        at, size = self.manifest_field(path)
+        data = value if isinstance(value, bytes) else value.to_bytes(size, "little")
+        assert len(data) == size, (path, size, data)
+        self.put(at, data)
+        self.reseal_manifest()
+        return at
+
+    def reseal_manifest(self) -> None:
+        off, size = self.header("manifest_offset"), self.header("manifest_size")
+        self.set_header("manifest_checksum", crc32c(bytes(self.buf[off : off + size])))
+        self.seal()
+
+    def truncate(self, length: int) -> None:
+        del self.buf[length:]
+
+    def append(self, data: bytes) -> None:
+        self.changed.append((len(self.buf), len(self.buf) + len(data)))
+        self.buf += data
+
+    def seal(self) -> None:
+        before = bytes(self.buf[L.HEADER_CHECKSUM_OFFSET : L.HEADER_CHECKSUM_OFFSET + 4])
+        if reseal(self.buf) and self.buf[L.HEADER_CHECKSUM_OFFSET : L.HEADER_CHECKSUM_OFFSET + 4] != before:
+            self.changed.append((L.HEADER_CHECKSUM_OFFSET, L.HEADER_CHECKSUM_OFFSET + 4))
+
+    def vector(self, name: str, description: str, code: ErrorCode | None, offset: int | None,
+               fld: str | None, warnings: tuple[ErrorCode, ...] = ()) -> Vector:
+        return Vector(name, bytes(self.buf), description, self.base.name, code, offset, fld, warnings,
+                      sorted(set(self.changed)))
+
+
+class ManifestMap:
+    """Finds the bytes of one manifest field by its path (`entries[1].signature.methods[0].name`),
+    following the flatbuffer's offsets with the slot numbers of fatpte.manifest.SCHEMA. Just enough
+    to aim a defect at one field of a valid manifest; it trusts the buffer."""
+
+    def __init__(self, data: bytes | bytearray, base: int) -> None:
+        self.d, self.base = bytes(data[base:]), base
+
+    def _ref(self, at: int) -> int:
+        return at + _u(self.d, at, 4)
+
+    def _field(self, table: int, name: str, table_name: str) -> tuple[int, Any]:
+        from fatpte.manifest import SCHEMA
+
+        fields = SCHEMA[table_name]
+        slot = next(i for i, f in enumerate(fields) if f.name == name)
+        vt = table - int.from_bytes(self.d[table : table + 4], "little", signed=True)
+        off = _u(self.d, vt + 4 + 2 * slot, 2) if 4 + 2 * slot < _u(self.d, vt, 2) else 0
+        if not off:
+            raise KeyError(f"{table_name}.{name} is absent")
+        return table + off, fields[slot]
+
+    def locate(self, path: str) -> tuple[int, int]:
+        """(file offset, size) of the field's value: a scalar, a string's bytes, a vector's u32
+        length (path without index), one byte of a [u8] vector, or a table's start (size 0)."""
+        table, table_name = self._ref(0), "Manifest"
+        parts = path.split(".")
+        for n, part in enumerate(parts):
+            name, _, index = part.partition("[")
+            at, f = self._field(table, name, table_name)
+            last = n == len(parts) - 1
+            if f.kind in ("u8", "u32", "u64"):
+                return self.base + at, {"u8": 1, "u32": 4, "u64": 8}[f.kind]
+            target = self._ref(at)
+            if f.kind == "string":
+                return self.base + target + 4, _u(self.d, target, 4)
+            if f.kind.startswith("[") and not index:
+                return self.base + target, 4
+            if f.kind == "[u8]":
+                return self.base + target + 4 + int(index[:-1]), 1
+            if f.kind.startswith("["):
+                target = self._ref(target + 4 + 4 * int(index[:-1]))
+                if f.kind == "[string]":
+                    return self.base + target + 4, _u(self.d, target, 4)
+            table, table_name = target, f.target
+            if last:
+                return self.base + table, 0
+        raise KeyError(path)
+
+
+def _hat(fld: str) -> int:
+    return _HDR.offsets[fld][0]
+
+
+def valid_vectors() -> list[Vector]:
+    S = fatpte.Specialization
+    out: list[Vector] = []
+
+    def add(name: str, data: bytes, description: str, warnings: tuple[ErrorCode, ...] = ()) -> None:
+        out.append(Vector(name, data, description, warnings=warnings))
+
+    add("v2-one-entry", packed([S("xnnpack", blob("one", 100, b"XNPK"))]),
+        "one entry, default alignment 64, payload kind XNPK")
+    add("v2-many-entries", packed([
+        S("xnnpack", blob("fp32", 300, b"XH00"), name="xnnpack-fp32"),
+        S("xnnpack", blob("int8", 120, b"XH00"), name="xnnpack-int8", priority=10),
+        S("vulkan", blob("vk", 77), priority=-5),
+        S("cuda", blob("cuda", 513, b"CUDA"), name="cuda-sm80", alignment=256, priority=2_000_000_000),
+        S("portable", blob("portable", 33), alignment=8),
+    ]), "five entries: two variants of one backend, priorities, per-entry alignments")
+    shared = blob("shared", 200, b"SHRD")
+    add("v2-shared-payload", packed([
+        S("xnnpack", shared, name="a"), S("vulkan", blob("other", 64)), S("cuda", shared, name="c", alignment=128),
+    ]), "entries a and c have byte-identical payloads stored once, at an offset fitting both alignments")
+    add("v2-zero-size-payload", packed([S("first", blob("z1", 50)), S("empty", b""), S("last", blob("z2", 20))]),
+        "an entry with an empty payload between two others")
+    add("v2-only-zero-size-payload", packed([S("empty", b"")]),
+        "the only entry has an empty payload, placed at the end of the container")
+    for shift in range(17):
+        a = 1 << shift
+        # Two entries show the padding between payloads; past 1 KiB one keeps the files small.
+        specs = [S("cpu", blob(f"align{a}", 40))] + ([S("gpu", blob(f"align{a}b", 24))] if a <= 1024 else [])
+        add(f"v2-alignment-{a}", packed(specs, alignment=a), f"{len(specs)} entries aligned to {a}")
+    add("v2-id-32-bytes", packed([S("b" * 32, blob("long", 24), name="N" * 32)]),
+        "a name and a backend id of exactly 32 bytes, with no terminating NUL")
+    add("v2-id-alphabet", packed([S("Az09_.-", blob("alpha", 24), name="-._zA9")]),
+        "ids using every character class of [A-Za-z0-9_.-]")
+    add("v2-priority-extremes", packed([
+        S("low", blob("low", 24), priority=-(1 << 31)), S("high", blob("high", 24), priority=(1 << 31) - 1)]),
+        "priorities at both ends of i32")
+    add("v2-short-payload", packed([S("tiny", b"\x01\x02\x03")]),
+        "a 3-byte payload: too short for a payload kind, so the kind is zero")
+    signature = {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 3]}],
+                              "outputs": [{"dtype": "float32", "shape": [1]}]}]}
+    digest = "sha256:" + hashlib.sha256(b"source program").hexdigest()
+    add("v2-manifest", packed([
+        S("xnnpack", blob("man-e", 48), name="cpu", requires={"arch": ["x86_64"], "cpu_features": ["avx2"]}),
+        S("cuda", blob("man-g", 48, b"CUDA"), name="gpu",
+          requires={"accelerators": [{"kind": "cuda", "targets": ["sm_80"]}]}),
+    ]), "a manifest with requirements for both entries")
+    add("v2-selection-matrix", packed([
+        S("cuda", blob("sel-h100", 64, b"CUDA"), name="cuda-sm90a", priority=30,
+          requires={"os": ["linux"], "accelerators": [{"kind": "cuda", "targets": ["sm_90a"]}]}),
+        S("cuda", blob("sel-a100", 64, b"CUDA"), name="cuda-sm80", priority=20,
+          requires={"accelerators": [{"kind": "cuda", "targets": ["sm_80", "sm_86"],
+                                      "min_memory_bytes": 16 << 30}]}),
+        S("mps", blob("sel-metal", 64), name="metal", priority=20,
+          requires={"os": ["macos", "ios"], "accelerators": [{"kind": "metal", "targets": [">=3.0"]}]}),
+        S("xnnpack", blob("sel-amx", 64, b"XH00"), name="xnnpack-amx", priority=10,
+          requires={"arch": ["x86_64"], "cpu_features": ["amx_tile", "amx_int8"]}),
+        S("xnnpack", blob("sel-avx2", 64, b"XH00"), name="xnnpack-avx2", priority=5,
+          requires={"arch": ["x86_64"], "cpu_features": ["avx2", "fma"]}),
+        S("xnnpack", blob("sel-i8mm", 64, b"XH00"), name="xnnpack-i8mm", priority=5,
+          requires={"arch": ["aarch64"], "cpu_features": ["i8mm"], "min_memory_bytes": 4 << 30}),
+        S("portable", blob("sel-portable", 64), name="portable", priority=-100),
+    ]), "seven specializations whose requirements pick a different one on each named device profile")
+    add("v2-named-data", packed([
+        S("xnnpack", blob("nd-e0", 40), name="cpu", alignment=8, named_data=["w.a", "w.b"], signature=signature,
+          source_digest=digest, payload_sha256=True),
+        S("vulkan", blob("nd-e1", 40), name="gpu", alignment=128, named_data=["w.a"], signature=signature,
+          source_digest=digest, payload_sha256=True),
+    ], named_data={"w.a": blob("nd-s0", 96), "w.b": blob("nd-s1", 10)}),
+        "two entries sharing named data in two segments, with signatures, source digests and payload SHA-256")
+    add("v2-header-size-grown", assemble([Part("cpu", "xnnpack", blob("grow-h", 40))], header_size=72,
+                                         entry_size=L.V2_ENTRY_SIZE, segment_entry_size=L.V2_SEGMENT_SIZE),
+        "header_size 72: 8 bytes of fields from a later revision (zero), which a reader skips")
+    add("v2-record-sizes-grown", assemble(
+        [Part("cpu", "xnnpack", blob("grow-e0", 40)), Part("gpu", "vulkan", blob("grow-e1", 40))],
+        header_size=L.V2_HEADER_SIZE, entry_size=112, segment_entry_size=40),
+        "entry_size 112 and segment_entry_size 40: records grown by a later revision")
+
+    add("v1-one-entry", packed([S("xnnpack", blob("v1one", 100))], version=1), "version 1, one entry")
+    add("v1-many-entries", packed([S("xnnpack", blob("v1a", 10)), S("vulkan", blob("v1b", 20)),
+                                   S("cuda", blob("v1c", 30))], version=1),
+        "version 1, three payloads back to back")
+    add("v1-zero-size-payload", packed([S("empty", b"")], version=1), "version 1, an empty payload")
+    add("v1-id-32-bytes", packed([S("x" * 32, blob("v1long", 8))], version=1),
+        "version 1, a 32-byte backend id with no NUL")
+    return out
+
+
+def _v1_quirks(by: dict[str, Vector]) -> Iterator[Vector]:
+    """Version 1 files that are valid, with the warning the spec gives for each quirk."""
+    e = Edit(by["v1-many-entries"])
+    e.set_entry(0, "backend_id", b"xnnpack\0junk")
+    yield e.vector("v1-id-padding-not-zero", "bytes after the NUL of a backend id are not zero", None, None,
+                   None, (ErrorCode.V1_ID_PADDING_NOT_ZERO,))
+    e = Edit(by["v1-many-entries"])
+    e.set_entry(0, "size", 15)
+    yield e.vector("v1-overlapping-payloads", "payload 0 grows 5 bytes into payload 1", None, None, None,
+                   (ErrorCode.V1_OVERLAPPING_PAYLOADS,))
+    e = Edit(by["v1-many-entries"])
+    e.set_entry(1, "size", 15)
+    yield e.vector("v1-gap", "payload 1 shrinks by 5 bytes, leaving a gap before payload 2", None, None, None,
+                   (ErrorCode.V1_UNCOVERED_BYTES,))
+    e = Edit(by["v1-many-entries"])
+    e.append(b"trailing")
+    yield e.vector("v1-trailing-bytes", "8 bytes after the last payload", None, None, None,
+                   (ErrorCode.V1_UNCOVERED_BYTES,))
+    e = Edit(by["v1-many-entries"])
+    e.set_entry(2, "backend_id", b"xnnpack")
+    yield e.vector("v1-duplicate-id", "entries 0 and 2 share the backend id 'xnnpack'", None, None, None,
+                   (ErrorCode.V1_DUPLICATE_ID,))
+    e = Edit(by["v1-one-entry"])
+    e.set_entry(0, "backend_id", b"\x01ctl\x7f")
+    yield e.vector("v1-id-control-bytes", "a backend id with bytes 0x01 and 0x7f, which v1 allows", None, None,
+                   None)
+
+
+def invalid_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
+    C = ErrorCode
+    one, many = by["v2-one-entry"], by["v2-many-entries"]
+    tail = len(one.data)
+
+    def edit(base: Vector, fn: Callable[[Edit], object], name: str, description: str, code: ErrorCode,
+             offset: int | None, fld: str | None, *, seal: bool = True) -> Vector:
+        e = Edit(base)
+        fn(e)
+        if seal:
+            e.seal()
+        return e.vector(name, description, code, offset, fld)
+
+    def hdr(base: Vector, fld: str, value: int | bytes, name: str, description: str, code: ErrorCode,
+            offset: int | None = None, path: str | None = None) -> Vector:
+        return edit(base, lambda e: e.set_header(fld, value), name, description, code,
+                    _hat(fld) if offset is None else offset, f"header.{fld}" if path is None else path)
+
+    def ent(base: Vector, i: int, fld: str, value: int | bytes, name: str, description: str, code: ErrorCode,
+            at_field: str | None = None) -> Vector:
+        report = at_field or fld
+        return edit(base, lambda e: e.set_entry(i, fld, value), name, description, code,
+                    Edit(base).entry_at(i, report), f"entries[{i}].{report}")
+
+    # -- 1xx header ------------------------------------------------------------------------
+    yield hdr(one, "magic", b"NFAX", "v2-bad-magic", "the magic reads NFAX", C.BAD_MAGIC)
+    yield hdr(by["v1-one-entry"], "magic", b"nfat", "v1-bad-magic", "the magic is lower case", C.BAD_MAGIC,
+              0, "header.magic")
+    yield Vector("not-nfat-elf", b"\x7fELF" + bytes(60), "an ELF header, not a container", code=C.BAD_MAGIC,
+                 offset=0, field="header.magic")
+    for version in (0, 3, U32_MAX):
+        yield hdr(one, "version", version, f"v2-version-{version}", f"version {version}", C.UNSUPPORTED_VERSION)
+    yield Vector("empty-file", b"", "a file of 0 bytes", code=C.TRUNCATED_HEADER, offset=0, field="header.magic")
+    yield edit(one, lambda e: e.truncate(3), "truncated-magic", "cut after 3 bytes", C.TRUNCATED_HEADER, 3,
+               "header.magic", seal=False)
+    yield edit(one, lambda e: e.truncate(6), "truncated-version", "cut inside the version", C.TRUNCATED_HEADER,
+               6, "header.version", seal=False)
+    yield edit(one, lambda e: e.truncate(L.V2_HEADER_SIZE - 1), "v2-truncated-header",
+               "cut one byte before the end of the v2 header", C.TRUNCATED_HEADER, L.V2_HEADER_SIZE - 1,
+               "header.container_size", seal=False)
+    yield edit(by["v1-one-entry"], lambda e: e.truncate(10), "v1-truncated-header",
+               "cut inside the v1 entry_count", C.TRUNCATED_HEADER, 10, "header.entry_count", seal=False)
+    yield edit(one, lambda e: e.truncate(100), "v2-truncated-table", "cut inside the entry table",
+               C.TRUNCATED_CONTAINER, _hat("container_size"), "header.container_size", seal=False)
+    yield edit(one, lambda e: e.truncate(tail - 1), "v2-truncated-payload", "the last payload byte is missing",
+               C.TRUNCATED_CONTAINER, _hat("container_size"), "header.container_size", seal=False)
+    man = by["v2-manifest"]
+    yield edit(man, lambda e: e.truncate(Edit(man).header("manifest_offset") + 4), "v2-truncated-manifest",
+               "cut inside the manifest", C.TRUNCATED_CONTAINER, _hat("container_size"), "header.container_size",
+               seal=False)
+    yield hdr(one, "container_size", U64_MAX, "v2-container-size-max", "container_size is 2^64-1",
+              C.TRUNCATED_CONTAINER)
+    yield edit(one, lambda e: e.append(b"GARBAGE!"), "v2-trailing-garbage", "8 bytes follow the container",
+               C.TRAILING_BYTES, tail, "header.container_size", seal=False)
+    yield edit(one, lambda e: e.append(b"\0"), "v2-trailing-zero-byte", "one zero byte follows the container",
+               C.TRAILING_BYTES, tail, "header.container_size", seal=False)
+    for value, why in ((0, "zero"), (56, "below-minimum"), (68, "not-multiple-of-8"), (4104, "above-limit"),
+                       (U32_MAX, "max")):
+        yield hdr(one, "header_size", value, f"v2-header-size-{why}", f"header_size is {value}", C.BAD_HEADER_SIZE)
+    for value, why in ((0, "zero"), (96, "below-minimum"), (108, "not-multiple-of-8"), (4104, "above-limit")):
+        yield hdr(one, "entry_size", value, f"v2-entry-size-{why}", f"entry_size is {value}", C.BAD_ENTRY_SIZE)
+    for value, why in ((0, "zero"), (24, "below-minimum"), (36, "not-multiple-of-8"), (8192, "above-limit")):
+        yield hdr(one, "segment_entry_size", value, f"v2-segment-entry-size-{why}",
+                  f"segment_entry_size is {value}", C.BAD_SEGMENT_ENTRY_SIZE)
+    yield hdr(one, "flags", 1, "v2-header-flags-bit0", "header flags bit 0 set", C.UNKNOWN_HEADER_FLAGS)
+    yield hdr(one, "flags", 1 << 31, "v2-header-flags-bit31", "header flags bit 31 set", C.UNKNOWN_HEADER_FLAGS)
+    yield hdr(one, "entry_count", 0, "v2-no-entries", "entry_count is 0", C.NO_ENTRIES)
+    yield hdr(by["v1-one-entry"], "entry_count", 0, "v1-no-entries", "entry_count is 0", C.NO_ENTRIES,
+              8, "header.entry_count")
+    yield hdr(one, "entry_count", L.MAX_ENTRIES + 1, "v2-entry-count-above-limit", "entry_count is 65537",
+              C.TOO_MANY_ENTRIES)
+    yield hdr(one, "entry_count", U32_MAX, "v2-entry-count-max", "entry_count is 2^32-1", C.TOO_MANY_ENTRIES)
+    yield hdr(by["v1-one-entry"], "entry_count", U32_MAX, "v1-entry-count-max", "entry_count is 2^32-1",
+              C.TOO_MANY_ENTRIES, 8, "header.entry_count")
+    yield hdr(one, "segment_count", L.MAX_SEGMENTS + 1, "v2-segment-count-above-limit",
+              "segment_count is 2^20+1", C.TOO_MANY_SEGMENTS)
+    yield hdr(one, "segment_count", U32_MAX, "v2-segment-count-max", "segment_count is 2^32-1",
+              C.TOO_MANY_SEGMENTS)
+    yield hdr(one, "entry_count", 1000, "v2-entry-count-beyond-file", "1000 entries cannot fit in the file",
+              C.TABLE_OUT_OF_BOUNDS)
+    assert tail < L.V2_HEADER_SIZE + 3 * L.V2_ENTRY_SIZE
+    yield hdr(one, "entry_count", 3, "v2-entry-count-past-end",
+              "3 entry records would end past the end of the container", C.TABLE_OUT_OF_BOUNDS)
+    yield hdr(one, "segment_count", 100, "v2-segment-count-beyond-file", "100 segment records cannot fit",
+              C.TABLE_OUT_OF_BOUNDS, _hat("entry_count"), "header.entry_count")
+    yield hdr(one, "header_size", 4096, "v2-header-size-beyond-file", "a 4096-byte header cannot fit",
+              C.TABLE_OUT_OF_BOUNDS, _hat("entry_count"), "header.entry_count")
+    yield hdr(by["v1-one-entry"], "entry_count", 7, "v1-entry-count-beyond-file",
+              "7 entries of 48 bytes cannot fit", C.TABLE_OUT_OF_BOUNDS, 8, "header.entry_count")
+    yield edit(one, lambda e: e.put_int(L.HEADER_CHECKSUM_OFFSET, 4, e.header("header_checksum") ^ 1),
+               "v2-header-checksum-wrong", "header_checksum has its lowest bit flipped",
+               C.HEADER_CHECKSUM_MISMATCH, L.HEADER_CHECKSUM_OFFSET, "header.header_checksum", seal=False)
+    yield edit(one, lambda e: e.set_entry(0, "priority", 7), "v2-header-checksum-stale",
+               "entry 0's priority changed without updating header_checksum", C.HEADER_CHECKSUM_MISMATCH,
+               L.HEADER_CHECKSUM_OFFSET, "header.header_checksum", seal=False)
+
+    # -- 2xx entries -------------------------------------------------------------------------
+    for text, why in ((b"", "empty"), (b"x y", "space"), (b"a/b", "slash"), (b"caf\xc3\xa9", "utf8"),
+                      (b"ok\0junk", "padding-not-zero")):
+        yield ent(many, 1, "name", text, f"v2-name-{why}", f"entry 1's name is {text!r}", C.BAD_NAME)
+    for text, why in ((b"", "empty"), (b"xnn:pack", "colon"), (b"\x7f", "del"), (b"vk\0\x01", "padding-not-zero")):
+        yield ent(many, 2, "backend_id", text, f"v2-backend-id-{why}", f"entry 2's backend id is {text!r}",
+                  C.BAD_BACKEND_ID)
+    size0 = Edit(many).entry(0, "size")
+    off0 = Edit(many).entry(0, "offset")
+    total = len(many.data)
+    yield ent(many, 0, "size", total, "v2-payload-past-end", "entry 0's size reaches past the end",
+              C.PAYLOAD_OUT_OF_BOUNDS)
+    yield ent(many, 0, "offset", total - size0 + 64, "v2-payload-offset-past-end",
+              "entry 0's payload starts too late to fit", C.PAYLOAD_OUT_OF_BOUNDS, "size")
+    yield ent(many, 0, "size", U64_MAX, "v2-payload-size-max", "entry 0's size is 2^64-1",
+              C.PAYLOAD_OUT_OF_BOUNDS)
+    yield ent(many, 0, "offset", (1 << 64) - 64, "v2-offset-plus-size-overflows",
+              "entry 0's offset + size wraps around 2^64", C.PAYLOAD_OUT_OF_BOUNDS, "size")
+    yield ent(by["v2-zero-size-payload"], 1, "offset", U64_MAX - 63, "v2-zero-size-payload-out-of-bounds",
+              "an empty payload placed at 2^64-64, far past the end", C.PAYLOAD_OUT_OF_BOUNDS, "size")
+    for value, why in ((0, "zero"), (3, "not-power-of-two"), (48, "not-power-of-two-even"),
+                       (1 << 17, "too-large"), (1 << 31, "bit31")):
+        yield ent(one, 0, "alignment", value, f"v2-alignment-{why}", f"entry 0's alignment is {value}",
+                  C.BAD_ALIGNMENT)
+    assert Edit(one).entry(0, "offset") % 128 == 64
+    yield ent(one, 0, "alignment", 128, "v2-misaligned-payload-alignment",
+              "entry 0 claims alignment 128 but its payload starts 64 bytes past a multiple of it",
+              C.MISALIGNED_PAYLOAD, "offset")
+    yield ent(one, 0, "offset", Edit(one).entry(0, "offset") - 1, "v2-misaligned-payload-offset",
+              "entry 0's payload moved one byte earlier, off its 64-byte alignment", C.MISALIGNED_PAYLOAD)
+    yield ent(many, 4, "name", b"xnnpack-fp32", "v2-duplicate-name", "entries 0 and 4 are both 'xnnpack-fp32'",
+              C.DUPLICATE_NAME)
+    yield ent(many, 2, "flags", 1, "v2-entry-flags-bit0", "entry 2 sets flag bit 0", C.UNKNOWN_ENTRY_FLAGS)
+    yield ent(many, 2, "flags", 1 << 31, "v2-entry-flags-bit31", "entry 2 sets flag bit 31",
+              C.UNKNOWN_ENTRY_FLAGS)
+    yield edit(one, lambda e: e.put(e.entry(0, "offset") + 50, bytes([one.data[e.entry(0, "offset") + 50] ^ 0x10])),
+               "v2-payload-byte-flipped", "one bit of the payload flipped", C.PAYLOAD_CHECKSUM_MISMATCH,
+               Edit(one).entry_at(0, "checksum"), "entries[0].checksum", seal=False)
+    yield ent(one, 0, "checksum", Edit(one).entry(0, "checksum") ^ 0x80000000, "v2-payload-checksum-wrong",
+              "entry 0's checksum has its top bit flipped", C.PAYLOAD_CHECKSUM_MISMATCH)
+    sh = by["v2-shared-payload"]
+    yield edit(sh, lambda e: e.put(e.entry(0, "offset") + 199, bytes([sh.data[e.entry(0, "offset") + 199] ^ 1])),
+               "v2-shared-payload-byte-flipped", "the last byte of a payload two entries share flipped",
+               C.PAYLOAD_CHECKSUM_MISMATCH, Edit(sh).entry_at(0, "checksum"), "entries[0].checksum", seal=False)
+    yield ent(one, 0, "payload_kind", b"ABCD", "v2-payload-kind-mismatch",
+              "entry 0 says kind ABCD, the payload says XNPK", C.PAYLOAD_KIND_MISMATCH)
+    yield ent(by["v2-short-payload"], 0, "payload_kind", b"TINY", "v2-payload-kind-on-short-payload",
+              "a 3-byte payload cannot carry the kind TINY at bytes 4..8", C.PAYLOAD_KIND_MISMATCH)
+
+    # -- 3xx segments --------------------------------------------------------------------------
+    seg = by["v2-named-data"]
+    sg = Edit(seg)
+    seg_total = len(seg.data)
+
+    def sgm(i: int, fld: str, value: int, name: str, description: str, code: ErrorCode,
+            report: str | None = None) -> Vector:
+        r = report or fld
+        return edit(seg, lambda e: e.set_segment(i, fld, value), name, description, code,
+                    sg.segment_at(i, r), f"segments[{i}].{r}")
+
+    yield sgm(1, "size", seg_total, "v2-segment-past-end", "segment 1's size reaches past the end",
+              C.SEGMENT_OUT_OF_BOUNDS)
+    yield sgm(0, "offset", U64_MAX - 7, "v2-segment-offset-overflows", "segment 0's offset + size wraps 2^64",
+              C.SEGMENT_OUT_OF_BOUNDS, "size")
+    yield sgm(0, "alignment", 0, "v2-segment-alignment-zero", "segment 0's alignment is 0", C.BAD_SEGMENT_ALIGNMENT)
+    yield sgm(0, "alignment", 24, "v2-segment-alignment-not-power-of-two", "segment 0's alignment is 24",
+              C.BAD_SEGMENT_ALIGNMENT)
+    yield sgm(0, "alignment", 1 << 20, "v2-segment-alignment-too-large", "segment 0's alignment is 2^20",
+              C.BAD_SEGMENT_ALIGNMENT)
+    yield sgm(0, "offset", _u(seg.data, sg.segment_at(0, "offset"), 8) + 1,
+              "v2-misaligned-segment", "segment 0 moved one byte later, off its 64-byte alignment",
+              C.MISALIGNED_SEGMENT)
+    yield sgm(0, "flags", 2, "v2-segment-flags-bit1", "segment 0 sets flag bit 1", C.UNKNOWN_SEGMENT_FLAGS)
+    yield sgm(0, "reserved", 1, "v2-segment-reserved-not-zero", "segment 0's reserved field is 1",
+              C.RESERVED_NOT_ZERO)
+    seg0 = _u(seg.data, sg.segment_at(0, "offset"), 8)
+    yield edit(seg, lambda e: e.put(seg0 + 5, bytes([seg.data[seg0 + 5] ^ 4])),
+               "v2-segment-byte-flipped", "one bit of segment 0 flipped", C.SEGMENT_CHECKSUM_MISMATCH,
+               sg.segment_at(0, "checksum"), "segments[0].checksum", seal=False)
+
+    # -- 4xx manifest ----------------------------------------------------------------------------
+    me = Edit(man)
+    moff, msize = me.header("manifest_offset"), me.header("manifest_size")
+    man_total = len(man.data)
+    yield hdr(man, "manifest_size", man_total, "v2-manifest-past-end", "manifest_size reaches past the end",
+              C.MANIFEST_OUT_OF_BOUNDS)
+    yield hdr(man, "manifest_offset", U64_MAX - 7, "v2-manifest-offset-overflows",
+              "manifest_offset + manifest_size wraps 2^64", C.MANIFEST_OUT_OF_BOUNDS, _hat("manifest_size"),
+              "header.manifest_size")
+    yield hdr(man, "manifest_offset", moff + 4, "v2-misaligned-manifest", "manifest_offset is 4 mod 8",
+              C.MISALIGNED_MANIFEST)
+    yield hdr(man, "manifest_size", L.MAX_MANIFEST_SIZE + 8, "v2-manifest-too-large",
+              "manifest_size is 64 MiB + 8", C.MANIFEST_TOO_LARGE)
+    yield edit(man, lambda e: e.put(moff + msize - 1, bytes([man.data[moff + msize - 1] ^ 1])),
+               "v2-manifest-byte-flipped", "the manifest's last byte flipped", C.MANIFEST_CHECKSUM_MISMATCH,
+               _hat("manifest_checksum"), "header.manifest_checksum", seal=False)
+    yield hdr(man, "manifest_checksum", me.header("manifest_checksum") ^ 1, "v2-manifest-checksum-wrong",
+              "manifest_checksum has its lowest bit flipped", C.MANIFEST_CHECKSUM_MISMATCH)
+
+    def bad_ident(e: Edit) -> None:
+        e.put(moff + 4, b"NFMX")
+        e.put_int(_hat("manifest_checksum"), 4, crc32c(bytes(e.buf[moff : moff + msize])))
+
+    yield edit(man, bad_ident, "v2-manifest-bad-identifier",
+               "the manifest's identifier is NFMX (manifest_checksum updated to match)", C.BAD_MANIFEST_IDENTIFIER,
+               moff + 4, "manifest")
+    yield hdr(one, "manifest_offset", 64, "v2-absent-manifest-offset-not-zero",
+              "no manifest (size 0) but manifest_offset is 64", C.ABSENT_MANIFEST_NOT_ZERO)
+    yield hdr(one, "manifest_checksum", 0x1234, "v2-absent-manifest-checksum-not-zero",
+              "no manifest (size 0) but manifest_checksum is 0x1234", C.ABSENT_MANIFEST_NOT_ZERO)
+
+    # -- 4xx manifest content (specs/nfat-manifest.md): one field of a valid manifest changed,
+    # manifest_checksum and header_checksum updated so that the manifest's own rule fails.
+    nd = by["v2-named-data"]
+    ndm = Edit(nd)
+    moff_nd = ndm.header("manifest_offset")
+
+    def mfield(path: str, value: int | bytes | Callable[[bytes], bytes], name: str, description: str,
+               code: ErrorCode, offset: int | None, report: str | None) -> Vector:
+        def change(e: Edit) -> None:
+            if callable(value):
+                at, size = e.manifest_field(path)
+                e.set_manifest(path, value(bytes(e.buf[at : at + size])))
+            else:
+                e.set_manifest(path, value)
+        return edit(nd, change, name, description, code, offset, report, seal=False)
+
+    def where(path: str) -> int:
+        return ndm.manifest_field(path)[0]
+
+    def corrupt_root(e: Edit) -> None:
+        e.put_int(moff_nd, 4, 0xFFFFFF00)
+        e.reseal_manifest()
+
+    yield edit(nd, corrupt_root, "v2-manifest-corrupt-root-offset", "the manifest's root offset points far "
+               "past its end", C.MANIFEST_CORRUPT, moff_nd, "manifest", seal=False)
+    yield mfield("entries", 1, "v2-manifest-entry-missing", "the manifest's entries vector claims 1 entry; "
+                 "the table has 2", C.MANIFEST_ENTRY_MISSING, Edit(nd).entry_at(1), "entries[1].name")
+    yield mfield("entries[1].name", b"gpx", "v2-manifest-entry-unknown", "manifest entry 1 is named 'gpx', "
+                 "which no table entry is", C.MANIFEST_ENTRY_UNKNOWN, where("entries[1]"),
+                 "manifest.entries[1].name")
+    yield mfield("entries[1].name", b"cpu", "v2-manifest-entry-duplicate", "manifest entries 0 and 1 are both "
+                 "'cpu'", C.DUPLICATE_MANIFEST_ENTRY, where("entries[1]"), "manifest.entries[1].name")
+    yield mfield("entries[1].signature.methods[0].inputs[0].dtype", b"float16", "v2-signature-mismatch",
+                 "entry 'gpu' takes a float16 input where 'cpu' takes float32", C.SIGNATURE_MISMATCH,
+                 where("entries[1]"), "manifest.entries[1].signature")
+    yield mfield("entries[1].source_digest", lambda old: old[:-1] + (b"0" if old[-1:] != b"0" else b"1"),
+                 "v2-source-digest-mismatch", "entry 'gpu' names another source program digest than 'cpu'",
+                 C.SOURCE_DIGEST_MISMATCH, where("entries[1]"), "manifest.entries[1].source_digest")
+    yield mfield("entries[1].source_digest", lambda old: old.upper(), "v2-source-digest-upper-case",
+                 "entry 'gpu''s source digest is written in upper case", C.MANIFEST_VALUE_INVALID,
+                 where("entries[1]"), "manifest.entries[1].source_digest")
+    yield mfield("entries[1].named_data[0]", b"w.z", "v2-named-data-key-missing", "entry 'gpu' needs key "
+                 "'w.z', which the manifest does not define", C.NAMED_DATA_KEY_MISSING, where("entries[1]"),
+                 "manifest.entries[1].named_data[0]")
+    yield mfield("named_data[1].segment", 99, "v2-named-data-bad-segment", "key 'w.b' points at segment 99 of 2",
+                 C.NAMED_DATA_BAD_SEGMENT, moff_nd, "manifest.named_data[1].segment")
+    yield mfield("named_data[1].segment", 0, "v2-segment-unreferenced", "key 'w.b' points at segment 0 like "
+                 "'w.a', so no key names segment 1", C.SEGMENT_UNREFERENCED, ndm.segment_at(1, "offset"),
+                 "segments[1]")
+    yield mfield("named_data[1].key", b"w.0", "v2-named-data-keys-unsorted", "key 'w.b' renamed 'w.0', which "
+                 "sorts before 'w.a'", C.NAMED_DATA_KEYS_UNSORTED, where("named_data[1]"),
+                 "manifest.named_data[1].key")
+    yield mfield("entries[0].payload_sha256[0]", lambda old: bytes([old[0] ^ 1]), "v2-payload-digest-mismatch",
+                 "the first byte of entry 'cpu''s payload SHA-256 flipped", C.PAYLOAD_DIGEST_MISMATCH,
+                 where("entries[0]"), "manifest.entries[0].payload_sha256")
+
+    # -- 5xx version 1 ----------------------------------------------------------------------------
+    v1 = by["v1-many-entries"]
+    for text, why in ((b"", "empty"), (b"caf\xc3\xa9", "non-ascii"), (b"\xff", "byte-ff")):
+        e = Edit(v1)
+        e.set_entry(1, "backend_id", text)
+        yield e.vector(f"v1-id-{why}", f"entry 1's backend id is {text!r}", C.V1_BAD_ID,
+                       Edit(v1).entry_at(1, "backend_id"), "entries[1].backend_id")
+    v1total = len(v1.data) - (L.V1_HEADER_SIZE + 3 * L.V1_ENTRY_SIZE)
+    for fld, value, why in (("size", v1total, "payload-past-end"), ("offset", U64_MAX - 4, "offset-overflows"),
+                            ("size", U64_MAX, "size-max")):
+        e = Edit(v1)
+        e.set_entry(2, fld, value)
+        yield e.vector(f"v1-{why}", f"entry 2's {fld} is {value}", C.PAYLOAD_OUT_OF_BOUNDS,
+                       Edit(v1).entry_at(2, "size"), "entries[2].size")
+    e = Edit(v1)
+    e.truncate(len(v1.data) - 1)
+    yield e.vector("v1-truncated-payload", "the last payload byte is missing", C.PAYLOAD_OUT_OF_BOUNDS,
+                   Edit(v1).entry_at(2, "size"), "entries[2].size")
+    e = Edit(v1)
+    e.truncate(L.V1_HEADER_SIZE + 60)
+    yield e.vector("v1-truncated-table", "cut inside the second entry record", C.TABLE_OUT_OF_BOUNDS, 8,
+                   "header.entry_count")
+
+    # -- 6xx regions -------------------------------------------------------------------------------
+    yield ent(many, 1, "offset", off0 + 64, "v2-payloads-overlap",
+              "entry 1's payload moved into entry 0's, partially overlapping it", C.REGIONS_OVERLAP)
+    yield edit(many, lambda e: e.set_entry(1, "size", e.entry(2, "offset") - e.entry(1, "offset") + 8),
+               "v2-payload-grows-into-next", "entry 1's payload grows 8 bytes into entry 2's", C.REGIONS_OVERLAP,
+               Edit(many).entry_at(2, "offset"), "entries[2].offset")
+    # Regions are swept by (start, table rank): of two starting together, the later entry is reported.
+    yield edit(many, lambda e: e.set_entry(2, "offset", off0),
+               "v2-payloads-same-start-different-size",
+               "entry 2 points at entry 0's offset with a different size (a shared region must be identical)",
+               C.REGIONS_OVERLAP, Edit(many).entry_at(2, "offset"), "entries[2].offset")
+    yield ent(one, 0, "offset", 64, "v2-payload-overlaps-table",
+              "entry 0's payload starts at 64, inside its own table record", C.REGIONS_OVERLAP)
+    yield ent(one, 0, "offset", 0, "v2-payload-overlaps-header",
+              "entry 0's payload starts at byte 0, covering the header", C.REGIONS_OVERLAP)
+    sm = by["v2-named-data"]
+    smo = Edit(sm)
+    yield edit(sm, lambda e: e.set_entry(0, "offset", smo.header("manifest_offset")),
+               "v2-payload-overlaps-manifest",
+               "entry 0's payload starts at the manifest's offset; the manifest, later in table order, is reported",
+               C.REGIONS_OVERLAP, _hat("manifest_offset"), "header.manifest_offset")
+    yield edit(sm, lambda e: e.set_segment(0, "offset", smo.entry(1, "offset")),
+               "v2-segment-overlaps-payload", "segment 0 moved onto entry 1's payload", C.REGIONS_OVERLAP,
+               smo.segment_at(0, "offset"), "segments[0].offset")
+    yield edit(sm, lambda e: e.set_header("manifest_offset", 8), "v2-manifest-overlaps-header",
+               "the manifest placed at byte 8, inside the header", C.REGIONS_OVERLAP, _hat("manifest_offset"),
+               "header.manifest_offset")
+    first = Edit(many).entry(0, "offset")
+    table_end = L.V2_HEADER_SIZE + 5 * L.V2_ENTRY_SIZE
+    assert first > table_end
+    yield edit(many, lambda e: e.put(table_end + 1, b"\x01"), "v2-padding-after-table-not-zero",
+               "a byte of the padding between the table and the first payload is 1", C.PADDING_NOT_ZERO,
+               table_end + 1, None, seal=False)
+    gap = Edit(many).entry(0, "offset") + size0
+    assert gap < Edit(many).entry(1, "offset")
+    yield edit(many, lambda e: e.put(gap, b"\x80"), "v2-padding-between-payloads-not-zero",
+               "the first padding byte after payload 0 is 0x80", C.PADDING_NOT_ZERO, gap, None, seal=False)
+    yield ent(many, 3, "reserved", 1, "v2-entry-reserved-not-zero", "entry 3's reserved field is 1",
+              C.RESERVED_NOT_ZERO)
+    yield ent(many, 3, "reserved", U32_MAX, "v2-entry-reserved-max", "entry 3's reserved field is 2^32-1",
+              C.RESERVED_NOT_ZERO)
+    grown = by["v2-header-size-grown"]
+    yield edit(grown, lambda e: e.put(L.V2_HEADER_SIZE, b"\x01"), "v2-header-extension-changed",
+               "a byte of the grown header changed without updating header_checksum",
+               C.HEADER_CHECKSUM_MISMATCH, L.HEADER_CHECKSUM_OFFSET, "header.header_checksum", seal=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checking and writing
+# ---------------------------------------------------------------------------------------------
+
+
+def all_vectors() -> list[Vector]:
+    valid = valid_vectors()
+    by = {v.name: v for v in valid}
+    vectors = valid + list(_v1_quirks(by)) + list(invalid_vectors(by))
+    names = [v.name for v in vectors]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise SystemExit(f"duplicate vector names: {sorted(dupes)}")
+    return sorted(vectors, key=lambda v: v.name)
+
+
+def outcome(data: bytes) -> dict[str, Any]:
+    """What fatpte says about `data`: the first error, the warnings, and whether open raises."""
+    report = fatpte.validate_buffer(data)
+    first = report.first_error
+    try:
+        with fatpte.Container.from_buffer(data):
+            open_code = None
+    except fatpte.FatpteError as exc:
+        open_code = exc.code
+    return {
+        "code": None if first is None else first.code,
+        "offset": None if first is None else first.offset,
+        "field": None if first is None else first.field,
+        "warnings": tuple(f.code for f in report.findings if f.severity is Severity.WARNING),
+        "open_code": open_code,
+        "entries": [] if first is not None else _entries(data),
+    }
+
+
+def _entries(data: bytes) -> list[str]:
+    with fatpte.Container.from_buffer(data) as c:
+        return [e.name for e in c.entries]
+
+
+def selections(data: bytes) -> dict[str, str | None]:
+    """The entry `fatpte.select` chooses on every named device profile (specs/devices), None when
+    none fits (NO_SPECIALIZATION_FITS). Recorded from fatpte: the index then holds Python and
+    the C++ loader to the same choice, and a change of choice shows up as a diff to review."""
+    from fatpte.device import DeviceProfile
+    from fatpte.errors import SelectionError
+
+    out: dict[str, str | None] = {}
+    with fatpte.Container.from_buffer(data) as c:
+        for name in sorted(DeviceProfile.names()):
+            try:
+                out[name] = fatpte.select(c, DeviceProfile.load(name)).chosen.name
+            except SelectionError:
+                out[name] = None
+    return out
+
+
+def check(v: Vector) -> list[str]:
+    """Disagreements between the declaration of `v` and what fatpte says."""
+    got = outcome(v.data)
+    problems = []
+    if (got["code"], got["offset"], got["field"]) != (v.code, v.offset, v.field):
+        problems.append(f"declared {v.code!r} at {v.offset} ({v.field}), validate_buffer says {got['code']!r} at "
+                        f"{got['offset']} ({got['field']})")
+    if v.code is None and got["warnings"] != v.warnings:
+        problems.append(f"declared warnings {v.warnings}, got {got['warnings']}")
+    expect_open = v.code if v.code is not None and v.code not in CONTENT_CODES else None
+    if got["open_code"] != expect_open:
+        problems.append(f"open should raise {expect_open!r}, raised {got['open_code']!r}")
+    return [f"{v.file}: {p}" for p in problems]
+
+
+def index_of(vectors: Sequence[Vector]) -> dict[str, Any]:
+    rows: dict[str, Any] = {}
+    for v in vectors:
+        row: dict[str, Any] = {
+            "valid": v.code is None,
+            "description": v.description,
+            "size": len(v.data),
+            "sha256": hashlib.sha256(v.data).hexdigest(),
+        }
+        if v.base is not None:
+            row["base"] = v.base + SUFFIX
+            row["changed"] = [list(r) for r in v.changed]
+        if v.code is None:
+            row["warnings"] = [c.tag for c in v.warnings]
+            row["entries"] = _entries(v.data)
+            row["selection"] = selections(v.data)
+        else:
+            row["error"] = {
+                "code": v.code.tag,
+                "name": v.code.name,
+                "offset": v.offset,
+                "field": v.field,
+                "open_raises": v.code not in CONTENT_CODES,
+            }
+        rows[v.file] = row
+    return {
+        "generator": "tools/gen_vectors.py",
+        "about": "NFAT conformance vectors: per file, valid (with the warnings it carries) or the first error "
+                 "a conforming reader reports (code, byte offset, field path); open_raises is false for "
+                 "errors found only by reading payload, segment, manifest or padding bytes",
+        "vectors": rows,
+    }
+
+
+def render_index(vectors: Sequence[Vector]) -> str:
+    return json.dumps(index_of(vectors), indent=2, sort_keys=False) + "\n"
+
+
+README = """\
+# NFAT conformance vectors
+
+Written by `tools/gen_vectors.py` (do not edit by hand: change the script and run it;
+`tests/test_vectors.py` fails when these files differ from what it writes). {count} files:
+{valid} valid, {invalid} invalid. Every reader of NFAT must give each file the outcome
+`index.json` states; Python runs them in tests/test_vectors.py, the C++ loader in
+tests/test_cpp_parity.py (`fatpte-validate`) and fuzz/fuzz_differential.py.
+
+Each invalid file is a valid one (`base`) with exactly one defect, which its name says; `changed`
+lists the byte ranges `[start, end)` that differ from the base (the defect and, when the header
+or tables changed, `header_checksum`; a file shorter than its base was cut).
+
+`index.json` maps each file name to:
+
+- `valid`: true when a conforming reader accepts the file;
+- `description`, `size`, `sha256`, and for derived files `base` and `changed`;
+- valid files: `warnings` (codes such as `E0503`, in the order reported), `entries` (names, in
+  table order), and `selection`: the entry chosen on every device profile of specs/devices/
+  (`null` when none fits: NO_SPECIALIZATION_FITS);
+- invalid files: `error`, the first error in the canonical check order of specs/nfat.md:
+  `code` (`E0204`), `name` (`BAD_ALIGNMENT`), `offset` (decimal byte offset, or null), `field`
+  (field path such as `entries[0].alignment`, or null), and `open_raises`: false when the error
+  is found only by reading payload, segment, manifest or padding bytes, which opening a
+  container does not do.
+"""
+
+
+def write(out: Path, vectors: Sequence[Vector]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*" + SUFFIX):
+        old.unlink()
+    for v in vectors:
+        (out / v.file).write_bytes(v.data)
+    (out / INDEX).write_text(render_index(vectors))
+    valid = sum(v.code is None for v in vectors)
+    (out / "README.md").write_text(README.format(count=len(vectors), valid=valid, invalid=len(vectors) - valid))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=VECTORS, help="directory to write (default specs/vectors)")
+    args = parser.parse_args(argv)
+    vectors = all_vectors()
+    problems = [p for v in vectors for p in check(v)]
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        return 1
+    write(args.out, vectors)
+    valid = sum(v.code is None for v in vectors)
+    print(f"wrote {len(vectors)} vectors ({valid} valid, {len(vectors) - valid} invalid) to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
