@@ -1,43 +1,45 @@
-"""`make demo`: pack a sample container from the bundled payloads, validate it, list it and
-extract one entry, printing each step."""
+"""`make demo`: a walk through the `fatpte` command line on the bundled sample.
+
+Packs examples/pack.toml (four specializations of one program sharing its weights), validates the
+container, lists it, shows which entry this machine and two named devices get and why, thins it
+for this machine, and extracts the payload it would run. Each command is printed before it runs.
+"""
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import fatpte
-
 HERE = Path(__file__).resolve().parent
+FATPTE = [sys.executable, "-m", "fatpte"]
+
+
+def run(*args: str, ok: tuple[int, ...] = (0,)) -> int:
+    print(f"\n$ fatpte {' '.join(shlex.quote(a) for a in args)}", flush=True)
+    code = subprocess.run([*FATPTE, *args], check=False).returncode
+    if code not in ok:
+        print(f"demo: `fatpte {args[0]}` exited {code}", file=sys.stderr)
+        sys.exit(1)
+    return code
 
 
 def main() -> int:
-    out_dir = Path(tempfile.mkdtemp(prefix="fatpte-demo-"))
-    container = out_dir / "sample.nfat"
-    specs = [
-        fatpte.Specialization("portable", HERE / "payloads" / "portable.bin", priority=-10),
-        fatpte.Specialization("xnnpack", HERE / "payloads" / "xnnpack.bin", name="xnnpack-fp32"),
-    ]
-    fatpte.pack(specs, container)
-    print(f"packed {len(specs)} specializations into {container} ({container.stat().st_size} bytes)")
-
-    report = fatpte.validate(container)
-    print(f"validated: {'valid' if report.ok else 'INVALID'}, {len(report.findings)} findings")
-    for f in report.findings:
-        print("  " + f.describe())
-
-    with fatpte.open(container) as c:
-        print(f"NFAT version {c.version}, {len(c.entries)} entries:")
-        print(f"  {'name':<14} {'backend':<10} {'kind':<5} {'offset':>8} {'size':>8} {'align':>5} {'crc32c':<8} prio")
-        for e in c.entries:
-            print(f"  {e.name:<14} {e.backend_id:<10} {e.payload_kind_text:<5} {e.offset:>#8x} {e.size:>8} "
-                  f"{e.alignment:>5} {e.checksum or 0:08x} {e.priority}")
-
-    dest = fatpte.extract(container, "xnnpack-fp32", out_dir / "xnnpack.bin")
-    same = dest.read_bytes() == (HERE / "payloads" / "xnnpack.bin").read_bytes()
-    print(f"extracted 'xnnpack-fp32' to {dest}: {'identical to' if same else 'DIFFERS FROM'} the input payload")
-    return 0 if report.ok and same else 1
+    out = Path(tempfile.mkdtemp(prefix="fatpte-demo-"))
+    container = str(out / "sample.nfat")
+    run("pack", "-o", container, "--from", str(HERE / "pack.toml"))
+    run("validate", container)
+    run("info", container)
+    run("select", container, "--device", "host", "--explain")
+    run("select", container, "--device", "nvidia-sm80-server")
+    run("select", container, "--device", "raspberry-pi-5", "--explain", ok=(0, 3))
+    run("thin", container, "--device", "host", "-o", str(out / "host.nfat"))
+    run("info", str(out / "host.nfat"))
+    run("extract", container, "--device", "host", "-o", str(out / "payload.bin"))
+    print(f"\ndemo: outputs are in {out}")
+    return 0
 
 
 if __name__ == "__main__":
