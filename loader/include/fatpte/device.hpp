@@ -1,0 +1,83 @@
+// device.hpp: the device profile of the running host, probed the way fatpte/probe_host.py does
+// it, and printed in the canonical JSON of specs/device-profile.md, byte for byte what Python's
+// `DeviceProfile.host().to_json_text()` (and `fatpte device --json`) prints.
+//
+// Probing never fails: what cannot be read is "absent" (no feature, memory 0, no accelerator),
+// which only makes selection more conservative. The decoders are pure functions over the raw
+// values (cpuid words, hwcaps, /proc text, driver answers) so tests can feed recorded samples.
+#ifndef FATPTE_DEVICE_HPP_
+#define FATPTE_DEVICE_HPP_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fatpte {
+
+struct Accelerator {
+  std::string kind;     // "cuda" | "metal" | "vulkan" | "opencl" | "npu"
+  std::string name;     // printable ASCII
+  std::string version;  // cuda: compute capability "X.Y"; others: API version
+  std::uint64_t memory_bytes = 0;
+};
+
+struct DeviceProfile {
+  std::string name;
+  std::string os;    // "linux" | "android" | "macos" | "ios" | "windows"
+  std::string arch;  // "x86_64" | "aarch64"
+  std::set<std::string> cpu_features;
+  std::vector<Accelerator> accelerators;
+  std::uint64_t memory_bytes = 0;
+  std::map<std::string, std::uint32_t> backends;  // backend id -> ABI version
+};
+
+// json.dumps(profile.to_json(), indent=2) + "\n": keys in the canonical order, features and
+// backends sorted.
+std::string canonical_json(const DeviceProfile& profile);
+
+// Probe the running machine; the profile is named "host".
+DeviceProfile probe_host();
+
+namespace probe {
+
+// The x86 cpuid and xgetbv words the feature decision needs.
+struct X86Words {
+  std::uint32_t max_leaf = 0;     // cpuid(0).eax
+  std::uint32_t leaf1_ecx = 0;    // cpuid(1).ecx
+  std::uint32_t leaf7_eax = 0;    // cpuid(7, 0).eax: the highest subleaf of leaf 7
+  std::uint32_t leaf7_ebx = 0;    // cpuid(7, 0).ebx
+  std::uint32_t leaf7_ecx = 0;    // cpuid(7, 0).ecx
+  std::uint32_t leaf7_edx = 0;    // cpuid(7, 0).edx
+  std::uint32_t leaf7_1_eax = 0;  // cpuid(7, 1).eax
+  std::uint64_t xcr0 = 0;         // xgetbv(0), meaningful only when OSXSAVE is set
+};
+
+// x86 features of the vocabulary: a vector feature counts only when the OS saves its register
+// state (XCR0: SSE+AVX for AVX, plus opmask/ZMM for AVX-512, plus tile config/data for AMX).
+std::set<std::string> x86_features(const X86Words& w);
+// arm64 features from getauxval(AT_HWCAP) and getauxval(AT_HWCAP2).
+std::set<std::string> arm_hwcap_features(std::uint64_t hwcap, std::uint64_t hwcap2);
+// MemTotal of /proc/meminfo text in bytes; 0 when absent or malformed.
+std::uint64_t meminfo_total(const std::string& meminfo);
+// A driver-reported device name as printable ASCII, or "CUDA device N" when nothing is left.
+std::string printable_name(const std::string& raw, int ordinal);
+
+// The CUDA driver API entry points the probe calls, so tests can pass fakes.
+struct CudaDriver {
+  int (*cuInit)(unsigned int) = nullptr;
+  int (*cuDeviceGetCount)(int*) = nullptr;
+  int (*cuDeviceGet)(int*, int) = nullptr;
+  int (*cuDeviceGetName)(char*, int, int) = nullptr;
+  int (*cuDeviceGetAttribute)(int*, int, int) = nullptr;
+  int (*cuDeviceTotalMem_v2)(std::size_t*, int) = nullptr;
+};
+// One accelerator per device the driver reports, in ordinal order; none on any failure.
+std::vector<Accelerator> cuda_accelerators(const CudaDriver& driver);
+
+}  // namespace probe
+}  // namespace fatpte
+
+#endif  // FATPTE_DEVICE_HPP_

@@ -1,0 +1,161 @@
+/* fatpte.h: the C API of libfatpte, the NFAT container loader.
+ *
+ * Every function returns a fatpte_status (FATPTE_OK = 0, otherwise a pinned error code shared
+ * with Python's fatpte.errors.ErrorCode through format_generated.h) and never lets a C++
+ * exception escape. Where a function fills a fatpte_error, the error names the byte offset and
+ * field path of the broken rule and says what was wrong, like Python's messages.
+ *
+ * Pointers returned by the entry queries point into the container's read-only mapping and stay
+ * valid until fatpte_close. A container opened with fatpte_open_memory borrows the caller's
+ * buffer, which must outlive it and must not change.
+ */
+#ifndef FATPTE_FATPTE_H_
+#define FATPTE_FATPTE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fatpte/format_generated.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define FATPTE_API
+#else
+#define FATPTE_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+#define FATPTE_NOEXCEPT noexcept
+#else
+#define FATPTE_NOEXCEPT
+#endif
+
+/* The offset of an error that has none (an I/O error, a bad argument). */
+#define FATPTE_NO_OFFSET UINT64_MAX
+
+/* Where and why: filled by the functions that take one (may be NULL: then only the status). */
+typedef struct fatpte_error {
+  fatpte_status code;
+  uint64_t offset;    /* byte offset in the file, or FATPTE_NO_OFFSET */
+  char field[96];     /* field path, e.g. "entries[2].size"; "" when none */
+  char message[512];  /* "E0203 at 0x48 (entries[2].size): payload of ..." */
+} fatpte_error;
+
+typedef struct fatpte_container fatpte_container;
+
+/* The one-line meaning of a status ("the file ends inside the fixed header"); never NULL. */
+FATPTE_API const char* fatpte_status_message(fatpte_status status) FATPTE_NOEXCEPT;
+/* The status as printed: "E0203", "OK" for FATPTE_OK, "E????" for an unknown value. */
+FATPTE_API const char* fatpte_status_tag(fatpte_status status) FATPTE_NOEXCEPT;
+/* The ErrorCode name: "PAYLOAD_OUT_OF_BOUNDS", "OK", or "UNKNOWN". */
+FATPTE_API const char* fatpte_status_name(fatpte_status status) FATPTE_NOEXCEPT;
+
+/* Map `path` read-only and check its header and whole table (no payload byte is read). */
+FATPTE_API fatpte_status fatpte_open_file(const char* path, fatpte_container** out,
+                                          fatpte_error* error) FATPTE_NOEXCEPT;
+/* The same over `size` bytes at `data`, which the container borrows. */
+FATPTE_API fatpte_status fatpte_open_memory(const void* data, size_t size, fatpte_container** out,
+                                            fatpte_error* error) FATPTE_NOEXCEPT;
+/* Release the container; NULL is accepted. */
+FATPTE_API void fatpte_close(fatpte_container* container) FATPTE_NOEXCEPT;
+
+/* Every rule of the spec on an open container: the content checks (padding, manifest, payload
+ * and segment checksums, payload kinds) after the structural ones that open ran. Returns the
+ * first error in the canonical order, the same code and offset as Python's validate. */
+FATPTE_API fatpte_status fatpte_validate(const fatpte_container* container,
+                                         fatpte_error* error) FATPTE_NOEXCEPT;
+/* Structural and content checks of a file or buffer in one call: the first error of any file,
+ * including one that cannot be opened because its header or table is broken. */
+FATPTE_API fatpte_status fatpte_validate_file(const char* path, fatpte_error* error) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_validate_memory(const void* data, size_t size,
+                                                fatpte_error* error) FATPTE_NOEXCEPT;
+
+/* Container and entry queries. Index-based queries return FATPTE_E_ENTRY_NOT_FOUND for an
+ * index out of range and FATPTE_E_INVALID_ARGUMENT for a NULL pointer. */
+FATPTE_API fatpte_status fatpte_version(const fatpte_container* c, uint32_t* out) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_entry_count(const fatpte_container* c, uint32_t* out) FATPTE_NOEXCEPT;
+/* The entry with this name, else the only entry with this backend id (version 1: the first). */
+FATPTE_API fatpte_status fatpte_find_entry(const fatpte_container* c, const char* name_or_backend_id,
+                                           uint32_t* index) FATPTE_NOEXCEPT;
+/* NUL-terminated, valid until fatpte_close. Version 1 entries are named by their backend id. */
+FATPTE_API fatpte_status fatpte_entry_name(const fatpte_container* c, uint32_t index,
+                                           const char** out) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_entry_backend_id(const fatpte_container* c, uint32_t index,
+                                                 const char** out) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_entry_offset(const fatpte_container* c, uint32_t index,
+                                             uint64_t* out) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_entry_size(const fatpte_container* c, uint32_t index,
+                                           uint64_t* out) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_entry_alignment(const fatpte_container* c, uint32_t index,
+                                                uint32_t* out) FATPTE_NOEXCEPT;
+/* *has_checksum is 0 for version 1 entries, which carry none (then *out is 0). */
+FATPTE_API fatpte_status fatpte_entry_checksum(const fatpte_container* c, uint32_t index, uint32_t* out,
+                                               int* has_checksum) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_entry_priority(const fatpte_container* c, uint32_t index,
+                                               int32_t* out) FATPTE_NOEXCEPT;
+/* The payload, zero-copy: a pointer into the read-only mapping, aligned as the entry says. */
+FATPTE_API fatpte_status fatpte_entry_payload(const fatpte_container* c, uint32_t index, const void** data,
+                                                  uint64_t* size) FATPTE_NOEXCEPT;
+
+/* The bytes stored under a named-data key (shared weights), zero-copy: a pointer into the
+ * read-only mapping, aligned as its segment says. FATPTE_E_NAMED_DATA_NOT_FOUND when the container
+ * has no such key. The first call reads the manifest (after the flatbuffers verifier). */
+FATPTE_API fatpte_status fatpte_named_data_get(const fatpte_container* c, const char* key, const void** data,
+                                               uint64_t* size) FATPTE_NOEXCEPT;
+/* The number of named-data keys, and the key at `index` in bytewise order. */
+FATPTE_API fatpte_status fatpte_named_data_count(const fatpte_container* c, uint32_t* out) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_named_data_key(const fatpte_container* c, uint32_t index,
+                                               const char** key) FATPTE_NOEXCEPT;
+
+/* The running machine's device profile as canonical JSON (the bytes Python's
+ * `fatpte device --json` prints), NUL-terminated in `buffer`. *length receives the JSON's length
+ * without the NUL; when `capacity` is too small nothing is written and the status is
+ * FATPTE_E_INVALID_ARGUMENT, so a caller can ask with capacity 0 first. */
+FATPTE_API fatpte_status fatpte_device_host_json(char* buffer, size_t capacity, size_t* length) FATPTE_NOEXCEPT;
+
+/* ---- selection (specs/nfat-manifest.md section 6) ---- */
+
+typedef struct fatpte_selection fatpte_selection;
+
+/* Choose the entry for a device: `device_json` is a device profile's JSON text, or NULL for this
+ * machine (probed). `prefer` and `exclude` are entry names or backend ids (NULL when their count
+ * is 0). No eligible entry: FATPTE_E_NO_SPECIALIZATION_FITS, the error's message listing every
+ * entry and why (cut to the message buffer). The selection must not outlive the container. */
+FATPTE_API fatpte_status fatpte_select(const fatpte_container* container, const char* device_json,
+                                       const char* const* prefer, size_t prefer_count, const char* const* exclude,
+                                       size_t exclude_count, fatpte_selection** out,
+                                       fatpte_error* error) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_selection_chosen(const fatpte_selection* selection, uint32_t* index) FATPTE_NOEXCEPT;
+/* The explanation (the device, the chosen entry, one line per entry); valid until freed. */
+FATPTE_API const char* fatpte_selection_explain(const fatpte_selection* selection) FATPTE_NOEXCEPT;
+FATPTE_API void fatpte_selection_free(fatpte_selection* selection) FATPTE_NOEXCEPT;
+
+/* ---- dispatch through backend libraries (fatpte/backend.h) ---- */
+
+typedef struct fatpte_loaded fatpte_loaded;
+
+/* Load the best eligible entry of `selection` into its backend library, searched in `dirs` and
+ * then FATPTE_BACKEND_PATH; an entry whose library is missing or refused, unavailable or failing
+ * to load is skipped with the reason recorded and the next one is tried. None loads:
+ * FATPTE_E_NO_SPECIALIZATION_FITS. Must not outlive the container. */
+FATPTE_API fatpte_status fatpte_load(const fatpte_container* container, const fatpte_selection* selection,
+                                     const char* const* dirs, size_t dir_count, fatpte_loaded** out,
+                                     fatpte_error* error) FATPTE_NOEXCEPT;
+/* The entry that was loaded. */
+FATPTE_API fatpte_status fatpte_loaded_entry(const fatpte_loaded* loaded, uint32_t* index) FATPTE_NOEXCEPT;
+/* One line per entry tried: `dispatch: NAME [ID]: OUTCOME (LIBRARY)`; valid until unloaded. */
+FATPTE_API const char* fatpte_loaded_explain(const fatpte_loaded* loaded) FATPTE_NOEXCEPT;
+/* Run once on `input_count` floats; at most `output_capacity` floats are written to `output`. */
+FATPTE_API fatpte_status fatpte_run_f32(const fatpte_loaded* loaded, const float* input, size_t input_count,
+                                        float* output, size_t output_capacity, size_t* output_count,
+                                        fatpte_error* error) FATPTE_NOEXCEPT;
+FATPTE_API void fatpte_unload(fatpte_loaded* loaded) FATPTE_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FATPTE_FATPTE_H_ */

@@ -1,0 +1,65 @@
+// select.hpp: choosing the entry for a device, the rule of specs/nfat-manifest.md section 6,
+// exactly as fatpte/selection.py applies it: eligibility (every requirement of the entry's
+// manifest entry holds and the caller did not exclude it), then ranking by priority, the caller's
+// preference, specificity and table position. Choosing is a pure function of the container's
+// table and manifest, the device profile and the caller's words; it reads no payload and loads
+// nothing.
+#ifndef FATPTE_SELECT_HPP_
+#define FATPTE_SELECT_HPP_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fatpte/device.hpp"
+#include "fatpte/fatpte.hpp"
+
+namespace fatpte {
+
+// A device profile from its JSON text or file (the shape of specs/device_profile.schema.json);
+// INVALID_ARGUMENT naming the field when it is not one.
+Result<DeviceProfile> profile_from_json(const std::string& json);
+Result<DeviceProfile> profile_from_file(const std::string& path);
+
+struct Failure {
+  std::string requirement;  // "os", "arch", "cpu_features", "accelerators[0]", "min_memory_bytes", ...
+  std::string needed;
+  std::string has;
+};
+
+struct Verdict {
+  std::uint32_t index = 0;  // the entry's position in the table
+  bool eligible = false;
+  std::vector<Failure> failures;
+  std::vector<std::string> notes;  // what selection could not check (an unlisted backend ABI)
+  int specificity = 0;
+  std::uint32_t rank = 0;  // 1 for the chosen entry; 0 when not eligible
+  // The entry's backend_abi requirement, which the loader checks against the backend library's
+  // table when it loads it (specs/nfat-manifest.md 4.2), whether or not the profile listed it.
+  bool has_backend_abi = false;
+  std::uint32_t backend_abi_min = 0;
+  std::uint32_t backend_abi_max = 0;
+};
+
+struct Selection {
+  std::uint32_t chosen = 0;
+  std::vector<Verdict> verdicts;  // one per entry, in table order
+  std::string device_name;
+  std::string device_os;
+  std::string device_arch;
+  std::vector<std::string> prefer;
+  std::vector<std::string> exclude;
+};
+
+// The selection, or NO_SPECIALIZATION_FITS whose message lists every entry and why; manifest
+// errors (checksum, identifier, malformed) are reported with their own codes.
+Result<Selection> select(const Container& container, const DeviceProfile& device,
+                         const std::vector<std::string>& prefer, const std::vector<std::string>& exclude);
+// Python's Selection.explain(): the device, the chosen entry, and one line per entry.
+std::string explain(const Container& container, const Selection& selection);
+// json.dumps(Selection.to_json(), indent=2) + "\n".
+std::string selection_json(const Container& container, const Selection& selection);
+
+}  // namespace fatpte
+
+#endif  // FATPTE_SELECT_HPP_

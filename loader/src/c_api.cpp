@@ -1,0 +1,420 @@
+// The C API: every entry point is noexcept, catches everything, and turns the C++ Status into a
+// fatpte_status plus an optional fatpte_error.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+#include <algorithm>
+
+#include "fatpte/device.hpp"
+#include "fatpte/dispatch.hpp"
+#include "fatpte/select.hpp"
+#include "fatpte/fatpte.h"
+#include "fatpte/fatpte.hpp"
+
+struct fatpte_container {
+  std::unique_ptr<fatpte::Container> impl;
+  // Named data, read from the manifest on first use.
+  bool named_read = false;
+  std::vector<std::pair<std::string, fatpte::Bytes>> named;
+};
+
+struct fatpte_selection {
+  fatpte::Selection selection;
+  fatpte::DeviceProfile device;
+  std::string explanation;
+};
+
+struct fatpte_loaded {
+  fatpte::Dispatch dispatch;
+  std::string explanation;
+};
+
+namespace {
+
+using fatpte::Error;
+using fatpte::Status;
+
+void copy_text(char* dst, std::size_t cap, const std::string& src) noexcept {
+  const std::size_t n = src.size() < cap - 1 ? src.size() : cap - 1;
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
+
+fatpte_status report(const Status& s, fatpte_error* error) noexcept {
+  const auto code = static_cast<fatpte_status>(s.code());
+  if (error != nullptr) {
+    error->code = code;
+    error->offset = s.ok() ? FATPTE_NO_OFFSET : s.offset();
+    error->field[0] = '\0';
+    error->message[0] = '\0';
+    if (!s.ok()) {
+      try {
+        copy_text(error->field, sizeof error->field, s.field());
+        copy_text(error->message, sizeof error->message, s.describe());
+      } catch (...) {
+        copy_text(error->message, sizeof error->message, std::string());
+      }
+    }
+  }
+  return code;
+}
+
+// Runs `body`, turning any exception into a status: allocation failure is the only expected one.
+template <typename Body>
+fatpte_status guarded(fatpte_error* error, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    if (error != nullptr) {
+      error->code = FATPTE_E_IO_ERROR;
+      error->offset = FATPTE_NO_OFFSET;
+      error->field[0] = '\0';
+      copy_text(error->message, sizeof error->message, "out of memory");
+    }
+    return FATPTE_E_IO_ERROR;
+  } catch (...) {
+    return FATPTE_E_INVALID_ARGUMENT;
+  }
+}
+
+const fatpte::Entry* entry_at(const fatpte_container* c, std::uint32_t index, fatpte_status* status) noexcept {
+  if (c == nullptr || !c->impl) {
+    *status = FATPTE_E_INVALID_ARGUMENT;
+    return nullptr;
+  }
+  const auto& entries = c->impl->entries();
+  if (index >= entries.size()) {
+    *status = FATPTE_E_ENTRY_NOT_FOUND;
+    return nullptr;
+  }
+  *status = FATPTE_OK;
+  return &entries[index];
+}
+
+template <typename T, typename Get>
+fatpte_status entry_query(const fatpte_container* c, std::uint32_t index, T* out, Get get) noexcept {
+  if (out == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  fatpte_status status;
+  const fatpte::Entry* e = entry_at(c, index, &status);
+  if (e != nullptr) *out = get(*e);
+  return status;
+}
+
+fatpte_status finish_open(fatpte::Result<std::unique_ptr<fatpte::Container>> r, fatpte_container** out,
+                          fatpte_error* error) {
+  if (!r.ok()) return report(r.error(), error);
+  auto* handle = new fatpte_container();
+  handle->impl = std::move(r).value();
+  *out = handle;
+  return report(Status(), error);
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* fatpte_status_message(fatpte_status status) noexcept {
+  if (status == FATPTE_OK) return "success";
+  const fatpte::ErrorInfo* info = fatpte::error_info(static_cast<Error>(status));
+  return info == nullptr ? "unknown status code" : info->meaning;
+}
+
+const char* fatpte_status_tag(fatpte_status status) noexcept {
+  if (status == FATPTE_OK) return "OK";
+  return fatpte::error_tag(static_cast<Error>(status));
+}
+
+const char* fatpte_status_name(fatpte_status status) noexcept {
+  if (status == FATPTE_OK) return "OK";
+  const fatpte::ErrorInfo* info = fatpte::error_info(static_cast<Error>(status));
+  return info == nullptr ? "UNKNOWN" : info->name;
+}
+
+fatpte_status fatpte_open_file(const char* path, fatpte_container** out, fatpte_error* error) noexcept {
+  return guarded(error, [&]() -> fatpte_status {
+    if (out != nullptr) *out = nullptr;
+    if (path == nullptr || out == nullptr) {
+      return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "path and out must not be NULL"),
+                    error);
+    }
+    return finish_open(fatpte::Container::open_file(path), out, error);
+  });
+}
+
+fatpte_status fatpte_open_memory(const void* data, size_t size, fatpte_container** out,
+                                 fatpte_error* error) noexcept {
+  return guarded(error, [&]() -> fatpte_status {
+    if (out != nullptr) *out = nullptr;
+    if (out == nullptr) {
+      return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "out must not be NULL"), error);
+    }
+    return finish_open(fatpte::Container::open_memory(data, size), out, error);
+  });
+}
+
+void fatpte_close(fatpte_container* container) noexcept { delete container; }
+
+fatpte_status fatpte_validate(const fatpte_container* c, fatpte_error* error) noexcept {
+  return guarded(error, [&]() -> fatpte_status {
+    if (c == nullptr || !c->impl) {
+      return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "container is NULL"), error);
+    }
+    return report(c->impl->validate(), error);
+  });
+}
+
+fatpte_status fatpte_validate_file(const char* path, fatpte_error* error) noexcept {
+  return guarded(error, [&]() -> fatpte_status {
+    if (path == nullptr) {
+      return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "path is NULL"), error);
+    }
+    auto r = fatpte::Container::open_file(path);
+    if (!r.ok()) return report(r.error(), error);
+    return report(r.value()->validate(), error);
+  });
+}
+
+fatpte_status fatpte_validate_memory(const void* data, size_t size, fatpte_error* error) noexcept {
+  return guarded(error, [&]() -> fatpte_status {
+    if (data == nullptr && size != 0) {
+      return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "data is NULL"), error);
+    }
+    return report(fatpte::validate_buffer(fatpte::Bytes{static_cast<const std::uint8_t*>(data), size}), error);
+  });
+}
+
+fatpte_status fatpte_version(const fatpte_container* c, uint32_t* out) noexcept {
+  if (c == nullptr || !c->impl || out == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  *out = c->impl->version();
+  return FATPTE_OK;
+}
+
+fatpte_status fatpte_entry_count(const fatpte_container* c, uint32_t* out) noexcept {
+  if (c == nullptr || !c->impl || out == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  *out = static_cast<uint32_t>(c->impl->entries().size());
+  return FATPTE_OK;
+}
+
+fatpte_status fatpte_find_entry(const fatpte_container* c, const char* key, uint32_t* index) noexcept {
+  return guarded(nullptr, [&]() -> fatpte_status {
+    if (c == nullptr || !c->impl || key == nullptr || index == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+    auto r = c->impl->find(key);
+    if (!r.ok()) return static_cast<fatpte_status>(r.error().code());
+    *index = r.value();
+    return FATPTE_OK;
+  });
+}
+
+fatpte_status fatpte_entry_name(const fatpte_container* c, uint32_t index, const char** out) noexcept {
+  return entry_query(c, index, out, [](const fatpte::Entry& e) { return e.name.c_str(); });
+}
+
+fatpte_status fatpte_entry_backend_id(const fatpte_container* c, uint32_t index, const char** out) noexcept {
+  return entry_query(c, index, out, [](const fatpte::Entry& e) { return e.backend_id.c_str(); });
+}
+
+fatpte_status fatpte_entry_offset(const fatpte_container* c, uint32_t index, uint64_t* out) noexcept {
+  return entry_query(c, index, out, [](const fatpte::Entry& e) { return e.offset; });
+}
+
+fatpte_status fatpte_entry_size(const fatpte_container* c, uint32_t index, uint64_t* out) noexcept {
+  return entry_query(c, index, out, [](const fatpte::Entry& e) { return e.size; });
+}
+
+fatpte_status fatpte_entry_alignment(const fatpte_container* c, uint32_t index, uint32_t* out) noexcept {
+  return entry_query(c, index, out, [](const fatpte::Entry& e) { return e.alignment; });
+}
+
+fatpte_status fatpte_entry_checksum(const fatpte_container* c, uint32_t index, uint32_t* out,
+                                    int* has_checksum) noexcept {
+  if (has_checksum == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  const fatpte_status s = entry_query(c, index, out, [](const fatpte::Entry& e) { return e.checksum; });
+  if (s == FATPTE_OK) *has_checksum = c->impl->entries()[index].has_checksum ? 1 : 0;
+  return s;
+}
+
+fatpte_status fatpte_entry_priority(const fatpte_container* c, uint32_t index, int32_t* out) noexcept {
+  return entry_query(c, index, out, [](const fatpte::Entry& e) { return e.priority; });
+}
+
+fatpte_status fatpte_entry_payload(const fatpte_container* c, uint32_t index, const void** data,
+                                   uint64_t* size) noexcept {
+  if (data == nullptr || size == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  fatpte_status status;
+  const fatpte::Entry* e = entry_at(c, index, &status);
+  if (e == nullptr) return status;
+  *data = c->impl->bytes().data + e->offset;
+  *size = e->size;
+  return FATPTE_OK;
+}
+
+fatpte_status fatpte_device_host_json(char* buffer, size_t capacity, size_t* length) noexcept {
+  return guarded(nullptr, [&]() -> fatpte_status {
+    if (length == nullptr || (buffer == nullptr && capacity != 0)) return FATPTE_E_INVALID_ARGUMENT;
+    const std::string json = fatpte::canonical_json(fatpte::probe_host());
+    *length = json.size();
+    if (capacity <= json.size()) return FATPTE_E_INVALID_ARGUMENT;
+    std::memcpy(buffer, json.c_str(), json.size() + 1);
+    return FATPTE_OK;
+  });
+}
+
+namespace {
+
+fatpte_status read_named(fatpte_container* c) {
+  if (c->named_read) return FATPTE_OK;
+  auto keys = fatpte::named_data_map(*c->impl);
+  if (!keys.ok()) return static_cast<fatpte_status>(keys.error().code());
+  c->named.assign(keys.value().begin(), keys.value().end());  // std::map: bytewise key order
+  c->named_read = true;
+  return FATPTE_OK;
+}
+
+}  // namespace
+
+fatpte_status fatpte_named_data_get(const fatpte_container* c, const char* key, const void** data,
+                                    uint64_t* size) noexcept {
+  return guarded(nullptr, [&]() -> fatpte_status {
+    if (c == nullptr || !c->impl || key == nullptr || data == nullptr || size == nullptr) {
+      return FATPTE_E_INVALID_ARGUMENT;
+    }
+    auto* mc = const_cast<fatpte_container*>(c);  // the lazily read cache, not the container
+    const fatpte_status st = read_named(mc);
+    if (st != FATPTE_OK) return st;
+    for (const auto& kv : mc->named) {
+      if (kv.first == key) {
+        *data = kv.second.data;
+        *size = kv.second.size;
+        return FATPTE_OK;
+      }
+    }
+    return FATPTE_E_NAMED_DATA_NOT_FOUND;
+  });
+}
+
+fatpte_status fatpte_named_data_count(const fatpte_container* c, uint32_t* out) noexcept {
+  return guarded(nullptr, [&]() -> fatpte_status {
+    if (c == nullptr || !c->impl || out == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+    auto* mc = const_cast<fatpte_container*>(c);
+    const fatpte_status st = read_named(mc);
+    if (st != FATPTE_OK) return st;
+    *out = static_cast<uint32_t>(mc->named.size());
+    return FATPTE_OK;
+  });
+}
+
+fatpte_status fatpte_named_data_key(const fatpte_container* c, uint32_t index, const char** key) noexcept {
+  return guarded(nullptr, [&]() -> fatpte_status {
+    if (c == nullptr || !c->impl || key == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+    auto* mc = const_cast<fatpte_container*>(c);
+    const fatpte_status st = read_named(mc);
+    if (st != FATPTE_OK) return st;
+    if (index >= mc->named.size()) return FATPTE_E_NAMED_DATA_NOT_FOUND;
+    *key = mc->named[index].first.c_str();
+    return FATPTE_OK;
+  });
+}
+
+fatpte_status fatpte_select(const fatpte_container* c, const char* device_json, const char* const* prefer,
+                            size_t prefer_count, const char* const* exclude, size_t exclude_count,
+                            fatpte_selection** out, fatpte_error* error) noexcept {
+  return guarded(error, [&]() -> fatpte_status {
+    if (out != nullptr) *out = nullptr;
+    if (c == nullptr || !c->impl || out == nullptr || (prefer == nullptr && prefer_count != 0) ||
+        (exclude == nullptr && exclude_count != 0)) {
+      return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "a required argument is NULL"),
+                    error);
+    }
+    std::vector<std::string> p, x;
+    for (size_t i = 0; i < prefer_count; ++i) {
+      if (prefer[i] == nullptr) return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "prefer", "a word is NULL"), error);
+      p.emplace_back(prefer[i]);
+    }
+    for (size_t i = 0; i < exclude_count; ++i) {
+      if (exclude[i] == nullptr) return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "exclude", "a word is NULL"), error);
+      x.emplace_back(exclude[i]);
+    }
+    auto handle = std::make_unique<fatpte_selection>();
+    if (device_json == nullptr) {
+      handle->device = fatpte::probe_host();
+    } else {
+      auto d = fatpte::profile_from_json(device_json);
+      if (!d.ok()) return report(d.error(), error);
+      handle->device = std::move(d).value();
+    }
+    auto s = fatpte::select(*c->impl, handle->device, p, x);
+    if (!s.ok()) return report(s.error(), error);
+    handle->selection = std::move(s).value();
+    handle->explanation = fatpte::explain(*c->impl, handle->selection);
+    *out = handle.release();
+    return report(Status(), error);
+  });
+}
+
+fatpte_status fatpte_selection_chosen(const fatpte_selection* s, uint32_t* index) noexcept {
+  if (s == nullptr || index == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  *index = s->selection.chosen;
+  return FATPTE_OK;
+}
+
+const char* fatpte_selection_explain(const fatpte_selection* s) noexcept {
+  return s == nullptr ? "" : s->explanation.c_str();
+}
+
+void fatpte_selection_free(fatpte_selection* s) noexcept { delete s; }
+
+fatpte_status fatpte_load(const fatpte_container* c, const fatpte_selection* s, const char* const* dirs,
+                          size_t dir_count, fatpte_loaded** out, fatpte_error* error) noexcept {
+  return guarded(error, [&]() -> fatpte_status {
+    if (out != nullptr) *out = nullptr;
+    if (c == nullptr || !c->impl || s == nullptr || out == nullptr || (dirs == nullptr && dir_count != 0)) {
+      return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "a required argument is NULL"),
+                    error);
+    }
+    std::vector<std::string> d;
+    for (size_t i = 0; i < dir_count; ++i) {
+      if (dirs[i] != nullptr) d.emplace_back(dirs[i]);
+    }
+    auto r = fatpte::load_backend(*c->impl, s->selection, s->device, d);
+    if (!r.ok()) return report(r.error(), error);
+    auto handle = std::make_unique<fatpte_loaded>();
+    handle->dispatch = std::move(r).value();
+    handle->explanation = fatpte::explain_dispatch(*c->impl, handle->dispatch.attempts);
+    *out = handle.release();
+    return report(Status(), error);
+  });
+}
+
+fatpte_status fatpte_loaded_entry(const fatpte_loaded* l, uint32_t* index) noexcept {
+  if (l == nullptr || !l->dispatch.backend || index == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  *index = l->dispatch.backend->index();
+  return FATPTE_OK;
+}
+
+const char* fatpte_loaded_explain(const fatpte_loaded* l) noexcept { return l == nullptr ? "" : l->explanation.c_str(); }
+
+fatpte_status fatpte_run_f32(const fatpte_loaded* l, const float* input, size_t input_count, float* output,
+                             size_t output_capacity, size_t* output_count, fatpte_error* error) noexcept {
+  return guarded(error, [&]() -> fatpte_status {
+    if (l == nullptr || !l->dispatch.backend || (input == nullptr && input_count != 0) ||
+        (output == nullptr && output_capacity != 0) || output_count == nullptr) {
+      return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "a required argument is NULL"),
+                    error);
+    }
+    std::vector<float> in(input, input + input_count);
+    std::vector<float> result(output_capacity);
+    Status s = l->dispatch.backend->run(in, result);
+    if (!s.ok()) return report(s, error);
+    std::copy(result.begin(), result.end(), output);
+    *output_count = result.size();
+    return report(Status(), error);
+  });
+}
+
+void fatpte_unload(fatpte_loaded* l) noexcept { delete l; }
+
+}  // extern "C"

@@ -1,0 +1,423 @@
+// The host probe (mirrors fatpte/probe_host.py, probe_linux.py, probe_macos.py, probe_cuda.py)
+// and the canonical JSON printer (fatpte/device.py canonical_text).
+#include "fatpte/device.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#if defined(__linux__) || defined(__APPLE__)
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#endif
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#include <sys/types.h>
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#define FATPTE_X86 1
+#endif
+
+namespace fatpte {
+namespace {
+
+// ---- canonical JSON ----
+
+// json.dumps escaping with ensure_ascii: quotes, backslashes, control and non-ASCII bytes.
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20 || c >= 0x80) {
+          // Profile strings are printable ASCII by the profile's rules; this keeps anything
+          // else valid JSON (a byte above 0x7f is shown as its Latin-1 code point).
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string canonical_json(const DeviceProfile& p) {
+  std::ostringstream o;
+  o << "{\n";
+  o << "  \"name\": " << quote(p.name) << ",\n";
+  o << "  \"os\": " << quote(p.os) << ",\n";
+  o << "  \"arch\": " << quote(p.arch) << ",\n";
+  if (p.cpu_features.empty()) {
+    o << "  \"cpu_features\": [],\n";
+  } else {
+    o << "  \"cpu_features\": [\n";
+    std::size_t k = 0;
+    for (const std::string& f : p.cpu_features) {  // std::set: sorted bytewise, like sorted()
+      o << "    " << quote(f) << (++k < p.cpu_features.size() ? ",\n" : "\n");
+    }
+    o << "  ],\n";
+  }
+  if (p.accelerators.empty()) {
+    o << "  \"accelerators\": [],\n";
+  } else {
+    o << "  \"accelerators\": [\n";
+    for (std::size_t i = 0; i < p.accelerators.size(); ++i) {
+      const Accelerator& a = p.accelerators[i];
+      o << "    {\n";
+      o << "      \"kind\": " << quote(a.kind) << ",\n";
+      o << "      \"name\": " << quote(a.name) << ",\n";
+      o << "      \"version\": " << quote(a.version) << ",\n";
+      o << "      \"memory_bytes\": " << a.memory_bytes << "\n";
+      o << "    }" << (i + 1 < p.accelerators.size() ? ",\n" : "\n");
+    }
+    o << "  ],\n";
+  }
+  o << "  \"memory_bytes\": " << p.memory_bytes << ",\n";
+  if (p.backends.empty()) {
+    o << "  \"backends\": {}\n";
+  } else {
+    o << "  \"backends\": {\n";
+    std::size_t k = 0;
+    for (const auto& kv : p.backends) {
+      o << "    " << quote(kv.first) << ": " << kv.second << (++k < p.backends.size() ? ",\n" : "\n");
+    }
+    o << "  }\n";
+  }
+  o << "}\n";
+  return o.str();
+}
+
+namespace probe {
+
+std::set<std::string> x86_features(const X86Words& w) {
+  std::set<std::string> out;
+  if (w.max_leaf < 1) return out;
+  const auto bit = [](std::uint64_t word, int b) { return ((word >> b) & 1u) != 0; };
+  if (bit(w.leaf1_ecx, 20)) out.insert("sse4_2");
+  const bool osxsave = bit(w.leaf1_ecx, 27);
+  const std::uint64_t xcr0 = osxsave ? w.xcr0 : 0;
+  // XCR0 bit 1 SSE, 2 AVX (YMM upper halves); 5-7 opmask, ZMM upper halves, ZMM16-31;
+  // 17-18 AMX tile config and tile data.
+  const bool avx_state = (xcr0 & 0x6) == 0x6;
+  const bool avx512_state = (xcr0 & 0xE6) == 0xE6;
+  const bool amx_state = (xcr0 & 0x60000) == 0x60000;
+  if (avx_state) {
+    if (bit(w.leaf1_ecx, 28)) out.insert("avx");
+    if (bit(w.leaf1_ecx, 12)) out.insert("fma");
+    if (bit(w.leaf1_ecx, 29)) out.insert("f16c");
+  }
+  if (w.max_leaf < 7) return out;
+  if (avx_state && bit(w.leaf7_ebx, 5)) out.insert("avx2");
+  if (avx512_state) {
+    if (bit(w.leaf7_ebx, 16)) out.insert("avx512f");
+    if (bit(w.leaf7_ebx, 30)) out.insert("avx512bw");
+    if (bit(w.leaf7_ebx, 31)) out.insert("avx512vl");
+    if (bit(w.leaf7_ecx, 11)) out.insert("avx512_vnni");
+    if (bit(w.leaf7_edx, 23)) out.insert("avx512_fp16");
+    if (w.leaf7_eax >= 1 && bit(w.leaf7_1_eax, 5)) out.insert("avx512_bf16");
+  }
+  if (amx_state) {
+    if (bit(w.leaf7_edx, 22)) out.insert("amx_bf16");
+    if (bit(w.leaf7_edx, 24)) out.insert("amx_tile");
+    if (bit(w.leaf7_edx, 25)) out.insert("amx_int8");
+  }
+  return out;
+}
+
+std::set<std::string> arm_hwcap_features(std::uint64_t hwcap, std::uint64_t hwcap2) {
+  // arch/arm64/include/uapi/asm/hwcap.h, as fatpte/probe_linux.py ARM_HWCAP_BITS.
+  struct Bit {
+    const char* feature;
+    bool second;
+    int bit;
+  };
+  static const Bit kBits[] = {{"asimd", false, 1},  {"fphp", false, 9}, {"asimdhp", false, 10},
+                              {"asimddp", false, 20}, {"sve", false, 22}, {"sve2", true, 1},
+                              {"i8mm", true, 13},   {"bf16", true, 14}, {"sme", true, 23}};
+  std::set<std::string> out;
+  for (const Bit& b : kBits) {
+    if (((b.second ? hwcap2 : hwcap) >> b.bit) & 1u) out.insert(b.feature);
+  }
+  return out;
+}
+
+std::uint64_t meminfo_total(const std::string& meminfo) {
+  std::istringstream in(meminfo);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    const auto a = name.find_first_not_of(" \t");
+    const auto b = name.find_last_not_of(" \t");
+    if (a == std::string::npos || name.substr(a, b - a + 1) != "MemTotal") continue;
+    std::istringstream rest(line.substr(colon + 1));
+    std::string number, unit, extra;
+    rest >> number >> unit;
+    if (number.empty() || unit != "kB" || (rest >> extra)) return 0;
+    std::uint64_t kb = 0;
+    for (char c : number) {
+      if (c < '0' || c > '9' || kb > (~std::uint64_t{0} - 9) / 10 / 1024) return 0;
+      kb = kb * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return kb * 1024;
+  }
+  return 0;
+}
+
+std::string printable_name(const std::string& raw, int ordinal) {
+  // Python decodes UTF-8 (errors="replace") and maps every character outside ' '..'~' to '?':
+  // one '?' per well-formed multi-byte sequence, one per invalid byte.
+  std::string text;
+  const auto* s = reinterpret_cast<const unsigned char*>(raw.data());
+  const std::size_t n = raw.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    if (c >= 0x20 && c <= 0x7E) {
+      text += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    std::size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 1;
+    bool ok = len > 1 && i + len <= n;
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (s[i + k] & 0xC0) == 0x80;
+    text += '?';
+    i += ok ? len : 1;
+  }
+  const auto a = text.find_first_not_of(' ');
+  if (a == std::string::npos) return "CUDA device " + std::to_string(ordinal);
+  text = text.substr(a, text.find_last_not_of(' ') - a + 1);
+  return text.substr(0, 256);
+}
+
+std::vector<Accelerator> cuda_accelerators(const CudaDriver& d) {
+  constexpr int kSuccess = 0;
+  constexpr int kMaxDevices = 64;  // probe_cuda.MAX_DEVICES
+  constexpr int kNameSize = 256;   // probe_cuda.NAME_BUFFER_SIZE
+  std::vector<Accelerator> out;
+  if (!d.cuInit || !d.cuDeviceGetCount || !d.cuDeviceGet || !d.cuDeviceGetName || !d.cuDeviceGetAttribute ||
+      !d.cuDeviceTotalMem_v2) {
+    return out;
+  }
+  if (d.cuInit(0) != kSuccess) return out;
+  int count = 0;
+  if (d.cuDeviceGetCount(&count) != kSuccess) return out;
+  for (int ordinal = 0; ordinal < count && ordinal < kMaxDevices; ++ordinal) {
+    // A device whose queries fail is left out; the others are still usable.
+    int dev = 0;
+    if (d.cuDeviceGet(&dev, ordinal) != kSuccess) continue;
+    int major = -1, minor = -1;
+    if (d.cuDeviceGetAttribute(&major, 75, dev) != kSuccess) continue;  // COMPUTE_CAPABILITY_MAJOR
+    if (d.cuDeviceGetAttribute(&minor, 76, dev) != kSuccess) continue;  // COMPUTE_CAPABILITY_MINOR
+    if (major < 0 || minor < 0) continue;
+    std::size_t memory = 0;
+    if (d.cuDeviceTotalMem_v2(&memory, dev) != kSuccess) continue;
+    char name[kNameSize + 1] = {0};
+    if (d.cuDeviceGetName(name, kNameSize, dev) != kSuccess) continue;
+    name[kNameSize] = '\0';
+    Accelerator a;
+    a.kind = "cuda";
+    a.name = printable_name(std::string(name, strnlen(name, kNameSize)), ordinal);
+    a.version = std::to_string(major) + "." + std::to_string(minor);
+    a.memory_bytes = memory;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace probe
+
+namespace {
+
+#ifdef FATPTE_X86
+probe::X86Words read_x86_words() {
+  probe::X86Words w;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return w;
+  w.max_leaf = a;
+  if (w.max_leaf >= 1) {
+    __cpuid(1, a, b, c, d);
+    w.leaf1_ecx = c;
+  }
+  if (w.max_leaf >= 7) {
+    __cpuid_count(7, 0, a, b, c, d);
+    w.leaf7_eax = a;
+    w.leaf7_ebx = b;
+    w.leaf7_ecx = c;
+    w.leaf7_edx = d;
+    if (w.leaf7_eax >= 1) {
+      __cpuid_count(7, 1, a, b, c, d);
+      w.leaf7_1_eax = a;
+    }
+  }
+  if ((w.leaf1_ecx >> 27) & 1u) {
+    // xgetbv is only legal when OSXSAVE is set; encoded as bytes for assemblers without it.
+    std::uint32_t lo = 0, hi = 0;
+    __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
+    w.xcr0 = (std::uint64_t{hi} << 32) | lo;
+  }
+  return w;
+}
+#endif
+
+std::string read_text(const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::string out(4u << 20, '\0');  // bounded, like probe_linux._read_text
+  in.read(&out[0], static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<std::size_t>(in.gcount()));
+  return out;
+}
+
+std::vector<Accelerator> probe_cuda() {
+#if defined(__linux__)
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return {};
+  probe::CudaDriver d;
+  // POSIX guarantees that a data pointer from dlsym converts to a function pointer.
+  d.cuInit = reinterpret_cast<int (*)(unsigned)>(dlsym(lib, "cuInit"));
+  d.cuDeviceGetCount = reinterpret_cast<int (*)(int*)>(dlsym(lib, "cuDeviceGetCount"));
+  d.cuDeviceGet = reinterpret_cast<int (*)(int*, int)>(dlsym(lib, "cuDeviceGet"));
+  d.cuDeviceGetName = reinterpret_cast<int (*)(char*, int, int)>(dlsym(lib, "cuDeviceGetName"));
+  d.cuDeviceGetAttribute = reinterpret_cast<int (*)(int*, int, int)>(dlsym(lib, "cuDeviceGetAttribute"));
+  d.cuDeviceTotalMem_v2 = reinterpret_cast<int (*)(std::size_t*, int)>(dlsym(lib, "cuDeviceTotalMem_v2"));
+  std::vector<Accelerator> out = probe::cuda_accelerators(d);
+  // The driver stays loaded: unloading CUDA after cuInit is unsupported.
+  return out;
+#else
+  return {};
+#endif
+}
+
+#if defined(__APPLE__)
+bool sysctl_int(const char* name, std::uint64_t* out) {
+  std::uint64_t v = 0;
+  std::size_t size = sizeof v;
+  if (sysctlbyname(name, &v, &size, nullptr, 0) != 0 || (size != 4 && size != 8)) return false;
+  *out = size == 4 ? static_cast<std::uint32_t>(v) : v;
+  return true;
+}
+
+std::string sysctl_text(const char* name) {
+  char buf[4096];
+  std::size_t size = sizeof buf;
+  if (sysctlbyname(name, buf, &size, nullptr, 0) != 0 || size == 0) return "";
+  return std::string(buf, strnlen(buf, size));
+}
+
+bool sysctl_flag(const char* name) {
+  std::uint64_t v = 0;
+  return sysctl_int(name, &v) && v != 0;
+}
+
+void probe_macos(DeviceProfile& p) {
+  std::uint64_t mem = 0;
+  p.memory_bytes = sysctl_int("hw.memsize", &mem) ? mem : 0;
+  if (p.arch == "aarch64") {
+    struct Key {
+      const char* feature;
+      const char* a;
+      const char* b;
+    };
+    static const Key kKeys[] = {{"asimd", "hw.optional.AdvSIMD", "hw.optional.neon"},
+                                {"fphp", "hw.optional.arm.FEAT_FP16", "hw.optional.neon_fp16"},
+                                {"asimdhp", "hw.optional.arm.FEAT_FP16", "hw.optional.neon_fp16"},
+                                {"asimddp", "hw.optional.arm.FEAT_DotProd", nullptr},
+                                {"i8mm", "hw.optional.arm.FEAT_I8MM", nullptr},
+                                {"bf16", "hw.optional.arm.FEAT_BF16", nullptr},
+                                {"sme", "hw.optional.arm.FEAT_SME", nullptr}};
+    for (const Key& k : kKeys) {
+      if (sysctl_flag(k.a) || (k.b != nullptr && sysctl_flag(k.b))) p.cpu_features.insert(k.feature);
+    }
+    // The Apple-silicon GPU: Metal version by macOS release (probe_macos.METAL_VERSION_BY_MACOS).
+    const std::string release = sysctl_text("kern.osproductversion");
+    const int major = std::atoi(release.c_str());
+    static const std::pair<int, const char*> kMetal[] = {{11, "2.3"}, {12, "2.4"}, {13, "3.0"},
+                                                         {14, "3.1"}, {15, "3.2"}, {26, "4.0"}};
+    const char* version = nullptr;
+    for (const auto& m : kMetal) {
+      if (m.first <= major) version = m.second;
+    }
+    if (version != nullptr) {
+      std::string name;
+      for (char c : sysctl_text("machdep.cpu.brand_string")) {
+        if (c >= ' ' && c <= '~') name += c;
+      }
+      const auto a = name.find_first_not_of(' ');
+      name = a == std::string::npos ? "" : name.substr(a, name.find_last_not_of(' ') - a + 1).substr(0, 256);
+      p.accelerators.push_back(Accelerator{"metal", name.empty() ? "Apple GPU" : name, version, p.memory_bytes});
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+DeviceProfile probe_host() {
+  DeviceProfile p;
+  p.name = "host";
+#if defined(__x86_64__)
+  p.arch = "x86_64";
+#elif defined(__aarch64__)
+  p.arch = "aarch64";
+#endif
+#if defined(__APPLE__)
+  p.os = "macos";
+#elif defined(__ANDROID__)
+  p.os = "android";
+#elif defined(__linux__)
+  p.os = "linux";
+#elif defined(_WIN32)
+  p.os = "windows";
+#endif
+#ifdef FATPTE_X86
+  p.cpu_features = probe::x86_features(read_x86_words());
+#endif
+#if defined(__linux__)
+#if defined(__aarch64__)
+  p.cpu_features = probe::arm_hwcap_features(getauxval(AT_HWCAP), getauxval(AT_HWCAP2));
+#endif
+  p.memory_bytes = probe::meminfo_total(read_text("/proc/meminfo"));
+  if (p.memory_bytes == 0) {
+    const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    if (pages > 0 && size > 0) p.memory_bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(size);
+  }
+  // Android runs a Linux kernel; its userland is told by ANDROID_ROOT or /system/build.prop.
+  struct stat sb;
+  if (std::getenv("ANDROID_ROOT") != nullptr || (stat("/system/build.prop", &sb) == 0 && S_ISREG(sb.st_mode))) {
+    p.os = "android";
+  }
+#endif
+#if defined(__APPLE__)
+#ifdef FATPTE_X86
+  p.cpu_features.clear();  // Python reads hw.optional.* on Intel Macs; cpuid gives the same bits
+  p.cpu_features = probe::x86_features(read_x86_words());
+#endif
+  probe_macos(p);
+#endif
+  std::vector<Accelerator> cuda = probe_cuda();
+  p.accelerators.insert(p.accelerators.end(), cuda.begin(), cuda.end());
+  return p;
+}
+
+}  // namespace fatpte

@@ -1,0 +1,451 @@
+// The manifest's content rules, mirroring fatpte/manifest.py check_container in its order:
+// decoding (flatbuffers::Verifier before any read, then every string is valid UTF-8), the value
+// rules of _build, the consistency rules with the tables, then the payload SHA-256 digests. Runs
+// last in the canonical order, over a container whose manifest is placed and whose CRC32C and
+// identifier are sound. Offsets are absolute in the file: the manifest offset plus the position
+// of the manifest table the rule is about, as Python reports them.
+#include <cinttypes>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "fatpte/fatpte.hpp"
+#include "nfat_manifest_generated.h"
+#include "sha256.hpp"
+
+namespace fatpte {
+namespace {
+
+namespace M = nfat::manifest;
+namespace F = format;
+
+constexpr std::size_t kMaxTextBytes = 4096;  // manifest.MAX_TEXT_BYTES
+constexpr std::size_t kSha256Size = 32;      // manifest.SHA256_SIZE
+
+// ---- UTF-8: Python decodes every string of the manifest and rejects invalid text ----
+
+bool valid_utf8(const ::flatbuffers::String* s) {
+  if (s == nullptr) return true;
+  const auto* p = reinterpret_cast<const unsigned char*>(s->data());
+  const std::size_t n = s->size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    std::size_t len;
+    std::uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    // Overlong forms, surrogates (Python's strict UTF-8 rejects them) and values past U+10FFFF.
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+template <typename T>
+bool all_utf8(const ::flatbuffers::Vector<::flatbuffers::Offset<::flatbuffers::String>>* v) {
+  if (v == nullptr) return true;
+  for (const auto* s : *v) {
+    if (!valid_utf8(s)) return false;
+  }
+  return true;
+}
+
+bool tensors_utf8(const ::flatbuffers::Vector<::flatbuffers::Offset<M::TensorSpec>>* v) {
+  if (v == nullptr) return true;
+  for (const auto* t : *v) {
+    if (!valid_utf8(t->name()) || !valid_utf8(t->dtype())) return false;
+    if (t->shape() != nullptr) {
+      for (const auto* d : *t->shape()) {
+        if (!valid_utf8(d->symbol())) return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool manifest_utf8(const M::Manifest& m) {
+  using StrVec = ::flatbuffers::Vector<::flatbuffers::Offset<::flatbuffers::String>>;
+  if (m.entries() != nullptr) {
+    for (const auto* e : *m.entries()) {
+      if (!valid_utf8(e->name()) || !valid_utf8(e->source_digest())) return false;
+      if (!all_utf8<StrVec>(e->named_data())) return false;
+      if (const auto* r = e->requires_()) {
+        if (!all_utf8<StrVec>(r->os()) || !all_utf8<StrVec>(r->arch()) || !all_utf8<StrVec>(r->cpu_features())) {
+          return false;
+        }
+        if (r->accelerators() != nullptr) {
+          for (const auto* a : *r->accelerators()) {
+            if (!valid_utf8(a->kind())) return false;
+          }
+        }
+      }
+      if (const auto* sig = e->signature()) {
+        if (sig->methods() != nullptr) {
+          for (const auto* meth : *sig->methods()) {
+            if (!valid_utf8(meth->name()) || !tensors_utf8(meth->inputs()) || !tensors_utf8(meth->outputs()) ||
+                !tensors_utf8(meth->buffers())) {
+              return false;
+            }
+          }
+        }
+      }
+      if (e->provenance() != nullptr) {
+        for (const auto* kv : *e->provenance()) {
+          if (!valid_utf8(kv->key()) || !valid_utf8(kv->value())) return false;
+        }
+      }
+    }
+  }
+  if (m.named_data() != nullptr) {
+    for (const auto* nd : *m.named_data()) {
+      if (!valid_utf8(nd->key())) return false;
+    }
+  }
+  return true;
+}
+
+// ---- decoded values the consistency rules compare ----
+
+struct DimV {
+  std::uint64_t size;
+  std::optional<std::string> symbol;
+  bool operator==(const DimV& o) const { return size == o.size && symbol == o.symbol; }
+};
+struct TensorV {
+  std::string dtype;
+  std::vector<DimV> shape;
+  std::optional<std::string> name;
+  bool operator==(const TensorV& o) const { return dtype == o.dtype && shape == o.shape && name == o.name; }
+};
+struct MethodV {
+  std::string name;
+  std::vector<TensorV> parts[3];  // inputs, outputs, buffers
+};
+struct EntryV {
+  std::string name;
+  std::uint64_t position;  // of the Entry table, within the manifest
+  std::vector<std::string> named_data;
+  std::optional<std::vector<MethodV>> signature;
+  std::optional<std::string> source_digest;
+  std::vector<std::uint8_t> payload_sha256;  // empty: none
+};
+
+std::string str(const ::flatbuffers::String* s) { return s == nullptr ? std::string() : s->str(); }
+std::optional<std::string> opt(const ::flatbuffers::String* s) {
+  return s == nullptr ? std::nullopt : std::optional<std::string>(s->str());
+}
+
+// The value rules of manifest._build, in its order; `pos_of` gives a table's manifest position.
+class Builder {
+ public:
+  Builder(const std::uint8_t* base, std::uint64_t file_offset) : base_(base), file_offset_(file_offset) {}
+
+  template <typename T>
+  std::uint64_t pos(const T* table) const {
+    return static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(table) - base_);
+  }
+
+  template <typename T>
+  Status invalid(const T* table, const std::string& path, const std::string& message) const {
+    return fail(Error::MANIFEST_VALUE_INVALID, file_offset_ + pos(table), path, "%s", message.c_str());
+  }
+
+  template <typename T>
+  Status nonempty(const T* table, const ::flatbuffers::String* s, const std::string& path, const char* key) const {
+    const std::size_t n = s == nullptr ? 0 : s->size();
+    if (n == 0 || n > kMaxTextBytes) {
+      return invalid(table, path + "." + key,
+                     std::string(key) + " must be 1 to 4096 bytes, got " + std::to_string(n));
+    }
+    return Status();
+  }
+
+  static bool digest_ok(const std::string& d) {
+    // [a-z0-9][a-z0-9_-]{0,31}:(?:[0-9a-f]{2}){1,64}
+    const auto colon = d.find(':');
+    if (colon == std::string::npos || colon == 0 || colon > 32) return false;
+    for (std::size_t i = 0; i < colon; ++i) {
+      const char c = d[i];
+      const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+      if (!(alnum || (i > 0 && (c == '_' || c == '-')))) return false;
+    }
+    const std::size_t hex = d.size() - colon - 1;
+    if (hex == 0 || hex % 2 != 0 || hex > 128) return false;
+    for (std::size_t i = colon + 1; i < d.size(); ++i) {
+      const char c = d[i];
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    }
+    return true;
+  }
+
+  Status tensors(const ::flatbuffers::Vector<::flatbuffers::Offset<M::TensorSpec>>* v, bool buffers,
+                 const std::string& path, std::vector<TensorV>& out) const {
+    if (v == nullptr) return Status();
+    for (::flatbuffers::uoffset_t j = 0; j < v->size(); ++j) {
+      const M::TensorSpec* t = v->Get(j);
+      const std::string tp = path + "[" + std::to_string(j) + "]";
+      if (buffers && (t->name() == nullptr || t->name()->size() == 0)) {
+        return invalid(t, tp + ".name", "a mutable buffer must have a name");
+      }
+      TensorV tv;
+      if (t->shape() != nullptr) {
+        for (::flatbuffers::uoffset_t k = 0; k < t->shape()->size(); ++k) {
+          const M::Dim* d = t->shape()->Get(k);
+          if (d->symbol() != nullptr && (d->size() != 0 || d->symbol()->size() == 0)) {
+            return invalid(d, tp + ".shape[" + std::to_string(k) + "]",
+                           "a symbolic dimension has a non-empty symbol and size 0");
+          }
+          tv.shape.push_back(DimV{d->size(), opt(d->symbol())});
+        }
+      }
+      FATPTE_RETURN_IF_ERROR(nonempty(t, t->dtype(), tp, "dtype"));
+      tv.dtype = str(t->dtype());
+      tv.name = opt(t->name());
+      out.push_back(std::move(tv));
+    }
+    return Status();
+  }
+
+  Status signature(const M::Signature* sig, const std::string& path, std::vector<MethodV>& out) const {
+    if (sig->methods() == nullptr) return Status();
+    static const char* const kParts[3] = {"inputs", "outputs", "buffers"};
+    for (::flatbuffers::uoffset_t i = 0; i < sig->methods()->size(); ++i) {
+      const M::Method* m = sig->methods()->Get(i);
+      const std::string p = path + ".methods[" + std::to_string(i) + "]";
+      FATPTE_RETURN_IF_ERROR(nonempty(m, m->name(), p, "name"));
+      MethodV mv;
+      mv.name = str(m->name());
+      for (const MethodV& seen : out) {
+        if (seen.name == mv.name) return invalid(m, p + ".name", "method '" + mv.name + "' appears twice");
+      }
+      const ::flatbuffers::Vector<::flatbuffers::Offset<M::TensorSpec>>* parts[3] = {m->inputs(), m->outputs(),
+                                                                                    m->buffers()};
+      for (int k = 0; k < 3; ++k) {
+        FATPTE_RETURN_IF_ERROR(tensors(parts[k], k == 2, p + "." + kParts[k], mv.parts[k]));
+      }
+      out.push_back(std::move(mv));
+    }
+    return Status();
+  }
+
+  Status entries(const M::Manifest& m, std::vector<EntryV>& out) const {
+    if (m.entries() == nullptr) return Status();
+    for (::flatbuffers::uoffset_t i = 0; i < m.entries()->size(); ++i) {
+      const M::Entry* e = m.entries()->Get(i);
+      const std::string p = "manifest.entries[" + std::to_string(i) + "]";
+      const auto* sha = e->payload_sha256();
+      if (sha != nullptr && sha->size() != 0 && sha->size() != kSha256Size) {
+        return invalid(e, p + ".payload_sha256",
+                       "payload_sha256 has " + std::to_string(sha->size()) + " bytes; a SHA-256 has 32");
+      }
+      if (e->source_digest() != nullptr && !digest_ok(e->source_digest()->str())) {
+        return invalid(e, p + ".source_digest",
+                       "source_digest '" + e->source_digest()->str() + "' is not '<algorithm>:<lowercase hex>'");
+      }
+      EntryV ev;
+      if (e->named_data() != nullptr) {
+        for (::flatbuffers::uoffset_t k = 0; k < e->named_data()->size(); ++k) {
+          const auto* key = e->named_data()->Get(k);
+          if (key->size() == 0) return invalid(e, p + ".named_data[" + std::to_string(k) + "]", "a named-data key is empty");
+          ev.named_data.push_back(key->str());
+        }
+      }
+      FATPTE_RETURN_IF_ERROR(nonempty(e, e->name(), p, "name"));
+      ev.name = str(e->name());
+      ev.position = pos(e);
+      if (e->signature() != nullptr) {
+        std::vector<MethodV> methods;
+        FATPTE_RETURN_IF_ERROR(signature(e->signature(), p + ".signature", methods));
+        ev.signature = std::move(methods);
+      }
+      ev.source_digest = opt(e->source_digest());
+      if (sha != nullptr) ev.payload_sha256.assign(sha->begin(), sha->end());
+      out.push_back(std::move(ev));
+    }
+    return Status();
+  }
+
+ private:
+  const std::uint8_t* base_;
+  std::uint64_t file_offset_;
+};
+
+bool same_signature(const std::vector<MethodV>& a, const std::vector<MethodV>& b) {
+  std::multiset<std::string> na, nb;
+  for (const auto& m : a) na.insert(m.name);
+  for (const auto& m : b) nb.insert(m.name);
+  if (na != nb) return false;
+  for (const auto& ma : a) {
+    for (const auto& mb : b) {
+      if (mb.name != ma.name) continue;
+      for (int k = 0; k < 3; ++k) {
+        if (!(ma.parts[k] == mb.parts[k])) return false;
+      }
+      break;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Status check_manifest_contents(Bytes buf, const Structure& st) {
+  const Header& h = st.header;
+  const std::uint64_t seg_at = std::uint64_t{h.header_size} + std::uint64_t{h.entry_count} * h.entry_size;
+  if (h.manifest_size == 0) {
+    if (st.segments.empty()) return Status();
+    // Without a manifest no named-data key names a segment, so every segment is unreachable.
+    return fail(Error::SEGMENT_UNREFERENCED, seg_at, "segments[0]",
+                "segment 0 is named by no named-data key (the container has no manifest)");
+  }
+  if (!st.manifest_placed) return Status();
+  const std::uint8_t* m = buf.data + h.manifest_offset;
+  const std::uint64_t base = h.manifest_offset;
+  ::flatbuffers::Verifier::Options options;
+  options.max_depth = 64;        // manifest.MAX_DEPTH
+  options.max_tables = 1000000;  // manifest.MAX_TABLES
+  ::flatbuffers::Verifier verifier(m, static_cast<std::size_t>(h.manifest_size), options);
+  FATPTE_CHECK(M::VerifyManifestBuffer(verifier), Error::MANIFEST_CORRUPT, base, "manifest",
+               "the manifest (%#" PRIx64 "..%#" PRIx64 ") is not a well-formed flatbuffer of "
+               "specs/nfat_manifest.fbs (the flatbuffers verifier rejects it)",
+               base, base + h.manifest_size);
+  const M::Manifest& root = *M::GetManifest(m);
+  FATPTE_CHECK(manifest_utf8(root), Error::MANIFEST_CORRUPT, base, "manifest",
+               "a string of the manifest is not valid UTF-8");
+
+  Builder b(m, base);
+  std::vector<EntryV> entries;
+  FATPTE_RETURN_IF_ERROR(b.entries(root, entries));
+  std::vector<std::pair<std::string, std::uint32_t>> named;
+  if (root.named_data() != nullptr) {
+    named.reserve(root.named_data()->size());
+    for (::flatbuffers::uoffset_t i = 0; i < root.named_data()->size(); ++i) {
+      const M::NamedData* nd = root.named_data()->Get(i);
+      const std::string p = "manifest.named_data[" + std::to_string(i) + "]";
+      FATPTE_RETURN_IF_ERROR(b.nonempty(nd, nd->key(), p, "key"));
+      named.emplace_back(nd->key()->str(), nd->segment());
+      // std::string compares bytewise (as unsigned char), like Python's bytes.
+      if (i > 0 && !(named[i - 1].first < named[i].first)) {
+        return fail(Error::NAMED_DATA_KEYS_UNSORTED, base + b.pos(nd), p + ".key",
+                    "key '%s' is not after '%s': keys must be unique and sorted bytewise", named[i].first.c_str(),
+                    named[i - 1].first.c_str());
+      }
+    }
+  }
+
+  // ---- consistency with the tables (manifest.consistency_problems), in its order ----
+  std::map<std::string, std::size_t> seen;
+  std::set<std::string> table;
+  for (const Entry& e : st.entries) table.insert(e.name);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const EntryV& e = entries[i];
+    const std::string path = "manifest.entries[" + std::to_string(i) + "].name";
+    auto it = seen.find(e.name);
+    if (it != seen.end()) {
+      return fail(Error::DUPLICATE_MANIFEST_ENTRY, base + e.position, path,
+                  "manifest entries %zu and %zu are both named '%s'", it->second, i, e.name.c_str());
+    }
+    seen.emplace(e.name, i);
+    FATPTE_CHECK(table.count(e.name) != 0, Error::MANIFEST_ENTRY_UNKNOWN, base + e.position, path,
+                 "manifest entry '%s' names no entry of the table", e.name.c_str());
+  }
+  for (const Entry& e : st.entries) {
+    FATPTE_CHECK(seen.count(e.name) != 0, Error::MANIFEST_ENTRY_MISSING,
+                 std::uint64_t{h.header_size} + std::uint64_t{e.index} * h.entry_size,
+                 "entries[" + std::to_string(e.index) + "].name",
+                 "entry '%s' has no entry in the manifest; every entry must have exactly one", e.name.c_str());
+  }
+  std::set<std::uint32_t> referenced;
+  std::set<std::string> keys;
+  for (std::size_t i = 0; i < named.size(); ++i) {
+    FATPTE_CHECK(named[i].second < st.segments.size(), Error::NAMED_DATA_BAD_SEGMENT, base,
+                 "manifest.named_data[" + std::to_string(i) + "].segment",
+                 "named-data key '%s' points at segment %u, but the segment table has %zu", named[i].first.c_str(),
+                 named[i].second, st.segments.size());
+    referenced.insert(named[i].second);
+    keys.insert(named[i].first);
+  }
+  for (const Segment& s : st.segments) {
+    FATPTE_CHECK(referenced.count(s.index) != 0, Error::SEGMENT_UNREFERENCED,
+                 seg_at + std::uint64_t{s.index} * h.segment_entry_size, "segments[" + std::to_string(s.index) + "]",
+                 "segment %u is named by no named-data key: its bytes are unreachable", s.index);
+  }
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    for (std::size_t k = 0; k < entries[i].named_data.size(); ++k) {
+      const std::string& key = entries[i].named_data[k];
+      FATPTE_CHECK(keys.count(key) != 0, Error::NAMED_DATA_KEY_MISSING, base + entries[i].position,
+                   "manifest.entries[" + std::to_string(i) + "].named_data[" + std::to_string(k) + "]",
+                   "entry '%s' needs named-data key '%s', which the manifest does not define",
+                   entries[i].name.c_str(), key.c_str());
+    }
+  }
+  const EntryV* first_sig = nullptr;
+  const EntryV* first_digest = nullptr;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const EntryV& e = entries[i];
+    if (e.signature) {
+      if (first_sig == nullptr) {
+        first_sig = &e;
+      } else {
+        FATPTE_CHECK(same_signature(*first_sig->signature, *e.signature), Error::SIGNATURE_MISMATCH,
+                     base + e.position, "manifest.entries[" + std::to_string(i) + "].signature",
+                     "entries '%s' and '%s' declare different program signatures", first_sig->name.c_str(),
+                     e.name.c_str());
+      }
+    }
+    if (e.source_digest) {
+      if (first_digest == nullptr) {
+        first_digest = &e;
+      } else {
+        FATPTE_CHECK(*e.source_digest == *first_digest->source_digest, Error::SOURCE_DIGEST_MISMATCH,
+                     base + e.position, "manifest.entries[" + std::to_string(i) + "].source_digest",
+                     "entries '%s' and '%s' were built from different source programs: %s vs %s",
+                     first_digest->name.c_str(), e.name.c_str(), first_digest->source_digest->c_str(),
+                     e.source_digest->c_str());
+      }
+    }
+  }
+
+  // ---- payload digests ----
+  std::map<std::string, const Entry*> by_name;
+  for (const Entry& e : st.entries) by_name[e.name] = &e;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const EntryV& me = entries[i];
+    if (me.payload_sha256.empty()) continue;
+    auto it = by_name.find(me.name);
+    if (it == by_name.end()) continue;
+    const Entry& e = *it->second;
+    const auto digest = detail::sha256(buf.data + e.offset, static_cast<std::size_t>(e.size));
+    FATPTE_CHECK(std::memcmp(digest.data(), me.payload_sha256.data(), kSha256Size) == 0,
+                 Error::PAYLOAD_DIGEST_MISMATCH, base + me.position,
+                 "manifest.entries[" + std::to_string(i) + "].payload_sha256",
+                 "the SHA-256 of the payload of '%s' does not match its manifest entry", e.name.c_str());
+  }
+  return Status();
+}
+
+}  // namespace fatpte

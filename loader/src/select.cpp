@@ -1,0 +1,359 @@
+// Selection (specs/nfat-manifest.md section 6), mirroring fatpte/selection.py: the same
+// eligibility, ranking, failure texts and explanation, so both print the same thing.
+#include "fatpte/select.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "nfat_manifest_generated.h"
+
+namespace fatpte {
+namespace {
+
+namespace M = nfat::manifest;
+constexpr std::uint32_t kU32Max = 0xFFFFFFFFu;
+
+struct Constraint {
+  std::uint8_t match = 0;
+  std::uint32_t major = 0;
+  std::uint32_t minor = 0;
+
+  bool holds(std::uint64_t a, std::uint64_t b) const {
+    switch (match) {
+      case M::VersionMatch_AT_LEAST: return a > major || (a == major && b >= minor);
+      case M::VersionMatch_SAME_MAJOR: return a == major && b >= minor;
+      case M::VersionMatch_EXACT: return a == major && b == minor;
+      default: return false;  // a later revision's rule never holds here
+    }
+  }
+
+  std::string text(const std::string& kind) const {
+    const bool cuda = kind == "cuda" && minor < 10 && major < 1000;  // what sm_XY can spell
+    const std::string mm = std::to_string(major) + "." + std::to_string(minor);
+    const std::string digits = std::to_string(major) + std::to_string(minor);
+    switch (match) {
+      case M::VersionMatch_SAME_MAJOR: return cuda ? "sm_" + digits : "~" + mm;
+      case M::VersionMatch_AT_LEAST: return cuda ? "compute_" + digits : ">=" + mm;
+      case M::VersionMatch_EXACT: return cuda ? "sm_" + digits + "a" : "==" + mm;
+      default: return "<match " + std::to_string(match) + ">" + mm;
+    }
+  }
+};
+
+struct AccRequirement {
+  std::string kind;
+  std::vector<Constraint> targets;
+  std::uint64_t min_memory_bytes = 0;
+};
+
+struct Requirements {
+  std::vector<std::string> os, arch, cpu_features;
+  std::vector<AccRequirement> accelerators;
+  std::uint64_t min_memory_bytes = 0;
+  bool has_abi = false;
+  std::uint32_t abi_min = 0, abi_max = kU32Max;
+
+  int specificity() const {
+    std::vector<std::string> distinct(cpu_features);
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    return (os.empty() ? 0 : 1) + (arch.empty() ? 0 : 1) + static_cast<int>(distinct.size()) +
+           static_cast<int>(accelerators.size()) + (min_memory_bytes ? 1 : 0) + (has_abi ? 1 : 0);
+  }
+  std::string abi_text() const {
+    return abi_max != kU32Max ? std::to_string(abi_min) + ".." + std::to_string(abi_max)
+                              : ">= " + std::to_string(abi_min);
+  }
+};
+
+std::string join(const std::vector<std::string>& words, const char* sep) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) out += (i ? sep : "") + words[i];
+  return out;
+}
+
+std::vector<std::string> strings(const ::flatbuffers::Vector<::flatbuffers::Offset<::flatbuffers::String>>* v) {
+  std::vector<std::string> out;
+  if (v != nullptr) {
+    for (const auto* s : *v) out.push_back(s->str());
+  }
+  return out;
+}
+
+Requirements decode(const M::Requirements* r) {
+  Requirements out;
+  if (r == nullptr) return out;
+  out.os = strings(r->os());
+  out.arch = strings(r->arch());
+  out.cpu_features = strings(r->cpu_features());
+  if (r->accelerators() != nullptr) {
+    for (const auto* a : *r->accelerators()) {
+      AccRequirement acc;
+      acc.kind = a->kind()->str();
+      acc.min_memory_bytes = a->min_memory_bytes();
+      if (a->targets() != nullptr) {
+        for (const auto* t : *a->targets()) acc.targets.push_back(Constraint{t->match(), t->major(), t->minor()});
+      }
+      out.accelerators.push_back(std::move(acc));
+    }
+  }
+  out.min_memory_bytes = r->min_memory_bytes();
+  if (r->backend_abi() != nullptr) {
+    out.has_abi = true;
+    out.abi_min = r->backend_abi()->min();
+    out.abi_max = r->backend_abi()->max();
+  }
+  return out;
+}
+
+// The requirements of each table entry by name (the first manifest entry of that name, as
+// Python's Manifest.entry), after the manifest's CRC32C, identifier and verifier have passed.
+Result<std::map<std::string, Requirements>> manifest_requirements(const Container& c) {
+  std::map<std::string, Requirements> out;
+  const Header& h = c.header();
+  if (h.version != format::kVersion2 || h.manifest_size == 0) return out;
+  const std::uint8_t* m = c.bytes().data + h.manifest_offset;
+  const std::uint32_t actual = crc32c(m, static_cast<std::size_t>(h.manifest_size));
+  FATPTE_CHECK(actual == h.manifest_checksum, Error::MANIFEST_CHECKSUM_MISMATCH,
+               format::kV2Header_manifest_checksum_offset, "header.manifest_checksum",
+               "the manifest has CRC32C %08x, but manifest_checksum says %08x", actual, h.manifest_checksum);
+  ::flatbuffers::Verifier::Options options;
+  options.max_depth = 64;
+  options.max_tables = 1000000;
+  ::flatbuffers::Verifier verifier(m, static_cast<std::size_t>(h.manifest_size), options);
+  FATPTE_CHECK(h.manifest_size >= 8 && M::ManifestBufferHasIdentifier(m), Error::BAD_MANIFEST_IDENTIFIER,
+               h.manifest_offset + 4, "manifest", "the manifest's bytes 4..8 are not the identifier 'NFMF'");
+  FATPTE_CHECK(M::VerifyManifestBuffer(verifier), Error::MANIFEST_CORRUPT, h.manifest_offset, "manifest",
+               "the manifest is not a well-formed flatbuffer of specs/nfat_manifest.fbs");
+  const M::Manifest* root = M::GetManifest(m);
+  if (root->entries() != nullptr) {
+    for (const auto* e : *root->entries()) {
+      out.emplace(e->name()->str(), decode(e->requires_()));  // emplace keeps the first
+    }
+  }
+  return out;
+}
+
+std::pair<std::uint64_t, std::uint64_t> version_pair(const std::string& text) {
+  const char* p = text.c_str();
+  char* end = nullptr;
+  const std::uint64_t a = std::strtoull(p, &end, 10);
+  std::uint64_t b = 0;
+  if (*end == '.') b = std::strtoull(end + 1, nullptr, 10);
+  return {a, b};
+}
+
+bool accelerator_met(const AccRequirement& req, const DeviceProfile& d) {
+  for (const Accelerator& acc : d.accelerators) {
+    if (acc.kind != req.kind || acc.memory_bytes < req.min_memory_bytes) continue;
+    if (req.targets.empty()) return true;
+    const auto v = version_pair(acc.version);
+    for (const Constraint& t : req.targets) {
+      if (t.holds(v.first, v.second)) return true;
+    }
+  }
+  return false;
+}
+
+bool contains(const std::vector<std::string>& words, const std::string& w) {
+  return std::find(words.begin(), words.end(), w) != words.end();
+}
+
+void evaluate(const Entry& e, const Requirements& req, const DeviceProfile& d, Verdict& v) {
+  if (!req.os.empty() && !contains(req.os, d.os)) v.failures.push_back({"os", "one of " + join(req.os, ", "), d.os});
+  if (!req.arch.empty() && !contains(req.arch, d.arch)) {
+    v.failures.push_back({"arch", "one of " + join(req.arch, ", "), d.arch});
+  }
+  std::vector<std::string> missing;
+  for (const std::string& f : req.cpu_features) {
+    if (d.cpu_features.count(f) == 0) missing.push_back(f);
+  }
+  if (!missing.empty()) {
+    const std::vector<std::string> has(d.cpu_features.begin(), d.cpu_features.end());
+    v.failures.push_back({"cpu_features", join(req.cpu_features, ", "),
+                          "no " + join(missing, ", ") + " (it has " + (has.empty() ? "none" : join(has, ", ")) + ")"});
+  }
+  for (std::size_t i = 0; i < req.accelerators.size(); ++i) {
+    const AccRequirement& acc = req.accelerators[i];
+    if (accelerator_met(acc, d)) continue;
+    std::string needed = acc.kind;
+    if (!acc.targets.empty()) {
+      std::vector<std::string> texts;
+      for (const Constraint& t : acc.targets) texts.push_back(t.text(acc.kind));
+      needed += " " + join(texts, " or ");
+    }
+    if (acc.min_memory_bytes) needed += " with at least " + std::to_string(acc.min_memory_bytes) + " bytes of memory";
+    std::vector<std::string> have;
+    for (const Accelerator& a : d.accelerators) {
+      if (a.kind == acc.kind) {
+        have.push_back(a.kind + " " + a.version + " (" + a.name + ", " + std::to_string(a.memory_bytes) + " bytes)");
+      }
+    }
+    v.failures.push_back({"accelerators[" + std::to_string(i) + "]", needed,
+                          have.empty() ? "no " + acc.kind + " accelerator" : join(have, ", ")});
+  }
+  if (req.min_memory_bytes && d.memory_bytes < req.min_memory_bytes) {
+    v.failures.push_back({"min_memory_bytes", "at least " + std::to_string(req.min_memory_bytes) + " bytes",
+                          std::to_string(d.memory_bytes) + " bytes"});
+  }
+  if (req.has_abi) {
+    v.has_backend_abi = true;
+    v.backend_abi_min = req.abi_min;
+    v.backend_abi_max = req.abi_max;
+    auto it = d.backends.find(e.backend_id);
+    if (it == d.backends.end()) {
+      v.notes.push_back("backend ABI " + req.abi_text() + " not checked: the profile does not list backend '" +
+                        e.backend_id + "'; the loader checks it when it loads the backend library");
+    } else if (!(req.abi_min <= it->second && it->second <= req.abi_max)) {
+      v.failures.push_back({"backend_abi", e.backend_id + " ABI " + req.abi_text(), "ABI " + std::to_string(it->second)});
+    }
+  }
+}
+
+bool matches(const Entry& e, const std::string& word) { return word == e.name || word == e.backend_id; }
+
+std::string line(const Entry& e, const Verdict& v) {
+  const std::string head = e.name + " [" + e.backend_id + "]";
+  const std::string detail = "priority " + std::to_string(e.priority) + ", specificity " + std::to_string(v.specificity);
+  std::string text;
+  if (v.eligible) {
+    text = "#" + std::to_string(v.rank) + " " + head + ": eligible (" + detail + ")";
+  } else {
+    std::vector<std::string> parts;
+    for (const Failure& f : v.failures) parts.push_back(f.requirement + ": needs " + f.needed + "; the device has " + f.has);
+    text = "-  " + head + ": rejected: " + join(parts, "; ");
+  }
+  for (const std::string& n : v.notes) text += "\n     note: " + n;
+  return text;
+}
+
+// json.dumps string escaping (ensure_ascii) for the printable text selection produces.
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c >= 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string string_list(const std::vector<std::string>& words, const std::string& indent) {
+  if (words.empty()) return "[]";
+  std::string out = "[\n";
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    out += indent + "  " + quote(words[i]) + (i + 1 < words.size() ? ",\n" : "\n");
+  }
+  return out + indent + "]";
+}
+
+}  // namespace
+
+Result<Selection> select(const Container& c, const DeviceProfile& d, const std::vector<std::string>& prefer,
+                         const std::vector<std::string>& exclude) {
+  Result<std::map<std::string, Requirements>> reqs = manifest_requirements(c);
+  if (!reqs.ok()) return reqs.error();
+  Selection s;
+  s.device_name = d.name;
+  s.device_os = d.os;
+  s.device_arch = d.arch;
+  s.prefer = prefer;
+  s.exclude = exclude;
+  static const Requirements kNone;
+  for (const Entry& e : c.entries()) {
+    auto it = reqs.value().find(e.name);
+    const Requirements& req = it == reqs.value().end() ? kNone : it->second;
+    Verdict v;
+    v.index = e.index;
+    evaluate(e, req, d, v);
+    bool excluded = false;
+    for (const std::string& w : exclude) excluded = excluded || matches(e, w);
+    if (excluded) v.failures.push_back({"exclude", "not to be excluded by the caller", "exclude=" + join(exclude, ", ")});
+    v.specificity = req.specificity();
+    v.eligible = v.failures.empty();
+    s.verdicts.push_back(std::move(v));
+  }
+  const auto preference = [&](const Entry& e) {
+    for (std::size_t i = 0; i < prefer.size(); ++i) {
+      if (matches(e, prefer[i])) return i;
+    }
+    return prefer.size();
+  };
+  std::vector<Verdict*> eligible;
+  for (Verdict& v : s.verdicts) {
+    if (v.eligible) eligible.push_back(&v);
+  }
+  const auto& entries = c.entries();
+  std::sort(eligible.begin(), eligible.end(), [&](const Verdict* a, const Verdict* b) {
+    const Entry& ea = entries[a->index];
+    const Entry& eb = entries[b->index];
+    if (ea.priority != eb.priority) return ea.priority > eb.priority;
+    const std::size_t pa = preference(ea), pb = preference(eb);
+    if (pa != pb) return pa < pb;
+    if (a->specificity != b->specificity) return a->specificity > b->specificity;
+    return a->index < b->index;
+  });
+  for (std::size_t r = 0; r < eligible.size(); ++r) eligible[r]->rank = static_cast<std::uint32_t>(r + 1);
+  if (eligible.empty()) {
+    std::vector<std::string> lines;
+    for (const Verdict& v : s.verdicts) lines.push_back("  " + line(entries[v.index], v));
+    return fail(Error::NO_SPECIALIZATION_FITS, kNoOffset, "", "no specialization fits device '%s' (%s %s):\n%s",
+                d.name.c_str(), d.os.c_str(), d.arch.c_str(), join(lines, "\n").c_str());
+  }
+  s.chosen = eligible.front()->index;
+  return s;
+}
+
+std::string explain(const Container& c, const Selection& s) {
+  const Entry& chosen = c.entries()[s.chosen];
+  std::vector<std::string> lines = {"device '" + s.device_name + "': " + s.device_os + " " + s.device_arch,
+                                    "chosen: " + chosen.name + " [" + chosen.backend_id + "]"};
+  if (!s.prefer.empty()) lines.push_back("preference: " + join(s.prefer, ", "));
+  if (!s.exclude.empty()) lines.push_back("excluded: " + join(s.exclude, ", "));
+  for (const Verdict& v : s.verdicts) lines.push_back("  " + line(c.entries()[v.index], v));
+  return join(lines, "\n");
+}
+
+std::string selection_json(const Container& c, const Selection& s) {
+  std::ostringstream o;
+  o << "{\n  \"device\": " << quote(s.device_name) << ",\n  \"chosen\": " << quote(c.entries()[s.chosen].name)
+    << ",\n  \"prefer\": " << string_list(s.prefer, "  ") << ",\n  \"exclude\": " << string_list(s.exclude, "  ")
+    << ",\n  \"verdicts\": [\n";
+  for (std::size_t i = 0; i < s.verdicts.size(); ++i) {
+    const Verdict& v = s.verdicts[i];
+    const Entry& e = c.entries()[v.index];
+    o << "    {\n      \"entry\": " << quote(e.name) << ",\n      \"backend_id\": " << quote(e.backend_id)
+      << ",\n      \"eligible\": " << (v.eligible ? "true" : "false") << ",\n      \"rank\": "
+      << (v.eligible ? std::to_string(v.rank) : "null") << ",\n      \"priority\": " << e.priority
+      << ",\n      \"specificity\": " << v.specificity << ",\n      \"failures\": ";
+    if (v.failures.empty()) {
+      o << "[]";
+    } else {
+      o << "[\n";
+      for (std::size_t k = 0; k < v.failures.size(); ++k) {
+        const Failure& f = v.failures[k];
+        o << "        {\n          \"requirement\": " << quote(f.requirement) << ",\n          \"needed\": "
+          << quote(f.needed) << ",\n          \"has\": " << quote(f.has) << "\n        }"
+          << (k + 1 < v.failures.size() ? ",\n" : "\n");
+      }
+      o << "      ]";
+    }
+    o << ",\n      \"notes\": " << string_list(v.notes, "      ") << "\n    }" << (i + 1 < s.verdicts.size() ? ",\n" : "\n");
+  }
+  o << "  ]\n}\n";
+  return o.str();
+}
+
+}  // namespace fatpte

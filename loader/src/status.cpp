@@ -1,0 +1,55 @@
+// Status: formatting a broken rule the way Python's Finding.describe() does, and lookups in the
+// generated error table.
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "fatpte/fatpte.hpp"
+
+namespace fatpte {
+
+const ErrorInfo* error_info(Error code) noexcept {
+  for (const ErrorInfo& info : kErrorInfo) {
+    if (info.code == static_cast<std::int32_t>(code)) return &info;
+  }
+  return nullptr;
+}
+
+const char* error_tag(Error code) noexcept {
+  const ErrorInfo* info = error_info(code);
+  return info == nullptr ? "E????" : info->tag;
+}
+
+std::string Status::describe() const {
+  if (ok()) return "OK";
+  std::string out = error_tag(code_);
+  const ErrorInfo* info = error_info(code_);
+  if (info != nullptr && info->warning) out += " warning";
+  if (offset_ != kNoOffset) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " at %#" PRIx64, offset_);
+    out += offset_ == 0 ? " at 0x0" : buf;
+  }
+  if (!field_.empty()) out += " (" + field_ + ")";
+  out += ": ";
+  out += message_;
+  return out;
+}
+
+Status fail(Error code, std::uint64_t offset, std::string field, const char* format, ...) {
+  // Measured first: a selection failure lists every entry and can run to many kilobytes.
+  va_list args;
+  va_start(args, format);
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string message(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(&message[0], message.size() + 1, format, again);
+  va_end(again);
+  return Status(code, offset, std::move(field), std::move(message));
+}
+
+}  // namespace fatpte

@@ -1,0 +1,73 @@
+// Decoding and checking of the fixed-size text fields (names, backend ids).
+#include "text.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+#include "fatpte/format_generated.h"
+
+namespace fatpte {
+namespace detail {
+namespace {
+
+bool is_id_byte(std::uint8_t b) noexcept {
+  return b != 0 && std::memchr(format::kIdAlphabet, b, sizeof(format::kIdAlphabet) - 1) != nullptr;
+}
+
+void append_hex(std::string& out, std::uint8_t b) {
+  char buf[5];
+  std::snprintf(buf, sizeof buf, "\\x%02x", b);
+  out += buf;
+}
+
+}  // namespace
+
+std::size_t text_length(const std::uint8_t* raw, std::size_t size) noexcept {
+  const void* nul = std::memchr(raw, 0, size);
+  return nul == nullptr ? size : static_cast<std::size_t>(static_cast<const std::uint8_t*>(nul) - raw);
+}
+
+std::string decode_text(const std::uint8_t* raw, std::size_t size) {
+  const std::size_t len = text_length(raw, size);
+  std::string out;
+  out.reserve(len);
+  for (std::size_t i = 0; i < len; ++i) {
+    if (raw[i] < 0x80) {
+      out += static_cast<char>(raw[i]);
+    } else {
+      append_hex(out, raw[i]);
+    }
+  }
+  return out;
+}
+
+std::string id_problem(const std::uint8_t* raw, std::size_t size) {
+  const std::size_t len = text_length(raw, size);
+  if (len == 0) return "is empty";
+  for (std::size_t i = 0; i < len; ++i) {
+    if (!is_id_byte(raw[i])) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "has the byte 0x%02x, outside [A-Za-z0-9_.-]", raw[i]);
+      return buf;
+    }
+  }
+  for (std::size_t i = len; i < size; ++i) {
+    if (raw[i] != 0) return "has non-zero bytes after its terminating NUL";
+  }
+  return "";
+}
+
+std::string escape_bytes(const std::uint8_t* raw, std::size_t size) {
+  std::string out = "'";
+  for (std::size_t i = 0; i < size; ++i) {
+    if (raw[i] >= 0x20 && raw[i] < 0x7F && raw[i] != '\'' && raw[i] != '\\') {
+      out += static_cast<char>(raw[i]);
+    } else {
+      append_hex(out, raw[i]);
+    }
+  }
+  return out + "'";
+}
+
+}  // namespace detail
+}  // namespace fatpte

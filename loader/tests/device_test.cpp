@@ -1,0 +1,142 @@
+// The host probe's decoders over recorded values, and the canonical JSON printer's exact bytes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "fatpte/device.hpp"
+
+namespace fatpte {
+namespace {
+
+using probe::X86Words;
+
+X86Words sapphire_rapids() {
+  X86Words w;
+  w.max_leaf = 0x20;
+  w.leaf1_ecx = (1u << 20) | (1u << 27) | (1u << 28) | (1u << 12) | (1u << 29);
+  w.leaf7_eax = 1;
+  w.leaf7_ebx = (1u << 5) | (1u << 16) | (1u << 30) | (1u << 31);
+  w.leaf7_ecx = 1u << 11;
+  w.leaf7_edx = (1u << 22) | (1u << 23) | (1u << 24) | (1u << 25);
+  w.leaf7_1_eax = 1u << 5;
+  w.xcr0 = 0x602E7;  // x87, SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM, PKRU, tile config, tile data
+  return w;
+}
+
+TEST(X86Features, EveryFeatureWhenTheOsSavesEveryState) {
+  const std::set<std::string> want = {"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw",
+                                      "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",
+                                      "amx_int8", "amx_bf16"};
+  EXPECT_EQ(probe::x86_features(sapphire_rapids()), want);
+}
+
+TEST(X86Features, Avx512AndAmxNeedTheirStateInXcr0) {
+  X86Words w = sapphire_rapids();
+  w.xcr0 = 0x7;  // the OS saves SSE and AVX state only
+  EXPECT_EQ(probe::x86_features(w), (std::set<std::string>{"sse4_2", "avx", "avx2", "fma", "f16c"}));
+  w.xcr0 = 0xE7;  // AVX-512 but not AMX
+  EXPECT_EQ(probe::x86_features(w).count("avx512f"), 1u);
+  EXPECT_EQ(probe::x86_features(w).count("amx_tile"), 0u);
+}
+
+TEST(X86Features, NoOsxsaveMeansNoVectorState) {
+  X86Words w = sapphire_rapids();
+  w.leaf1_ecx &= ~(1u << 27);  // xcr0 is then not readable and ignored
+  EXPECT_EQ(probe::x86_features(w), (std::set<std::string>{"sse4_2"}));
+  w.max_leaf = 0;
+  EXPECT_TRUE(probe::x86_features(w).empty());
+}
+
+TEST(ArmHwcaps, BitsOfBothWords) {
+  const std::uint64_t hwcap = (1u << 1) | (1u << 20) | (1u << 22);
+  const std::uint64_t hwcap2 = (1u << 1) | (1u << 14);
+  EXPECT_EQ(probe::arm_hwcap_features(hwcap, hwcap2),
+            (std::set<std::string>{"asimd", "asimddp", "sve", "sve2", "bf16"}));
+}
+
+TEST(Meminfo, MemTotalInKibibytes) {
+  EXPECT_EQ(probe::meminfo_total("MemFree:  5 kB\nMemTotal:       16384 kB\n"), 16384u * 1024);
+  EXPECT_EQ(probe::meminfo_total("MemTotal: 12 MB\n"), 0u);
+  EXPECT_EQ(probe::meminfo_total("MemTotal: x kB\n"), 0u);
+  EXPECT_EQ(probe::meminfo_total(""), 0u);
+}
+
+TEST(PrintableName, LikePythonsReplacement) {
+  EXPECT_EQ(probe::printable_name("  NVIDIA H100 80GB HBM3 ", 0), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(probe::printable_name("GPU\xc3\xa9\t", 0), "GPU??");
+  EXPECT_EQ(probe::printable_name("   ", 3), "CUDA device 3");
+}
+
+// A fake driver: two devices, the second one's memory query fails and is left out.
+int fake_init(unsigned) { return 0; }
+int fake_count(int* n) { *n = 2; return 0; }
+int fake_get(int* dev, int ordinal) { *dev = ordinal; return 0; }
+int fake_name(char* buf, int len, int dev) {
+  std::snprintf(buf, static_cast<std::size_t>(len), "Fake GPU %d", dev);
+  return 0;
+}
+int fake_attr(int* v, int attr, int) { *v = attr == 75 ? 8 : 6; return 0; }
+int fake_mem(std::size_t* m, int dev) {
+  *m = std::size_t{1} << 34;
+  return dev == 1 ? 2 : 0;
+}
+
+TEST(Cuda, OneAcceleratorPerAnsweringDevice) {
+  probe::CudaDriver d;
+  d.cuInit = fake_init;
+  d.cuDeviceGetCount = fake_count;
+  d.cuDeviceGet = fake_get;
+  d.cuDeviceGetName = fake_name;
+  d.cuDeviceGetAttribute = fake_attr;
+  d.cuDeviceTotalMem_v2 = fake_mem;
+  auto accs = probe::cuda_accelerators(d);
+  ASSERT_EQ(accs.size(), 1u);
+  EXPECT_EQ(accs[0].kind, "cuda");
+  EXPECT_EQ(accs[0].name, "Fake GPU 0");
+  EXPECT_EQ(accs[0].version, "8.6");
+  EXPECT_EQ(accs[0].memory_bytes, std::uint64_t{1} << 34);
+  d.cuDeviceTotalMem_v2 = nullptr;  // a driver missing an entry point: no device
+  EXPECT_TRUE(probe::cuda_accelerators(d).empty());
+}
+
+TEST(CanonicalJson, ExactBytesLikeJsonDumpsIndent2) {
+  DeviceProfile p;
+  p.name = "host";
+  p.os = "linux";
+  p.arch = "x86_64";
+  p.cpu_features = {"avx2", "avx"};
+  p.accelerators.push_back(Accelerator{"cuda", "A \"quoted\" GPU", "9.0", 85899345920ull});
+  p.memory_bytes = 1024;
+  p.backends = {{"xnnpack", 2}, {"portable", 1}};
+  EXPECT_EQ(canonical_json(p),
+            "{\n"
+            "  \"name\": \"host\",\n"
+            "  \"os\": \"linux\",\n"
+            "  \"arch\": \"x86_64\",\n"
+            "  \"cpu_features\": [\n"
+            "    \"avx\",\n"
+            "    \"avx2\"\n"
+            "  ],\n"
+            "  \"accelerators\": [\n"
+            "    {\n"
+            "      \"kind\": \"cuda\",\n"
+            "      \"name\": \"A \\\"quoted\\\" GPU\",\n"
+            "      \"version\": \"9.0\",\n"
+            "      \"memory_bytes\": 85899345920\n"
+            "    }\n"
+            "  ],\n"
+            "  \"memory_bytes\": 1024,\n"
+            "  \"backends\": {\n"
+            "    \"portable\": 1,\n"
+            "    \"xnnpack\": 2\n"
+            "  }\n"
+            "}\n");
+  DeviceProfile empty;
+  EXPECT_EQ(canonical_json(empty),
+            "{\n  \"name\": \"\",\n  \"os\": \"\",\n  \"arch\": \"\",\n  \"cpu_features\": [],\n"
+            "  \"accelerators\": [],\n  \"memory_bytes\": 0,\n  \"backends\": {}\n}\n");
+}
+
+}  // namespace
+}  // namespace fatpte

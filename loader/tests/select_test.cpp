@@ -1,0 +1,107 @@
+// Selection without a manifest (ranking by priority, preference, table order; exclusion), the
+// profile reader's shape rules, and SHA-256 against the FIPS 180-4 examples.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "builder.hpp"
+#include "fatpte/select.hpp"
+#include "sha256.hpp"
+
+namespace fatpte {
+namespace {
+
+std::string hex(const std::array<std::uint8_t, 32>& d) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  for (std::uint8_t b : d) {
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
+TEST(Sha256, Fips180Examples) {
+  const std::string abc = "abc";
+  EXPECT_EQ(hex(detail::sha256(reinterpret_cast<const std::uint8_t*>(abc.data()), abc.size())),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const std::string two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  EXPECT_EQ(hex(detail::sha256(reinterpret_cast<const std::uint8_t*>(two.data()), two.size())),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(hex(detail::sha256(nullptr, 0)), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+const char* kProfile = R"({
+  "name": "test", "os": "linux", "arch": "x86_64", "cpu_features": ["avx2", "fma"],
+  "accelerators": [{"kind": "cuda", "name": "GPU", "version": "8.6", "memory_bytes": 1024}],
+  "memory_bytes": 4096, "backends": {"cuda": 3}
+})";
+
+TEST(ProfileJson, ReadsAValidProfile) {
+  auto p = profile_from_json(kProfile);
+  ASSERT_TRUE(p.ok()) << p.error().describe();
+  EXPECT_EQ(p.value().name, "test");
+  EXPECT_EQ(p.value().cpu_features.count("fma"), 1u);
+  ASSERT_EQ(p.value().accelerators.size(), 1u);
+  EXPECT_EQ(p.value().accelerators[0].version, "8.6");
+  EXPECT_EQ(p.value().backends.at("cuda"), 3u);
+  EXPECT_EQ(canonical_json(p.value()).rfind("{\n  \"name\": \"test\",\n", 0), 0u);
+}
+
+TEST(ProfileJson, RejectsWhatPythonRejectsNamingTheField) {
+  std::string s = kProfile;
+  auto expect_bad = [](const std::string& text, const std::string& field) {
+    auto p = profile_from_json(text);
+    ASSERT_FALSE(p.ok()) << text;
+    EXPECT_EQ(p.error().code(), Error::INVALID_ARGUMENT);
+    EXPECT_EQ(p.error().field(), field) << p.error().describe();
+  };
+  expect_bad(std::string(kProfile).replace(s.find("\"fma\""), 5, "\"avx2\""), "cpu_features[1]");
+  // Python's json reads -1 as a number, and the range check names the field.
+  expect_bad(std::string(kProfile).replace(s.find("4096"), 4, "-1"), "memory_bytes");
+  expect_bad(std::string(kProfile).replace(s.find("\"linux\""), 7, "\"beos\""), "os");
+  // An unknown key is named before a missing one, as device.py's _check_keys does.
+  expect_bad(std::string(kProfile).replace(s.find("\"backends\""), 10, "\"backend\""), "backend");
+  expect_bad("[]", "$");
+  expect_bad("{\"name\": \"x\"", "$");
+}
+
+std::unique_ptr<Container> open(const std::vector<std::uint8_t>& buf) {
+  auto r = Container::open_memory(buf.data(), buf.size());
+  EXPECT_TRUE(r.ok()) << r.error().describe();
+  return std::move(r).value();
+}
+
+TEST(Select, RanksByPriorityThenPreferenceThenTableOrder) {
+  auto buf = testing::build_v2({{"a", "portable", {1}}, {"b", "x86_avx2", {2}, 64, 1}, {"c", "x86_avx2", {3}, 64, 1}});
+  auto c = open(buf);
+  DeviceProfile d = profile_from_json(kProfile).value();
+  auto s = select(*c, d, {}, {});
+  ASSERT_TRUE(s.ok()) << s.error().describe();
+  EXPECT_EQ(s.value().chosen, 1u);  // priority 1 beats 0; b before c in the table
+  EXPECT_EQ(s.value().verdicts[0].rank, 3u);
+  s = select(*c, d, {"c"}, {});
+  EXPECT_EQ(s.value().chosen, 2u);
+  s = select(*c, d, {"a"}, {});
+  EXPECT_EQ(s.value().chosen, 1u);  // preference never outranks priority
+  s = select(*c, d, {}, {"x86_avx2"});
+  EXPECT_EQ(s.value().chosen, 0u);
+  EXPECT_FALSE(s.value().verdicts[1].eligible);
+  EXPECT_EQ(s.value().verdicts[1].failures[0].requirement, "exclude");
+  EXPECT_NE(explain(*c, s.value()).find("-  b [x86_avx2]: rejected: exclude: needs not to be excluded"),
+            std::string::npos);
+}
+
+TEST(Select, NothingEligibleListsEveryEntry) {
+  auto buf = testing::build_v2({{"a", "portable", {1}}, {"b", "x86_avx2", {2}}});
+  auto c = open(buf);
+  auto s = select(*c, profile_from_json(kProfile).value(), {}, {"a", "b"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), Error::NO_SPECIALIZATION_FITS);
+  EXPECT_NE(s.error().message().find("-  a [portable]: rejected"), std::string::npos);
+  EXPECT_NE(s.error().message().find("-  b [x86_avx2]: rejected"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fatpte

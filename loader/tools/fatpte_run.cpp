@@ -1,0 +1,241 @@
+// fatpte-run: the loader's command line.
+//
+//   fatpte-run --device-json
+//       print this machine's device profile as canonical JSON (the bytes of `fatpte device --json`)
+//   fatpte-run --check-profile PROFILE.json...
+//       only read each device profile: print one line per file, `OK`, or `E0702 FIELD` (the code
+//       and the field path of the first bad value, `-` when none, bytes outside printable ASCII
+//       and `\` written `\xNN`) with the full message on stderr;
+//       exit 0 when all are valid, else the exit code of the first that is not
+//   fatpte-run FILE [--device host|PROFILE.json] [--backend-path DIR]... [--prefer W]...
+//              [--exclude W]... [--explain] --input FILE
+//       choose the entry for the device (specs/nfat-manifest.md section 6), load its payload into
+//       its backend library (include/fatpte/backend.h), falling back to the next eligible entry
+//       when that fails, run it on the float32 values of the input file (text, whitespace
+//       separated) and print `ran: NAME [BACKEND_ID]` and `output: V...`. --explain first prints
+//       the selection and every dispatch attempt.
+//   fatpte-run FILE --select-only [--device ...] [--prefer W]... [--exclude W]... [--explain] [--json]
+//       choose only: print `NAME [BACKEND_ID]`, the explanation (--explain) or the selection as
+//       JSON (--json, the bytes of Python's json.dumps(Selection.to_json(), indent=2)).
+//
+// Exit codes as the Python CLI: 0 ok, 1 invalid container, 2 usage, 3 no specialization fits,
+// 4 I/O error.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "fatpte/device.hpp"
+#include "fatpte/fatpte.h"
+#include "fatpte/fatpte.hpp"
+#include "fatpte/select.hpp"
+
+namespace {
+
+int usage(const char* why) {
+  std::fprintf(stderr,
+               "fatpte-run: %s\n"
+               "usage: fatpte-run --device-json\n"
+               "       fatpte-run --check-profile PROFILE.json...\n"
+               "       fatpte-run FILE [--device host|PROFILE.json] [--backend-path DIR]... [--prefer W]... "
+               "[--exclude W]... [--explain] --input FILE\n"
+               "       fatpte-run FILE --select-only [--device host|PROFILE.json] [--prefer W]... "
+               "[--exclude W]... [--explain] [--json]\n",
+               why);
+  return 2;
+}
+
+int exit_code(fatpte::Error code) {
+  const int v = static_cast<int>(code);
+  if (v >= 900) return 3;
+  if (v >= 800) return 4;
+  if (v >= 700) return 2;
+  return 1;
+}
+
+void split_into(const char* arg, std::vector<std::string>& out) {
+  std::string word;
+  for (const char* p = arg;; ++p) {
+    if (*p == ',' || *p == '\0') {
+      if (!word.empty()) out.push_back(word);
+      word.clear();
+      if (*p == '\0') break;
+    } else {
+      word += *p;
+    }
+  }
+}
+
+std::vector<const char*> c_strings(const std::vector<std::string>& words) {
+  std::vector<const char*> out;
+  for (const std::string& w : words) out.push_back(w.c_str());
+  return out;
+}
+
+int fail_with(const std::string& file, const fatpte_error& err) {
+  std::fprintf(stderr, "%s: %s\n", file.c_str(), err.message);
+  return exit_code(static_cast<fatpte::Error>(err.code));
+}
+
+// The run mode goes through the C API end to end (open, select, load, run), so the tests of
+// fatpte-run exercise the interface a C caller uses.
+int run_with_c_api(const std::string& file, const std::string& device, const std::vector<std::string>& prefer,
+                   const std::vector<std::string>& exclude, const std::vector<std::string>& dirs,
+                   const std::string& input_path, bool explain) {
+  std::vector<float> input;
+  std::ifstream in(input_path);
+  if (!in) {
+    std::fprintf(stderr, "fatpte-run: cannot read the input %s\n", input_path.c_str());
+    return 4;
+  }
+  for (float v; in >> v;) input.push_back(v);
+  if (!in.eof()) return usage(("the input " + input_path + " is not whitespace-separated numbers").c_str());
+  std::string profile_json;
+  if (device != "host") {
+    std::ifstream p(device, std::ios::binary);
+    if (!p) {
+      std::fprintf(stderr, "fatpte-run: cannot read the device profile %s\n", device.c_str());
+      return 4;
+    }
+    profile_json.assign(std::istreambuf_iterator<char>(p), std::istreambuf_iterator<char>());
+  }
+  fatpte_error err;
+  fatpte_container* c = nullptr;
+  if (fatpte_open_file(file.c_str(), &c, &err) != FATPTE_OK) return fail_with(file, err);
+  const auto p = c_strings(prefer), x = c_strings(exclude), d = c_strings(dirs);
+  fatpte_selection* sel = nullptr;
+  if (fatpte_select(c, device == "host" ? nullptr : profile_json.c_str(), p.data(), p.size(), x.data(), x.size(),
+                    &sel, &err) != FATPTE_OK) {
+    fatpte_close(c);
+    return fail_with(file, err);
+  }
+  if (explain) std::printf("%s\n", fatpte_selection_explain(sel));
+  fatpte_loaded* loaded = nullptr;
+  const fatpte_status st = fatpte_load(c, sel, d.data(), d.size(), &loaded, &err);
+  fatpte_selection_free(sel);
+  if (st != FATPTE_OK) {
+    fatpte_close(c);
+    return fail_with(file, err);
+  }
+  if (explain) std::printf("%s\n", fatpte_loaded_explain(loaded));
+  uint32_t index = 0;
+  const char* name = "";
+  const char* backend = "";
+  fatpte_loaded_entry(loaded, &index);
+  fatpte_entry_name(c, index, &name);
+  fatpte_entry_backend_id(c, index, &backend);
+  std::vector<float> output(1u << 16);
+  size_t count = 0;
+  int rc = 0;
+  if (fatpte_run_f32(loaded, input.data(), input.size(), output.data(), output.size(), &count, &err) != FATPTE_OK) {
+    rc = fail_with(file, err);
+  } else {
+    std::printf("ran: %s [%s]\noutput:", name, backend);
+    for (size_t i = 0; i < count; ++i) std::printf(" %.9g", static_cast<double>(output[i]));
+    std::printf("\n");
+    rc = std::fflush(stdout) == 0 ? 0 : 4;
+  }
+  fatpte_unload(loaded);
+  fatpte_close(c);
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--device-json") == 0) {
+    const std::string json = fatpte::canonical_json(fatpte::probe_host());
+    std::fwrite(json.data(), 1, json.size(), stdout);
+    return std::fflush(stdout) == 0 ? 0 : 4;
+  }
+  if (argc >= 3 && std::strcmp(argv[1], "--check-profile") == 0) {
+    // Exactly the reader --device uses (tests/test_cpp_profile_parity.py compares it with Python).
+    int rc = 0;
+    for (int i = 2; i < argc; ++i) {
+      auto p = fatpte::profile_from_file(argv[i]);
+      if (p.ok()) {
+        std::printf("OK\n");
+        continue;
+      }
+      // The field path can hold any key of the file: bytes outside printable ASCII (and the
+      // backslash) are written \xNN so the output stays one line per file.
+      std::string field;
+      for (unsigned char c : p.error().field()) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02x", c);
+        field += c >= 0x20 && c < 0x7F && c != '\\' ? std::string(1, static_cast<char>(c)) : std::string(hex);
+      }
+      std::printf("%s %s\n", fatpte::error_tag(p.error().code()), field.empty() ? "-" : field.c_str());
+      std::fprintf(stderr, "fatpte-run: %s\n", p.error().describe().c_str());
+      if (rc == 0) rc = exit_code(p.error().code());
+    }
+    return std::fflush(stdout) == 0 ? rc : 4;
+  }
+  std::string file, device = "host", input_path;
+  std::vector<std::string> prefer, exclude, backend_dirs;
+  bool select_only = false, explain = false, json = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--select-only") {
+      select_only = true;
+    } else if (a == "--explain") {
+      explain = true;
+    } else if (a == "--json") {
+      json = true;
+    } else if ((a == "--device" || a == "--prefer" || a == "--exclude" || a == "--backend-path" || a == "--input") &&
+               has_value) {
+      const char* v = argv[++i];
+      if (a == "--backend-path") backend_dirs.push_back(v);
+      if (a == "--input") input_path = v;
+      if (a == "--device") device = v;
+      if (a == "--prefer") split_into(v, prefer);
+      if (a == "--exclude") split_into(v, exclude);
+    } else if (!a.empty() && a[0] != '-' && file.empty()) {
+      file = a;
+    } else {
+      return usage(("unexpected argument '" + a + "'").c_str());
+    }
+  }
+  if (file.empty()) return usage("no container given");
+  if (!select_only && input_path.empty()) return usage("give the network's input with --input FILE");
+  if (!select_only) return run_with_c_api(file, device, prefer, exclude, backend_dirs, input_path, explain);
+  try {
+    fatpte::DeviceProfile profile;
+    if (device == "host") {
+      profile = fatpte::probe_host();
+    } else {
+      auto p = fatpte::profile_from_file(device);
+      if (!p.ok()) {
+        std::fprintf(stderr, "fatpte-run: %s\n", p.error().describe().c_str());
+        return exit_code(p.error().code());
+      }
+      profile = p.value();
+    }
+    auto opened = fatpte::Container::open_file(file);
+    if (!opened.ok()) {
+      std::fprintf(stderr, "%s: %s\n", file.c_str(), opened.error().describe().c_str());
+      return exit_code(opened.error().code());
+    }
+    const fatpte::Container& c = *opened.value();
+    auto sel = fatpte::select(c, profile, prefer, exclude);
+    if (!sel.ok()) {
+      std::fprintf(stderr, "%s: %s\n", file.c_str(), sel.error().describe().c_str());
+      return exit_code(sel.error().code());
+    }
+    if (json) {
+      std::fputs(fatpte::selection_json(c, sel.value()).c_str(), stdout);
+    } else if (explain) {
+      std::printf("%s\n", fatpte::explain(c, sel.value()).c_str());
+    } else {
+      const fatpte::Entry& e = c.entries()[sel.value().chosen];
+      std::printf("%s [%s]\n", e.name.c_str(), e.backend_id.c_str());
+    }
+    return std::fflush(stdout) == 0 ? 0 : 4;
+  } catch (const std::exception& exc) {
+    std::fprintf(stderr, "fatpte-run: %s\n", exc.what());
+    return 4;
+  }
+}
