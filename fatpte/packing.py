@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ PayloadSource = bytes | bytearray | memoryview | str | os.PathLike[str]
 
 _KIND_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _I32 = (-(1 << 31), (1 << 31) - 1)
+_PREFIX = 64 << 10  # bytes hashed up front to find candidate duplicates
 
 
 @dataclass(frozen=True)
@@ -128,15 +128,25 @@ def _open_source(payload: PayloadSource, label: str) -> Iterator[_Source]:
 
 
 def _same_bytes(a: _Source, b: _Source) -> bool:
+    """Whether two sources hold the same bytes, compared chunk by chunk with memcmp."""
     if a.size != b.size:
         return False
-    step = 8 << 20
-    va, vb = memoryview(a.buf), memoryview(b.buf)
+    return all(x == y for x, y in zip(_chunks(a), _chunks(b)))
+
+
+def _chunks(src: _Source, step: int = 1 << 20) -> Iterator[bytes]:
+    """The bytes of `src` in chunks. Files are read with pread: their mappings' pages may have
+    been released after hashing, and faulting them back in costs more than the copy."""
+    if src.fd is not None:
+        for pos in range(0, src.size, step):
+            yield os.pread(src.fd, step, pos)
+        return
+    view = memoryview(src.buf)
     try:
-        return all(va[i : i + step] == vb[i : i + step] for i in range(0, a.size, step))
+        for pos in range(0, src.size, step):
+            yield bytes(view[pos : pos + step])  # memoryview == compares element by element
     finally:
-        va.release()
-        vb.release()
+        view.release()
 
 
 def _align_up(value: int, alignment: int) -> int:
@@ -321,15 +331,16 @@ def _plan_v2(
         rows.append({"name": name, "backend_id": backend, "payload_kind": src.kind, "alignment": align,
                      "priority": s.priority, "flags": 0, "reserved": 0})
 
-    # Byte-identical payloads are stored once; the shared region satisfies every alignment. Only
-    # payloads whose size another one shares can be identical, so only those are hashed here;
-    # every other payload is hashed while it is copied.
-    sizes = Counter(src.size for src in sources)
+    # Byte-identical payloads are stored once; the shared region satisfies every alignment.
+    # Candidates share the size and the CRC32C of the first 64 KiB; only then are both hashed
+    # whole and, when those CRCs match too, compared byte for byte. So distinct payloads are not
+    # read beforehand (each is hashed while it is copied), the work stays linear in the number of
+    # payloads, and an entry sharing a region takes the checksum of the source copied there.
     placements: list[_Placement] = []
-    by_key: dict[tuple[int, int], list[_Placement]] = {}
+    by_prefix: dict[tuple[int, int], list[_Placement]] = {}
     for i, src in enumerate(sources):
-        group = by_key.setdefault((src.size, src.hash() if sizes[src.size] > 1 else -1 - i), [])
-        home = next((p for p in group if _same_bytes(p.source, src)), None)
+        group = by_prefix.setdefault((src.size, crc32c(src.buf, 0, min(src.size, _PREFIX))), [])
+        home = next((p for p in group if p.source.hash() == src.hash() and _same_bytes(p.source, src)), None)
         if home is None:
             home = _Placement(src, 0)
             group.append(home)
@@ -362,8 +373,9 @@ def _plan_v2(
     total = cursor
 
     def build_prefix() -> bytes:
-        for row, src in zip(rows, sources):
-            row["checksum"] = src.checksum  # every source was hashed before or while copying
+        for p in placements:
+            for i in p.entries:
+                rows[i]["checksum"] = p.source.checksum  # hashed while copying (0 when empty)
         table = b"".join(encode(L.RECORDS["v2_entry"], row, f"entries[{i}]") for i, row in enumerate(rows))
         table += b"".join(encode(L.RECORDS["v2_segment"], row, f"segments[{i}]") for i, row in enumerate(seg_rows))
         header_values: dict[str, object] = {
