@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import time
+
+import fatpte
 from bench import fixtures
 from bench.commands import Commands
-from bench.harness import PYTHON, Context, Pair, Section, alternate, fmt_bytes, gib, run_cmd, sync, verdict
+from bench.harness import (
+    PYTHON,
+    Context,
+    Pair,
+    Sample,
+    Section,
+    alternate,
+    fmt_bytes,
+    gib,
+    run_cmd,
+    sync,
+    verdict,
+)
 
 LIMIT = 1.1
 
@@ -41,14 +56,25 @@ def measure(ctx: Context) -> Section:
     clean()
     pair = Pair(f"extract {fmt_bytes(size)} payload", f"cp of a {fmt_bytes(size)} file", f"<= {LIMIT}x")
     alternate(pair, lambda: run_cmd(["cp", str(src), str(dest)]), lambda: run_cmd(extract), between=clean)
-    pair.verdict = verdict(pair.ratio <= LIMIT, "see the findings below")
+    pair.verdict = verdict(pair.ratio <= LIMIT, "see the finding below")
+    inproc = Pair(f"extract {fmt_bytes(size)} payload (in process: fatpte.extract)", f"cp of a {fmt_bytes(size)} file",
+                  f"<= {LIMIT}x")
+
+    def library() -> Sample:
+        start = time.perf_counter()
+        fatpte.extract(container, "big", dest)
+        return Sample(time.perf_counter() - start, 0)
+
+    alternate(inproc, lambda: run_cmd(["cp", str(src), str(dest)]), library, between=clean)
+    inproc.verdict = verdict(inproc.ratio <= LIMIT, f"{inproc.ratio:.2f}x")
+    inproc.note = "the library call alone (RSS is not measured per call inside one process)"
     section = Section(
         "extract",
         "Input warm in the page cache; output to the same file system; each output is deleted and dirty "
-        "pages flushed (untimed) before the next round. `fatpte extract` opens the container, checks the "
-        "payload's CRC32C and copies it with copy_file_range into a temporary file renamed onto the "
-        "destination.",
-        [pair],
+        "pages flushed (untimed) before the next round. `fatpte extract` opens the container, copies the "
+        "payload with copy_file_range into a temporary file while a second thread computes its CRC32C, "
+        "and renames the file onto the destination when the CRC32C matches.",
+        [pair, inproc],
     )
     if pair.ratio > LIMIT:
         section.lines.append(MISSED_REASON)
@@ -56,15 +82,11 @@ def measure(ctx: Context) -> Section:
 
 
 MISSED_REASON = (
-    "Finding: beyond `cp`, `fatpte extract` pays (a) its start-up, the same as `fatpte info` (see the info "
-    "and startup sections: imports of click, construct and the CLI), and (b) a second pass over the "
-    "payload: `container.payload(entry, verify=True)` hashes all of it before the copy starts. That check "
-    "also makes the 1 GiB peak RSS: it hashes a memoryview slice, and fatpte/checksum.py can release "
-    "pages behind the hash only when it is handed the mapping itself. The fix belongs in "
-    "fatpte/extraction.py (not owned by the bench): drop the verify-then-copy and inside `atomic_output` "
-    "call `actual = streams.copy_range_crc(fd, container.buffer, entry.offset, out.fileno(), 0, "
-    "entry.size)`, raising PAYLOAD_CHECKSUM_MISMATCH when `entry.checksum is not None and actual != "
-    "entry.checksum` (the temporary file is then removed, so nothing is published, as today). "
-    "copy_range_crc hashes the mapping on a second thread while the kernel copies (both release the GIL) "
-    "and releases the pages it has hashed, so the check costs neither wall time on two cores nor memory."
+    "Finding: `fatpte extract` copies the payload once (copy_file_range, with the CRC32C computed from "
+    "the mapping on a second thread and checked before the output is renamed into place). The "
+    "in-process row times the same library call without the command's start-up: what the command "
+    "adds beyond it is the fixed cost of starting Python, click and fatpte (see the startup and info "
+    "sections), which is a large share of a 1 GiB copy on this machine and a smaller one for larger "
+    "payloads. Meeting the bound for the command itself needs a start-up that Python and click do "
+    "not give (a C++ extractor on the loader would)."
 )
