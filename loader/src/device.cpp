@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "text.hpp"
+
 #if defined(__linux__) || defined(__APPLE__)
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -28,52 +30,22 @@
 #endif
 
 namespace fatpte {
-namespace {
 
 // ---- canonical JSON ----
-
-// json.dumps escaping with ensure_ascii: quotes, backslashes, control and non-ASCII bytes.
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20 || c >= 0x80) {
-          // Profile strings are printable ASCII by the profile's rules; this keeps anything
-          // else valid JSON (a byte above 0x7f is shown as its Latin-1 code point).
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-}  // namespace
 
 std::string canonical_json(const DeviceProfile& p) {
   std::ostringstream o;
   o << "{\n";
-  o << "  \"name\": " << quote(p.name) << ",\n";
-  o << "  \"os\": " << quote(p.os) << ",\n";
-  o << "  \"arch\": " << quote(p.arch) << ",\n";
+  o << "  \"name\": " << detail::json_quote(p.name) << ",\n";
+  o << "  \"os\": " << detail::json_quote(p.os) << ",\n";
+  o << "  \"arch\": " << detail::json_quote(p.arch) << ",\n";
   if (p.cpu_features.empty()) {
     o << "  \"cpu_features\": [],\n";
   } else {
     o << "  \"cpu_features\": [\n";
     std::size_t k = 0;
     for (const std::string& f : p.cpu_features) {  // std::set: sorted bytewise, like sorted()
-      o << "    " << quote(f) << (++k < p.cpu_features.size() ? ",\n" : "\n");
+      o << "    " << detail::json_quote(f) << (++k < p.cpu_features.size() ? ",\n" : "\n");
     }
     o << "  ],\n";
   }
@@ -84,9 +56,9 @@ std::string canonical_json(const DeviceProfile& p) {
     for (std::size_t i = 0; i < p.accelerators.size(); ++i) {
       const Accelerator& a = p.accelerators[i];
       o << "    {\n";
-      o << "      \"kind\": " << quote(a.kind) << ",\n";
-      o << "      \"name\": " << quote(a.name) << ",\n";
-      o << "      \"version\": " << quote(a.version) << ",\n";
+      o << "      \"kind\": " << detail::json_quote(a.kind) << ",\n";
+      o << "      \"name\": " << detail::json_quote(a.name) << ",\n";
+      o << "      \"version\": " << detail::json_quote(a.version) << ",\n";
       o << "      \"memory_bytes\": " << a.memory_bytes << "\n";
       o << "    }" << (i + 1 < p.accelerators.size() ? ",\n" : "\n");
     }
@@ -99,7 +71,7 @@ std::string canonical_json(const DeviceProfile& p) {
     o << "  \"backends\": {\n";
     std::size_t k = 0;
     for (const auto& kv : p.backends) {
-      o << "    " << quote(kv.first) << ": " << kv.second << (++k < p.backends.size() ? ",\n" : "\n");
+      o << "    " << detail::json_quote(kv.first) << ": " << kv.second << (++k < p.backends.size() ? ",\n" : "\n");
     }
     o << "  }\n";
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nfat_manifest_generated.h"
+#include "text.hpp"
 
 namespace fatpte {
 namespace {
@@ -232,29 +233,12 @@ std::string line(const Entry& e, const Verdict& v) {
   return text;
 }
 
-// json.dumps string escaping (ensure_ascii) for the printable text selection produces.
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 std::string string_list(const std::vector<std::string>& words, const std::string& indent) {
   if (words.empty()) return "[]";
   std::string out = "[\n";
   for (std::size_t i = 0; i < words.size(); ++i) {
-    out += indent + "  " + quote(words[i]) + (i + 1 < words.size() ? ",\n" : "\n");
+    out += indent + "  " + detail::json_quote(words[i]) + (i + 1 < words.size() ? ",\n" : "\n");
   }
   return out + indent + "]";
 }
@@ -328,13 +312,13 @@ std::string explain(const Container& c, const Selection& s) {
 
 std::string selection_json(const Container& c, const Selection& s) {
   std::ostringstream o;
-  o << "{\n  \"device\": " << quote(s.device_name) << ",\n  \"chosen\": " << quote(c.entries()[s.chosen].name)
+  o << "{\n  \"device\": " << detail::json_quote(s.device_name) << ",\n  \"chosen\": " << detail::json_quote(c.entries()[s.chosen].name)
     << ",\n  \"prefer\": " << string_list(s.prefer, "  ") << ",\n  \"exclude\": " << string_list(s.exclude, "  ")
     << ",\n  \"verdicts\": [\n";
   for (std::size_t i = 0; i < s.verdicts.size(); ++i) {
     const Verdict& v = s.verdicts[i];
     const Entry& e = c.entries()[v.index];
-    o << "    {\n      \"entry\": " << quote(e.name) << ",\n      \"backend_id\": " << quote(e.backend_id)
+    o << "    {\n      \"entry\": " << detail::json_quote(e.name) << ",\n      \"backend_id\": " << detail::json_quote(e.backend_id)
       << ",\n      \"eligible\": " << (v.eligible ? "true" : "false") << ",\n      \"rank\": "
       << (v.eligible ? std::to_string(v.rank) : "null") << ",\n      \"priority\": " << e.priority
       << ",\n      \"specificity\": " << v.specificity << ",\n      \"failures\": ";
@@ -344,8 +328,8 @@ std::string selection_json(const Container& c, const Selection& s) {
       o << "[\n";
       for (std::size_t k = 0; k < v.failures.size(); ++k) {
         const Failure& f = v.failures[k];
-        o << "        {\n          \"requirement\": " << quote(f.requirement) << ",\n          \"needed\": "
-          << quote(f.needed) << ",\n          \"has\": " << quote(f.has) << "\n        }"
+        o << "        {\n          \"requirement\": " << detail::json_quote(f.requirement) << ",\n          \"needed\": "
+          << detail::json_quote(f.needed) << ",\n          \"has\": " << detail::json_quote(f.has) << "\n        }"
           << (k + 1 < v.failures.size() ? ",\n" : "\n");
       }
       o << "      ]";

@@ -69,5 +69,31 @@ std::string escape_bytes(const std::uint8_t* raw, std::size_t size) {
   return out + "'";
 }
 
+std::string json_quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20 || c >= 0x7F) {
+          // DEL and every byte outside printable ASCII, as json.dumps does; a byte above 0x7f
+          // stands for itself (the texts printed are ASCII by the rules of their fields).
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
 }  // namespace detail
 }  // namespace fatpte

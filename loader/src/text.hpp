@@ -1,4 +1,5 @@
-// Text of the fixed 32-byte id fields, decoded the way fatpte/structure.py does it.
+// Text of the fixed 32-byte id fields, decoded the way fatpte/structure.py does it, and the
+// escaping of text the loader prints.
 #ifndef FATPTE_SRC_TEXT_HPP_
 #define FATPTE_SRC_TEXT_HPP_
 
@@ -17,6 +18,10 @@ std::string decode_text(const std::uint8_t* raw, std::size_t size);
 std::string id_problem(const std::uint8_t* raw, std::size_t size);
 // Bytes as a quoted, printable string for messages: 'NF\x00T'.
 std::string escape_bytes(const std::uint8_t* raw, std::size_t size);
+// A JSON string literal escaped as Python's json.dumps does (ensure_ascii), so JSON the loader
+// prints is byte-identical to fatpte's: \" \\ \n \r \t \b \f, other control and non-ASCII
+// bytes as \u00XX (each byte on its own: the texts printed are ASCII by the rules of their fields).
+std::string json_quote(const std::string& s);
 
 }  // namespace detail
 }  // namespace fatpte
