@@ -40,6 +40,22 @@ void reseal(std::vector<std::uint8_t>& buf) {
   put_u32le(buf, F::kV2Header_header_checksum_offset, c);
 }
 
+// The entry table and the payloads of `specs`, each payload at its offset.
+void write_entries(std::vector<std::uint8_t>& buf, const std::vector<Spec>& specs,
+                   const std::vector<std::uint64_t>& offsets) {
+  for (std::uint32_t i = 0; i < specs.size(); ++i) {
+    const Spec& s = specs[i];
+    std::memcpy(&buf[entry_field(i, F::kV2Entry_name_offset)], s.name.data(), s.name.size());
+    std::memcpy(&buf[entry_field(i, F::kV2Entry_backend_id_offset)], s.backend_id.data(), s.backend_id.size());
+    put_u64le(buf, entry_field(i, F::kV2Entry_offset_offset), offsets[i]);
+    put_u64le(buf, entry_field(i, F::kV2Entry_size_offset), s.payload.size());
+    put_u32le(buf, entry_field(i, F::kV2Entry_alignment_offset), s.alignment);
+    put_u32le(buf, entry_field(i, F::kV2Entry_checksum_offset), crc32c(s.payload.data(), s.payload.size()));
+    put_u32le(buf, entry_field(i, F::kV2Entry_priority_offset), static_cast<std::uint32_t>(s.priority));
+    if (!s.payload.empty()) std::memcpy(&buf[offsets[i]], s.payload.data(), s.payload.size());
+  }
+}
+
 std::vector<std::uint8_t> build_v2(const std::vector<Spec>& specs) {
   const auto count = static_cast<std::uint32_t>(specs.size());
   std::uint64_t pos = F::kV2HeaderSize + std::uint64_t{F::kV2EntrySize} * count;
@@ -57,17 +73,7 @@ std::vector<std::uint8_t> build_v2(const std::vector<Spec>& specs) {
   put_u32le(buf, F::kV2Header_entry_count_offset, count);
   put_u32le(buf, F::kV2Header_segment_entry_size_offset, F::kV2SegmentSize);
   put_u64le(buf, F::kV2Header_container_size_offset, pos);
-  for (std::uint32_t i = 0; i < count; ++i) {
-    const Spec& s = specs[i];
-    std::memcpy(&buf[entry_field(i, F::kV2Entry_name_offset)], s.name.data(), s.name.size());
-    std::memcpy(&buf[entry_field(i, F::kV2Entry_backend_id_offset)], s.backend_id.data(), s.backend_id.size());
-    put_u64le(buf, entry_field(i, F::kV2Entry_offset_offset), offsets[i]);
-    put_u64le(buf, entry_field(i, F::kV2Entry_size_offset), s.payload.size());
-    put_u32le(buf, entry_field(i, F::kV2Entry_alignment_offset), s.alignment);
-    put_u32le(buf, entry_field(i, F::kV2Entry_checksum_offset), crc32c(s.payload.data(), s.payload.size()));
-    put_u32le(buf, entry_field(i, F::kV2Entry_priority_offset), static_cast<std::uint32_t>(s.priority));
-    if (!s.payload.empty()) std::memcpy(&buf[offsets[i]], s.payload.data(), s.payload.size());
-  }
+  write_entries(buf, specs, offsets);
   reseal(buf);
   return buf;
 }
@@ -118,17 +124,7 @@ std::vector<std::uint8_t> build_v2_named(const std::vector<Spec>& specs,
   put_u64le(buf, F::kV2Header_manifest_size_offset, manifest.size());
   put_u32le(buf, F::kV2Header_manifest_checksum_offset, crc32c(manifest.data(), manifest.size()));
   std::memcpy(&buf[manifest_at], manifest.data(), manifest.size());
-  for (std::uint32_t i = 0; i < count; ++i) {
-    const Spec& s = specs[i];
-    std::memcpy(&buf[entry_field(i, F::kV2Entry_name_offset)], s.name.data(), s.name.size());
-    std::memcpy(&buf[entry_field(i, F::kV2Entry_backend_id_offset)], s.backend_id.data(), s.backend_id.size());
-    put_u64le(buf, entry_field(i, F::kV2Entry_offset_offset), offsets[i]);
-    put_u64le(buf, entry_field(i, F::kV2Entry_size_offset), s.payload.size());
-    put_u32le(buf, entry_field(i, F::kV2Entry_alignment_offset), s.alignment);
-    put_u32le(buf, entry_field(i, F::kV2Entry_checksum_offset), crc32c(s.payload.data(), s.payload.size()));
-    put_u32le(buf, entry_field(i, F::kV2Entry_priority_offset), static_cast<std::uint32_t>(s.priority));
-    if (!s.payload.empty()) std::memcpy(&buf[offsets[i]], s.payload.data(), s.payload.size());
-  }
+  write_entries(buf, specs, offsets);
   const std::size_t seg_table = F::kV2HeaderSize + std::size_t{F::kV2EntrySize} * count;
   for (std::uint32_t i = 0; i < segs; ++i) {
     const std::size_t base = seg_table + std::size_t{i} * F::kV2SegmentSize;
