@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -28,6 +27,8 @@ def atomic_output(dest: str | os.PathLike[str], *, overwrite: bool = True) -> It
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{target} exists; refusing to overwrite it",
                           source=str(target))
     folder = target.parent if str(target.parent) else Path(".")
+    import tempfile  # here, not at the top: commands that only read never pay for it
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=folder)
     except OSError as exc:

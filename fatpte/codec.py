@@ -6,8 +6,6 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-import construct as cs
-
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.layout import Record
 from fatpte.model import BytesLike
@@ -32,6 +30,8 @@ def decode(rec: Record, buf: BytesLike, offset: int, path: str, *, source: str |
 
 def encode(rec: Record, values: dict[str, Any], path: str) -> bytes:
     """Build `rec` from `values` through its construct definition."""
+    import construct as cs  # only writers pay for construct's import
+
     try:
         return rec.build(values)
     except (cs.ConstructError, KeyError, TypeError, ValueError) as exc:

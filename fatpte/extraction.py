@@ -21,8 +21,8 @@ def extract(
     """Write the payload of the entry named `name_or_backend_id` (else the only entry with that
     backend id) to `dest`.
 
-    The kernel copies the payload into a temporary file while a second thread computes its
-    CRC32C from the mapping: one pass over the bytes. A payload whose CRC32C differs from its
+    The payload passes once through a few 1 MiB buffers into a temporary file, hashed while
+    each buffer is in the CPU cache and written by a second thread (`streams.copy_range_crc`). A payload whose CRC32C differs from its
     entry's is never published: the temporary file is removed and `dest` is left as it was.
     `progress(done, total)` is called as bytes are copied."""
     target = Path(dest)
@@ -33,7 +33,7 @@ def extract(
         with atomic_output(target) as out:
             out.flush()
             advance = None if progress is None else progress_counter(progress, entry.size)
-            actual = copy_range_crc(fd, container.buffer, entry.offset, out.fileno(), 0, entry.size,
+            actual = copy_range_crc(fd, entry.offset, out.fileno(), 0, entry.size,
                                     advance=advance)
             if entry.checksum is not None and actual != entry.checksum:
                 raise FatpteError(

@@ -87,7 +87,7 @@ def _check_manifest(buf: BytesLike, st: Structure, advance: Advance | None) -> N
         st.add(finding(ErrorCode.MANIFEST_CHECKSUM_MISMATCH,
                        f"the manifest ({h.manifest_offset:#x}..{h.manifest_offset + h.manifest_size:#x}) has "
                        f"CRC32C {actual:08x}, but manifest_checksum says {h.manifest_checksum:08x}",
-                       offset=L.V2_HEADER.sizeof() - 8, field="header.manifest_checksum",
+                       offset=L.RECORDS["v2_header"].offsets["manifest_checksum"][0], field="header.manifest_checksum",
                        expected=h.manifest_checksum, actual=actual))
         return
     ident = bytes(buf[h.manifest_offset + 4 : h.manifest_offset + 8]) if h.manifest_size >= 8 else b""

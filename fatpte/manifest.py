@@ -22,13 +22,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple, NoReturn
 
-import flatbuffers
-
 from fatpte import layout as L
 from fatpte.errors import ErrorCode, FatpteError
 
-# flatc's output is untyped; it is used only to build, through this one handle.
-_fb: Any = importlib.import_module("fatpte._generated.nfat_manifest_generated")
+# flatc's output is untyped; it is used only to build, through this one handle, which encode()
+# fills on first use: reading goes through _Reader, so `info` and `select` never import it or
+# the flatbuffers package.
+_fb: Any = None
 
 REVISION: Final = 1
 # The limits of the reference C++ verifier's defaults, stated in the spec so both sides agree.
@@ -686,6 +686,11 @@ def _signature(obj: dict[str, Any], path: str) -> Signature:
 
 def encode(manifest: Manifest) -> bytes:
     """The manifest as a flatbuffer with identifier NFMF. Deterministic for equal input."""
+    global _fb
+    import flatbuffers
+
+    if _fb is None:
+        _fb = importlib.import_module("fatpte._generated.nfat_manifest_generated")
     b = flatbuffers.Builder(1024)
     entries = [_write_entry(b, e) for e in manifest.entries]
     named = []

@@ -1,8 +1,8 @@
 """`fatpte.pack`: write a container from specializations, streaming, atomically, deterministically.
 
-Payloads given as paths are never read into memory: the kernel copies their bytes
-(`streams.copy_range_crc`) while a second thread computes their CRC32C from a read-only mapping,
-so each payload is read once. Every offset is planned first from sizes and alignments; then the
+Payloads given as paths are never read into memory whole: each passes once through a few 1 MiB
+buffers (`streams.copy_range_crc`), hashed while the buffer is in the CPU cache and written by a
+second thread, so each payload is read once. Every offset is planned first from sizes and alignments; then the
 payloads are written into a temporary file beside `dest`, the header and tables (which hold the
 checksums) last at offset 0, and the file is renamed onto `dest`.
 """
@@ -227,7 +227,7 @@ def _write(out: BinaryIO, layout: _Layout, progress: Progress | None) -> None:
             if src.hashed:
                 copy_range(src.fd, 0, fd, p.offset, src.size, advance=advance)
             else:
-                src.checksum = copy_range_crc(src.fd, src.buf, 0, fd, p.offset, src.size, advance=advance)
+                src.checksum = copy_range_crc(src.fd, 0, fd, p.offset, src.size, advance=advance)
                 src.hashed = True
         else:
             view = memoryview(src.buf)

@@ -12,7 +12,7 @@ import platform
 import sys
 from typing import Final
 
-from fatpte import probe_cuda, probe_linux, probe_macos
+from fatpte import probe_cuda, probe_linux
 from fatpte.device import ARCHES, HOST_NAME, Accelerator, DeviceProfile
 from fatpte.errors import ErrorCode, FatpteError
 
@@ -53,6 +53,8 @@ def probe() -> DeviceProfile:
         # Python on Termux reports "Linux"; the Android userland is told apart by its files.
         os_name = "android" if os_name == "android" else probed_os
     elif os_name in ("macos", "ios"):
+        from fatpte import probe_macos  # imports ctypes.util (subprocess, tempfile): ~15 ms elsewhere
+
         features, memory, accelerators = probe_macos.probe(arch)
     # windows: CPU features and memory are not probed (no cpuinfo or sysctl there); the profile
     # says none, which selects only entries that need none.

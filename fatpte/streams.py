@@ -1,6 +1,11 @@
-"""Copying byte ranges between files without passing them through Python: copy_file_range,
-falling back to a bounded buffer, so that many-GB payloads move at the kernel's speed with
-constant memory.
+"""Copying byte ranges between files with constant memory, so that many-GB payloads move at
+the machine's speed.
+
+`copy_range` copies in the kernel (copy_file_range, falling back to a bounded buffer): the
+bytes never pass through Python. `copy_range_crc` also returns the CRC32C of the bytes, for
+writers that must check or record it; it moves them through a few small buffers instead,
+because hashing a buffer still in the CPU cache is cheaper than reading the source a second
+time (measured in its docstring).
 
 Holes in the source (a sparse payload file, the zero padding of a container) are not copied
 when the destination range lies past the destination's end of file: bytes there read as zero
@@ -12,11 +17,12 @@ from __future__ import annotations
 
 import errno
 import os
+import queue
 import threading
 from collections.abc import Callable, Iterator
+from typing import Self
 
-from fatpte.checksum import crc32c
-from fatpte.model import BytesLike
+from fatpte.checksum import crc32c, extend_zeros
 
 BUFFER = 1 << 20
 # Bytes per copy_file_range call: the kernel copies as fast in these steps as in one call, and
@@ -70,7 +76,6 @@ def copy_range(
 
 def copy_range_crc(
     src_fd: int,
-    src_buf: BytesLike,
     src_offset: int,
     dst_fd: int,
     dst_offset: int,
@@ -78,27 +83,107 @@ def copy_range_crc(
     *,
     advance: Advance | None = None,
 ) -> int:
-    """`copy_range`, returning the CRC32C of the bytes copied, computed from `src_buf` (a mapping
-    of src_fd) on a second thread while the kernel copies: both release the GIL, so on two
-    cores the checksum costs no wall time. The caller compares it before publishing the copy."""
-    result: list[int] = []
-    failure: list[Exception] = []
+    """`copy_range`, returning the CRC32C of the bytes copied, for the caller to compare before it
+    publishes the copy.
 
-    def hash_source() -> None:
-        try:
-            result.append(crc32c(src_buf, src_offset, src_offset + count))
-        except Exception as exc:  # noqa: BLE001 - re-raised on the calling thread below
-            failure.append(exc)
+    The bytes pass once through a few `PIPE_BUFFER`-sized buffers: the calling thread reads a
+    buffer (pread) and hashes it while it is still in the CPU cache, and a second thread writes
+    the buffers behind it. Reading, hashing and writing overlap, and the hash never reads memory
+    a second time. Measured on the bench machine, this is faster than copy_file_range with the
+    hash computed from a mapping on another thread (0.8-0.9x the time of `cp` against 1.3x:
+    the second pass over the source costs more than the user-space copy saves), and even than
+    copy_file_range alone. Holes of the source are skipped as in `copy_range`, and hashed as
+    zeros arithmetically (`extend_zeros`)."""
+    if count <= 0:
+        return 0
+    sparse = os.fstat(dst_fd).st_size <= dst_offset
+    extents = _data_extents(src_fd, src_offset, count) if sparse else iter([(src_offset, count)])
+    value = 0
+    reached = src_offset
+    with _Writer(dst_fd, dst_offset - src_offset) as writer:
+        for start, length in extents:
+            if start > reached:
+                value = extend_zeros(value, start - reached)
+                if advance is not None:
+                    advance(start - reached)
+            pos, stop = start, start + length
+            while pos < stop:
+                buf = writer.free()
+                n = os.preadv(src_fd, [buf[: min(PIPE_BUFFER, stop - pos)]], pos)
+                if n <= 0:
+                    writer.give_back(buf)
+                    raise OSError(errno.EIO, f"unexpected end of input at {pos:#x}")
+                value = crc32c(buf[:n], value=value)
+                writer.write(buf, n, pos)
+                pos += n
+                if advance is not None:
+                    advance(n)
+            reached = stop
+    end = src_offset + count
+    if end > reached:
+        value = extend_zeros(value, end - reached)
+        if advance is not None:
+            advance(end - reached)
+    if sparse and os.fstat(dst_fd).st_size < dst_offset + count:
+        os.ftruncate(dst_fd, dst_offset + count)  # a trailing hole still makes the file that long
+    return int(value)
 
-    worker = threading.Thread(target=hash_source, name="fatpte-crc32c", daemon=True)
-    worker.start()
-    try:
-        copy_range(src_fd, src_offset, dst_fd, dst_offset, count, advance=advance)
-    finally:
-        worker.join()
-    if failure:
-        raise failure[0]
-    return result[0]
+
+# copy_range_crc's buffers: 1 MiB each fits the L2 cache the hash reads it from; four keep the
+# writer busy while the reader runs ahead (measured: 1 MiB beat 256 KiB and 4 MiB).
+PIPE_BUFFER = 1 << 20
+PIPE_DEPTH = 4
+
+
+class _Writer:
+    """The writing half of copy_range_crc: a thread that pwrites the buffers it is handed, at
+    their source position plus `shift`, and hands each buffer back when written. A write error
+    stops the copy: the next call on the reading side raises it."""
+
+    def __init__(self, fd: int, shift: int) -> None:
+        self._fd = fd
+        self._shift = shift
+        self._free: queue.SimpleQueue[memoryview] = queue.SimpleQueue()
+        self._full: queue.SimpleQueue[tuple[memoryview, int, int] | None] = queue.SimpleQueue()
+        self._failure: list[OSError] = []
+        for _ in range(PIPE_DEPTH):
+            self._free.put(memoryview(bytearray(PIPE_BUFFER)))
+        self._thread = threading.Thread(target=self._run, name="fatpte-writer", daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._full.put(None)
+        self._thread.join()
+        if self._failure and exc[0] is None:
+            raise self._failure[0]
+
+    def free(self) -> memoryview:
+        buf = self._free.get()
+        if self._failure:
+            raise self._failure[0]
+        return buf
+
+    def give_back(self, buf: memoryview) -> None:
+        self._free.put(buf)
+
+    def write(self, buf: memoryview, n: int, src_pos: int) -> None:
+        self._full.put((buf, n, src_pos + self._shift))
+
+    def _run(self) -> None:
+        while (item := self._full.get()) is not None:
+            buf, n, at = item
+            try:
+                if not self._failure:
+                    done = 0
+                    while done < n:
+                        done += os.pwritev(self._fd, [buf[done:n]], at + done)
+            except OSError as exc:
+                self._failure.append(exc)
+            finally:
+                self._free.put(buf)
 
 
 def _data_extents(fd: int, offset: int, count: int) -> Iterator[tuple[int, int]]:

@@ -61,3 +61,14 @@ def test_import_does_not_pay_for_package_metadata() -> None:
 def test_crc32c_imported_later_still_works() -> None:
     code = "import fatpte.checksum as c, crc32c; assert crc32c.crc32c(b'123456789') == c.crc32c(b'123456789')"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@settings(max_examples=150)
+@given(st.binary(max_size=64), st.integers(min_value=0, max_value=1 << 40))
+def test_extend_zeros_is_the_crc_of_appended_zero_bytes(data: bytes, length: int) -> None:
+    small = length % 5000  # checked byte for byte; the large length only through its structure
+    assert checksum.extend_zeros(reference.crc32c(data), small) == reference.crc32c(data + bytes(small))
+    # Appending a+b zeros is appending a zeros, then b zeros.
+    a, b = length // 3, length - length // 3
+    start = reference.crc32c(data)
+    assert checksum.extend_zeros(start, length) == checksum.extend_zeros(checksum.extend_zeros(start, a), b)

@@ -61,11 +61,24 @@ def test_help_starts_without_heavy_imports() -> None:
     assert heavy == set()
 
 
-def test_info_imports_only_what_it_needs(tmp_path: Path) -> None:
-    path = fatpte.pack([fatpte.Specialization("a", b"x")], tmp_path / "c.nfat")
+# What reading commands must not import: writers' libraries (construct builds records,
+# flatbuffers builds manifests), test tools, and the macOS probe's ctypes.util (subprocess).
+_NOT_FOR_READERS = {"hypothesis", "numpy", "pytest", "construct", "flatbuffers", "tempfile", "ctypes.util"}
+
+
+def _heavy(modules: set[str]) -> set[str]:
+    return {m for m in modules if m in _NOT_FOR_READERS or m.split(".")[0] in _NOT_FOR_READERS}
+
+
+def test_info_and_select_import_only_what_they_need(tmp_path: Path) -> None:
+    path = fatpte.pack([fatpte.Specialization("a", b"x", requires={"arch": ["x86_64", "aarch64"]},
+                                              signature={"methods": [{"name": "forward"}]})], tmp_path / "c.nfat")
     modules = _imported_modules("info", str(path))
     assert "fatpte.info" in modules
-    assert {m for m in modules if m.split(".")[0] in {"hypothesis", "numpy", "pytest"}} == set()
+    assert _heavy(modules) == set()
+    modules = _imported_modules("select", str(path), "--device", "raspberry-pi-5", "--explain")
+    assert "fatpte.selection" in modules and "fatpte.manifest" in modules
+    assert _heavy(modules) == set()
 
 
 def test_python_dash_m_runs_the_same_command(tmp_path: Path) -> None:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import random
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
 
 import construct as cs
 import pytest
@@ -19,7 +24,7 @@ def test_sizes_are_the_published_ones() -> None:
     assert L.HEADER_CHECKSUM_OFFSET == 60
 
 
-@pytest.mark.parametrize("name", sorted(L.STRUCTURES))
+@pytest.mark.parametrize("name", sorted(L.structures()))
 def test_record_sizes_keep_u64_fields_aligned(name: str) -> None:
     rec = L.RECORDS[name]
     assert rec.size == rec.structure.sizeof()
@@ -31,7 +36,7 @@ def test_record_sizes_keep_u64_fields_aligned(name: str) -> None:
         assert rec.size % L.RECORD_SIZE_MULTIPLE == 0
 
 
-@pytest.mark.parametrize("name", sorted(L.STRUCTURES))
+@pytest.mark.parametrize("name", sorted(L.structures()))
 def test_struct_decoder_matches_construct(name: str) -> None:
     rec = L.RECORDS[name]
     rng = random.Random(name)
@@ -42,8 +47,57 @@ def test_struct_decoder_matches_construct(name: str) -> None:
         assert encode(rec, expected, name) == raw
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_layout_records", ROOT / "tools" / "gen_layout_records.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_committed_record_formats_are_what_the_generator_writes() -> None:
+    committed = (ROOT / "fatpte" / "_generated" / "layout_records.py").read_text(encoding="utf-8")
+    assert committed == _generator().generate(), (
+        "fatpte/_generated/layout_records.py is out of date: run `make format-header`"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(L.structures()))
+def test_records_are_derived_from_the_construct_definitions(name: str) -> None:
+    rec, structure = L.RECORDS[name], L.structures()[name]
+    assert rec.fields == tuple(sub.name for sub in structure.subcons)
+    assert rec.offsets == L.field_offsets(structure)
+    assert rec.codec.format == "<" + "".join(L._format_char(sub) for sub in structure.subcons)
+
+
+def test_check_mode_flags_stale_record_formats(tmp_path: Path) -> None:
+    gen = _generator()
+    stale = tmp_path / "layout_records.py"
+    stale.write_text(gen.generate().replace('"Q"', '"L"', 1), encoding="utf-8")
+    assert gen.main(["--check", str(stale)]) == 1
+    assert gen.main([str(stale)]) == 0
+    assert gen.main(["--check", str(stale)]) == 0
+
+
+def test_reading_a_container_does_not_import_construct(tmp_path: Path) -> None:
+    # construct's import costs more than a whole `fatpte info`; only writers may pay for it.
+    code = ("import sys, fatpte; c = fatpte.open(sys.argv[1]); c.entries; c.close(); "
+            "print('construct' in sys.modules)")
+    src = tmp_path / "p.bin"
+    src.write_bytes(b"payload")
+    out = tmp_path / "c.nfat"
+    fatpte_pack = "import fatpte, sys; fatpte.pack([fatpte.Specialization('cpu', sys.argv[1])], sys.argv[2])"
+    subprocess.run([sys.executable, "-c", fatpte_pack, str(src), str(out)], check=True, cwd=ROOT)
+    result = subprocess.run([sys.executable, "-c", code, str(out)], check=True, capture_output=True, text=True,
+                            cwd=ROOT)
+    assert result.stdout.strip() == "False"
+
+
 def test_field_offsets_follow_the_declaration_order() -> None:
-    offs = L.field_offsets(L.V2_ENTRY)
+    offs = L.field_offsets(L.structures()["v2_entry"])
     assert list(offs) == ["name", "backend_id", "offset", "size", "payload_kind", "alignment", "checksum",
                           "priority", "flags", "reserved"]
     assert offs["offset"] == (64, 8) and offs["reserved"] == (100, 4)

@@ -108,16 +108,56 @@ def test_short_source_raises(tmp_path: Path) -> None:
         os.close(dst)
 
 
-def test_copy_range_crc_returns_the_checksum_of_the_bytes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("src_offset,count,dst_offset", [
+    (10, 8 * MiB - 20, 0), (0, 8 * MiB, 64), (MiB, 4 * MiB, 0), (2 * MiB, MiB, 3), (5, 1, 0), (0, 0, 0),
+])
+def test_copy_range_crc_returns_the_checksum_of_the_bytes(
+    tmp_path: Path, src_offset: int, count: int, dst_offset: int
+) -> None:
     data = _sparse_source(tmp_path / "src")
     src, dst = _fd(tmp_path / "src"), _fd(tmp_path / "dst", os.O_RDWR)
+    seen: list[int] = []
     try:
-        value = copy_range_crc(src, data, 10, dst, 0, len(data) - 20)
+        os.pwrite(dst, b"x" * dst_offset, 0)
+        value = copy_range_crc(src, src_offset, dst, dst_offset, count, advance=seen.append)
     finally:
         os.close(src)
         os.close(dst)
-    assert value == crc32c.crc32c(data[10:-10])
-    assert (tmp_path / "dst").read_bytes() == data[10:-10]
+    part = data[src_offset : src_offset + count]
+    assert value == crc32c.crc32c(part)
+    assert (tmp_path / "dst").read_bytes() == b"x" * dst_offset + part
+    assert sum(seen) == count
+
+
+def test_copy_range_crc_skips_holes_and_hashes_them_as_zeros(tmp_path: Path) -> None:
+    data = _sparse_source(tmp_path / "src")
+    src, dst = _fd(tmp_path / "src"), _fd(tmp_path / "dst", os.O_RDWR)
+    try:
+        value = copy_range_crc(src, 0, dst, 0, len(data))
+        allocated = os.fstat(dst).st_blocks * 512
+    finally:
+        os.close(src)
+        os.close(dst)
+    assert value == crc32c.crc32c(data)
+    assert (tmp_path / "dst").read_bytes() == data
+    if (tmp_path / "src").stat().st_blocks * 512 < len(data):  # the file system keeps holes
+        assert allocated < 4 * MiB  # the 3 MiB and 2 MiB holes were not written
+
+
+def test_copy_range_crc_inside_the_destination_overwrites(tmp_path: Path) -> None:
+    data = os.urandom(3 * MiB + 5)
+    (tmp_path / "src").write_bytes(data)
+    (tmp_path / "dst").write_bytes(b"\xff" * (4 * MiB))
+    src, dst = _fd(tmp_path / "src"), _fd(tmp_path / "dst", os.O_RDWR)
+    try:
+        value = copy_range_crc(src, 0, dst, 100, len(data))
+    finally:
+        os.close(src)
+        os.close(dst)
+    assert value == crc32c.crc32c(data)
+    out = (tmp_path / "dst").read_bytes()
+    assert out[:100] == b"\xff" * 100 and out[100 : 100 + len(data)] == data
+    assert out[100 + len(data) :] == b"\xff" * (4 * MiB - 100 - len(data))
 
 
 def test_copy_range_crc_reraises_the_hashing_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,7 +170,33 @@ def test_copy_range_crc_reraises_the_hashing_error(tmp_path: Path, monkeypatch: 
     src, dst = _fd(tmp_path / "src"), _fd(tmp_path / "dst", os.O_RDWR)
     try:
         with pytest.raises(ValueError, match="boom"):
-            copy_range_crc(src, b"abcdef", 0, dst, 0, 6)
+            copy_range_crc(src, 0, dst, 0, 6)
     finally:
         os.close(src)
         os.close(dst)
+
+
+def test_copy_range_crc_reraises_the_write_error(tmp_path: Path) -> None:
+    (tmp_path / "src").write_bytes(os.urandom(3 * MiB))
+    src = _fd(tmp_path / "src")
+    dst = os.open(tmp_path / "src", os.O_RDONLY)  # not open for writing: pwrite fails with EBADF
+    try:
+        with pytest.raises(OSError) as info:
+            copy_range_crc(src, 0, dst, 0, 3 * MiB)
+    finally:
+        os.close(src)
+        os.close(dst)
+    assert info.value.errno == errno.EBADF
+
+
+def test_copy_range_crc_of_a_source_shorter_than_claimed_is_an_io_error(tmp_path: Path) -> None:
+    (tmp_path / "src").write_bytes(b"abc")
+    src, dst = _fd(tmp_path / "src"), _fd(tmp_path / "dst", os.O_RDWR)
+    os.pwrite(dst, b"x" * 16, 0)  # inside the destination: no hole probing, the read comes up short
+    try:
+        with pytest.raises(OSError) as info:
+            copy_range_crc(src, 0, dst, 0, 10)
+    finally:
+        os.close(src)
+        os.close(dst)
+    assert info.value.errno == errno.EIO

@@ -77,7 +77,7 @@ def _records() -> list[str]:
     lines: list[str] = []
     for name, rec in L.RECORDS.items():
         cname = camel(name)
-        lines.append(f"// {name}: {rec.size} bytes (layout.{name.upper()})")
+        lines.append(f"// {name}: {rec.size} bytes (layout.structures()[\"{name}\"])")
         if isinstance(getattr(L, f"{name.upper()}_SIZE", None), int):
             lines.append(f"static_assert(k{cname}Size == {rec.size}, \"layout.{name.upper()}_SIZE\");")
         else:

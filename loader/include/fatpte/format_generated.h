@@ -120,7 +120,7 @@ inline constexpr std::uint32_t kSegmentFlagsKnown = 0;  // layout.SEGMENT_FLAGS_
 inline constexpr std::uint32_t kHeaderChecksumOffset = 60;  // layout.HEADER_CHECKSUM_OFFSET
 
 // ---- record layouts: offsets and sizes within each record ----
-// v1_header: 12 bytes (layout.V1_HEADER)
+// v1_header: 12 bytes (layout.structures()["v1_header"])
 static_assert(kV1HeaderSize == 12, "layout.V1_HEADER_SIZE");
 inline constexpr std::uint32_t kV1Header_magic_offset = 0;
 inline constexpr std::uint32_t kV1Header_magic_size = 4;
@@ -129,7 +129,7 @@ inline constexpr std::uint32_t kV1Header_version_size = 4;
 inline constexpr std::uint32_t kV1Header_entry_count_offset = 8;
 inline constexpr std::uint32_t kV1Header_entry_count_size = 4;
 
-// v1_entry: 48 bytes (layout.V1_ENTRY)
+// v1_entry: 48 bytes (layout.structures()["v1_entry"])
 static_assert(kV1EntrySize == 48, "layout.V1_ENTRY_SIZE");
 inline constexpr std::uint32_t kV1Entry_backend_id_offset = 0;
 inline constexpr std::uint32_t kV1Entry_backend_id_size = 32;
@@ -138,7 +138,7 @@ inline constexpr std::uint32_t kV1Entry_offset_size = 8;
 inline constexpr std::uint32_t kV1Entry_size_offset = 40;
 inline constexpr std::uint32_t kV1Entry_size_size = 8;
 
-// v2_header: 64 bytes (layout.V2_HEADER)
+// v2_header: 64 bytes (layout.structures()["v2_header"])
 static_assert(kV2HeaderSize == 64, "layout.V2_HEADER_SIZE");
 inline constexpr std::uint32_t kV2Header_magic_offset = 0;
 inline constexpr std::uint32_t kV2Header_magic_size = 4;
@@ -167,7 +167,7 @@ inline constexpr std::uint32_t kV2Header_manifest_checksum_size = 4;
 inline constexpr std::uint32_t kV2Header_header_checksum_offset = 60;
 inline constexpr std::uint32_t kV2Header_header_checksum_size = 4;
 
-// v2_entry: 104 bytes (layout.V2_ENTRY)
+// v2_entry: 104 bytes (layout.structures()["v2_entry"])
 static_assert(kV2EntrySize == 104, "layout.V2_ENTRY_SIZE");
 inline constexpr std::uint32_t kV2Entry_name_offset = 0;
 inline constexpr std::uint32_t kV2Entry_name_size = 32;
@@ -190,7 +190,7 @@ inline constexpr std::uint32_t kV2Entry_flags_size = 4;
 inline constexpr std::uint32_t kV2Entry_reserved_offset = 100;
 inline constexpr std::uint32_t kV2Entry_reserved_size = 4;
 
-// v2_segment: 32 bytes (layout.V2_SEGMENT)
+// v2_segment: 32 bytes (layout.structures()["v2_segment"])
 static_assert(kV2SegmentSize == 32, "layout.V2_SEGMENT_SIZE");
 inline constexpr std::uint32_t kV2Segment_offset_offset = 0;
 inline constexpr std::uint32_t kV2Segment_offset_size = 8;
