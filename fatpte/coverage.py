@@ -2,14 +2,13 @@
 device would download after thinning.
 
 The entry comes from `fatpte.select` (the one rule); the download size is the size of the
-container `fatpte.thin` writes for that entry, measured by writing it to a temporary directory
-(once per distinct entry, so at most one thin per entry however many devices share it).
+container `fatpte.thin` writes for that entry, computed by thin's own layout planner from the
+tables (`thinning.thinned_size`), so a many-GB container is never copied to be measured.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from fatpte.container import open as open_container
 from fatpte.device import DeviceProfile
 from fatpte.errors import SelectionError
 from fatpte.selection import select
-from fatpte.thinning import thin
+from fatpte.thinning import thinned_size
 
 
 def device_profiles(spec: str | None) -> list[DeviceProfile]:
@@ -48,12 +47,8 @@ def coverage(path: str | os.PathLike[str], devices: Sequence[DeviceProfile], *, 
                 chosen, reason = None, exc.message
             rows.append({"device": d.name, "entry": chosen, "backend_id": backends.get(chosen or ""),
                          "reason": reason})
-    thinned: dict[str, int] = {}
-    with tempfile.TemporaryDirectory(prefix="fatpte-coverage-") as scratch:
-        for name in dict.fromkeys(r["entry"] for r in rows if r["entry"] is not None):
-            out = thin(path, Path(scratch) / f"{len(thinned)}.nfat", names=[name])
-            thinned[name] = out.stat().st_size
-            out.unlink()
+        thinned = {name: thinned_size(c, [name])
+                   for name in dict.fromkeys(r["entry"] for r in rows if r["entry"] is not None)}
     for r in rows:
         r["download_bytes"] = thinned.get(r["entry"]) if r["entry"] is not None else None
     used = {r["entry"] for r in rows}

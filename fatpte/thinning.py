@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fatpte import layout as L
@@ -68,11 +68,28 @@ def thin(
         fd = c.fileno
         if fd is None:
             raise FatpteError(ErrorCode.INVALID_ARGUMENT, "thin reads from a file, not a buffer", source=c.source)
-        _write_v2(c, keep, manifest, fd, target)
+        _write_v2(_plan_v2(c, keep, manifest), fd, target)
     return target
 
 
-def _write_v2(c: Container, keep: list[Entry], manifest: Manifest | None, fd: int, target: Path) -> None:
+def thinned_size(c: Container, names: Sequence[str]) -> int:
+    """The size in bytes of the container `thin(..., names=names)` writes from `c`, computed from
+    the tables alone: nothing is written or read beyond the header, tables and manifest."""
+    keep = _chosen(c, None, names, (), ())
+    if c.version == L.VERSION_1:
+        # Version 1 stores the payloads back to back after the header and table (specs/nfat.md).
+        return L.V1_HEADER_SIZE + len(keep) * L.V1_ENTRY_SIZE + sum(e.size for e in keep)
+    return _plan_v2(c, keep, c.manifest).total
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    prefix: bytes  # header, tables, padding and manifest, written at offset 0
+    copies: list[tuple[int, int, int]]  # (source offset, dest offset, size)
+    total: int  # the container's size
+
+
+def _plan_v2(c: Container, keep: list[Entry], manifest: Manifest | None) -> _Plan:
     segments: list[int] = []  # old segment indices, in their original order
     new_manifest = b""
     if manifest is not None:
@@ -132,12 +149,16 @@ def _write_v2(c: Container, keep: list[Entry], manifest: Manifest | None, fd: in
     prefix[L.HEADER_CHECKSUM_OFFSET : L.HEADER_CHECKSUM_OFFSET + 4] = checksum.to_bytes(4, "little")
     if new_manifest:
         prefix += bytes(manifest_at - len(prefix)) + new_manifest
+    return _Plan(bytes(prefix), copies, total)
+
+
+def _write_v2(plan: _Plan, fd: int, target: Path) -> None:
     from fatpte.streams import copy_range
 
     with atomic_output(target) as out:
-        out.write(prefix)
+        out.write(plan.prefix)
         out.flush()
-        for src, dst, size in copies:
+        for src, dst, size in plan.copies:
             copy_range(fd, src, out.fileno(), dst, size)
         # Padding is never written: the file system reads the gaps as zero, as the spec requires.
-        os.ftruncate(out.fileno(), total)
+        os.ftruncate(out.fileno(), plan.total)

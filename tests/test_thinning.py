@@ -13,7 +13,7 @@ from fatpte.device import DeviceProfile
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.named_data import NamedData
 from fatpte.packing import Specialization, pack
-from fatpte.thinning import thin
+from fatpte.thinning import thin, thinned_size
 
 SIG = {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": ["n", 4]}],
                     "outputs": [{"dtype": "float32", "shape": ["n", 4]}]}]}
@@ -106,3 +106,17 @@ def test_thin_keeps_shared_payload_regions(tmp_path: Path) -> None:
     assert fatpte.validate(out).ok
     with fatpte.open(out) as c:
         assert c.entries[0].offset == c.entries[1].offset
+
+
+def test_thinned_size_is_the_size_thin_writes(fat: Path, tmp_path: Path) -> None:
+    v1 = pack([Specialization("a", b"A" * 10), Specialization("b", b"B" * 20)], tmp_path / "v1.pte", version=1)
+    shared = pack([Specialization("a", b"same" * 10, name="one"), Specialization("a", b"same" * 10, name="two"),
+                   Specialization("c", b"other")], tmp_path / "s.pte")
+    for src in (fat, v1, shared):
+        with fatpte.open(src) as c:
+            names = [e.name for e in c.entries]
+        choices = [[n] for n in names] + [names, names[1:]]
+        for keep in choices:
+            out = thin(src, tmp_path / "t.pte", names=keep)
+            with fatpte.open(src) as c:
+                assert thinned_size(c, keep) == out.stat().st_size, (src.name, keep)
