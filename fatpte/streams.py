@@ -96,6 +96,8 @@ def copy_range_crc(
     zeros arithmetically (`extend_zeros`)."""
     if count <= 0:
         return 0
+    if count <= PIPE_BUFFER:
+        return _copy_small_crc(src_fd, src_offset, dst_fd, dst_offset, count, advance)
     sparse = os.fstat(dst_fd).st_size <= dst_offset
     extents = _data_extents(src_fd, src_offset, count) if sparse else iter([(src_offset, count)])
     value = 0
@@ -127,6 +129,23 @@ def copy_range_crc(
     if sparse and os.fstat(dst_fd).st_size < dst_offset + count:
         os.ftruncate(dst_fd, dst_offset + count)  # a trailing hole still makes the file that long
     return int(value)
+
+
+def _copy_small_crc(
+    src_fd: int, src_offset: int, dst_fd: int, dst_offset: int, count: int, advance: Advance | None
+) -> int:
+    """copy_range_crc of at most one buffer, on the calling thread: a container of thousands of
+    small payloads must not start a thread and allocate buffers for each."""
+    data = os.pread(src_fd, count, src_offset)
+    if len(data) != count:
+        raise OSError(errno.EIO, f"unexpected end of input at {src_offset + len(data):#x}")
+    view = memoryview(data)
+    done = 0
+    while done < count:
+        done += os.pwrite(dst_fd, view[done:], dst_offset + done)
+    if advance is not None:
+        advance(count)
+    return crc32c(data)
 
 
 # copy_range_crc's buffers: 1 MiB each fits the L2 cache the hash reads it from; four keep the
