@@ -107,9 +107,11 @@ test-aarch64: loader-aarch64
 	$(AARCH64_RUN) --exclude aarch64_neon
 	$(BIN)/pytest tests/test_aarch64.py
 
-# Regenerate loader/include/fatpte/format_generated.h after changing layout.py or errors.py
-# (tests/test_gen_header.py fails until this is run and the result committed).
+# Regenerate what is derived from layout.py and errors.py after changing them:
+# loader/include/fatpte/format_generated.h and fatpte/_generated/layout_records.py
+# (tests/test_gen_header.py and tests/test_layout.py fail until this is run and the result committed).
 format-header: $(STAMP)
+	$(PY) tools/gen_layout_records.py
 	$(PY) tools/gen_format_header.py
 
 # Regenerate docs/cli.md from the click commands (tests/test_cli_docs.py fails until it is run).
@@ -199,4 +201,5 @@ $(ET_STAMP): pyproject.toml
 test-executorch: $(ET_STAMP)
 	$(VENV_ET)/bin/python tools/make_executorch_fixtures.py --out tests/fixtures/executorch
 	$(VENV_ET)/bin/python -m pytest -p no:cacheprovider tests/test_executorch_e2e.py \
-		tests/test_executorch_describe.py tests/test_executorch_specialize.py tests/test_executorch_nfat_pte.py
+		tests/test_executorch_describe.py tests/test_executorch_specialize.py tests/test_executorch_nfat_pte.py \
+		tests/test_executorch_rewrite.py tests/test_executorch_ptd_write.py tests/test_executorch_entry_data.py

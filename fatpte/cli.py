@@ -207,6 +207,10 @@ def main() -> None:
 @click.option("--data", "data", multiple=True, metavar="[NAME=]FILE.ptd",
               help="Add the tensors of an ExecuTorch .ptd to the named data of entry NAME, or of every "
                    "ExecuTorch program entry (repeatable).")
+@click.option("--share-pte-named-data", "share_pte_named_data", is_flag=True,
+              help="Move the named data stored inside each ExecuTorch program into the shared named data; "
+                   "the entry's payload is then the program rewritten without it (extract it with "
+                   "--data-out).")
 @click.option("--format-version", type=click.Choice(["1", "2"]), default=None,
               help="Container version to write (default 2).")
 @click.option("--align", type=int, default=None, metavar="N", callback=lambda ctx, param, v: _alignment(v),
@@ -215,8 +219,8 @@ def main() -> None:
               help="Pack what a pack.toml describes (docs/pack-toml.md) instead of arguments.")
 @_force_option
 @_quiet_option
-def pack(specs: tuple[str, ...], output: Path, data: tuple[str, ...], format_version: str | None,
-         align: int | None, from_toml: Path | None, force: bool, quiet: bool) -> None:
+def pack(specs: tuple[str, ...], output: Path, data: tuple[str, ...], share_pte_named_data: bool,
+         format_version: str | None, align: int | None, from_toml: Path | None, force: bool, quiet: bool) -> None:
     """Pack payloads into a container.
 
     Each argument is BACKEND=PAYLOAD (the entry is named after its backend id) or
@@ -228,12 +232,14 @@ def pack(specs: tuple[str, ...], output: Path, data: tuple[str, ...], format_ver
     read from the file, so programs whose signatures differ are refused (E0411, both shown). It
     may be given as a bare PROGRAM.pte: the backend id is then derived from its delegates
     (`portable` when none, XnnpackBackend gives `xnnpack`). --data moves a .ptd's tensors into
-    the container's shared named data (docs/executorch.md).
+    the container's shared named data (docs/executorch.md); --share-pte-named-data moves the
+    named data stored in the programs there too, rewriting them (extract then no longer gives
+    the input file back byte for byte).
     """
     if from_toml is not None:
-        if specs or data or format_version is not None or align is not None:
-            raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --format-version or "
-                                   "--align: the pack.toml states them")
+        if specs or data or share_pte_named_data or format_version is not None or align is not None:
+            raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
+                                   "--format-version or --align: the pack.toml states them")
         from fatpte.packfile import pack_from_file
 
         check_output(output, force)
@@ -243,7 +249,7 @@ def pack(specs: tuple[str, ...], output: Path, data: tuple[str, ...], format_ver
         from fatpte.cli_executorch import pack_specs as executorch_specs
         from fatpte.packing import pack as pack_specs
 
-        parsed = executorch_specs(specs, data, parse_spec)
+        parsed = executorch_specs(specs, data, parse_spec, share_named_data=share_pte_named_data)
         if not parsed:
             raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
         check_output(output, force)
@@ -407,14 +413,18 @@ def _size_or_zero(path: Path) -> int:
 @_device_option(required=False)
 @_preference_options
 @_output_option
+@click.option("--data-out", "data_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE.ptd", help="Also write the entry's named data as an ExecuTorch .ptd, the data "
+                                       "file the extracted program loads its moved weights from.")
 @_force_option
 @_quiet_option
 def extract(file: Path, name: str | None, backend: str | None, device: str | None, prefer: tuple[str, ...],
-            exclude: tuple[str, ...], output: Path, force: bool, quiet: bool) -> None:
+            exclude: tuple[str, ...], output: Path, data_out: Path | None, force: bool, quiet: bool) -> None:
     """Write one entry's raw payload to OUT, after checking its CRC32C.
 
     The entry is the one named --name, the only one with backend id --backend, or the one
-    --device gets (as `fatpte select` chooses it; exit 3 when none fits).
+    --device gets (as `fatpte select` chooses it; exit 3 when none fits). --data-out writes the
+    entry's named data (checked against the segment CRC32Cs) as a .ptd (docs/executorch.md).
     """
     from fatpte.container import open as open_container
     from fatpte.extraction import extract as extract_payload
@@ -424,6 +434,10 @@ def extract(file: Path, name: str | None, backend: str | None, device: str | Non
     if (prefer or exclude) and device is None:
         raise click.UsageError("--prefer and --exclude go with --device")
     check_output(output, force)
+    if data_out is not None:
+        if data_out.resolve() == output.resolve():
+            raise click.UsageError("--data-out and -o must be different files")
+        check_output(data_out, force)
     with open_container(file) as container:
         if device is not None:
             from fatpte.selection import select
@@ -435,6 +449,10 @@ def extract(file: Path, name: str | None, backend: str | None, device: str | Non
     with _progress(f"extracting {entry.name!r}", quiet) as progress:
         extract_payload(file, entry.name, output, progress=progress.update)
     click.echo(f"wrote {output}: payload of {entry.name!r} ({entry.backend_id}), {entry.size} bytes")
+    if data_out is not None:
+        from fatpte.cli_executorch import write_entry_data
+
+        click.echo(write_entry_data(file, entry.name, data_out))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -91,14 +91,16 @@ def _data_targets(data: Sequence[str], names: Sequence[str]) -> dict[str, list[s
 
 
 def pack_specs(args: Sequence[str], data: Sequence[str],
-               parse: Callable[[str], Specialization]) -> list[Specialization]:
+               parse: Callable[[str], Specialization], *, share_named_data: bool = False) -> list[Specialization]:
     """The specializations `fatpte pack` packs for its arguments.
 
     An argument whose payload is an ExecuTorch program becomes `pte_specialization` of it: the
     whole file, its payload kind and program signature read from it (so pack refuses two
     different programs, E0411). A bare path (no `=`) is allowed for a program: its backend id is
     derived from its delegates. Each `--data [NAME=]FILE.ptd` adds the tensors of a .ptd to the
-    named data of entry NAME, or of every program entry."""
+    named data of entry NAME, or of every program entry. With `share_named_data`
+    (--share-pte-named-data) each program's own named data moves there too, the payload being the
+    program rewritten without it (docs/executorch.md)."""
     from fatpte.executorch.specialize import pte_specialization
 
     # (path, backend id or None to derive, name) per program argument, to build after --data is known.
@@ -122,12 +124,34 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
     if data and not programs:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, "--data adds a .ptd's named data to ExecuTorch program "
                           "entries, and no payload is an ExecuTorch program", field="--data")
-    built = [pte_specialization(path, backend_id=backend, name=name) for path, backend, name in programs]
+    if share_named_data and not programs:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "--share-pte-named-data moves the named data of ExecuTorch "
+                          "programs, and no payload is an ExecuTorch program", field="--share-pte-named-data")
+    built = [pte_specialization(path, backend_id=backend, name=name, share_named_data=share_named_data)
+             for path, backend, name in programs]
     if data:
         targets = _data_targets(data, [s.entry_name for s in built])
-        built = [pte_specialization(path, backend_id=backend, name=name, data_files=targets[s.entry_name])
+        built = [pte_specialization(path, backend_id=backend, name=name, data_files=targets[s.entry_name],
+                                    share_named_data=share_named_data)
                  for (path, backend, name), s in zip(programs, built, strict=True)]
     return [built[s] if isinstance(s, int) else s for s in specs]
+
+
+# ---------------------------------------------------------------------------------------------
+# extract
+# ---------------------------------------------------------------------------------------------
+
+
+def write_entry_data(container: Path, entry: str, dest: Path) -> str:
+    """`fatpte extract --data-out`: write the entry's named data as a .ptd; the summary line."""
+    from fatpte.executorch.entry_data import entry_data_file
+
+    written = entry_data_file(container, entry, dest)
+    if written.path is None:
+        return f"wrote no {dest}: {written.entry!r} has no named data, so its program needs no data file"
+    n = len(written.keys)
+    return (f"wrote {written.path}: named data of {written.entry!r}, {n} {'key' if n == 1 else 'keys'}, "
+            f"{written.size} bytes")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,10 +5,17 @@ BAD_PACK_FILE naming the file and the key path, never a silent default. Paths ar
 directory of the pack.toml. Every setting that affects the bytes written (order of entries and of
 named data, per-entry and per-key alignment) can be stated, so a pack.toml written from a
 container reproduces it byte for byte.
+
+`signature = "from-payload"` makes an entry a whole ExecuTorch program
+(fatpte.executorch.specialize.pte_specialization): its signature, and its backend id when not
+stated, are read from the payload, which must then be a .pte; its `data` (.ptd files) and, with
+`share_named_data`, the program's own named data become its named data. Opt-in, so that a
+pack.toml stating everything (what `fatpte unpack` writes) packs exactly what it states.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tomllib
 from collections.abc import Mapping
@@ -23,7 +30,9 @@ from fatpte.streams import Progress
 _TOP = ("version", "alignment", "segment_alignment", "signature", "source_digest", "named_data",
         "specialization")
 _SPEC = ("backend_id", "payload", "name", "priority", "alignment", "requires", "named_data", "signature",
-         "source_digest", "provenance", "payload_sha256")
+         "source_digest", "provenance", "payload_sha256", "data", "share_named_data")
+FROM_PAYLOAD = "from-payload"  # `signature = "from-payload"`: read the signature from the .pte payload
+_PROGRAM_ONLY = ("data", "share_named_data")  # keys that only an entry with a derived signature takes
 
 
 class _Ctx:
@@ -93,9 +102,16 @@ def load(toml_path: str | os.PathLike[str]) -> tuple[list[Specialization], dict[
     for i, s in enumerate(specs_raw):
         p = f"specialization[{i}]"
         ctx.keys(s, _SPEC, p)
-        for req in ("backend_id", "payload"):
+        derive = s.get("signature") == FROM_PAYLOAD
+        for req in ("payload",) if derive else ("backend_id", "payload"):
             if req not in s:
                 raise ctx.bad(f"{p}.{req}", "is missing")
+        if isinstance(s.get("signature"), str) and not derive:
+            raise ctx.bad(f"{p}.signature", f"must be a table, or the string {FROM_PAYLOAD!r}", s["signature"])
+        for key in _PROGRAM_ONLY:
+            if key in s and not derive:
+                raise ctx.bad(f"{p}.{key}", f"applies to ExecuTorch programs only: it needs signature = "
+                              f"{FROM_PAYLOAD!r}, which reads the program", s[key])
         nd = s.get("named_data")
         if isinstance(nd, Mapping):
             nd = {k: _named_value(ctx, v, f"{p}.named_data.{k}") for k, v in nd.items()}
@@ -107,6 +123,9 @@ def load(toml_path: str | os.PathLike[str]) -> tuple[list[Specialization], dict[
         for key in ("name", "backend_id", "source_digest"):
             if key in s and not isinstance(s[key], str):
                 raise ctx.bad(f"{p}.{key}", "must be a string", s[key])
+        if derive:
+            specs.append(_program_spec(ctx, s, p, nd, kwargs["named_data"], doc.get("source_digest"), sha))
+            continue
         specs.append(Specialization(
             s["backend_id"], ctx.file(s["payload"], f"{p}.payload"),
             name=s.get("name"),
@@ -120,6 +139,69 @@ def load(toml_path: str | os.PathLike[str]) -> tuple[list[Specialization], dict[
             payload_sha256=sha,
         ))
     return specs, kwargs
+
+
+def _program_spec(ctx: _Ctx, s: Mapping[str, Any], p: str, nd: Any, shared: Mapping[str, Any] | None,
+                  digest: Any, sha: bool) -> Specialization:
+    """The entry of a `signature = "from-payload"` table: pte_specialization of its payload."""
+    from fatpte.executorch.pte import IDENTIFIER
+    from fatpte.executorch.specialize import pte_specialization
+
+    payload = ctx.file(s["payload"], f"{p}.payload")
+    try:
+        with payload.open("rb") as f:
+            head = f.read(8)
+    except OSError as exc:
+        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read: {exc.strerror or exc}", source=str(payload)) from exc
+    if head[4:8] != IDENTIFIER:
+        raise ctx.bad(f"{p}.signature", f"{FROM_PAYLOAD!r} reads the signature of an ExecuTorch program, and the "
+                      f"payload {s['payload']!r} is not one: its bytes 4..8 are {head[4:8]!r}, not {IDENTIFIER!r} "
+                      "(state the signature as a table instead)", s["signature"])
+    data = s.get("data", [])
+    if not isinstance(data, list):
+        raise ctx.bad(f"{p}.data", "must be a list of .ptd file paths", data)
+    share = s.get("share_named_data", False)
+    if not isinstance(share, bool):
+        raise ctx.bad(f"{p}.share_named_data", "must be true or false", share)
+    provenance = s.get("provenance")
+    try:
+        spec = pte_specialization(
+            payload,
+            backend_id=s.get("backend_id"),
+            name=s.get("name"),
+            priority=ctx.integer(s.get("priority", 0), f"{p}.priority"),
+            alignment=None if "alignment" not in s else ctx.integer(s["alignment"], f"{p}.alignment"),
+            requires=s.get("requires"),
+            provenance=provenance if isinstance(provenance, Mapping) else None,
+            data_files=[ctx.file(d, f"{p}.data[{i}]") for i, d in enumerate(data)],
+            share_named_data=share,
+        )
+    except FatpteError as exc:
+        if exc.source is None:
+            exc.source = str(ctx.toml)
+        raise
+    named: dict[str, Any] = dict(spec.named_data or {})
+    derived = set(named)
+    if isinstance(nd, Mapping):
+        for key, value in nd.items():
+            if key in derived:
+                raise ctx.bad(f"{p}.named_data.{key}", "this key already comes from the program or its data "
+                              "files; give it once", key)
+            named[key] = value
+    elif nd is not None:
+        for key in nd:
+            if key in derived:
+                continue  # pack compares the program's bytes with the top-level [named_data] ones
+            if shared is None or key not in shared:
+                raise ctx.bad(f"{p}.named_data", f"key {key!r} is not in the top-level [named_data]", key)
+            named[key] = shared[key]
+    return dataclasses.replace(
+        spec,
+        named_data=named or None,
+        source_digest=s.get("source_digest", digest),
+        provenance=spec.provenance if provenance is None or isinstance(provenance, Mapping) else provenance,
+        payload_sha256=sha,
+    )
 
 
 def pack_from_file(

@@ -274,6 +274,7 @@ def test_pack_data_moves_ptd_tensors_into_shared_named_data(tmp_path: Path) -> N
     (["{bin}"], "is not [NAME:]BACKEND=PAYLOAD, and not an ExecuTorch program: a bare path must be"),
     (["{bin}.missing"], "is not [NAME:]BACKEND=PAYLOAD, and not a file: a bare path must be"),
     (["raw"], "is not [NAME:]BACKEND=PAYLOAD, and not a file"),
+    (["--share-pte-named-data", "raw={bin}"], "no payload is an ExecuTorch program"),
 ])
 def test_pack_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     raw = tmp_path / "raw.bin"
@@ -296,6 +297,49 @@ def test_pack_data_that_is_no_ptd_exits_1(tmp_path: Path) -> None:
                        FIXTURES / "mlp_portable.pte")
     assert code == 1
     assert err.startswith(f"{FIXTURES / 'mlp_portable.pte'}: E1001 ")
+
+
+def test_pack_share_pte_named_data_then_extract_with_data_out(tmp_path: Path) -> None:
+    from fatpte.executorch import read_ptd
+
+    out = tmp_path / "m.nfat"
+    code, _, err = run("pack", "-q", "-o", out, "--share-pte-named-data", FIXTURES / "mlp_portable.pte",
+                       f"xnnpack={FIXTURES / 'mlp_xnnpack.pte'}", FIXTURES / "mlp_native.pte")
+    assert (code, err) == (0, ""), err
+    info = json.loads(run("info", "--json", out)[1])
+    assert info["segment_count"] == 4 and len(info["named_data"]) == 8
+    original = (FIXTURES / "mlp_native.pte").read_bytes()
+    code, text, err = run("extract", "-q", out, "--name", "native", "-o", tmp_path / "n.pte", "--data-out",
+                          tmp_path / "n.ptd")
+    assert (code, err) == (0, ""), err
+    assert text.splitlines()[1] == f"wrote {tmp_path / 'n.ptd'}: named data of 'native', 4 keys, 780 bytes"
+    data = (tmp_path / "n.ptd").read_bytes()
+    want = {n.key: original[n.offset : n.offset + n.size] for n in read_program(original).named_data}
+    assert {t.key: data[t.offset : t.offset + t.size] for t in read_ptd(data).named_data} == want
+    assert read_program((tmp_path / "n.pte").read_bytes()).named_data == ()
+    # The portable entry has no named data: no data file is written, and the line says why.
+    code, text, err = run("extract", "-q", out, "--device", "x86-64-v2", "-o", tmp_path / "p.pte",
+                          "--data-out", tmp_path / "p.ptd")
+    assert (code, err) == (0, ""), err
+    assert "wrote no " in text.splitlines()[1] and not (tmp_path / "p.ptd").exists()
+    # Without the flag the programs go in unchanged.
+    assert run("pack", "-q", "-o", tmp_path / "plain.nfat", FIXTURES / "mlp_native.pte")[0] == 0
+    assert run("extract", "-q", tmp_path / "plain.nfat", "--name", "native", "-o", tmp_path / "same.pte")[0] == 0
+    assert (tmp_path / "same.pte").read_bytes() == original
+
+
+def test_extract_data_out_usage(tmp_path: Path) -> None:
+    out = tmp_path / "m.nfat"
+    assert run("pack", "-q", "-o", out, "--share-pte-named-data", FIXTURES / "mlp_native.pte")[0] == 0
+    code, _, err = run("extract", out, "--name", "native", "-o", tmp_path / "a", "--data-out", tmp_path / "a")
+    assert code == 2 and "--data-out and -o must be different files" in err
+    (tmp_path / "old.ptd").write_bytes(b"keep")
+    code, _, err = run("extract", out, "--name", "native", "-o", tmp_path / "b.pte", "--data-out",
+                       tmp_path / "old.ptd")
+    assert code == 2 and "--force" in err
+    assert (tmp_path / "old.ptd").read_bytes() == b"keep" and not (tmp_path / "b.pte").exists()
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", "--from", tmp_path / "pack.toml", "--share-pte-named-data")
+    assert code == 2 and "--share-pte-named-data" in err
 
 
 # ---------------------------------------------------------------------------------------------

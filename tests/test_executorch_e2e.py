@@ -7,7 +7,10 @@ Skipped where torch and executorch are not installed (the normal .venv never has
   device, gives the XNNPACK file byte for byte, and that file runs with the same outputs;
 - the weights kept in a .ptd load through the runtime's data map;
 - ExecuTorch's own deserializer reads the same structure our reader does, also in a .pte whose
-  NFAT delegate fatpte thinned for a device.
+  NFAT delegate fatpte thinned for a device;
+- a program whose named data fatpte moved into the container (share_named_data), extracted with the
+  .ptd fatpte writes for it (entry_data_file), runs with outputs equal to eager PyTorch, and fails
+  without that .ptd; weights packed from a .ptd come back out as a .ptd the runtime loads.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ portable_lib = pytest.importorskip("executorch.extension.pybindings.portable_lib
 
 import fatpte
 from fatpte.executorch import read_program
+from fatpte.executorch.entry_data import entry_data_file
 from fatpte.executorch.nfat_pte import nfat_delegates, thin_pte
 from fatpte.executorch.specialize import pte_specialization
 
@@ -142,3 +146,62 @@ def test_thinned_fat_delegate_parses_with_executorch(tmp_path: Path, model: str)
     assert payload == bytes(ours.payload(d))
     with fatpte.Container.from_buffer(payload) as c:
         assert [e.name for e in c.entries] == ["native-avx2"]
+
+
+# Programs whose named data the XNNPACK lowering puts in the .pte (the native backend, whose
+# programs have named data too, is not registered in the 1.5.1 Python runtime, so cannot run).
+SHARED = sorted(f["model"] for n, f in FILES.items()
+                if f["backend"] == "xnnpack" and read_program((FIXTURES / n).read_bytes()).named_data)
+
+
+def test_the_shared_named_data_cases_cover_several_delegates_and_state() -> None:
+    assert SHARED == ["kvcache", "mlp"]
+
+
+@pytest.mark.parametrize("model", SHARED)
+def test_moved_named_data_runs_from_the_written_ptd(tmp_path: Path, model: str) -> None:
+    xnn = FIXTURES / f"{model}_xnnpack.pte"
+    dest = fatpte.pack(
+        [pte_specialization(FIXTURES / f"{model}_portable.pte"),
+         pte_specialization(xnn, priority=10, requires={"arch": ["x86_64"], "cpu_features": ["avx2", "fma"]},
+                            share_named_data=True)],
+        tmp_path / "m.nfat",
+    )
+    with fatpte.open(dest) as c:
+        chosen = fatpte.select(c, fatpte.DeviceProfile.load("x86-64-v3")).chosen
+    out = fatpte.extract(dest, chosen.name, tmp_path / "out.pte")
+    written = entry_data_file(dest, chosen.name, tmp_path / "out.ptd")
+    assert written.path is not None and written.keys
+    assert out.read_bytes() != xnn.read_bytes() and read_program(out.read_bytes()).named_data == ()
+    got = _run(portable_lib._load_for_executorch(str(out), str(written.path)), model)
+    for g, w in zip(got, _eager(model), strict=True):
+        torch.testing.assert_close(g, w)
+    if model == "kvcache":
+        assert not torch.equal(got[0], got[1])
+    # The keys really come from the .ptd: without it the delegates cannot find their constants.
+    with pytest.raises(RuntimeError):
+        _run(portable_lib._load_for_executorch(str(out)), model)
+    # ExecuTorch's deserializer reads the rewritten program: no named data, the same delegates.
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    pte_file = deserialize_pte_binary(out.read_bytes())
+    assert pte_file.named_data is None or not pte_file.named_data.pte_data
+    theirs = pte_file.program
+    before = read_program(xnn.read_bytes())
+    assert [d.id for d in theirs.execution_plan[0].delegates] == [d.backend_id for d in before.methods[0].delegates]
+    inline = theirs.backend_delegate_data  # their deserializer inlines segment payloads
+    payloads = [bytes(inline[d.processed.index].data) for d in theirs.execution_plan[0].delegates]
+    assert payloads == [bytes(before.payload(d)) for d in before.methods[0].delegates]
+
+
+def test_ptd_weights_packed_then_written_again_load(tmp_path: Path) -> None:
+    name = "mlp_portable_external.pte"
+    (ptd,) = FILES[name]["external_data"]
+    dest = fatpte.pack([pte_specialization(FIXTURES / name, data_files=[FIXTURES / ptd])], tmp_path / "e.nfat")
+    out = fatpte.extract(dest, "portable", tmp_path / "e.pte")
+    assert out.read_bytes() == (FIXTURES / name).read_bytes()
+    written = entry_data_file(dest, "portable", tmp_path / "e.ptd")
+    assert written.path is not None
+    module = portable_lib._load_for_executorch(str(out), str(written.path))
+    for g, w in zip(_run(module, "mlp"), _eager("mlp"), strict=True):
+        torch.testing.assert_close(g, w)

@@ -122,3 +122,52 @@ def test_one_key_with_two_contents_is_refused(tmp_path: Path) -> None:
             tmp_path / "bad.nfat",
         )
     assert e.value.code is ErrorCode.NAMED_DATA_CONFLICT
+
+
+def test_share_named_data_moves_the_programs_named_data(tmp_path: Path) -> None:
+    from fatpte.executorch import program_signature, read_program
+
+    path = FIXTURES / "mlp_xnnpack.pte"
+    data = path.read_bytes()
+    plain = pte_specialization(path)
+    shared = pte_specialization(path, share_named_data=True)
+    assert plain.payload == str(path) and plain.named_data is None
+    assert isinstance(shared.payload, bytes) and len(shared.payload) < len(data)
+    program = read_program(data)
+    assert shared.named_data == {n.key: data[n.offset : n.offset + n.size] for n in program.named_data}
+    assert shared.signature == plain.signature == program_signature(read_program(shared.payload))
+    assert shared.provenance == plain.provenance | {"executorch.pte.named_data": "shared"}
+    # Extracting no longer gives the input file: the documented price of the opt-in.
+    dest = fatpte.pack([shared], tmp_path / "m.nfat")
+    assert fatpte.extract(dest, "xnnpack", tmp_path / "m.pte").read_bytes() == shared.payload != data
+    # A program with no named data of its own is left as it is.
+    portable = pte_specialization(FIXTURES / "mlp_portable.pte", share_named_data=True)
+    assert portable == pte_specialization(FIXTURES / "mlp_portable.pte")
+
+
+def test_share_named_data_stores_the_same_weights_once_across_backends(tmp_path: Path) -> None:
+    dest = fatpte.pack(
+        [pte_specialization(FIXTURES / "mlp_xnnpack.pte", requires=AVX2, share_named_data=True),
+         pte_specialization(FIXTURES / "mlp_native.pte", share_named_data=True),
+         pte_specialization(FIXTURES / "mlp_nfat.pte", name="fat", share_named_data=True)],
+        tmp_path / "m.nfat")
+    assert fatpte.validate(dest).ok
+    with fatpte.open(dest) as c:
+        # XNNPACK names its constants by their SHA-256, the native backend by FQN: 8 keys, 4 segments.
+        assert len(c.named_data_keys) == 8 and len(c.segments) == 4
+
+
+def test_a_program_key_and_a_ptd_key_with_different_bytes_are_refused(tmp_path: Path) -> None:
+    ptd = FIXTURES / "mlp_native_external.native_weights.ptd"
+    changed = bytearray(ptd.read_bytes())
+    first = next(t for t in read_ptd(bytes(changed)).named_data if t.key == "fc1.weight")
+    changed[first.offset] ^= 0xFF
+    other = tmp_path / "other.ptd"
+    other.write_bytes(bytes(changed))
+    with pytest.raises(FatpteError) as e:
+        pte_specialization(FIXTURES / "mlp_native.pte", share_named_data=True, data_files=[other])
+    assert e.value.code is ErrorCode.NAMED_DATA_CONFLICT
+    assert "'fc1.weight'" in str(e.value) and str(other) in str(e.value)
+    # The same bytes under the same key are fine: the .ptd agrees with the program.
+    same = pte_specialization(FIXTURES / "mlp_native.pte", share_named_data=True, data_files=[ptd])
+    assert same.named_data is not None and sorted(same.named_data) == sorted(ptd_named_data(ptd))

@@ -2,7 +2,8 @@
 
 Written from ExecuTorch's published layouts (schema/program.fbs, flat_tensor.fbs, the native
 backend's native_graph.fbs, the XNNPACK header and schema); `executorch` itself is never
-imported. Every reader is bounds-checked and raises only FatpteError on bad input.
+imported. Every reader is bounds-checked and raises only FatpteError on bad input. Writing is
+limited to .pte files rewritten in place (rewrite.py) and .ptd data files (ptd_write.py).
 """
 
 from fatpte.executorch.describe import Description, describe, sniff

@@ -67,6 +67,8 @@ class TensorValue:
     data_buffer_idx: int
     fqn: str | None
     external: bool  # data is named in a .ptd rather than held by the program
+    scalar_type: int  # the ScalarType code behind `dtype`, as a .ptd's TensorLayout stores it
+    dim_order: tuple[int, ...]
 
     def to_json(self) -> dict[str, Any]:
         return {"dtype": self.dtype, "shape": list(self.shape), "dynamism": self.dynamism,
@@ -250,7 +252,8 @@ def _named(t: Table, segments: tuple[Segment, ...]) -> NamedDataRef:
 
 def _tensor(t: Table) -> TensorValue:
     buf = t.buf
-    dtype = enum_name(PROGRAM_SCALAR_TYPES, t.integer(0, "b", "scalar_type"), buf, t.pos, t.field + ".scalar_type")
+    code = t.integer(0, "b", "scalar_type")
+    dtype = enum_name(PROGRAM_SCALAR_TYPES, code, buf, t.pos, t.field + ".scalar_type")
     shape = t.scalars(2, "i", "sizes")
     dynamism = enum_name(_DYNAMISM, t.integer(8, "b", "shape_dynamism"), buf, t.pos, t.field + ".shape_dynamism")
     extra = t.table(9, "extra_tensor_info")
@@ -263,7 +266,7 @@ def _tensor(t: Table) -> TensorValue:
         external = loc == "external"
     return TensorValue(dtype=dtype, shape=shape, dynamism=dynamism, memory_planned=t.table(6, "allocation_info")
                        is not None, data_buffer_idx=t.integer(5, "I", "data_buffer_idx"), fqn=fqn or None,
-                       external=external)
+                       external=external, scalar_type=code, dim_order=t.scalars(3, "B", "dim_order"))
 
 
 def _indices(t: Table, slot: int, name: str, count: int) -> tuple[int, ...]:

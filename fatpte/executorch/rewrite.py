@@ -1,21 +1,30 @@
-"""Replacing one segment of a .pte with bytes of another length, keeping the program valid.
+"""Rewriting the segments of a .pte, keeping the program valid: one segment replaced by bytes of
+another length (thinning a fat delegate), or the named data taken out (sharing it in a container).
 
-The flatbuffer keeps its shape: only fixed-width scalars change, patched in place (each moved
-DataSegment's offset, the replaced one's size, and the extended header's segment_data_size), so
-nothing else in the program moves. Segments keep their order; each starts at the next multiple of
+The flatbuffer keeps its size and every table stays where it is: only fixed-width values change,
+patched in place. Those are each moved DataSegment's offset, a replaced one's size, the extended
+header's segment_data_size and, when segments are removed, the two vectors that list them
+(`segments`, `named_data`: the remaining elements move to the front, each uoffset recomputed for its
+new slot, the count lowered; the bytes after the new end are no longer referenced) and every
+segment index that pointed past a removed segment (delegate data references, constant_segment,
+mutable_data_segments, named_data). Segments keep their order; each starts at the next multiple of
 the segment alignment the file already uses (the largest power of two, at most 65536, dividing
 every segment offset), so alignment guarantees the exporter gave still hold. The bytes of every
-other segment are copied unchanged.
+other segment are copied unchanged, and the result is read back before it is returned.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.executorch.pte import EXTENDED_HEADER_FULL_LENGTH, Program, Segment, read_program
+from fatpte.executorch.flatbuf import Buffer, Table
+from fatpte.executorch.pte import IDENTIFIER, Program, Segment, read_program
 
 MAX_SEGMENT_ALIGNMENT = 65536
+_SEGMENT_LOCATION = 1  # DataLocation.SEGMENT in program.fbs
 
 
 def segment_alignment(program: Program) -> int:
@@ -42,38 +51,173 @@ def _patch(out: bytearray, seg: Segment, which: str, at: int | None, value: int,
     struct.pack_into("<Q", out, at, value)
 
 
-def replace_segment(data: bytes, index: int, new: bytes, *, source: str | None = None) -> bytes:
-    """`data` (a whole .pte) with segment `index` holding `new` instead; FatpteError if it cannot."""
-    program = read_program(data, source=source)
+@dataclass(frozen=True, slots=True)
+class _Ref:
+    """One segment index stored in the program: its value, where it is stored, and its path."""
+
+    index: int
+    at: int | None  # None when left out as the default 0
+    field: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Vector:
+    start: int  # position of element 0; the count is the u32 before it
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where the program stores what a removal of segments must update."""
+
+    refs: tuple[_Ref, ...]  # every non-named-data segment index
+    named: tuple[_Ref, ...]  # named_data[i].segment_index, in vector order
+    segments: _Vector | None
+    named_data: _Vector | None
+
+
+def _vector(root: Table, slot: int, name: str) -> _Vector | None:
+    found = root.vector(slot, 4, name)
+    return None if found is None else _Vector(*found)
+
+
+def _index(t: Table, slot: int, name: str) -> _Ref:
+    return _Ref(t.integer(slot, "I", name), t.scalar_position(slot, "I", name), f"{t.field}.{name}")
+
+
+def _layout(program: Program) -> _Layout:
+    """Walk the program (already read, so every access below is known to be in bounds) for the
+    positions of its segment references."""
+    size = program.size if program.header is None else program.header.program_size
+    root = Buffer(memoryview(program.data)[:size], source=program.source).root(IDENTIFIER, "ExecuTorch program")
+    refs: list[_Ref] = []
+    for plan in root.tables(1, "execution_plan"):
+        for delegate in plan.tables(7, "delegates"):
+            processed = delegate.required_table(1, "processed")
+            if processed.integer(0, "b", "location") == _SEGMENT_LOCATION:
+                refs.append(_index(processed, 1, "index"))
+    constant = root.table(5, "constant_segment")
+    if constant is not None:
+        refs.append(_index(constant, 0, "segment_index"))
+    refs.extend(_index(t, 0, "segment_index") for t in root.tables(6, "mutable_data_segments"))
+    named = tuple(_index(t, 1, "segment_index") for t in root.tables(7, "named_data"))
+    return _Layout(tuple(refs), named, _vector(root, 4, "segments"), _vector(root, 7, "named_data"))
+
+
+def _compact(out: bytearray, vec: _Vector, keep: list[int]) -> None:
+    """Keep only elements `keep` (ascending) of a vector of uoffsets, in place. An element moved
+    to an earlier slot points at the same table, so its uoffset only grows: it stays forward."""
+    for slot, i in enumerate(keep):
+        old_at = vec.start + 4 * i
+        target = old_at + struct.unpack_from("<I", out, old_at)[0]
+        new_at = vec.start + 4 * slot
+        struct.pack_into("<I", out, new_at, target - new_at)
+    struct.pack_into("<I", out, vec.start - 4, len(keep))
+
+
+def _rewrite(
+    data: bytes,
+    program: Program,
+    *,
+    replace: Mapping[int, bytes],
+    remove: Collection[int],
+    drop_named: Collection[int],
+    source: str | None,
+) -> bytes:
+    """`data` with segments `replace` given new bytes, segments `remove` taken out of the program
+    and named_data entries `drop_named` (positions in the vector) removed."""
     header = program.header
-    if header is None or not 0 <= index < len(program.segments):
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"the program has no segment {index}", source=source,
-                          field=f"segments[{index}]")
-    if header.segment_data_size is None or header.length < EXTENDED_HEADER_FULL_LENGTH:
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "the extended header has no segment_data_size to update",
-                          source=source, field="extended_header.segment_data_size")
-    base = header.segment_base_offset
-    align = segment_alignment(program)
-    order = sorted(program.segments, key=lambda s: (s.offset, s.index))
-    out = bytearray(data[:base])
-    placed: dict[int, int] = {}  # segment index -> new relative offset
-    end = 0
-    for seg in order:
-        body = new if seg.index == index else data[seg.offset : seg.offset + seg.size]
-        rel = _align(end, align) if len(body) else min(_align(end, align), seg.offset - base)
-        placed[seg.index] = rel
-        out += bytes(base + rel - len(out)) if base + rel > len(out) else b""
-        if len(body):
-            out[base + rel : base + rel + len(body)] = body
-        end = max(end, rel + len(body))
-    out += bytes(base + end - len(out)) if base + end > len(out) else b""
-    for seg in program.segments:
-        if placed[seg.index] != seg.offset - base:
-            _patch(out, seg, "offset", seg.offset_field, placed[seg.index], source)
-    old = program.segments[index]
-    if len(new) != old.size:
-        _patch(out, old, "size", old.size_field, len(new), source)
-    struct.pack_into("<Q", out, 32, end)
+    removed = set(remove)
+    if header is None:
+        # Without an extended header every segment is empty (pte.py): nothing moves or resizes.
+        if any(len(body) for body in replace.values()):
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, "the program has no extended header, so its segments "
+                              "cannot hold data", source=source, field="extended_header")
+        out = bytearray(data)
+    else:
+        base = header.segment_base_offset
+        align = segment_alignment(program)
+        order = sorted(program.segments, key=lambda s: (s.offset, s.index))
+        out = bytearray(data[:base])
+        placed: dict[int, int] = {}  # kept segment index -> new relative offset
+        end = 0
+        for seg in order:
+            if seg.index in removed:
+                continue
+            body = replace.get(seg.index, data[seg.offset : seg.offset + seg.size])
+            rel = _align(end, align) if len(body) else min(_align(end, align), seg.offset - base)
+            placed[seg.index] = rel
+            out += bytes(base + rel - len(out)) if base + rel > len(out) else b""
+            if len(body):
+                out[base + rel : base + rel + len(body)] = body
+            end = max(end, rel + len(body))
+        out += bytes(base + end - len(out)) if base + end > len(out) else b""
+        for seg in program.segments:
+            if seg.index in placed and placed[seg.index] != seg.offset - base:
+                _patch(out, seg, "offset", seg.offset_field, placed[seg.index], source)
+        for index, body in replace.items():
+            old = program.segments[index]
+            if len(body) != old.size:
+                _patch(out, old, "size", old.size_field, len(body), source)
+        if header.segment_data_size is not None:
+            struct.pack_into("<Q", out, 32, end)
+        elif removed or replace:
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, "the extended header has no segment_data_size to update",
+                              source=source, field="extended_header.segment_data_size")
+    if removed or drop_named:
+        layout = _layout(program)
+        dropped = set(drop_named)
+        new_index: dict[int, int] = {}
+        for seg in program.segments:
+            if seg.index not in removed:
+                new_index[seg.index] = len(new_index)
+        kept_named = [i for i in range(len(layout.named)) if i not in dropped]
+        for ref in layout.refs + tuple(layout.named[i] for i in kept_named):
+            if ref.index in removed:
+                raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"segment {ref.index} cannot be removed: {ref.field} "
+                                  "still uses it", source=source, field=ref.field)
+            if new_index[ref.index] != ref.index:
+                if ref.at is None:  # unreachable for a valid file: only a non-zero index changes
+                    raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{ref.field} is stored as an absent default and "
+                                      "cannot be changed in place", source=source, field=ref.field)
+                struct.pack_into("<I", out, ref.at, new_index[ref.index])
+        if removed and layout.segments is not None:
+            _compact(out, layout.segments, [s.index for s in program.segments if s.index not in removed])
+        if dropped and layout.named_data is not None:
+            _compact(out, layout.named_data, kept_named)
     result = bytes(out)
     read_program(result, source=source)  # what was written must read back
     return result
+
+
+def replace_segment(data: bytes, index: int, new: bytes, *, source: str | None = None) -> bytes:
+    """`data` (a whole .pte) with segment `index` holding `new` instead; FatpteError if it cannot."""
+    program = read_program(data, source=source)
+    if program.header is None or not 0 <= index < len(program.segments):
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"the program has no segment {index}", source=source,
+                          field=f"segments[{index}]")
+    return _rewrite(data, program, replace={index: new}, remove=(), drop_named=(), source=source)
+
+
+def remove_named_data(data: bytes, *, source: str | None = None) -> tuple[bytes, dict[str, bytes]]:
+    """`data` (a whole .pte) without its named data, and that data (key -> bytes, in table order).
+
+    Every `named_data` entry is removed, and so is each segment that only named data used; a
+    segment that a delegate, the constant segment or a mutable data segment also uses stays. The
+    backends then find those keys in an external data file (.ptd) given to the runtime."""
+    program = read_program(data, source=source)
+    moved: dict[str, bytes] = {}
+    for i, ref in enumerate(program.named_data):
+        blob = bytes(data[ref.offset : ref.offset + ref.size])
+        if moved.setdefault(ref.key, blob) != blob:
+            raise FatpteError(ErrorCode.NAMED_DATA_CONFLICT, f"named-data key {ref.key!r} appears twice in the "
+                              "program with different contents", source=source, field=f"named_data[{i}]",
+                              actual=ref.key)
+    if not program.named_data:
+        return bytes(data), moved
+    layout = _layout(program)
+    used = {ref.index for ref in layout.refs}
+    remove = {ref.segment_index for ref in program.named_data} - used
+    rewritten = _rewrite(data, program, replace={}, remove=remove, drop_named=range(len(program.named_data)),
+                         source=source)
+    return rewritten, moved

@@ -5,6 +5,11 @@
 payload is the file itself, streamed unchanged by pack, so extracting the entry gives back the
 same bytes. pack then refuses programs whose signatures differ (SIGNATURE_MISMATCH), naming
 both entries and the first difference.
+
+With `share_named_data=True` the payload is instead the program rewritten without its named data
+(rewrite.remove_named_data), whose bytes become the entry's named data: opt-in, because the
+entry's payload is then no longer the input file. `entry_data.entry_data_file` writes, for an
+extracted entry, the .ptd that gives the runtime those keys back.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.ptd import read_ptd
 from fatpte.executorch.pte import Program, read_program
+from fatpte.executorch.rewrite import remove_named_data
 from fatpte.executorch.signature import program_signature
 from fatpte.packing import Specialization
 
@@ -60,30 +66,44 @@ def pte_specialization(
     requires: Mapping[str, Any] | None = None,
     provenance: Mapping[str, str] | None = None,
     data_files: Sequence[str | os.PathLike[str]] = (),
+    share_named_data: bool = False,
 ) -> Specialization:
     """A Specialization for the .pte at `path`, its signature and backend id read from the file.
 
     The tensors of each .ptd in `data_files` (the external weights the program loads by key)
     become the entry's named data: pack stores identical bytes once across specializations, and
-    one key with two contents is refused there."""
+    one key with two contents is refused there. With `share_named_data`, so does the named data
+    stored inside the program, and the payload is the program rewritten without it (the runtime
+    then needs a .ptd holding those keys: `entry_data_file`)."""
     source = str(path)
     data = _read(path)
     program = read_program(data, source=source)
     named: dict[str, bytes] = {}
+    origin: dict[str, str] = {}
+    payload: str | bytes = source
+    provenance_extra = {"executorch.pte.sha256": hashlib.sha256(data).hexdigest()}
+    if share_named_data and program.named_data:
+        # A program without named data stays the file itself, streamed and extracted unchanged.
+        payload, moved = remove_named_data(data, source=source)
+        named.update(moved)
+        origin.update(dict.fromkeys(moved, source))
+        provenance_extra["executorch.pte.named_data"] = "shared"
     for ptd in data_files:
         for key, blob in ptd_named_data(ptd).items():
             if key in named and named[key] != blob:
-                raise FatpteError(ErrorCode.NAMED_DATA_CONFLICT, f"key {key!r} has different contents in the "
-                                  f"data files of {source}", source=str(ptd), field=f"named_data[{key!r}]")
+                raise FatpteError(ErrorCode.NAMED_DATA_CONFLICT, f"key {key!r} has different contents in "
+                                  f"{origin[key]} and {ptd}, both given for {source}", source=str(ptd),
+                                  field=f"named_data[{key!r}]", expected=origin[key], actual=str(ptd))
             named[key] = blob
+            origin.setdefault(key, str(ptd))
     return Specialization(
         backend_id or backend_id_of(program),
-        source,
+        payload,
         name=name,
         priority=priority,
         alignment=alignment,
         requires=requires,
         signature=program_signature(program),
-        provenance=dict(provenance or {}) | {"executorch.pte.sha256": hashlib.sha256(data).hexdigest()},
+        provenance=dict(provenance or {}) | provenance_extra,
         named_data=named or None,
     )
