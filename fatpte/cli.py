@@ -11,7 +11,6 @@ click and fatpte.errors; each command imports what it uses when it runs.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from fatpte import __version__
-from fatpte.errors import Category, ErrorCode, FatpteError
+from fatpte.errors import Category, ErrorCode, FatpteError, SelectionError
 
 if TYPE_CHECKING:
     from fatpte.cli_progress import Progress
@@ -104,6 +103,8 @@ def _exit(code: int) -> None:
 
 
 def emit_json(value: Any) -> None:
+    import json
+
     click.echo(json.dumps(value, indent=2))
 
 
@@ -341,6 +342,8 @@ def validate(files: tuple[Path, ...], strict: bool, skip_plain_pte: bool, as_jso
     summary. Exits 1 when any file is invalid (with --strict, also when any has a warning),
     and 4 when a file cannot be read (the others are still checked).
     """
+    import json
+
     from fatpte.cli_executorch import is_program, program_reports
     from fatpte.cli_paths import containers
     from fatpte.validation import validate as validate_file
@@ -473,7 +476,7 @@ def select(file: Path, device: str, prefer: tuple[str, ...], exclude: tuple[str,
     Eligible entries are those whose every requirement holds on the device; they rank by
     priority, then --prefer order, then specificity, then table order (specs/nfat-manifest.md).
     When no entry fits, exits 3 and lists on stderr every entry and every requirement it fails,
-    with what the device has instead.
+    with what the device has instead (--json still prints the verdicts, with `chosen` null).
 
     FILE may be an ExecuTorch program (.pte) with NFAT delegates: the entry is chosen in each,
     one name per line in program order (--json: `path` and a `delegates` list). A program
@@ -493,7 +496,12 @@ def select(file: Path, device: str, prefer: tuple[str, ...], exclude: tuple[str,
             click.echo(text)
         return
     with open_container(file) as container:
-        chosen = select_entry(container, profile, prefer=_words(prefer), exclude=_words(exclude))
+        try:
+            chosen = select_entry(container, profile, prefer=_words(prefer), exclude=_words(exclude))
+        except SelectionError as exc:
+            if as_json and exc.report is not None:
+                emit_json(exc.report)  # every verdict on stdout; the error and exit 3 follow
+            raise
     if as_json:
         emit_json(chosen.to_json())
     elif explain:

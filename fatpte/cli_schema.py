@@ -134,7 +134,7 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
     ]),
     "select": ("`fatpte select --json`: one object (`fatpte.Selection.to_json`)", [
         ("device", "the device profile's name (`host` for this machine)"),
-        ("chosen", "name of the chosen entry"),
+        ("chosen", "name of the chosen entry; null when no entry fits (the command then exits 3, the error on stderr)"),
         ("prefer", "the --prefer words, in order"),
         ("exclude", "the --exclude words"),
         ("verdicts", "one verdict object per entry, in table order (below)"),

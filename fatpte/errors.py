@@ -308,4 +308,10 @@ class FatpteError(Exception):
 
 
 class SelectionError(FatpteError):
-    """No specialization fits the device; the message lists every entry and why."""
+    """No specialization fits the device; the message lists every entry and why.
+
+    `report` holds the same as data when a container was assessed: the shape of
+    `Selection.to_json()` with `chosen` null, so `fatpte select --json` prints every verdict
+    whether or not an entry fits."""
+
+    report: dict[str, Any] | None = None

@@ -85,8 +85,7 @@ class Selection:
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
-        return {"device": self.device.name, "chosen": self.chosen.name, "prefer": list(self.prefer),
-                "exclude": list(self.exclude), "verdicts": [v.to_json() for v in self.verdicts]}
+        return _report(self.device, self.chosen, self.prefer, self.exclude, self.verdicts)
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -181,7 +180,15 @@ def select(
     verdicts = tuple(Verdict(e, not f, tuple(f), tuple(n), s, ranks.get(e.index)) for e, f, n, s in evaluated)
     if not eligible:
         lines = "\n".join("  " + v.line() for v in verdicts)
-        raise SelectionError(ErrorCode.NO_SPECIALIZATION_FITS,
-                             f"no specialization fits device {device.name!r} ({device.os} {device.arch}):\n{lines}",
-                             source=container.source)
+        error = SelectionError(ErrorCode.NO_SPECIALIZATION_FITS,
+                               f"no specialization fits device {device.name!r} ({device.os} {device.arch}):\n{lines}",
+                               source=container.source)
+        error.report = _report(device, None, prefer, exclude, verdicts)
+        raise error
     return Selection(eligible[0][0], verdicts, device, prefer, exclude)
+
+
+def _report(device: DeviceProfile, chosen: Entry | None, prefer: tuple[str, ...], exclude: tuple[str, ...],
+            verdicts: tuple[Verdict, ...]) -> dict[str, Any]:
+    return {"device": device.name, "chosen": None if chosen is None else chosen.name, "prefer": list(prefer),
+            "exclude": list(exclude), "verdicts": [v.to_json() for v in verdicts]}

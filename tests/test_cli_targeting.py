@@ -93,6 +93,19 @@ def test_select_when_nothing_fits_exits_3_listing_every_entry_and_requirement(
     assert "accelerators[0]: needs cuda sm_90" in cuda and "no cuda accelerator" in cuda
 
 
+def test_select_json_when_nothing_fits_prints_every_verdict_with_chosen_null(
+        container: Path, devices: dict[str, Path]) -> None:
+    code, out, err = run("select", container, "--device", devices["arm"], "--json", "--prefer", "portable")
+    assert code == 3 and "E0901" in err
+    data = json.loads(out)
+    assert data["chosen"] is None and data["device"] == "arm" and data["prefer"] == ["portable"]
+    by_name = {v["entry"]: v for v in data["verdicts"]}
+    assert set(by_name) == {"portable", "x86_avx2", "cuda_sm90"}
+    assert all(v["eligible"] is False and v["rank"] is None for v in data["verdicts"])
+    assert by_name["x86_avx2"]["failures"][0] == {"requirement": "arch", "needed": "one of x86_64",
+                                                  "has": "aarch64"}
+
+
 def test_select_usage_and_profile_errors(container: Path, tmp_path: Path) -> None:
     assert run("select", container)[0] == 2  # --device is required
     bad = tmp_path / "bad.json"

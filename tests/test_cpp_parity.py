@@ -355,7 +355,7 @@ def test_loader_selects_like_python_for_every_named_profile(tmp_path: Path) -> N
     names = DeviceProfile.names()
     assert names, "no named device profiles to compare on"
     mismatches = []
-    compared = 0
+    compared = no_fit = 0
     for path in _selection_containers(tmp_path):
         with open_container(path) as container:
             for name in names:
@@ -377,10 +377,14 @@ def test_loader_selects_like_python_for_every_named_profile(tmp_path: Path) -> N
                         if as_json.returncode != 3 or exc.message not in as_json.stderr:
                             mismatches.append(f"{label}: python raised {exc.message!r}, loader "
                                               f"{as_json.returncode} {as_json.stderr!r}")
+                        elif as_json.stdout != json.dumps(exc.report, indent=2) + "\n":
+                            mismatches.append(f"{label}: no-fit JSON differs:\n{as_json.stdout}")
+                        no_fit += 1
                         continue
                     if as_json.stdout != json.dumps(sel.to_json(), indent=2) + "\n":
                         mismatches.append(f"{label}: selection JSON differs:\n{as_json.stdout}")
                     if explained.stdout != sel.explain() + "\n":
                         mismatches.append(f"{label}: explanation differs:\n{explained.stdout}")
     assert compared >= 3 * len(names) * len(_PREFERENCES)
+    assert 0 < no_fit < compared  # both outcomes were compared
     assert not mismatches, f"{len(mismatches)} of {compared} differ:\n" + "\n".join(mismatches[:10])

@@ -247,6 +247,16 @@ std::string string_list(const std::vector<std::string>& words, const std::string
 
 Result<Selection> select(const Container& c, const DeviceProfile& d, const std::vector<std::string>& prefer,
                          const std::vector<std::string>& exclude) {
+  Result<Selection> s = assess(c, d, prefer, exclude);
+  if (!s.ok() || s.value().fits) return s;
+  std::vector<std::string> lines;
+  for (const Verdict& v : s.value().verdicts) lines.push_back("  " + line(c.entries()[v.index], v));
+  return fail(Error::NO_SPECIALIZATION_FITS, kNoOffset, "", "no specialization fits device '%s' (%s %s):\n%s",
+              d.name.c_str(), d.os.c_str(), d.arch.c_str(), join(lines, "\n").c_str());
+}
+
+Result<Selection> assess(const Container& c, const DeviceProfile& d, const std::vector<std::string>& prefer,
+                         const std::vector<std::string>& exclude) {
   Result<std::map<std::string, Requirements>> reqs = manifest_requirements(c);
   if (!reqs.ok()) return reqs.error();
   Selection s;
@@ -290,13 +300,8 @@ Result<Selection> select(const Container& c, const DeviceProfile& d, const std::
     return a->index < b->index;
   });
   for (std::size_t r = 0; r < eligible.size(); ++r) eligible[r]->rank = static_cast<std::uint32_t>(r + 1);
-  if (eligible.empty()) {
-    std::vector<std::string> lines;
-    for (const Verdict& v : s.verdicts) lines.push_back("  " + line(entries[v.index], v));
-    return fail(Error::NO_SPECIALIZATION_FITS, kNoOffset, "", "no specialization fits device '%s' (%s %s):\n%s",
-                d.name.c_str(), d.os.c_str(), d.arch.c_str(), join(lines, "\n").c_str());
-  }
-  s.chosen = eligible.front()->index;
+  s.fits = !eligible.empty();
+  if (s.fits) s.chosen = eligible.front()->index;
   return s;
 }
 
@@ -312,7 +317,7 @@ std::string explain(const Container& c, const Selection& s) {
 
 std::string selection_json(const Container& c, const Selection& s) {
   std::ostringstream o;
-  o << "{\n  \"device\": " << detail::json_quote(s.device_name) << ",\n  \"chosen\": " << detail::json_quote(c.entries()[s.chosen].name)
+  o << "{\n  \"device\": " << detail::json_quote(s.device_name) << ",\n  \"chosen\": " << (s.fits ? detail::json_quote(c.entries()[s.chosen].name) : "null")
     << ",\n  \"prefer\": " << string_list(s.prefer, "  ") << ",\n  \"exclude\": " << string_list(s.exclude, "  ")
     << ",\n  \"verdicts\": [\n";
   for (std::size_t i = 0; i < s.verdicts.size(); ++i) {

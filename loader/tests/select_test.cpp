@@ -103,5 +103,22 @@ TEST(Select, NothingEligibleListsEveryEntry) {
   EXPECT_NE(s.error().message().find("-  b [x86_avx2]: rejected"), std::string::npos);
 }
 
+TEST(Select, AssessKeepsEveryVerdictWhenNothingFits) {
+  auto buf = testing::build_v2({{"a", "portable", {1}}, {"b", "x86_avx2", {2}}});
+  auto c = open(buf);
+  const DeviceProfile d = profile_from_json(kProfile).value();
+  auto none = assess(*c, d, {}, {"a", "b"});
+  ASSERT_TRUE(none.ok()) << none.error().describe();
+  EXPECT_FALSE(none.value().fits);
+  ASSERT_EQ(none.value().verdicts.size(), 2u);
+  EXPECT_FALSE(none.value().verdicts[0].eligible);
+  EXPECT_NE(selection_json(*c, none.value()).find("\"chosen\": null,"), std::string::npos);
+  auto some = assess(*c, d, {}, {"a"});
+  ASSERT_TRUE(some.ok());
+  EXPECT_TRUE(some.value().fits);
+  EXPECT_EQ(some.value().chosen, 1u);
+  EXPECT_NE(selection_json(*c, some.value()).find("\"chosen\": \"b\","), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fatpte

@@ -16,7 +16,8 @@
 //       the selection and every dispatch attempt.
 //   fatpte-run FILE --select-only [--device ...] [--prefer W]... [--exclude W]... [--explain] [--json]
 //       choose only: print `NAME [BACKEND_ID]`, the explanation (--explain) or the selection as
-//       JSON (--json, the bytes of Python's json.dumps(Selection.to_json(), indent=2)).
+//       JSON (--json, the bytes of Python's json.dumps(Selection.to_json(), indent=2); when no
+//       entry fits, those of SelectionError.report, `chosen` null, before the error and exit 3).
 //
 // Exit codes as the Python CLI: 0 ok, 1 invalid container, 2 usage, 3 no specialization fits,
 // 4 I/O error.
@@ -222,6 +223,11 @@ int main(int argc, char** argv) {
     const fatpte::Container& c = *opened.value();
     auto sel = fatpte::select(c, profile, prefer, exclude);
     if (!sel.ok()) {
+      if (json && sel.error().code() == fatpte::Error::NO_SPECIALIZATION_FITS) {
+        // As `fatpte select --json`: every verdict on stdout, `chosen` null; the error follows.
+        auto assessed = fatpte::assess(c, profile, prefer, exclude);
+        if (assessed.ok()) std::fputs(fatpte::selection_json(c, assessed.value()).c_str(), stdout);
+      }
       std::fprintf(stderr, "%s: %s\n", file.c_str(), sel.error().describe().c_str());
       return exit_code(sel.error().code());
     }

@@ -42,7 +42,8 @@ struct Verdict {
 };
 
 struct Selection {
-  std::uint32_t chosen = 0;
+  bool fits = false;        // false when no entry is eligible (only assess() returns such a selection)
+  std::uint32_t chosen = 0;  // the entry's table index, when `fits`
   std::vector<Verdict> verdicts;  // one per entry, in table order
   std::string device_name;
   std::string device_os;
@@ -55,9 +56,13 @@ struct Selection {
 // errors (checksum, identifier, malformed) are reported with their own codes.
 Result<Selection> select(const Container& container, const DeviceProfile& device,
                          const std::vector<std::string>& prefer, const std::vector<std::string>& exclude);
+// select() without the error for "none fits": every verdict, with `fits` false when no entry is
+// eligible (what `--select-only --json` prints then, as Python's SelectionError.report).
+Result<Selection> assess(const Container& container, const DeviceProfile& device,
+                         const std::vector<std::string>& prefer, const std::vector<std::string>& exclude);
 // Python's Selection.explain(): the device, the chosen entry, and one line per entry.
 std::string explain(const Container& container, const Selection& selection);
-// json.dumps(Selection.to_json(), indent=2) + "\n".
+// json.dumps(Selection.to_json(), indent=2) + "\n"; `chosen` is null when the selection does not fit.
 std::string selection_json(const Container& container, const Selection& selection);
 
 }  // namespace fatpte
