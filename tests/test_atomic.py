@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -43,3 +45,21 @@ def test_unwritable_folder_is_an_io_error(tmp_path: Path) -> None:
         pass
     assert info.value.code is ErrorCode.IO_ERROR
     assert "missing" in str(info.value)
+
+
+def test_temporary_file_is_beside_the_destination_private_and_exclusive(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Path] = []
+    with atomic_output(tmp_path / "out.bin") as f:
+        seen = [p for p in tmp_path.iterdir() if p.name.startswith(".out.bin.") and p.name.endswith(".partial")]
+        assert len(seen) == 1 and stat.S_IMODE(seen[0].stat().st_mode) == 0o600
+        f.write(b"x")
+    assert not seen[0].exists() and (tmp_path / "out.bin").read_bytes() == b"x"
+    # A name already taken is drawn again, never opened.
+    draws = iter([bytes(6), bytes(6), b"\x01" * 6])
+    monkeypatch.setattr(os, "urandom", lambda n: next(draws))
+    (tmp_path / f".again.{bytes(6).hex()}.partial").write_bytes(b"someone else's")
+    with atomic_output(tmp_path / "again") as f:
+        f.write(b"mine")
+    assert (tmp_path / f".again.{bytes(6).hex()}.partial").read_bytes() == b"someone else's"
+    assert (tmp_path / "again").read_bytes() == b"mine"
