@@ -17,6 +17,7 @@ from bench.harness import (
     fmt_bytes,
     gib,
     run_cmd,
+    runs,
     sync,
     verdict,
 )
@@ -54,9 +55,10 @@ def measure(ctx: Context) -> Section:
         sync()
 
     extract = cmds.extract(container, "big", dest)  # type: ignore[arg-type]
+    rounds = 2 * runs()  # a copy's time swings with the machine's writeback: more rounds, steadier median
     clean()
     pair = Pair(f"extract {fmt_bytes(size)} payload", f"cp of a {fmt_bytes(size)} file", f"<= {LIMIT}x")
-    alternate(pair, lambda: run_cmd(["cp", str(src), str(dest)]), lambda: run_cmd(extract), between=clean)
+    alternate(pair, lambda: run_cmd(["cp", str(src), str(dest)]), lambda: run_cmd(extract), rounds=rounds, between=clean)
     pair.verdict = verdict(pair.ratio <= LIMIT, "see the finding below")
     inproc = Pair(f"extract {fmt_bytes(size)} payload (in process: fatpte.extract)", f"cp of a {fmt_bytes(size)} file",
                   f"<= {LIMIT}x")
@@ -66,7 +68,7 @@ def measure(ctx: Context) -> Section:
         fatpte.extract(container, "big", dest)
         return Sample(time.perf_counter() - start, 0)
 
-    alternate(inproc, lambda: run_cmd(["cp", str(src), str(dest)]), library, between=clean)
+    alternate(inproc, lambda: run_cmd(["cp", str(src), str(dest)]), library, rounds=rounds, between=clean)
     inproc.verdict = verdict(inproc.ratio <= LIMIT, f"{inproc.ratio:.2f}x")
     inproc.note = "the library call alone (RSS is not measured per call inside one process)"
     entry = fatpte.open(container).find("big")  # type: ignore[arg-type]
@@ -80,7 +82,7 @@ def measure(ctx: Context) -> Section:
         assert value == entry.checksum
         return Sample(elapsed, 0)
 
-    alternate(mapped, lambda: run_cmd(["cp", str(src), str(dest)]), earlier_design, between=clean)
+    alternate(mapped, lambda: run_cmd(["cp", str(src), str(dest)]), earlier_design, rounds=rounds, between=clean)
     mapped.note = ("bench/mapped_copy.py: copy_file_range with the CRC32C computed from a mapping on a second "
                    "thread, which reads the source twice; the comparison behind streams.copy_range_crc's design")
     section = Section(

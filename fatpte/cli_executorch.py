@@ -9,7 +9,8 @@ fatpte.executorch (docs/executorch.md). That package is imported only inside the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,16 @@ def executorch_kind(path: Path) -> str | None:
 def is_program(path: Path) -> bool:
     """True when `path` is an ExecuTorch program (.pte, identifier ET12) and not a container."""
     return executorch_kind(path) == "pte"
+
+
+@contextlib.contextmanager
+def _mapped(path: Path) -> Iterator[memoryview]:
+    """The file mapped, as the readers take it: validating or choosing inside a program touches
+    its flatbuffer and its NFAT delegates, not the rest of a many-GB file."""
+    from fatpte.container import mapped_file
+
+    with mapped_file(path) as (mapping, _):
+        yield memoryview(mapping)
 
 
 def _read(path: Path) -> bytes:
@@ -179,17 +190,19 @@ def program_reports(path: Path) -> list[Report]:
     from fatpte.executorch.pte import read_program
     from fatpte.validation import Report
 
-    data = _read(path)
-    try:
-        reports = [r for _, r in validate_nfat_delegates(read_program(data, source=str(path)))]
-    except FatpteError as exc:
-        return [Report(str(path), None, len(data), (exc.finding,))]
+    with _mapped(path) as data:
+        try:
+            reports = [r for _, r in validate_nfat_delegates(read_program(data, source=str(path)))]
+        except FatpteError as exc:
+            return [Report(str(path), None, len(data), (exc.finding,))]
+        head = bytes(data[:4])
+        size = len(data)
     if reports:
         return reports
-    return [Report(str(path), None, len(data), (finding(
+    return [Report(str(path), None, size, (finding(
         ErrorCode.BAD_MAGIC, "not a container: an ExecuTorch program (ET12) with no delegate whose payload is "
         "an NFAT container (--skip-plain-pte skips such files)", offset=0, field="header.magic",
-        expected="NFAT", actual=data[:4].hex()),))]
+        expected="NFAT", actual=head.hex()),))]
 
 
 def select_program(path: Path, device: DeviceProfile, *, prefer: Sequence[str], exclude: Sequence[str],
@@ -199,8 +212,9 @@ def select_program(path: Path, device: DeviceProfile, *, prefer: Sequence[str], 
     from fatpte.executorch.nfat_pte import select_nfat_delegates
     from fatpte.executorch.pte import read_program
 
-    chosen = select_nfat_delegates(read_program(_read(path), source=str(path)), device, prefer=prefer,
-                                   exclude=exclude)
+    with _mapped(path) as data:
+        chosen = select_nfat_delegates(read_program(data, source=str(path)), device, prefer=prefer,
+                                       exclude=exclude)
     if not chosen:
         raise _not_fat(path)
     result = {"path": str(path), "delegates": [

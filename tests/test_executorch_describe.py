@@ -185,3 +185,16 @@ def test_missing_file_is_an_io_error(tmp_path: Path) -> None:
     with pytest.raises(FatpteError) as e:
         describe(tmp_path / "absent.pte")
     assert e.value.code is ErrorCode.IO_ERROR
+
+
+def test_a_file_is_mapped_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A program with its weights inline is many GB: describing it must not read it whole.
+    path = FIXTURES / "mlp_xnnpack.pte"
+    expected = describe(path.read_bytes(), source=str(path)).to_json()
+
+    def refuse(self: Path) -> bytes:
+        raise AssertionError(f"{self} was read whole")
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    assert describe(path).to_json() == expected
+    assert describe(str(path)).to_json() == expected

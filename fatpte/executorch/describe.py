@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fatpte.container import Container
+from fatpte.container import Container, mapped_file
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch import nptg, ptd, pte, xnnpack
 from fatpte.executorch.signature import program_signature
@@ -52,13 +52,14 @@ class Description:
 def describe(path_or_bytes: str | Path | bytes | bytearray | memoryview, *, source: str | None = None) -> Description:
     """Describe a .pte, .ptd, NPTG or XNNPACK payload file (or its bytes); FatpteError on any defect."""
     if isinstance(path_or_bytes, (str, Path)):
-        source = source or str(path_or_bytes)
-        try:
-            data: bytes | memoryview = Path(path_or_bytes).read_bytes()
-        except OSError as exc:
-            raise FatpteError(ErrorCode.IO_ERROR, f"cannot read: {exc.strerror or exc}", source=source) from None
-    else:
-        data = bytes(path_or_bytes)
+        # Mapped, not read: a program with its weights inline is many GB, and describing it
+        # touches only the flatbuffer and the headers of its delegate payloads.
+        with mapped_file(path_or_bytes) as (mapping, _):
+            return _describe(memoryview(mapping), source or str(path_or_bytes))
+    return _describe(bytes(path_or_bytes), source)
+
+
+def _describe(data: bytes | memoryview, source: str | None) -> Description:
     kind = sniff(data)
     if kind is None:
         found = bytes(data[4:8]) if len(data) >= 8 else b""
