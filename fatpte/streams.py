@@ -89,11 +89,10 @@ def copy_range_crc(
     The bytes pass once through a few `PIPE_BUFFER`-sized buffers: the calling thread reads a
     buffer (pread) and hashes it while it is still in the CPU cache, and a second thread writes
     the buffers behind it. Reading, hashing and writing overlap, and the hash never reads memory
-    a second time. Measured on the bench machine, this is faster than copy_file_range with the
-    hash computed from a mapping on another thread (0.8-0.9x the time of `cp` against 1.3x:
-    the second pass over the source costs more than the user-space copy saves), and even than
-    copy_file_range alone. Holes of the source are skipped as in `copy_range`, and hashed as
-    zeros arithmetically (`extend_zeros`)."""
+    a second time. On the bench machine this beats copy_file_range with the hash computed from a
+    mapping on another thread, which reads the source twice (docs/performance.md, extract: both
+    designs against `cp` in the same run). Holes of the source are skipped as in `copy_range`,
+    and hashed as zeros arithmetically (`extend_zeros`)."""
     if count <= 0:
         return 0
     if count <= PIPE_BUFFER:
@@ -139,10 +138,7 @@ def _copy_small_crc(
     data = os.pread(src_fd, count, src_offset)
     if len(data) != count:
         raise OSError(errno.EIO, f"unexpected end of input at {src_offset + len(data):#x}")
-    view = memoryview(data)
-    done = 0
-    while done < count:
-        done += os.pwrite(dst_fd, view[done:], dst_offset + done)
+    _write_all(dst_fd, memoryview(data), dst_offset)
     if advance is not None:
         advance(count)
     return crc32c(data)
@@ -164,7 +160,7 @@ class _Writer:
         self._shift = shift
         self._free: queue.SimpleQueue[memoryview] = queue.SimpleQueue()
         self._full: queue.SimpleQueue[tuple[memoryview, int, int] | None] = queue.SimpleQueue()
-        self._failure: list[OSError] = []
+        self._failure: list[BaseException] = []
         for _ in range(PIPE_DEPTH):
             self._free.put(memoryview(bytearray(PIPE_BUFFER)))
         self._thread = threading.Thread(target=self._run, name="fatpte-writer", daemon=True)
@@ -196,13 +192,20 @@ class _Writer:
             buf, n, at = item
             try:
                 if not self._failure:
-                    done = 0
-                    while done < n:
-                        done += os.pwritev(self._fd, [buf[done:n]], at + done)
-            except OSError as exc:
+                    _write_all(self._fd, buf[:n], at)
+            except BaseException as exc:  # noqa: BLE001 - raised on the reading thread, which must not wait forever
                 self._failure.append(exc)
             finally:
                 self._free.put(buf)
+
+
+def _write_all(fd: int, data: memoryview, offset: int) -> None:
+    done = 0
+    while done < len(data):
+        n = os.pwrite(fd, data[done:], offset + done)
+        if n <= 0:
+            raise OSError(errno.EIO, f"write made no progress at {offset + done:#x}")
+        done += n
 
 
 def _data_extents(fd: int, offset: int, count: int) -> Iterator[tuple[int, int]]:

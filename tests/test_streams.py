@@ -200,3 +200,25 @@ def test_copy_range_crc_of_a_source_shorter_than_claimed_is_an_io_error(tmp_path
         os.close(src)
         os.close(dst)
     assert info.value.errno == errno.EIO
+
+
+def test_copy_range_crc_stops_on_any_writer_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Not only OSError: whatever stops the writing thread reaches the caller, which never waits
+    # for a buffer that will not come back.
+    (tmp_path / "src").write_bytes(os.urandom(12 * MiB))
+    calls = 0
+
+    def failing(fd: int, data: memoryview, offset: int) -> None:
+        nonlocal calls
+        calls += 1
+        raise MemoryError("writer broke")
+
+    monkeypatch.setattr(streams, "_write_all", failing)
+    src, dst = _fd(tmp_path / "src"), _fd(tmp_path / "dst", os.O_RDWR)
+    try:
+        with pytest.raises(MemoryError, match="writer broke"):
+            copy_range_crc(src, 0, dst, 0, 12 * MiB)
+    finally:
+        os.close(src)
+        os.close(dst)
+    assert calls == 1  # after the first failure nothing more is written
