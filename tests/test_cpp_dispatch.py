@@ -11,27 +11,21 @@ refused the same way and the loader falls back to the next eligible entry. Skipp
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
 
 
 def _example() -> ModuleType:
-    path = ROOT / "loader" / "examples" / "dense_example.py"
-    spec = importlib.util.spec_from_file_location("dense_example", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("dense_example", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("loader/examples/dense_example.py")
 
 
 @pytest.fixture(params=sorted(BUILDS))

@@ -15,7 +15,6 @@ Skipped where torch and executorch are not installed (the normal .venv never has
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -31,6 +30,7 @@ from fatpte.executorch import read_program
 from fatpte.executorch.entry_data import entry_data_file
 from fatpte.executorch.nfat_pte import nfat_delegates, thin_pte
 from fatpte.executorch.specialize import pte_specialization
+from tests.scripts import load_script
 
 ROOT = Path(__file__).parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "executorch"
@@ -39,11 +39,7 @@ RUNNABLE = sorted(n for n, f in FILES.items() if f["backend"] in ("portable", "x
 
 
 def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_fixtures", ROOT / "tools" / "make_executorch_fixtures.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("tools/make_executorch_fixtures.py")
 
 
 TOOL = _tool()

@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 
 from fatpte import layout as L
 from fatpte.errors import ErrorCode
+from tests.scripts import assert_check_mode_flags_stale_output, load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = ROOT / "loader" / "include" / "fatpte" / "format_generated.h"
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_format_header", ROOT / "tools" / "gen_format_header.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gen_format_header", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tools/gen_format_header.py")
 
 
 def test_committed_header_is_what_the_generator_writes() -> None:
@@ -32,12 +26,8 @@ def test_committed_header_is_what_the_generator_writes() -> None:
 
 
 def test_check_mode_flags_a_stale_header(tmp_path: Path) -> None:
-    gen = _generator()
     stale = tmp_path / "format_generated.h"
-    stale.write_text(gen.generate().replace("= 65536;", "= 65535;", 1), encoding="utf-8")
-    assert gen.main(["--check", str(stale)]) == 1
-    assert gen.main([str(stale)]) == 0
-    assert gen.main(["--check", str(stale)]) == 0
+    assert_check_mode_flags_stale_output(_generator(), stale, "= 65536;", "= 65535;")
 
 
 def _constexprs() -> dict[str, int]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 from fatpte import layout as L
 from fatpte.codec import decode, encode
 from fatpte.errors import ErrorCode, FatpteError
+from tests.scripts import assert_check_mode_flags_stale_output, load_script
 
 
 def test_sizes_are_the_published_ones() -> None:
@@ -51,11 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_layout_records", ROOT / "tools" / "gen_layout_records.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tools/gen_layout_records.py")
 
 
 def test_committed_record_formats_are_what_the_generator_writes() -> None:
@@ -74,12 +70,7 @@ def test_records_are_derived_from_the_construct_definitions(name: str) -> None:
 
 
 def test_check_mode_flags_stale_record_formats(tmp_path: Path) -> None:
-    gen = _generator()
-    stale = tmp_path / "layout_records.py"
-    stale.write_text(gen.generate().replace('"Q"', '"L"', 1), encoding="utf-8")
-    assert gen.main(["--check", str(stale)]) == 1
-    assert gen.main([str(stale)]) == 0
-    assert gen.main(["--check", str(stale)]) == 0
+    assert_check_mode_flags_stale_output(_generator(), tmp_path / "layout_records.py", '"Q"', '"L"')
 
 
 def test_reading_a_container_does_not_import_construct(tmp_path: Path) -> None:
@@ -91,8 +82,8 @@ def test_reading_a_container_does_not_import_construct(tmp_path: Path) -> None:
     out = tmp_path / "c.nfat"
     fatpte_pack = "import fatpte, sys; fatpte.pack([fatpte.Specialization('cpu', sys.argv[1])], sys.argv[2])"
     subprocess.run([sys.executable, "-c", fatpte_pack, str(src), str(out)], check=True, cwd=ROOT)
-    result = subprocess.run([sys.executable, "-c", code, str(out)], check=True, capture_output=True, text=True,
-                            cwd=ROOT)
+    result = subprocess.run([sys.executable, "-c", code, str(out)], check=True, capture_output=True,
+                            text=True, cwd=ROOT)
     assert result.stdout.strip() == "False"
 
 

@@ -5,14 +5,11 @@ fatpte.pack writes today, and the canonical validation order with what fatpte.va
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import struct
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import construct as cs
 import pytest
@@ -22,6 +19,7 @@ from fatpte.checksum import crc32c
 from fatpte.container import Container
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.validation import validate_buffer
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"
@@ -32,17 +30,7 @@ ERROR_HEADER = "| code | name | severity | rule |"
 LIMIT_HEADER = "| name | value | applies to | reason |"
 
 
-def _load_tool() -> ModuleType:
-    path = ROOT / "tools" / "spec_example.py"
-    spec = importlib.util.spec_from_file_location("spec_example", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-spec_example = _load_tool()
+spec_example = load_script("tools/spec_example.py")
 
 
 def spec_text() -> str:
