@@ -11,6 +11,7 @@ import fatpte
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch import read_program, read_ptd
 from fatpte.executorch.entry_data import entry_data_file
+from fatpte.executorch.ptd_write import ptd_bytes
 from fatpte.executorch.specialize import pte_specialization
 
 FIXTURES = Path(__file__).parent / "fixtures" / "executorch"
@@ -43,6 +44,8 @@ def test_the_ptd_gives_back_the_programs_named_data(tmp_path: Path, model: str, 
     assert all(t.dtype is None for t in ptd.named_data)  # backend constants: raw bytes, as in the program
     program = fatpte.extract(dest, entry, tmp_path / "m.pte").read_bytes()
     assert read_program(program).named_data == ()
+    # Streamed from the container, the file is byte for byte what the in-memory writer makes.
+    assert data == ptd_bytes(want)
 
 
 def test_external_weights_get_the_layout_the_program_expects(tmp_path: Path) -> None:

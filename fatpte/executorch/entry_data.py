@@ -14,16 +14,19 @@ refuses a data file with no keys ("No non-empty named data maps provided to merg
 
 from __future__ import annotations
 
+import mmap
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fatpte.checksum import crc32c
-from fatpte.container import Container
+from fatpte.atomic import atomic_output
 from fatpte.container import open as open_container
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.executorch.ptd_write import TensorLayout, external_layouts, write_ptd
+from fatpte.executorch.ptd import read_ptd
+from fatpte.executorch.ptd_write import TensorLayout, external_layouts, plan_ptd
 from fatpte.executorch.pte import IDENTIFIER, read_program
+from fatpte.model import Segment
+from fatpte.streams import copy_range_crc
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,37 +39,49 @@ class EntryData:
     size: int
 
 
-def _verified(c: Container, key: str) -> bytes:
-    """The bytes of `key`, after checking its segment's CRC32C: a damaged container writes no .ptd."""
-    blob = bytes(c.named_data(key))
-    manifest = c.manifest
-    assert manifest is not None  # named_data found the key in it
-    seg = c.segments[manifest.keys[key]]
-    actual = crc32c(blob)
-    if actual != seg.checksum:
-        raise FatpteError(ErrorCode.SEGMENT_CHECKSUM_MISMATCH, f"segment {seg.index} (named-data key {key!r}) has "
-                          f"CRC32C {actual:08x}, but the segment table says {seg.checksum:08x}: the container is damaged; "
-                          "nothing was written", source=c.source, field=f"segments[{seg.index}].checksum",
-                          expected=seg.checksum, actual=actual)
-    return blob
-
-
 def entry_data_file(
     container_path: str | os.PathLike[str], name_or_backend_id: str, dest: str | os.PathLike[str]
 ) -> EntryData:
     """Write to `dest` a .ptd holding the named data of the entry `name_or_backend_id` (as
-    `fatpte.extract` finds it). For an entry without named data nothing is written (path None)."""
+    `fatpte.extract` finds it). For an entry without named data nothing is written (path None).
+
+    The segments are streamed from the container into place (never held in memory: weights are
+    many GB), each checked against its CRC32C on the way; a damaged segment leaves `dest` as it was."""
+    target = Path(dest)
     with open_container(container_path) as c:
         entry = c.find(name_or_backend_id)
         manifest = c.manifest
         found = None if manifest is None else manifest.entry(entry.name)
         keys = () if found is None else tuple(found.named_data)
-        tensors = {key: _verified(c, key) for key in keys}
+        if not keys:
+            return EntryData(None, entry.name, (), 0)
+        assert manifest is not None and c.fileno is not None  # keys come from the manifest of a file
+        segments: list[Segment] = []
+        local: dict[int, int] = {}  # container segment index -> .ptd segment index
+        key_segment: dict[str, int] = {}
+        for key in keys:
+            seg = c.segments[manifest.keys[key]]
+            key_segment[key] = local.setdefault(seg.index, len(segments))
+            if key_segment[key] == len(segments):
+                segments.append(seg)
         layouts: dict[str, TensorLayout] = {}
         if entry.payload_kind == IDENTIFIER:
-            program = read_program(bytes(c.payload(entry, verify=True)), source=f"{c.source}[{entry.name}]")
-            layouts = {k: v for k, v in external_layouts(program).items() if k in tensors}
-    if not keys:
-        return EntryData(None, entry.name, (), 0)
-    target = write_ptd(dest, tensors, layouts)
-    return EntryData(target, entry.name, keys, target.stat().st_size)
+            program = read_program(c.payload(entry, verify=True), source=f"{c.source}[{entry.name}]")
+            layouts = {k: v for k, v in external_layouts(program).items() if k in key_segment}
+        plan = plan_ptd(key_segment, [seg.size for seg in segments], layouts)
+        with atomic_output(target) as out:
+            out.write(plan.prefix)
+            out.flush()
+            for seg, at in zip(segments, plan.offsets, strict=True):
+                actual = copy_range_crc(c.fileno, seg.offset, out.fileno(), at, seg.size)
+                if actual != seg.checksum:
+                    raise FatpteError(
+                        ErrorCode.SEGMENT_CHECKSUM_MISMATCH,
+                        f"segment {seg.index} (named data of {entry.name!r}) has CRC32C {actual:08x}, but the "
+                        f"segment table says {seg.checksum:08x}: the container is damaged; nothing was written",
+                        source=c.source, field=f"segments[{seg.index}].checksum", expected=seg.checksum,
+                        actual=actual)
+            os.ftruncate(out.fileno(), plan.size)
+            with mmap.mmap(out.fileno(), 0, access=mmap.ACCESS_READ) as written, memoryview(written) as view:
+                read_ptd(view, source=str(target))  # what was written must read back
+    return EntryData(target, entry.name, keys, plan.size)

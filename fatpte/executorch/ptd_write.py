@@ -8,7 +8,9 @@ is then inserted after the root offset and identifier, which only moves the root
 other flatbuffer offset is relative, and 40 keeps the 8-byte alignment of the u64 fields). The
 segment data starts at the next multiple of the segment alignment after the flatbuffer, each
 segment at the next multiple after the previous one. Identical bytes under several keys are
-stored once (the keys share a segment index). What is written is read back with read_ptd.
+stored once (the keys share a segment index). `plan_ptd` needs only the segments' sizes, so
+many-GB weights are streamed into place rather than held in memory. What is written is read back
+with read_ptd.
 """
 
 from __future__ import annotations
@@ -62,31 +64,34 @@ def _offsets_vector(b: flatbuffers.Builder, offsets: list[int]) -> int:
     return int(b.EndVector())
 
 
-def ptd_bytes(
-    tensors: Mapping[str, bytes | memoryview],
+@dataclass(frozen=True, slots=True)
+class PtdPlan:
+    """A .ptd laid out from the sizes of its segments: everything before the segment data, and
+    where each segment goes, so the data can be streamed in from wherever it lives."""
+
+    prefix: bytes  # FH01 header and FT01 flatbuffer, zero-padded to segment_base_offset
+    offsets: tuple[int, ...]  # each segment's absolute offset in the file
+    size: int  # the whole file's size
+
+
+def plan_ptd(
+    key_segment: Mapping[str, int],
+    sizes: list[int],
     layouts: Mapping[str, TensorLayout] | None = None,
     *,
     segment_alignment: int = DEFAULT_SEGMENT_ALIGNMENT,
-) -> bytes:
-    """A whole .ptd holding `tensors` (in the order given), with `layouts` for the keys that have one."""
+) -> PtdPlan:
+    """Lay out a .ptd whose keys map to segments (`key_segment`, indices into `sizes`), in key order."""
     if segment_alignment < 8 or segment_alignment & (segment_alignment - 1):
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"segment alignment {segment_alignment} is not a power of "
                           "two of at least 8", field="segment_alignment", actual=segment_alignment)
     layouts = layouts or {}
-    blobs: list[bytes] = []
-    index_of: dict[bytes, int] = {}
-    key_segment: dict[str, int] = {}
-    for key, value in tensors.items():
-        blob = bytes(value)
-        key_segment[key] = index_of.setdefault(blob, len(blobs))
-        if key_segment[key] == len(blobs):
-            blobs.append(blob)
     rel: list[int] = []
     end = 0
-    for blob in blobs:
-        start = _align(end, segment_alignment) if blob else end
+    for size in sizes:
+        start = _align(end, segment_alignment) if size else end
         rel.append(start)
-        end = start + len(blob)
+        end = start + size
 
     b = flatbuffers.Builder(1024)
     named: list[int] = []
@@ -96,16 +101,16 @@ def ptd_bytes(
         layout = layouts.get(key)
         if layout is not None:
             b.StartVector(4, len(layout.sizes), 4)
-            for s in reversed(layout.sizes):
-                b.PrependInt32(s)
-            sizes = b.EndVector()
+            for dim in reversed(layout.sizes):
+                b.PrependInt32(dim)
+            dims = b.EndVector()
             b.StartVector(1, len(layout.dim_order), 1)
             for d in reversed(layout.dim_order):
                 b.PrependUint8(d)
             dim_order = b.EndVector()
             b.StartObject(3)
             b.PrependInt8Slot(0, layout.scalar_type, 0)
-            b.PrependUOffsetTRelativeSlot(1, sizes, 0)
+            b.PrependUOffsetTRelativeSlot(1, dims, 0)
             b.PrependUOffsetTRelativeSlot(2, dim_order, 0)
             layout_off = b.EndObject()
         b.StartObject(3)
@@ -115,10 +120,10 @@ def ptd_bytes(
             b.PrependUOffsetTRelativeSlot(2, layout_off, 0)
         named.append(b.EndObject())
     segments: list[int] = []
-    for offset, blob in zip(rel, blobs, strict=True):
+    for offset, size in zip(rel, sizes, strict=True):
         b.StartObject(2)
         b.PrependUint64Slot(0, offset, 0)
-        b.PrependUint64Slot(1, len(blob), 0)
+        b.PrependUint64Slot(1, size, 0)
         segments.append(b.EndObject())
     segments_vec = _offsets_vector(b, segments)
     named_vec = _offsets_vector(b, named)
@@ -133,10 +138,32 @@ def ptd_bytes(
     base = _align(size, segment_alignment)
     header = _HEADER.pack(HEADER_MAGIC, HEADER_LENGTH, _FLATBUFFER_OFFSET, size - _FLATBUFFER_OFFSET, base, end)
     root = struct.unpack_from("<I", fb, 0)[0] + HEADER_LENGTH
-    out = bytearray(struct.pack("<I", root) + fb[4:HEADER_OFFSET] + header + fb[HEADER_OFFSET:])
-    out += bytes(base - len(out))
-    for offset, blob in zip(rel, blobs, strict=True):
-        out += bytes(base + offset - len(out)) + blob
+    prefix = struct.pack("<I", root) + fb[4:HEADER_OFFSET] + header + fb[HEADER_OFFSET:]
+    return PtdPlan(prefix + bytes(base - len(prefix)), tuple(base + r for r in rel), base + end)
+
+
+def ptd_bytes(
+    tensors: Mapping[str, bytes | memoryview],
+    layouts: Mapping[str, TensorLayout] | None = None,
+    *,
+    segment_alignment: int = DEFAULT_SEGMENT_ALIGNMENT,
+) -> bytes:
+    """A whole .ptd holding `tensors` (in the order given), with `layouts` for the keys that have one.
+    Identical bytes under several keys are stored once. For data too large to hold in memory,
+    lay the file out with `plan_ptd` and stream the segments in (entry_data.py does)."""
+    blobs: list[bytes] = []
+    index_of: dict[bytes, int] = {}
+    key_segment: dict[str, int] = {}
+    for key, value in tensors.items():
+        blob = bytes(value)
+        key_segment[key] = index_of.setdefault(blob, len(blobs))
+        if key_segment[key] == len(blobs):
+            blobs.append(blob)
+    plan = plan_ptd(key_segment, [len(b) for b in blobs], layouts, segment_alignment=segment_alignment)
+    out = bytearray(plan.prefix)
+    for offset, blob in zip(plan.offsets, blobs, strict=True):
+        out += bytes(offset - len(out)) + blob
+    out += bytes(plan.size - len(out))
     result = bytes(out)
     read_ptd(result, source="<written .ptd>")  # what was written must read back
     return result
