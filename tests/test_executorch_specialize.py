@@ -171,3 +171,23 @@ def test_a_program_key_and_a_ptd_key_with_different_bytes_are_refused(tmp_path: 
     # The same bytes under the same key are fine: the .ptd agrees with the program.
     same = pte_specialization(FIXTURES / "mlp_native.pte", share_named_data=True, data_files=[ptd])
     assert same.named_data is not None and sorted(same.named_data) == sorted(ptd_named_data(ptd))
+
+
+def test_programs_and_weights_are_mapped_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Programs and .ptd weights are many GB: packing them streams from mappings, never reads them whole.
+    ptd = FIXTURES / "mlp_portable_external._default_external_constant.ptd"
+    expected = {k: bytes(v) for k, v in ptd_named_data(ptd).items()}
+
+    def refuse(self: Path) -> bytes:
+        raise AssertionError(f"{self} was read whole")
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    spec = pte_specialization(FIXTURES / "mlp_portable_external.pte", data_files=[ptd])
+    assert spec.named_data is not None
+    assert {k: bytes(v) for k, v in spec.named_data.items()} == expected
+    assert all(isinstance(v, memoryview) for v in spec.named_data.values())  # views of the mapping
+    dest = fatpte.pack([spec], tmp_path / "m.nfat")
+    monkeypatch.undo()
+    assert fatpte.validate(dest).ok
+    with fatpte.open(dest) as c:
+        assert {k: bytes(c.named_data(k)) for k in c.named_data_keys} == expected

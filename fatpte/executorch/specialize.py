@@ -18,9 +18,9 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from fatpte.container import map_file
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.ptd import read_ptd
 from fatpte.executorch.pte import Program, read_program
@@ -43,16 +43,18 @@ def backend_id_of(program: Program) -> str:
     return text[:32]
 
 
-def _read(path: str | os.PathLike[str]) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+def _mapped(path: str | os.PathLike[str]) -> memoryview:
+    """The file mapped read-only: weights files and programs are many GB, and pack streams what
+    it needs from them. The view (and every slice of it) keeps the mapping alive."""
+    buf, fd = map_file(path)
+    os.close(fd)  # a mapping outlives its descriptor
+    return memoryview(buf)
 
 
-def ptd_named_data(path: str | os.PathLike[str]) -> dict[str, bytes]:
-    """The tensors of the .ptd at `path`, key -> bytes, for the container's shared named data."""
-    data = _read(path)
+def ptd_named_data(path: str | os.PathLike[str]) -> dict[str, memoryview]:
+    """The tensors of the .ptd at `path`, key -> a view of its bytes in a mapping of the file (no
+    copy), for the container's shared named data."""
+    data = _mapped(path)
     return {t.key: data[t.offset : t.offset + t.size] for t in read_ptd(data, source=str(path)).named_data}
 
 
@@ -76,15 +78,15 @@ def pte_specialization(
     stored inside the program, and the payload is the program rewritten without it (the runtime
     then needs a .ptd holding those keys: `entry_data_file`)."""
     source = str(path)
-    data = _read(path)
+    data = _mapped(path)
     program = read_program(data, source=source)
-    named: dict[str, bytes] = {}
+    named: dict[str, bytes | memoryview] = {}
     origin: dict[str, str] = {}
     payload: str | bytes = source
     provenance_extra = {"executorch.pte.sha256": hashlib.sha256(data).hexdigest()}
     if share_named_data and program.named_data:
         # A program without named data stays the file itself, streamed and extracted unchanged.
-        payload, moved = remove_named_data(data, source=source)
+        payload, moved = remove_named_data(bytes(data), source=source)  # a rewritten copy: in memory
         named.update(moved)
         origin.update(dict.fromkeys(moved, source))
         provenance_extra["executorch.pte.named_data"] = "shared"
