@@ -125,7 +125,7 @@ docs: $(STAMP)
 # seeded from specs/vectors in fuzz/corpus-work/ (kept between runs, ignored by git); crashes are
 # saved to fuzz/corpus-work/crashes/. `make fuzz-smoke` (part of `make test`) replays the vectors
 # through every Python target, then fuzzes each target for FUZZ_SMOKE_SECONDS: under 60 s in all.
-FUZZ_TARGETS       ?= open validate select manifest structured differential loader
+FUZZ_TARGETS       ?= open validate select manifest structured differential executorch loader
 FUZZ_SECONDS       ?= 60
 FUZZ_SMOKE_SECONDS ?= 3
 FUZZ_WORK          := fuzz/corpus-work
@@ -164,6 +164,7 @@ fuzz: $(FUZZ_DEPS)
 
 fuzz-smoke: $(FUZZ_DEPS)
 	@for t in $(filter-out loader,$(FUZZ_TARGETS)); do $(PY) fuzz/replay.py $$t specs/vectors || exit 1; done
+	@if echo " $(FUZZ_TARGETS) " | grep -q " executorch "; then $(PY) fuzz/replay.py executorch tests/fixtures/executorch tests/fixtures/fuzz; fi
 	@mkdir -p $(FUZZ_WORK)
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) >$(FUZZ_WORK)/smoke.log 2>&1 || \
 		{ tail -n 80 $(FUZZ_WORK)/smoke.log; exit 1; }

@@ -23,6 +23,9 @@ PARSING_MODULES = (
     "fatpte.layout", "fatpte.errors", "fatpte.model", "fatpte.codec", "fatpte.checksum",
     "fatpte.structure", "fatpte.integrity", "fatpte.container", "fatpte.validation",
     "fatpte.manifest", "fatpte.named_data", "fatpte.selection", "fatpte.device",
+    "fatpte.executorch.flatbuf", "fatpte.executorch.pte", "fatpte.executorch.ptd", "fatpte.executorch.nptg",
+    "fatpte.executorch.xnnpack", "fatpte.executorch.describe", "fatpte.executorch.signature",
+    "fatpte.executorch.nfat_pte", "fatpte.executorch.rewrite",
 )
 
 

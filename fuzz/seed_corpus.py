@@ -4,7 +4,9 @@
 
 copies every vector into DIR (named by content hash, as libFuzzer names its inputs, so reruns add
 nothing twice); for the manifest target it writes the manifest region of every vector that has
-one instead, since that target reads manifest bytes alone.
+one instead, since that target reads manifest bytes alone; for the executorch target, the files
+the real ExecuTorch toolchain wrote (tests/fixtures/executorch: programs of every lowering, with
+NFAT delegates, and .ptd files) and each program's inline delegate payloads (NPTG, XH00, NFAT).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "specs" / "vectors"
+FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
+REGRESSIONS = ROOT / "tests" / "fixtures" / "fuzz"  # inputs a target once failed on, kept as tests
 
 # manifest_offset, manifest_size: u64 at bytes 40 and 48 of a v2 header (fatpte/layout.py).
 # Read with struct rather than fatpte so that seeding works from damaged vectors too.
@@ -31,7 +35,23 @@ def manifest_region(data: bytes) -> bytes | None:
     return data[offset : offset + size]
 
 
+def executorch_seeds() -> list[bytes]:
+    sys.path.insert(0, str(ROOT))
+    from fatpte.executorch import read_program
+
+    out = []
+    for path in sorted([*FIXTURES.glob("*.pt[ed]"), *REGRESSIONS.glob("executorch-*")]):
+        data = path.read_bytes()
+        out.append(data)
+        if path.suffix == ".pte":
+            for plan in read_program(data, source=str(path)).methods:
+                out += [data[d.offset : d.offset + d.size] for d in plan.delegates if d.size]
+    return out
+
+
 def seeds(target: str) -> list[bytes]:
+    if target == "executorch":
+        return executorch_seeds()
     out = []
     for path in sorted(VECTORS.glob("*.nfat")):
         data = path.read_bytes()

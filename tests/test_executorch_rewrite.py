@@ -108,3 +108,17 @@ def test_a_program_without_its_named_data_can_still_be_thinned(tmp_path: Path) -
     assert program.named_data == ()
     (d,) = nfat_delegates(program)
     assert [e.name for e in Container.from_buffer(bytes(program.payload(d))).entries] == ["native-avx2"]
+
+
+def test_a_dangling_sub_segment_index_is_refused_not_renumbered() -> None:
+    # Found by fuzz/fuzz_executorch.py: mutable_data_segments[0] names segment 12289 of 7 and has
+    # no offsets, so the reader accepts it (nothing is read through it), but removing named-data
+    # segments cannot renumber it. It was a KeyError; it is the format's own error now.
+    data = (Path(__file__).parent / "fixtures" / "fuzz" / "executorch-dangling-mutable-segment.pte").read_bytes()
+    program = read_program(data)
+    assert program.named_data and len(program.segments) == 7
+    with pytest.raises(FatpteError) as info:
+        remove_named_data(data, source="x.pte")
+    assert info.value.code is ErrorCode.ET_BAD_REFERENCE
+    assert info.value.field == "root.mutable_data_segments[0].segment_index"
+    assert info.value.actual == 12289

@@ -176,6 +176,13 @@ def _rewrite(
             if ref.index in removed:
                 raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"segment {ref.index} cannot be removed: {ref.field} "
                                   "still uses it", source=source, field=ref.field)
+            if ref.index not in new_index:
+                # The reader lets an empty sub-segment name any index (nothing is read through it);
+                # renumbering needs to know which segment it means.
+                raise FatpteError(ErrorCode.ET_BAD_REFERENCE, f"{ref.field} is segment {ref.index}, past the "
+                                  f"{len(program.segments)} segments of the program, so it cannot be renumbered "
+                                  "when segments are removed", source=source, offset=ref.at, field=ref.field,
+                                  actual=ref.index)
             if new_index[ref.index] != ref.index:
                 if ref.at is None:  # unreachable for a valid file: only a non-zero index changes
                     raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{ref.field} is stored as an absent default and "

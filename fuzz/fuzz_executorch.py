@@ -1,0 +1,43 @@
+"""Fuzz target: fatpte's ExecuTorch readers over any bytes, as `fatpte info`, `validate` and
+`select` run them on a file: `describe` (a .pte, a .ptd, an NPTG or XH00 payload, by bytes 4..8),
+then for a program its signature, the validation of and the choice inside each NFAT delegate, and
+the rewrite that takes its named data out (`pack --share-pte-named-data`). Only FatpteError may
+escape."""
+
+from __future__ import annotations
+
+import _harness
+
+_PROFILE = "raspberry-pi-5"
+
+
+def test_one_input(data: bytes) -> None:
+    from fatpte.device import DeviceProfile
+    from fatpte.errors import FatpteError
+    from fatpte.executorch import describe, program_signature, read_program, sniff
+    from fatpte.executorch.nfat_pte import select_nfat_delegates, validate_nfat_delegates
+    from fatpte.executorch.rewrite import remove_named_data
+
+    try:
+        description = describe(data, source="fuzz")
+        description.text()
+    except FatpteError:
+        return
+    if sniff(data) != "pte":
+        return
+    try:
+        program = read_program(data, source="fuzz")
+        program_signature(program)
+        for _, report in validate_nfat_delegates(program):
+            report.to_json()
+        select_nfat_delegates(program, DeviceProfile.load(_PROFILE))
+    except FatpteError:
+        pass
+    try:
+        remove_named_data(data, source="fuzz")
+    except FatpteError:
+        pass
+
+
+if __name__ == "__main__":
+    _harness.fuzz(test_one_input)
