@@ -1,8 +1,8 @@
 """Fuzz target: fatpte's ExecuTorch readers over any bytes, as `fatpte info`, `validate` and
 `select` run them on a file: `describe` (a .pte, a .ptd, an NPTG or XH00 payload, by bytes 4..8),
 then for a program its signature, the validation of and the choice inside each NFAT delegate, and
-the rewrite that takes its named data out (`pack --share-pte-named-data`). Only FatpteError may
-escape."""
+the rewrites: the named data taken out (`pack --share-pte-named-data`) and a delegate's segment
+replaced (`thin` of a program). Only FatpteError may escape."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def test_one_input(data: bytes) -> None:
     from fatpte.errors import FatpteError
     from fatpte.executorch import describe, program_signature, read_program, sniff
     from fatpte.executorch.nfat_pte import select_nfat_delegates, validate_nfat_delegates
-    from fatpte.executorch.rewrite import remove_named_data
+    from fatpte.executorch.rewrite import remove_named_data, replace_segment
 
     try:
         description = describe(data, source="fuzz")
@@ -27,6 +27,9 @@ def test_one_input(data: bytes) -> None:
         return
     try:
         program = read_program(data, source="fuzz")
+    except FatpteError:
+        return
+    try:
         program_signature(program)
         for _, report in validate_nfat_delegates(program):
             report.to_json()
@@ -37,6 +40,14 @@ def test_one_input(data: bytes) -> None:
         remove_named_data(data, source="fuzz")
     except FatpteError:
         pass
+    # What `fatpte thin` does to a program: a delegate's segment replaced by bytes of another length.
+    for plan in program.methods:
+        for d in plan.delegates:
+            if d.location == "segment":
+                try:
+                    replace_segment(data, d.data_index, b"NFAT" * 3, source="fuzz")
+                except FatpteError:
+                    pass
 
 
 if __name__ == "__main__":
