@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -25,7 +26,12 @@ struct fatpte_container {
 struct fatpte_selection {
   fatpte::Selection selection;
   fatpte::DeviceProfile device;
-  std::string explanation;
+  // The explanation is text for people, built on first request: formatting a line per entry
+  // cost about a fifth of a whole open + select, which a runtime that only loads never reads.
+  // The entries are kept so that it can be built after the container is closed.
+  std::vector<fatpte::Entry> entries;
+  mutable std::once_flag explained;
+  mutable std::string explanation;
 };
 
 struct fatpte_loaded {
@@ -349,7 +355,7 @@ fatpte_status fatpte_select(const fatpte_container* c, const char* device_json, 
     auto s = fatpte::select(*c->impl, handle->device, p, x);
     if (!s.ok()) return report(s.error(), error);
     handle->selection = std::move(s).value();
-    handle->explanation = fatpte::explain(*c->impl, handle->selection);
+    handle->entries = c->impl->entries();
     *out = handle.release();
     return report(Status(), error);
   });
@@ -362,7 +368,13 @@ fatpte_status fatpte_selection_chosen(const fatpte_selection* s, uint32_t* index
 }
 
 const char* fatpte_selection_explain(const fatpte_selection* s) noexcept {
-  return s == nullptr ? "" : s->explanation.c_str();
+  if (s == nullptr) return "";
+  try {
+    std::call_once(s->explained, [s] { s->explanation = fatpte::explain(s->entries, s->selection); });
+  } catch (...) {
+    return "";  // out of memory while formatting: no text rather than an exception across the C API
+  }
+  return s->explanation.c_str();
 }
 
 void fatpte_selection_free(fatpte_selection* s) noexcept { delete s; }

@@ -305,13 +305,15 @@ Result<Selection> assess(const Container& c, const DeviceProfile& d, const std::
   return s;
 }
 
-std::string explain(const Container& c, const Selection& s) {
-  const Entry& chosen = c.entries()[s.chosen];
+std::string explain(const Container& c, const Selection& s) { return explain(c.entries(), s); }
+
+std::string explain(const std::vector<Entry>& entries, const Selection& s) {
+  const Entry& chosen = entries[s.chosen];
   std::vector<std::string> lines = {"device '" + s.device_name + "': " + s.device_os + " " + s.device_arch,
                                     "chosen: " + chosen.name + " [" + chosen.backend_id + "]"};
   if (!s.prefer.empty()) lines.push_back("preference: " + join(s.prefer, ", "));
   if (!s.exclude.empty()) lines.push_back("excluded: " + join(s.exclude, ", "));
-  for (const Verdict& v : s.verdicts) lines.push_back("  " + line(c.entries()[v.index], v));
+  for (const Verdict& v : s.verdicts) lines.push_back("  " + line(entries[v.index], v));
   return join(lines, "\n");
 }
 

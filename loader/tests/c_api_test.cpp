@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -137,6 +138,23 @@ namespace {
 const char* kDevice =
     "{\"name\": \"t\", \"os\": \"linux\", \"arch\": \"x86_64\", \"cpu_features\": [], \"accelerators\": [], "
     "\"memory_bytes\": 0, \"backends\": {}}";
+
+TEST(CApi, ExplanationIsBuiltOnRequestAndOutlivesTheContainer) {
+  auto buf = sample();
+  fatpte_container* c = nullptr;
+  fatpte_error err;
+  ASSERT_EQ(fatpte_open_memory(buf.data(), buf.size(), &c, &err), FATPTE_OK);
+  fatpte_selection* s = nullptr;
+  ASSERT_EQ(fatpte_select(c, kDevice, nullptr, 0, nullptr, 0, &s, &err), FATPTE_OK) << err.message;
+  fatpte_close(c);
+  std::fill(buf.begin(), buf.end(), 0);  // nothing of the container is read any more
+  const char* first = fatpte_selection_explain(s);
+  EXPECT_EQ(std::string(first).rfind("device 't': linux x86_64\nchosen: cpu [portable]", 0), 0u);
+  EXPECT_NE(std::string(first).find("fast [x86_avx2]"), std::string::npos);
+  EXPECT_EQ(fatpte_selection_explain(s), first);  // built once
+  fatpte_selection_free(s);
+  EXPECT_STREQ(fatpte_selection_explain(nullptr), "");
+}
 
 TEST(CApi, SelectExplainAndLoadWithoutLibraries) {
   auto buf = sample();  // cpu [portable] priority 0, fast [x86_avx2] priority -2

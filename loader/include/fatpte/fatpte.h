@@ -129,7 +129,8 @@ FATPTE_API fatpte_status fatpte_select(const fatpte_container* container, const 
                                        size_t exclude_count, fatpte_selection** out,
                                        fatpte_error* error) FATPTE_NOEXCEPT;
 FATPTE_API fatpte_status fatpte_selection_chosen(const fatpte_selection* selection, uint32_t* index) FATPTE_NOEXCEPT;
-/* The explanation (the device, the chosen entry, one line per entry); valid until freed. */
+/* The explanation (the device, the chosen entry, one line per entry), built on the first call;
+   valid until the selection is freed, also after the container is closed. */
 FATPTE_API const char* fatpte_selection_explain(const fatpte_selection* selection) FATPTE_NOEXCEPT;
 FATPTE_API void fatpte_selection_free(fatpte_selection* selection) FATPTE_NOEXCEPT;
 

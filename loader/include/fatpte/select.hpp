@@ -62,6 +62,8 @@ Result<Selection> assess(const Container& container, const DeviceProfile& device
                          const std::vector<std::string>& prefer, const std::vector<std::string>& exclude);
 // Python's Selection.explain(): the device, the chosen entry, and one line per entry.
 std::string explain(const Container& container, const Selection& selection);
+// The same from the container's entries, for a caller that keeps them beyond the container.
+std::string explain(const std::vector<Entry>& entries, const Selection& selection);
 // json.dumps(Selection.to_json(), indent=2) + "\n"; `chosen` is null when the selection does not fit.
 std::string selection_json(const Container& container, const Selection& selection);
 
