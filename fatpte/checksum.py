@@ -116,7 +116,7 @@ def _zero_run(k: int) -> int:
     """CRC32C of 2**k zero bytes."""
     with _POWERS_LOCK:
         while len(_ZERO_RUNS) <= k:
-            last = _ZERO_RUNS[-1]
+            last = _ZERO_RUNS[-1]  # 2**(k-1) zeros followed by as many: combine(last, last, 2**(k-1))
             _ZERO_RUNS.append(last ^ _shift_unlocked(last, 1 << (len(_ZERO_RUNS) - 1)))
         return _ZERO_RUNS[k]
 

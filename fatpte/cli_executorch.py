@@ -112,7 +112,7 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
     named data of entry NAME, or of every program entry. With `share_named_data`
     (--share-pte-named-data) each program's own named data moves there too, the payload being the
     program rewritten without it (docs/executorch.md)."""
-    from fatpte.executorch.specialize import pte_specialization
+    from fatpte.executorch.specialize import backend_id_of_file, pte_specialization
 
     # (path, backend id or None to derive, name) per program argument, to build after --data is known.
     programs: list[tuple[str, str | None, str | None]] = []
@@ -138,13 +138,13 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
     if share_named_data and not programs:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, "--share-pte-named-data moves the named data of ExecuTorch "
                           "programs, and no payload is an ExecuTorch program", field="--share-pte-named-data")
-    built = [pte_specialization(path, backend_id=backend, name=name, share_named_data=share_named_data)
-             for path, backend, name in programs]
-    if data:
-        targets = _data_targets(data, [s.entry_name for s in built])
-        built = [pte_specialization(path, backend_id=backend, name=name, data_files=targets[s.entry_name],
-                                    share_named_data=share_named_data)
-                 for (path, backend, name), s in zip(programs, built, strict=True)]
+    # Each program is specialized once (hashing, and rewriting with share_named_data, read the
+    # whole file), after its entry name, which --data targets, is known.
+    names = [name or backend or backend_id_of_file(path) for path, backend, name in programs]
+    targets = _data_targets(data, names)
+    built = [pte_specialization(path, backend_id=backend, name=name, data_files=targets[entry],
+                                share_named_data=share_named_data)
+             for (path, backend, name), entry in zip(programs, names, strict=True)]
     return [built[s] if isinstance(s, int) else s for s in specs]
 
 

@@ -22,8 +22,9 @@ def extract(
     backend id) to `dest`.
 
     The payload passes once through a few 1 MiB buffers into a temporary file, hashed while
-    each buffer is in the CPU cache and written by a second thread (`streams.copy_range_crc`). A payload whose CRC32C differs from its
-    entry's is never published: the temporary file is removed and `dest` is left as it was.
+    each buffer is in the CPU cache and written by a second thread (`streams.copy_range_crc`).
+    A payload whose CRC32C differs from its entry's is never published: the temporary file is
+    removed and `dest` is left as it was.
     `progress(done, total)` is called as bytes are copied."""
     target = Path(dest)
     with open_container(path) as container:

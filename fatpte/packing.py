@@ -2,9 +2,9 @@
 
 Payloads given as paths are never read into memory whole: each passes once through a few 1 MiB
 buffers (`streams.copy_range_crc`), hashed while the buffer is in the CPU cache and written by a
-second thread, so each payload is read once. Every offset is planned first from sizes and alignments; then the
-payloads are written into a temporary file beside `dest`, the header and tables (which hold the
-checksums) last at offset 0, and the file is renamed onto `dest`.
+second thread, so each payload is read once. Every offset is planned first from sizes and
+alignments; then the payloads are written into a temporary file beside `dest`, the header and
+tables (which hold the checksums) last at offset 0, and the file is renamed onto `dest`.
 """
 
 from __future__ import annotations

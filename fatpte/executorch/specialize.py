@@ -43,6 +43,11 @@ def backend_id_of(program: Program) -> str:
     return text[:32]
 
 
+def backend_id_of_file(path: str | os.PathLike[str]) -> str:
+    """`backend_id_of` the program at `path`, read through a mapping."""
+    return backend_id_of(read_program(_mapped(path), source=str(path)))
+
+
 def _mapped(path: str | os.PathLike[str]) -> memoryview:
     """The file mapped read-only: weights files and programs are many GB, and pack streams what
     it needs from them. The view (and every slice of it) keeps the mapping alive."""
