@@ -9,8 +9,7 @@ fatpte.executorch (docs/executorch.md). That package is imported only inside the
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,16 +49,6 @@ def executorch_kind(path: Path) -> str | None:
 def is_program(path: Path) -> bool:
     """True when `path` is an ExecuTorch program (.pte, identifier ET12) and not a container."""
     return executorch_kind(path) == "pte"
-
-
-@contextlib.contextmanager
-def _mapped(path: Path) -> Iterator[memoryview]:
-    """The file mapped, as the readers take it: validating or choosing inside a program touches
-    its flatbuffer and its NFAT delegates, not the rest of a many-GB file."""
-    from fatpte.container import mapped_file
-
-    with mapped_file(path) as (mapping, _):
-        yield memoryview(mapping)
 
 
 def _read(path: Path) -> bytes:
@@ -185,36 +174,36 @@ def describe_text(path: Path) -> str:
 def program_reports(path: Path) -> list[Report]:
     """`fatpte validate` on an ExecuTorch program: one Report per NFAT delegate. A program that
     cannot be read, or has no NFAT delegate, gives one Report with one error saying so."""
+    from fatpte.container import map_view
     from fatpte.errors import finding
     from fatpte.executorch.nfat_pte import validate_nfat_delegates
     from fatpte.executorch.pte import read_program
     from fatpte.validation import Report
 
-    with _mapped(path) as data:
-        try:
-            reports = [r for _, r in validate_nfat_delegates(read_program(data, source=str(path)))]
-        except FatpteError as exc:
-            return [Report(str(path), None, len(data), (exc.finding,))]
-        head = bytes(data[:4])
-        size = len(data)
+    # Mapped, not read: checking a program's NFAT delegates touches them and its flatbuffer only.
+    data = map_view(path)
+    try:
+        reports = [r for _, r in validate_nfat_delegates(read_program(data, source=str(path)))]
+    except FatpteError as exc:
+        return [Report(str(path), None, len(data), (exc.finding,))]
     if reports:
         return reports
-    return [Report(str(path), None, size, (finding(
+    return [Report(str(path), None, len(data), (finding(
         ErrorCode.BAD_MAGIC, "not a container: an ExecuTorch program (ET12) with no delegate whose payload is "
         "an NFAT container (--skip-plain-pte skips such files)", offset=0, field="header.magic",
-        expected="NFAT", actual=head.hex()),))]
+        expected="NFAT", actual=bytes(data[:4]).hex()),))]
 
 
 def select_program(path: Path, device: DeviceProfile, *, prefer: Sequence[str], exclude: Sequence[str],
                    explain: bool) -> tuple[dict[str, Any], str]:
     """`fatpte select` on an ExecuTorch program: the JSON object and the text for its NFAT
     delegates, each chosen from as from a container (SelectionError when one has no fit)."""
+    from fatpte.container import map_view
     from fatpte.executorch.nfat_pte import select_nfat_delegates
     from fatpte.executorch.pte import read_program
 
-    with _mapped(path) as data:
-        chosen = select_nfat_delegates(read_program(data, source=str(path)), device, prefer=prefer,
-                                       exclude=exclude)
+    chosen = select_nfat_delegates(read_program(map_view(path), source=str(path)), device, prefer=prefer,
+                                   exclude=exclude)
     if not chosen:
         raise _not_fat(path)
     result = {"path": str(path), "delegates": [

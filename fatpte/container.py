@@ -184,6 +184,14 @@ def release_mapping(buf: BytesLike, fd: int | None) -> None:
         os.close(fd)
 
 
+def map_view(path: str | os.PathLike[str]) -> memoryview:
+    """`path` mapped read-only, as a view for readers that take bytes: the mapping goes with the
+    last view of it (slices included), so nothing needs closing and a slice may outlive the call."""
+    buf, fd = map_file(path)
+    os.close(fd)  # a mapping outlives its descriptor
+    return memoryview(buf)
+
+
 @contextlib.contextmanager
 def mapped_file(path: str | os.PathLike[str]) -> Iterator[tuple[BytesLike, int]]:
     """`map_file` for the length of a `with` block."""

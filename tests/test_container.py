@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 from pathlib import Path
 
@@ -145,3 +146,17 @@ def test_open_of_an_empty_or_missing_file(tmp_path: Path) -> None:
 def test_repr_names_source_and_shape(packed: Path) -> None:
     with fatpte.open(packed) as c:
         assert repr(c) == f"<fatpte.Container {str(packed)!r} v2 3 entries>"
+
+
+def test_map_view_is_the_file_and_its_slices_outlive_the_call(tmp_path: Path) -> None:
+    from fatpte.container import map_view
+
+    data = os.urandom(10_000)
+    (tmp_path / "f").write_bytes(data)
+    tail = map_view(tmp_path / "f")[9000:]  # the whole view is gone; the slice keeps the mapping
+    assert tail.readonly and bytes(tail) == data[9000:]
+    (tmp_path / "empty").write_bytes(b"")
+    assert bytes(map_view(tmp_path / "empty")) == b""  # mmap cannot map an empty file
+    with pytest.raises(FatpteError) as info:
+        map_view(tmp_path / "missing")
+    assert info.value.code is ErrorCode.IO_ERROR

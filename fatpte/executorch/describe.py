@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fatpte.container import Container, mapped_file
+from fatpte.container import Container, map_view
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch import nptg, ptd, pte, xnnpack
 from fatpte.executorch.signature import program_signature
@@ -54,8 +54,7 @@ def describe(path_or_bytes: str | Path | bytes | bytearray | memoryview, *, sour
     if isinstance(path_or_bytes, (str, Path)):
         # Mapped, not read: a program with its weights inline is many GB, and describing it
         # touches only the flatbuffer and the headers of its delegate payloads.
-        with mapped_file(path_or_bytes) as (mapping, _):
-            return _describe(memoryview(mapping), source or str(path_or_bytes))
+        return _describe(map_view(path_or_bytes), source or str(path_or_bytes))
     return _describe(bytes(path_or_bytes), source)
 
 

@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fatpte.container import map_file
+from fatpte.container import map_view
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.ptd import read_ptd
 from fatpte.executorch.pte import Program, read_program
@@ -45,21 +45,13 @@ def backend_id_of(program: Program) -> str:
 
 def backend_id_of_file(path: str | os.PathLike[str]) -> str:
     """`backend_id_of` the program at `path`, read through a mapping."""
-    return backend_id_of(read_program(_mapped(path), source=str(path)))
-
-
-def _mapped(path: str | os.PathLike[str]) -> memoryview:
-    """The file mapped read-only: weights files and programs are many GB, and pack streams what
-    it needs from them. The view (and every slice of it) keeps the mapping alive."""
-    buf, fd = map_file(path)
-    os.close(fd)  # a mapping outlives its descriptor
-    return memoryview(buf)
+    return backend_id_of(read_program(map_view(path), source=str(path)))
 
 
 def ptd_named_data(path: str | os.PathLike[str]) -> dict[str, memoryview]:
     """The tensors of the .ptd at `path`, key -> a view of its bytes in a mapping of the file (no
     copy), for the container's shared named data."""
-    data = _mapped(path)
+    data = map_view(path)
     return {t.key: data[t.offset : t.offset + t.size] for t in read_ptd(data, source=str(path)).named_data}
 
 
@@ -83,7 +75,7 @@ def pte_specialization(
     stored inside the program, and the payload is the program rewritten without it (the runtime
     then needs a .ptd holding those keys: `entry_data_file`)."""
     source = str(path)
-    data = _mapped(path)
+    data = map_view(path)
     program = read_program(data, source=source)
     named: dict[str, bytes | memoryview] = {}
     origin: dict[str, str] = {}
