@@ -12,7 +12,6 @@ import functools
 import mmap
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
@@ -171,7 +170,7 @@ def map_file(path: str | os.PathLike[str]) -> tuple[BytesLike, int]:
         raise io_error(exc, path, "cannot map") from exc
     except ValueError as exc:  # mmap of something that is not a regular file
         os.close(fd)
-        raise FatpteError(ErrorCode.IO_ERROR, f"cannot map {path}: {exc}", source=str(path)) from exc
+        raise FatpteError(ErrorCode.IO_ERROR, f"cannot map {path}: {exc}", source=os.fspath(path)) from exc
 
 
 def release_mapping(buf: BytesLike, fd: int | None) -> None:
@@ -206,7 +205,8 @@ def open(path: str | os.PathLike[str]) -> Container:
     """Map `path` and check its header and tables; raises `FatpteError` on the first error."""
     buf, fd = map_file(path)
     try:
-        return Container(buf, source=str(Path(path)), fd=fd)
+        # The caller's spelling of the path (`./a.nfat` stays `./a.nfat`), as every reader reports it.
+        return Container(buf, source=os.fspath(path), fd=fd)
     except FatpteError:
         raise  # Container.__init__ closed what it was given
     except BaseException:

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from os import PathLike  # `os` is also a field: inside the class body that name means the field
-from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Self
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from fatpte.errors import ErrorCode, FatpteError
 
@@ -63,17 +64,32 @@ def _invalid(path: str, message: str, actual: Any = None) -> FatpteError:
     return FatpteError(ErrorCode.INVALID_ARGUMENT, message, field=path, actual=actual)
 
 
-@dataclass(frozen=True, slots=True)
-class Accelerator:
-    """One accelerator: for `cuda`, `version` is the compute capability ("9.0")."""
+# The profile records are NamedTuples, not dataclasses: `fatpte select` builds one on every run,
+# and `dataclasses` (with the `inspect` it imports) would cost more than the whole selection.
+# A NamedTuple cannot define `__new__` in its own body, so each record is a field tuple plus a
+# subclass whose `__new__` normalises and checks what Python callers pass.
 
+
+class _AcceleratorFields(NamedTuple):
     kind: str
     name: str
     version: str
     memory_bytes: int
 
-    def __post_init__(self) -> None:
-        _check_accelerator(self, "accelerator")
+
+class Accelerator(_AcceleratorFields):
+    """One accelerator: for `cuda`, `version` is the compute capability ("9.0")."""
+
+    __slots__ = ()
+
+    def __new__(cls, kind: str, name: str, version: str, memory_bytes: int) -> Self:
+        acc = super().__new__(cls, kind, name, version, memory_bytes)
+        _check_accelerator(acc, "accelerator")
+        return acc
+
+    def _replace(self, **changes: Any) -> Self:
+        # The inherited `_replace` builds with tuple.__new__ and would skip the checks in `__new__`.
+        return type(self)(**{**self._asdict(), **changes})
 
     def version_tuple(self) -> tuple[int, ...]:
         """The version as numbers, for ordering: "8.7" -> (8, 7)."""
@@ -96,9 +112,8 @@ class Accelerator:
 
     @classmethod
     def _checked(cls, kind: str, name: str, version: str, memory: int, path: str) -> Accelerator:
-        acc = object.__new__(cls)
-        for key, value in (("kind", kind), ("name", name), ("version", version), ("memory_bytes", memory)):
-            object.__setattr__(acc, key, value)
+        # tuple.__new__ skips `__new__`, whose checks would name the wrong field path.
+        acc = tuple.__new__(cls, (kind, name, version, memory))
         _check_accelerator(acc, path)
         return acc
 
@@ -118,29 +133,47 @@ def _check_accelerator(acc: Accelerator, path: str) -> None:
     _integer(acc.memory_bytes, f"{path}.memory_bytes", 0, MAX_MEMORY_BYTES)
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceProfile:
-    """What a device offers; `backends` maps a backend id to the ABI version its runtime provides
-    (empty: unknown). `memory_bytes` is total physical RAM (0: unknown)."""
+_NO_BACKENDS: Final[Mapping[str, int]] = MappingProxyType({})
 
+
+class _DeviceProfileFields(NamedTuple):
     name: str
     os: str
     arch: str
     cpu_features: frozenset[str]
     accelerators: tuple[Accelerator, ...] = ()
     memory_bytes: int = 0
-    backends: Mapping[str, int] = field(default_factory=dict)
+    backends: Mapping[str, int] = _NO_BACKENDS
 
-    def __post_init__(self) -> None:
+
+class DeviceProfile(_DeviceProfileFields):
+    """What a device offers; `backends` maps a backend id to the ABI version its runtime provides
+    (empty: unknown). `memory_bytes` is total physical RAM (0: unknown)."""
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        name: str,
+        os: str,
+        arch: str,
+        cpu_features: Iterable[str],
+        accelerators: Iterable[Accelerator] = (),
+        memory_bytes: int = 0,
+        backends: Mapping[str, int] = _NO_BACKENDS,
+    ) -> Self:
         # Accept any iterable or mapping from Python callers but store immutable copies, so a
         # profile cannot change after it has been checked.
-        if isinstance(self.cpu_features, str):
-            raise _invalid("cpu_features", "must be a collection of feature names, not one string",
-                           self.cpu_features)
-        object.__setattr__(self, "cpu_features", frozenset(self.cpu_features))
-        object.__setattr__(self, "accelerators", tuple(self.accelerators))
-        object.__setattr__(self, "backends", MappingProxyType(dict(self.backends)))
-        _check_profile(self)
+        if isinstance(cpu_features, str):
+            raise _invalid("cpu_features", "must be a collection of feature names, not one string", cpu_features)
+        profile = super().__new__(cls, name, os, arch, frozenset(cpu_features), tuple(accelerators), memory_bytes,
+                                  MappingProxyType(dict(backends)))
+        _check_profile(profile)
+        return profile
+
+    def _replace(self, **changes: Any) -> Self:
+        # The inherited `_replace` builds with tuple.__new__ and would skip the checks in `__new__`.
+        return type(self)(**{**self._asdict(), **changes})
 
     # -- construction -------------------------------------------------------------------------
 
@@ -187,11 +220,10 @@ class DeviceProfile:
             raise _invalid("backends", f"must be an object mapping backend ids to ABI versions, not "
                            f"{_kind_of(backends_raw)}")
         backends = {key: _integer(v, f"backends.{key}", 0, MAX_ABI_VERSION) for key, v in backends_raw.items()}
-        profile = object.__new__(cls)
-        for key, value in (("name", name), ("os", os_name), ("arch", arch),
-                           ("cpu_features", frozenset(features)), ("accelerators", accelerators),
-                           ("memory_bytes", memory), ("backends", MappingProxyType(backends))):
-            object.__setattr__(profile, key, value)
+        # tuple.__new__ skips `__new__`: the values are already copies, and the check below is given
+        # the features in file order so that an error names the index the file has.
+        profile = tuple.__new__(cls, (name, os_name, arch, frozenset(features), accelerators, memory,
+                                      MappingProxyType(backends)))
         _check_profile(profile, feature_order=features)
         return profile
 
@@ -204,16 +236,16 @@ class DeviceProfile:
         is_name = (isinstance(name_or_path, str) and re.fullmatch(NAME_PATTERN, text) is not None
                    and not text.endswith(".json"))
         if is_name:
-            directory = devices_dir()
-            path = directory / f"{text}.json"
-            if not path.is_file():
+            directory = _devices_dir_text()
+            path = os.path.join(directory, f"{text}.json")
+            if not os.path.isfile(path):
                 known = ", ".join(_names_in(directory)) or "none"
                 raise FatpteError(ErrorCode.INVALID_ARGUMENT,
                                   f"no device profile named {text!r} in {directory}; known profiles: {known} "
                                   "(or give a path to a profile JSON file)", field="device", actual=text)
         else:
-            path = Path(text)
-        return cls.from_json(_read_json(path), source=str(path))
+            path = text  # the caller's spelling, in messages and `source` as every reader reports it
+        return cls.from_json(_read_json(path), source=path)
 
     @classmethod
     def host(cls) -> DeviceProfile:
@@ -225,7 +257,7 @@ class DeviceProfile:
     @staticmethod
     def names() -> list[str]:
         """The named profiles in specs/devices/ (or $FATPTE_DEVICES_DIR), sorted."""
-        return _names_in(devices_dir())
+        return _names_in(_devices_dir_text())
 
     # -- output -------------------------------------------------------------------------------
 
@@ -337,37 +369,45 @@ def _kind_of(value: Any) -> str:
 def devices_dir() -> Path:
     """Where the named profiles are: $FATPTE_DEVICES_DIR if set, else specs/devices/ of the source
     tree this package was imported from (an editable install or a checkout on sys.path)."""
+    from pathlib import Path  # here only: the readers use `_devices_dir_text`, pathlib costs ~9 ms
+
+    return Path(_devices_dir_text())
+
+
+def _devices_dir_text() -> str:
+    # os.path rather than pathlib, which `fatpte select --device NAME` would otherwise import.
     override = os.environ.get(DEVICES_DIR_ENV)
     if override:
-        return Path(override)
-    return Path(__file__).resolve().parent.parent / "specs" / "devices"
+        return override
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "specs", "devices")
 
 
-def _names_in(directory: Path) -> list[str]:
+def _names_in(directory: str) -> list[str]:
     try:
-        files = list(directory.iterdir())
+        files = os.listdir(directory)
     except OSError as exc:
         raise FatpteError(ErrorCode.IO_ERROR,
                           f"cannot list the named device profiles in {directory}: {exc.strerror or exc} "
-                          f"(set {DEVICES_DIR_ENV} to the folder that holds them)", source=str(directory),
+                          f"(set {DEVICES_DIR_ENV} to the folder that holds them)", source=directory,
                           actual=exc.errno) from exc
-    return sorted(p.stem for p in files if p.suffix == ".json" and re.fullmatch(NAME_PATTERN, p.stem))
+    stems = (stem for stem, suffix in map(os.path.splitext, files) if suffix == ".json")
+    return sorted(stem for stem in stems if re.fullmatch(NAME_PATTERN, stem))
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: str) -> Any:
     try:
-        with path.open("rb") as handle:
+        with open(path, "rb") as handle:
             data = handle.read(MAX_PROFILE_BYTES + 1)
     except OSError as exc:
         raise FatpteError(ErrorCode.IO_ERROR, f"cannot read the device profile {path}: {exc.strerror or exc}",
-                          source=str(path), actual=exc.errno) from exc
+                          source=path, actual=exc.errno) from exc
     if len(data) > MAX_PROFILE_BYTES:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"is larger than the limit of {MAX_PROFILE_BYTES} bytes "
-                          "for a device profile", source=str(path), field="$")
+                          "for a device profile", source=path, field="$")
     try:
         return json.loads(data.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"is not valid JSON: {exc}", source=str(path),
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"is not valid JSON: {exc}", source=path,
                           field="$") from exc
 
 

@@ -10,8 +10,7 @@ Each code is one rule of specs/nfat.md (section 7 lists them; a test keeps the t
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Severity(enum.Enum):
@@ -214,9 +213,11 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One broken rule: what, where in the file, and how bad."""
+class Finding(NamedTuple):
+    """One broken rule: what, where in the file, and how bad.
+
+    A NamedTuple, not a dataclass: it is on every reader's import path, where `dataclasses`
+    alone costs more than the rest of the module (see fatpte/model.py)."""
 
     code: ErrorCode
     message: str

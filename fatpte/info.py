@@ -7,8 +7,7 @@ byte map is derived from the tables alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fatpte import layout as L
 from fatpte.container import Container
@@ -17,9 +16,9 @@ if TYPE_CHECKING:
     from fatpte.manifest import Manifest, Requirements
 
 
-@dataclass(frozen=True, slots=True)
-class MapRow:
-    """One byte range of the file: a region the spec names, or the bytes between regions."""
+class MapRow(NamedTuple):
+    """One byte range of the file: a region the spec names, or the bytes between regions.
+    A NamedTuple rather than a dataclass, to keep `dataclasses` off the read path."""
 
     start: int
     end: int

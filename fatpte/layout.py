@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from fatpte._generated.layout_records import RECORD_FORMATS as _RECORD_FORMATS
 
@@ -127,13 +126,13 @@ def record_formats() -> dict[str, tuple[tuple[str, str], ...]]:
     }
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(NamedTuple):
     """A structure with its precompiled little-endian `struct` decoder.
 
     construct is the definition; decoding a table of thousands of entries through construct's
     interpreter costs tens of microseconds each, so reads go through the equivalent `struct`
     format derived from it (tests/test_layout.py checks both decode every record identically).
+    A NamedTuple rather than a dataclass so that readers need not import `dataclasses`.
     """
 
     name: str

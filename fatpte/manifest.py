@@ -6,7 +6,8 @@ corrupt manifest would surface as IndexError or struct.error, or garbage. So rea
 through them. `decode` walks the buffer once, following `_SCHEMA` (the .fbs restated; a test
 checks the two agree), applying the checks of the reference C++ verifier (every offset, vector
 and string in bounds and aligned, strings NUL-terminated, required fields present, table nesting
-and table count bounded), and builds frozen dataclasses. Objects referenced several times are
+and table count bounded), and builds immutable NamedTuple records (not dataclasses, whose import
+alone costs `fatpte info` more than reading the manifest). Objects referenced several times are
 decoded once and shared, so a buffer whose offsets form a DAG costs linear time; the table count
 still counts every reference, as the C++ verifier does, so both reject the same inputs.
 
@@ -19,8 +20,7 @@ import enum
 import importlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple, NoReturn
+from typing import Any, Final, NamedTuple, NoReturn, TypeGuard
 
 from fatpte import layout as L
 from fatpte.errors import ErrorCode, FatpteError
@@ -51,8 +51,7 @@ class VersionMatch(enum.IntEnum):
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class VersionConstraint:
+class VersionConstraint(NamedTuple):
     match: int  # a VersionMatch; other values come from later revisions and never hold
     major: int
     minor: int
@@ -103,8 +102,7 @@ _U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
 
 
-@dataclass(frozen=True, slots=True)
-class AcceleratorRequirement:
+class AcceleratorRequirement(NamedTuple):
     kind: str
     targets: tuple[VersionConstraint, ...] = ()
     min_memory_bytes: int = 0
@@ -114,8 +112,7 @@ class AcceleratorRequirement:
                 "min_memory_bytes": self.min_memory_bytes}
 
 
-@dataclass(frozen=True, slots=True)
-class AbiRange:
+class AbiRange(NamedTuple):
     min: int = 0
     max: int = _U32
 
@@ -126,8 +123,7 @@ class AbiRange:
         return f"{self.min}..{self.max}" if self.max != _U32 else f">= {self.min}"
 
 
-@dataclass(frozen=True, slots=True)
-class Requirements:
+class Requirements(NamedTuple):
     """What an entry needs from a device. Empty fields state no requirement."""
 
     os: tuple[str, ...] = ()
@@ -183,7 +179,7 @@ class Requirements:
                     raise _arg(f"{path}.cpu_features[{i}]", f"{feat!r} is not a feature of {', '.join(arch)}", feat)
         accs: list[AcceleratorRequirement] = []
         raw_accs = obj.get("accelerators", ())
-        if not isinstance(raw_accs, (list, tuple)):
+        if not _is_list(raw_accs):
             raise _arg(f"{path}.accelerators", "must be a list of tables", raw_accs)
         for i, a in enumerate(raw_accs):
             p = f"{path}.accelerators[{i}]"
@@ -196,7 +192,7 @@ class Requirements:
             targets = a.get("targets", ())
             if isinstance(targets, str):
                 targets = [targets]
-            if not isinstance(targets, (list, tuple)):
+            if not _is_list(targets):
                 raise _arg(f"{p}.targets", "must be a list of version constraints", targets)
             accs.append(AcceleratorRequirement(
                 str(kind), tuple(VersionConstraint.parse(t, f"{p}.targets[{j}]") for j, t in enumerate(targets)),
@@ -216,8 +212,7 @@ class Requirements:
                    _uint(obj.get("min_memory_bytes", 0), f"{path}.min_memory_bytes", _U64), backend_abi)
 
 
-@dataclass(frozen=True, slots=True)
-class Dim:
+class Dim(NamedTuple):
     size: int = 0
     symbol: str | None = None
 
@@ -225,8 +220,7 @@ class Dim:
         return self.symbol if self.symbol is not None else self.size
 
 
-@dataclass(frozen=True, slots=True)
-class TensorSpec:
+class TensorSpec(NamedTuple):
     dtype: str
     shape: tuple[Dim, ...] = ()
     name: str | None = None
@@ -243,8 +237,7 @@ class TensorSpec:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Method:
+class Method(NamedTuple):
     name: str
     inputs: tuple[TensorSpec, ...] = ()
     outputs: tuple[TensorSpec, ...] = ()
@@ -255,8 +248,7 @@ class Method:
                 "outputs": [t.to_json() for t in self.outputs], "buffers": [t.to_json() for t in self.buffers]}
 
 
-@dataclass(frozen=True, slots=True)
-class Signature:
+class Signature(NamedTuple):
     """The program's methods. Two signatures are equal when their methods are, in any order."""
 
     methods: tuple[Method, ...] = ()
@@ -277,7 +269,7 @@ class Signature:
             raise _arg(path, f"must be a mapping with a methods list, not {type(obj).__name__}", obj)
         _only(obj, ("methods",), path)
         raw = obj.get("methods", ())
-        if not isinstance(raw, (list, tuple)):
+        if not _is_list(raw):
             raise _arg(f"{path}.methods", "must be a list", raw)
         methods: list[Method] = []
         for i, m in enumerate(raw):
@@ -295,8 +287,7 @@ class Signature:
         return cls(tuple(methods))
 
 
-@dataclass(frozen=True, slots=True)
-class ManifestEntry:
+class ManifestEntry(NamedTuple):
     """What the manifest says about one table entry."""
 
     name: str
@@ -306,7 +297,25 @@ class ManifestEntry:
     source_digest: str | None = None
     payload_sha256: bytes | None = None
     provenance: tuple[tuple[str, str], ...] = ()
-    position: int = field(default=0, compare=False)  # of its table in the manifest, for messages
+    position: int = 0  # of its table in the manifest, for messages; not part of equality
+
+    # Equality and hash leave out `position`, where the manifest happened to place the table: two
+    # manifests that say the same thing hold equal entries. NamedTuple allows these in its body.
+    def _key(self) -> tuple[Any, ...]:
+        return self[:-1]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ManifestEntry):
+            return self._key() == other._key()
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, ManifestEntry):
+            return self._key() != other._key()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -320,8 +329,7 @@ class ManifestEntry:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Manifest:
+class Manifest(NamedTuple):
     revision: int = REVISION
     entries: tuple[ManifestEntry, ...] = ()
     named_data: tuple[tuple[str, int], ...] = ()  # (key, segment index), sorted by key bytes
@@ -358,8 +366,14 @@ def _text(value: Any, path: str) -> str:
     return value
 
 
+def _is_list(value: Any) -> TypeGuard[list[Any] | tuple[Any, ...]]:
+    """A list or a plain tuple. The records here are tuples too (NamedTuple), and one given where a
+    list belongs must be refused, not iterated as its fields."""
+    return isinstance(value, list) or (isinstance(value, tuple) and not hasattr(value, "_fields"))
+
+
 def _list(value: Any, path: str) -> Sequence[Any]:
-    if not isinstance(value, (list, tuple)):
+    if not _is_list(value):
         raise _arg(path, f"must be a list, not {type(value).__name__}", value)
     return value
 

@@ -1,14 +1,17 @@
-"""The decoded, version-independent view of a container: header, entries, segments, regions."""
+"""The decoded, version-independent view of a container: header, entries, segments, regions.
+
+The records are `typing.NamedTuple`s rather than dataclasses: they are built on every read, and
+a NamedTuple class costs a fraction of a frozen dataclass at import (no `dataclasses`, `inspect`
+or generated-code compile), which is most of what `fatpte info` spends before it reads a byte.
+"""
 
 from __future__ import annotations
 
 import mmap
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Header:
+class Header(NamedTuple):
     """The header fields; for version 1 the v2-only fields hold what v1 implies."""
 
     version: int
@@ -26,18 +29,18 @@ class Header:
     table_end: int  # first byte after the header and its tables
 
     def to_json(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return {name: getattr(self, name) for name in self._fields}
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """One specialization. Offsets are absolute in both versions.
 
     Version 1 has no name, alignment, checksum, kind or priority: there `name` is the backend
     id, `alignment` is 1, `checksum` and `payload_kind` are None and `priority` is 0.
     """
 
-    index: int
+    # The field shadows tuple.index on purpose: it is the public name in the spec and the JSON.
+    index: int  # type: ignore[assignment]
     name: str
     backend_id: str
     offset: int
@@ -77,11 +80,11 @@ class Entry:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+class Segment(NamedTuple):
     """One shared named-data segment (version 2)."""
 
-    index: int
+    # Shadows tuple.index on purpose, as in Entry.
+    index: int  # type: ignore[assignment]
     offset: int
     size: int
     alignment: int
@@ -93,8 +96,7 @@ class Segment:
         return self.offset + self.size
 
 
-@dataclass(frozen=True, slots=True)
-class Region:
+class Region(NamedTuple):
     """A byte range the spec gives a meaning to, with the field that locates it."""
 
     start: int

@@ -12,7 +12,6 @@ import contextlib
 import ctypes
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Final
 
 from fatpte.device import ARM_FEATURES, X86_FEATURES
@@ -72,9 +71,9 @@ def meminfo_total(meminfo: str) -> int | None:
     return None
 
 
-def is_android(root: Path, environ: Mapping[str, str]) -> bool:
+def is_android(root: str | os.PathLike[str], environ: Mapping[str, str]) -> bool:
     """Android runs a Linux kernel; its userland is told by /system/build.prop or ANDROID_ROOT."""
-    return "ANDROID_ROOT" in environ or (root / "system" / "build.prop").is_file()
+    return "ANDROID_ROOT" in environ or os.path.isfile(os.path.join(root, "system", "build.prop"))
 
 
 def read_hwcaps() -> tuple[int, int] | None:
@@ -89,10 +88,10 @@ def read_hwcaps() -> tuple[int, int] | None:
     return int(getauxval(AT_HWCAP)), int(getauxval(AT_HWCAP2))
 
 
-def _read_text(path: Path) -> str | None:
+def _read_text(path: str) -> str | None:
     try:
         # /proc files report size 0; a bounded read keeps a strange file from costing much.
-        with path.open("r", encoding="ascii", errors="replace") as handle:
+        with open(path, encoding="ascii", errors="replace") as handle:
             return handle.read(4 << 20)
     except OSError:
         return None
@@ -106,20 +105,22 @@ def _sysconf_memory() -> int | None:
     return None
 
 
-def probe(arch: str, *, root: Path = Path("/"), environ: Mapping[str, str] = os.environ,
+# `root` is joined with os.path, not pathlib: the probe runs on `fatpte select`'s start-up path,
+# where `import pathlib` would cost ~9 ms.
+def probe(arch: str, *, root: str | os.PathLike[str] = "/", environ: Mapping[str, str] = os.environ,
           hwcaps: tuple[int, int] | None = None) -> tuple[str, frozenset[str], int]:
     """(os, cpu_features, memory_bytes) of a Linux host; `root` and `hwcaps` are for tests.
 
     Never raises for a missing or odd /proc: features fall back to the hwcaps (arm64) or to none,
     which only makes selection more conservative; memory falls back to sysconf, then 0 (unknown)."""
-    cpuinfo = _read_text(root / "proc" / "cpuinfo")
+    cpuinfo = _read_text(os.path.join(root, "proc", "cpuinfo"))
     features = None if cpuinfo is None else cpuinfo_features(cpuinfo, arch)
     if features is None and arch == "aarch64":
         caps = hwcaps if hwcaps is not None else read_hwcaps()
         features = None if caps is None else hwcap_features(*caps)
-    meminfo = _read_text(root / "proc" / "meminfo")
+    meminfo = _read_text(os.path.join(root, "proc", "meminfo"))
     memory = None if meminfo is None else meminfo_total(meminfo)
     if memory is None:
-        memory = _sysconf_memory() if root == Path("/") else None
+        memory = _sysconf_memory() if os.path.realpath(root) == "/" else None
     os_name = "android" if is_android(root, environ) else "linux"
     return os_name, features or frozenset(), memory or 0

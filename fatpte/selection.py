@@ -8,8 +8,7 @@ specs/nfat-manifest.md ("Selection"); the C++ loader implements the same rule.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from fatpte.container import Container
 from fatpte.device import DeviceProfile
@@ -17,9 +16,11 @@ from fatpte.errors import ErrorCode, FatpteError, SelectionError
 from fatpte.manifest import AcceleratorRequirement, Requirements
 from fatpte.model import Entry
 
+# The records below are NamedTuples rather than dataclasses so that `fatpte select` never
+# imports `dataclasses` (see fatpte/model.py); they are built once per entry per selection.
 
-@dataclass(frozen=True, slots=True)
-class Failure:
+
+class Failure(NamedTuple):
     """One requirement an entry states that the device does not meet."""
 
     requirement: str  # "os", "arch", "cpu_features", "accelerators[0]", "min_memory_bytes", "backend_abi", "exclude"
@@ -33,8 +34,7 @@ class Failure:
         return {"requirement": self.requirement, "needed": self.needed, "has": self.has}
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(NamedTuple):
     """The outcome for one entry. `rank` is 1 for the chosen entry, None when not eligible."""
 
     entry: Entry
@@ -59,8 +59,7 @@ class Verdict:
         return text + "".join(f"\n     note: {n}" for n in self.notes)
 
 
-@dataclass(frozen=True, slots=True)
-class Selection:
+class Selection(NamedTuple):
     """The chosen entry and a verdict for every entry, in table order."""
 
     chosen: Entry

@@ -11,8 +11,6 @@ raises the first error.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from fatpte import layout as L
 from fatpte.checksum import crc32c
 from fatpte.codec import decode
@@ -26,21 +24,56 @@ _V2_ENTRY = L.RECORDS["v2_entry"]
 _V2_SEGMENT = L.RECORDS["v2_segment"]
 
 
-@dataclass(slots=True)
 class Structure:
-    """What the structural pass learned. `header` is None when the header itself is unusable."""
+    """What the structural pass learned. `header` is None when the header itself is unusable.
 
-    source: str | None
-    size: int
-    header: Header | None = None
-    entries: list[Entry] = field(default_factory=list)
-    segments: list[Segment] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    # Regions whose placement is sound, in table order; the integrity pass reads only these.
-    regions: list[Region] = field(default_factory=list)
-    placed_entries: set[int] = field(default_factory=set)
-    placed_segments: set[int] = field(default_factory=set)
-    manifest_placed: bool = False
+    A plain slotted class rather than a dataclass: `dataclasses` is not imported on the read path
+    (see fatpte/model.py), and this record is mutable internal state, so NamedTuple does not fit.
+    """
+
+    __slots__ = (
+        "entries",
+        "findings",
+        "header",
+        "manifest_placed",
+        "placed_entries",
+        "placed_segments",
+        "regions",
+        "segments",
+        "size",
+        "source",
+    )
+
+    def __init__(
+        self,
+        source: str | None,
+        size: int,
+        header: Header | None = None,
+        entries: list[Entry] | None = None,
+        segments: list[Segment] | None = None,
+        findings: list[Finding] | None = None,
+        regions: list[Region] | None = None,
+        placed_entries: set[int] | None = None,
+        placed_segments: set[int] | None = None,
+        manifest_placed: bool = False,
+    ) -> None:
+        self.source = source
+        self.size = size
+        self.header = header
+        self.entries: list[Entry] = [] if entries is None else entries
+        self.segments: list[Segment] = [] if segments is None else segments
+        self.findings: list[Finding] = [] if findings is None else findings
+        # Regions whose placement is sound, in table order; the integrity pass reads only these.
+        self.regions: list[Region] = [] if regions is None else regions
+        self.placed_entries: set[int] = set() if placed_entries is None else placed_entries
+        self.placed_segments: set[int] = set() if placed_segments is None else placed_segments
+        self.manifest_placed = manifest_placed
+
+    def __repr__(self) -> str:
+        return (
+            f"Structure(source={self.source!r}, size={self.size}, header={self.header!r}, "
+            f"entries={len(self.entries)}, segments={len(self.segments)}, findings={self.findings!r})"
+        )
 
     @property
     def errors(self) -> list[Finding]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from fatpte import layout as L
@@ -117,7 +117,7 @@ def _plan_v2(c: Container, keep: list[Entry], manifest: Manifest | None) -> _Pla
             placed[region] = _align_up(cursor, align)
             cursor = placed[region] + e.size
             copies.append((e.offset, placed[region], e.size))
-        rows.append(replace(e, offset=placed[region]))
+        rows.append(e._replace(offset=placed[region]))
     seg_rows = []
     for old in segments:
         s = c.segments[old]

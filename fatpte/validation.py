@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from fatpte.container import mapped_file
 from fatpte.errors import Finding, Severity
@@ -15,14 +13,13 @@ from fatpte.streams import Progress
 from fatpte.structure import read_structure
 
 
-@dataclass(frozen=True, slots=True)
-class Report:
-    """The outcome of validating one container."""
+class Report(NamedTuple):
+    """The outcome of validating one container (a NamedTuple: see fatpte/model.py for why)."""
 
     source: str
     version: int | None
     size: int
-    findings: tuple[Finding, ...] = field(default_factory=tuple)
+    findings: tuple[Finding, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -65,4 +62,4 @@ def validate(path: str | os.PathLike[str], *, progress: Progress | None = None) 
     """Validate the container at `path`; raises `FatpteError` only when it cannot be read.
     `progress(done, total)` follows the bytes hashed."""
     with mapped_file(path) as (buf, _):
-        return validate_buffer(buf, source=str(Path(path)), progress=progress)
+        return validate_buffer(buf, source=os.fspath(path), progress=progress)

@@ -105,7 +105,8 @@ def requirements(draw: st.DrawFn) -> M.Requirements:
     )
 
 
-_dims = st.one_of(st.builds(M.Dim, _u64), st.builds(lambda s: M.Dim(0, s), _words))
+# `symbol` is given explicitly: for a NamedTuple, st.builds draws defaulted fields too (any string).
+_dims = st.one_of(st.builds(M.Dim, _u64, st.none()), st.builds(lambda s: M.Dim(0, s), _words))
 _tensors = st.builds(M.TensorSpec, _words, st.lists(_dims, max_size=3).map(tuple), st.none() | _words)
 _buffers = st.builds(M.TensorSpec, _words, st.lists(_dims, max_size=3).map(tuple), _words)
 

@@ -160,3 +160,28 @@ def test_map_view_is_the_file_and_its_slices_outlive_the_call(tmp_path: Path) ->
     with pytest.raises(FatpteError) as info:
         map_view(tmp_path / "missing")
     assert info.value.code is ErrorCode.IO_ERROR
+
+
+def test_paths_are_reported_as_the_caller_spelled_them(packed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `./c.nfat`, not the `c.nfat` a pathlib.Path would make of it: every reader says the same.
+    monkeypatch.chdir(packed.parent)
+    with fatpte.open("./c.nfat") as c:
+        assert c.source == "./c.nfat"
+    assert fatpte.validate("./c.nfat").source == "./c.nfat"
+    with pytest.raises(FatpteError) as info:
+        fatpte.open("./missing.nfat")
+    assert info.value.source == "./missing.nfat" and info.value.code is ErrorCode.IO_ERROR
+    out = fatpte.extract("./c.nfat", "portable", "./p.bin")
+    assert isinstance(out, Path) and out == Path("p.bin") and out.read_bytes() == b"P" * 10
+
+
+def test_records_are_immutable_named_tuples(packed: Path) -> None:
+    with fatpte.open(packed) as c:
+        entry, header = c.entries[1], c.header
+    with pytest.raises(AttributeError):
+        entry.offset = 0  # type: ignore[misc]
+    moved = entry._replace(offset=0)
+    assert moved.offset == 0 and moved.name == entry.name and entry.offset != 0
+    # `index` keeps its public meaning (the table position), shadowing tuple.index.
+    assert entry.index == 1 and entry._fields[0] == "index"
+    assert list(header.to_json()) == list(header._fields) and header.to_json()["entry_count"] == 3

@@ -453,3 +453,24 @@ def test_device_module_needs_only_the_standard_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout)["name"] == "host"
+
+
+def test_replace_checks_like_construction() -> None:
+    # `_replace` of a NamedTuple builds without `__new__`; the profile records re-check instead.
+    profile = DeviceProfile("p", "linux", "x86_64", {"avx2"}, backends={"xnnpack": 1})
+    changed = profile._replace(memory_bytes=1 << 30, cpu_features=["fma"])
+    assert changed.memory_bytes == 1 << 30 and changed.cpu_features == frozenset({"fma"})
+    assert type(changed) is DeviceProfile and changed.backends == {"xnnpack": 1}
+    with pytest.raises(FatpteError) as info:
+        profile._replace(os="beos")
+    assert info.value.field == "os"
+    with pytest.raises(FatpteError) as info:
+        Accelerator("cuda", "A100", "8.0", 0)._replace(version="8")
+    assert info.value.field == "accelerator.version"
+
+
+def test_profiles_from_json_and_named_files_compare_and_hash_as_values() -> None:
+    named = DeviceProfile.load("x86-64-v3")
+    assert DeviceProfile.from_json(named.to_json()) == named
+    assert hash(DeviceProfile.from_json(named.to_json())) == hash(named)
+    assert copy.copy(named) == named and type(copy.copy(named)) is DeviceProfile

@@ -444,3 +444,27 @@ def test_manifest_absent_without_requirements(tmp_path: Path) -> None:
 def test_constraint_text_round_trips(c: M.VersionConstraint, kind: str) -> None:
     """pack.toml written by `fatpte unpack` spells constraints with text(); parse must give them back."""
     assert M.VersionConstraint.parse(c.text(kind), "t") == c
+
+
+def test_manifest_entry_equality_ignores_position() -> None:
+    a = M.ManifestEntry("a", named_data=("k",), position=8)
+    b = M.ManifestEntry("a", named_data=("k",), position=96)
+    assert a == b and (a != b) is False and hash(a) == hash(b) and len({a, b}) == 1
+    assert a != M.ManifestEntry("b", named_data=("k",), position=8)
+    assert M.Manifest(entries=(a,)) == M.Manifest(entries=(b,))
+    assert a._replace(position=4).position == 4
+
+
+def test_records_are_not_taken_where_a_list_belongs() -> None:
+    # The records are tuples; one passed where a list of tables belongs is refused, not iterated.
+    acc = M.AcceleratorRequirement("cuda")
+    with pytest.raises(FatpteError) as info:
+        M.Requirements.from_mapping({"accelerators": acc})
+    assert info.value.field == "requires.accelerators"
+    with pytest.raises(FatpteError) as info:
+        M.Requirements.from_mapping({"accelerators": [{"kind": "cuda", "targets": M.VersionConstraint(0, 8, 0)}]})
+    assert info.value.field == "requires.accelerators[0].targets"
+    with pytest.raises(FatpteError) as info:
+        M.Signature.from_mapping({"methods": M.Method("forward")})
+    assert info.value.field == "signature.methods"
+    assert M.Requirements.from_mapping({"os": ("linux",)}).os == ("linux",)  # a plain tuple still is one
