@@ -99,7 +99,7 @@ def measure(ctx: Context) -> Section:
     )
     if pair.ratio > LIMIT:
         # The command's fixed cost, measured: the same command extracting the container's 64 KiB
-        # entry is almost nothing but starting Python, click and fatpte.
+        # entry is almost nothing but starting Python and fatpte.
         small_dest = ctx.work / "extract-small.bin"
         fixed = []
         for _ in range(rounds):
@@ -117,7 +117,7 @@ MISSED_REASON = (
     "into place; `cp` checks nothing. The library call alone is {lib:.2f}x `cp` (the in-process row); "
     "the command adds its fixed cost: extracting the container's 64 KiB entry with the same command "
     "takes {fixed} (median), {share:.0%} of the {cp} that `cp` of {size} takes. That cost is starting "
-    "Python, click and fatpte (see the startup and info sections). With both cores free, hashing in the "
+    "Python and fatpte (see the info section). With both cores free, hashing in the "
     "cache and writing on a second thread hides the hash; when another process holds a core, the read, "
     "hash and write share one core and the ratio rises."
 )

@@ -47,7 +47,10 @@ def measure(ctx: Context) -> Section:
         "info and select",
         f"Two containers of {ENTRIES} entries: 1 MiB ({small.stat().st_size} bytes) and "
         f"{big.stat().st_size} bytes (a sparse payload; the last entry starts past the 4 GiB mark). "
-        f"Whole-process times, {rounds} alternating rounds each.",
+        f"Whole-process times, {rounds} alternating rounds each. The commands run through the console "
+        "script, whose launcher (fatpte/launch.py) runs their plain forms without importing click; the "
+        "reader imports neither construct, flatbuffers, dataclasses nor pathlib (tests/test_cli_main.py and "
+        "tests/test_startup_imports.py keep them out).",
     )
     ops = ["info"] + (["select"] if select_available() else [])
     if "select" not in ops:
@@ -72,12 +75,7 @@ def measure(ctx: Context) -> Section:
 
 STARTUP_FINDING = (
     "Why the bound is missed: the work itself (open, header, table, manifest, selection) takes about "
-    "0.5 ms (see the Python API section); the rest is start-up, and the bound leaves room for about one "
-    "more `import fatpte` on top of it. click alone costs about as much as `import fatpte` (its own "
-    "import pulls in inspect, uuid and datetime), and defining the reader's classes (dataclasses and "
-    "enums: errors, model, manifest, device) costs as much again. What the commands no longer pay: "
-    "construct (the reader decodes through generated `struct` formats, fatpte/_generated/), flatbuffers "
-    "(only writers build manifests), tempfile, and the macOS probe's ctypes.util; tests/test_cli_main.py "
-    "keeps them out. Closing the rest would mean a command line without click for these verbs, or a "
-    "reader without dataclasses: not done, since the absolute figures are tens of milliseconds."
+    "0.5 ms (see the Python API section); the rest is start-up: the interpreter, the console script "
+    "(which imports `re`), fatpte's own modules and, for `select --device host`, the device probes. "
+    "The import costs above say which modules took the time in this run."
 )

@@ -42,7 +42,7 @@ def measure(ctx: Context) -> Section:
                              f"{fmt_seconds(statistics.median(s.seconds for s in pair.base))} on this machine in "
                              "the same rounds.")
     # Which heavy modules `--help` imports: the issue forbids construct's compiler, hypothesis, numpy.
-    probe = ("import sys; sys.argv=['fatpte','--help']\nfrom fatpte.cli import main\n"
+    probe = ("import sys; sys.argv=['fatpte','--help']\nfrom fatpte.launch import main\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
              f"print(','.join(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)")
     done = subprocess.run([PYTHON, "-c", probe], check=False, capture_output=True, text=True)

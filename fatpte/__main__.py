@@ -1,5 +1,7 @@
 """`python -m fatpte`: the same command line as the `fatpte` console script."""
 
-from fatpte.cli import main
+import sys
 
-main(prog_name="fatpte")
+from fatpte.launch import main
+
+sys.exit(main())

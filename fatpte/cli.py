@@ -3,41 +3,33 @@
 Each command parses its arguments, calls one library function with explicit arguments, and
 prints the result: results to stdout, errors to stderr. One boundary (`FatpteGroup.invoke`)
 turns a `FatpteError` into a message (`path: E0203 at 0x48 (entries[2].size): ...`) and an exit
-code, through `EXIT_CODES`, the one place that maps an error category to an exit status.
+code, through `EXIT_CODES` (fatpte/cli_exit.py), the one place that maps an error category to an
+exit status.
 
 Start-up cost matters (the command runs in build steps and hooks): this module imports only
-click and fatpte.errors; each command imports what it uses when it runs.
+click and fatpte.errors; each command imports what it uses when it runs. The bodies of `info`,
+`select`, `extract` and `validate` live in fatpte/cli_commands.py, without click, so that the
+console script (fatpte/launch.py) can run their plain forms without importing this module.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from fatpte import __version__
-from fatpte.errors import Category, ErrorCode, FatpteError, SelectionError
+from fatpte import __version__, cli_commands
+from fatpte.cli_commands import UsageProblem, check_output, emit_json, load_device
+from fatpte.cli_commands import progress as _progress
+from fatpte.cli_commands import words as _words
+from fatpte.cli_exit import EXIT_INVALID, EXIT_IO, EXIT_NO_FIT, EXIT_OK, error_line, exit_code
+from fatpte.errors import ErrorCode, FatpteError
 
 if TYPE_CHECKING:
-    from fatpte.cli_progress import Progress
     from fatpte.device import DeviceProfile
     from fatpte.packing import Specialization
-
-EXIT_OK = 0
-EXIT_INVALID = 1
-EXIT_USAGE = 2
-EXIT_NO_FIT = 3
-EXIT_IO = 4
-
-EXIT_CODES: dict[Category, int] = {
-    Category.INVALID: EXIT_INVALID,
-    Category.USAGE: EXIT_USAGE,
-    Category.SELECTION: EXIT_NO_FIT,
-    Category.IO: EXIT_IO,
-}
 
 EXIT_HELP = """\b
 Exit codes:
@@ -48,17 +40,6 @@ Exit codes:
   4  I/O error (a file cannot be read or written)"""
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def exit_code(error: FatpteError) -> int:
-    """The documented exit status for an error."""
-    return EXIT_CODES[error.code.category]
-
-
-def error_line(error: FatpteError) -> str:
-    """`path: E0203 at 0x48 (entries[2].size): ...`; `fatpte:` when no file is involved."""
-    text = str(error)
-    return text if error.source is not None else f"fatpte: {text}"
 
 
 class FatpteGroup(click.Group):
@@ -93,33 +74,25 @@ def _quiet_option(f: F) -> F:
     return click.option("-q", "--quiet", is_flag=True, help="No progress display.")(f)
 
 
-def _output_option(f: F) -> F:
+def _output_option(path_type: type[Path] | None = Path) -> Callable[[F], F]:
+    """-o OUT; `path_type=None` gives the string as typed (the commands of fatpte/cli_commands.py)."""
     return click.option("-o", "--output", "output", required=True, metavar="OUT",
-                        type=click.Path(dir_okay=False, path_type=Path), help="File to write.")(f)
+                        type=click.Path(dir_okay=False, path_type=path_type), help="File to write.")
+
+
+def _run_body(body: Callable[..., int], /, **kwargs: Any) -> None:
+    """Run a command body of fatpte/cli_commands.py: its UsageProblem becomes click's usage error,
+    and the status it returns the exit status."""
+    try:
+        status = body(**kwargs)
+    except UsageProblem as exc:
+        raise click.UsageError(str(exc)) from None
+    if status != EXIT_OK:
+        _exit(status)
 
 
 def _exit(code: int) -> None:
     click.get_current_context().exit(code)
-
-
-def emit_json(value: Any) -> None:
-    import json
-
-    click.echo(json.dumps(value, indent=2))
-
-
-def check_output(path: Path, force: bool) -> None:
-    """Refuse to replace an existing output unless --force was given."""
-    if not force and (path.exists() or path.is_symlink()):
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "the output exists; pass --force to replace it",
-                          source=str(path))
-
-
-def _progress(label: str, quiet: bool, total: int | None = None) -> Progress:
-    from fatpte.cli_progress import Progress, wanted
-
-    stream = sys.stderr
-    return Progress(stream, label, total=total, enabled=wanted(stream, quiet))
 
 
 def parse_spec(text: str) -> Specialization:
@@ -145,24 +118,12 @@ def _alignment(value: int | None) -> int | None:
     return value
 
 
-def _words(values: tuple[str, ...]) -> tuple[str, ...]:
-    """`--prefer a,b --prefer c` as ("a", "b", "c")."""
-    return tuple(w.strip() for v in values for w in v.split(",") if w.strip())
-
-
 def _preference_options(f: F) -> F:
     f = click.option("--exclude", multiple=True, metavar="B1,B2",
                      help="Never choose these names or backend ids (repeatable).")(f)
     return click.option("--prefer", multiple=True, metavar="B1,B2",
                         help="Among equal priorities, prefer these names or backend ids, in order "
                              "(repeatable).")(f)
-
-
-def load_device(value: str) -> DeviceProfile:
-    """`host` (probe this machine), a named profile (`fatpte device list`), or a profile JSON file."""
-    from fatpte.device import DeviceProfile
-
-    return DeviceProfile.host() if value == "host" else DeviceProfile.load(value)
 
 
 def _complete_device(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -204,7 +165,7 @@ def main() -> None:
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("specs", nargs=-1, metavar="[NAME:]BACKEND=PAYLOAD|PROGRAM.pte...")
-@_output_option
+@_output_option()
 @click.option("--data", "data", multiple=True, metavar="[NAME=]FILE.ptd",
               help="Add the tensors of an ExecuTorch .ptd to the named data of entry NAME, or of every "
                    "ExecuTorch program entry (repeatable).")
@@ -274,11 +235,11 @@ def _wrote_container(path: Path) -> None:
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path())
 @click.option("--map", "show_map", is_flag=True,
               help="Print every region in file order, with the padding and gaps between them.")
 @_json_option
-def info(file: Path, show_map: bool, as_json: bool) -> None:
+def info(file: str, show_map: bool, as_json: bool) -> None:
     """Describe a container: version, entries, named data, size.
 
     FILE may also be an ExecuTorch file, recognised by its bytes 4..8: a .pte program (methods
@@ -287,33 +248,7 @@ def info(file: Path, show_map: bool, as_json: bool) -> None:
     delegates are described inside), a .ptd (named data keys and sizes), or a bare NPTG or
     XH00 delegate payload. --map is for containers only.
     """
-    from fatpte.cli_executorch import describe_json, describe_text, executorch_kind
-
-    if executorch_kind(file) is not None:
-        if show_map:
-            raise click.UsageError(f"{file} is an ExecuTorch file, not a container: --map shows a container's "
-                                   "regions")
-        if as_json:
-            emit_json(describe_json(file))
-        else:
-            click.echo(describe_text(file))
-        return
-    from fatpte.cli_render import info_text, map_text
-    from fatpte.container import open as open_container
-    from fatpte.info import byte_map, summary
-
-    with open_container(file) as container:
-        data = summary(container)
-        rows = [r.to_json() for r in byte_map(container)] if show_map else None
-    if as_json:
-        if rows is not None:
-            data["map"] = rows
-        emit_json(data)
-        return
-    click.echo(info_text(data))
-    if rows is not None:
-        click.echo()
-        click.echo(map_text(rows))
+    _run_body(cli_commands.info, file=file, show_map=show_map, as_json=as_json)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,14 +257,14 @@ def info(file: Path, show_map: bool, as_json: bool) -> None:
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
 @click.option("--skip-plain-pte", is_flag=True,
               help="Skip *.pte files that hold no container (plain ExecuTorch programs: no NFAT magic, no NFAT "
                    "delegate), also when named on the command line; for hooks that pass every *.pte file.")
 @_json_option
 @_quiet_option
-def validate(files: tuple[Path, ...], strict: bool, skip_plain_pte: bool, as_json: bool, quiet: bool) -> None:
+def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, as_json: bool, quiet: bool) -> None:
     """Check containers against every rule of the spec, checksums included.
 
     FILES may be directories: they are searched recursively (skipping directories whose name
@@ -342,66 +277,8 @@ def validate(files: tuple[Path, ...], strict: bool, skip_plain_pte: bool, as_jso
     summary. Exits 1 when any file is invalid (with --strict, also when any has a warning),
     and 4 when a file cannot be read (the others are still checked).
     """
-    import json
-
-    from fatpte.cli_executorch import is_program, program_reports
-    from fatpte.cli_paths import containers
-    from fatpte.validation import validate as validate_file
-
-    paths = list(containers(files, skip_plain_pte=skip_plain_pte))
-    sizes = {p: _size_or_zero(p) for p in paths}
-    valid = invalid = errors = warnings = 0
-    unreadable: list[FatpteError] = []
-    # One file: a bar over the bytes the library hashes. Several: a bar over the files' sizes,
-    # moving file by file.
-    label = f"validating {paths[0]}" if len(paths) == 1 else f"validating {len(paths)} files"
-    with _progress(label, quiet, sum(sizes.values()) if len(paths) > 1 else None) as progress:
-        within = progress.update if len(paths) == 1 else None
-        for path in paths:
-            try:
-                reports = program_reports(path) if is_program(path) else [validate_file(path, progress=within)]
-            except FatpteError as exc:
-                unreadable.append(exc)
-                click.echo(error_line(exc), err=True)
-                if as_json:
-                    click.echo(json.dumps({"path": str(path), "ok": False, "valid": False, "version": None,
-                                           "size": None, "findings": [exc.finding.to_json()]}))
-                continue
-            finally:
-                if within is None:
-                    progress.advance(sizes[path])
-            file_ok = True  # a program counts as one file, valid when each of its NFAT delegates is
-            for report in reports:
-                ok = report.ok and not (strict and report.warnings)
-                file_ok &= ok
-                errors += len(report.errors)
-                warnings += len(report.warnings)
-                if as_json:
-                    click.echo(json.dumps({**report.to_json(), "valid": ok}))
-                else:
-                    for f in report.findings:
-                        click.echo(f"{report.source}: {f.describe()}")
-            valid += file_ok
-            invalid += not file_ok
-    if not as_json:
-        checked = valid + invalid + len(unreadable)
-        parts = [f"{valid} valid", f"{invalid} invalid"]
-        if unreadable:
-            parts.append(f"{len(unreadable)} unreadable")
-        click.echo(f"checked {checked} {'file' if checked == 1 else 'files'}: {', '.join(parts)}; "
-                   f"{errors} {'error' if errors == 1 else 'errors'}, "
-                   f"{warnings} {'warning' if warnings == 1 else 'warnings'}")
-    if unreadable:
-        _exit(exit_code(unreadable[0]))  # an I/O error: validate raises only when it cannot read
-    if invalid:
-        _exit(EXIT_INVALID)
-
-
-def _size_or_zero(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0  # reported as an I/O error when the file is validated
+    _run_body(cli_commands.validate, files=files, strict=strict, skip_plain_pte=skip_plain_pte,
+              as_json=as_json, quiet=quiet)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -410,52 +287,27 @@ def _size_or_zero(path: Path) -> int:
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path())
 @click.option("--name", help="The entry with this name.")
 @click.option("--backend", help="The only entry with this backend id.")
 @_device_option(required=False)
 @_preference_options
-@_output_option
-@click.option("--data-out", "data_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@_output_option(path_type=None)
+@click.option("--data-out", "data_out", type=click.Path(dir_okay=False), default=None,
               metavar="FILE.ptd", help="Also write the entry's named data as an ExecuTorch .ptd, the data "
                                        "file the extracted program loads its moved weights from.")
 @_force_option
 @_quiet_option
-def extract(file: Path, name: str | None, backend: str | None, device: str | None, prefer: tuple[str, ...],
-            exclude: tuple[str, ...], output: Path, data_out: Path | None, force: bool, quiet: bool) -> None:
+def extract(file: str, name: str | None, backend: str | None, device: str | None, prefer: tuple[str, ...],
+            exclude: tuple[str, ...], output: str, data_out: str | None, force: bool, quiet: bool) -> None:
     """Write one entry's raw payload to OUT, after checking its CRC32C.
 
     The entry is the one named --name, the only one with backend id --backend, or the one
     --device gets (as `fatpte select` chooses it; exit 3 when none fits). --data-out writes the
     entry's named data (checked against the segment CRC32Cs) as a .ptd (docs/executorch.md).
     """
-    from fatpte.container import open as open_container
-    from fatpte.extraction import extract as extract_payload
-
-    if sum(x is not None for x in (name, backend, device)) != 1:
-        raise click.UsageError("give exactly one of --name, --backend or --device")
-    if (prefer or exclude) and device is None:
-        raise click.UsageError("--prefer and --exclude go with --device")
-    check_output(output, force)
-    if data_out is not None:
-        if data_out.resolve() == output.resolve():
-            raise click.UsageError("--data-out and -o must be different files")
-        check_output(data_out, force)
-    with open_container(file) as container:
-        if device is not None:
-            from fatpte.selection import select
-
-            profile = load_device(device)
-            entry = select(container, profile, prefer=_words(prefer), exclude=_words(exclude)).chosen
-        else:
-            entry = container.entry(name) if name is not None else container.by_backend(str(backend))
-    with _progress(f"extracting {entry.name!r}", quiet) as progress:
-        extract_payload(file, entry.name, output, progress=progress.update)
-    click.echo(f"wrote {output}: payload of {entry.name!r} ({entry.backend_id}), {entry.size} bytes")
-    if data_out is not None:
-        from fatpte.cli_executorch import write_entry_data
-
-        click.echo(write_entry_data(file, entry.name, data_out))
+    _run_body(cli_commands.extract, file=file, name=name, backend=backend, device=device, prefer=prefer,
+              exclude=exclude, output=output, data_out=data_out, force=force, quiet=quiet)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -464,12 +316,12 @@ def extract(file: Path, name: str | None, backend: str | None, device: str | Non
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path())
 @_device_option(required=True)
 @_preference_options
 @click.option("--explain", is_flag=True, help="Show every entry: its rank, or every requirement it fails.")
 @_json_option
-def select(file: Path, device: str, prefer: tuple[str, ...], exclude: tuple[str, ...], explain: bool,
+def select(file: str, device: str, prefer: tuple[str, ...], exclude: tuple[str, ...], explain: bool,
            as_json: bool) -> None:
     """Print the name of the entry DEVICE gets from FILE.
 
@@ -482,32 +334,8 @@ def select(file: Path, device: str, prefer: tuple[str, ...], exclude: tuple[str,
     one name per line in program order (--json: `path` and a `delegates` list). A program
     without one is an error (exit 2).
     """
-    from fatpte.cli_executorch import is_program, select_program
-    from fatpte.container import open as open_container
-    from fatpte.selection import select as select_entry
-
-    profile = load_device(device)
-    if is_program(file):
-        result, text = select_program(file, profile, prefer=_words(prefer), exclude=_words(exclude),
-                                      explain=explain)
-        if as_json:
-            emit_json(result)
-        else:
-            click.echo(text)
-        return
-    with open_container(file) as container:
-        try:
-            chosen = select_entry(container, profile, prefer=_words(prefer), exclude=_words(exclude))
-        except SelectionError as exc:
-            if as_json and exc.report is not None:
-                emit_json(exc.report)  # every verdict on stdout; the error and exit 3 follow
-            raise
-    if as_json:
-        emit_json(chosen.to_json())
-    elif explain:
-        click.echo(chosen.explain())
-    else:
-        click.echo(chosen.chosen.name)
+    _run_body(cli_commands.select, file=file, device=device, prefer=prefer, exclude=exclude,
+              explain=explain, as_json=as_json)
 
 
 @main.command(epilog=EXIT_HELP)
@@ -515,7 +343,7 @@ def select(file: Path, device: str, prefer: tuple[str, ...], exclude: tuple[str,
 @_device_option(required=False)
 @click.option("--name", "names", multiple=True, help="Keep this entry (repeatable).")
 @_preference_options
-@_output_option
+@_output_option()
 @_force_option
 @_quiet_option
 def thin(file: Path, device: str | None, names: tuple[str, ...], prefer: tuple[str, ...],
@@ -722,7 +550,7 @@ def diff(a: Path, b: Path, exit_code: bool, as_json: bool) -> None:
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path(path_type=Path))
 @_specs_argument
-@_output_option
+@_output_option()
 @_force_option
 @_quiet_option
 def add(file: Path, specs: tuple[str, ...], output: Path, force: bool, quiet: bool) -> None:
@@ -741,7 +569,7 @@ def add(file: Path, specs: tuple[str, ...], output: Path, force: bool, quiet: bo
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--name", "names", multiple=True, required=True, help="Entry to remove (repeatable).")
-@_output_option
+@_output_option()
 @_force_option
 @_quiet_option
 def remove(file: Path, names: tuple[str, ...], output: Path, force: bool, quiet: bool) -> None:
@@ -758,7 +586,7 @@ def remove(file: Path, names: tuple[str, ...], output: Path, force: bool, quiet:
 @click.argument("file", type=click.Path(path_type=Path))
 @click.argument("payload", type=click.Path(path_type=Path))
 @click.option("--name", required=True, help="Entry whose payload is replaced.")
-@_output_option
+@_output_option()
 @_force_option
 @_quiet_option
 def replace(file: Path, payload: Path, name: str, output: Path, force: bool, quiet: bool) -> None:
@@ -774,7 +602,7 @@ def replace(file: Path, payload: Path, name: str, output: Path, force: bool, qui
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--to", "to_version", type=click.Choice(["1", "2"]), required=True, help="Version to write.")
-@_output_option
+@_output_option()
 @_force_option
 @_quiet_option
 def convert(file: Path, to_version: str, output: Path, force: bool, quiet: bool) -> None:

@@ -9,11 +9,15 @@ fatpte.executorch (docs/executorch.md). That package is imported only inside the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fatpte.errors import ErrorCode, FatpteError
+
+# Paths as the command line gave them (a str), or a Path from a Python caller; pathlib is not
+# imported here, because `fatpte info` and `select` on a container call executorch_kind first.
+PathArg = str | os.PathLike[str]
 
 if TYPE_CHECKING:
     from fatpte.device import DeviceProfile
@@ -23,17 +27,17 @@ if TYPE_CHECKING:
 HEAD_SIZE = 8  # the NFAT magic at 0..4, an ExecuTorch identifier at 4..8
 
 
-def head(path: Path) -> bytes:
+def head(path: PathArg) -> bytes:
     """The first bytes of `path`; empty when it cannot be read, so that the command reports the
     I/O error the way it reports it for containers."""
     try:
-        with path.open("rb") as f:
+        with open(path, "rb") as f:
             return f.read(HEAD_SIZE)
     except OSError:
         return b""
 
 
-def executorch_kind(path: Path) -> str | None:
+def executorch_kind(path: PathArg) -> str | None:
     """"pte", "ptd", "nptg" or "xnnpack" when `path` is that ExecuTorch file; None for an NFAT
     container (or anything else, which the container commands then reject as they always did)."""
     from fatpte.layout import MAGIC
@@ -46,23 +50,24 @@ def executorch_kind(path: Path) -> str | None:
     return sniff(data)
 
 
-def is_program(path: Path) -> bool:
+def is_program(path: PathArg) -> bool:
     """True when `path` is an ExecuTorch program (.pte, identifier ET12) and not a container."""
     return executorch_kind(path) == "pte"
 
 
-def _read(path: Path) -> bytes:
+def _read(path: PathArg) -> bytes:
     from fatpte.atomic import io_error
 
     try:
-        return path.read_bytes()
+        with open(path, "rb") as f:
+            return f.read()
     except OSError as exc:
         raise io_error(exc, path, "cannot read") from None
 
 
-def _not_fat(path: Path) -> FatpteError:
+def _not_fat(path: PathArg) -> FatpteError:
     return FatpteError(ErrorCode.ENTRY_NOT_FOUND, "the ExecuTorch program has no delegate whose payload is an "
-                       "NFAT container", source=str(path))
+                       "NFAT container", source=os.fspath(path))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,15 +113,15 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
     specs: list[Specialization | int] = []  # an int is an index into `programs`
     for arg in args:
         if "=" not in arg:
-            if not is_program(Path(arg)):
-                why = "an ExecuTorch program" if Path(arg).is_file() else "a file"
+            if not is_program(arg):
+                why = "an ExecuTorch program" if os.path.isfile(arg) else "a file"
                 raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{arg!r} is not [NAME:]BACKEND=PAYLOAD, and not "
                                   f"{why}: a bare path must be an ExecuTorch program (.pte)", actual=arg)
             specs.append(len(programs))
             programs.append((arg, None, None))
             continue
         spec = parse(arg)
-        if isinstance(spec.payload, str) and is_program(Path(spec.payload)):
+        if isinstance(spec.payload, str) and is_program(spec.payload):
             specs.append(len(programs))
             programs.append((spec.payload, spec.backend_id, spec.name))
         else:
@@ -142,7 +147,7 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
 # ---------------------------------------------------------------------------------------------
 
 
-def write_entry_data(container: Path, entry: str, dest: Path) -> str:
+def write_entry_data(container: PathArg, entry: str, dest: PathArg) -> str:
     """`fatpte extract --data-out`: write the entry's named data as a .ptd; the summary line."""
     from fatpte.executorch.entry_data import entry_data_file
 
@@ -159,19 +164,19 @@ def write_entry_data(container: Path, entry: str, dest: Path) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def describe_json(path: Path) -> dict[str, Any]:
+def describe_json(path: PathArg) -> dict[str, Any]:
     from fatpte.executorch.describe import describe
 
-    return describe(path).to_json()
+    return describe(os.fspath(path)).to_json()
 
 
-def describe_text(path: Path) -> str:
+def describe_text(path: PathArg) -> str:
     from fatpte.executorch.describe import describe
 
-    return describe(path).text()
+    return describe(os.fspath(path)).text()
 
 
-def program_reports(path: Path) -> list[Report]:
+def program_reports(path: PathArg) -> list[Report]:
     """`fatpte validate` on an ExecuTorch program: one Report per NFAT delegate. A program that
     cannot be read, or has no NFAT delegate, gives one Report with one error saying so."""
     from fatpte.container import map_view
@@ -183,18 +188,18 @@ def program_reports(path: Path) -> list[Report]:
     # Mapped, not read: checking a program's NFAT delegates touches them and its flatbuffer only.
     data = map_view(path)
     try:
-        reports = [r for _, r in validate_nfat_delegates(read_program(data, source=str(path)))]
+        reports = [r for _, r in validate_nfat_delegates(read_program(data, source=os.fspath(path)))]
     except FatpteError as exc:
-        return [Report(str(path), None, len(data), (exc.finding,))]
+        return [Report(os.fspath(path), None, len(data), (exc.finding,))]
     if reports:
         return reports
-    return [Report(str(path), None, len(data), (finding(
+    return [Report(os.fspath(path), None, len(data), (finding(
         ErrorCode.BAD_MAGIC, "not a container: an ExecuTorch program (ET12) with no delegate whose payload is "
         "an NFAT container (--skip-plain-pte skips such files)", offset=0, field="header.magic",
         expected="NFAT", actual=bytes(data[:4]).hex()),))]
 
 
-def select_program(path: Path, device: DeviceProfile, *, prefer: Sequence[str], exclude: Sequence[str],
+def select_program(path: PathArg, device: DeviceProfile, *, prefer: Sequence[str], exclude: Sequence[str],
                    explain: bool) -> tuple[dict[str, Any], str]:
     """`fatpte select` on an ExecuTorch program: the JSON object and the text for its NFAT
     delegates, each chosen from as from a container (SelectionError when one has no fit)."""
@@ -202,11 +207,11 @@ def select_program(path: Path, device: DeviceProfile, *, prefer: Sequence[str], 
     from fatpte.executorch.nfat_pte import select_nfat_delegates
     from fatpte.executorch.pte import read_program
 
-    chosen = select_nfat_delegates(read_program(map_view(path), source=str(path)), device, prefer=prefer,
+    chosen = select_nfat_delegates(read_program(map_view(path), source=os.fspath(path)), device, prefer=prefer,
                                    exclude=exclude)
     if not chosen:
         raise _not_fat(path)
-    result = {"path": str(path), "delegates": [
+    result = {"path": os.fspath(path), "delegates": [
         {"index": d.index, "backend_id": d.backend_id, "offset": d.offset, **s.to_json()} for d, s in chosen]}
     if explain:
         text = "\n\n".join(f"delegate {d.index} ({d.backend_id} at {d.offset:#x}):\n{s.explain()}"
@@ -216,7 +221,7 @@ def select_program(path: Path, device: DeviceProfile, *, prefer: Sequence[str], 
     return result, text
 
 
-def thin_program(path: Path, output: Path, *, device: DeviceProfile | None, names: Sequence[str] | None,
+def thin_program(path: PathArg, output: PathArg, *, device: DeviceProfile | None, names: Sequence[str] | None,
                  prefer: Sequence[str], exclude: Sequence[str]) -> str:
     """`fatpte thin` on an ExecuTorch program: write OUT with each NFAT delegate thinned; the
     summary line."""
@@ -226,9 +231,9 @@ def thin_program(path: Path, output: Path, *, device: DeviceProfile | None, name
 
     thin_pte(path, output, device=device, names=names, prefer=prefer, exclude=exclude)
     data = _read(output)
-    program = read_program(data, source=str(output))
+    program = read_program(data, source=os.fspath(output))
     kept = []
     for d in nfat_delegates(program):
-        c = Container.from_buffer(bytes(program.payload(d)), source=str(output))
+        c = Container.from_buffer(bytes(program.payload(d)), source=os.fspath(output))
         kept.append(f"delegate {d.index} kept {', '.join(repr(e.name) for e in c.entries)}")
-    return f"wrote {output}: {'; '.join(kept)}; {len(data)} bytes (was {path.stat().st_size})"
+    return f"wrote {output}: {'; '.join(kept)}; {len(data)} bytes (was {os.stat(path).st_size})"

@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 import fatpte
-from fatpte.cli import EXIT_CODES, error_line, exit_code, main
+from fatpte.cli import main
+from fatpte.cli_exit import EXIT_CODES, error_line, exit_code
 from fatpte.cli_progress import Progress, wanted
 from fatpte.errors import Category, ErrorCode, FatpteError
 
@@ -62,8 +63,9 @@ def test_help_starts_without_heavy_imports() -> None:
 
 
 # What reading commands must not import: writers' libraries (construct builds records,
-# flatbuffers builds manifests), test tools, and the macOS probe's ctypes.util (subprocess).
-_NOT_FOR_READERS = {"hypothesis", "numpy", "pytest", "construct", "flatbuffers", "tempfile", "ctypes.util"}
+# flatbuffers builds manifests), test tools, the macOS probe's ctypes.util (subprocess), and
+# click: their plain forms run through the launcher (fatpte/launch.py, tests/test_launch.py).
+_NOT_FOR_READERS = {"hypothesis", "numpy", "pytest", "construct", "flatbuffers", "tempfile", "ctypes.util", "click"}
 
 
 def _heavy(modules: set[str]) -> set[str]:

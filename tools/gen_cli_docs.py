@@ -14,7 +14,8 @@ from pathlib import Path
 
 import click
 
-from fatpte.cli import EXIT_CODES, main
+from fatpte.cli import main
+from fatpte.cli_exit import EXIT_CODES
 from fatpte.cli_schema import JSON_FIELDS
 from fatpte.errors import ErrorCode
 
@@ -65,13 +66,18 @@ that is not there or is ambiguous, something version 1 cannot hold |
   | 4 | I/O error: a file cannot be read or written |
 
   The code follows the error's category (`fatpte.errors.Category`; the mapping is
-  `fatpte.cli.EXIT_CODES`): {ranges}.
+  `fatpte.cli_exit.EXIT_CODES`): {ranges}.
 - **Outputs are never overwritten** without `--force`, and **never left partial**: each output is
   written to a temporary file beside it and renamed into place when complete.
 - **Progress** is shown on stderr for work that takes more than about a second, only when stderr
   is a terminal, and never with `--quiet`.
 - **`--json`** output is a stable interface: the fields are listed under [JSON fields](#json-fields);
   fields may be added, none is renamed or removed.
+- **Start-up**: `info`, `select`, `extract` and `validate` run in hooks and build steps, where
+  starting the command is most of its time. Their plain forms (the command, its arguments and
+  options, no `--help`) run without loading the click command tree (`fatpte/launch.py`); anything
+  else goes through click. Output, errors and exit codes are the same either way
+  (tests/test_launch.py compares the two).
 - **Shell completion** comes from click: `eval "$(fatpte completion bash)"` (or `zsh`; for fish,
   `fatpte completion fish > ~/.config/fish/completions/fatpte.fish`).
 - **`validate` and directories**: a file named on the command line is always checked. A directory
