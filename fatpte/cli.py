@@ -7,15 +7,16 @@ code, through `EXIT_CODES` (fatpte/cli_exit.py), the one place that maps an erro
 exit status.
 
 Start-up cost matters (the command runs in build steps and hooks): this module imports only
-click and fatpte.errors; each command imports what it uses when it runs. The bodies of `info`,
-`select`, `extract` and `validate` live in fatpte/cli_commands.py, without click, so that the
-console script (fatpte/launch.py) can run their plain forms without importing this module.
+click and fatpte's small click-free modules (errors, cli_exit, cli_commands), takes paths as
+the strings typed (no pathlib), and each command imports what it uses when it runs. The bodies
+of `info`, `select`, `extract` and `validate` live in fatpte/cli_commands.py, without click, so
+that the console script (fatpte/launch.py) runs their plain forms without importing this module.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -74,10 +75,9 @@ def _quiet_option(f: F) -> F:
     return click.option("-q", "--quiet", is_flag=True, help="No progress display.")(f)
 
 
-def _output_option(path_type: type[Path] | None = Path) -> Callable[[F], F]:
-    """-o OUT; `path_type=None` gives the string as typed (the commands of fatpte/cli_commands.py)."""
+def _output_option(f: F) -> F:
     return click.option("-o", "--output", "output", required=True, metavar="OUT",
-                        type=click.Path(dir_okay=False, path_type=path_type), help="File to write.")
+                        type=click.Path(dir_okay=False), help="File to write.")(f)
 
 
 def _run_body(body: Callable[..., int], /, **kwargs: Any) -> None:
@@ -165,7 +165,7 @@ def main() -> None:
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("specs", nargs=-1, metavar="[NAME:]BACKEND=PAYLOAD|PROGRAM.pte...")
-@_output_option()
+@_output_option
 @click.option("--data", "data", multiple=True, metavar="[NAME=]FILE.ptd",
               help="Add the tensors of an ExecuTorch .ptd to the named data of entry NAME, or of every "
                    "ExecuTorch program entry (repeatable).")
@@ -177,12 +177,12 @@ def main() -> None:
               help="Container version to write (default 2).")
 @click.option("--align", type=int, default=None, metavar="N", callback=lambda ctx, param, v: _alignment(v),
               help="Default payload alignment, a power of two from 1 to 65536 (version 2; default 64).")
-@click.option("--from", "from_toml", type=click.Path(dir_okay=False, path_type=Path), metavar="PACK_TOML",
+@click.option("--from", "from_toml", type=click.Path(dir_okay=False), metavar="PACK_TOML",
               help="Pack what a pack.toml describes (docs/pack-toml.md) instead of arguments.")
 @_force_option
 @_quiet_option
-def pack(specs: tuple[str, ...], output: Path, data: tuple[str, ...], share_pte_named_data: bool,
-         format_version: str | None, align: int | None, from_toml: Path | None, force: bool, quiet: bool) -> None:
+def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_named_data: bool,
+         format_version: str | None, align: int | None, from_toml: str | None, force: bool, quiet: bool) -> None:
     """Pack payloads into a container.
 
     Each argument is BACKEND=PAYLOAD (the entry is named after its backend id) or
@@ -221,7 +221,7 @@ def pack(specs: tuple[str, ...], output: Path, data: tuple[str, ...], share_pte_
     _wrote_container(output)
 
 
-def _wrote_container(path: Path) -> None:
+def _wrote_container(path: str) -> None:
     from fatpte.container import open as open_container
 
     with open_container(path) as c:
@@ -292,7 +292,7 @@ def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, as_json
 @click.option("--backend", help="The only entry with this backend id.")
 @_device_option(required=False)
 @_preference_options
-@_output_option(path_type=None)
+@_output_option
 @click.option("--data-out", "data_out", type=click.Path(dir_okay=False), default=None,
               metavar="FILE.ptd", help="Also write the entry's named data as an ExecuTorch .ptd, the data "
                                        "file the extracted program loads its moved weights from.")
@@ -339,15 +339,15 @@ def select(file: str, device: str, prefer: tuple[str, ...], exclude: tuple[str, 
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path())
 @_device_option(required=False)
 @click.option("--name", "names", multiple=True, help="Keep this entry (repeatable).")
 @_preference_options
-@_output_option()
+@_output_option
 @_force_option
 @_quiet_option
-def thin(file: Path, device: str | None, names: tuple[str, ...], prefer: tuple[str, ...],
-         exclude: tuple[str, ...], output: Path, force: bool, quiet: bool) -> None:
+def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[str, ...],
+         exclude: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
     """Write a smaller container with only the entry DEVICE gets (or the --name entries) and the
     named data it uses. Payload and segment bytes, checksums and digests are kept unchanged.
 
@@ -378,7 +378,7 @@ def thin(file: Path, device: str | None, names: tuple[str, ...], prefer: tuple[s
                   exclude=_words(exclude))
     with open_container(output) as c:
         kept = ", ".join(repr(e.name) for e in c.entries)
-        click.echo(f"wrote {output}: kept {kept}; {c.size} bytes (was {file.stat().st_size})")
+        click.echo(f"wrote {output}: kept {kept}; {c.size} bytes (was {os.stat(file).st_size})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -450,14 +450,14 @@ def device_show(name: str, as_json: bool) -> None:
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path())
 @click.option("--devices", metavar="NAME,...|DIR", default=None,
               help="Device profiles: names or JSON files, comma-separated, or a directory of *.json files "
                    "(default: every named profile).")
 @_preference_options
 @click.option("--strict", is_flag=True, help="Exit 3 when some device gets no entry.")
 @_json_option
-def coverage(file: Path, devices: str | None, prefer: tuple[str, ...], exclude: tuple[str, ...], strict: bool,
+def coverage(file: str, devices: str | None, prefer: tuple[str, ...], exclude: tuple[str, ...], strict: bool,
              as_json: bool) -> None:
     """Show which entry each device gets, which devices get none, and the bytes each device
     would download after thinning.
@@ -485,15 +485,15 @@ def coverage(file: Path, devices: str | None, prefer: tuple[str, ...], exclude: 
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path())
 @click.option("-d", "--directory", required=True, metavar="DIR",
-              type=click.Path(file_okay=False, path_type=Path),
+              type=click.Path(file_okay=False),
               help="Directory to create (it may exist if empty).")
 @click.option("--no-verify", is_flag=True, help="Skip repacking to check that pack.toml reproduces FILE.")
 @_force_option
 @_quiet_option
 @_json_option
-def unpack(file: Path, directory: Path, no_verify: bool, force: bool, quiet: bool, as_json: bool) -> None:
+def unpack(file: str, directory: str, no_verify: bool, force: bool, quiet: bool, as_json: bool) -> None:
     """Write every payload and named-data segment of FILE to DIR, with a pack.toml.
 
     `fatpte pack -o OUT --from DIR/pack.toml` then writes FILE again, byte for byte, for any
@@ -522,11 +522,11 @@ def unpack(file: Path, directory: Path, no_verify: bool, force: bool, quiet: boo
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("a", type=click.Path(path_type=Path))
-@click.argument("b", type=click.Path(path_type=Path))
+@click.argument("a", type=click.Path())
+@click.argument("b", type=click.Path())
 @click.option("--exit-code", is_flag=True, help="Exit 1 when the entries differ.")
 @_json_option
-def diff(a: Path, b: Path, exit_code: bool, as_json: bool) -> None:
+def diff(a: str, b: str, exit_code: bool, as_json: bool) -> None:
     """Show entries added, removed or changed from A to B, and the size delta."""
     from fatpte.cli_render import diff_text
     from fatpte.container import open as open_container
@@ -548,12 +548,12 @@ def diff(a: Path, b: Path, exit_code: bool, as_json: bool) -> None:
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path())
 @_specs_argument
-@_output_option()
+@_output_option
 @_force_option
 @_quiet_option
-def add(file: Path, specs: tuple[str, ...], output: Path, force: bool, quiet: bool) -> None:
+def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
     """Write FILE with more entries appended to OUT."""
     from fatpte.edit import add as add_entries
 
@@ -567,12 +567,12 @@ def add(file: Path, specs: tuple[str, ...], output: Path, force: bool, quiet: bo
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path())
 @click.option("--name", "names", multiple=True, required=True, help="Entry to remove (repeatable).")
-@_output_option()
+@_output_option
 @_force_option
 @_quiet_option
-def remove(file: Path, names: tuple[str, ...], output: Path, force: bool, quiet: bool) -> None:
+def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
     """Write FILE without the named entries to OUT."""
     from fatpte.edit import remove as remove_entries
 
@@ -583,13 +583,13 @@ def remove(file: Path, names: tuple[str, ...], output: Path, force: bool, quiet:
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("file", type=click.Path(path_type=Path))
-@click.argument("payload", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path())
+@click.argument("payload", type=click.Path())
 @click.option("--name", required=True, help="Entry whose payload is replaced.")
-@_output_option()
+@_output_option
 @_force_option
 @_quiet_option
-def replace(file: Path, payload: Path, name: str, output: Path, force: bool, quiet: bool) -> None:
+def replace(file: str, payload: str, name: str, output: str, force: bool, quiet: bool) -> None:
     """Write FILE with the payload of entry NAME replaced by PAYLOAD to OUT."""
     from fatpte.edit import replace as replace_payload
 
@@ -600,12 +600,12 @@ def replace(file: Path, payload: Path, name: str, output: Path, force: bool, qui
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path())
 @click.option("--to", "to_version", type=click.Choice(["1", "2"]), required=True, help="Version to write.")
-@_output_option()
+@_output_option
 @_force_option
 @_quiet_option
-def convert(file: Path, to_version: str, output: Path, force: bool, quiet: bool) -> None:
+def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -> None:
     """Write FILE as another container version to OUT.
 
     To version 1: refused, naming every reason, when FILE holds what version 1 cannot (entry

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 
 from fatpte import layout as L
 
@@ -23,10 +22,10 @@ CONTAINER_SUFFIX = ".nfat"
 SNIFFED_SUFFIX = ".pte"
 
 
-def _holds_containers(path: Path) -> bool:
+def _holds_containers(path: str) -> bool:
     """Starts with the magic, or is an ExecuTorch program with an NFAT delegate."""
     try:
-        with path.open("rb") as f:
+        with open(path, "rb") as f:
             head = f.read(8)
             if head[: len(L.MAGIC)] == L.MAGIC:
                 return True
@@ -40,38 +39,44 @@ def _holds_containers(path: Path) -> bool:
             from fatpte.executorch.pte import read_program
 
             try:
-                return bool(nfat_delegates(read_program(head + f.read(), source=str(path))))
+                return bool(nfat_delegates(read_program(head + f.read(), source=path)))
             except FatpteError:
                 return False
     except OSError:
         return True  # unreadable: let validate report the I/O error rather than hide the file
 
 
-def _walk(root: Path) -> Iterator[Path]:
+def _suffix(path: str) -> str:
+    return os.path.splitext(path)[1].lower()
+
+
+def _walk(root: str) -> Iterator[str]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
-            path = Path(dirpath, name)
-            suffix = path.suffix.lower()
+            path = os.path.join(dirpath, name)
+            suffix = _suffix(name)
             if suffix == CONTAINER_SUFFIX or (suffix == SNIFFED_SUFFIX and _holds_containers(path)):
                 yield path
 
 
-def _plain_pte(path: Path) -> bool:
-    return path.suffix.lower() == SNIFFED_SUFFIX and not _holds_containers(path)
+def _plain_pte(path: str) -> bool:
+    return _suffix(path) == SNIFFED_SUFFIX and not _holds_containers(path)
 
 
-def containers(paths: Iterable[str | os.PathLike[str]], *, skip_plain_pte: bool = False) -> Iterator[Path]:
-    """The files to check for `paths`, each once, in the order given (directories expanded).
-    With `skip_plain_pte`, a named `*.pte` file that holds no container is skipped too
-    (pre-commit passes every staged `*.pte` file by name)."""
-    seen: set[Path] = set()
+def containers(paths: Iterable[str | os.PathLike[str]], *, skip_plain_pte: bool = False) -> Iterator[str]:
+    """The files to check for `paths`, each once, in the order given (directories expanded),
+    spelled as given (a directory's files as DIRECTORY/NAME). With `skip_plain_pte`, a named
+    `*.pte` file that holds no container is skipped too (pre-commit passes every staged `*.pte`
+    file by name). `a.nfat` and `./a.nfat` are the same file, checked once."""
+    seen: set[str] = set()
     for p in paths:
-        path = Path(p)
-        found = _walk(path) if path.is_dir() else iter((path,))
+        path = os.fspath(p)
+        found = _walk(path) if os.path.isdir(path) else iter((path,))
         for f in found:
             if skip_plain_pte and _plain_pte(f):
                 continue
-            if f not in seen:
-                seen.add(f)
+            key = os.path.normpath(f)
+            if key not in seen:
+                seen.add(key)
                 yield f

@@ -11,7 +11,6 @@ fatpte/probe_*.py.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -285,6 +284,8 @@ class DeviceProfile(_DeviceProfileFields):
 
 def canonical_text(obj: Mapping[str, Any]) -> str:
     """Canonical JSON text of a profile object (specs/device-profile.md, "Canonical form")."""
+    import json  # here and in _read_json only: `select --device host` reads no JSON
+
     return json.dumps(obj, indent=2) + "\n"
 
 
@@ -405,6 +406,8 @@ def _read_json(path: str) -> Any:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"is larger than the limit of {MAX_PROFILE_BYTES} bytes "
                           "for a device profile", source=path, field="$")
     try:
+        import json
+
         return json.loads(data.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"is not valid JSON: {exc}", source=path,

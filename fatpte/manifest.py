@@ -79,7 +79,7 @@ class VersionConstraint(NamedTuple):
 
     @classmethod
     def parse(cls, text: str, path: str) -> VersionConstraint:
-        m = _TARGET.fullmatch(text) if isinstance(text, str) else None
+        m = re.fullmatch(_TARGET, text) if isinstance(text, str) else None
         if m is None:
             raise _arg(path, f"{text!r} is not a version constraint: use sm_XY, sm_XYa, compute_XY, "
                        ">=X.Y, ~X.Y or ==X.Y", text)
@@ -96,8 +96,10 @@ class VersionConstraint(NamedTuple):
         return cls(int(match), major, minor)
 
 
-_TARGET = re.compile(r"(?:(?P<cuda>sm|compute)_(?P<digits>[0-9]{2,4})(?P<a>a?)"
-                     r"|(?P<op>>=|~|==)(?P<major>[0-9]{1,10})\.(?P<minor>[0-9]{1,10}))")
+# Patterns as text: `re` compiles each on first use (and caches it), so reading a manifest
+# without targets or digests, as `fatpte info` mostly does, compiles neither.
+_TARGET = (r"(?:(?P<cuda>sm|compute)_(?P<digits>[0-9]{2,4})(?P<a>a?)"
+           r"|(?P<op>>=|~|==)(?P<major>[0-9]{1,10})\.(?P<minor>[0-9]{1,10}))")
 _U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
 
@@ -621,7 +623,7 @@ def _build(root: dict[str, Any]) -> Manifest:
         if sha is not None and len(sha) not in (0, SHA256_SIZE):
             _invalid(e, f"{p}.payload_sha256", f"payload_sha256 has {len(sha)} bytes; a SHA-256 has 32")
         digest = e["source_digest"]
-        if digest is not None and not _DIGEST.fullmatch(digest):
+        if digest is not None and not re.fullmatch(_DIGEST, digest):
             _invalid(e, f"{p}.source_digest", f"source_digest {digest!r} is not '<algorithm>:<lowercase hex>'")
         keys = tuple(e["named_data"] or ())
         for k, key in enumerate(keys):
@@ -651,7 +653,7 @@ def _build(root: dict[str, Any]) -> Manifest:
     return Manifest(int(root["revision"]), tuple(entries), tuple(named))
 
 
-_DIGEST = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}:(?:[0-9a-f]{2}){1,64}")
+_DIGEST = r"[a-z0-9][a-z0-9_-]{0,31}:(?:[0-9a-f]{2}){1,64}"  # compiled on first use, as _TARGET
 
 
 def _requirements(obj: dict[str, Any] | None, path: str) -> Requirements:
@@ -976,7 +978,7 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
     for i, (s, src) in enumerate(zip(specs, sources)):
         label = f"specializations[{i}]"
         digest = s.source_digest
-        if digest is not None and (not isinstance(digest, str) or not _DIGEST.fullmatch(digest)):
+        if digest is not None and (not isinstance(digest, str) or not re.fullmatch(_DIGEST, digest)):
             raise _arg(f"{label}.source_digest", f"{digest!r} is not '<algorithm>:<lowercase hex>', "
                        "e.g. 'sha256:9f86...'", digest)
         prov: list[tuple[str, str]] = []

@@ -37,7 +37,7 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_directory_discovery(tree: Path) -> None:
-    found = [p.relative_to(tree).as_posix() for p in containers([tree])]
+    found = [Path(p).relative_to(tree).as_posix() for p in containers([tree])]
     assert found == ["models/flipped.nfat", "models/good.nfat", "models/deep/cut.nfat", "models/deep/v1.pte"]
 
 
@@ -93,3 +93,11 @@ def test_unreadable_file_exits_4_and_others_are_still_checked(tree: Path) -> Non
 
 def test_no_arguments_is_a_usage_error() -> None:
     assert CliRunner().invoke(main, ["validate"]).exit_code == 2
+
+
+def test_files_keep_their_spelling_and_are_checked_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    fatpte.pack([fatpte.Specialization("a", b"x")], tmp_path / "c.nfat")
+    (tmp_path / "d").mkdir()
+    fatpte.pack([fatpte.Specialization("a", b"y")], tmp_path / "d" / "e.nfat")
+    assert list(containers(["./c.nfat", "c.nfat", "./d/", "d/e.nfat"])) == ["./c.nfat", "./d/e.nfat"]

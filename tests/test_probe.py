@@ -331,11 +331,14 @@ def test_normalize() -> None:
 @pytest.mark.parametrize(("machine", "system", "word"), [("riscv64", "Linux", "riscv64"), ("x86_64", "FreeBSD",
                                                                                            "FreeBSD")])
 def test_unsupported_host(monkeypatch: pytest.MonkeyPatch, machine: str, system: str, word: str) -> None:
-    monkeypatch.setattr(platform, "machine", lambda: machine)
-    monkeypatch.setattr(platform, "system", lambda: system)
+    monkeypatch.setattr(probe_host, "machine_and_system", lambda: (machine, system))
     with pytest.raises(FatpteError) as info:
         DeviceProfile.host()
     assert info.value.code is ErrorCode.INVALID_ARGUMENT and word in info.value.message
+
+
+def test_host_names_the_machine_as_platform_does() -> None:
+    assert probe_host.machine_and_system() == (platform.machine(), platform.system())
 
 
 def test_host_with_fake_cuda(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -73,6 +73,7 @@ that is not there or is ambiguous, something version 1 cannot hold |
   is a terminal, and never with `--quiet`.
 - **`--json`** output is a stable interface: the fields are listed under [JSON fields](#json-fields);
   fields may be added, none is renamed or removed.
+- **Paths** are printed as they were typed: `./m.nfat` stays `./m.nfat` in results and errors.
 - **Start-up**: `info`, `select`, `extract` and `validate` run in hooks and build steps, where
   starting the command is most of its time. Their plain forms (the command, its arguments and
   options, no `--help`) run without loading the click command tree (`fatpte/launch.py`); anything
