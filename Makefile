@@ -117,6 +117,7 @@ format-header: $(STAMP)
 # Regenerate docs/cli.md from the click commands (tests/test_cli_docs.py fails until it is run).
 docs: $(STAMP)
 	$(PY) tools/gen_cli_docs.py
+	$(PY) tools/gen_cli_help.py
 
 # ---- Fuzzing (issue 6, fuzz/README.md) ---------------------------------------------------------
 # Targets: the atheris targets fuzz/fuzz_<name>.py, and `loader`, the libFuzzer target

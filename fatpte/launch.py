@@ -5,8 +5,10 @@ deployment scripts, on small files, where starting the command is most of its ti
 click and building the click command tree costs more than opening, checking and selecting
 (docs/performance.md). So this entry point parses those four commands itself when they come in
 their plain forms, and runs the very function the click command runs (fatpte/cli_commands.py).
+`fatpte --help` prints click's own text, generated from click at build time
+(tools/gen_cli_help.py), when the terminal is wide enough for click to print that same text.
 
-Anything it does not fully recognise goes to click unchanged: help and --version, other
+Anything it does not fully recognise goes to click unchanged: other help, --version, other
 commands, `--`, an unknown, misspelt, bundled (`-qf`) or repeated single-value option, a value
 that starts with `-`, a missing or extra argument, a path click would refuse (a directory for
 -o, an unreadable file), the completion environment, and a usage problem found while running.
@@ -132,11 +134,30 @@ def _body(command: str) -> Callable[..., int]:
     return body
 
 
+def _top_help() -> int | None:
+    """`fatpte --help`: click's own text, generated from it (fatpte/_generated/cli_help.py), when
+    the terminal is wide enough that click would print exactly that text."""
+    import shutil  # what click's HelpFormatter asks for the width
+
+    from fatpte._generated.cli_help import MIN_COLUMNS, TEXT
+
+    if shutil.get_terminal_size().columns < MIN_COLUMNS:
+        return None
+    try:
+        sys.stdout.write(TEXT)
+        sys.stdout.flush()
+    except OSError:
+        return None  # a closed pipe: click writes again and reports it its way
+    return 0
+
+
 def run(args: Sequence[str]) -> int | None:
     """Run `args` without click and return the exit status; None when click must run them (then
     nothing has been printed or written)."""
     if "_FATPTE_COMPLETE" in os.environ:
         return None  # shell completion is click's
+    if list(args) in (["--help"], ["-h"]):
+        return _top_help()
     parsed = parse(args)
     if parsed is None:
         return None

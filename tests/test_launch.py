@@ -178,7 +178,7 @@ _TAKEN = [
     ["validate", "--strict", "v1.nfat", "named.nfat"], ["validate", "prog.pte", "--skip-plain-pte"],
 ]
 _DECLINED = [
-    [], ["--help"], ["-V"], ["info"], ["info", "-h"], ["info", "c.nfat", "--bogus"], ["info", "c.nfat", "x"],
+    [], ["--help", "info"], ["-V"], ["info"], ["info", "-h"], ["info", "c.nfat", "--bogus"], ["info", "c.nfat", "x"],
     ["info", "--", "c.nfat"], ["info", "--json=1", "c.nfat"], ["info", "-"],
     ["select", "c.nfat"], ["select", "c.nfat", "--device"], ["select", "c.nfat", "--device", "-x"],
     ["select", "c.nfat", "--device", "a", "--device", "b"], ["thin", "c.nfat", "--device", "host", "-o", "x"],
@@ -290,3 +290,61 @@ def test_python_m_fatpte_runs_plain_forms_without_click(workdir: Path) -> None:
 def test_the_console_script_is_the_launcher() -> None:
     text = (REPO / "pyproject.toml").read_text()
     assert 'fatpte = "fatpte.launch:main"' in text
+
+
+# ---------------------------------------------------------------------------------------------
+# fatpte --help
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_help_snapshot_is_up_to_date() -> None:
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "gen_cli_help.py"), "--check"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+_CLICK_HELP = "from fatpte.cli import main; main(['--help'], prog_name='fatpte')"
+_LAUNCHER = "import sys; from fatpte.launch import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _help_modules(code: str, *args: str, columns: int) -> tuple[str, set[str]]:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code, *args], capture_output=True, text=True,
+                          check=True, env={**os.environ, "COLUMNS": str(columns)}, cwd=REPO)
+    return proc.stdout, {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+                         if line.startswith("import time:")}
+
+
+@pytest.mark.parametrize("columns", [40, 79, 80, 81, 200])
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_top_level_help_is_click_s_at_every_width(columns: int, flag: str) -> None:
+    from fatpte._generated.cli_help import MIN_COLUMNS
+
+    wanted, _ = _help_modules(_CLICK_HELP, columns=columns)
+    got, modules = _help_modules(_LAUNCHER, flag, columns=columns)
+    assert got == wanted
+    assert ("click" in modules) == (columns < MIN_COLUMNS)
+
+
+@pytest.mark.parametrize("columns", [60, 120])
+def test_top_level_help_on_a_terminal(columns: int) -> None:
+    """No COLUMNS: the width comes from the terminal, as click reads it."""
+    import fcntl
+    import struct
+    import termios
+
+    outputs = []
+    for code in (_CLICK_HELP, _LAUNCHER):
+        leader, follower = os.openpty()
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        proc = subprocess.run([sys.executable, "-c", code, "--help"], stdout=follower, stderr=subprocess.PIPE,
+                              env=env, cwd=REPO, check=True)
+        os.close(follower)
+        chunks = []
+        with contextlib.suppress(OSError):  # EIO once the terminal's other end is closed and drained
+            while chunk := os.read(leader, 65536):
+                chunks.append(chunk)
+        os.close(leader)
+        assert proc.returncode == 0
+        outputs.append(b"".join(chunks))
+    assert outputs[0] == outputs[1] and outputs[0].startswith(b"Usage: fatpte")

@@ -76,9 +76,10 @@ that is not there or is ambiguous, something version 1 cannot hold |
 - **Paths** are printed as they were typed: `./m.nfat` stays `./m.nfat` in results and errors.
 - **Start-up**: `info`, `select`, `extract` and `validate` run in hooks and build steps, where
   starting the command is most of its time. Their plain forms (the command, its arguments and
-  options, no `--help`) run without loading the click command tree (`fatpte/launch.py`); anything
-  else goes through click. Output, errors and exit codes are the same either way
-  (tests/test_launch.py compares the two).
+  options, no `--help`) run without loading the click command tree (`fatpte/launch.py`), and
+  `fatpte --help` prints click's own text, generated from it (`make docs`), when the terminal is
+  wide enough for click to print that same text; anything else goes through click. Output,
+  errors and exit codes are the same either way (tests/test_launch.py compares the two).
 - **Shell completion** comes from click: `eval "$(fatpte completion bash)"` (or `zsh`; for fish,
   `fatpte completion fish > ~/.config/fish/completions/fatpte.fish`).
 - **`validate` and directories**: a file named on the command line is always checked. A directory
