@@ -24,9 +24,6 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-# Value options whose value click.Path(dir_okay=False) checks (the rest are click.Path() or text).
-_FILE_ONLY = "file"
-
 
 class Verb(NamedTuple):
     """One command's grammar, as click declares it (a test compares the two)."""
