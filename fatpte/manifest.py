@@ -251,7 +251,8 @@ class Method(NamedTuple):
 
 
 class Signature(NamedTuple):
-    """The program's methods. Two signatures are equal when their methods are, in any order."""
+    """The program's methods. Two signatures agree (`signature_difference` is None) when their
+    methods do, in any order; `==` compares the methods in order."""
 
     methods: tuple[Method, ...] = ()
 
