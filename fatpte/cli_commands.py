@@ -148,7 +148,7 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
             exclude: Sequence[str], output: str, data_out: str | None, force: bool, quiet: bool) -> int:
     """`fatpte extract`."""
     from fatpte.container import open as open_container
-    from fatpte.extraction import extract as extract_payload
+    from fatpte.extraction import extract_entry
 
     if sum(x is not None for x in (name, backend, device)) != 1:
         raise UsageProblem("give exactly one of --name, --backend or --device")
@@ -167,8 +167,8 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
             entry = select_entry(container, profile, prefer=words(prefer), exclude=words(exclude)).chosen
         else:
             entry = container.entry(name) if name is not None else container.by_backend(str(backend))
-    with progress(f"extracting {entry.name!r}", quiet) as bar:
-        extract_payload(file, entry.name, output, progress=bar.update)
+        with progress(f"extracting {entry.name!r}", quiet) as bar:
+            extract_entry(container, entry, output, progress=bar.update)
     echo(f"wrote {output}: payload of {entry.name!r} ({entry.backend_id}), {entry.size} bytes")
     if data_out is not None:
         from fatpte.cli_executorch import write_entry_data

@@ -13,6 +13,9 @@ from fatpte.streams import Progress, copy_range_crc, progress_counter
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from fatpte.container import Container
+    from fatpte.model import Entry
+
 
 def extract(
     path: str | os.PathLike[str],
@@ -31,26 +34,38 @@ def extract(
     `progress(done, total)` is called as bytes are copied."""
     target = os.fspath(dest)
     with open_container(path) as container:
-        entry = container.find(name_or_backend_id)
-        fd = container.fileno
-        assert fd is not None  # opened from a path
-        with atomic_output(target) as out:
-            out.flush()
-            advance = None if progress is None else progress_counter(progress, entry.size)
-            actual = copy_range_crc(fd, entry.offset, out.fileno(), 0, entry.size,
-                                    advance=advance)
-            if entry.checksum is not None and actual != entry.checksum:
-                raise FatpteError(
-                    ErrorCode.PAYLOAD_CHECKSUM_MISMATCH,
-                    f"payload of {entry.name!r} has CRC32C {actual:08x}, but its entry says {entry.checksum:08x}: "
-                    "the container is damaged; nothing was written",
-                    source=container.source,
-                    field=f"entries[{entry.index}].checksum",
-                    expected=entry.checksum,
-                    actual=actual,
-                )
+        extract_entry(container, container.find(name_or_backend_id), target, progress=progress)
     # pathlib only now, for the documented return type: the copy above never needs it, and
     # importing it at module level costs ~9 ms of every reading command's start-up.
     from pathlib import Path
 
     return Path(target)
+
+
+def extract_entry(
+    container: Container,
+    entry: Entry,
+    dest: str | os.PathLike[str],
+    *,
+    progress: Progress | None = None,
+) -> None:
+    """`extract` of an entry of a container already open from a file (the command line has
+    opened it to choose the entry), so the header and table are not read twice."""
+    fd = container.fileno
+    if fd is None:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "extract copies from a file, not a buffer",
+                          source=container.source)
+    with atomic_output(dest) as out:
+        out.flush()
+        advance = None if progress is None else progress_counter(progress, entry.size)
+        actual = copy_range_crc(fd, entry.offset, out.fileno(), 0, entry.size, advance=advance)
+        if entry.checksum is not None and actual != entry.checksum:
+            raise FatpteError(
+                ErrorCode.PAYLOAD_CHECKSUM_MISMATCH,
+                f"payload of {entry.name!r} has CRC32C {actual:08x}, but its entry says {entry.checksum:08x}: "
+                "the container is damaged; nothing was written",
+                source=container.source,
+                field=f"entries[{entry.index}].checksum",
+                expected=entry.checksum,
+                actual=actual,
+            )

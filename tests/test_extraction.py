@@ -64,3 +64,18 @@ def test_missing_destination_folder_is_an_io_error(container: Path, tmp_path: Pa
     with pytest.raises(FatpteError) as info:
         fatpte.extract(container, "portable", tmp_path / "no" / "such" / "dir" / "x.bin")
     assert info.value.code is ErrorCode.IO_ERROR
+
+
+def test_extract_entry_copies_from_an_open_container_and_refuses_a_buffer(tmp_path: Path) -> None:
+    from fatpte.container import Container
+    from fatpte.extraction import extract_entry
+
+    path = fatpte.pack([fatpte.Specialization("a", b"alpha"), fatpte.Specialization("b", b"beta" * 100)],
+                       tmp_path / "c.nfat")
+    with fatpte.open(path) as c:
+        extract_entry(c, c.find("b"), tmp_path / "b.bin")
+    assert (tmp_path / "b.bin").read_bytes() == b"beta" * 100
+    buffered = Container.from_buffer(path.read_bytes(), source="mem")
+    with pytest.raises(fatpte.FatpteError) as info:
+        extract_entry(buffered, buffered.find("a"), tmp_path / "a.bin")
+    assert info.value.code is fatpte.ErrorCode.INVALID_ARGUMENT and not (tmp_path / "a.bin").exists()
