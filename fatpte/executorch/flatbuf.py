@@ -15,6 +15,7 @@ the path of schema names that led there.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import TypeVar
 
 from flatbuffers.table import Table as _FbTable
@@ -243,28 +244,21 @@ class Table:
         """(position, length) of a [ubyte] vector, relative to the buffer."""
         return self.vector(slot, 1, name)
 
-    def tables(self, slot: int, name: str) -> list[Table]:
+    def _offset_slots(self, slot: int, name: str) -> Iterator[tuple[int, str]]:
+        """Where each uoffset of a vector of tables or strings is, with its field path."""
         found = self.vector(slot, 4, name)
         if found is None:
-            return []
+            return
         start, count = found
-        out = []
         for i in range(count):
-            at = start + 4 * i
-            elem = at + self.buf.u32(at, f"{self._path(name)}[{i}]")
-            out.append(self.buf.table_at(elem, f"{self._path(name)}[{i}]", self.depth + 1))
-        return out
+            yield start + 4 * i, f"{self._path(name)}[{i}]"
+
+    def tables(self, slot: int, name: str) -> list[Table]:
+        return [self.buf.table_at(at + self.buf.u32(at, path), path, self.depth + 1)
+                for at, path in self._offset_slots(slot, name)]
 
     def strings(self, slot: int, name: str) -> list[str]:
-        found = self.vector(slot, 4, name)
-        if found is None:
-            return []
-        start, count = found
-        out = []
-        for i in range(count):
-            at = start + 4 * i
-            out.append(_string_at(self.buf, at, f"{self._path(name)}[{i}]"))
-        return out
+        return [_string_at(self.buf, at, path) for at, path in self._offset_slots(slot, name)]
 
     def union(self, type_slot: int, value_slot: int, name: str) -> tuple[int, Table | None]:
         """(type tag, value table) of a union field; tag 0 is NONE."""
