@@ -33,6 +33,7 @@ test-py: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/ruff check fatpte
+	$(BIN)/lint-imports --no-cache
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .mypy_cache .hypothesis
@@ -68,7 +69,7 @@ test-cpp: loader loader-asan
 	ctest --test-dir $(LOADER_OUT) --output-on-failure -j$(JOBS)
 	ctest --test-dir $(LOADER_ASAN) --output-on-failure -j$(JOBS)
 
-# The Python suite compares the loader with Python (tests/test_cpp_parity.py): build it first.
+# The Python suite compares the loader with Python (tests/loader/test_cpp_parity.py): build it first.
 test-py: loader loader-asan
 
 demo: demo-loader
@@ -105,16 +106,16 @@ test-aarch64: loader-aarch64
 	$(PY) loader/examples/dense_example.py --aarch64 $(BUILD)/demo-aarch64
 	$(AARCH64_RUN) --explain
 	$(AARCH64_RUN) --exclude aarch64_neon
-	$(BIN)/pytest tests/test_aarch64.py
+	$(BIN)/pytest tests/loader/test_aarch64.py
 
 # Regenerate what is derived from layout.py and errors.py after changing them:
 # loader/include/fatpte/format_generated.h and fatpte/_generated/layout_records.py
-# (tests/test_gen_header.py and tests/test_layout.py fail until this is run and the result committed).
+# (tests/format/test_gen_header.py and tests/format/test_layout.py fail until this is run and the result committed).
 format-header: $(STAMP)
 	$(PY) tools/gen_layout_records.py
 	$(PY) tools/gen_format_header.py
 
-# Regenerate docs/cli.md from the click commands (tests/test_cli_docs.py fails until it is run).
+# Regenerate docs/cli.md from the click commands (tests/cli/test_cli_docs.py fails until it is run).
 docs: $(STAMP)
 	$(PY) tools/gen_cli_docs.py
 	$(PY) tools/gen_cli_help.py
@@ -173,7 +174,7 @@ fuzz-smoke: $(FUZZ_DEPS)
 
 test: fuzz-smoke
 
-# Regenerate fatpte/_generated/ from specs/nfat_manifest.fbs (tests/test_manifest.py fails when stale).
+# Regenerate fatpte/_generated/ from specs/nfat_manifest.fbs (tests/manifest/test_manifest.py fails when stale).
 .PHONY: gen-manifest
 gen-manifest: $(STAMP)
 	$(PY) tools/gen_manifest.py
@@ -202,6 +203,6 @@ $(ET_STAMP): pyproject.toml
 
 test-executorch: $(ET_STAMP)
 	$(VENV_ET)/bin/python tools/make_executorch_fixtures.py --out tests/fixtures/executorch
-	$(VENV_ET)/bin/python -m pytest -p no:cacheprovider tests/test_executorch_e2e.py \
-		tests/test_executorch_describe.py tests/test_executorch_specialize.py tests/test_executorch_nfat_pte.py \
-		tests/test_executorch_rewrite.py tests/test_executorch_ptd_write.py tests/test_executorch_entry_data.py
+	$(VENV_ET)/bin/python -m pytest -p no:cacheprovider tests/executorch/test_executorch_e2e.py \
+		tests/executorch/test_executorch_describe.py tests/ops/test_pte_specialize.py tests/ops/test_fat_delegate.py \
+		tests/executorch/test_executorch_rewrite.py tests/executorch/test_executorch_ptd_write.py tests/ops/test_ptd_export.py

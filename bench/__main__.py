@@ -19,6 +19,10 @@ from bench import op_api, op_extract, op_info_select, op_loader, op_pack, op_sca
 from bench.commands import Commands
 from bench.harness import ROOT, Context, Section, machine
 
+# Hand-written figures comparing two commits (a refactoring's before and after), appended to the
+# report as they are: one `make bench` run measures only the code it runs.
+RECORDED = ROOT / "bench" / "recorded.md"
+
 OPS: dict[str, Callable[[Context], Section]] = {
     "extract": op_extract.measure,
     "pack": op_pack.measure,
@@ -85,10 +89,12 @@ def render(info: dict[str, str], sections: list[Section], via: dict[str, str]) -
     ]
     if via:
         out += ["Commands ran through: " + ", ".join(f"{k}: {v}" for k, v in sorted(via.items())) +
-                " (`library` means bench/libcli.py, the library in a fresh process, used while `fatpte/cli.py` "
+                " (`library` means bench/libcli.py, the library in a fresh process, used while `fatpte/cli/main.py` "
                 "cannot run that operation).", ""]
     for s in sections:
         out += s.render()
+    if RECORDED.exists():  # comparisons across commits, which one run cannot measure
+        out += ["## Recorded comparisons", "", RECORDED.read_text(encoding="utf-8").strip(), ""]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -30,7 +30,7 @@ def main() -> int:
 
     device = None
     try:
-        from fatpte.device import DeviceProfile
+        from fatpte.device.profile import DeviceProfile
 
         device = DeviceProfile.host()
         select = fatpte.select  # type: ignore[attr-defined]

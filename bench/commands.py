@@ -18,7 +18,7 @@ LIBCLI = str(ROOT / "bench" / "libcli.py")
 
 
 def cli_available() -> bool:
-    if not (ROOT / "fatpte" / "cli.py").exists() or not Path(FATPTE).exists():
+    if not (ROOT / "fatpte" / "cli" / "main.py").exists() or not Path(FATPTE).exists():
         return False
     try:
         run_cmd([FATPTE, "--help"])

@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
             for e in c.entries:
                 print(e.name, e.backend_id, e.offset, e.size)
     elif op == "select":
-        from fatpte.device import DeviceProfile
+        from fatpte.device.profile import DeviceProfile
 
         with fatpte.open(args[0]) as c:
             print(fatpte.select(c, DeviceProfile.host()).chosen.name)  # type: ignore[attr-defined]

@@ -1,7 +1,7 @@
 """The copy design fatpte used before (kept here only to be measured against): copy_file_range
 in the kernel while a second thread computes the CRC32C from a read-only mapping of the source.
 It reads the source twice (once by the kernel's copy, once by the hash), which docs/performance.md
-shows costs more than passing the bytes once through small buffers (fatpte.streams.copy_range_crc).
+shows costs more than passing the bytes once through small buffers (fatpte.fileio.streams.copy_range_crc).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 import threading
 from pathlib import Path
 
-from fatpte.checksum import crc32c
+from fatpte.fileio.checksum import crc32c
 
 
 def copy_with_mapped_hash(src: Path, offset: int, size: int, dest: Path) -> int:

@@ -35,12 +35,12 @@ def measure(ctx: Context) -> Section:
 
 
 API_FINDING = (
-    "Finding (profiled with cProfile, 16 entries): about 60% of open is fatpte/structure.py "
+    "Finding (profiled with cProfile, 16 entries): about 60% of open is fatpte/format/structure.py "
     "`_read_v2_entries`, some 20 us per entry: a `codec.decode` call and a dict per record, two "
     "`id_problem` calls per entry each running a Python generator over the id's bytes, and f-strings "
     "for field paths built before any error exists. The change (in structure.py, not owned by the "
     "bench): decode the whole table with one `struct.iter_unpack` over `buf[entries_at:entries_end]`; "
     "check ids with one precompiled `re.compile(rb'[A-Za-z0-9_.-]{1,32}\\x00*').fullmatch(raw)` and call "
     "`id_problem` only when it fails (for the message); build field paths only when a finding is added. "
-    "`select` is the other 30% (fatpte/selection.py)."
+    "`select` is the other 30% (fatpte/device/selection.py)."
 )

@@ -34,7 +34,7 @@ def containers(ctx: Context) -> tuple[Path, Path]:
 
 
 def select_available() -> bool:
-    probe = "import fatpte, fatpte.device; fatpte.select; fatpte.device.DeviceProfile.host()"
+    probe = "import fatpte; fatpte.select; fatpte.DeviceProfile.host()"
     return subprocess.run([PYTHON, "-c", probe], check=False, capture_output=True).returncode == 0
 
 
@@ -48,13 +48,13 @@ def measure(ctx: Context) -> Section:
         f"Two containers of {ENTRIES} entries: 1 MiB ({small.stat().st_size} bytes) and "
         f"{big.stat().st_size} bytes (a sparse payload; the last entry starts past the 4 GiB mark). "
         f"Whole-process times, {rounds} alternating rounds each. The commands run through the console "
-        "script, whose launcher (fatpte/launch.py) runs their plain forms without importing click; the "
-        "reader imports neither construct, flatbuffers, dataclasses nor pathlib (tests/test_cli_main.py and "
-        "tests/test_startup_imports.py keep them out).",
+        "script, whose launcher (fatpte/cli/launch.py) runs their plain forms without importing click; the "
+        "reader imports neither construct, flatbuffers, dataclasses nor pathlib (tests/cli/test_cli_main.py and "
+        "tests/cli/test_startup_imports.py keep them out).",
     )
     ops = ["info"] + (["select"] if select_available() else [])
     if "select" not in ops:
-        section.lines.append("`select`: **not measured**: `fatpte.select` / `fatpte.device.DeviceProfile.host()` "
+        section.lines.append("`select`: **not measured**: `fatpte.select` / `fatpte.DeviceProfile.host()` "
                              "could not run at bench time.")
     for op in ops:
         on_small, on_big = cmds.simple(op, small), cmds.simple(op, big)

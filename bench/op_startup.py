@@ -28,11 +28,11 @@ def measure(ctx: Context) -> Section:
     section = Section("startup", "Whole-process wall time, alternating with `python -c pass` (the floor any "
                       "Python command pays).")
     if not cli_available():
-        section.lines.append("`fatpte --help`: **not measured**: `fatpte/cli.py` is not installed as the `fatpte` "
+        section.lines.append("`fatpte --help`: **not measured**: `fatpte/cli/main.py` is not installed as the `fatpte` "
                              "command at bench time.")
         return section
     # A wide terminal (COLUMNS=100) gets click's help text from the launcher's snapshot
-    # (fatpte/launch.py); a narrow one (COLUMNS=60) gets click itself. Both are timed, and the
+    # (fatpte/cli/launch.py); a narrow one (COLUMNS=60) gets click itself. Both are timed, and the
     # narrow one, which the issue's bound does not single out, is reported beside it.
     wide = {**os.environ, "COLUMNS": "100"}
     narrow = {**os.environ, "COLUMNS": "60"}
@@ -55,7 +55,7 @@ def measure(ctx: Context) -> Section:
                              f"{fmt_seconds(statistics.median(s.seconds for s in pair.base))} on this machine in "
                              "the same rounds.")
     # Which heavy modules `--help` imports: the issue forbids construct's compiler, hypothesis, numpy.
-    probe = ("import sys; sys.argv=['fatpte','--help']\nfrom fatpte.launch import main\n"
+    probe = ("import sys; sys.argv=['fatpte','--help']\nfrom fatpte.cli.launch import main\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
              f"print(','.join(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)")
     done = subprocess.run([PYTHON, "-c", probe], check=False, capture_output=True, text=True)

@@ -69,13 +69,13 @@ def measure(ctx: Context) -> Section:
     whole.verdict = verdict(wspeed >= MIN_SPEED, f"{wspeed / 1e9:.2f} GB/s, of which interpreter and CLI "
                             "start-up (see startup) is a fixed part")
     whole.note = (f"{wspeed / 1e9:.2f} GB/s including interpreter start-up; peak RSS stays bounded because "
-                  "pages are released behind the hash (fatpte/checksum.py)")
+                  "pages are released behind the hash (fatpte/fileio/checksum.py)")
     return Section(
         "validate",
         "A 3-payload container (from the pack fixture), warm in the page cache. The in-process row times "
         "`fatpte.validate(path)` (structure, padding, every checksum) against a bare CRC32C loop over a fresh "
         "read-only mapping of the same file, alternating in one process; a ratio below 1.25 means validate "
-        "runs at more than 0.8x the raw speed. fatpte/checksum.py hashes regions of 64 MiB or more as two "
+        "runs at more than 0.8x the raw speed. fatpte/fileio/checksum.py hashes regions of 64 MiB or more as two "
         "halves on two threads and joins the CRCs, so with a free core validate can beat the one-thread "
         "raw loop; on a loaded machine both are bound by the same busy cores.",
         [inproc, whole],

@@ -5,7 +5,7 @@ compared with in docs/performance.md.
 
     refpacker.py OUT BACKEND=PATH ...
 
-The layout is written with `struct` rather than fatpte.layout on purpose: the baseline must not
+The layout is written with `struct` rather than fatpte.format.layout on purpose: the baseline must not
 pay fatpte's import time, and it stands for an independent tool.
 """
 

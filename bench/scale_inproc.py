@@ -51,7 +51,7 @@ def main() -> int:
     select: Any = getattr(fatpte, "select", None) if "select" in dir(fatpte) else None
     device = None
     if select is not None:
-        from fatpte.device import DeviceProfile
+        from fatpte.device.profile import DeviceProfile
 
         device = DeviceProfile.host()
 

@@ -15,35 +15,35 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
-    "Container": "fatpte.container",
-    "open": "fatpte.container",
-    "Specialization": "fatpte.packing",
-    "pack": "fatpte.packing",
-    "validate": "fatpte.validation",
-    "validate_buffer": "fatpte.validation",
-    "Report": "fatpte.validation",
-    "extract": "fatpte.extraction",
-    "Entry": "fatpte.model",
-    "Segment": "fatpte.model",
-    "Header": "fatpte.model",
+    "Container": "fatpte.container.reader",
+    "open": "fatpte.container.reader",
+    "Specialization": "fatpte.ops.specialization",
+    "pack": "fatpte.ops.packing",
+    "validate": "fatpte.container.validation",
+    "validate_buffer": "fatpte.container.validation",
+    "Report": "fatpte.container.validation",
+    "extract": "fatpte.ops.extraction",
+    "Entry": "fatpte.format.model",
+    "Segment": "fatpte.format.model",
+    "Header": "fatpte.format.model",
     "ErrorCode": "fatpte.errors",
     "FatpteError": "fatpte.errors",
     "SelectionError": "fatpte.errors",
     "Finding": "fatpte.errors",
     "Severity": "fatpte.errors",
-    "DeviceProfile": "fatpte.device",
-    "Accelerator": "fatpte.device",
-    "select": "fatpte.selection",
-    "Selection": "fatpte.selection",
-    "Verdict": "fatpte.selection",
-    "Failure": "fatpte.selection",
-    "thin": "fatpte.thinning",
-    "pack_from_file": "fatpte.packfile",
-    "NamedData": "fatpte.named_data",
-    "Manifest": "fatpte.manifest",
-    "ManifestEntry": "fatpte.manifest",
-    "Requirements": "fatpte.manifest",
-    "Signature": "fatpte.manifest",
+    "DeviceProfile": "fatpte.device.profile",
+    "Accelerator": "fatpte.device.accelerator",
+    "select": "fatpte.device.selection",
+    "Selection": "fatpte.device.selection",
+    "Verdict": "fatpte.device.selection",
+    "Failure": "fatpte.device.selection",
+    "thin": "fatpte.ops.thinning",
+    "pack_from_file": "fatpte.ops.packfile",
+    "NamedData": "fatpte.ops.specialization",
+    "Manifest": "fatpte.manifest.model",
+    "ManifestEntry": "fatpte.manifest.model",
+    "Requirements": "fatpte.manifest.model",
+    "Signature": "fatpte.manifest.model",
 }
 
 # Static, so type checkers and linters see the API; tests/test_api.py keeps it equal to _EXPORTS.
@@ -80,35 +80,35 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from fatpte.container import Container as Container
-    from fatpte.container import open as open
-    from fatpte.device import Accelerator as Accelerator
-    from fatpte.device import DeviceProfile as DeviceProfile
+    from fatpte.container.reader import Container as Container
+    from fatpte.container.reader import open as open
+    from fatpte.container.validation import Report as Report
+    from fatpte.container.validation import validate as validate
+    from fatpte.container.validation import validate_buffer as validate_buffer
+    from fatpte.device.accelerator import Accelerator as Accelerator
+    from fatpte.device.profile import DeviceProfile as DeviceProfile
+    from fatpte.device.selection import Failure as Failure
+    from fatpte.device.selection import Selection as Selection
+    from fatpte.device.selection import Verdict as Verdict
+    from fatpte.device.selection import select as select
     from fatpte.errors import ErrorCode as ErrorCode
     from fatpte.errors import FatpteError as FatpteError
     from fatpte.errors import Finding as Finding
     from fatpte.errors import SelectionError as SelectionError
     from fatpte.errors import Severity as Severity
-    from fatpte.extraction import extract as extract
-    from fatpte.manifest import Manifest as Manifest
-    from fatpte.manifest import ManifestEntry as ManifestEntry
-    from fatpte.manifest import Requirements as Requirements
-    from fatpte.manifest import Signature as Signature
-    from fatpte.model import Entry as Entry
-    from fatpte.model import Header as Header
-    from fatpte.model import Segment as Segment
-    from fatpte.named_data import NamedData as NamedData
-    from fatpte.packfile import pack_from_file as pack_from_file
-    from fatpte.packing import Specialization as Specialization
-    from fatpte.packing import pack as pack
-    from fatpte.selection import Failure as Failure
-    from fatpte.selection import Selection as Selection
-    from fatpte.selection import Verdict as Verdict
-    from fatpte.selection import select as select
-    from fatpte.thinning import thin as thin
-    from fatpte.validation import Report as Report
-    from fatpte.validation import validate as validate
-    from fatpte.validation import validate_buffer as validate_buffer
+    from fatpte.format.model import Entry as Entry
+    from fatpte.format.model import Header as Header
+    from fatpte.format.model import Segment as Segment
+    from fatpte.manifest.model import Manifest as Manifest
+    from fatpte.manifest.model import ManifestEntry as ManifestEntry
+    from fatpte.manifest.model import Requirements as Requirements
+    from fatpte.manifest.model import Signature as Signature
+    from fatpte.ops.extraction import extract as extract
+    from fatpte.ops.packfile import pack_from_file as pack_from_file
+    from fatpte.ops.packing import pack as pack
+    from fatpte.ops.specialization import NamedData as NamedData
+    from fatpte.ops.specialization import Specialization as Specialization
+    from fatpte.ops.thinning import thin as thin
 
 
 def __getattr__(name: str) -> Any:

@@ -2,6 +2,6 @@
 
 import sys
 
-from fatpte.launch import main
+from fatpte.cli.launch import main
 
 sys.exit(main())

@@ -217,7 +217,7 @@ class Finding(NamedTuple):
     """One broken rule: what, where in the file, and how bad.
 
     A NamedTuple, not a dataclass: it is on every reader's import path, where `dataclasses`
-    alone costs more than the rest of the module (see fatpte/model.py)."""
+    alone costs more than the rest of the module (see fatpte/format/model.py)."""
 
     code: ErrorCode
     message: str

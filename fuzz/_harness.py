@@ -20,12 +20,15 @@ if str(ROOT) not in sys.path:
 # Every module that parses or interprets container bytes. Imported eagerly because modules that
 # fatpte imports lazily (inside functions) would otherwise load uninstrumented.
 PARSING_MODULES = (
-    "fatpte.layout", "fatpte.errors", "fatpte.model", "fatpte.codec", "fatpte.checksum",
-    "fatpte.structure", "fatpte.integrity", "fatpte.container", "fatpte.validation",
-    "fatpte.manifest", "fatpte.named_data", "fatpte.selection", "fatpte.device",
+    "fatpte.errors", "fatpte.fileio.checksum", "fatpte.fileio.mapping", "fatpte.format.layout",
+    "fatpte.format.model", "fatpte.format.codec", "fatpte.format.structure", "fatpte.format.vocabulary",
+    "fatpte.manifest.model", "fatpte.manifest.codec", "fatpte.manifest.rules",
+    "fatpte.container.reader", "fatpte.container.integrity", "fatpte.container.validation",
+    "fatpte.device.fields", "fatpte.device.accelerator", "fatpte.device.profile", "fatpte.device.selection",
+    "fatpte.ops.named_data",
     "fatpte.executorch.flatbuf", "fatpte.executorch.pte", "fatpte.executorch.ptd", "fatpte.executorch.nptg",
     "fatpte.executorch.xnnpack", "fatpte.executorch.describe", "fatpte.executorch.signature",
-    "fatpte.executorch.nfat_pte", "fatpte.executorch.rewrite",
+    "fatpte.ops.fat_delegate", "fatpte.executorch.rewrite",
 )
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import _harness
 
 # The flatbuffers verifier the C++ loader uses says that a manifest is malformed, not where: for
-# MANIFEST_CORRUPT only the code is compared (as tests/test_cpp_parity.py does).
+# MANIFEST_CORRUPT only the code is compared (as tests/loader/test_cpp_parity.py does).
 CODE_ONLY = frozenset({407})
 
 FIELD_SIZE, MESSAGE_SIZE = 96, 512  # fatpte_error in loader/include/fatpte/fatpte.h
@@ -55,9 +55,9 @@ def cpp_verdicts(data: bytes) -> tuple[tuple[int, int | None, str | None], int]:
 
 
 def python_verdicts(data: bytes) -> tuple[tuple[int, int | None, str | None], int]:
-    from fatpte.container import Container
+    from fatpte.container.reader import Container
+    from fatpte.container.validation import validate_buffer
     from fatpte.errors import FatpteError
-    from fatpte.validation import validate_buffer
 
     first = validate_buffer(data).first_error
     validate = (0, None, None) if first is None else (int(first.code), first.offset, first.field)

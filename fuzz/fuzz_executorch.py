@@ -12,11 +12,11 @@ _PROFILE = "raspberry-pi-5"
 
 
 def test_one_input(data: bytes) -> None:
-    from fatpte.device import DeviceProfile
+    from fatpte.device.profile import DeviceProfile
     from fatpte.errors import FatpteError
     from fatpte.executorch import describe, program_signature, read_program, sniff
-    from fatpte.executorch.nfat_pte import select_nfat_delegates, validate_nfat_delegates
     from fatpte.executorch.rewrite import remove_named_data, replace_segment
+    from fatpte.ops.fat_delegate import select_nfat_delegates, validate_nfat_delegates
 
     try:
         description = describe(data, source="fuzz")

@@ -1,4 +1,4 @@
-"""Fuzz target: the manifest reader (`fatpte.manifest.decode`, the bounded flatbuffer verifier)
+"""Fuzz target: the manifest reader (`fatpte.manifest.codec.decode`, the bounded flatbuffer verifier)
 on any bytes, as if they were a container's manifest region. Only FatpteError may escape."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import _harness
 
 def test_one_input(data: bytes) -> None:
     from fatpte.errors import FatpteError
-    from fatpte.manifest import decode
+    from fatpte.manifest.codec import decode
 
     try:
         decode(data)

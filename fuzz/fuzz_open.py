@@ -8,7 +8,7 @@ import _harness
 
 
 def test_one_input(data: bytes) -> None:
-    from fatpte.container import Container
+    from fatpte.container.reader import Container
     from fatpte.errors import FatpteError
 
     try:

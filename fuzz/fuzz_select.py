@@ -11,14 +11,14 @@ import _harness
 
 @functools.cache
 def _profiles() -> tuple[Any, ...]:
-    from fatpte.device import DeviceProfile
+    from fatpte.device.profile import DeviceProfile
 
     return tuple(DeviceProfile.load(name) for name in DeviceProfile.names())
 
 
 def test_one_input(data: bytes) -> None:
     import fatpte
-    from fatpte.container import Container
+    from fatpte.container.reader import Container
     from fatpte.errors import FatpteError
 
     try:

@@ -17,7 +17,7 @@ def _property() -> Callable[[bytes], Any]:
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from fatpte.validation import validate_buffer
+    from fatpte.container.validation import validate_buffer
     from tests.strategies import mutations, packed_containers, read_everything
 
     @settings(database=None, deadline=None, suppress_health_check=list(HealthCheck))

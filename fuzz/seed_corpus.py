@@ -21,7 +21,7 @@ VECTORS = ROOT / "specs" / "vectors"
 FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
 REGRESSIONS = ROOT / "tests" / "fixtures" / "fuzz"  # inputs a target once failed on, kept as tests
 
-# manifest_offset, manifest_size: u64 at bytes 40 and 48 of a v2 header (fatpte/layout.py).
+# manifest_offset, manifest_size: u64 at bytes 40 and 48 of a v2 header (fatpte/format/layout.py).
 # Read with struct rather than fatpte so that seeding works from damaged vectors too.
 _MANIFEST = struct.Struct("<4sI32xQQ")
 

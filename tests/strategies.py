@@ -6,10 +6,13 @@ import struct
 
 from hypothesis import strategies as st
 
-from fatpte import device as D
-from fatpte import layout as L
-from fatpte import manifest as M
-from fatpte.packing import Specialization
+from fatpte.device import accelerator as DA
+from fatpte.device import fields as DF
+from fatpte.device import profile as D
+from fatpte.format import layout as L
+from fatpte.format import vocabulary as V
+from fatpte.manifest import model as M
+from fatpte.ops.specialization import Specialization
 
 ID_CHARS = "".join(sorted(chr(b) for b in L.ID_ALPHABET))
 
@@ -48,38 +51,38 @@ def reference_v1(items: list[tuple[str, bytes]]) -> bytes:
     return out + b"".join(data for _, data in items)
 
 
-# -- device profiles (fatpte/device.py) ---------------------------------------------------------
+# -- device profiles (fatpte/device/profile.py) ---------------------------------------------------------
 
 _VERSION_PART = st.integers(min_value=0, max_value=9999).map(str)
 
 
 @st.composite
-def accelerators(draw: st.DrawFn) -> D.Accelerator:
-    kind = draw(st.sampled_from(D.ACCELERATOR_KINDS))
+def accelerators(draw: st.DrawFn) -> DA.Accelerator:
+    kind = draw(st.sampled_from(V.ACCELERATOR_KINDS))
     parts = 2 if kind == "cuda" else draw(st.integers(min_value=1, max_value=3))
     version = ".".join(draw(_VERSION_PART) for _ in range(parts))
     name = draw(st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=1,
                         max_size=40))
-    return D.Accelerator(kind, name, version, draw(st.integers(min_value=0, max_value=D.MAX_MEMORY_BYTES)))
+    return DA.Accelerator(kind, name, version, draw(st.integers(min_value=0, max_value=DF.MAX_MEMORY_BYTES)))
 
 
 @st.composite
 def device_profiles(draw: st.DrawFn) -> D.DeviceProfile:
     """Any valid device profile."""
-    arch = draw(st.sampled_from(D.ARCHES))
+    arch = draw(st.sampled_from(V.ARCHES))
     return D.DeviceProfile(
         name=draw(st.text(alphabet=ID_CHARS, min_size=1, max_size=64)),
-        os=draw(st.sampled_from(D.OS_NAMES)),
+        os=draw(st.sampled_from(V.OS_NAMES)),
         arch=arch,
-        cpu_features=draw(st.frozensets(st.sampled_from(sorted(D.CPU_FEATURES[arch])))),
+        cpu_features=draw(st.frozensets(st.sampled_from(sorted(V.CPU_FEATURES[arch])))),
         accelerators=tuple(draw(st.lists(accelerators(), max_size=3))),
-        memory_bytes=draw(st.integers(min_value=0, max_value=D.MAX_MEMORY_BYTES)),
-        backends=draw(st.dictionaries(v2_ids, st.integers(min_value=0, max_value=D.MAX_ABI_VERSION),
+        memory_bytes=draw(st.integers(min_value=0, max_value=DF.MAX_MEMORY_BYTES)),
+        backends=draw(st.dictionaries(v2_ids, st.integers(min_value=0, max_value=DF.MAX_ABI_VERSION),
                                       max_size=3)),
     )
 
 
-# -- manifests (fatpte/manifest.py) -------------------------------------------------------------
+# -- manifests (fatpte/manifest/) -------------------------------------------------------------
 
 
 _words = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x2FF), min_size=1, max_size=12)
@@ -89,15 +92,15 @@ _u64 = st.integers(min_value=0, max_value=(1 << 64) - 1)
 
 @st.composite
 def requirements(draw: st.DrawFn) -> M.Requirements:
-    arch = draw(st.sampled_from(D.ARCHES))
+    arch = draw(st.sampled_from(V.ARCHES))
     targets = st.builds(M.VersionConstraint, st.sampled_from([0, 1, 2]), st.integers(0, 99), st.integers(0, 9))
-    accs = st.builds(M.AcceleratorRequirement, st.sampled_from(D.ACCELERATOR_KINDS),
+    accs = st.builds(M.AcceleratorRequirement, st.sampled_from(V.ACCELERATOR_KINDS),
                      st.lists(targets, max_size=3).map(tuple), _u64)
     abi = st.none() | st.builds(lambda a, b: M.AbiRange(min(a, b), max(a, b)), _u32, _u32)
     return M.Requirements(
-        os=tuple(draw(st.lists(st.sampled_from(D.OS_NAMES), max_size=2, unique=True))),
+        os=tuple(draw(st.lists(st.sampled_from(V.OS_NAMES), max_size=2, unique=True))),
         arch=tuple(draw(st.lists(st.just(arch), max_size=1))),
-        cpu_features=tuple(draw(st.lists(st.sampled_from(sorted(D.CPU_FEATURES[arch])), max_size=4,
+        cpu_features=tuple(draw(st.lists(st.sampled_from(sorted(V.CPU_FEATURES[arch])), max_size=4,
                                          unique=True))),
         accelerators=tuple(draw(st.lists(accs, max_size=2))),
         min_memory_bytes=draw(_u64),
@@ -136,7 +139,7 @@ def manifests(draw: st.DrawFn) -> M.Manifest:
     return M.Manifest(M.REVISION, entries, tuple((k, draw(st.integers(0, 4))) for k in keys))
 
 
-# -- packed containers and their mutations (tests/test_robustness.py, fuzz/fuzz_structured.py) --
+# -- packed containers and their mutations (tests/conformance/test_robustness.py, fuzz/fuzz_structured.py) --
 
 
 def pack_bytes(specs: list[Specialization], *, version: int = L.VERSION_2,
@@ -145,7 +148,7 @@ def pack_bytes(specs: list[Specialization], *, version: int = L.VERSION_2,
     import tempfile
     from pathlib import Path
 
-    from fatpte.packing import pack
+    from fatpte.ops.packing import pack
 
     with tempfile.TemporaryDirectory() as tmp:
         dest = Path(tmp) / "c.nfat"
@@ -224,9 +227,9 @@ def read_everything(data: bytes) -> None:
     AssertionError (or the stray exception) if not."""
     import json
 
-    from fatpte.container import Container
+    from fatpte.container.reader import Container
+    from fatpte.container.validation import validate_buffer
     from fatpte.errors import FatpteError
-    from fatpte.validation import validate_buffer
 
     report = validate_buffer(data)
     for f in report.findings:

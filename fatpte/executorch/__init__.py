@@ -4,6 +4,11 @@ Written from ExecuTorch's published layouts (schema/program.fbs, flat_tensor.fbs
 backend's native_graph.fbs, the XNNPACK header and schema); `executorch` itself is never
 imported. Every reader is bounds-checked and raises only FatpteError on bad input. Writing is
 limited to .pte files rewritten in place (rewrite.py) and .ptd data files (ptd_write.py).
+Operations that combine these with containers (packing a .pte, fat delegates, an entry's .ptd)
+live a floor up, in fatpte.ops.
+
+May use: fatpte.container, fatpte.manifest, fatpte.format, fatpte.fileio, fatpte.errors; not
+fatpte.device (a sibling floor).
 """
 
 from fatpte.executorch.describe import Description, describe, sniff

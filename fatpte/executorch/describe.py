@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fatpte.container import Container, map_view
+from fatpte.container.reader import Container
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch import nptg, ptd, pte, xnnpack
 from fatpte.executorch.signature import program_signature
-from fatpte.layout import MAGIC as NFAT_MAGIC
+from fatpte.fileio.mapping import map_view
+from fatpte.format.layout import MAGIC as NFAT_MAGIC
 
 KINDS = {pte.IDENTIFIER: "pte", ptd.IDENTIFIER: "ptd", nptg.IDENTIFIER: "nptg", xnnpack.MAGIC: "xnnpack",
          xnnpack.FLATBUFFER_IDENTIFIER: "xnnpack"}

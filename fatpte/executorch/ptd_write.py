@@ -23,10 +23,10 @@ from pathlib import Path
 
 import flatbuffers
 
-from fatpte.atomic import atomic_output
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.ptd import HEADER_LENGTH, HEADER_MAGIC, HEADER_OFFSET, IDENTIFIER, read_ptd
 from fatpte.executorch.pte import Program
+from fatpte.fileio.atomic import atomic_output
 
 DEFAULT_SEGMENT_ALIGNMENT = 128  # what ExecuTorch's own .ptd writer uses: enough for any SIMD load
 _HEADER = struct.Struct("<4sIQQQQ")
@@ -150,7 +150,7 @@ def ptd_bytes(
 ) -> bytes:
     """A whole .ptd holding `tensors` (in the order given), with `layouts` for the keys that have one.
     Identical bytes under several keys are stored once. For data too large to hold in memory,
-    lay the file out with `plan_ptd` and stream the segments in (entry_data.py does)."""
+    lay the file out with `plan_ptd` and stream the segments in (fatpte.ops.ptd_export does)."""
     blobs: list[bytes] = []
     index_of: dict[bytes, int] = {}
     key_segment: dict[str, int] = {}

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fatpte.container import Container
+from fatpte.container.reader import Container
 from fatpte.executorch.nptg import IDENTIFIER as NPTG_IDENTIFIER
 from fatpte.executorch.nptg import read_nptg
 from fatpte.executorch.pte import Delegate, MethodPlan, Program
-from fatpte.layout import MAGIC as NFAT_MAGIC
+from fatpte.format.layout import MAGIC as NFAT_MAGIC
 
 _WRITE_BACK_OPS = ("aten::copy_",)
 

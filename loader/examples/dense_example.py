@@ -16,7 +16,8 @@ from pathlib import Path
 
 import flatbuffers
 
-from fatpte.packing import Specialization, pack
+from fatpte.ops.packing import pack
+from fatpte.ops.specialization import Specialization
 
 # (inputs, outputs, relu) per layer.
 LAYERS: tuple[tuple[int, int, bool], ...] = ((16, 32, True), (32, 24, True), (24, 5, False))

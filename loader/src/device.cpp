@@ -1,5 +1,5 @@
-// The host probe (mirrors fatpte/probe_host.py, probe_linux.py, probe_macos.py, probe_cuda.py)
-// and the canonical JSON printer (fatpte/device.py canonical_text).
+// The host probe (mirrors fatpte/device/host.py, probe_linux.py, probe_macos.py, probe_cuda.py)
+// and the canonical JSON printer (fatpte/device/profile.py canonical_text).
 #include "fatpte/device.hpp"
 
 #include <cinttypes>
@@ -117,7 +117,7 @@ std::set<std::string> x86_features(const X86Words& w) {
 }
 
 std::set<std::string> arm_hwcap_features(std::uint64_t hwcap, std::uint64_t hwcap2) {
-  // arch/arm64/include/uapi/asm/hwcap.h, as fatpte/probe_linux.py ARM_HWCAP_BITS.
+  // arch/arm64/include/uapi/asm/hwcap.h, as fatpte/device/probe_linux.py ARM_HWCAP_BITS.
   struct Bit {
     const char* feature;
     bool second;

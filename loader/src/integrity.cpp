@@ -1,4 +1,4 @@
-// The content pass, mirroring fatpte/integrity.py: padding between regions, the manifest's
+// The content pass, mirroring fatpte/container/integrity.py: padding between regions, the manifest's
 // checksum and identifier, every payload's checksum and kind, every segment's checksum. It runs
 // only over a container that passed the structural pass, so every range it reads is in bounds.
 #include <cinttypes>

@@ -1,4 +1,4 @@
-// The manifest's content rules, mirroring fatpte/manifest.py check_container in its order:
+// The manifest's content rules, mirroring fatpte/manifest/ check_container in its order:
 // decoding (flatbuffers::Verifier before any read, then every string is valid UTF-8), the value
 // rules of _build, the consistency rules with the tables, then the payload SHA-256 digests. Runs
 // last in the canonical order, over a container whose manifest is placed and whose CRC32C and

@@ -341,7 +341,7 @@ bool one_of(const std::string& s, std::initializer_list<const char*> words) {
 }
 
 // The vocabulary of specs/device-profile.md section 3 (device.py's OS_NAMES, ARCHES,
-// X86_FEATURES, ARM_FEATURES, ACCELERATOR_KINDS); tests/test_cpp_profile_parity.py feeds every
+// X86_FEATURES, ARM_FEATURES, ACCELERATOR_KINDS); tests/loader/test_cpp_profile_parity.py feeds every
 // word of device.py to both readers, so a word added on one side only fails there.
 const std::initializer_list<const char*> kOsNames = {"linux", "android", "macos", "ios", "windows"};
 const std::initializer_list<const char*> kArches = {"x86_64", "aarch64"};

@@ -1,4 +1,4 @@
-// Selection (specs/nfat-manifest.md section 6), mirroring fatpte/selection.py: the same
+// Selection (specs/nfat-manifest.md section 6), mirroring fatpte/device/selection.py: the same
 // eligibility, ranking, failure texts and explanation, so both print the same thing.
 #include "fatpte/select.hpp"
 

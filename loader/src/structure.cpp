@@ -1,4 +1,4 @@
-// The structural pass, mirroring fatpte/structure.py rule for rule and in the same order
+// The structural pass, mirroring fatpte/format/structure.py rule for rule and in the same order
 // (specs/nfat.md section 6): header, then every table record, then the placement of every
 // region. It reads the header and the tables only, never a payload, segment or manifest byte.
 // It stops at the first error, which is the first error Python's pass appends.

@@ -1,4 +1,4 @@
-// Text of the fixed 32-byte id fields, decoded the way fatpte/structure.py does it, and the
+// Text of the fixed 32-byte id fields, decoded the way fatpte/format/structure.py does it, and the
 // escaping of text the loader prints.
 #ifndef FATPTE_SRC_TEXT_HPP_
 #define FATPTE_SRC_TEXT_HPP_

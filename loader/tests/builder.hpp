@@ -1,5 +1,5 @@
 // A minimal v2 container writer for the unit tests, built on the generated layout constants; the
-// parity with Python's fatpte.pack is checked by tests/test_cpp_parity.py, not here.
+// parity with Python's fatpte.pack is checked by tests/loader/test_cpp_parity.py, not here.
 #ifndef FATPTE_TESTS_BUILDER_HPP_
 #define FATPTE_TESTS_BUILDER_HPP_
 

@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
     return std::fflush(stdout) == 0 ? 0 : 4;
   }
   if (argc >= 3 && std::strcmp(argv[1], "--check-profile") == 0) {
-    // Exactly the reader --device uses (tests/test_cpp_profile_parity.py compares it with Python).
+    // Exactly the reader --device uses (tests/loader/test_cpp_profile_parity.py compares it with Python).
     int rc = 0;
     for (int i = 2; i < argc; ++i) {
       auto p = fatpte::profile_from_file(argv[i]);

@@ -1,4 +1,4 @@
-// device.hpp: the device profile of the running host, probed the way fatpte/probe_host.py does
+// device.hpp: the device profile of the running host, probed the way fatpte/device/host.py does
 // it, and printed in the canonical JSON of specs/device-profile.md, byte for byte what Python's
 // `DeviceProfile.host().to_json_text()` (and `fatpte device --json`) prints.
 //

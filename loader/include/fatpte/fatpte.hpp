@@ -1,6 +1,6 @@
 // fatpte.hpp: the C++ interface of libfatpte: Error values, Status and Result<T>, the decoded
 // view of a container, and the structural and content checks. It mirrors the Python reference
-// (fatpte/structure.py, fatpte/integrity.py) check for check, in the canonical order of
+// (fatpte/format/structure.py, fatpte/container/integrity.py) check for check, in the canonical order of
 // specs/nfat.md section 6, so both report the same first error for any file.
 //
 // Nothing here throws on untrusted input: every problem is a Status carrying the pinned error
@@ -171,9 +171,9 @@ struct Bytes {
   std::uint64_t size = 0;
 };
 
-// The structural pass (fatpte/structure.py): header and tables only, never a payload byte.
+// The structural pass (fatpte/format/structure.py): header and tables only, never a payload byte.
 Result<Structure> read_structure(Bytes buf);
-// The content pass (fatpte/integrity.py) over a container that passed read_structure.
+// The content pass (fatpte/container/integrity.py) over a container that passed read_structure.
 Status check_integrity(Bytes buf, const Structure& st);
 // Both passes: OK, or the first error Python's validate_buffer(...).first_error reports.
 Status validate_buffer(Bytes buf);

@@ -1,5 +1,5 @@
 // select.hpp: choosing the entry for a device, the rule of specs/nfat-manifest.md section 6,
-// exactly as fatpte/selection.py applies it: eligibility (every requirement of the entry's
+// exactly as fatpte/device/selection.py applies it: eligibility (every requirement of the entry's
 // manifest entry holds and the caller did not exclude it), then ranking by priority, the caller's
 // preference, specificity and table position. Choosing is a pure function of the container's
 // table and manifest, the device profile and the caller's words; it reads no payload and loads

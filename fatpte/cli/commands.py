@@ -1,0 +1,242 @@
+"""What `fatpte info`, `select`, `extract` and `validate` do once their arguments are parsed.
+
+Each function here is the whole body of one command: it takes the parsed arguments as plain
+values (paths as the strings given), prints results to stdout and progress and per-file errors
+to stderr, and returns the exit status; a FatpteError it raises is printed and mapped to an exit
+status by the caller. Two callers run them: the click commands of fatpte/cli/main.py, and the launcher
+(fatpte/cli/launch.py), which parses the plain forms of these commands without importing click. So
+this module must not import click: a usage error found while running (two options that exclude
+each other) is raised as `UsageProblem`, which the click layer reports as click reports its own.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from fatpte.cli.exit_codes import EXIT_INVALID, EXIT_OK, error_line, exit_code
+from fatpte.errors import ErrorCode, FatpteError, SelectionError
+
+if TYPE_CHECKING:
+    from fatpte.cli.progress import Progress
+    from fatpte.device.profile import DeviceProfile
+
+
+class UsageProblem(Exception):
+    """Arguments that parse but do not go together. Never leaves the command line: fatpte/cli/main.py
+    turns it into click's usage error (`Usage: ...`, exit 2), and the launcher hands the whole
+    command to click, which then reaches the same check."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared helpers (fatpte/cli/main.py uses them for its other commands too)
+# ---------------------------------------------------------------------------------------------
+
+
+def echo(text: str = "", *, err: bool = False) -> None:
+    """One line to stdout (or stderr), flushed, as click.echo writes it: the two streams stay in
+    order when they go to the same place."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text + "\n")
+    stream.flush()
+
+
+def emit_json(value: Any) -> None:
+    import json
+
+    echo(json.dumps(value, indent=2))
+
+
+def check_output(path: str | os.PathLike[str], force: bool) -> None:
+    """Refuse to replace an existing output unless --force was given."""
+    if not force and os.path.lexists(path):
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "the output exists; pass --force to replace it",
+                          source=os.fspath(path))
+
+
+def progress(label: str, quiet: bool, total: int | None = None) -> Progress:
+    from fatpte.cli.progress import Progress, wanted
+
+    stream = sys.stderr
+    return Progress(stream, label, total=total, enabled=wanted(stream, quiet))
+
+
+def words(values: Sequence[str]) -> tuple[str, ...]:
+    """`--prefer a,b --prefer c` as ("a", "b", "c")."""
+    return tuple(w.strip() for v in values for w in v.split(",") if w.strip())
+
+
+def load_device(value: str) -> DeviceProfile:
+    """`host` (probe this machine), a named profile (`fatpte device list`), or a profile JSON file."""
+    from fatpte.device.profile import DeviceProfile
+
+    return DeviceProfile.host() if value == "host" else DeviceProfile.load(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The commands
+# ---------------------------------------------------------------------------------------------
+
+
+def info(file: str, show_map: bool, as_json: bool) -> int:
+    """`fatpte info`."""
+    from fatpte.cli.executorch_files import describe_json, describe_text, executorch_kind
+
+    if executorch_kind(file) is not None:
+        if show_map:
+            raise UsageProblem(f"{file} is an ExecuTorch file, not a container: --map shows a container's "
+                               "regions")
+        if as_json:
+            emit_json(describe_json(file))
+        else:
+            echo(describe_text(file))
+        return EXIT_OK
+    from fatpte.cli.render import info_text, map_text
+    from fatpte.container.reader import open as open_container
+    from fatpte.ops.info import byte_map, summary
+
+    with open_container(file) as container:
+        data = summary(container)
+        rows = [r.to_json() for r in byte_map(container)] if show_map else None
+    if as_json:
+        if rows is not None:
+            data["map"] = rows
+        emit_json(data)
+        return EXIT_OK
+    echo(info_text(data))
+    if rows is not None:
+        echo()
+        echo(map_text(rows))
+    return EXIT_OK
+
+
+def select(file: str, device: str, prefer: Sequence[str], exclude: Sequence[str], explain: bool,
+           as_json: bool) -> int:
+    """`fatpte select`."""
+    from fatpte.cli.executorch_files import is_program, select_program
+    from fatpte.container.reader import open as open_container
+    from fatpte.device.selection import select as select_entry
+
+    profile = load_device(device)
+    if is_program(file):
+        result, text = select_program(file, profile, prefer=words(prefer), exclude=words(exclude),
+                                      explain=explain)
+        if as_json:
+            emit_json(result)
+        else:
+            echo(text)
+        return EXIT_OK
+    with open_container(file) as container:
+        try:
+            chosen = select_entry(container, profile, prefer=words(prefer), exclude=words(exclude))
+        except SelectionError as exc:
+            if as_json and exc.report is not None:
+                emit_json(exc.report)  # every verdict on stdout; the error and exit 3 follow
+            raise
+    if as_json:
+        emit_json(chosen.to_json())
+    elif explain:
+        echo(chosen.explain())
+    else:
+        echo(chosen.chosen.name)
+    return EXIT_OK
+
+
+def extract(file: str, name: str | None, backend: str | None, device: str | None, prefer: Sequence[str],
+            exclude: Sequence[str], output: str, data_out: str | None, force: bool, quiet: bool) -> int:
+    """`fatpte extract`."""
+    from fatpte.container.reader import open as open_container
+    from fatpte.ops.extraction import extract_entry
+
+    if sum(x is not None for x in (name, backend, device)) != 1:
+        raise UsageProblem("give exactly one of --name, --backend or --device")
+    if (prefer or exclude) and device is None:
+        raise UsageProblem("--prefer and --exclude go with --device")
+    check_output(output, force)
+    if data_out is not None:
+        if os.path.realpath(data_out) == os.path.realpath(output):
+            raise UsageProblem("--data-out and -o must be different files")
+        check_output(data_out, force)
+    with open_container(file) as container:
+        if device is not None:
+            from fatpte.device.selection import select as select_entry
+
+            profile = load_device(device)
+            entry = select_entry(container, profile, prefer=words(prefer), exclude=words(exclude)).chosen
+        else:
+            entry = container.entry(name) if name is not None else container.by_backend(str(backend))
+        with progress(f"extracting {entry.name!r}", quiet) as bar:
+            extract_entry(container, entry, output, progress=bar.update)
+    echo(f"wrote {output}: payload of {entry.name!r} ({entry.backend_id}), {entry.size} bytes")
+    if data_out is not None:
+        from fatpte.cli.executorch_files import write_entry_data
+
+        echo(write_entry_data(file, entry.name, data_out))
+    return EXIT_OK
+
+
+def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, as_json: bool, quiet: bool) -> int:
+    """`fatpte validate`."""
+    import json
+
+    from fatpte.cli.executorch_files import is_program, program_reports
+    from fatpte.cli.paths import containers
+    from fatpte.container.validation import validate as validate_file
+
+    paths = list(containers(files, skip_plain_pte=skip_plain_pte))
+    sizes = {p: _size_or_zero(p) for p in paths}
+    valid = invalid = errors = warnings = 0
+    unreadable: list[FatpteError] = []
+    # One file: a bar over the bytes the library hashes. Several: a bar over the files' sizes,
+    # moving file by file.
+    label = f"validating {paths[0]}" if len(paths) == 1 else f"validating {len(paths)} files"
+    with progress(label, quiet, sum(sizes.values()) if len(paths) > 1 else None) as bar:
+        within = bar.update if len(paths) == 1 else None
+        for path in paths:
+            try:
+                reports = program_reports(path) if is_program(path) else [validate_file(path, progress=within)]
+            except FatpteError as exc:
+                unreadable.append(exc)
+                echo(error_line(exc), err=True)
+                if as_json:
+                    echo(json.dumps({"path": str(path), "ok": False, "valid": False, "version": None,
+                                     "size": None, "findings": [exc.finding.to_json()]}))
+                continue
+            finally:
+                if within is None:
+                    bar.advance(sizes[path])
+            file_ok = True  # a program counts as one file, valid when each of its NFAT delegates is
+            for report in reports:
+                ok = report.ok and not (strict and report.warnings)
+                file_ok &= ok
+                errors += len(report.errors)
+                warnings += len(report.warnings)
+                if as_json:
+                    echo(json.dumps({**report.to_json(), "valid": ok}))
+                else:
+                    for f in report.findings:
+                        echo(f"{report.source}: {f.describe()}")
+            valid += file_ok
+            invalid += not file_ok
+    if not as_json:
+        checked = valid + invalid + len(unreadable)
+        parts = [f"{valid} valid", f"{invalid} invalid"]
+        if unreadable:
+            parts.append(f"{len(unreadable)} unreadable")
+        echo(f"checked {checked} {'file' if checked == 1 else 'files'}: {', '.join(parts)}; "
+             f"{errors} {'error' if errors == 1 else 'errors'}, "
+             f"{warnings} {'warning' if warnings == 1 else 'warnings'}")
+    if unreadable:
+        return exit_code(unreadable[0])  # an I/O error: validate raises only when it cannot read
+    if invalid:
+        return EXIT_INVALID
+    return EXIT_OK
+
+
+def _size_or_zero(path: str | os.PathLike[str]) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0  # reported as an I/O error when the file is validated

@@ -1,0 +1,239 @@
+"""The ExecuTorch side of the command line: what `info`, `pack`, `thin`, `validate` and `select`
+do when a file is an ExecuTorch file rather than an NFAT container.
+
+main.py tells the two apart by a file's first 8 bytes (`executorch_kind`: NFAT magic first, then
+the flatbuffer identifier at bytes 4..8) and calls the functions here, which are thin layers over
+fatpte.executorch (docs/executorch.md). That package is imported only inside these functions, so
+`fatpte --help` and every command on a container start without it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from fatpte.errors import ErrorCode, FatpteError
+
+# Paths as the command line gave them (a str), or a Path from a Python caller; pathlib is not
+# imported here, because `fatpte info` and `select` on a container call executorch_kind first.
+PathArg = str | os.PathLike[str]
+
+if TYPE_CHECKING:
+    from fatpte.container.validation import Report
+    from fatpte.device.profile import DeviceProfile
+    from fatpte.ops.specialization import Specialization
+
+HEAD_SIZE = 8  # the NFAT magic at 0..4, an ExecuTorch identifier at 4..8
+
+
+def head(path: PathArg) -> bytes:
+    """The first bytes of `path`; empty when it cannot be read, so that the command reports the
+    I/O error the way it reports it for containers."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(HEAD_SIZE)
+    except OSError:
+        return b""
+
+
+def executorch_kind(path: PathArg) -> str | None:
+    """"pte", "ptd", "nptg" or "xnnpack" when `path` is that ExecuTorch file; None for an NFAT
+    container (or anything else, which the container commands then reject as they always did)."""
+    from fatpte.format.layout import MAGIC
+
+    data = head(path)
+    if data[: len(MAGIC)] == MAGIC:
+        return None
+    from fatpte.executorch.describe import sniff
+
+    return sniff(data)
+
+
+def is_program(path: PathArg) -> bool:
+    """True when `path` is an ExecuTorch program (.pte, identifier ET12) and not a container."""
+    return executorch_kind(path) == "pte"
+
+
+def _read(path: PathArg) -> bytes:
+    from fatpte.fileio.atomic import io_error
+
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise io_error(exc, path, "cannot read") from None
+
+
+def _not_fat(path: PathArg) -> FatpteError:
+    return FatpteError(ErrorCode.ENTRY_NOT_FOUND, "the ExecuTorch program has no delegate whose payload is an "
+                       "NFAT container", source=os.fspath(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# pack
+# ---------------------------------------------------------------------------------------------
+
+
+def _data_targets(data: Sequence[str], names: Sequence[str]) -> dict[str, list[str]]:
+    """`--data [NAME=]FILE.ptd` values as entry name -> .ptd files; without NAME, every program."""
+    targets: dict[str, list[str]] = {n: [] for n in names}
+    for value in data:
+        name, sep, path = value.partition("=")
+        if not sep:
+            for files in targets.values():
+                files.append(value)
+        elif not name or not path:
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"--data {value!r} is not [NAME=]FILE.ptd",
+                              field="--data")
+        elif name not in targets:
+            have = ", ".join(repr(n) for n in names) or "none"
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"--data {value!r}: no ExecuTorch program entry is "
+                              f"named {name!r} (program entries: {have})", field="--data", actual=name)
+        else:
+            targets[name].append(path)
+    return targets
+
+
+def pack_specs(args: Sequence[str], data: Sequence[str],
+               parse: Callable[[str], Specialization], *, share_named_data: bool = False) -> list[Specialization]:
+    """The specializations `fatpte pack` packs for its arguments.
+
+    An argument whose payload is an ExecuTorch program becomes `pte_specialization` of it: the
+    whole file, its payload kind and program signature read from it (so pack refuses two
+    different programs, E0411). A bare path (no `=`) is allowed for a program: its backend id is
+    derived from its delegates. Each `--data [NAME=]FILE.ptd` adds the tensors of a .ptd to the
+    named data of entry NAME, or of every program entry. With `share_named_data`
+    (--share-pte-named-data) each program's own named data moves there too, the payload being the
+    program rewritten without it (docs/executorch.md)."""
+    from fatpte.ops.pte_specialize import backend_id_of_file, pte_specialization
+
+    # (path, backend id or None to derive, name) per program argument, to build after --data is known.
+    programs: list[tuple[str, str | None, str | None]] = []
+    specs: list[Specialization | int] = []  # an int is an index into `programs`
+    for arg in args:
+        if "=" not in arg:
+            if not is_program(arg):
+                why = "an ExecuTorch program" if os.path.isfile(arg) else "a file"
+                raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{arg!r} is not [NAME:]BACKEND=PAYLOAD, and not "
+                                  f"{why}: a bare path must be an ExecuTorch program (.pte)", actual=arg)
+            specs.append(len(programs))
+            programs.append((arg, None, None))
+            continue
+        spec = parse(arg)
+        if isinstance(spec.payload, str) and is_program(spec.payload):
+            specs.append(len(programs))
+            programs.append((spec.payload, spec.backend_id, spec.name))
+        else:
+            specs.append(spec)
+    if data and not programs:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "--data adds a .ptd's named data to ExecuTorch program "
+                          "entries, and no payload is an ExecuTorch program", field="--data")
+    if share_named_data and not programs:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "--share-pte-named-data moves the named data of ExecuTorch "
+                          "programs, and no payload is an ExecuTorch program", field="--share-pte-named-data")
+    # Each program is specialized once (hashing, and rewriting with share_named_data, read the
+    # whole file), after its entry name, which --data targets, is known.
+    names = [name or backend or backend_id_of_file(path) for path, backend, name in programs]
+    targets = _data_targets(data, names)
+    built = [pte_specialization(path, backend_id=backend, name=name, data_files=targets[entry],
+                                share_named_data=share_named_data)
+             for (path, backend, name), entry in zip(programs, names, strict=True)]
+    return [built[s] if isinstance(s, int) else s for s in specs]
+
+
+# ---------------------------------------------------------------------------------------------
+# extract
+# ---------------------------------------------------------------------------------------------
+
+
+def write_entry_data(container: PathArg, entry: str, dest: PathArg) -> str:
+    """`fatpte extract --data-out`: write the entry's named data as a .ptd; the summary line."""
+    from fatpte.ops.ptd_export import entry_data_file
+
+    written = entry_data_file(container, entry, dest)
+    if written.path is None:
+        return f"wrote no {dest}: {written.entry!r} has no named data, so its program needs no data file"
+    n = len(written.keys)
+    return (f"wrote {written.path}: named data of {written.entry!r}, {n} {'key' if n == 1 else 'keys'}, "
+            f"{written.size} bytes")
+
+
+# ---------------------------------------------------------------------------------------------
+# info / validate / select / thin
+# ---------------------------------------------------------------------------------------------
+
+
+def describe_json(path: PathArg) -> dict[str, Any]:
+    from fatpte.executorch.describe import describe
+
+    return describe(os.fspath(path)).to_json()
+
+
+def describe_text(path: PathArg) -> str:
+    from fatpte.executorch.describe import describe
+
+    return describe(os.fspath(path)).text()
+
+
+def program_reports(path: PathArg) -> list[Report]:
+    """`fatpte validate` on an ExecuTorch program: one Report per NFAT delegate. A program that
+    cannot be read, or has no NFAT delegate, gives one Report with one error saying so."""
+    from fatpte.container.validation import Report
+    from fatpte.errors import finding
+    from fatpte.executorch.pte import read_program
+    from fatpte.fileio.mapping import map_view
+    from fatpte.ops.fat_delegate import validate_nfat_delegates
+
+    # Mapped, not read: checking a program's NFAT delegates touches them and its flatbuffer only.
+    data = map_view(path)
+    try:
+        reports = [r for _, r in validate_nfat_delegates(read_program(data, source=os.fspath(path)))]
+    except FatpteError as exc:
+        return [Report(os.fspath(path), None, len(data), (exc.finding,))]
+    if reports:
+        return reports
+    return [Report(os.fspath(path), None, len(data), (finding(
+        ErrorCode.BAD_MAGIC, "not a container: an ExecuTorch program (ET12) with no delegate whose payload is "
+        "an NFAT container (--skip-plain-pte skips such files)", offset=0, field="header.magic",
+        expected="NFAT", actual=bytes(data[:4]).hex()),))]
+
+
+def select_program(path: PathArg, device: DeviceProfile, *, prefer: Sequence[str], exclude: Sequence[str],
+                   explain: bool) -> tuple[dict[str, Any], str]:
+    """`fatpte select` on an ExecuTorch program: the JSON object and the text for its NFAT
+    delegates, each chosen from as from a container (SelectionError when one has no fit)."""
+    from fatpte.executorch.pte import read_program
+    from fatpte.fileio.mapping import map_view
+    from fatpte.ops.fat_delegate import select_nfat_delegates
+
+    chosen = select_nfat_delegates(read_program(map_view(path), source=os.fspath(path)), device, prefer=prefer,
+                                   exclude=exclude)
+    if not chosen:
+        raise _not_fat(path)
+    result = {"path": os.fspath(path), "delegates": [
+        {"index": d.index, "backend_id": d.backend_id, "offset": d.offset, **s.to_json()} for d, s in chosen]}
+    if explain:
+        text = "\n\n".join(f"delegate {d.index} ({d.backend_id} at {d.offset:#x}):\n{s.explain()}"
+                           for d, s in chosen)
+    else:
+        text = "\n".join(s.chosen.name for _, s in chosen)
+    return result, text
+
+
+def thin_program(path: PathArg, output: PathArg, *, device: DeviceProfile | None, names: Sequence[str] | None,
+                 prefer: Sequence[str], exclude: Sequence[str]) -> str:
+    """`fatpte thin` on an ExecuTorch program: write OUT with each NFAT delegate thinned; the
+    summary line."""
+    from fatpte.container.reader import Container
+    from fatpte.executorch.pte import read_program
+    from fatpte.ops.fat_delegate import nfat_delegates, thin_pte
+
+    thin_pte(path, output, device=device, names=names, prefer=prefer, exclude=exclude)
+    data = _read(output)
+    program = read_program(data, source=os.fspath(output))
+    kept = []
+    for d in nfat_delegates(program):
+        c = Container.from_buffer(bytes(program.payload(d)), source=os.fspath(output))
+        kept.append(f"delegate {d.index} kept {', '.join(repr(e.name) for e in c.entries)}")
+    return f"wrote {output}: {'; '.join(kept)}; {len(data)} bytes (was {os.stat(path).st_size})"

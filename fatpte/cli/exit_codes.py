@@ -1,0 +1,35 @@
+"""How the command line ends: the exit statuses, and the one line an error prints.
+
+Both routes into a command use this module: the click command tree (fatpte/cli/main.py) and the
+launcher that runs the reading commands without click (fatpte/cli/launch.py). It imports nothing
+but fatpte.errors, so the launcher's start-up does not pay for click.
+"""
+
+from __future__ import annotations
+
+from fatpte.errors import Category, FatpteError
+
+EXIT_OK = 0
+EXIT_INVALID = 1
+EXIT_USAGE = 2
+EXIT_NO_FIT = 3
+EXIT_IO = 4
+
+# The one place that maps an error category to an exit status.
+EXIT_CODES: dict[Category, int] = {
+    Category.INVALID: EXIT_INVALID,
+    Category.USAGE: EXIT_USAGE,
+    Category.SELECTION: EXIT_NO_FIT,
+    Category.IO: EXIT_IO,
+}
+
+
+def exit_code(error: FatpteError) -> int:
+    """The documented exit status for an error."""
+    return EXIT_CODES[error.code.category]
+
+
+def error_line(error: FatpteError) -> str:
+    """`path: E0203 at 0x48 (entries[2].size): ...`; `fatpte:` when no file is involved."""
+    text = str(error)
+    return text if error.source is not None else f"fatpte: {text}"

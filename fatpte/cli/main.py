@@ -1,0 +1,649 @@
+"""The `fatpte` command line: a thin click layer over the library.
+
+Each command parses its arguments, calls one library function with explicit arguments, and
+prints the result: results to stdout, errors to stderr. One boundary (`FatpteGroup.invoke`)
+turns a `FatpteError` into a message (`path: E0203 at 0x48 (entries[2].size): ...`) and an exit
+code, through `EXIT_CODES` (fatpte/cli/exit_codes.py), the one place that maps an error category to an
+exit status.
+
+Start-up cost matters (the command runs in build steps and hooks): this module imports only
+click and fatpte's small click-free modules (errors, exit_codes, commands), takes paths as
+the strings typed (no pathlib), and each command imports what it uses when it runs. The bodies
+of `info`, `select`, `extract` and `validate` live in fatpte/cli/commands.py, without click, so
+that the console script (fatpte/cli/launch.py) runs their plain forms without importing this module.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from fatpte import __version__
+from fatpte.cli import commands as bodies
+from fatpte.cli.commands import UsageProblem, check_output, emit_json, load_device
+from fatpte.cli.commands import progress as _progress
+from fatpte.cli.commands import words as _words
+from fatpte.cli.exit_codes import EXIT_INVALID, EXIT_IO, EXIT_NO_FIT, EXIT_OK, error_line, exit_code
+from fatpte.errors import ErrorCode, FatpteError
+
+if TYPE_CHECKING:
+    from fatpte.device.profile import DeviceProfile
+    from fatpte.ops.specialization import Specialization
+
+EXIT_HELP = """\b
+Exit codes:
+  0  success
+  1  invalid container, or a failed finding
+  2  usage error
+  3  no specialization fits the device
+  4  I/O error (a file cannot be read or written)"""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class FatpteGroup(click.Group):
+    """The group whose `invoke` is the single error boundary of the command line."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except FatpteError as exc:
+            click.echo(error_line(exc), err=True)
+            ctx.exit(exit_code(exc))
+        except OSError as exc:
+            # The library wraps its own I/O; this catches writing results (a closed pipe).
+            click.echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
+            ctx.exit(EXIT_IO)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared options and helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _json_option(f: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON (fields in docs/cli.md).")(f)
+
+
+def _force_option(f: F) -> F:
+    return click.option("-f", "--force", is_flag=True, help="Replace OUT if it exists.")(f)
+
+
+def _quiet_option(f: F) -> F:
+    return click.option("-q", "--quiet", is_flag=True, help="No progress display.")(f)
+
+
+def _output_option(f: F) -> F:
+    return click.option("-o", "--output", "output", required=True, metavar="OUT",
+                        type=click.Path(dir_okay=False), help="File to write.")(f)
+
+
+def _run_body(body: Callable[..., int], /, **kwargs: Any) -> None:
+    """Run a command body of fatpte/cli/commands.py: its UsageProblem becomes click's usage error,
+    and the status it returns the exit status."""
+    try:
+        status = body(**kwargs)
+    except UsageProblem as exc:
+        raise click.UsageError(str(exc)) from None
+    if status != EXIT_OK:
+        _exit(status)
+
+
+def _exit(code: int) -> None:
+    click.get_current_context().exit(code)
+
+
+def parse_spec(text: str) -> Specialization:
+    """`[NAME:]BACKEND=PAYLOAD` as a Specialization whose payload is the path PAYLOAD."""
+    from fatpte.ops.specialization import Specialization
+
+    head, sep, payload = text.partition("=")
+    if not sep or not head or not payload:
+        raise click.BadParameter(f"{text!r} is not [NAME:]BACKEND=PAYLOAD")
+    name, colon, backend = head.partition(":")
+    if not colon:
+        return Specialization(head, payload)
+    if not name or not backend:
+        raise click.BadParameter(f"{text!r} is not [NAME:]BACKEND=PAYLOAD")
+    return Specialization(backend, payload, name=name)
+
+
+def _alignment(value: int | None) -> int | None:
+    from fatpte.format.structure import valid_alignment
+
+    if value is not None and not valid_alignment(value):
+        raise click.BadParameter(f"{value} is not a power of two from 1 to 65536")
+    return value
+
+
+def _preference_options(f: F) -> F:
+    f = click.option("--exclude", multiple=True, metavar="B1,B2",
+                     help="Never choose these names or backend ids (repeatable).")(f)
+    return click.option("--prefer", multiple=True, metavar="B1,B2",
+                        help="Among equal priorities, prefer these names or backend ids, in order "
+                             "(repeatable).")(f)
+
+
+def _complete_device(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of --device: `host`, the named profiles, and JSON files."""
+    from click.shell_completion import CompletionItem
+
+    from fatpte.device.profile import DeviceProfile
+
+    words = [w for w in ["host", *DeviceProfile.names()] if w.startswith(incomplete)]
+    return [CompletionItem(w) for w in words] + [CompletionItem(incomplete, type="file")]
+
+
+def _device_option(required: bool) -> Callable[[F], F]:
+    return click.option("--device", required=required, metavar="host|NAME|PROFILE.json",
+                        shell_complete=_complete_device,
+                        help="The device: `host` (this machine), a named profile (`fatpte device list`) or a "
+                             "profile JSON file.")
+
+
+def _specs_argument(f: F) -> F:
+    return click.argument("specs", nargs=-1, metavar="[NAME:]BACKEND=PAYLOAD...")(f)
+
+
+# ---------------------------------------------------------------------------------------------
+# The group
+# ---------------------------------------------------------------------------------------------
+
+
+@click.group(cls=FatpteGroup, epilog=EXIT_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="fatpte")
+def main() -> None:
+    """Pack, inspect, validate, select, extract, thin and rewrite NFAT fat ML program containers."""
+
+
+# ---------------------------------------------------------------------------------------------
+# pack
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("specs", nargs=-1, metavar="[NAME:]BACKEND=PAYLOAD|PROGRAM.pte...")
+@_output_option
+@click.option("--data", "data", multiple=True, metavar="[NAME=]FILE.ptd",
+              help="Add the tensors of an ExecuTorch .ptd to the named data of entry NAME, or of every "
+                   "ExecuTorch program entry (repeatable).")
+@click.option("--share-pte-named-data", "share_pte_named_data", is_flag=True,
+              help="Move the named data stored inside each ExecuTorch program into the shared named data; "
+                   "the entry's payload is then the program rewritten without it (extract it with "
+                   "--data-out).")
+@click.option("--format-version", type=click.Choice(["1", "2"]), default=None,
+              help="Container version to write (default 2).")
+@click.option("--align", type=int, default=None, metavar="N", callback=lambda ctx, param, v: _alignment(v),
+              help="Default payload alignment, a power of two from 1 to 65536 (version 2; default 64).")
+@click.option("--from", "from_toml", type=click.Path(dir_okay=False), metavar="PACK_TOML",
+              help="Pack what a pack.toml describes (docs/pack-toml.md) instead of arguments.")
+@_force_option
+@_quiet_option
+def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_named_data: bool,
+         format_version: str | None, align: int | None, from_toml: str | None, force: bool, quiet: bool) -> None:
+    """Pack payloads into a container.
+
+    Each argument is BACKEND=PAYLOAD (the entry is named after its backend id) or
+    NAME:BACKEND=PAYLOAD, where PAYLOAD is a file. Identical payloads are stored once.
+    With --from, a pack.toml states everything instead (names, priorities, requirements,
+    signatures, named data); `fatpte unpack` writes one that reproduces a container.
+
+    A PAYLOAD that is an ExecuTorch program (.pte) is packed whole, with its program signature
+    read from the file, so programs whose signatures differ are refused (E0411, both shown). It
+    may be given as a bare PROGRAM.pte: the backend id is then derived from its delegates
+    (`portable` when none, XnnpackBackend gives `xnnpack`). --data moves a .ptd's tensors into
+    the container's shared named data (docs/executorch.md); --share-pte-named-data moves the
+    named data stored in the programs there too, rewriting them (extract then no longer gives
+    the input file back byte for byte).
+    """
+    if from_toml is not None:
+        if specs or data or share_pte_named_data or format_version is not None or align is not None:
+            raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
+                                   "--format-version or --align: the pack.toml states them")
+        from fatpte.ops.packfile import pack_from_file
+
+        check_output(output, force)
+        with _progress(f"packing {output}", quiet) as progress:
+            pack_from_file(from_toml, output, progress=progress.update)
+    else:
+        from fatpte.cli.executorch_files import pack_specs as executorch_specs
+        from fatpte.ops.packing import pack as pack_specs
+
+        parsed = executorch_specs(specs, data, parse_spec, share_named_data=share_pte_named_data)
+        if not parsed:
+            raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
+        check_output(output, force)
+        with _progress(f"packing {output}", quiet) as progress:
+            pack_specs(parsed, output, version=int(format_version or "2"), alignment=align,
+                       progress=progress.update)
+    _wrote_container(output)
+
+
+def _wrote_container(path: str) -> None:
+    from fatpte.container.reader import open as open_container
+
+    with open_container(path) as c:
+        n = len(c.entries)
+        click.echo(f"wrote {path}: version {c.version}, {n} {'entry' if n == 1 else 'entries'}, {c.size} bytes")
+
+
+# ---------------------------------------------------------------------------------------------
+# info
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.option("--map", "show_map", is_flag=True,
+              help="Print every region in file order, with the padding and gaps between them.")
+@_json_option
+def info(file: str, show_map: bool, as_json: bool) -> None:
+    """Describe a container: version, entries, named data, size.
+
+    FILE may also be an ExecuTorch file, recognised by its bytes 4..8: a .pte program (methods
+    with their inputs, outputs and mutable buffers, delegates with backend id and where each
+    payload lives, segments, named data; NPTG and XNNPACK payloads and the entries of NFAT
+    delegates are described inside), a .ptd (named data keys and sizes), or a bare NPTG or
+    XH00 delegate payload. --map is for containers only.
+    """
+    _run_body(bodies.info, file=file, show_map=show_map, as_json=as_json)
+
+
+# ---------------------------------------------------------------------------------------------
+# validate
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("files", nargs=-1, required=True, type=click.Path())
+@click.option("--strict", is_flag=True, help="Warnings fail too.")
+@click.option("--skip-plain-pte", is_flag=True,
+              help="Skip *.pte files that hold no container (plain ExecuTorch programs: no NFAT magic, no NFAT "
+                   "delegate), also when named on the command line; for hooks that pass every *.pte file.")
+@_json_option
+@_quiet_option
+def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, as_json: bool, quiet: bool) -> None:
+    """Check containers against every rule of the spec, checksums included.
+
+    FILES may be directories: they are searched recursively (skipping directories whose name
+    starts with a dot) for *.nfat files, and for *.pte files that start with the magic NFAT or
+    are ExecuTorch programs with an NFAT delegate. In an ExecuTorch program, each NFAT delegate
+    is checked as a container of its own (`path[delegate 0 ...]`). A program with none, named
+    on the command line, is reported as not a container (E0101) unless --skip-plain-pte.
+    Prints one line per finding (`path: E0208 at 0x9c (entries[0].checksum): ...`) and a
+    summary line counting files; with --json, one JSON object per container per line and no
+    summary. Exits 1 when any file is invalid (with --strict, also when any has a warning),
+    and 4 when a file cannot be read (the others are still checked).
+    """
+    _run_body(bodies.validate, files=files, strict=strict, skip_plain_pte=skip_plain_pte,
+              as_json=as_json, quiet=quiet)
+
+
+# ---------------------------------------------------------------------------------------------
+# extract
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.option("--name", help="The entry with this name.")
+@click.option("--backend", help="The only entry with this backend id.")
+@_device_option(required=False)
+@_preference_options
+@_output_option
+@click.option("--data-out", "data_out", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE.ptd", help="Also write the entry's named data as an ExecuTorch .ptd, the data "
+                                       "file the extracted program loads its moved weights from.")
+@_force_option
+@_quiet_option
+def extract(file: str, name: str | None, backend: str | None, device: str | None, prefer: tuple[str, ...],
+            exclude: tuple[str, ...], output: str, data_out: str | None, force: bool, quiet: bool) -> None:
+    """Write one entry's raw payload to OUT, after checking its CRC32C.
+
+    The entry is the one named --name, the only one with backend id --backend, or the one
+    --device gets (as `fatpte select` chooses it; exit 3 when none fits). --data-out writes the
+    entry's named data (checked against the segment CRC32Cs) as a .ptd (docs/executorch.md).
+    """
+    _run_body(bodies.extract, file=file, name=name, backend=backend, device=device, prefer=prefer,
+              exclude=exclude, output=output, data_out=data_out, force=force, quiet=quiet)
+
+
+# ---------------------------------------------------------------------------------------------
+# select / thin
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@_device_option(required=True)
+@_preference_options
+@click.option("--explain", is_flag=True, help="Show every entry: its rank, or every requirement it fails.")
+@_json_option
+def select(file: str, device: str, prefer: tuple[str, ...], exclude: tuple[str, ...], explain: bool,
+           as_json: bool) -> None:
+    """Print the name of the entry DEVICE gets from FILE.
+
+    Eligible entries are those whose every requirement holds on the device; they rank by
+    priority, then --prefer order, then specificity, then table order (specs/nfat-manifest.md).
+    When no entry fits, exits 3 and lists on stderr every entry and every requirement it fails,
+    with what the device has instead (--json still prints the verdicts, with `chosen` null).
+
+    FILE may be an ExecuTorch program (.pte) with NFAT delegates: the entry is chosen in each,
+    one name per line in program order (--json: `path` and a `delegates` list). A program
+    without one is an error (exit 2).
+    """
+    _run_body(bodies.select, file=file, device=device, prefer=prefer, exclude=exclude,
+              explain=explain, as_json=as_json)
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@_device_option(required=False)
+@click.option("--name", "names", multiple=True, help="Keep this entry (repeatable).")
+@_preference_options
+@_output_option
+@_force_option
+@_quiet_option
+def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[str, ...],
+         exclude: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
+    """Write a smaller container with only the entry DEVICE gets (or the --name entries) and the
+    named data it uses. Payload and segment bytes, checksums and digests are kept unchanged.
+
+    With both --device and --name, the device's choice among the named entries is kept.
+
+    FILE may be an ExecuTorch program (.pte) whose delegate payloads are NFAT containers: OUT
+    is then a .pte whose NFAT delegates keep only those entries, every segment offset of the
+    program rewritten (docs/executorch.md). A program without one is an error (exit 2).
+    """
+    from fatpte.cli.executorch_files import is_program, thin_program
+    from fatpte.container.reader import open as open_container
+    from fatpte.ops.thinning import thin as thin_file
+
+    if device is None and not names:
+        raise click.UsageError("give --device, --name, or both")
+    if (prefer or exclude) and device is None:
+        raise click.UsageError("--prefer and --exclude go with --device")
+    check_output(output, force)
+    profile = None if device is None else load_device(device)
+    if is_program(file):
+        with _progress(f"writing {output}", quiet):
+            line = thin_program(file, output, device=profile, names=list(names) or None, prefer=_words(prefer),
+                                exclude=_words(exclude))
+        click.echo(line)
+        return
+    with _progress(f"writing {output}", quiet):
+        thin_file(file, output, device=profile, names=list(names) or None, prefer=_words(prefer),
+                  exclude=_words(exclude))
+    with open_container(output) as c:
+        kept = ", ".join(repr(e.name) for e in c.entries)
+        click.echo(f"wrote {output}: kept {kept}; {c.size} bytes (was {os.stat(file).st_size})")
+
+
+# ---------------------------------------------------------------------------------------------
+# device
+# ---------------------------------------------------------------------------------------------
+
+
+def _device_text(profile: DeviceProfile) -> str:
+    accs = ", ".join(f"{a.kind} {a.version} ({a.name}, {a.memory_bytes} bytes)" for a in profile.accelerators)
+    backends = ", ".join(f"{k} ABI {v}" for k, v in sorted(profile.backends.items()))
+    return "\n".join([
+        f"name:         {profile.name}",
+        f"os / arch:    {profile.os} {profile.arch}",
+        f"cpu features: {' '.join(sorted(profile.cpu_features)) or '-'}",
+        f"accelerators: {accs or '-'}",
+        f"memory:       {profile.memory_bytes} bytes",
+        f"backends:     {backends or '-'}",
+    ])
+
+
+def _show_device(profile: DeviceProfile, as_json: bool) -> None:
+    if as_json:
+        click.echo(profile.to_json_text(), nl=False)  # the canonical bytes the C++ loader prints too
+    else:
+        click.echo(_device_text(profile))
+
+
+@main.group(cls=FatpteGroup, invoke_without_command=True, epilog=EXIT_HELP)
+@_json_option
+@click.pass_context
+def device(ctx: click.Context, as_json: bool) -> None:
+    """Show this machine's device profile (what `--device host` means).
+
+    With --json, the canonical profile JSON (specs/device-profile.md), byte for byte what the
+    C++ loader's `fatpte-run --device-json` prints.
+    """
+    if ctx.invoked_subcommand is None:
+        _show_device(load_device("host"), as_json)
+
+
+@device.command("list", epilog=EXIT_HELP)
+@_json_option
+def device_list(as_json: bool) -> None:
+    """List the named device profiles (specs/devices/)."""
+    from fatpte.device.profile import DeviceProfile
+
+    profiles = [DeviceProfile.load(n) for n in DeviceProfile.names()]
+    if as_json:
+        emit_json([p.to_json() for p in profiles])
+        return
+    from fatpte.cli.render import table
+
+    rows = [(p.name, p.os, p.arch, ", ".join(f"{a.kind} {a.version}" for a in p.accelerators) or "-")
+            for p in profiles]
+    click.echo(table(("name", "os", "arch", "accelerators"), rows))
+
+
+@device.command("show", epilog=EXIT_HELP)
+@click.argument("name", metavar="NAME|PROFILE.json")
+@_json_option
+def device_show(name: str, as_json: bool) -> None:
+    """Show a named device profile, or a profile JSON file, checked."""
+    _show_device(load_device(name), as_json)
+
+
+# ---------------------------------------------------------------------------------------------
+# coverage
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.option("--devices", metavar="NAME,...|DIR", default=None,
+              help="Device profiles: names or JSON files, comma-separated, or a directory of *.json files "
+                   "(default: every named profile).")
+@_preference_options
+@click.option("--strict", is_flag=True, help="Exit 3 when some device gets no entry.")
+@_json_option
+def coverage(file: str, devices: str | None, prefer: tuple[str, ...], exclude: tuple[str, ...], strict: bool,
+             as_json: bool) -> None:
+    """Show which entry each device gets, which devices get none, and the bytes each device
+    would download after thinning.
+
+    The download size is measured: each distinct chosen entry is thinned once into a temporary
+    directory (up to the container's size of free space there, freed at once).
+    """
+    from fatpte.ops.coverage import coverage as device_coverage
+    from fatpte.ops.coverage import device_profiles
+
+    result = device_coverage(file, device_profiles(devices), prefer=_words(prefer), exclude=_words(exclude))
+    if as_json:
+        emit_json(result)
+    else:
+        from fatpte.cli.render import coverage_text
+
+        click.echo(coverage_text(result))
+    if strict and result["uncovered"]:
+        _exit(EXIT_NO_FIT)
+
+
+# ---------------------------------------------------------------------------------------------
+# unpack
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.option("-d", "--directory", required=True, metavar="DIR",
+              type=click.Path(file_okay=False),
+              help="Directory to create (it may exist if empty).")
+@click.option("--no-verify", is_flag=True, help="Skip repacking to check that pack.toml reproduces FILE.")
+@_force_option
+@_quiet_option
+@_json_option
+def unpack(file: str, directory: str, no_verify: bool, force: bool, quiet: bool, as_json: bool) -> None:
+    """Write every payload and named-data segment of FILE to DIR, with a pack.toml.
+
+    `fatpte pack -o OUT --from DIR/pack.toml` then writes FILE again, byte for byte, for any
+    container in the layout fatpte writes. Unpacking checks this by repacking to a temporary
+    file (skip with --no-verify) and warns on stderr when the bytes would differ (a container
+    written by another tool, e.g. a version 1 file with gaps): the files are exact either way.
+    With --force, an existing DIR is replaced whole.
+    """
+    from fatpte.ops.unpack import unpack_to_dir
+
+    with _progress(f"unpacking {file}", quiet):
+        done = unpack_to_dir(file, directory, force=force, verify=not no_verify)
+    if as_json:
+        emit_json(done.to_json())
+    else:
+        click.echo(f"wrote {done.directory}: {done.payload_files} payload files, {done.named_data_files} "
+                   f"named-data files, {done.pack_toml.name}")
+    if done.reproducible is False:
+        click.echo(f"{file}: warning: `fatpte pack --from {done.pack_toml}` writes the same entries but "
+                   f"not the same bytes: {file} is not in the layout fatpte writes", err=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# diff
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("a", type=click.Path())
+@click.argument("b", type=click.Path())
+@click.option("--exit-code", is_flag=True, help="Exit 1 when the entries differ.")
+@_json_option
+def diff(a: str, b: str, exit_code: bool, as_json: bool) -> None:
+    """Show entries added, removed or changed from A to B, and the size delta."""
+    from fatpte.cli.render import diff_text
+    from fatpte.container.reader import open as open_container
+    from fatpte.ops.diff import compare
+
+    with open_container(a) as ca, open_container(b) as cb:
+        result = compare(ca, cb)
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(diff_text(result))
+    if exit_code and not result["unchanged"]:
+        _exit(EXIT_INVALID)
+
+
+# ---------------------------------------------------------------------------------------------
+# add / remove / replace / convert
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@_specs_argument
+@_output_option
+@_force_option
+@_quiet_option
+def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
+    """Write FILE with more entries appended to OUT."""
+    from fatpte.ops.edit import add as add_entries
+
+    parsed = [parse_spec(s) for s in specs]
+    if not parsed:
+        raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD to add")
+    check_output(output, force)
+    with _progress(f"writing {output}", quiet):
+        add_entries(file, output, parsed)
+    click.echo(f"wrote {output}: added {', '.join(repr(s.entry_name) for s in parsed)}")
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.option("--name", "names", multiple=True, required=True, help="Entry to remove (repeatable).")
+@_output_option
+@_force_option
+@_quiet_option
+def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
+    """Write FILE without the named entries to OUT."""
+    from fatpte.ops.edit import remove as remove_entries
+
+    check_output(output, force)
+    with _progress(f"writing {output}", quiet):
+        remove_entries(file, output, names)
+    click.echo(f"wrote {output}: removed {', '.join(map(repr, names))}")
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.argument("payload", type=click.Path())
+@click.option("--name", required=True, help="Entry whose payload is replaced.")
+@_output_option
+@_force_option
+@_quiet_option
+def replace(file: str, payload: str, name: str, output: str, force: bool, quiet: bool) -> None:
+    """Write FILE with the payload of entry NAME replaced by PAYLOAD to OUT."""
+    from fatpte.ops.edit import replace as replace_payload
+
+    check_output(output, force)
+    with _progress(f"writing {output}", quiet):
+        replace_payload(file, output, name, payload)
+    click.echo(f"wrote {output}: replaced the payload of {name!r}")
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.option("--to", "to_version", type=click.Choice(["1", "2"]), required=True, help="Version to write.")
+@_output_option
+@_force_option
+@_quiet_option
+def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -> None:
+    """Write FILE as another container version to OUT.
+
+    To version 1: refused, naming every reason, when FILE holds what version 1 cannot (entry
+    names that differ from backend ids, priorities, a manifest, named data). Version 1 has no
+    alignment, so the payloads are stored back to back: only padding is lost. To version 2:
+    each entry is named after its backend id and aligned to 64 bytes.
+    """
+    from fatpte.ops.edit import convert as convert_file
+
+    check_output(output, force)
+    with _progress(f"writing {output}", quiet):
+        convert_file(file, output, int(to_version))
+    click.echo(f"wrote {output}: version {to_version}")
+
+
+# ---------------------------------------------------------------------------------------------
+# completion
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script for SHELL.
+
+    \b
+    bash: eval "$(fatpte completion bash)"   (in ~/.bashrc)
+    zsh:  eval "$(fatpte completion zsh)"    (in ~/.zshrc)
+    fish: fatpte completion fish > ~/.config/fish/completions/fatpte.fish
+    """
+    from click.shell_completion import get_completion_class
+
+    cls = get_completion_class(shell)
+    assert cls is not None  # the Choice above lists only shells click supports
+    click.echo(cls(main, {}, "fatpte", "_FATPTE_COMPLETE").source())
+
+
+def commands() -> Sequence[str]:
+    """The command names, in the order docs/cli.md documents them."""
+    return list(main.commands)

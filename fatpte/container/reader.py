@@ -1,0 +1,182 @@
+"""`fatpte.open`: a read-only, zero-copy view of a container over an mmap.
+
+Opening reads and checks the header and every table record (the structural pass) and raises the
+first error; payload bytes are touched only when asked for, so opening a 100 GB container costs
+what opening a 1 MB one does. `validate` runs the content checks too.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from types import TracebackType
+from typing import TYPE_CHECKING, Self
+
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.fileio.buffers import BytesLike
+from fatpte.fileio.checksum import crc32c
+from fatpte.fileio.mapping import map_file, release_mapping
+from fatpte.format.model import Entry, Header, Segment
+from fatpte.format.structure import Structure, read_structure
+
+if TYPE_CHECKING:
+    from fatpte.manifest.model import Manifest
+
+
+class Container:
+    """An open container. Use as a context manager; views it hands out stay valid until close."""
+
+    def __init__(self, buf: BytesLike, *, source: str | None = None, fd: int | None = None) -> None:
+        self._buf: BytesLike | None = buf
+        self._fd = fd
+        self.source = source
+        self._structure = read_structure(buf, source=source)
+        errors = self._structure.errors
+        if errors:
+            self.close()
+            raise FatpteError.from_finding(errors[0], source)
+        assert self._structure.header is not None
+        self.header: Header = self._structure.header
+        self.entries: tuple[Entry, ...] = tuple(self._structure.entries)
+        self.segments: tuple[Segment, ...] = tuple(self._structure.segments)
+        self._by_name: dict[str, Entry] = {}
+        for e in self.entries:
+            self._by_name.setdefault(e.name, e)  # v1 ids may repeat: the first one wins (spec 3.4)
+
+    @classmethod
+    def from_buffer(cls, buf: BytesLike, *, source: str | None = None) -> Container:
+        """A container over bytes already in memory (a slice of a .pte, a test vector)."""
+        return cls(buf, source=source or "<buffer>")
+
+    @property
+    def version(self) -> int:
+        return self.header.version
+
+    @property
+    def size(self) -> int:
+        return self.header.container_size
+
+    @property
+    def structure(self) -> Structure:
+        return self._structure
+
+    @property
+    def buffer(self) -> BytesLike:
+        if self._buf is None:
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, "the container is closed", source=self.source)
+        return self._buf
+
+    @property
+    def fileno(self) -> int | None:
+        """The descriptor of the file behind the container, for kernel-side copies."""
+        return self._fd
+
+    def entry(self, name: str) -> Entry:
+        """The entry with this name."""
+        e = self._by_name.get(name)
+        if e is None:
+            raise self._not_found(name)
+        return e
+
+    def find(self, name_or_backend_id: str) -> Entry:
+        """The entry with this name, else the only entry with this backend id."""
+        e = self._by_name.get(name_or_backend_id)
+        return e if e is not None else self.by_backend(name_or_backend_id)
+
+    def by_backend(self, backend_id: str) -> Entry:
+        """The only entry with this backend id (in version 1, the first: spec 3.4)."""
+        matches = [e for e in self.entries if e.backend_id == backend_id]
+        if self.version == 1 and matches:
+            return matches[0]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            names = ", ".join(repr(m.name) for m in matches)
+            raise FatpteError(ErrorCode.AMBIGUOUS_ENTRY,
+                              f"backend id {backend_id!r} matches entries {names}; name one of them",
+                              source=self.source, actual=backend_id)
+        raise self._not_found(backend_id)
+
+    def _not_found(self, key: str) -> FatpteError:
+        have = ", ".join(f"{e.name!r} ({e.backend_id})" for e in self.entries)
+        return FatpteError(ErrorCode.ENTRY_NOT_FOUND, f"no entry is named {key!r} or has that backend id; "
+                           f"the container holds {have}", source=self.source, actual=key)
+
+    def payload(self, entry: str | Entry, *, verify: bool = False) -> memoryview:
+        """The payload bytes, zero-copy and read-only. With verify, its CRC32C is checked first."""
+        e = entry if isinstance(entry, Entry) else self.entry(entry)
+        view = memoryview(self.buffer)[e.offset : e.end]
+        if verify and e.checksum is not None:
+            actual = crc32c(view)
+            if actual != e.checksum:
+                view.release()
+                raise FatpteError(ErrorCode.PAYLOAD_CHECKSUM_MISMATCH,
+                                  f"payload of {e.name!r} has CRC32C {actual:08x}, but its entry says "
+                                  f"{e.checksum:08x}", source=self.source, field=f"entries[{e.index}].checksum",
+                                  expected=e.checksum, actual=actual)
+        return view.toreadonly()
+
+    @functools.cached_property
+    def manifest(self) -> Manifest | None:
+        """The decoded manifest (None when the container has none): CRC32C and every offset
+        checked first, so a corrupt manifest raises FatpteError (specs/nfat-manifest.md)."""
+        from fatpte.manifest.rules import read_manifest
+
+        return read_manifest(self.buffer, self.header, source=self.source)
+
+    @property
+    def named_data_keys(self) -> tuple[str, ...]:
+        """Every named-data key, sorted bytewise (aliases included)."""
+        m = self.manifest
+        return () if m is None else tuple(k for k, _ in m.named_data)
+
+    def named_data(self, key: str) -> memoryview:
+        """The bytes stored under `key`, zero-copy and read-only."""
+        return lookup(self, key)
+
+    def close(self) -> None:
+        buf, self._buf = self._buf, None
+        fd, self._fd = self._fd, None
+        if buf is not None:
+            release_mapping(buf, fd)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<fatpte.Container {self.source!r} v{self.version} {len(self.entries)} entries>"
+
+
+def open(path: str | os.PathLike[str]) -> Container:
+    """Map `path` and check its header and tables; raises `FatpteError` on the first error."""
+    buf, fd = map_file(path)
+    try:
+        # The caller's spelling of the path (`./a.nfat` stays `./a.nfat`), as every reader reports it.
+        return Container(buf, source=os.fspath(path), fd=fd)
+    except FatpteError:
+        raise  # Container.__init__ closed what it was given
+    except BaseException:
+        release_mapping(buf, fd)
+        raise
+
+
+def lookup(container: Container, key: str) -> memoryview:
+    """The bytes of `key` in `container`, zero-copy and read-only."""
+    manifest = container.manifest
+    index = None if manifest is None else manifest.keys.get(key)
+    if index is None:
+        have = [] if manifest is None else [k for k, _ in manifest.named_data]
+        shown = ", ".join(repr(k) for k in have[:8]) + (" ..." if len(have) > 8 else "")
+        raise FatpteError(ErrorCode.NAMED_DATA_NOT_FOUND,
+                          f"no named data has the key {key!r}; the container holds "
+                          f"{len(have)} keys{': ' + shown if have else ''}", source=container.source, actual=key)
+    if index >= len(container.segments):
+        raise FatpteError(ErrorCode.NAMED_DATA_BAD_SEGMENT,
+                          f"named-data key {key!r} points at segment {index}, but the segment table has "
+                          f"{len(container.segments)}", source=container.source, field="manifest.named_data",
+                          actual=index)
+    seg = container.segments[index]
+    return memoryview(container.buffer)[seg.offset : seg.end].toreadonly()

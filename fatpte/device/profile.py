@@ -1,0 +1,319 @@
+"""`DeviceProfile`: what a device offers (OS, CPU architecture and features, accelerators, memory,
+backend ABI versions), read strictly from JSON, written in one canonical form, named profiles
+looked up, and `DeviceProfile.host()` built from what the probes (fatpte.device.host) report.
+
+The words come from fatpte.format.vocabulary; specs/device-profile.md and
+specs/device_profile.schema.json define them. Standard library only (and fatpte.errors), so a bare
+machine can run the probe.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from os import PathLike  # `os` is also a field: inside the class body that name means the field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Self
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+from fatpte.device.accelerator import Accelerator
+from fatpte.device.fields import (
+    MAX_ABI_VERSION,
+    MAX_MEMORY_BYTES,
+    check_keys,
+    integer,
+    invalid,
+    kind_of,
+    string,
+)
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.format.vocabulary import ARCHES, CPU_FEATURES, OS_NAMES
+
+# Profile names double as file names in specs/devices/ and as command-line words.
+NAME_PATTERN: Final = r"[A-Za-z0-9_.-]{1,64}"
+MAX_ACCELERATORS: Final = 64  # bounds the work a hostile profile can cause
+MAX_PROFILE_BYTES: Final = 1 << 20  # profiles are a few hundred bytes; a larger file is not one
+
+DEVICES_DIR_ENV: Final = "FATPTE_DEVICES_DIR"
+HOST_NAME: Final = "host"
+
+_PROFILE_KEYS: Final = ("name", "os", "arch", "cpu_features", "accelerators", "memory_bytes", "backends")
+
+
+# The profile records are NamedTuples, not dataclasses: `fatpte select` builds one on every run,
+# and `dataclasses` (with the `inspect` it imports) would cost more than the whole selection.
+# A NamedTuple cannot define `__new__` in its own body, so each record is a field tuple plus a
+# subclass whose `__new__` normalises and checks what Python callers pass.
+
+
+_NO_BACKENDS: Final[Mapping[str, int]] = MappingProxyType({})
+
+
+class _DeviceProfileFields(NamedTuple):
+    name: str
+    os: str
+    arch: str
+    cpu_features: frozenset[str]
+    accelerators: tuple[Accelerator, ...] = ()
+    memory_bytes: int = 0
+    backends: Mapping[str, int] = _NO_BACKENDS
+
+
+class DeviceProfile(_DeviceProfileFields):
+    """What a device offers; `backends` maps a backend id to the ABI version its runtime provides
+    (empty: unknown). `memory_bytes` is total physical RAM (0: unknown)."""
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        name: str,
+        os: str,
+        arch: str,
+        cpu_features: Iterable[str],
+        accelerators: Iterable[Accelerator] = (),
+        memory_bytes: int = 0,
+        backends: Mapping[str, int] = _NO_BACKENDS,
+    ) -> Self:
+        # Accept any iterable or mapping from Python callers but store immutable copies, so a
+        # profile cannot change after it has been checked.
+        if isinstance(cpu_features, str):
+            raise invalid("cpu_features", "must be a collection of feature names, not one string", cpu_features)
+        profile = super().__new__(cls, name, os, arch, frozenset(cpu_features), tuple(accelerators), memory_bytes,
+                                  MappingProxyType(dict(backends)))
+        _check_profile(profile)
+        return profile
+
+    def _replace(self, **changes: Any) -> Self:
+        # The inherited `_replace` builds with tuple.__new__ and would skip the checks in `__new__`.
+        return type(self)(**{**self._asdict(), **changes})
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def from_json(cls, obj: Any, *, source: str | None = None) -> DeviceProfile:
+        """A profile from decoded JSON, checked strictly: unknown keys, wrong types and words outside
+        the vocabulary raise FatpteError (INVALID_ARGUMENT) naming the field path."""
+        try:
+            return cls._from_json(obj)
+        except FatpteError as exc:
+            if source is None:
+                raise
+            raise FatpteError(exc.code, exc.message, source=source, field=exc.field, actual=exc.actual) from None
+
+    @classmethod
+    def _from_json(cls, obj: Any) -> DeviceProfile:
+        if not isinstance(obj, dict):
+            raise invalid("$", f"a device profile must be a JSON object, not {kind_of(obj)}", obj)
+        check_keys(obj, _PROFILE_KEYS, "")
+        name = string(obj["name"], "name")
+        os_name = string(obj["os"], "os")
+        arch = string(obj["arch"], "arch")
+        features_raw = obj["cpu_features"]
+        if not isinstance(features_raw, list):
+            raise invalid("cpu_features", f"must be an array of strings, not {kind_of(features_raw)}")
+        features: list[str] = []
+        for i, word in enumerate(features_raw):
+            features.append(string(word, f"cpu_features[{i}]"))
+        seen: set[str] = set()
+        for i, word in enumerate(features):
+            if word in seen:
+                raise invalid(f"cpu_features[{i}]", f"{word!r} is listed twice", word)
+            seen.add(word)
+        accs_raw = obj["accelerators"]
+        if not isinstance(accs_raw, list):
+            raise invalid("accelerators", f"must be an array of objects, not {kind_of(accs_raw)}")
+        if len(accs_raw) > MAX_ACCELERATORS:
+            raise invalid("accelerators", f"lists {len(accs_raw)} accelerators, more than the limit of "
+                           f"{MAX_ACCELERATORS}", len(accs_raw))
+        accelerators = tuple(Accelerator.from_json(a, f"accelerators[{i}]") for i, a in enumerate(accs_raw))
+        memory = integer(obj["memory_bytes"], "memory_bytes", 0, MAX_MEMORY_BYTES)
+        backends_raw = obj["backends"]
+        if not isinstance(backends_raw, dict):
+            raise invalid("backends", f"must be an object mapping backend ids to ABI versions, not "
+                           f"{kind_of(backends_raw)}")
+        backends = {key: integer(v, f"backends.{key}", 0, MAX_ABI_VERSION) for key, v in backends_raw.items()}
+        # tuple.__new__ skips `__new__`: the values are already copies, and the check below is given
+        # the features in file order so that an error names the index the file has.
+        profile = tuple.__new__(cls, (name, os_name, arch, frozenset(features), accelerators, memory,
+                                      MappingProxyType(backends)))
+        _check_profile(profile, feature_order=features)
+        return profile
+
+    @classmethod
+    def load(cls, name_or_path: str | PathLike[str]) -> DeviceProfile:
+        """A named profile (`x86-64-v3`, see names()) or a path to a profile JSON file.
+
+        A string without a path separator or `.json` suffix is a name; anything else is a path."""
+        text = os.fspath(name_or_path)
+        is_name = (isinstance(name_or_path, str) and re.fullmatch(NAME_PATTERN, text) is not None
+                   and not text.endswith(".json"))
+        if is_name:
+            directory = _devices_dir_text()
+            path = os.path.join(directory, f"{text}.json")
+            if not os.path.isfile(path):
+                known = ", ".join(_names_in(directory)) or "none"
+                raise FatpteError(ErrorCode.INVALID_ARGUMENT,
+                                  f"no device profile named {text!r} in {directory}; known profiles: {known} "
+                                  "(or give a path to a profile JSON file)", field="device", actual=text)
+        else:
+            path = text  # the caller's spelling, in messages and `source` as every reader reports it
+        return cls.from_json(_read_json(path), source=path)
+
+    @classmethod
+    def host(cls) -> DeviceProfile:
+        """Probe the machine this runs on (see specs/device-profile.md, "Probing the host")."""
+        from fatpte.device import host  # the probes are only needed here
+
+        facts = host.probe()
+        return cls(name=HOST_NAME, os=facts.os, arch=facts.arch, cpu_features=facts.cpu_features,
+                   accelerators=facts.accelerators, memory_bytes=facts.memory_bytes, backends={})
+
+    @staticmethod
+    def names() -> list[str]:
+        """The named profiles in specs/devices/ (or $FATPTE_DEVICES_DIR), sorted."""
+        return _names_in(_devices_dir_text())
+
+    # -- output -------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """The canonical object: fixed key order, sorted features and backends."""
+        return {
+            "name": self.name,
+            "os": self.os,
+            "arch": self.arch,
+            "cpu_features": sorted(self.cpu_features),
+            "accelerators": [a.to_json() for a in self.accelerators],
+            "memory_bytes": self.memory_bytes,
+            "backends": {key: self.backends[key] for key in sorted(self.backends)},
+        }
+
+    def to_json_text(self) -> str:
+        """The canonical text, byte-for-byte what `fatpte device --json` and the C++ loader print."""
+        return canonical_text(self.to_json())
+
+    def __hash__(self) -> int:
+        # Written out because `backends` is a read-only mapping, which is not hashable.
+        return hash((self.name, self.os, self.arch, self.cpu_features, self.accelerators, self.memory_bytes,
+                     tuple(sorted(self.backends.items()))))
+
+
+def canonical_text(obj: Mapping[str, Any]) -> str:
+    """Canonical JSON text of a profile object (specs/device-profile.md, "Canonical form")."""
+    import json  # here and in _read_json only: `select --device host` reads no JSON
+
+    return json.dumps(obj, indent=2) + "\n"
+
+
+# -- checks -----------------------------------------------------------------------------------
+
+
+def _check_profile(p: DeviceProfile, feature_order: list[str] | None = None) -> None:
+    if not isinstance(p.name, str) or not re.fullmatch(NAME_PATTERN, p.name):
+        raise invalid("name", f"{p.name!r} must be 1 to 64 characters from [A-Za-z0-9_.-]", p.name)
+    if not isinstance(p.os, str) or p.os not in OS_NAMES:
+        raise invalid("os", f"{p.os!r} is not an operating system of the vocabulary ({', '.join(OS_NAMES)})",
+                       p.os)
+    if not isinstance(p.arch, str) or p.arch not in ARCHES:
+        raise invalid("arch", f"{p.arch!r} is not a CPU architecture of the vocabulary ({', '.join(ARCHES)})",
+                       p.arch)
+    allowed = CPU_FEATURES[p.arch]
+    order = feature_order if feature_order is not None else sorted(p.cpu_features, key=str)
+    for i, word in enumerate(order):
+        if not isinstance(word, str) or word not in allowed:
+            other = next((a for a, words in CPU_FEATURES.items() if word in words), None)
+            why = (f"is a {other} feature, not one of {p.arch}" if other is not None
+                   else f"is not a CPU feature of the vocabulary for {p.arch}")
+            raise invalid(f"cpu_features[{i}]", f"{word!r} {why} ({' '.join(sorted(allowed))})", word)
+    if len(p.accelerators) > MAX_ACCELERATORS:
+        raise invalid("accelerators", f"lists {len(p.accelerators)} accelerators, more than the limit of "
+                       f"{MAX_ACCELERATORS}", len(p.accelerators))
+    for i, acc in enumerate(p.accelerators):
+        if not isinstance(acc, Accelerator):
+            raise invalid(f"accelerators[{i}]", f"must be an Accelerator, not {type(acc).__name__}")
+    integer(p.memory_bytes, "memory_bytes", 0, MAX_MEMORY_BYTES)
+    for key in sorted(p.backends, key=str):
+        _check_backend_id(key)
+        integer(p.backends[key], f"backends.{key}", 0, MAX_ABI_VERSION)
+
+
+def _check_backend_id(key: object) -> None:
+    # The container's id rules live in layout.py; imported here, not at the top, because layout
+    # needs construct and probing the host must work where only the standard library is.
+    from fatpte.format import layout
+
+    ok = (isinstance(key, str) and key.isascii() and 1 <= len(key) <= layout.ID_FIELD_SIZE
+          and all(b in layout.ID_ALPHABET for b in key.encode("ascii")))
+    if not ok:
+        raise invalid(f"backends.{key}", f"{key!r} is not a backend id (1 to {layout.ID_FIELD_SIZE} "
+                       "characters from [A-Za-z0-9_.-])", key)
+
+
+# -- named profiles ---------------------------------------------------------------------------
+
+
+def devices_dir() -> Path:
+    """Where the named profiles are: $FATPTE_DEVICES_DIR if set, else specs/devices/ of the source
+    tree this package was imported from (an editable install or a checkout on sys.path)."""
+    from pathlib import Path  # here only: the readers use `_devices_dir_text`, pathlib costs ~9 ms
+
+    return Path(_devices_dir_text())
+
+
+def _devices_dir_text() -> str:
+    # os.path rather than pathlib, which `fatpte select --device NAME` would otherwise import.
+    override = os.environ.get(DEVICES_DIR_ENV)
+    if override:
+        return override
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # .../fatpte
+    return os.path.join(os.path.dirname(package), "specs", "devices")
+
+
+def _names_in(directory: str) -> list[str]:
+    try:
+        files = os.listdir(directory)
+    except OSError as exc:
+        raise FatpteError(ErrorCode.IO_ERROR,
+                          f"cannot list the named device profiles in {directory}: {exc.strerror or exc} "
+                          f"(set {DEVICES_DIR_ENV} to the folder that holds them)", source=directory,
+                          actual=exc.errno) from exc
+    stems = (stem for stem, suffix in map(os.path.splitext, files) if suffix == ".json")
+    return sorted(stem for stem in stems if re.fullmatch(NAME_PATTERN, stem))
+
+
+def _read_json(path: str) -> Any:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_PROFILE_BYTES + 1)
+    except OSError as exc:
+        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read the device profile {path}: {exc.strerror or exc}",
+                          source=path, actual=exc.errno) from exc
+    if len(data) > MAX_PROFILE_BYTES:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"is larger than the limit of {MAX_PROFILE_BYTES} bytes "
+                          "for a device profile", source=path, field="$")
+    try:
+        import json
+
+        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"is not valid JSON: {exc}", source=path,
+                          field="$") from exc
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Python's json keeps the last of two equal keys; which one a reader keeps is not defined by
+    # JSON, so a profile that repeats a key is ambiguous and rejected.
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        obj[key] = value
+    return obj
+
+
+def _reject_constant(name: str) -> Any:
+    # Python's json accepts NaN and Infinity, which are not JSON.
+    raise ValueError(f"{name} is not a JSON value")

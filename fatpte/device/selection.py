@@ -1,0 +1,193 @@
+"""`fatpte.select`: which specialization a device gets, and why each other one was not chosen.
+
+A pure function of (container metadata, device profile, caller preferences): it reads the entry
+table and the manifest, never a payload, and loads nothing. The rule is normative in
+specs/nfat-manifest.md ("Selection"); the C++ loader implements the same rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from fatpte.container.reader import Container
+from fatpte.device.profile import DeviceProfile
+from fatpte.errors import ErrorCode, FatpteError, SelectionError
+from fatpte.format.model import Entry
+from fatpte.manifest.model import AcceleratorRequirement, Requirements
+
+# The records below are NamedTuples rather than dataclasses so that `fatpte select` never
+# imports `dataclasses` (see fatpte/format/model.py); they are built once per entry per selection.
+
+
+class Failure(NamedTuple):
+    """One requirement an entry states that the device does not meet."""
+
+    requirement: str  # "os", "arch", "cpu_features", "accelerators[0]", "min_memory_bytes", "backend_abi", "exclude"
+    needed: str
+    has: str
+
+    def text(self) -> str:
+        return f"{self.requirement}: needs {self.needed}; the device has {self.has}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"requirement": self.requirement, "needed": self.needed, "has": self.has}
+
+
+class Verdict(NamedTuple):
+    """The outcome for one entry. `rank` is 1 for the chosen entry, None when not eligible."""
+
+    entry: Entry
+    eligible: bool
+    failures: tuple[Failure, ...]
+    notes: tuple[str, ...]
+    specificity: int
+    rank: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entry": self.entry.name, "backend_id": self.entry.backend_id, "eligible": self.eligible,
+                "rank": self.rank, "priority": self.entry.priority, "specificity": self.specificity,
+                "failures": [f.to_json() for f in self.failures], "notes": list(self.notes)}
+
+    def line(self) -> str:
+        head = f"{self.entry.name} [{self.entry.backend_id}]"
+        detail = f"priority {self.entry.priority}, specificity {self.specificity}"
+        if self.eligible:
+            text = f"#{self.rank} {head}: eligible ({detail})"
+        else:
+            text = f"-  {head}: rejected: " + "; ".join(f.text() for f in self.failures)
+        return text + "".join(f"\n     note: {n}" for n in self.notes)
+
+
+class Selection(NamedTuple):
+    """The chosen entry and a verdict for every entry, in table order."""
+
+    chosen: Entry
+    verdicts: tuple[Verdict, ...]
+    device: DeviceProfile
+    prefer: tuple[str, ...]
+    exclude: tuple[str, ...]
+
+    @property
+    def ranked(self) -> tuple[Verdict, ...]:
+        """The eligible entries, best first."""
+        return tuple(sorted((v for v in self.verdicts if v.eligible), key=lambda v: v.rank or 0))
+
+    def explain(self) -> str:
+        d = self.device
+        lines = [f"device {d.name!r}: {d.os} {d.arch}", f"chosen: {self.chosen.name} [{self.chosen.backend_id}]"]
+        if self.prefer:
+            lines.append(f"preference: {', '.join(self.prefer)}")
+        if self.exclude:
+            lines.append(f"excluded: {', '.join(self.exclude)}")
+        lines += ["  " + v.line() for v in self.verdicts]
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return _report(self.device, self.chosen, self.prefer, self.exclude, self.verdicts)
+
+
+def _version(text: str) -> tuple[int, int]:
+    parts = [int(p) for p in text.split(".")[:2]]
+    return (parts[0], parts[1] if len(parts) > 1 else 0)
+
+
+def _accelerator(req: AcceleratorRequirement, device: DeviceProfile) -> bool:
+    for acc in device.accelerators:
+        if acc.kind != req.kind or acc.memory_bytes < req.min_memory_bytes:
+            continue
+        if not req.targets or any(t.holds(_version(acc.version)) for t in req.targets):
+            return True
+    return False
+
+
+def _accelerator_needed(req: AcceleratorRequirement) -> str:
+    text = req.kind
+    if req.targets:
+        text += " " + " or ".join(t.text(req.kind) for t in req.targets)
+    if req.min_memory_bytes:
+        text += f" with at least {req.min_memory_bytes} bytes of memory"
+    return text
+
+
+def _accelerators_had(kind: str, device: DeviceProfile) -> str:
+    have = [f"{a.kind} {a.version} ({a.name}, {a.memory_bytes} bytes)" for a in device.accelerators
+            if a.kind == kind]
+    return ", ".join(have) if have else f"no {kind} accelerator"
+
+
+def evaluate(entry: Entry, req: Requirements, device: DeviceProfile) -> tuple[list[Failure], list[str]]:
+    """Every requirement of `req` the device fails, and notes on what could not be checked here."""
+    failures: list[Failure] = []
+    notes: list[str] = []
+    if req.os and device.os not in req.os:
+        failures.append(Failure("os", "one of " + ", ".join(req.os), device.os))
+    if req.arch and device.arch not in req.arch:
+        failures.append(Failure("arch", "one of " + ", ".join(req.arch), device.arch))
+    missing = [f for f in req.cpu_features if f not in device.cpu_features]
+    if missing:
+        failures.append(Failure("cpu_features", ", ".join(req.cpu_features),
+                                f"no {', '.join(missing)} (it has {', '.join(sorted(device.cpu_features)) or 'none'})"))
+    for i, acc in enumerate(req.accelerators):
+        if not _accelerator(acc, device):
+            failures.append(Failure(f"accelerators[{i}]", _accelerator_needed(acc),
+                                    _accelerators_had(acc.kind, device)))
+    if req.min_memory_bytes and device.memory_bytes < req.min_memory_bytes:
+        failures.append(Failure("min_memory_bytes", f"at least {req.min_memory_bytes} bytes",
+                                f"{device.memory_bytes} bytes"))
+    abi = req.backend_abi
+    if abi is not None:
+        have = device.backends.get(entry.backend_id)
+        if have is None:
+            notes.append(f"backend ABI {abi.text()} not checked: the profile does not list backend "
+                         f"{entry.backend_id!r}; the loader checks it when it loads the backend library")
+        elif not abi.holds(have):
+            failures.append(Failure("backend_abi", f"{entry.backend_id} ABI {abi.text()}", f"ABI {have}"))
+    return failures, notes
+
+
+def _matches(entry: Entry, word: str) -> bool:
+    return word in (entry.name, entry.backend_id)
+
+
+def select(
+    container: Container, device: DeviceProfile, *, prefer: Sequence[str] = (), exclude: Sequence[str] = ()
+) -> Selection:
+    """Choose the entry for `device`; raises SelectionError listing every entry and why when none fits."""
+    for label, words in (("prefer", prefer), ("exclude", exclude)):
+        if isinstance(words, str) or not all(isinstance(w, str) for w in words):
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{label} must be a sequence of names or backend ids",
+                              field=label, actual=words)
+    prefer, exclude = tuple(prefer), tuple(exclude)
+    manifest = container.manifest
+    evaluated: list[tuple[Entry, list[Failure], list[str], int]] = []
+    for e in container.entries:
+        me = None if manifest is None else manifest.entry(e.name)
+        req = Requirements() if me is None else me.requires
+        failures, notes = evaluate(e, req, device)
+        if any(_matches(e, w) for w in exclude):
+            failures.append(Failure("exclude", "not to be excluded by the caller",
+                                    f"exclude={', '.join(exclude)}"))
+        evaluated.append((e, failures, notes, req.specificity))
+
+    def preference(e: Entry) -> int:
+        return next((i for i, w in enumerate(prefer) if _matches(e, w)), len(prefer))
+
+    eligible = [x for x in evaluated if not x[1]]
+    eligible.sort(key=lambda x: (-x[0].priority, preference(x[0]), -x[3], x[0].index))
+    ranks = {x[0].index: r for r, x in enumerate(eligible, 1)}
+    verdicts = tuple(Verdict(e, not f, tuple(f), tuple(n), s, ranks.get(e.index)) for e, f, n, s in evaluated)
+    if not eligible:
+        lines = "\n".join("  " + v.line() for v in verdicts)
+        error = SelectionError(ErrorCode.NO_SPECIALIZATION_FITS,
+                               f"no specialization fits device {device.name!r} ({device.os} {device.arch}):\n{lines}",
+                               source=container.source)
+        error.report = _report(device, None, prefer, exclude, verdicts)
+        raise error
+    return Selection(eligible[0][0], verdicts, device, prefer, exclude)
+
+
+def _report(device: DeviceProfile, chosen: Entry | None, prefer: tuple[str, ...], exclude: tuple[str, ...],
+            verdicts: tuple[Verdict, ...]) -> dict[str, Any]:
+    return {"device": device.name, "chosen": None if chosen is None else chosen.name, "prefer": list(prefer),
+            "exclude": list(exclude), "verdicts": [v.to_json() for v in verdicts]}

@@ -1,0 +1,62 @@
+"""Files mapped read-only: `map_file` (a mapping and the descriptor behind it), `mapped_file` (the
+same for a `with` block), `map_view` (a view that keeps its mapping alive), `release_mapping`.
+A mapping is never unmapped under a live view.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+from collections.abc import Iterator
+
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.fileio.atomic import io_error
+from fatpte.fileio.buffers import BytesLike
+
+
+def map_file(path: str | os.PathLike[str]) -> tuple[BytesLike, int]:
+    """Map `path` read-only; returns the buffer and an open descriptor the caller owns."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise io_error(exc, path, "cannot open") from exc
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return b"", fd  # mmap cannot map an empty file; the parser reports it as truncated
+        return mmap.mmap(fd, size, access=mmap.ACCESS_READ), fd
+    except OSError as exc:
+        os.close(fd)
+        raise io_error(exc, path, "cannot map") from exc
+    except ValueError as exc:  # mmap of something that is not a regular file
+        os.close(fd)
+        raise FatpteError(ErrorCode.IO_ERROR, f"cannot map {path}: {exc}", source=os.fspath(path)) from exc
+
+
+def release_mapping(buf: BytesLike, fd: int | None) -> None:
+    """Close what `map_file` returned. A mapping that still has views handed out is left to go
+    with its last view: it is never unmapped under a live view."""
+    if isinstance(buf, mmap.mmap):
+        with contextlib.suppress(BufferError):
+            buf.close()
+    if fd is not None:
+        os.close(fd)
+
+
+def map_view(path: str | os.PathLike[str]) -> memoryview:
+    """`path` mapped read-only, as a view for readers that take bytes: the mapping goes with the
+    last view of it (slices included), so nothing needs closing and a slice may outlive the call."""
+    buf, fd = map_file(path)
+    os.close(fd)  # a mapping outlives its descriptor
+    return memoryview(buf)
+
+
+@contextlib.contextmanager
+def mapped_file(path: str | os.PathLike[str]) -> Iterator[tuple[BytesLike, int]]:
+    """`map_file` for the length of a `with` block."""
+    buf, fd = map_file(path)
+    try:
+        yield buf, fd
+    finally:
+        release_mapping(buf, fd)

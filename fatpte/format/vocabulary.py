@@ -1,0 +1,25 @@
+"""The words device profiles and manifest requirements share (specs/device-profile.md,
+"Vocabulary"): operating systems, CPU architectures, CPU features per architecture, accelerator
+kinds. specs/device_profile.schema.json and the C++ loader use the same words; tests keep them in
+step. Standard library only, so probing a bare machine needs nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+OS_NAMES: Final = ("linux", "android", "macos", "ios", "windows")
+ARCHES: Final = ("x86_64", "aarch64")
+X86_FEATURES: Final = (
+    "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+    "avx512_bf16", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16",
+)  # fmt: skip
+ARM_FEATURES: Final = ("asimd", "fphp", "asimdhp", "asimddp", "i8mm", "bf16", "sve", "sve2", "sme")
+# The features each architecture may list: a word of the other architecture is a mistake, not a
+# feature the device lacks, so a profile that mixes them is rejected.
+CPU_FEATURES: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
+    {"x86_64": frozenset(X86_FEATURES), "aarch64": frozenset(ARM_FEATURES)}
+)
+ACCELERATOR_KINDS: Final = ("cuda", "metal", "vulkan", "opencl", "npu")

@@ -1,0 +1,489 @@
+"""The manifest's bytes: `decode`, a bounded flatbuffer verifier that builds the records of
+fatpte.manifest.model, and `encode`, the writer.
+
+The flatbuffers Python runtime has no verifier, and its accessors index the buffer directly: a
+corrupt manifest would surface as IndexError or struct.error, or garbage. So reading never goes
+through them. `decode` walks the buffer once, following `SCHEMA` (the .fbs restated; a test
+checks the two agree), applying the checks of the reference C++ verifier (every offset, vector
+and string in bounds and aligned, strings NUL-terminated, required fields present, table nesting
+and table count bounded), and builds immutable NamedTuple records (not dataclasses, whose import
+alone costs `fatpte info` more than reading the manifest). Objects referenced several times are
+decoded once and shared, so a buffer whose offsets form a DAG costs linear time; the table count
+still counts every reference, as the C++ verifier does, so both reject the same inputs.
+
+Writing goes through the code flatc generated from the schema (fatpte/_generated/).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, NamedTuple, NoReturn
+
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.format import layout as L
+from fatpte.manifest.model import (
+    DIGEST_PATTERN,
+    MAX_DEPTH,
+    MAX_TABLES,
+    MAX_TEXT_BYTES,
+    REVISION,
+    SHA256_SIZE,
+    U32_MAX,
+    AbiRange,
+    AcceleratorRequirement,
+    Dim,
+    Manifest,
+    ManifestEntry,
+    Method,
+    Requirements,
+    Signature,
+    TensorSpec,
+    VersionConstraint,
+)
+
+# flatc's output is untyped; it is used only to build, through this one handle, which encode()
+# fills on first use: reading goes through _Reader, so `info` and `select` never import it or
+# the flatbuffers package.
+_fb: Any = None
+
+
+# ---------------------------------------------------------------------------------------------
+# The schema, restated for the verifier (tests/manifest/test_manifest.py checks it against the .fbs)
+# ---------------------------------------------------------------------------------------------
+
+
+class _F(NamedTuple):
+    name: str
+    kind: str  # "u8" "u32" "u64" "string" "table" "[string]" "[table]" "[u8]"
+    target: str = ""  # table name for "table" and "[table]"
+    required: bool = False
+    default: int = 0
+
+
+_SCALARS: Final = {"u8": 1, "u32": 4, "u64": 8}
+
+SCHEMA: Final[dict[str, tuple[_F, ...]]] = {
+    "VersionConstraint": (_F("match", "u8"), _F("major", "u32"), _F("minor", "u32")),
+    "AcceleratorRequirement": (_F("kind", "string", required=True), _F("targets", "[table]", "VersionConstraint"),
+                               _F("min_memory_bytes", "u64")),
+    "AbiRange": (_F("min", "u32"), _F("max", "u32", default=U32_MAX)),
+    "Requirements": (_F("os", "[string]"), _F("arch", "[string]"), _F("cpu_features", "[string]"),
+                     _F("accelerators", "[table]", "AcceleratorRequirement"), _F("min_memory_bytes", "u64"),
+                     _F("backend_abi", "table", "AbiRange")),
+    "Dim": (_F("size", "u64"), _F("symbol", "string")),
+    "TensorSpec": (_F("name", "string"), _F("dtype", "string", required=True), _F("shape", "[table]", "Dim")),
+    "Method": (_F("name", "string", required=True), _F("inputs", "[table]", "TensorSpec"),
+               _F("outputs", "[table]", "TensorSpec"), _F("buffers", "[table]", "TensorSpec")),
+    "Signature": (_F("methods", "[table]", "Method"),),
+    "KeyValue": (_F("key", "string", required=True), _F("value", "string", required=True)),
+    "Entry": (_F("name", "string", required=True), _F("requires", "table", "Requirements"),
+              _F("signature", "table", "Signature"), _F("named_data", "[string]"), _F("source_digest", "string"),
+              _F("payload_sha256", "[u8]"), _F("provenance", "[table]", "KeyValue")),
+    "NamedData": (_F("key", "string", required=True), _F("segment", "u32")),
+    "Manifest": (_F("revision", "u32", default=REVISION), _F("entries", "[table]", "Entry"),
+                 _F("named_data", "[table]", "NamedData")),
+}
+ROOT_TABLE: Final = "Manifest"
+
+
+# ---------------------------------------------------------------------------------------------
+# Verifying decoder
+# ---------------------------------------------------------------------------------------------
+
+
+class _Bad(Exception):
+    def __init__(self, pos: int, path: str, message: str, code: ErrorCode = ErrorCode.MANIFEST_CORRUPT) -> None:
+        super().__init__(message)
+        self.pos, self.path, self.message, self.code = pos, path, message, code
+
+
+class _Reader:
+    """One pass over a manifest buffer. Every read is preceded by its bounds and alignment check."""
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.n = len(buf)
+        self.depth = 0
+        self.tables = 0
+        self._tables: dict[tuple[int, str], tuple[dict[str, Any], int]] = {}
+        self._strings: dict[int, str] = {}
+
+    def need(self, pos: int, size: int, align: int, path: str, what: str) -> None:
+        if pos < 0 or size > self.n or pos > self.n - size:
+            raise _Bad(pos, path, f"{what} at {pos:#x} ({size} bytes) lies outside the manifest of {self.n:#x} bytes")
+        if pos % align:
+            raise _Bad(pos, path, f"{what} at {pos:#x} is not aligned to {align}")
+
+    def uint(self, pos: int, size: int, path: str, what: str) -> int:
+        self.need(pos, size, size, path, what)
+        return int.from_bytes(self.buf[pos : pos + size], "little")
+
+    def offset(self, pos: int, path: str) -> int:
+        rel = self.uint(pos, 4, path, "offset")
+        if rel == 0 or rel >= 1 << 31:
+            raise _Bad(pos, path, f"offset {rel:#x} at {pos:#x} is zero or negative as a signed offset")
+        target = pos + rel
+        if target >= self.n:
+            raise _Bad(pos, path, f"offset at {pos:#x} points to {target:#x}, past the end of the manifest "
+                       f"at {self.n:#x}")
+        return target
+
+    def string(self, pos: int, path: str) -> str:
+        hit = self._strings.get(pos)
+        if hit is not None:
+            return hit
+        length = self.uint(pos, 4, path, "string length")
+        if length > self.n - pos - 5:  # length, bytes and the terminating NUL must all fit
+            raise _Bad(pos, path, f"string at {pos:#x} of {length} bytes runs past the end of the manifest")
+        end = pos + 4 + length
+        if self.buf[end] != 0:
+            raise _Bad(end, path, f"string at {pos:#x} is not NUL-terminated")
+        try:
+            text = self.buf[pos + 4 : end].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _Bad(pos + 4 + exc.start, path, f"string at {pos:#x} is not valid UTF-8") from None
+        self._strings[pos] = text
+        return text
+
+    def vector(self, pos: int, elem: int, path: str) -> tuple[int, int]:
+        count = self.uint(pos, 4, path, "vector length")
+        if count > (self.n - pos - 4) // elem:
+            raise _Bad(pos, path, f"vector at {pos:#x} claims {count} elements of {elem} bytes, more than the "
+                       "manifest holds")
+        return pos + 4, count
+
+    def table(self, pos: int, name: str, path: str) -> dict[str, Any]:
+        hit = self._tables.get((pos, name))
+        if hit is not None:
+            self.count(hit[1], pos, path)
+            return hit[0]
+        before = self.tables
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Bad(pos, path, f"tables nest deeper than {MAX_DEPTH}")
+        self.count(1, pos, path)
+        self.need(pos, 4, 4, path, f"table {name}")
+        vt = pos - int.from_bytes(self.buf[pos : pos + 4], "little", signed=True)
+        self.need(vt, 2, 2, path, f"vtable of {name}")
+        vsize = int.from_bytes(self.buf[vt : vt + 2], "little")
+        if vsize & 1:
+            raise _Bad(vt, path, f"vtable of {name} at {vt:#x} has odd size {vsize}")
+        self.need(vt, vsize, 2, path, f"vtable of {name}")
+        out: dict[str, Any] = {"@pos": pos}
+        for i, f in enumerate(SCHEMA[name]):
+            slot = 4 + 2 * i
+            voff = int.from_bytes(self.buf[vt + slot : vt + slot + 2], "little") if slot + 2 <= vsize else 0
+            fpath = f"{path}.{f.name}"
+            if voff == 0:
+                if f.required:
+                    raise _Bad(pos, fpath, f"required field {name}.{f.name} is absent")
+                out[f.name] = f.default if f.kind in _SCALARS else None
+                continue
+            out[f.name] = self.field(pos + voff, f, fpath)
+        self.depth -= 1
+        self._tables[(pos, name)] = (out, self.tables - before)
+        return out
+
+    def count(self, tables: int, pos: int, path: str) -> None:
+        self.tables += tables
+        if self.tables > MAX_TABLES:
+            raise _Bad(pos, path, f"the manifest references more than {MAX_TABLES} tables")
+
+    def field(self, fp: int, f: _F, path: str) -> Any:
+        if f.kind in _SCALARS:
+            return self.uint(fp, _SCALARS[f.kind], path, f"field {f.name}")
+        target = self.offset(fp, path)
+        if f.kind == "string":
+            return self.string(target, path)
+        if f.kind == "table":
+            return self.table(target, f.target, path)
+        if f.kind == "[u8]":
+            start, count = self.vector(target, 1, path)
+            return self.buf[start : start + count]
+        start, count = self.vector(target, 4, path)
+        items: list[Any] = []
+        for k in range(count):
+            ep = start + 4 * k
+            epath = f"{path}[{k}]"
+            if f.kind == "[string]":
+                items.append(self.string(self.offset(ep, epath), epath))
+            else:
+                items.append(self.table(self.offset(ep, epath), f.target, epath))
+        return items
+
+
+def decode(buf: bytes | bytearray | memoryview, *, base: int = 0, source: str | None = None) -> Manifest:
+    """Verify and decode a manifest buffer. Raises FatpteError, nothing else.
+
+    `base` is the manifest's offset in its container: error offsets are absolute in the file.
+    """
+    data = bytes(buf)
+    try:
+        if len(data) < 8:
+            raise _Bad(0, "manifest", f"the manifest is {len(data)} bytes, too short for a root offset and "
+                       "an identifier")
+        if data[4:8] != L.MANIFEST_IDENTIFIER:
+            raise _Bad(4, "manifest", f"bytes 4..8 are {data[4:8]!r}, not {L.MANIFEST_IDENTIFIER!r}",
+                       ErrorCode.BAD_MANIFEST_IDENTIFIER)
+        reader = _Reader(data)
+        root = reader.table(reader.offset(0, "manifest"), ROOT_TABLE, "manifest")
+        return _build(root)
+    except _Bad as bad:
+        raise FatpteError(bad.code, bad.message, source=source, offset=base + bad.pos, field=bad.path) from None
+    except RecursionError:  # unreachable for this non-recursive schema; kept as the last guard
+        raise FatpteError(ErrorCode.MANIFEST_CORRUPT, "the manifest nests too deeply", source=source,
+                          offset=base, field="manifest") from None
+
+
+def _invalid(obj: dict[str, Any], path: str, message: str) -> NoReturn:
+    raise _Bad(int(obj["@pos"]), path, message, ErrorCode.MANIFEST_VALUE_INVALID)
+
+
+def _nonempty(obj: dict[str, Any], key: str, path: str) -> str:
+    value = obj[key]
+    if not value or len(value.encode("utf-8")) > MAX_TEXT_BYTES:
+        _invalid(obj, f"{path}.{key}", f"{key} must be 1 to {MAX_TEXT_BYTES} bytes, got {len(value.encode())}")
+    return str(value)
+
+
+def _build(root: dict[str, Any]) -> Manifest:
+    entries: list[ManifestEntry] = []
+    for i, e in enumerate(root["entries"] or ()):
+        p = f"manifest.entries[{i}]"
+        sha = e["payload_sha256"]
+        if sha is not None and len(sha) not in (0, SHA256_SIZE):
+            _invalid(e, f"{p}.payload_sha256", f"payload_sha256 has {len(sha)} bytes; a SHA-256 has 32")
+        digest = e["source_digest"]
+        if digest is not None and not re.fullmatch(DIGEST_PATTERN, digest):
+            _invalid(e, f"{p}.source_digest", f"source_digest {digest!r} is not '<algorithm>:<lowercase hex>'")
+        keys = tuple(e["named_data"] or ())
+        for k, key in enumerate(keys):
+            if not key:
+                _invalid(e, f"{p}.named_data[{k}]", "a named-data key is empty")
+        entries.append(ManifestEntry(
+            name=_nonempty(e, "name", p),
+            requires=_requirements(e["requires"], f"{p}.requires"),
+            signature=None if e["signature"] is None else _signature(e["signature"], f"{p}.signature"),
+            named_data=keys,
+            source_digest=digest,
+            payload_sha256=bytes(sha) if sha else None,
+            provenance=tuple((kv["key"], kv["value"]) for kv in e["provenance"] or ()),
+            position=int(e["@pos"]),
+        ))
+    named: list[tuple[str, int]] = []
+    previous: bytes | None = None
+    for i, nd in enumerate(root["named_data"] or ()):
+        key = _nonempty(nd, "key", f"manifest.named_data[{i}]")
+        raw = key.encode("utf-8")
+        if previous is not None and raw <= previous:
+            raise _Bad(int(nd["@pos"]), f"manifest.named_data[{i}].key",
+                       f"key {key!r} is not after {previous.decode('utf-8')!r}: keys must be unique and "
+                       "sorted bytewise", ErrorCode.NAMED_DATA_KEYS_UNSORTED)
+        previous = raw
+        named.append((key, int(nd["segment"])))
+    return Manifest(int(root["revision"]), tuple(entries), tuple(named))
+
+
+
+
+def _requirements(obj: dict[str, Any] | None, path: str) -> Requirements:
+    if obj is None:
+        return Requirements()
+    accs = []
+    for a in obj["accelerators"] or ():
+        targets = tuple(VersionConstraint(int(t["match"]), int(t["major"]), int(t["minor"]))
+                        for t in a["targets"] or ())
+        accs.append(AcceleratorRequirement(a["kind"], targets, int(a["min_memory_bytes"])))
+    abi = obj["backend_abi"]
+    backend_abi = None if abi is None else AbiRange(int(abi["min"]), int(abi["max"]))
+    return Requirements(tuple(obj["os"] or ()), tuple(obj["arch"] or ()), tuple(obj["cpu_features"] or ()),
+                        tuple(accs), int(obj["min_memory_bytes"]), backend_abi)
+
+
+def _signature(obj: dict[str, Any], path: str) -> Signature:
+    methods: list[Method] = []
+    for i, m in enumerate(obj["methods"] or ()):
+        p = f"{path}.methods[{i}]"
+        name = _nonempty(m, "name", p)
+        if any(x.name == name for x in methods):
+            _invalid(m, f"{p}.name", f"method {name!r} appears twice")
+        parts = []
+        for part in ("inputs", "outputs", "buffers"):
+            specs = []
+            for j, t in enumerate(m[part] or ()):
+                tp = f"{p}.{part}[{j}]"
+                if part == "buffers" and not t["name"]:
+                    _invalid(t, f"{tp}.name", "a mutable buffer must have a name")
+                dims = []
+                for k, d in enumerate(t["shape"] or ()):
+                    if d["symbol"] is not None and (d["size"] or not d["symbol"]):
+                        _invalid(d, f"{tp}.shape[{k}]", "a symbolic dimension has a non-empty symbol and size 0")
+                    dims.append(Dim(int(d["size"]), d["symbol"]))
+                specs.append(TensorSpec(_nonempty(t, "dtype", tp), tuple(dims), t["name"]))
+            parts.append(tuple(specs))
+        methods.append(Method(name, *parts))
+    return Signature(tuple(methods))
+
+
+# ---------------------------------------------------------------------------------------------
+# Writer
+# ---------------------------------------------------------------------------------------------
+
+
+def encode(manifest: Manifest) -> bytes:
+    """The manifest as a flatbuffer with identifier NFMF. Deterministic for equal input."""
+    global _fb
+    import flatbuffers
+
+    if _fb is None:
+        _fb = importlib.import_module("fatpte._generated.nfat_manifest_generated")
+    b = flatbuffers.Builder(1024)
+    entries = [_write_entry(b, e) for e in manifest.entries]
+    named = []
+    for key, segment in sorted(manifest.named_data, key=lambda kv: kv[0].encode("utf-8")):
+        k = b.CreateString(key)
+        _fb.NamedDataStart(b)
+        _fb.NamedDataAddKey(b, k)
+        _fb.NamedDataAddSegment(b, segment)
+        named.append(_fb.NamedDataEnd(b))
+    entries_vec = _offsets(b, _fb.ManifestStartEntriesVector, entries)
+    named_vec = _offsets(b, _fb.ManifestStartNamedDataVector, named)
+    _fb.ManifestStart(b)
+    _fb.ManifestAddRevision(b, manifest.revision)
+    _fb.ManifestAddEntries(b, entries_vec)
+    _fb.ManifestAddNamedData(b, named_vec)
+    root = _fb.ManifestEnd(b)
+    b.Finish(root, file_identifier=L.MANIFEST_IDENTIFIER)
+    return bytes(b.Output())
+
+
+def _offsets(b: Any, start: Any, items: Sequence[int]) -> int:
+    start(b, len(items))
+    for item in reversed(items):
+        b.PrependUOffsetTRelative(item)
+    return int(b.EndVector())
+
+
+def _strings(b: Any, start: Any, items: Iterable[str]) -> int:
+    return _offsets(b, start, [b.CreateString(s) for s in items])
+
+
+def _write_entry(b: Any, e: ManifestEntry) -> int:
+    name = b.CreateString(e.name)
+    requires = _write_requirements(b, e.requires)
+    signature = None if e.signature is None else _write_signature(b, e.signature)
+    keys = _strings(b, _fb.EntryStartNamedDataVector, e.named_data) if e.named_data else None
+    digest = None if e.source_digest is None else b.CreateString(e.source_digest)
+    sha = None if e.payload_sha256 is None else b.CreateByteVector(e.payload_sha256)
+    prov = None
+    if e.provenance:
+        pairs = []
+        for k, v in e.provenance:
+            ko, vo = b.CreateString(k), b.CreateString(v)
+            _fb.KeyValueStart(b)
+            _fb.KeyValueAddKey(b, ko)
+            _fb.KeyValueAddValue(b, vo)
+            pairs.append(_fb.KeyValueEnd(b))
+        prov = _offsets(b, _fb.EntryStartProvenanceVector, pairs)
+    _fb.EntryStart(b)
+    _fb.EntryAddName(b, name)
+    if requires is not None:
+        _fb.EntryAddRequires(b, requires)
+    if signature is not None:
+        _fb.EntryAddSignature(b, signature)
+    if keys is not None:
+        _fb.EntryAddNamedData(b, keys)
+    if digest is not None:
+        _fb.EntryAddSourceDigest(b, digest)
+    if sha is not None:
+        _fb.EntryAddPayloadSha256(b, sha)
+    if prov is not None:
+        _fb.EntryAddProvenance(b, prov)
+    return int(_fb.EntryEnd(b))
+
+
+def _write_requirements(b: Any, r: Requirements) -> int | None:
+    if r == Requirements():
+        return None
+    os_ = _strings(b, _fb.RequirementsStartOsVector, r.os) if r.os else None
+    arch = _strings(b, _fb.RequirementsStartArchVector, r.arch) if r.arch else None
+    feats = _strings(b, _fb.RequirementsStartCpuFeaturesVector, r.cpu_features) if r.cpu_features else None
+    accs = None
+    if r.accelerators:
+        items = []
+        for a in r.accelerators:
+            kind = b.CreateString(a.kind)
+            targets = []
+            for t in a.targets:
+                _fb.VersionConstraintStart(b)
+                _fb.VersionConstraintAddMatch(b, t.match)
+                _fb.VersionConstraintAddMajor(b, t.major)
+                _fb.VersionConstraintAddMinor(b, t.minor)
+                targets.append(_fb.VersionConstraintEnd(b))
+            tvec = _offsets(b, _fb.AcceleratorRequirementStartTargetsVector, targets) if targets else None
+            _fb.AcceleratorRequirementStart(b)
+            _fb.AcceleratorRequirementAddKind(b, kind)
+            if tvec is not None:
+                _fb.AcceleratorRequirementAddTargets(b, tvec)
+            _fb.AcceleratorRequirementAddMinMemoryBytes(b, a.min_memory_bytes)
+            items.append(_fb.AcceleratorRequirementEnd(b))
+        accs = _offsets(b, _fb.RequirementsStartAcceleratorsVector, items)
+    abi = None
+    if r.backend_abi is not None:
+        _fb.AbiRangeStart(b)
+        _fb.AbiRangeAddMin(b, r.backend_abi.min)
+        _fb.AbiRangeAddMax(b, r.backend_abi.max)
+        abi = _fb.AbiRangeEnd(b)
+    _fb.RequirementsStart(b)
+    for value, add in ((os_, _fb.RequirementsAddOs), (arch, _fb.RequirementsAddArch),
+                       (feats, _fb.RequirementsAddCpuFeatures), (accs, _fb.RequirementsAddAccelerators),
+                       (abi, _fb.RequirementsAddBackendAbi)):
+        if value is not None:
+            add(b, value)
+    _fb.RequirementsAddMinMemoryBytes(b, r.min_memory_bytes)
+    return int(_fb.RequirementsEnd(b))
+
+
+def _write_tensor(b: Any, t: TensorSpec) -> int:
+    name = None if t.name is None else b.CreateString(t.name)
+    dtype = b.CreateString(t.dtype)
+    dims = []
+    for d in t.shape:
+        sym = None if d.symbol is None else b.CreateString(d.symbol)
+        _fb.DimStart(b)
+        _fb.DimAddSize(b, d.size)
+        if sym is not None:
+            _fb.DimAddSymbol(b, sym)
+        dims.append(_fb.DimEnd(b))
+    shape = _offsets(b, _fb.TensorSpecStartShapeVector, dims) if dims else None
+    _fb.TensorSpecStart(b)
+    if name is not None:
+        _fb.TensorSpecAddName(b, name)
+    _fb.TensorSpecAddDtype(b, dtype)
+    if shape is not None:
+        _fb.TensorSpecAddShape(b, shape)
+    return int(_fb.TensorSpecEnd(b))
+
+
+def _write_signature(b: Any, s: Signature) -> int:
+    methods = []
+    for m in s.methods:
+        name = b.CreateString(m.name)
+        vecs = []
+        for specs, start in ((m.inputs, _fb.MethodStartInputsVector), (m.outputs, _fb.MethodStartOutputsVector),
+                             (m.buffers, _fb.MethodStartBuffersVector)):
+            vecs.append(_offsets(b, start, [_write_tensor(b, t) for t in specs]))
+        _fb.MethodStart(b)
+        _fb.MethodAddName(b, name)
+        _fb.MethodAddInputs(b, vecs[0])
+        _fb.MethodAddOutputs(b, vecs[1])
+        _fb.MethodAddBuffers(b, vecs[2])
+        methods.append(_fb.MethodEnd(b))
+    vec = _offsets(b, _fb.SignatureStartMethodsVector, methods)
+    _fb.SignatureStart(b)
+    _fb.SignatureAddMethods(b, vec)
+    return int(_fb.SignatureEnd(b))
+
+

@@ -1,0 +1,422 @@
+"""The NFAT v2 manifest's records (specs/nfat_manifest.fbs, specs/nfat-manifest.md): requirements,
+signatures, entries, the manifest itself, and the strict readers of the mappings Python callers
+and pack.toml give for them (`Requirements.from_mapping`, `Signature.from_mapping`, ...).
+
+The records are NamedTuples, not dataclasses, whose import alone costs `fatpte info` more than
+reading the manifest. Their bytes are read and written by fatpte.manifest.codec.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, NamedTuple, TypeGuard
+
+from fatpte.errors import ErrorCode, FatpteError
+
+REVISION: Final = 1
+# The limits of the reference C++ verifier's defaults, stated in the spec so both sides agree.
+MAX_DEPTH: Final = 64
+MAX_TABLES: Final = 1_000_000
+SHA256_SIZE: Final = 32
+MAX_TEXT_BYTES: Final = 4096  # names, keys, dtypes, symbols: long enough for any FQN
+
+
+class VersionMatch(enum.IntEnum):
+    """How a device's accelerator version is compared with a constraint (schema enum)."""
+
+    AT_LEAST = 0
+    SAME_MAJOR = 1
+    EXACT = 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Model
+# ---------------------------------------------------------------------------------------------
+
+
+class VersionConstraint(NamedTuple):
+    match: int  # a VersionMatch; other values come from later revisions and never hold
+    major: int
+    minor: int
+
+    def holds(self, version: tuple[int, int]) -> bool:
+        want = (self.major, self.minor)
+        if self.match == VersionMatch.AT_LEAST:
+            return version >= want
+        if self.match == VersionMatch.SAME_MAJOR:
+            return version[0] == self.major and version[1] >= self.minor
+        if self.match == VersionMatch.EXACT:
+            return version == want
+        return False
+
+    def text(self, kind: str = "") -> str:
+        """`sm_80`, `sm_90a`, `compute_90` for CUDA; `>=1.3`, `~8.0`, `==9.0` otherwise."""
+        cuda = kind == "cuda" and self.minor < 10 and self.major < 1000  # what sm_XY can spell
+        if self.match == VersionMatch.SAME_MAJOR:
+            return f"sm_{self.major}{self.minor}" if cuda else f"~{self.major}.{self.minor}"
+        if self.match == VersionMatch.AT_LEAST:
+            return f"compute_{self.major}{self.minor}" if cuda else f">={self.major}.{self.minor}"
+        if self.match == VersionMatch.EXACT:
+            return f"sm_{self.major}{self.minor}a" if cuda else f"=={self.major}.{self.minor}"
+        return f"<match {self.match}>{self.major}.{self.minor}"
+
+    @classmethod
+    def parse(cls, text: str, path: str) -> VersionConstraint:
+        m = re.fullmatch(_TARGET, text) if isinstance(text, str) else None
+        if m is None:
+            raise _arg(path, f"{text!r} is not a version constraint: use sm_XY, sm_XYa, compute_XY, "
+                       ">=X.Y, ~X.Y or ==X.Y", text)
+        if m["cuda"]:
+            digits = m["digits"]
+            major, minor = int(digits[:-1]), int(digits[-1])
+            match = (VersionMatch.AT_LEAST if m["cuda"] == "compute"
+                     else VersionMatch.EXACT if m["a"] else VersionMatch.SAME_MAJOR)
+        else:
+            major, minor = int(m["major"]), int(m["minor"])
+            match = {">=": VersionMatch.AT_LEAST, "~": VersionMatch.SAME_MAJOR, "==": VersionMatch.EXACT}[m["op"]]
+        if major > U32_MAX or minor > U32_MAX:
+            raise _arg(path, f"{text!r}: version numbers must fit in 32 bits", text)
+        return cls(int(match), major, minor)
+
+
+# Patterns as text: `re` compiles each on first use (and caches it), so reading a manifest
+# without targets or digests, as `fatpte info` mostly does, compiles neither.
+_TARGET = (r"(?:(?P<cuda>sm|compute)_(?P<digits>[0-9]{2,4})(?P<a>a?)"
+           r"|(?P<op>>=|~|==)(?P<major>[0-9]{1,10})\.(?P<minor>[0-9]{1,10}))")
+U32_MAX: Final = (1 << 32) - 1
+_U64 = (1 << 64) - 1
+# A source digest, "<algorithm>:<lowercase hex>"; compiled on first use, as _TARGET.
+DIGEST_PATTERN: Final = r"[a-z0-9][a-z0-9_-]{0,31}:(?:[0-9a-f]{2}){1,64}"
+
+
+class AcceleratorRequirement(NamedTuple):
+    kind: str
+    targets: tuple[VersionConstraint, ...] = ()
+    min_memory_bytes: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "targets": [t.text(self.kind) for t in self.targets],
+                "min_memory_bytes": self.min_memory_bytes}
+
+
+class AbiRange(NamedTuple):
+    min: int = 0
+    max: int = U32_MAX
+
+    def holds(self, version: int) -> bool:
+        return self.min <= version <= self.max
+
+    def text(self) -> str:
+        return f"{self.min}..{self.max}" if self.max != U32_MAX else f">= {self.min}"
+
+
+class Requirements(NamedTuple):
+    """What an entry needs from a device. Empty fields state no requirement."""
+
+    os: tuple[str, ...] = ()
+    arch: tuple[str, ...] = ()
+    cpu_features: tuple[str, ...] = ()
+    accelerators: tuple[AcceleratorRequirement, ...] = ()
+    min_memory_bytes: int = 0
+    backend_abi: AbiRange | None = None
+
+    @property
+    def specificity(self) -> int:
+        """The number of requirements stated (spec section "Ranking")."""
+        return (bool(self.os) + bool(self.arch) + len(set(self.cpu_features)) + len(self.accelerators)
+                + bool(self.min_memory_bytes) + (self.backend_abi is not None))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.os:
+            out["os"] = list(self.os)
+        if self.arch:
+            out["arch"] = list(self.arch)
+        if self.cpu_features:
+            out["cpu_features"] = list(self.cpu_features)
+        if self.accelerators:
+            out["accelerators"] = [a.to_json() for a in self.accelerators]
+        if self.min_memory_bytes:
+            out["min_memory_bytes"] = self.min_memory_bytes
+        if self.backend_abi is not None:
+            out["backend_abi"] = {"min": self.backend_abi.min, "max": self.backend_abi.max}
+        return out
+
+    @classmethod
+    def from_mapping(cls, obj: Any, path: str = "requires") -> Requirements:
+        """Read the `requires` mapping of a Specialization or pack.toml (device-profile words)."""
+        from fatpte.format import vocabulary
+
+        if isinstance(obj, Requirements):
+            return obj
+        if obj is None:
+            return cls()
+        if not isinstance(obj, Mapping):
+            raise _arg(path, f"must be a mapping, not {type(obj).__name__}", obj)
+        _only(obj, ("os", "arch", "cpu_features", "accelerators", "min_memory_bytes", "backend_abi"), path)
+        os_ = _words(obj.get("os"), f"{path}.os", vocabulary.OS_NAMES)
+        arch = _words(obj.get("arch"), f"{path}.arch", vocabulary.ARCHES)
+        known = frozenset().union(*vocabulary.CPU_FEATURES.values())
+        features = _words(obj.get("cpu_features"), f"{path}.cpu_features", tuple(sorted(known)))
+        if arch:
+            # A feature of an architecture the entry does not run on is a mistake, never a requirement.
+            allowed = frozenset().union(*(vocabulary.CPU_FEATURES[a] for a in arch))
+            for i, feat in enumerate(features):
+                if feat not in allowed:
+                    raise _arg(f"{path}.cpu_features[{i}]", f"{feat!r} is not a feature of {', '.join(arch)}", feat)
+        accs: list[AcceleratorRequirement] = []
+        raw_accs = obj.get("accelerators", ())
+        if not _is_list(raw_accs):
+            raise _arg(f"{path}.accelerators", "must be a list of tables", raw_accs)
+        for i, a in enumerate(raw_accs):
+            p = f"{path}.accelerators[{i}]"
+            if not isinstance(a, Mapping):
+                raise _arg(p, "must be a mapping with kind, targets, min_memory_bytes", a)
+            _only(a, ("kind", "targets", "min_memory_bytes"), p)
+            kind = a.get("kind")
+            if kind not in vocabulary.ACCELERATOR_KINDS:
+                raise _arg(f"{p}.kind", f"{kind!r} is not one of {', '.join(vocabulary.ACCELERATOR_KINDS)}", kind)
+            targets = a.get("targets", ())
+            if isinstance(targets, str):
+                targets = [targets]
+            if not _is_list(targets):
+                raise _arg(f"{p}.targets", "must be a list of version constraints", targets)
+            accs.append(AcceleratorRequirement(
+                str(kind), tuple(VersionConstraint.parse(t, f"{p}.targets[{j}]") for j, t in enumerate(targets)),
+                _uint(a.get("min_memory_bytes", 0), f"{p}.min_memory_bytes", _U64)))
+        abi = obj.get("backend_abi")
+        backend_abi = None
+        if abi is not None:
+            if not isinstance(abi, Mapping):
+                raise _arg(f"{path}.backend_abi", "must be a mapping with min and/or max", abi)
+            _only(abi, ("min", "max"), f"{path}.backend_abi")
+            lo = _uint(abi.get("min", 0), f"{path}.backend_abi.min", U32_MAX)
+            hi = _uint(abi.get("max", U32_MAX), f"{path}.backend_abi.max", U32_MAX)
+            if lo > hi:
+                raise _arg(f"{path}.backend_abi", f"min {lo} is above max {hi}", abi)
+            backend_abi = AbiRange(lo, hi)
+        return cls(os_, arch, features, tuple(accs),
+                   _uint(obj.get("min_memory_bytes", 0), f"{path}.min_memory_bytes", _U64), backend_abi)
+
+
+class Dim(NamedTuple):
+    size: int = 0
+    symbol: str | None = None
+
+    def to_json(self) -> int | str:
+        return self.symbol if self.symbol is not None else self.size
+
+
+class TensorSpec(NamedTuple):
+    dtype: str
+    shape: tuple[Dim, ...] = ()
+    name: str | None = None
+
+    def text(self) -> str:
+        dims = ", ".join(str(d.to_json()) for d in self.shape)
+        who = f"{self.name}: " if self.name is not None else ""
+        return f"{who}{self.dtype}[{dims}]"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"dtype": self.dtype, "shape": [d.to_json() for d in self.shape]}
+        if self.name is not None:
+            out = {"name": self.name, **out}
+        return out
+
+
+class Method(NamedTuple):
+    name: str
+    inputs: tuple[TensorSpec, ...] = ()
+    outputs: tuple[TensorSpec, ...] = ()
+    buffers: tuple[TensorSpec, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "inputs": [t.to_json() for t in self.inputs],
+                "outputs": [t.to_json() for t in self.outputs], "buffers": [t.to_json() for t in self.buffers]}
+
+
+class Signature(NamedTuple):
+    """The program's methods. Two signatures agree (`signature_difference` is None) when their
+    methods do, in any order; `==` compares the methods in order."""
+
+    methods: tuple[Method, ...] = ()
+
+    def method(self, name: str) -> Method | None:
+        return next((m for m in self.methods if m.name == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"methods": [m.to_json() for m in self.methods]}
+
+    @classmethod
+    def from_mapping(cls, obj: Any, path: str = "signature") -> Signature:
+        """`{"methods": [{"name", "inputs", "outputs", "buffers"}]}`; tensors are
+        `{"name"?, "dtype", "shape": [int | "symbol", ...]}`."""
+        if isinstance(obj, Signature):
+            return obj
+        if not isinstance(obj, Mapping):
+            raise _arg(path, f"must be a mapping with a methods list, not {type(obj).__name__}", obj)
+        _only(obj, ("methods",), path)
+        raw = obj.get("methods", ())
+        if not _is_list(raw):
+            raise _arg(f"{path}.methods", "must be a list", raw)
+        methods: list[Method] = []
+        for i, m in enumerate(raw):
+            p = f"{path}.methods[{i}]"
+            if not isinstance(m, Mapping):
+                raise _arg(p, "must be a mapping with name, inputs, outputs, buffers", m)
+            _only(m, ("name", "inputs", "outputs", "buffers"), p)
+            name = _text(m.get("name"), f"{p}.name")
+            if any(x.name == name for x in methods):
+                raise _arg(f"{p}.name", f"method {name!r} is listed twice", name)
+            lists = [tuple(_tensor(t, f"{p}.{part}[{j}]", part == "buffers") for j, t in
+                           enumerate(_list(m.get(part, ()), f"{p}.{part}"))) for part in ("inputs", "outputs",
+                                                                                         "buffers")]
+            methods.append(Method(name, *lists))
+        return cls(tuple(methods))
+
+
+class ManifestEntry(NamedTuple):
+    """What the manifest says about one table entry."""
+
+    name: str
+    requires: Requirements = Requirements()
+    signature: Signature | None = None
+    named_data: tuple[str, ...] = ()
+    source_digest: str | None = None
+    payload_sha256: bytes | None = None
+    provenance: tuple[tuple[str, str], ...] = ()
+    position: int = 0  # of its table in the manifest, for messages; not part of equality
+
+    # Equality and hash leave out `position`, where the manifest happened to place the table: two
+    # manifests that say the same thing hold equal entries. NamedTuple allows these in its body.
+    def _key(self) -> tuple[Any, ...]:
+        return self[:-1]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ManifestEntry):
+            return self._key() == other._key()
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, ManifestEntry):
+            return self._key() != other._key()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "requires": self.requires.to_json(),
+            "signature": None if self.signature is None else self.signature.to_json(),
+            "named_data": list(self.named_data),
+            "source_digest": self.source_digest,
+            "payload_sha256": None if self.payload_sha256 is None else self.payload_sha256.hex(),
+            "provenance": dict(self.provenance),
+        }
+
+
+class Manifest(NamedTuple):
+    revision: int = REVISION
+    entries: tuple[ManifestEntry, ...] = ()
+    named_data: tuple[tuple[str, int], ...] = ()  # (key, segment index), sorted by key bytes
+
+    def entry(self, name: str) -> ManifestEntry | None:
+        return next((e for e in self.entries if e.name == name), None)
+
+    @property
+    def keys(self) -> dict[str, int]:
+        return dict(self.named_data)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"revision": self.revision, "entries": [e.to_json() for e in self.entries],
+                "named_data": {k: s for k, s in self.named_data}}
+
+
+def _arg(path: str, message: str, actual: Any = None) -> FatpteError:
+    return FatpteError(ErrorCode.INVALID_ARGUMENT, f"{path}: {message}", field=path, actual=actual)
+
+
+def _only(obj: Mapping[Any, Any], allowed: tuple[str, ...], path: str) -> None:
+    extra = [k for k in obj if k not in allowed]
+    if extra:
+        raise _arg(f"{path}.{extra[0]}", f"unknown key {extra[0]!r}; allowed: {', '.join(allowed)}", extra[0])
+
+
+def _text(value: Any, path: str) -> str:
+    if not isinstance(value, str) or not value or len(value.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+        raise _arg(path, f"must be a non-empty string of at most {MAX_TEXT_BYTES} bytes", value)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _arg(path, "must be valid Unicode (no lone surrogates)", value) from None
+    return value
+
+
+def _is_list(value: Any) -> TypeGuard[list[Any] | tuple[Any, ...]]:
+    """A list or a plain tuple. The records here are tuples too (NamedTuple), and one given where a
+    list belongs must be refused, not iterated as its fields."""
+    return isinstance(value, list) or (isinstance(value, tuple) and not hasattr(value, "_fields"))
+
+
+def _list(value: Any, path: str) -> Sequence[Any]:
+    if not _is_list(value):
+        raise _arg(path, f"must be a list, not {type(value).__name__}", value)
+    return value
+
+
+def _words(value: Any, path: str, vocabulary: Sequence[str]) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else _list(value, path)
+    for i, w in enumerate(items):
+        if w not in vocabulary:
+            raise _arg(f"{path}[{i}]", f"{w!r} is not one of {', '.join(vocabulary)}", w)
+    return tuple(dict.fromkeys(items))
+
+
+def _uint(value: Any, path: str, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+        raise _arg(path, f"must be an integer from 0 to {high}", value)
+    return value
+
+
+def _tensor(obj: Any, path: str, named: bool) -> TensorSpec:
+    if isinstance(obj, TensorSpec):
+        spec = obj
+    else:
+        if not isinstance(obj, Mapping):
+            raise _arg(path, "must be a mapping with dtype and shape", obj)
+        _only(obj, ("name", "dtype", "shape"), path)
+        name = None if obj.get("name") is None else _text(obj.get("name"), f"{path}.name")
+        dims: list[Dim] = []
+        for k, d in enumerate(_list(obj.get("shape", ()), f"{path}.shape")):
+            if isinstance(d, str):
+                dims.append(Dim(0, _text(d, f"{path}.shape[{k}]")))
+            else:
+                dims.append(Dim(_uint(d, f"{path}.shape[{k}]", _U64)))
+        spec = TensorSpec(_text(obj.get("dtype"), f"{path}.dtype"), tuple(dims), name)
+    if named and spec.name is None:
+        raise _arg(f"{path}.name", "a mutable buffer must have a name", None)
+    return spec
+
+
+
+
+def parse_source_digest(value: Any, path: str) -> str | None:
+    """A Specialization's `source_digest`: None, or "<algorithm>:<lowercase hex>"."""
+    if value is not None and (not isinstance(value, str) or not re.fullmatch(DIGEST_PATTERN, value)):
+        raise _arg(path, f"{value!r} is not '<algorithm>:<lowercase hex>', e.g. 'sha256:9f86...'", value)
+    return value
+
+
+def parse_provenance(obj: Any, path: str) -> tuple[tuple[str, str], ...]:
+    """A Specialization's `provenance` mapping of strings to strings, as manifest pairs."""
+    if obj is None:
+        return ()
+    if not isinstance(obj, Mapping):
+        raise _arg(path, "must map strings to strings", obj)
+    return tuple((_text(k, path), _text(v, f"{path}[{k!r}]")) for k, v in obj.items())

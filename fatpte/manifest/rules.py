@@ -1,0 +1,181 @@
+"""The manifest's rules against itself and its container (specs/nfat-manifest.md, "Consistency"):
+`consistency_problems` (shared by validate and pack), `read_manifest` (CRC32C, then decode) and
+`check_container`, the last checks of the content pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.format import layout as L
+from fatpte.manifest.codec import decode
+from fatpte.manifest.model import Manifest, ManifestEntry, Signature
+
+# ---------------------------------------------------------------------------------------------
+# Consistency (specs/nfat-manifest.md section "Consistency"), shared by validate and pack
+# ---------------------------------------------------------------------------------------------
+
+
+def signature_difference(a: Signature, b: Signature) -> str | None:
+    """The first difference between two signatures, in words, or None when they agree."""
+    names_a, names_b = [m.name for m in a.methods], [m.name for m in b.methods]
+    if sorted(names_a) != sorted(names_b):
+        return f"methods {sorted(names_a)} differ from {sorted(names_b)}"
+    for ma in a.methods:
+        mb = b.method(ma.name)
+        assert mb is not None
+        for part in ("inputs", "outputs", "buffers"):
+            ta, tb = getattr(ma, part), getattr(mb, part)
+            if ta != tb:
+                return (f"method {ma.name!r} {part} differ: [{', '.join(t.text() for t in ta)}] vs "
+                f"[{', '.join(t.text() for t in tb)}]")
+    return None
+
+
+def consistency_problems(
+    manifest: Manifest, table_names: Sequence[str], segment_count: int
+) -> list[tuple[ErrorCode, str, str, int | None]]:
+    """Every consistency problem as (code, field path, message, manifest position or None)."""
+    out: list[tuple[ErrorCode, str, str, int | None]] = []
+
+    def add(code: ErrorCode, path: str, message: str, position: int | None) -> None:
+        out.append((code, path, message, position))
+
+    seen: dict[str, int] = {}
+    table = set(table_names)
+    for i, e in enumerate(manifest.entries):
+        path = f"manifest.entries[{i}].name"
+        if e.name in seen:
+            add(ErrorCode.DUPLICATE_MANIFEST_ENTRY, path,
+                f"manifest entries {seen[e.name]} and {i} are both named {e.name!r}", e.position)
+            continue
+        seen[e.name] = i
+        if e.name not in table:
+            add(ErrorCode.MANIFEST_ENTRY_UNKNOWN, path,
+                f"manifest entry {e.name!r} names no entry of the table "
+                f"(the table holds {', '.join(repr(n) for n in table_names)})", e.position)
+    for i, name in enumerate(table_names):
+        if name not in seen:
+            add(ErrorCode.MANIFEST_ENTRY_MISSING, f"entries[{i}].name",
+                f"entry {name!r} has no entry in the manifest; every entry must have exactly one", None)
+    keys = manifest.keys
+    referenced: set[int] = set()
+    for i, (key, segment) in enumerate(manifest.named_data):
+        if segment >= segment_count:
+            add(ErrorCode.NAMED_DATA_BAD_SEGMENT, f"manifest.named_data[{i}].segment",
+                f"named-data key {key!r} points at segment {segment}, but the segment table has "
+                f"{segment_count}", None)
+        referenced.add(segment)
+    for s in range(segment_count):
+        if s not in referenced:
+            add(ErrorCode.SEGMENT_UNREFERENCED, f"segments[{s}]",
+                f"segment {s} is named by no named-data key: its bytes are unreachable", None)
+    for i, e in enumerate(manifest.entries):
+        for k, key in enumerate(e.named_data):
+            if key not in keys:
+                add(ErrorCode.NAMED_DATA_KEY_MISSING, f"manifest.entries[{i}].named_data[{k}]",
+                    f"entry {e.name!r} needs named-data key {key!r}, which the manifest does not define",
+                    e.position)
+    first_sig: ManifestEntry | None = None
+    first_digest: ManifestEntry | None = None
+    for i, e in enumerate(manifest.entries):
+        if e.signature is not None:
+            if first_sig is None:
+                first_sig = e
+            else:
+                assert first_sig.signature is not None
+                diff = signature_difference(first_sig.signature, e.signature)
+                if diff is not None:
+                    add(ErrorCode.SIGNATURE_MISMATCH, f"manifest.entries[{i}].signature",
+                        f"entries {first_sig.name!r} and {e.name!r} declare different program "
+                        f"signatures: {diff}", e.position)
+        if e.source_digest is not None:
+            if first_digest is None:
+                first_digest = e
+            elif e.source_digest != first_digest.source_digest:
+                add(ErrorCode.SOURCE_DIGEST_MISMATCH, f"manifest.entries[{i}].source_digest",
+                    f"entries {first_digest.name!r} and {e.name!r} were built from different source "
+                    f"programs: {first_digest.source_digest} vs {e.source_digest}", e.position)
+    return out
+
+
+def read_manifest(buf: Any, header: Any, *, source: str | None = None) -> Manifest | None:
+    """The manifest of a structurally sound v2 container (None when it has none), after checking
+    its CRC32C: bounds-checked, FatpteError on any defect."""
+    if header is None or header.version != L.VERSION_2 or header.manifest_size == 0:
+        return None
+    from fatpte.fileio.checksum import crc32c
+
+    start, end = header.manifest_offset, header.manifest_offset + header.manifest_size
+    actual = crc32c(buf, start, end)
+    if actual != header.manifest_checksum:
+        raise FatpteError(ErrorCode.MANIFEST_CHECKSUM_MISMATCH,
+                          f"the manifest ({start:#x}..{end:#x}) has CRC32C {actual:08x}, but manifest_checksum "
+                          f"says {header.manifest_checksum:08x}", source=source, field="header.manifest_checksum",
+                          offset=L.RECORDS["v2_header"].offsets["manifest_checksum"][0],
+                          expected=header.manifest_checksum, actual=actual)
+    view = memoryview(buf)
+    try:
+        return decode(view[start:end], base=start, source=source)
+    finally:
+        view.release()
+
+
+def check_container(buf: Any, st: Any) -> None:
+    """Append the manifest findings of a v2 container to `st.findings` (the last checks of the
+    canonical order): decoding, then the consistency rules, then payload SHA-256 digests."""
+    import hashlib
+
+    from fatpte.errors import finding
+
+    h = st.header
+    if h is None or h.version != L.VERSION_2:
+        return
+    entry_at = {e.index: h.header_size + e.index * h.entry_size for e in st.entries}
+    seg_at = h.header_size + h.entry_count * h.entry_size
+    if h.manifest_size == 0:
+        for s in st.segments:
+            st.add(finding(ErrorCode.SEGMENT_UNREFERENCED,
+                           f"segment {s.index} is named by no named-data key (the container has no manifest)",
+                           offset=seg_at + s.index * h.segment_entry_size, field=f"segments[{s.index}]"))
+        return
+    if not st.manifest_placed or any(f.code in (ErrorCode.MANIFEST_CHECKSUM_MISMATCH,
+                                                ErrorCode.BAD_MANIFEST_IDENTIFIER) for f in st.findings):
+        return
+    try:
+        manifest = read_manifest(buf, h, source=st.source)
+    except FatpteError as exc:
+        st.add(exc.finding)
+        return
+    assert manifest is not None
+    for code, path, message, position in consistency_problems(manifest, [e.name for e in st.entries],
+                                                              len(st.segments)):
+        if position is not None:
+            offset: int | None = h.manifest_offset + position
+        elif path.startswith("entries["):
+            offset = entry_at[int(path[8 : path.index("]")])]
+        elif path.startswith("segments["):
+            offset = seg_at + int(path[9 : path.index("]")]) * h.segment_entry_size
+        else:
+            offset = h.manifest_offset
+        st.add(finding(code, message, offset=offset, field=path))
+    by_name = {e.name: e for e in st.entries}
+    for i, me in enumerate(manifest.entries):
+        e = by_name.get(me.name)
+        if me.payload_sha256 is None or e is None or e.index not in st.placed_entries:
+            continue
+        digest = hashlib.sha256()
+        view = memoryview(buf)
+        try:
+            for pos in range(e.offset, e.end, 8 << 20):
+                digest.update(view[pos : min(e.end, pos + (8 << 20))])
+        finally:
+            view.release()
+        if digest.digest() != me.payload_sha256:
+            st.add(finding(ErrorCode.PAYLOAD_DIGEST_MISMATCH,
+                           f"payload of {e.name!r} has SHA-256 {digest.hexdigest()}, but its manifest entry says "
+                           f"{me.payload_sha256.hex()}", offset=h.manifest_offset + me.position,
+                           field=f"manifest.entries[{i}].payload_sha256", expected=me.payload_sha256.hex(),
+                           actual=digest.hexdigest()))

@@ -1,0 +1,178 @@
+"""Rewriting containers, lipo style: add, remove or replace entries, and convert between versions.
+
+Every edit reads the source container's entries back as `Specialization`s whose payloads and
+named data are zero-copy views of the source mapping, changes that list, and packs it again to
+`dest` (atomically, through `fatpte.pack`). Entries keep their name, backend id, priority,
+alignment and everything the manifest says of them (requirements, signature, named-data keys,
+digests, provenance), so an edit changes nothing but what was asked; named data no remaining
+entry uses is dropped. The layout is the canonical one `fatpte.pack` writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from fatpte.container.reader import Container
+from fatpte.container.reader import open as open_container
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.fileio.sources import PayloadSource
+from fatpte.format import layout as L
+from fatpte.format.model import Entry
+from fatpte.ops.packing import pack
+from fatpte.ops.specialization import NamedData, Specialization
+
+PathLike = str | os.PathLike[str]
+
+
+def specializations_of(container: Container, views: list[memoryview]) -> list[Specialization]:
+    """The container's entries as specializations, in table order, with what the manifest says
+    of each; payload views are appended to `views` so the caller can release them."""
+    manifest = container.manifest if container.version == L.VERSION_2 else None
+    specs = []
+    for e in container.entries:
+        view = container.payload(e)
+        views.append(view)
+        if container.version == L.VERSION_1:
+            specs.append(Specialization(e.backend_id, view))
+            continue
+        m = None if manifest is None else manifest.entry(e.name)
+        if m is None:
+            specs.append(Specialization(e.backend_id, view, name=e.name, priority=e.priority,
+                                        alignment=e.alignment))
+            continue
+        specs.append(Specialization(
+            e.backend_id, view, name=e.name, priority=e.priority, alignment=e.alignment,
+            requires=m.requires, named_data=list(m.named_data) or None, signature=m.signature,
+            source_digest=m.source_digest, provenance=dict(m.provenance) or None,
+            payload_sha256=m.payload_sha256 is not None))
+    return specs
+
+
+def _named_data(container: Container, specs: Sequence[Specialization],
+                views: list[memoryview]) -> dict[str, NamedData] | None:
+    """The named data `specs` use, in segment order (so segments keep their relative order),
+    as zero-copy views with their segments' alignment."""
+    manifest = container.manifest if container.version == L.VERSION_2 else None
+    if manifest is None or not manifest.named_data:
+        return None
+    used = {k for s in specs if isinstance(s.named_data, list) for k in s.named_data}
+    out: dict[str, NamedData] = {}
+    for key, seg_index in sorted(manifest.named_data, key=lambda kv: kv[1]):
+        if key in used:
+            view = container.named_data(key)
+            views.append(view)
+            out[key] = NamedData(view, container.segments[seg_index].alignment)
+    return out or None
+
+
+@contextlib.contextmanager
+def _opened(path: PathLike) -> Iterator[tuple[Container, list[Specialization], list[memoryview]]]:
+    views: list[memoryview] = []
+    with open_container(path) as container:
+        try:
+            yield container, specializations_of(container, views), views
+        finally:
+            for v in views:
+                v.release()
+
+
+def _repack(container: Container, specs: list[Specialization], dest: PathLike, views: list[memoryview],
+            version: int | None = None) -> Path:
+    return pack(specs, dest, version=container.version if version is None else version,
+                named_data=_named_data(container, specs, views))
+
+
+def add(path: PathLike, dest: PathLike, new: Sequence[Specialization]) -> Path:
+    """Write to `dest` the container at `path` with `new` appended after its entries."""
+    with _opened(path) as (container, specs, views):
+        return _repack(container, [*specs, *new], dest, views)
+
+
+def remove(path: PathLike, dest: PathLike, names: Sequence[str]) -> Path:
+    """Write to `dest` the container at `path` without the entries named `names`."""
+    with _opened(path) as (container, specs, views):
+        drop = {container.entry(n).index for n in names}
+        kept = [s for i, s in enumerate(specs) if i not in drop]
+        if not kept:
+            raise FatpteError(ErrorCode.NO_SPECIALIZATIONS,
+                              f"removing {', '.join(map(repr, names))} would leave no entry; a container "
+                              f"holds at least one", source=container.source)
+        return _repack(container, kept, dest, views)
+
+
+def replace(path: PathLike, dest: PathLike, name: str, payload: PayloadSource) -> Path:
+    """Write to `dest` the container at `path` with the payload of entry `name` replaced.
+    A SHA-256 of the payload in the manifest is recomputed for the new payload."""
+    with _opened(path) as (container, specs, views):
+        i = container.entry(name).index
+        specs[i] = dataclasses.replace(specs[i], payload=payload)
+        return _repack(container, specs, dest, views)
+
+
+def v1_obstacles(container: Container) -> list[str]:
+    """Why the container cannot be written as version 1; empty when it can.
+
+    Version 1 has no alignment either; converting drops it, which loses nothing but padding,
+    so alignment is not an obstacle."""
+    reasons = []
+    if container.header.manifest_size:
+        reasons.append("it has a manifest (requirements, signature), which version 1 cannot hold")
+    if container.segments:
+        reasons.append(f"it has {len(container.segments)} named-data segments, which version 1 cannot hold")
+    for e in container.entries:
+        if e.name != e.backend_id:
+            reasons.append(f"entry {e.name!r} has a name that differs from its backend id {e.backend_id!r} "
+                           f"(version 1 has no names)")
+        if e.priority:
+            reasons.append(f"entry {e.name!r} has priority {e.priority} (version 1 has no priorities)")
+    return reasons
+
+
+def convert(path: PathLike, dest: PathLike, version: int) -> Path:
+    """Write the container at `path` to `dest` as `version` (1 or 2).
+
+    To version 1: refused, with every reason, when the container holds anything version 1
+    cannot (see `v1_obstacles`); payload alignment is dropped. To version 2: each entry is
+    named after its backend id, with the default alignment; two v1 entries with the same
+    backend id are refused, since version 2 names are unique."""
+    if version not in L.SUPPORTED_VERSIONS:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"version must be 1 or 2, not {version!r}",
+                          field="version", actual=version)
+    views: list[memoryview] = []
+    with open_container(path) as container:
+        try:
+            if version == L.VERSION_1:
+                reasons = v1_obstacles(container)
+                if reasons:
+                    raise FatpteError(ErrorCode.NOT_REPRESENTABLE_IN_V1,
+                                      "cannot convert to version 1: " + "; ".join(reasons),
+                                      source=container.source)
+                specs = [Specialization(e.backend_id, v) for e, v in _views(container, views)]
+                return pack(specs, dest, version=L.VERSION_1)
+            if container.version == L.VERSION_1:
+                seen: set[str] = set()
+                for e in container.entries:
+                    if e.backend_id in seen:
+                        raise FatpteError(ErrorCode.DUPLICATE_NAME,
+                                          f"cannot convert to version 2: two entries have the backend id "
+                                          f"{e.backend_id!r}, and version 2 names must be unique; remove one "
+                                          f"first", source=container.source,
+                                          field=f"entries[{e.index}].backend_id")
+                    seen.add(e.backend_id)
+                specs = [Specialization(e.backend_id, v) for e, v in _views(container, views)]
+                return pack(specs, dest, version=L.VERSION_2)
+            return _repack(container, specializations_of(container, views), dest, views)
+        finally:
+            for v in views:
+                v.release()
+
+
+def _views(container: Container, views: list[memoryview]) -> Iterator[tuple[Entry, memoryview]]:
+    for e in container.entries:
+        view = container.payload(e)
+        views.append(view)
+        yield e, view

@@ -1,0 +1,97 @@
+"""NFAT containers shipped as delegate payloads inside a .pte: find, validate, select, thin.
+
+A delegate whose payload starts with the NFAT magic is a fat delegate: a container of
+specializations of that delegate's graph. This module looks inside such payloads with the
+ordinary container code (Container.from_buffer, validate_buffer, select) and `thin_pte` writes a
+.pte whose NFAT delegates hold only the entries a device gets, each replaced segment laid out
+again by rewrite.replace_segment so every segment offset in the program stays right.
+Only payloads that live in segments can change size; an inline NFAT payload is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from fatpte.container.reader import Container
+from fatpte.container.validation import Report, validate_buffer
+from fatpte.device.profile import DeviceProfile
+from fatpte.device.selection import Selection, select
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.executorch.pte import Delegate, Program, read_program
+from fatpte.executorch.rewrite import replace_segment
+from fatpte.fileio.atomic import atomic_output, io_error
+from fatpte.format.layout import MAGIC
+from fatpte.ops.thinning import thin
+
+
+def nfat_delegates(program: Program) -> tuple[Delegate, ...]:
+    """Every delegate of every method whose payload is an NFAT container."""
+    return tuple(
+        d for m in program.methods for d in m.delegates if bytes(program.payload(d)[:4]) == MAGIC
+    )
+
+
+def _label(program: Program, d: Delegate) -> str:
+    return f"{program.source or '<pte>'}[delegate {d.index} {d.backend_id} at {d.offset:#x}]"
+
+
+def validate_nfat_delegates(program: Program) -> list[tuple[Delegate, Report]]:
+    return [(d, validate_buffer(program.payload(d), source=_label(program, d))) for d in nfat_delegates(program)]
+
+
+def select_nfat_delegates(
+    program: Program, device: DeviceProfile, *, prefer: Sequence[str] = (), exclude: Sequence[str] = ()
+) -> list[tuple[Delegate, Selection]]:
+    out = []
+    for d in nfat_delegates(program):
+        container = Container.from_buffer(program.payload(d), source=_label(program, d))
+        out.append((d, select(container, device, prefer=prefer, exclude=exclude)))
+    return out
+
+
+def thin_pte(
+    path: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    *,
+    device: DeviceProfile | None = None,
+    names: Sequence[str] | None = None,
+    prefer: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> Path:
+    """Write to `dest` the .pte at `path` with each NFAT delegate thinned for `device` (or `names`)."""
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read: {exc.strerror or exc}", source=source) from None
+    program = read_program(data, source=source)
+    fat = nfat_delegates(program)
+    if not fat:
+        raise FatpteError(ErrorCode.ENTRY_NOT_FOUND, "the program has no delegate whose payload is an NFAT "
+                          "container", source=source)
+    for d in fat:
+        if d.location != "segment":
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"delegate {d.index} ({d.backend_id}) keeps its NFAT "
+                              "payload inline in the flatbuffer, which cannot change size; export with "
+                              "delegate segments (the default) to thin it", source=source,
+                              field=f"delegates[{d.index}].processed")
+    segments = sorted({d.data_index for d in fat})
+    try:
+        with tempfile.TemporaryDirectory(prefix="fatpte-thin-pte-") as tmp:
+            for n, seg_index in enumerate(segments):
+                current = read_program(data, source=source)
+                seg = current.segments[seg_index]
+                fat_in = Path(tmp, f"in{n}.nfat")
+                fat_in.write_bytes(data[seg.offset : seg.offset + seg.size])
+                thinned = thin(fat_in, Path(tmp, f"out{n}.nfat"), device=device, names=names, prefer=prefer,
+                               exclude=exclude)
+                data = replace_segment(data, seg_index, thinned.read_bytes(), source=source)
+    except OSError as exc:  # the temporary folder: thin's own I/O errors are FatpteErrors already
+        raise io_error(exc, tempfile.gettempdir(), "cannot use the temporary folder") from None
+    target = Path(dest)
+    with atomic_output(target) as f:
+        f.write(data)
+    return target

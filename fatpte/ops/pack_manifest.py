@@ -1,0 +1,66 @@
+"""The manifest `pack` writes: one record per specialization (requirements, signature, named-data
+keys, digests, provenance), checked with the same consistency rules `validate` applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.format import layout as L
+from fatpte.manifest.codec import encode
+from fatpte.manifest.model import (
+    REVISION,
+    Manifest,
+    ManifestEntry,
+    Requirements,
+    Signature,
+    parse_provenance,
+    parse_source_digest,
+)
+from fatpte.manifest.rules import consistency_problems
+
+
+def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> bytes:
+    """The manifest bytes `pack` writes, or b"" when no specialization asks for one."""
+    import hashlib
+
+    wanted = bool(nd.segments) or any(
+        s.requires or s.named_data or s.signature or s.source_digest or s.provenance or s.payload_sha256
+        for s in specs)
+    if not wanted:
+        return b""
+    entries: list[ManifestEntry] = []
+    for i, (s, src) in enumerate(zip(specs, sources)):
+        label = f"specializations[{i}]"
+        digest = parse_source_digest(s.source_digest, f"{label}.source_digest")
+        prov = parse_provenance(s.provenance, f"{label}.provenance")
+        sha = None
+        if s.payload_sha256:
+            h = hashlib.sha256()
+            view = memoryview(src.buf)
+            try:
+                for pos in range(0, src.size, 8 << 20):
+                    h.update(view[pos : pos + (8 << 20)])
+            finally:
+                view.release()
+            sha = h.digest()
+        entries.append(ManifestEntry(
+            name=s.entry_name,
+            requires=Requirements.from_mapping(s.requires, f"{label}.requires"),
+            signature=None if s.signature is None else Signature.from_mapping(s.signature, f"{label}.signature"),
+            named_data=nd.entry_keys[i], source_digest=digest, payload_sha256=sha, provenance=prov))
+    named = tuple(sorted(nd.key_segment.items(), key=lambda kv: kv[0].encode("utf-8")))
+    manifest = Manifest(REVISION, tuple(entries), named)
+    problems = consistency_problems(manifest, [s.entry_name for s in specs], len(nd.segments))
+    if problems:
+        code, path, message, _ = problems[0]
+        raise FatpteError(code, message, field=path.replace("manifest.entries", "specializations"))
+    data = encode(manifest)
+    if len(data) > L.MAX_MANIFEST_SIZE:
+        raise FatpteError(ErrorCode.MANIFEST_TOO_LARGE, f"the manifest would be {len(data)} bytes, above the "
+                          f"limit of {L.MAX_MANIFEST_SIZE}", field="manifest", actual=len(data))
+    return data
+
+

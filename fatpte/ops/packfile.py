@@ -1,0 +1,218 @@
+"""`fatpte.pack_from_file`: pack a container from a pack.toml description (docs/pack-toml.md).
+
+The file is read strictly: an unknown key, a value of the wrong type or a missing file is
+BAD_PACK_FILE naming the file and the key path, never a silent default. Paths are relative to the
+directory of the pack.toml. Every setting that affects the bytes written (order of entries and of
+named data, per-entry and per-key alignment) can be stated, so a pack.toml written from a
+container reproduces it byte for byte.
+
+`signature = "from-payload"` makes an entry a whole ExecuTorch program
+(fatpte.executorch.specialize.pte_specialization): its signature, and its backend id when not
+stated, are read from the payload, which must then be a .pte; its `data` (.ptd files) and, with
+`share_named_data`, the program's own named data become its named data. Opt-in, so that a
+pack.toml stating everything (what `fatpte unpack` writes) packs exactly what it states.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.fileio.streams import Progress
+from fatpte.ops.packing import pack
+from fatpte.ops.specialization import NamedData, Specialization
+
+_TOP = ("version", "alignment", "segment_alignment", "signature", "source_digest", "named_data",
+        "specialization")
+_SPEC = ("backend_id", "payload", "name", "priority", "alignment", "requires", "named_data", "signature",
+         "source_digest", "provenance", "payload_sha256", "data", "share_named_data")
+FROM_PAYLOAD = "from-payload"  # `signature = "from-payload"`: read the signature from the .pte payload
+_PROGRAM_ONLY = ("data", "share_named_data")  # keys that only an entry with a derived signature takes
+
+
+class _Ctx:
+    def __init__(self, toml: Path) -> None:
+        self.toml = toml
+        self.base = toml.parent
+
+    def bad(self, path: str, message: str, actual: Any = None) -> FatpteError:
+        return FatpteError(ErrorCode.BAD_PACK_FILE, f"{path}: {message}", source=str(self.toml), field=path,
+                           actual=actual)
+
+    def keys(self, table: Any, allowed: tuple[str, ...], path: str) -> Mapping[str, Any]:
+        if not isinstance(table, Mapping):
+            raise self.bad(path, f"must be a table, not {type(table).__name__}", table)
+        for k in table:
+            if k not in allowed:
+                raise self.bad(f"{path}.{k}" if path else k, f"unknown key {k!r}; allowed: {', '.join(allowed)}", k)
+        return table
+
+    def file(self, value: Any, path: str) -> Path:
+        if not isinstance(value, str) or not value:
+            raise self.bad(path, "must be a file path (relative to the pack.toml)", value)
+        p = self.base / value
+        if not p.is_file():
+            raise self.bad(path, f"{value!r} is not a file (looked for {p})", value)
+        return p
+
+    def integer(self, value: Any, path: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.bad(path, "must be an integer", value)
+        return value
+
+
+def _named_value(ctx: _Ctx, value: Any, path: str) -> Any:
+    if isinstance(value, Mapping):
+        ctx.keys(value, ("path", "alignment"), path)
+        if "path" not in value:
+            raise ctx.bad(f"{path}.path", "is missing")
+        align = value.get("alignment")
+        return NamedData(ctx.file(value["path"], f"{path}.path"),
+                         None if align is None else ctx.integer(align, f"{path}.alignment"))
+    return ctx.file(value, path)
+
+
+def load(toml_path: str | os.PathLike[str]) -> tuple[list[Specialization], dict[str, Any]]:
+    """The specializations and pack() keyword arguments a pack.toml describes."""
+    toml = Path(toml_path)
+    ctx = _Ctx(toml)
+    try:
+        with toml.open("rb") as f:
+            doc = tomllib.load(f)
+    except OSError as exc:
+        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read {toml}: {exc.strerror or exc}", source=str(toml)) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise FatpteError(ErrorCode.BAD_PACK_FILE, f"not valid TOML: {exc}", source=str(toml)) from exc
+    ctx.keys(doc, _TOP, "")
+    kwargs: dict[str, Any] = {}
+    for key in ("version", "alignment", "segment_alignment"):
+        if key in doc:
+            kwargs[key] = ctx.integer(doc[key], key)
+    shared = ctx.keys(doc.get("named_data", {}), tuple(doc.get("named_data", {})), "named_data")
+    kwargs["named_data"] = {k: _named_value(ctx, v, f"named_data.{k}") for k, v in shared.items()} or None
+    specs_raw = doc.get("specialization")
+    if not isinstance(specs_raw, list) or not specs_raw:
+        raise ctx.bad("specialization", "at least one [[specialization]] table is required", specs_raw)
+    specs: list[Specialization] = []
+    for i, s in enumerate(specs_raw):
+        p = f"specialization[{i}]"
+        ctx.keys(s, _SPEC, p)
+        derive = s.get("signature") == FROM_PAYLOAD
+        for req in ("payload",) if derive else ("backend_id", "payload"):
+            if req not in s:
+                raise ctx.bad(f"{p}.{req}", "is missing")
+        if isinstance(s.get("signature"), str) and not derive:
+            raise ctx.bad(f"{p}.signature", f"must be a table, or the string {FROM_PAYLOAD!r}", s["signature"])
+        for key in _PROGRAM_ONLY:
+            if key in s and not derive:
+                raise ctx.bad(f"{p}.{key}", f"applies to ExecuTorch programs only: it needs signature = "
+                              f"{FROM_PAYLOAD!r}, which reads the program", s[key])
+        nd = s.get("named_data")
+        if isinstance(nd, Mapping):
+            nd = {k: _named_value(ctx, v, f"{p}.named_data.{k}") for k, v in nd.items()}
+        elif nd is not None and not (isinstance(nd, list) and all(isinstance(k, str) for k in nd)):
+            raise ctx.bad(f"{p}.named_data", "must be a list of keys of [named_data] or a table of key = path", nd)
+        sha = s.get("payload_sha256", False)
+        if not isinstance(sha, bool):
+            raise ctx.bad(f"{p}.payload_sha256", "must be true or false", sha)
+        for key in ("name", "backend_id", "source_digest"):
+            if key in s and not isinstance(s[key], str):
+                raise ctx.bad(f"{p}.{key}", "must be a string", s[key])
+        if derive:
+            specs.append(_program_spec(ctx, s, p, nd, kwargs["named_data"], doc.get("source_digest"), sha))
+            continue
+        specs.append(Specialization(
+            s["backend_id"], ctx.file(s["payload"], f"{p}.payload"),
+            name=s.get("name"),
+            priority=ctx.integer(s.get("priority", 0), f"{p}.priority"),
+            alignment=None if "alignment" not in s else ctx.integer(s["alignment"], f"{p}.alignment"),
+            requires=s.get("requires"),
+            named_data=nd,
+            signature=s.get("signature", doc.get("signature")),
+            source_digest=s.get("source_digest", doc.get("source_digest")),
+            provenance=s.get("provenance"),
+            payload_sha256=sha,
+        ))
+    return specs, kwargs
+
+
+def _program_spec(ctx: _Ctx, s: Mapping[str, Any], p: str, nd: Any, shared: Mapping[str, Any] | None,
+                  digest: Any, sha: bool) -> Specialization:
+    """The entry of a `signature = "from-payload"` table: pte_specialization of its payload."""
+    from fatpte.executorch.pte import IDENTIFIER
+    from fatpte.ops.pte_specialize import pte_specialization
+
+    payload = ctx.file(s["payload"], f"{p}.payload")
+    try:
+        with payload.open("rb") as f:
+            head = f.read(8)
+    except OSError as exc:
+        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read: {exc.strerror or exc}", source=str(payload)) from exc
+    if head[4:8] != IDENTIFIER:
+        raise ctx.bad(f"{p}.signature", f"{FROM_PAYLOAD!r} reads the signature of an ExecuTorch program, and the "
+                      f"payload {s['payload']!r} is not one: its bytes 4..8 are {head[4:8]!r}, not {IDENTIFIER!r} "
+                      "(state the signature as a table instead)", s["signature"])
+    data = s.get("data", [])
+    if not isinstance(data, list):
+        raise ctx.bad(f"{p}.data", "must be a list of .ptd file paths", data)
+    share = s.get("share_named_data", False)
+    if not isinstance(share, bool):
+        raise ctx.bad(f"{p}.share_named_data", "must be true or false", share)
+    provenance = s.get("provenance")
+    try:
+        spec = pte_specialization(
+            payload,
+            backend_id=s.get("backend_id"),
+            name=s.get("name"),
+            priority=ctx.integer(s.get("priority", 0), f"{p}.priority"),
+            alignment=None if "alignment" not in s else ctx.integer(s["alignment"], f"{p}.alignment"),
+            requires=s.get("requires"),
+            provenance=provenance if isinstance(provenance, Mapping) else None,
+            data_files=[ctx.file(d, f"{p}.data[{i}]") for i, d in enumerate(data)],
+            share_named_data=share,
+        )
+    except FatpteError as exc:
+        if exc.source is None:
+            exc.source = str(ctx.toml)
+        raise
+    named: dict[str, Any] = dict(spec.named_data) if isinstance(spec.named_data, Mapping) else {}
+    derived = set(named)
+    if isinstance(nd, Mapping):
+        for key, value in nd.items():
+            if key in derived:
+                raise ctx.bad(f"{p}.named_data.{key}", "this key already comes from the program or its data "
+                              "files; give it once", key)
+            named[key] = value
+    elif nd is not None:
+        for key in nd:
+            if key in derived:
+                continue  # pack compares the program's bytes with the top-level [named_data] ones
+            if shared is None or key not in shared:
+                raise ctx.bad(f"{p}.named_data", f"key {key!r} is not in the top-level [named_data]", key)
+            named[key] = shared[key]
+    return dataclasses.replace(
+        spec,
+        named_data=named or None,
+        source_digest=s.get("source_digest", digest),
+        provenance=spec.provenance if provenance is None or isinstance(provenance, Mapping) else provenance,
+        payload_sha256=sha,
+    )
+
+
+def pack_from_file(
+    toml_path: str | os.PathLike[str], dest: str | os.PathLike[str], *, progress: Progress | None = None
+) -> Path:
+    """Pack the container a pack.toml describes into `dest`; `progress` as for `fatpte.pack`."""
+    specs, kwargs = load(toml_path)
+    try:
+        return pack(specs, dest, progress=progress, **kwargs)
+    except FatpteError as exc:
+        if exc.code is ErrorCode.INVALID_ARGUMENT and exc.source is None:
+            # Name the file: the field path (specializations[i].requires...) is the table's.
+            exc.source = str(toml_path)
+        raise

@@ -1,0 +1,113 @@
+"""Whole .pte files as specializations: backend id and program signature derived from the file.
+
+`pte_specialization(path)` reads the program (bounds-checked, see pte.py), derives its signature
+(fatpte.executorch.signature) and a backend id from its delegates, and returns a fatpte.Specialization whose
+payload is the file itself, streamed unchanged by pack, so extracting the entry gives back the
+same bytes. pack then refuses programs whose signatures differ (SIGNATURE_MISMATCH), naming
+both entries and the first difference.
+
+With `share_named_data=True` the payload is instead the program rewritten without its named data
+(rewrite.remove_named_data), whose bytes become the entry's named data: opt-in, because the
+entry's payload is then no longer the input file. `fatpte.ops.ptd_export.entry_data_file` writes, for an
+extracted entry, the .ptd that gives the runtime those keys back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, cast
+
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.executorch.ptd import read_ptd
+from fatpte.executorch.pte import Program, read_program
+from fatpte.executorch.rewrite import remove_named_data
+from fatpte.executorch.signature import program_signature
+from fatpte.fileio.mapping import map_view
+from fatpte.ops.specialization import Specialization
+
+if TYPE_CHECKING:
+    from fatpte.manifest.model import Requirements
+    from fatpte.ops.specialization import RequirementsMapping, SignatureMapping
+
+_SUFFIX = re.compile(r"(?:_?backend)$", re.IGNORECASE)
+_NOT_ID = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def backend_id_of(program: Program) -> str:
+    """`portable` for a program with no delegate; else its delegates' ids, lowercased with the
+    `Backend` suffix dropped (`XnnpackBackend` -> `xnnpack`), sorted and joined with `-`."""
+    ids = sorted({_SUFFIX.sub("", d.backend_id).lower() or d.backend_id.lower()
+                  for m in program.methods for d in m.delegates})
+    if not ids:
+        return "portable"
+    text = _NOT_ID.sub("_", "-".join(ids))
+    return text[:32]
+
+
+def backend_id_of_file(path: str | os.PathLike[str]) -> str:
+    """`backend_id_of` the program at `path`, read through a mapping."""
+    return backend_id_of(read_program(map_view(path), source=str(path)))
+
+
+def ptd_named_data(path: str | os.PathLike[str]) -> dict[str, memoryview]:
+    """The tensors of the .ptd at `path`, key -> a view of its bytes in a mapping of the file (no
+    copy), for the container's shared named data."""
+    data = map_view(path)
+    return {t.key: data[t.offset : t.offset + t.size] for t in read_ptd(data, source=str(path)).named_data}
+
+
+def pte_specialization(
+    path: str | os.PathLike[str],
+    *,
+    backend_id: str | None = None,
+    name: str | None = None,
+    priority: int = 0,
+    alignment: int | None = None,
+    requires: Requirements | RequirementsMapping | None = None,
+    provenance: Mapping[str, str] | None = None,
+    data_files: Sequence[str | os.PathLike[str]] = (),
+    share_named_data: bool = False,
+) -> Specialization:
+    """A Specialization for the .pte at `path`, its signature and backend id read from the file.
+
+    The tensors of each .ptd in `data_files` (the external weights the program loads by key)
+    become the entry's named data: pack stores identical bytes once across specializations, and
+    one key with two contents is refused there. With `share_named_data`, so does the named data
+    stored inside the program, and the payload is the program rewritten without it (the runtime
+    then needs a .ptd holding those keys: `entry_data_file`)."""
+    source = str(path)
+    data = map_view(path)
+    program = read_program(data, source=source)
+    named: dict[str, bytes | memoryview] = {}
+    origin: dict[str, str] = {}
+    payload: str | bytes = source
+    provenance_extra = {"executorch.pte.sha256": hashlib.sha256(data).hexdigest()}
+    if share_named_data and program.named_data:
+        # A program without named data stays the file itself, streamed and extracted unchanged.
+        payload, moved = remove_named_data(bytes(data), source=source)  # a rewritten copy: in memory
+        named.update(moved)
+        origin.update(dict.fromkeys(moved, source))
+        provenance_extra["executorch.pte.named_data"] = "shared"
+    for ptd in data_files:
+        for key, blob in ptd_named_data(ptd).items():
+            if key in named and named[key] != blob:
+                raise FatpteError(ErrorCode.NAMED_DATA_CONFLICT, f"key {key!r} has different contents in "
+                                  f"{origin[key]} and {ptd}, both given for {source}", source=str(ptd),
+                                  field=f"named_data[{key!r}]", expected=origin[key], actual=str(ptd))
+            named[key] = blob
+            origin.setdefault(key, str(ptd))
+    return Specialization(
+        backend_id or backend_id_of(program),
+        payload,
+        name=name,
+        priority=priority,
+        alignment=alignment,
+        requires=requires,
+        # program_signature builds exactly the mapping form Signature.from_mapping reads
+        signature=cast("SignatureMapping", program_signature(program)),
+        provenance=dict(provenance or {}) | provenance_extra,
+        named_data=named or None,
+    )

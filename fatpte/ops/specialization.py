@@ -1,0 +1,99 @@
+"""What `pack` takes: `Specialization` (one payload and what the manifest says of it) and
+`NamedData` (named-data bytes with an explicit alignment), with the precise forms each field
+accepts. The mapping forms are the ones pack.toml and `fatpte.Specialization(...)` callers write;
+fatpte.manifest.model reads them (`Requirements.from_mapping`, `Signature.from_mapping`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
+from typing import TypedDict
+
+from fatpte.fileio.sources import PayloadSource
+from fatpte.manifest.model import Requirements, Signature
+
+
+@dataclass(frozen=True)
+class NamedData:
+    """Named-data bytes with an explicit segment alignment (`bytes` or a path, as payloads)."""
+
+    source: PayloadSource
+    alignment: int | None = None
+
+
+# A named-data value: bytes or a path, or either with an explicit alignment.
+NamedDataValue = PayloadSource | NamedData
+
+
+class AbiMapping(TypedDict, total=False):
+    min: int
+    max: int
+
+
+class AcceleratorMapping(TypedDict, total=False):
+    kind: str  # "cuda", "metal", "vulkan", "opencl", "npu"
+    targets: str | Sequence[str]  # "sm_80", "sm_90a", "compute_90", ">=1.3", "~8.0", "==9.0"
+    min_memory_bytes: int
+
+
+class RequirementsMapping(TypedDict, total=False):
+    """`requires` in the device-profile vocabulary (specs/nfat-manifest.md, "Requirements")."""
+
+    os: Sequence[str]
+    arch: Sequence[str]
+    cpu_features: Sequence[str]
+    accelerators: Sequence[AcceleratorMapping]
+    min_memory_bytes: int
+    backend_abi: AbiMapping
+
+
+class _TensorRequired(TypedDict):
+    dtype: str
+
+
+class TensorMapping(_TensorRequired, total=False):
+    """A tensor of a signature; `shape` holds sizes and symbol names ("batch")."""
+
+    name: str
+    shape: Sequence[int | str]
+
+
+class _MethodRequired(TypedDict):
+    name: str
+
+
+class MethodMapping(_MethodRequired, total=False):
+    inputs: Sequence[TensorMapping]
+    outputs: Sequence[TensorMapping]
+    buffers: Sequence[TensorMapping]
+
+
+class SignatureMapping(TypedDict):
+    """`{"methods": [...]}` (specs/nfat-manifest.md, "Signature")."""
+
+    methods: Sequence[MethodMapping]
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """One backend-specific payload to pack. `payload` is bytes, or a path to stream from."""
+
+    backend_id: str
+    payload: PayloadSource
+    _: KW_ONLY
+    name: str | None = None
+    priority: int = 0
+    alignment: int | None = None
+    # The manifest (specs/nfat-manifest.md); any of these makes pack write one.
+    requires: Requirements | RequirementsMapping | None = None
+    # Keys mapped to their bytes (defined here), or keys defined by pack(named_data=...).
+    named_data: Mapping[str, NamedDataValue] | Sequence[str] | None = None
+    signature: Signature | SignatureMapping | None = None
+    source_digest: str | None = None  # "<algorithm>:<hex>" of the source program
+    provenance: Mapping[str, str] | None = None
+    payload_sha256: bool = False  # store the payload's SHA-256 in the manifest
+
+    @property
+    def entry_name(self) -> str:
+        return self.name if self.name is not None else self.backend_id

@@ -1,0 +1,165 @@
+"""`fatpte.thin`: a smaller valid container holding only the chosen entries and the named data
+they use.
+
+Payload and segment bytes are copied by the kernel from the source file (never read into Python),
+keep their alignment, and keep their CRC32C and SHA-256 values: nothing is recomputed over them.
+Only the header, the tables and the manifest (which index the kept regions) are written anew.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fatpte.container.reader import Container
+from fatpte.container.reader import open as open_container
+from fatpte.device.profile import DeviceProfile
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.fileio.atomic import atomic_output
+from fatpte.fileio.checksum import crc32c
+from fatpte.format import layout as L
+from fatpte.format.codec import encode
+from fatpte.format.model import Entry
+from fatpte.manifest.codec import encode as encode_manifest
+from fatpte.manifest.model import Manifest
+
+
+def _align_up(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
+
+
+def _chosen(c: Container, device: DeviceProfile | None, names: Sequence[str] | None,
+            prefer: Sequence[str], exclude: Sequence[str]) -> list[Entry]:
+    if device is None and names is None:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "thin needs a device, names, or both", field="device")
+    if isinstance(names, str):
+        names = [names]
+    picked = None if names is None else [c.find(n) for n in names]
+    if device is None:
+        assert picked is not None
+        keep = {e.index for e in picked}
+        return [e for e in c.entries if e.index in keep]
+    from fatpte.device.selection import select
+
+    others = [] if picked is None else [e.name for e in c.entries if e not in picked]
+    return [select(c, device, prefer=prefer, exclude=[*exclude, *others]).chosen]
+
+
+def thin(
+    path: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    *,
+    device: DeviceProfile | None = None,
+    names: Sequence[str] | None = None,
+    prefer: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> Path:
+    """Write to `dest` a container with the entry `device` gets (or the entries `names`)."""
+    target = Path(dest)
+    with open_container(path) as c:
+        keep = _chosen(c, device, names, prefer, exclude)
+        if c.version == L.VERSION_1:
+            from fatpte.ops.packing import pack
+            from fatpte.ops.specialization import Specialization
+
+            return pack([Specialization(e.backend_id, c.payload(e)) for e in keep], target, version=L.VERSION_1)
+        manifest = c.manifest
+        fd = c.fileno
+        if fd is None:
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, "thin reads from a file, not a buffer", source=c.source)
+        _write_v2(_plan_v2(c, keep, manifest), fd, target)
+    return target
+
+
+def thinned_size(c: Container, names: Sequence[str]) -> int:
+    """The size in bytes of the container `thin(..., names=names)` writes from `c`, computed from
+    the tables alone: nothing is written or read beyond the header, tables and manifest."""
+    keep = _chosen(c, None, names, (), ())
+    if c.version == L.VERSION_1:
+        # Version 1 stores the payloads back to back after the header and table (specs/nfat.md).
+        return L.V1_HEADER_SIZE + len(keep) * L.V1_ENTRY_SIZE + sum(e.size for e in keep)
+    return _plan_v2(c, keep, c.manifest).total
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    prefix: bytes  # header, tables, padding and manifest, written at offset 0
+    copies: list[tuple[int, int, int]]  # (source offset, dest offset, size)
+    total: int  # the container's size
+
+
+def _plan_v2(c: Container, keep: list[Entry], manifest: Manifest | None) -> _Plan:
+    segments: list[int] = []  # old segment indices, in their original order
+    new_manifest = b""
+    if manifest is not None:
+        kept_names = {e.name for e in keep}
+        entries = tuple(me for me in manifest.entries if me.name in kept_names)
+        used = {k for me in entries for k in me.named_data}
+        old_index = manifest.keys
+        segments = sorted({old_index[k] for k in used if k in old_index})
+        renumber = {old: new for new, old in enumerate(segments)}
+        named = tuple((k, renumber[s]) for k, s in manifest.named_data if k in used)
+        new_manifest = encode_manifest(Manifest(manifest.revision, entries, named))
+    table_end = L.V2_HEADER_SIZE + len(keep) * L.V2_ENTRY_SIZE + len(segments) * L.V2_SEGMENT_SIZE
+    cursor = table_end
+    manifest_at = 0
+    if new_manifest:
+        manifest_at = cursor = _align_up(cursor, L.MANIFEST_ALIGNMENT)
+        cursor += len(new_manifest)
+    copies: list[tuple[int, int, int]] = []  # (source offset, dest offset, size)
+    placed: dict[tuple[int, int], int] = {}  # entries sharing one payload region keep sharing it
+    rows = []
+    for e in keep:
+        region = (e.offset, e.size)
+        if region not in placed:
+            align = max(x.alignment for x in keep if (x.offset, x.size) == region)
+            placed[region] = _align_up(cursor, align)
+            cursor = placed[region] + e.size
+            copies.append((e.offset, placed[region], e.size))
+        rows.append(e._replace(offset=placed[region]))
+    seg_rows = []
+    for old in segments:
+        s = c.segments[old]
+        at = _align_up(cursor, s.alignment)
+        cursor = at + s.size
+        copies.append((s.offset, at, s.size))
+        seg_rows.append({"offset": at, "size": s.size, "alignment": s.alignment, "checksum": s.checksum,
+                         "flags": s.flags, "reserved": 0})
+    total = cursor
+    header = {
+        "magic": L.MAGIC, "version": L.VERSION_2, "header_size": L.V2_HEADER_SIZE,
+        "entry_size": L.V2_ENTRY_SIZE, "entry_count": len(keep), "segment_entry_size": L.V2_SEGMENT_SIZE,
+        "segment_count": len(segments), "flags": 0, "container_size": total, "manifest_offset": manifest_at,
+        "manifest_size": len(new_manifest), "manifest_checksum": crc32c(new_manifest) if new_manifest else 0,
+        "header_checksum": 0,
+    }
+    prefix = bytearray(encode(L.RECORDS["v2_header"], header, "header"))
+    for i, e in enumerate(rows):
+        assert e.payload_kind is not None and e.checksum is not None
+        name = e.name.encode("ascii").ljust(L.ID_FIELD_SIZE, b"\0")
+        backend = e.backend_id.encode("ascii").ljust(L.ID_FIELD_SIZE, b"\0")
+        prefix += encode(L.RECORDS["v2_entry"], {
+            "name": name, "backend_id": backend, "offset": e.offset, "size": e.size,
+            "payload_kind": e.payload_kind, "alignment": e.alignment, "checksum": e.checksum,
+            "priority": e.priority, "flags": e.flags, "reserved": 0}, f"entries[{i}]")
+    for i, row in enumerate(seg_rows):
+        prefix += encode(L.RECORDS["v2_segment"], row, f"segments[{i}]")
+    checksum = crc32c(prefix)
+    prefix[L.HEADER_CHECKSUM_OFFSET : L.HEADER_CHECKSUM_OFFSET + 4] = checksum.to_bytes(4, "little")
+    if new_manifest:
+        prefix += bytes(manifest_at - len(prefix)) + new_manifest
+    return _Plan(bytes(prefix), copies, total)
+
+
+def _write_v2(plan: _Plan, fd: int, target: Path) -> None:
+    from fatpte.fileio.streams import copy_range
+
+    with atomic_output(target) as out:
+        out.write(plan.prefix)
+        out.flush()
+        for src, dst, size in plan.copies:
+            copy_range(fd, src, out.fileno(), dst, size)
+        # Padding is never written: the file system reads the gaps as zero, as the spec requires.
+        os.ftruncate(out.fileno(), plan.total)

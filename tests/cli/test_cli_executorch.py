@@ -1,0 +1,478 @@
+"""The command line on ExecuTorch files (fatpte/cli/executorch_files.py): `info` on .pte, .ptd and
+delegate payloads, `pack` of whole .pte files (and --data), `thin`, `validate` and `select` on
+programs with NFAT delegates; over the committed fixtures in tests/fixtures/executorch/."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import fatpte
+from fatpte.cli.main import main
+from fatpte.cli.schema import JSON_FIELDS
+from fatpte.executorch import describe, program_signature, read_program
+from tests.paths import ET_FIXTURES
+
+INDEX: dict[str, Any] = json.loads((ET_FIXTURES / "fixtures.json").read_text(encoding="utf-8"))["files"]
+PROGRAMS = sorted(INDEX)
+FAT = sorted(n for n, f in INDEX.items() if f["backend"] == "nfat")
+PLAIN = sorted(n for n, f in INDEX.items() if f["backend"] != "nfat")
+
+
+def run(*args: object) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def fields(key: str) -> set[str]:
+    return {f for f, _ in JSON_FIELDS[key][1]}
+
+
+def _tensor(t: dict[str, Any]) -> str:
+    return f"{t['dtype']}[{', '.join(str(d) for d in t['shape'])}]"
+
+
+# ---------------------------------------------------------------------------------------------
+# info
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_info_prints_methods_delegates_named_data_and_the_signature(name: str) -> None:
+    path = ET_FIXTURES / name
+    code, out, err = run("info", path)
+    assert (code, err) == (0, "")
+    code, raw, _ = run("info", "--json", path)
+    assert code == 0
+    data = json.loads(raw)
+    lines = out.splitlines()
+    assert lines[0] == f"{path}: ExecuTorch pte ({path.stat().st_size} bytes)"
+    assert "method forward: " in out
+    # The user signature torch.export gave, with buffer write-backs among the buffers only.
+    sig = INDEX[name]["signature"]
+    top = lines.index(next(line for line in lines if line.startswith("method forward: ")))
+    assert lines[top + 1] == "  inputs:  " + ", ".join(_tensor(t) for t in sig["user_inputs"])
+    assert lines[top + 2] == "  outputs: " + ", ".join(_tensor(t) for t in sig["user_outputs"])
+    buffers = ", ".join(f"{b['name']}: {_tensor(b)}" for b in sig["mutable_buffers"]) or "none"
+    assert lines[top + 3] == f"  mutable buffers: {buffers}"
+    delegates = data["methods"][0]["delegates"]
+    assert (INDEX[name]["backend"] == "portable") == (delegates == [])
+    for d in delegates:
+        assert (f"  delegate {d['index']}: {d['backend_id']}, {d['payload_kind']}, {d['size']} bytes "
+                f"{d['location']} at {d['offset']:#x}") in lines
+    assert f"named data: {len(data['named_data'])}" in lines
+    for n in data["named_data"]:
+        assert f"  {n['key']}: {n['size']} bytes in segment {n['segment_index']}" in lines
+
+
+def _nptg_methods(name: str) -> list[dict[str, Any]]:
+    """Every NPTG method described in the fixture: in a native delegate or in a fat one's entries."""
+    data = json.loads(run("info", "--json", ET_FIXTURES / name)[1])
+    out = []
+    for d in data["methods"][0]["delegates"]:
+        payloads = [e["payload"] for e in d["payload"]["entries"]] if d["payload_kind"] == "NFAT" else [d["payload"]]
+        out += [m for p in payloads if p["format"] == "NPTG" for m in p["methods"]]
+    return out
+
+
+@pytest.mark.parametrize("name", [n for n in PROGRAMS if INDEX[n]["backend"] in {"native", "nfat"}])
+def test_info_on_an_nptg_payload_keeps_buffer_write_backs_out_of_the_outputs(name: str) -> None:
+    sig = INDEX[name]["signature"]
+    methods = _nptg_methods(name)
+    assert methods  # a native or fat delegate holds at least one NPTG method
+    out = run("info", ET_FIXTURES / name)[1]
+    for m in methods:
+        written = {s["target"] for s in m["output_specs"] if s["kind"] == "BUFFER_MUTATION"}
+        assert [_tensor(t) for t in m["outputs"]] == [_tensor(t) for t in sig["user_outputs"]]
+        assert [b["fqn"] for b in m["buffers"]] == [b["name"] for b in sig["mutable_buffers"]]
+        assert written <= {b["fqn"] for b in m["buffers"]}
+        assert not written & {t["name"] for t in m["outputs"]}
+        pad = "      " if INDEX[name]["backend"] == "nfat" else "    "
+        assert f"{pad}  outputs: " + ", ".join(f"{t['name']}: {_tensor(t)}" for t in m["outputs"]) in out
+        bufs = ", ".join(f"{b['fqn']}: {_tensor(b)}" for b in m["buffers"]) or "none"
+        assert f"{pad}  mutable buffers: {bufs}" in out
+
+
+def test_info_shows_the_entries_of_an_nfat_delegate() -> None:
+    code, out, _ = run("info", ET_FIXTURES / "kvcache_nfat.pte")
+    assert code == 0
+    assert "    entry native-avx2: native, NPTG, 3528 bytes, priority 10" in out.splitlines()
+    assert "    entry native-generic: native, NPTG, 3528 bytes, priority 0" in out.splitlines()
+
+
+def test_info_on_a_ptd_lists_keys_and_sizes() -> None:
+    path = ET_FIXTURES / "mlp_native_external.native_weights.ptd"
+    code, out, _ = run("info", path)
+    assert code == 0
+    assert out.splitlines()[1:] == ["named data: 4", "  fc1.weight: float32[8, 4] 128 bytes at 0x200",
+                                    "  fc1.bias: float32[8] 32 bytes at 0x280",
+                                    "  fc2.weight: float32[3, 8] 96 bytes at 0x300",
+                                    "  fc2.bias: float32[3] 12 bytes at 0x380"]
+    data = json.loads(run("info", "--json", path)[1])
+    assert data["kind"] == "ptd"
+    assert [(n["key"], n["size"]) for n in data["named_data"]] == [
+        ("fc1.weight", 128), ("fc1.bias", 32), ("fc2.weight", 96), ("fc2.bias", 12)]
+
+
+def _payload_file(tmp_path: Path, fixture: str) -> Path:
+    """The first delegate payload of a fixture, as a file of its own."""
+    data = (ET_FIXTURES / fixture).read_bytes()
+    d = read_program(data).methods[0].delegates[0]
+    out = tmp_path / f"{fixture}.payload"
+    out.write_bytes(data[d.offset : d.offset + d.size])
+    return out
+
+
+def test_info_on_bare_delegate_payloads(tmp_path: Path) -> None:
+    nptg = _payload_file(tmp_path, "buffer_native.pte")
+    code, out, _ = run("info", nptg)
+    assert code == 0
+    assert out.splitlines()[1:4] == ["method forward (6 nodes)", "  inputs:  x: float32[2, 3]",
+                                     "  outputs: aten_mul_tensor: float32[2, 3]"]
+    assert "  mutable buffers: total: float32[2, 3]" in out.splitlines()
+    xnn = _payload_file(tmp_path, "mlp_xnnpack.pte")
+    code, out, _ = run("info", xnn)
+    assert code == 0
+    assert out.splitlines()[1].startswith("XH00 header: flatbuffer ")
+    assert json.loads(run("info", "--json", xnn)[1])["format"] == "XH00"
+
+
+def test_info_json_fields_are_the_documented_ones(tmp_path: Path) -> None:
+    seen: set[str] = set()
+    files = [ET_FIXTURES / n for n in PROGRAMS] + [ET_FIXTURES / "mlp_native_external.native_weights.ptd",
+                                                 _payload_file(tmp_path, "buffer_native.pte"),
+                                                 _payload_file(tmp_path, "mlp_xnnpack.pte")]
+    for path in files:
+        data = json.loads(run("info", "--json", path)[1])
+        assert set(data) <= fields("info.executorch")
+        seen |= set(data)
+        if data["kind"] == "pte":
+            for m in data["methods"]:
+                assert set(m) == fields("info.executorch.methods[]")
+                for d in m["delegates"]:
+                    assert set(d) | {"payload"} == fields("info.executorch.methods[].delegates[]")
+                    assert ("payload" in d) == (d["payload_kind"] in {"NFAT", "NPTG", "XH00"})
+    assert seen == fields("info.executorch")
+    assert {describe(p).kind for p in files} == {"pte", "ptd", "nptg", "xnnpack"}
+
+
+def test_info_map_is_for_containers_only() -> None:
+    code, out, err = run("info", "--map", ET_FIXTURES / "add_portable.pte")
+    assert code == 2
+    assert out == ""
+    assert "is an ExecuTorch file, not a container" in err
+
+
+def test_info_on_a_damaged_program_exits_1(tmp_path: Path) -> None:
+    bad = tmp_path / "cut.pte"
+    bad.write_bytes((ET_FIXTURES / "add_portable.pte").read_bytes()[:40])
+    code, out, err = run("info", bad)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"{bad}: E10")
+
+
+def test_info_on_anything_else_is_still_a_bad_container(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.pte"
+    junk.write_bytes(b"\0" * 64)
+    code, _, err = run("info", junk)
+    assert code == 1
+    assert err.startswith(f"{junk}: E0101 at 0x0 (header.magic): ")
+
+
+def _imports(*args: str) -> set[str]:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "fatpte", *args], capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_executorch_readers_load_only_for_executorch_files(tmp_path: Path) -> None:
+    container = fatpte.pack([fatpte.Specialization("a", b"x")], tmp_path / "c.nfat")
+    assert "fatpte.executorch" not in _imports("--help")
+    assert "fatpte.executorch" not in _imports("info", str(container))
+    assert "fatpte.executorch.describe" in _imports("info", str(ET_FIXTURES / "add_portable.pte"))
+
+
+# ---------------------------------------------------------------------------------------------
+# pack
+# ---------------------------------------------------------------------------------------------
+
+
+def test_pack_programs_derives_kind_and_signature_and_extracts_them_unchanged(tmp_path: Path) -> None:
+    out = tmp_path / "mlp.nfat"
+    code, stdout, err = run("pack", "-o", out, ET_FIXTURES / "mlp_portable.pte", f"xnnpack={ET_FIXTURES / 'mlp_xnnpack.pte'}")
+    assert (code, err) == (0, "")
+    assert stdout.startswith(f"wrote {out}: version 2, 2 entries, ")
+    signature = program_signature(read_program((ET_FIXTURES / "mlp_xnnpack.pte").read_bytes()))
+    with fatpte.open(out) as c:
+        assert [(e.name, e.backend_id, e.payload_kind) for e in c.entries] == [
+            ("portable", "portable", b"ET12"), ("xnnpack", "xnnpack", b"ET12")]
+        assert c.manifest is not None
+    info = json.loads(run("info", "--json", out)[1])
+    assert [e["payload_kind"] for e in info["entries"]] == ["ET12", "ET12"]
+    for name, fixture in (("portable", "mlp_portable.pte"), ("xnnpack", "mlp_xnnpack.pte")):
+        got = tmp_path / f"{name}.pte"
+        assert run("extract", out, "--name", name, "-o", got)[0] == 0
+        assert got.read_bytes() == (ET_FIXTURES / fixture).read_bytes()
+    assert signature["methods"][0]["inputs"] == [{"dtype": "float32", "shape": [1, 4]}]
+
+
+def test_pack_keeps_the_name_and_backend_given(tmp_path: Path) -> None:
+    out = tmp_path / "b.nfat"
+    code, _, _ = run("pack", "-o", out, f"cpu:portable={ET_FIXTURES / 'buffer_portable.pte'}",
+                     ET_FIXTURES / "buffer_native.pte")
+    assert code == 0  # the state lives in the program or in the payload: the same signature
+    with fatpte.open(out) as c:
+        assert [(e.name, e.backend_id) for e in c.entries] == [("cpu", "portable"), ("native", "native")]
+
+
+def test_pack_refuses_two_different_programs_showing_both_signatures(tmp_path: Path) -> None:
+    out = tmp_path / "x.nfat"
+    code, stdout, err = run("pack", "-o", out, ET_FIXTURES / "mlp_portable.pte", ET_FIXTURES / "add_xnnpack.pte")
+    assert (code, stdout) == (1, "")
+    assert err.startswith("fatpte: E0411 ")
+    assert "'portable' and 'xnnpack'" in err
+    assert "[float32[1, 4]] vs [float32[2, 3], float32[2, 3]]" in err
+    assert not out.exists()
+
+
+def test_pack_data_moves_ptd_tensors_into_shared_named_data(tmp_path: Path) -> None:
+    out = tmp_path / "ext.nfat"
+    ptd = ET_FIXTURES / "mlp_native_external.native_weights.ptd"
+    code, _, err = run("pack", "-o", out, ET_FIXTURES / "mlp_portable_external.pte",
+                       ET_FIXTURES / "mlp_native_external.pte", "--data", f"native={ptd}", "--data",
+                       f"portable={ET_FIXTURES / 'mlp_portable_external._default_external_constant.ptd'}")
+    assert (code, err) == (0, ""), err
+    info = json.loads(run("info", "--json", out)[1])
+    keys = ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]
+    assert [n["key"] for n in info["named_data"]] == keys
+    assert [sorted(e["named_data"]) for e in info["entries"]] == [keys, keys]  # both entries use every key
+    assert info["segment_count"] == 4  # the same weights from two .ptd files, stored once
+    assert info["named_data_bytes_stored"] == 128 + 32 + 96 + 12
+    data = ptd.read_bytes()
+    with fatpte.open(out) as c:
+        for t in describe(ptd).to_json()["named_data"]:
+            assert bytes(c.named_data(t["key"])) == data[t["offset"] : t["offset"] + t["size"]]
+    # Without NAME=, every program entry gets the file's tensors.
+    again = tmp_path / "all.nfat"
+    assert run("pack", "-o", again, ET_FIXTURES / "mlp_portable_external.pte", ET_FIXTURES / "mlp_native_external.pte",
+               "--data", ptd)[0] == 0
+    assert [n["key"] for n in json.loads(run("info", "--json", again)[1])["named_data"]] == keys
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--data", "nobody={ptd}", "{pte}"], "no ExecuTorch program entry is named 'nobody'"),
+    (["--data", "{ptd}", "raw={bin}"], "no payload is an ExecuTorch program"),
+    (["--data", "={ptd}", "{pte}"], "is not [NAME=]FILE.ptd"),
+    (["{bin}"], "is not [NAME:]BACKEND=PAYLOAD, and not an ExecuTorch program: a bare path must be"),
+    (["{bin}.missing"], "is not [NAME:]BACKEND=PAYLOAD, and not a file: a bare path must be"),
+    (["raw"], "is not [NAME:]BACKEND=PAYLOAD, and not a file"),
+    (["--share-pte-named-data", "raw={bin}"], "no payload is an ExecuTorch program"),
+])
+def test_pack_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    raw = tmp_path / "raw.bin"
+    raw.write_bytes(b"not a program")
+    paths = {"ptd": ET_FIXTURES / "mlp_native_external.native_weights.ptd", "pte": ET_FIXTURES / "mlp_native.pte",
+             "bin": raw}
+    code, out, err = run("pack", "-o", tmp_path / "x.nfat", *[a.format(**paths) for a in args])
+    assert (code, out) == (2, "")
+    assert message in err
+
+
+def test_pack_data_with_from_is_a_usage_error(tmp_path: Path) -> None:
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", "--from", tmp_path / "pack.toml", "--data", "a.ptd")
+    assert code == 2
+    assert "--data" in err
+
+
+def test_pack_data_that_is_no_ptd_exits_1(tmp_path: Path) -> None:
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", ET_FIXTURES / "mlp_native.pte", "--data",
+                       ET_FIXTURES / "mlp_portable.pte")
+    assert code == 1
+    assert err.startswith(f"{ET_FIXTURES / 'mlp_portable.pte'}: E1001 ")
+
+
+def test_pack_share_pte_named_data_then_extract_with_data_out(tmp_path: Path) -> None:
+    from fatpte.executorch import read_ptd
+
+    out = tmp_path / "m.nfat"
+    code, _, err = run("pack", "-q", "-o", out, "--share-pte-named-data", ET_FIXTURES / "mlp_portable.pte",
+                       f"xnnpack={ET_FIXTURES / 'mlp_xnnpack.pte'}", ET_FIXTURES / "mlp_native.pte")
+    assert (code, err) == (0, ""), err
+    info = json.loads(run("info", "--json", out)[1])
+    assert info["segment_count"] == 4 and len(info["named_data"]) == 8
+    original = (ET_FIXTURES / "mlp_native.pte").read_bytes()
+    code, text, err = run("extract", "-q", out, "--name", "native", "-o", tmp_path / "n.pte", "--data-out",
+                          tmp_path / "n.ptd")
+    assert (code, err) == (0, ""), err
+    assert text.splitlines()[1] == f"wrote {tmp_path / 'n.ptd'}: named data of 'native', 4 keys, 780 bytes"
+    data = (tmp_path / "n.ptd").read_bytes()
+    want = {n.key: original[n.offset : n.offset + n.size] for n in read_program(original).named_data}
+    assert {t.key: data[t.offset : t.offset + t.size] for t in read_ptd(data).named_data} == want
+    assert read_program((tmp_path / "n.pte").read_bytes()).named_data == ()
+    # The portable entry has no named data: no data file is written, and the line says why.
+    code, text, err = run("extract", "-q", out, "--device", "x86-64-v2", "-o", tmp_path / "p.pte",
+                          "--data-out", tmp_path / "p.ptd")
+    assert (code, err) == (0, ""), err
+    assert "wrote no " in text.splitlines()[1] and not (tmp_path / "p.ptd").exists()
+    # Without the flag the programs go in unchanged.
+    assert run("pack", "-q", "-o", tmp_path / "plain.nfat", ET_FIXTURES / "mlp_native.pte")[0] == 0
+    assert run("extract", "-q", tmp_path / "plain.nfat", "--name", "native", "-o", tmp_path / "same.pte")[0] == 0
+    assert (tmp_path / "same.pte").read_bytes() == original
+
+
+def test_extract_data_out_usage(tmp_path: Path) -> None:
+    out = tmp_path / "m.nfat"
+    assert run("pack", "-q", "-o", out, "--share-pte-named-data", ET_FIXTURES / "mlp_native.pte")[0] == 0
+    code, _, err = run("extract", out, "--name", "native", "-o", tmp_path / "a", "--data-out", tmp_path / "a")
+    assert code == 2 and "--data-out and -o must be different files" in err
+    (tmp_path / "old.ptd").write_bytes(b"keep")
+    code, _, err = run("extract", out, "--name", "native", "-o", tmp_path / "b.pte", "--data-out",
+                       tmp_path / "old.ptd")
+    assert code == 2 and "--force" in err
+    assert (tmp_path / "old.ptd").read_bytes() == b"keep" and not (tmp_path / "b.pte").exists()
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", "--from", tmp_path / "pack.toml", "--share-pte-named-data")
+    assert code == 2 and "--share-pte-named-data" in err
+
+
+# ---------------------------------------------------------------------------------------------
+# thin
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("device", "kept"), [("raspberry-pi-5", "native-generic"), ("x86-64-v3", "native-avx2")])
+def test_thin_a_fat_delegate_for_a_device(tmp_path: Path, device: str, kept: str) -> None:
+    src = ET_FIXTURES / "kvcache_nfat.pte"
+    out = tmp_path / "thin.pte"
+    code, stdout, err = run("thin", src, "--device", device, "-o", out)
+    assert (code, err) == (0, "")
+    assert stdout == (f"wrote {out}: delegate 0 kept {kept!r}; {out.stat().st_size} bytes "
+                      f"(was {src.stat().st_size})\n")
+    assert out.stat().st_size < src.stat().st_size
+    program = read_program(out.read_bytes())  # still a valid program, with the same signature
+    assert program_signature(program) == program_signature(read_program(src.read_bytes()))
+    assert run("select", out, "--device", device)[1] == f"{kept}\n"
+    assert run("validate", out)[0] == 0
+
+
+def test_thin_by_name_and_refusals(tmp_path: Path) -> None:
+    out = tmp_path / "t.pte"
+    assert run("thin", ET_FIXTURES / "mlp_nfat.pte", "--name", "native-avx2", "-o", out)[0] == 0
+    data = json.loads(run("info", "--json", out)[1])
+    assert [e["name"] for e in data["methods"][0]["delegates"][0]["payload"]["entries"]] == ["native-avx2"]
+    assert run("thin", ET_FIXTURES / "mlp_nfat.pte", "--name", "native-avx2", "-o", out)[0] == 2  # exists
+    plain = tmp_path / "plain.pte"
+    code, _, err = run("thin", ET_FIXTURES / "mlp_xnnpack.pte", "--device", "x86-64-v3", "-o", plain)
+    assert code == 2
+    assert err.startswith(f"{ET_FIXTURES / 'mlp_xnnpack.pte'}: E0704")
+    assert not plain.exists()
+    code, _, _ = run("thin", ET_FIXTURES / "mlp_nfat.pte", "--device", "x86-64-v3", "--exclude", "native",
+                     "-o", plain)
+    assert code == 3
+    assert not plain.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# validate
+# ---------------------------------------------------------------------------------------------
+
+
+def test_validate_checks_each_fat_delegate() -> None:
+    code, out, err = run("validate", *[ET_FIXTURES / n for n in FAT])
+    assert (code, err) == (0, "")
+    assert out == f"checked {len(FAT)} files: {len(FAT)} valid, 0 invalid; 0 errors, 0 warnings\n"
+    code, out, _ = run("validate", "--json", ET_FIXTURES / "kvcache_nfat.pte")
+    report = json.loads(out)
+    assert set(report) == fields("validate")
+    assert report["path"].startswith(f"{ET_FIXTURES / 'kvcache_nfat.pte'}[delegate 0 NfatNativeBackend at 0x580]")
+    assert (report["valid"], report["version"]) == (True, 2)
+
+
+def test_validate_reports_a_damaged_fat_delegate(tmp_path: Path) -> None:
+    src = ET_FIXTURES / "kvcache_nfat.pte"
+    d = json.loads(run("info", "--json", src)[1])["methods"][0]["delegates"][0]
+    entry = d["payload"]["entries"][0]
+    at = d["offset"] + entry["offset"] + entry["size"] - 1  # the last byte of the first entry's payload
+    data = bytearray(src.read_bytes())
+    original = data[at]
+    data[at] ^= 0xFF
+    assert data[at] != original
+    bad = tmp_path / "bad.pte"
+    bad.write_bytes(bytes(data))
+    code, out, _ = run("validate", bad)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{bad}[delegate 0 NfatNativeBackend at 0x580]: E0208 at ")
+    assert "(entries[0].checksum)" in lines[0]
+    # The two entries hold identical NPTG bytes, stored once: both checksums fail.
+    assert "(entries[1].checksum)" in lines[1]
+    assert lines[-1] == "checked 1 file: 0 valid, 1 invalid; 2 errors, 0 warnings"
+
+
+def test_validate_a_plain_program_named_explicitly(tmp_path: Path) -> None:
+    plain = ET_FIXTURES / "mlp_xnnpack.pte"
+    code, out, err = run("validate", plain)
+    assert (code, err) == (1, "")
+    assert out.splitlines() == [
+        (f"{plain}: E0101 at 0x0 (header.magic): not a container: an ExecuTorch program (ET12) with no delegate "
+        "whose payload is an NFAT container (--skip-plain-pte skips such files)"),
+        "checked 1 file: 0 valid, 1 invalid; 1 error, 0 warnings"]
+    code, out, _ = run("validate", "--skip-plain-pte", plain, ET_FIXTURES / "mlp_nfat.pte")
+    assert code == 0
+    assert out == "checked 1 file: 1 valid, 0 invalid; 0 errors, 0 warnings\n"
+    cut = tmp_path / "cut.pte"
+    cut.write_bytes(plain.read_bytes()[:200])
+    code, out, _ = run("validate", "--json", cut)
+    assert code == 1
+    assert json.loads(out)["findings"][0]["code"].startswith("E10")
+
+
+def test_validate_directories_check_programs_with_fat_delegates_only(tmp_path: Path) -> None:
+    root = tmp_path / "models"
+    root.mkdir()
+    for name in ("add_portable.pte", "add_nfat.pte", "mlp_xnnpack.pte", "mlp_nfat.pte"):
+        shutil.copy(ET_FIXTURES / name, root / name)
+    (root / "cut.pte").write_bytes((ET_FIXTURES / "add_nfat.pte").read_bytes()[:100])  # unreadable program
+    code, out, _ = run("validate", "--json", root)
+    assert code == 0
+    assert [Path(json.loads(line)["path"].split("[")[0]).name for line in out.splitlines()] == [
+        "add_nfat.pte", "mlp_nfat.pte"]
+
+
+# ---------------------------------------------------------------------------------------------
+# select
+# ---------------------------------------------------------------------------------------------
+
+
+def test_select_in_a_fat_delegate() -> None:
+    path = ET_FIXTURES / "buffer_nfat.pte"
+    assert run("select", path, "--device", "x86-64-v3") == (0, "native-avx2\n", "")
+    assert run("select", path, "--device", "apple-m3") == (0, "native-generic\n", "")
+    code, out, _ = run("select", path, "--device", "x86-64-v3", "--explain")
+    assert code == 0
+    assert out.splitlines()[0].startswith("delegate 0 (NfatNativeBackend at 0x")
+    assert "chosen: native-avx2 [native]" in out.splitlines()
+    data = json.loads(run("select", path, "--device", "x86-64-v3", "--json")[1])
+    assert set(data) == fields("select.pte")
+    assert data["path"] == str(path)
+    d = data["delegates"][0]
+    assert set(d) == {"index", "backend_id", "offset"} | fields("select")
+    assert (d["index"], d["backend_id"], d["chosen"], d["device"]) == (0, "NfatNativeBackend", "native-avx2",
+                                                                       "x86-64-v3")
+    assert [v["entry"] for v in d["verdicts"]] == ["native-avx2", "native-generic"]
+
+
+def test_select_errors() -> None:
+    code, out, err = run("select", ET_FIXTURES / "add_xnnpack.pte", "--device", "x86-64-v3")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"{ET_FIXTURES / 'add_xnnpack.pte'}: E0704")
+    code, out, err = run("select", ET_FIXTURES / "add_nfat.pte", "--device", "x86-64-v3", "--exclude", "native")
+    assert (code, out) == (3, "")
+    assert "native-avx2" in err and "native-generic" in err

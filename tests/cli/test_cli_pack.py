@@ -1,0 +1,95 @@
+"""`fatpte pack`: BACKEND=PAYLOAD arguments, versions, alignment, overwrite protection, exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import fatpte
+from fatpte.cli.main import main
+
+
+@pytest.fixture
+def payloads(tmp_path: Path) -> dict[str, Path]:
+    out = {}
+    for name, data in {"a": b"payload-a" * 10, "b": bytes(range(256)) * 3, "c": b"payload-a" * 10}.items():
+        path = tmp_path / f"{name}.bin"
+        path.write_bytes(data)
+        out[name] = path
+    return out
+
+
+def run(*args: object) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_pack_writes_the_container_the_library_writes(payloads: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "x.nfat"
+    code, stdout, stderr = run("pack", "-o", out, f"xnnpack={payloads['a']}", f"cuda-sm80:cuda={payloads['b']}")
+    assert (code, stderr) == (0, "")
+    assert "2 entries" in stdout
+    expected = fatpte.pack([fatpte.Specialization("xnnpack", payloads["a"]),
+                            fatpte.Specialization("cuda", payloads["b"], name="cuda-sm80")], tmp_path / "ref.nfat")
+    assert out.read_bytes() == expected.read_bytes()
+    with fatpte.open(out) as c:
+        assert [(e.name, e.backend_id, e.alignment) for e in c.entries] == [
+            ("xnnpack", "xnnpack", 64), ("cuda-sm80", "cuda", 64)]
+
+
+def test_pack_version_1_and_alignment(payloads: dict[str, Path], tmp_path: Path) -> None:
+    code, _, _ = run("pack", "-o", tmp_path / "v1.nfat", "--format-version", "1", f"a={payloads['a']}")
+    assert code == 0
+    with fatpte.open(tmp_path / "v1.nfat") as c:
+        assert c.version == 1
+    code, _, _ = run("pack", "-o", tmp_path / "al.nfat", "--align", "4096", f"a={payloads['a']}")
+    assert code == 0
+    with fatpte.open(tmp_path / "al.nfat") as c:
+        assert c.entries[0].alignment == 4096 and c.entries[0].offset % 4096 == 0
+
+
+@pytest.mark.parametrize("args", [
+    [],  # no specialization
+    ["nopayload"],  # no '='
+    [":cuda=x"],  # empty name
+    ["--align", "3", "a=x"],  # not a power of two
+    ["--format-version", "3", "a=x"],
+])
+def test_pack_usage_errors_exit_2(args: list[str], tmp_path: Path) -> None:
+    code, stdout, _ = run("pack", "-o", tmp_path / "x.nfat", *args)
+    assert code == 2
+    assert stdout == ""
+    assert not (tmp_path / "x.nfat").exists()
+
+
+def test_pack_v1_cannot_hold_names_exit_2(payloads: dict[str, Path], tmp_path: Path) -> None:
+    code, _, stderr = run("pack", "-o", tmp_path / "x.nfat", "--format-version", "1", f"n:a={payloads['a']}")
+    assert code == 2
+    assert "E0703" in stderr
+
+
+def test_pack_bad_backend_id_exits_1(payloads: dict[str, Path], tmp_path: Path) -> None:
+    code, _, stderr = run("pack", "-o", tmp_path / "x.nfat", f"ok:bad/id={payloads['a']}")
+    assert code == 1
+    assert "E0202" in stderr and "specializations[0].backend_id" in stderr
+
+
+def test_pack_missing_payload_is_an_io_error(tmp_path: Path) -> None:
+    code, _, stderr = run("pack", "-o", tmp_path / "x.nfat", f"a={tmp_path / 'missing.bin'}")
+    assert code == 4
+    assert "E0801" in stderr and "missing.bin" in stderr
+    assert list(tmp_path.iterdir()) == []  # no partial output, no temporary file left
+
+
+def test_pack_refuses_to_overwrite_without_force(payloads: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "x.nfat"
+    out.write_bytes(b"keep me")
+    code, _, stderr = run("pack", "-o", out, f"a={payloads['a']}")
+    assert code == 2
+    assert "--force" in stderr
+    assert out.read_bytes() == b"keep me"
+    code, _, _ = run("pack", "-o", out, "--force", f"a={payloads['a']}")
+    assert code == 0
+    assert out.read_bytes()[:4] == b"NFAT"

@@ -1,0 +1,116 @@
+"""The conformance vectors of specs/vectors/: committed bytes equal what tools/gen_vectors.py
+writes, every vector gets from fatpte exactly the outcome its index states, and every rule of
+the container spec has a vector."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fatpte
+from fatpte.device.profile import DeviceProfile
+from fatpte.errors import ErrorCode, SelectionError, Severity
+from fatpte.format.layout import HEADER_CHECKSUM_OFFSET
+from tools import gen_vectors
+
+VECTORS = gen_vectors.VECTORS
+INDEX: dict[str, Any] = json.loads((VECTORS / gen_vectors.INDEX).read_text())["vectors"]
+FILES = sorted(INDEX)
+
+def _container_rules() -> list[ErrorCode]:
+    return [c for c in ErrorCode if 100 <= c.value < 700]
+
+
+def test_committed_vectors_are_what_the_generator_writes(tmp_path: Path) -> None:
+    assert gen_vectors.main(["--out", str(tmp_path)]) == 0
+    fresh = sorted(p.name for p in tmp_path.iterdir())
+    committed = sorted(p.name for p in VECTORS.iterdir())
+    assert fresh == committed, "specs/vectors holds other files than the generator writes: run tools/gen_vectors.py"
+    for name in fresh:
+        assert (tmp_path / name).read_bytes() == (VECTORS / name).read_bytes(), (
+            f"{name} differs from what tools/gen_vectors.py writes")
+
+
+def test_every_container_rule_has_a_vector() -> None:
+    errors = {row["error"]["code"] for row in INDEX.values() if not row["valid"]}
+    warnings = {w for row in INDEX.values() if row["valid"] for w in row["warnings"]}
+    missing = []
+    for code in _container_rules():
+        if code.tag not in (errors if code.severity is Severity.ERROR else warnings):
+            missing.append(f"{code.tag} {code.name}")
+    assert not missing, f"rules without a vector: {missing}"
+
+
+def test_enough_invalid_vectors_each_named_after_one_defect() -> None:
+    invalid = [name for name, row in INDEX.items() if not row["valid"]]
+    assert len(invalid) >= 60
+    assert len(set(invalid)) == len(invalid)
+
+
+def test_index_lists_exactly_the_files() -> None:
+    on_disk = sorted(p.name for p in VECTORS.glob("*" + gen_vectors.SUFFIX))
+    assert on_disk == FILES
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_vector(name: str) -> None:
+    row = INDEX[name]
+    path = VECTORS / name
+    data = path.read_bytes()
+    assert len(data) == row["size"]
+    assert hashlib.sha256(data).hexdigest() == row["sha256"]
+
+    report = fatpte.validate(path)
+    first = report.first_error
+    in_memory = fatpte.validate_buffer(data)
+    assert in_memory.findings == report.findings
+    if row["valid"]:
+        assert first is None, first.describe() if first else ""
+        assert [f.code.tag for f in report.warnings] == row["warnings"]
+        with fatpte.open(path) as c:
+            assert [e.name for e in c.entries] == row["entries"]
+            chosen: dict[str, str | None] = {}
+            for device in DeviceProfile.names():
+                try:
+                    chosen[device] = fatpte.select(c, DeviceProfile.load(device)).chosen.name
+                except SelectionError:
+                    chosen[device] = None
+        assert chosen == row["selection"]
+        return
+    want = row["error"]
+    assert first is not None, f"{name} validates, but the index says {want['code']}"
+    assert (first.code.tag, first.code.name, first.offset, first.field) == (
+        want["code"], want["name"], want["offset"], want["field"]), first.describe()
+    if want["open_raises"]:
+        openers: list[Callable[[], object]] = [lambda: fatpte.open(path),
+                                                lambda: fatpte.Container.from_buffer(data)]
+        for opener in openers:
+            with pytest.raises(fatpte.FatpteError) as info:
+                opener()
+            assert (info.value.code.tag, info.value.offset, info.value.field) == (
+                want["code"], want["offset"], want["field"])
+    else:
+        with fatpte.open(path) as c:
+            assert c.entries
+
+
+@pytest.mark.parametrize("name", [n for n in FILES if "base" in INDEX[n]])
+def test_derived_vector_changes_only_its_declared_bytes(name: str) -> None:
+    """A vector made from a valid one differs from it only inside the ranges the index declares
+    (its defect and, when re-sealed, header_checksum), or by being cut short."""
+    row = INDEX[name]
+    base = (VECTORS / row["base"]).read_bytes()
+    data = (VECTORS / name).read_bytes()
+    assert INDEX[row["base"]]["valid"]
+    allowed = [range(a, b) for a, b in row["changed"]]
+    diffs = [i for i in range(min(len(base), len(data))) if base[i] != data[i]]
+    diffs += list(range(len(base), len(data)))
+    stray = [i for i in diffs if not any(i in r for r in allowed)]
+    assert not stray, f"bytes {stray[:8]} changed outside the declared ranges {row['changed']}"
+    assert diffs or len(data) < len(base), "the vector is identical to its base"
+    assert len([r for r in allowed if r.start != HEADER_CHECKSUM_OFFSET]) <= 2

@@ -1,0 +1,202 @@
+"""End-to-end checks with the real ExecuTorch runtime; run by `make test-executorch` in .venv-et.
+
+Skipped where torch and executorch are not installed (the normal .venv never has them):
+- every portable and XNNPACK fixture runs in executorch.extension.pybindings.portable_lib with
+  outputs equal to eager PyTorch, across two calls (state carries over in the buffer models);
+- a container packed from a model's portable and XNNPACK files, extracted for an x86-64 AVX2
+  device, gives the XNNPACK file byte for byte, and that file runs with the same outputs;
+- the weights kept in a .ptd load through the runtime's data map;
+- ExecuTorch's own deserializer reads the same structure our reader does, also in a .pte whose
+  NFAT delegate fatpte thinned for a device;
+- a program whose named data fatpte moved into the container (share_named_data), extracted with the
+  .ptd fatpte writes for it (entry_data_file), runs with outputs equal to eager PyTorch, and fails
+  without that .ptd; weights packed from a .ptd come back out as a .ptd the runtime loads.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+portable_lib = pytest.importorskip("executorch.extension.pybindings.portable_lib")
+
+import fatpte
+from fatpte.executorch import read_program
+from fatpte.ops.fat_delegate import nfat_delegates, thin_pte
+from fatpte.ops.ptd_export import entry_data_file
+from fatpte.ops.pte_specialize import pte_specialization
+from tests.paths import ET_FIXTURES
+from tests.scripts import load_script
+
+FILES: dict[str, Any] = json.loads((ET_FIXTURES / "fixtures.json").read_text())["files"]
+RUNNABLE = sorted(n for n, f in FILES.items() if f["backend"] in ("portable", "xnnpack") and not f["external_data"])
+
+
+def _tool() -> ModuleType:
+    return load_script("tools/make_executorch_fixtures.py")
+
+
+TOOL = _tool()
+
+
+def _tensor(t: dict[str, Any]) -> Any:
+    return torch.tensor(t["values"], dtype=getattr(torch, t["dtype"])).reshape(t["shape"])
+
+
+def _eager(model: str) -> list[Any]:
+    """Outputs of two successive eager calls, computed now with the fixture's own model."""
+    ctor, calls = TOOL._models()[model]
+    torch.manual_seed(0)
+    m = ctor().eval()
+    with torch.no_grad():
+        return [m(*c) for c in calls]
+
+
+def _run(module: Any, model: str) -> list[Any]:
+    _, calls = TOOL._models()[model]
+    outs = []
+    for c in calls:
+        (out,) = module.forward(list(c))
+        outs.append(out)
+    return outs
+
+
+@pytest.mark.parametrize("name", RUNNABLE)
+def test_runtime_matches_eager_over_two_calls(name: str) -> None:
+    model = FILES[name]["model"]
+    got = _run(portable_lib._load_for_executorch(str(ET_FIXTURES / name)), model)
+    want = _eager(model)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w)
+    if model in ("buffer", "kvcache"):
+        assert not torch.equal(got[0], got[1])  # the second call saw the state the first one left
+
+
+@pytest.mark.parametrize("model", ["add", "mlp", "buffer", "kvcache"])
+def test_packed_then_extracted_for_avx2_runs(tmp_path: Path, model: str) -> None:
+    portable = ET_FIXTURES / f"{model}_portable.pte"
+    xnn = ET_FIXTURES / f"{model}_xnnpack.pte"
+    dest = fatpte.pack(
+        [pte_specialization(portable),
+         pte_specialization(xnn, priority=10, requires={"arch": ["x86_64"], "cpu_features": ["avx2", "fma"]})],
+        tmp_path / "m.nfat",
+    )
+    with fatpte.open(dest) as c:
+        chosen = fatpte.select(c, fatpte.DeviceProfile.load("x86-64-v3")).chosen
+    out = fatpte.extract(dest, chosen.name, tmp_path / "out.pte")
+    assert out.read_bytes() == xnn.read_bytes()
+    got = _run(portable_lib._load_for_executorch(str(out)), model)
+    for g, w in zip(got, _eager(model), strict=True):
+        torch.testing.assert_close(g, w)
+
+
+def test_external_weights_load_from_the_ptd() -> None:
+    name = "mlp_portable_external.pte"
+    (ptd,) = FILES[name]["external_data"]
+    module = portable_lib._load_for_executorch(str(ET_FIXTURES / name), str(ET_FIXTURES / ptd))
+    for g, w in zip(_run(module, "mlp"), _eager("mlp"), strict=True):
+        torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_executorch_deserializer_agrees(name: str) -> None:
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    data = (ET_FIXTURES / name).read_bytes()
+    pte_file = deserialize_pte_binary(data)
+    theirs = pte_file.program
+    ours = read_program(data)
+    assert [p.name for p in theirs.execution_plan] == [m.name for m in ours.methods]
+    for tp, op in zip(theirs.execution_plan, ours.methods, strict=True):
+        assert list(tp.inputs) == list(op.inputs) and list(tp.outputs) == list(op.outputs)
+        assert [d.id for d in tp.delegates] == [d.backend_id for d in op.delegates]
+        assert len(tp.values) == len(op.value_kinds)
+        assert [o.name for o in tp.operators] == [o.split(".")[0] for o in op.operators]
+    # Their deserializer moves the program's named data out into a store keyed the same way.
+    their_keys = sorted(pte_file.named_data.pte_data) if pte_file.named_data is not None else []
+    assert their_keys == sorted(n.key for n in ours.named_data)
+
+
+@pytest.mark.parametrize("model", ["mlp", "kvcache"])
+def test_thinned_fat_delegate_parses_with_executorch(tmp_path: Path, model: str) -> None:
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    out = thin_pte(ET_FIXTURES / f"{model}_nfat.pte", tmp_path / "thin.pte",
+                   device=fatpte.DeviceProfile.load("x86-64-v3"))
+    data = out.read_bytes()
+    ours = read_program(data)
+    (d,) = nfat_delegates(ours)
+    theirs = deserialize_pte_binary(data).program
+    (plan,) = theirs.execution_plan
+    (delegate,) = plan.delegates
+    assert delegate.id == "NfatNativeBackend"
+    # Their deserializer inlines segment payloads; the bytes must be our thinned container.
+    ref = delegate.processed
+    payload = bytes(theirs.backend_delegate_data[ref.index].data)
+    assert payload == bytes(ours.payload(d))
+    with fatpte.Container.from_buffer(payload) as c:
+        assert [e.name for e in c.entries] == ["native-avx2"]
+
+
+# Programs whose named data the XNNPACK lowering puts in the .pte (the native backend, whose
+# programs have named data too, is not registered in the 1.5.1 Python runtime, so cannot run).
+SHARED = sorted(f["model"] for n, f in FILES.items()
+                if f["backend"] == "xnnpack" and read_program((ET_FIXTURES / n).read_bytes()).named_data)
+
+
+def test_the_shared_named_data_cases_cover_several_delegates_and_state() -> None:
+    assert SHARED == ["kvcache", "mlp"]
+
+
+@pytest.mark.parametrize("model", SHARED)
+def test_moved_named_data_runs_from_the_written_ptd(tmp_path: Path, model: str) -> None:
+    xnn = ET_FIXTURES / f"{model}_xnnpack.pte"
+    dest = fatpte.pack(
+        [pte_specialization(ET_FIXTURES / f"{model}_portable.pte"),
+         pte_specialization(xnn, priority=10, requires={"arch": ["x86_64"], "cpu_features": ["avx2", "fma"]},
+                            share_named_data=True)],
+        tmp_path / "m.nfat",
+    )
+    with fatpte.open(dest) as c:
+        chosen = fatpte.select(c, fatpte.DeviceProfile.load("x86-64-v3")).chosen
+    out = fatpte.extract(dest, chosen.name, tmp_path / "out.pte")
+    written = entry_data_file(dest, chosen.name, tmp_path / "out.ptd")
+    assert written.path is not None and written.keys
+    assert out.read_bytes() != xnn.read_bytes() and read_program(out.read_bytes()).named_data == ()
+    got = _run(portable_lib._load_for_executorch(str(out), str(written.path)), model)
+    for g, w in zip(got, _eager(model), strict=True):
+        torch.testing.assert_close(g, w)
+    if model == "kvcache":
+        assert not torch.equal(got[0], got[1])
+    # The keys really come from the .ptd: without it the delegates cannot find their constants.
+    with pytest.raises(RuntimeError):
+        _run(portable_lib._load_for_executorch(str(out)), model)
+    # ExecuTorch's deserializer reads the rewritten program: no named data, the same delegates.
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    pte_file = deserialize_pte_binary(out.read_bytes())
+    assert pte_file.named_data is None or not pte_file.named_data.pte_data
+    theirs = pte_file.program
+    before = read_program(xnn.read_bytes())
+    assert [d.id for d in theirs.execution_plan[0].delegates] == [d.backend_id for d in before.methods[0].delegates]
+    inline = theirs.backend_delegate_data  # their deserializer inlines segment payloads
+    payloads = [bytes(inline[d.processed.index].data) for d in theirs.execution_plan[0].delegates]
+    assert payloads == [bytes(before.payload(d)) for d in before.methods[0].delegates]
+
+
+def test_ptd_weights_packed_then_written_again_load(tmp_path: Path) -> None:
+    name = "mlp_portable_external.pte"
+    (ptd,) = FILES[name]["external_data"]
+    dest = fatpte.pack([pte_specialization(ET_FIXTURES / name, data_files=[ET_FIXTURES / ptd])], tmp_path / "e.nfat")
+    out = fatpte.extract(dest, "portable", tmp_path / "e.pte")
+    assert out.read_bytes() == (ET_FIXTURES / name).read_bytes()
+    written = entry_data_file(dest, "portable", tmp_path / "e.ptd")
+    assert written.path is not None
+    module = portable_lib._load_for_executorch(str(out), str(written.path))
+    for g, w in zip(_run(module, "mlp"), _eager("mlp"), strict=True):
+        torch.testing.assert_close(g, w)

@@ -1,0 +1,124 @@
+"""rewrite.remove_named_data over the committed fixtures: the program without its named data (its
+segments gone, later segment indices renumbered, the two vectors shortened in place), the bytes it
+held returned, everything else unchanged."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.executorch import program_signature, read_program
+from fatpte.executorch.rewrite import _layout, _rewrite, remove_named_data, segment_alignment
+from tests.paths import ET_FIXTURES, FIXTURES
+
+PROGRAMS = sorted(p.name for p in ET_FIXTURES.glob("*.pte"))
+WITH_NAMED = sorted(n for n in PROGRAMS if read_program((ET_FIXTURES / n).read_bytes()).named_data)
+
+
+def test_the_fixtures_cover_both_backends_that_store_named_data() -> None:
+    assert {"mlp_xnnpack.pte", "kvcache_xnnpack.pte", "mlp_native.pte", "buffer_native.pte"} <= set(WITH_NAMED)
+
+
+@pytest.mark.parametrize("name", WITH_NAMED)
+def test_named_data_moves_out_and_nothing_else_changes(name: str) -> None:
+    data = (ET_FIXTURES / name).read_bytes()
+    before = read_program(data)
+    out, moved = remove_named_data(data, source=name)
+    after = read_program(out)
+    assert after.named_data == ()
+    assert moved == {n.key: data[n.offset : n.offset + n.size] for n in before.named_data}
+    assert list(moved) == [n.key for n in before.named_data]
+    named_segments = {n.segment_index for n in before.named_data}
+    kept = [s for s in before.segments if s.index not in named_segments]
+    assert [data[s.offset : s.offset + s.size] for s in kept] == [out[s.offset : s.offset + s.size]
+                                                                  for s in after.segments]
+    assert len(out) == max(s.offset + s.size for s in after.segments) < len(data)  # no gap left at the end
+    # Delegates and constants are where the renumbered tables say, with the same bytes.
+    for m0, m1 in zip(before.methods, after.methods, strict=True):
+        assert [bytes(before.payload(d)) for d in m0.delegates] == [bytes(after.payload(d)) for d in m1.delegates]
+    assert after.constant_segment == before.constant_segment
+    assert after.mutable_data_segments == before.mutable_data_segments
+    assert program_signature(after) == program_signature(before)
+    assert segment_alignment(after) >= 128
+    # The flatbuffer keeps its size; only the header's segment_data_size and the two vector counts change.
+    program_size = before.header.program_size if before.header else len(data)
+    layout = _layout(before)
+    assert layout.segments is not None and layout.named_data is not None
+    counts = {layout.segments.start - 4 + i for i in range(4)} | {layout.named_data.start - 4 + i for i in range(4)}
+    changed = {i for i in range(program_size) if data[i] != out[i]}
+    slots = set(range(layout.segments.start, layout.segments.start + 4 * layout.segments.count))
+    assert changed <= counts | set(range(32, 40)) | slots
+    assert struct.unpack_from("<I", out, layout.segments.start - 4)[0] == len(after.segments)
+    assert struct.unpack_from("<I", out, layout.named_data.start - 4)[0] == 0
+
+
+@pytest.mark.parametrize("name", sorted(set(PROGRAMS) - set(WITH_NAMED)))
+def test_a_program_without_named_data_is_returned_unchanged(name: str) -> None:
+    data = (ET_FIXTURES / name).read_bytes()
+    assert remove_named_data(data) == (data, {})
+
+
+def test_a_later_segment_is_renumbered_and_its_entry_moves_forward() -> None:
+    """Removing only the first of two named-data segments: the second becomes segment 5, and
+    its named_data entry moves into slot 0 with its uoffset recomputed."""
+    data = (ET_FIXTURES / "kvcache_xnnpack.pte").read_bytes()
+    before = read_program(data)
+    first, second = before.named_data
+    assert (first.segment_index, second.segment_index) == (5, 6)
+    out = _rewrite(data, before, replace={}, remove={5}, drop_named={0}, source=None)
+    after = read_program(out)
+    (only,) = after.named_data
+    assert (only.key, only.segment_index) == (second.key, 5)
+    assert out[only.offset : only.offset + only.size] == data[second.offset : second.offset + second.size]
+    assert len(after.segments) == len(before.segments) - 1
+
+
+def test_a_segment_still_in_use_is_not_removed() -> None:
+    data = (ET_FIXTURES / "mlp_xnnpack.pte").read_bytes()
+    program = read_program(data)
+    (delegate,) = program.methods[0].delegates
+    with pytest.raises(FatpteError) as e:
+        _rewrite(data, program, replace={}, remove={delegate.data_index}, drop_named=(), source="m.pte")
+    assert e.value.code is ErrorCode.INVALID_ARGUMENT
+    assert e.value.field is not None and e.value.field.endswith("processed.index")
+
+
+def test_a_corrupt_program_is_refused_before_anything_is_written() -> None:
+    data = bytearray((ET_FIXTURES / "mlp_xnnpack.pte").read_bytes())
+    assert data[4:8] == b"ET12"
+    data[4:8] = b"ET13"
+    with pytest.raises(FatpteError) as e:
+        remove_named_data(bytes(data))
+    assert e.value.code is ErrorCode.ET_BAD_IDENTIFIER
+
+
+def test_a_program_without_its_named_data_can_still_be_thinned(tmp_path: Path) -> None:
+    import fatpte
+    from fatpte.container.reader import Container
+    from fatpte.ops.fat_delegate import nfat_delegates, thin_pte
+
+    out, moved = remove_named_data((ET_FIXTURES / "kvcache_nfat.pte").read_bytes())
+    assert sorted(moved) == ["k_cache", "proj.bias", "proj.weight"]
+    (tmp_path / "shared.pte").write_bytes(out)
+    thin = thin_pte(tmp_path / "shared.pte", tmp_path / "thin.pte", device=fatpte.DeviceProfile.load("x86-64-v3"))
+    program = read_program(thin.read_bytes())
+    assert program.named_data == ()
+    (d,) = nfat_delegates(program)
+    assert [e.name for e in Container.from_buffer(bytes(program.payload(d))).entries] == ["native-avx2"]
+
+
+def test_a_dangling_sub_segment_index_is_refused_not_renumbered() -> None:
+    # Found by fuzz/fuzz_executorch.py: mutable_data_segments[0] names segment 12289 of 7 and has
+    # no offsets, so the reader accepts it (nothing is read through it), but removing named-data
+    # segments cannot renumber it. It was a KeyError; it is the format's own error now.
+    data = (FIXTURES / "fuzz" / "executorch-dangling-mutable-segment.pte").read_bytes()
+    program = read_program(data)
+    assert program.named_data and len(program.segments) == 7
+    with pytest.raises(FatpteError) as info:
+        remove_named_data(data, source="x.pte")
+    assert info.value.code is ErrorCode.ET_BAD_REFERENCE
+    assert info.value.field == "root.mutable_data_segments[0].segment_index"
+    assert info.value.actual == 12289

@@ -1,0 +1,391 @@
+"""The C++ loader reports the same first error, and makes the same selection, as Python.
+
+Builds containers with `fatpte.pack` (version 1 and 2, many alignments, priorities, payload
+kinds, shared and empty payloads, a manifest with requirements, signatures, named data and
+payload digests), damages them (bytes of the manifest too, with its CRC32C recomputed) (every truncation of the table, byte flips in
+the header, the table, the padding and the payloads, out-of-range values in every header and
+entry field with the header checksum recomputed so the deeper rules are reached), adds the
+conformance vectors of specs/vectors/, and runs `fatpte-validate` over all of them in a few
+processes. For each file the loader's line (`OK` or `E0203 <offset> <field>`) must equal what
+`fatpte.validate_buffer(...).first_error` says.
+
+Selection: for every named device profile, several containers and prefer/exclude lists,
+`fatpte-run --select-only --json` and `--explain` print exactly Python's Selection.to_json()
+and explain(), and a failed selection carries Python's SelectionError message.
+
+The loader is built by `make loader` (and by `make test` before this runs). Each build that is
+missing is skipped with the reason; `make test` builds both, so CI never skips.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fatpte.container.reader import open as open_container
+from fatpte.container.validation import validate_buffer
+from fatpte.errors import ErrorCode
+from fatpte.fileio.checksum import crc32c
+from fatpte.format import layout as L
+from fatpte.ops.packing import pack
+from fatpte.ops.specialization import Specialization
+from tests.paths import ROOT
+
+BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
+VECTORS = ROOT / "specs" / "vectors"
+
+# The flatbuffers verifier says that a manifest is malformed, not where: for MANIFEST_CORRUPT the
+# loader reports the manifest's offset and the field `manifest`, so only the code is compared.
+CODE_ONLY = frozenset({ErrorCode.MANIFEST_CORRUPT.tag})
+
+_HEADER = L.RECORDS["v2_header"]
+_ENTRY = L.RECORDS["v2_entry"]
+_SEGMENT = L.RECORDS["v2_segment"]
+
+
+def tool(build: str) -> Path:
+    path = BUILDS[build] / "fatpte-validate"
+    if not path.exists():
+        pytest.skip(f"{path.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
+    return path
+
+
+def expected_line(data: bytes) -> str:
+    f = validate_buffer(data).first_error
+    if f is None:
+        return "OK"
+    offset = "-" if f.offset is None else str(f.offset)
+    return f"{f.code.tag} {offset} {f.field or '-'}"
+
+
+# ---- corpus ----------------------------------------------------------------------------------
+
+
+def _payload(rng: random.Random, size: int) -> bytes:
+    return bytes(rng.randrange(256) for _ in range(size))
+
+
+def _flatbuffer_like(rng: random.Random, ident: bytes, size: int) -> bytes:
+    """Bytes pack detects as a flatbuffer of kind `ident` (root offset, then identifier)."""
+    return struct.pack("<I", 8) + ident + _payload(rng, size - 8)
+
+
+def _bases(tmp: Path) -> Iterator[tuple[str, bytes]]:
+    rng = random.Random(5)
+    S = Specialization
+    shared = _payload(rng, 77)
+    sets: dict[str, tuple[list[Specialization], dict[str, Any]]] = {
+        "two": ([S("portable", _payload(rng, 100)), S("x86_avx2", _payload(rng, 40), priority=5)], {}),
+        "mixed": (
+            [
+                S("xnnpack", _flatbuffer_like(rng, b"XN00", 90), name="xnnpack-fp32", alignment=16),
+                S("xnnpack", shared, name="xnnpack-int8", priority=-3, alignment=1),
+                S("vulkan", shared, name="gpu", alignment=4096, priority=2),
+                S("empty", b"", name="nothing"),
+            ],
+            {"alignment": 8},
+        ),
+        "one": ([S("cpu", _payload(rng, 9), alignment=2)], {}),
+    }
+    sig = {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, "batch"]}],
+                        "outputs": [{"dtype": "float32", "shape": [4]}],
+                        "buffers": [{"name": "state", "dtype": "int64", "shape": []}]}]}
+    weights = {"w0": _payload(rng, 64), "w1": _payload(rng, 20), "tied": _payload(rng, 64)}
+    sets["manifest"] = (
+        [
+            S("portable", _payload(rng, 50), name="cpu", requires={"arch": ["x86_64"], "cpu_features": ["avx2"]},
+              signature=sig, named_data=["w0", "w1"], source_digest="sha256:00ff", payload_sha256=True),
+            S("cuda", _payload(rng, 30), name="gpu", priority=3, signature=sig, named_data=["w0", "tied"],
+              requires={"accelerators": [{"kind": "cuda", "targets": ["sm_80"]}], "backend_abi": {"min": 1}},
+              provenance={"tool": "test"}, payload_sha256=True),
+        ],
+        {"named_data": weights},
+    )
+    for label, (specs, kwargs) in sets.items():
+        dest = pack_to(tmp, f"{label}.nfat", specs, **kwargs)
+        yield label, dest
+    v1 = [S("xnnpack", _payload(rng, 30)), S("vulkan", _payload(rng, 0)), S("coreml", _payload(rng, 12))]
+    yield "v1", pack_to(tmp, "v1.nfat", v1, version=1)
+
+
+def pack_to(tmp: Path, name: str, specs: list[Specialization], **kwargs: Any) -> bytes:
+    path = pack(specs, tmp / name, **kwargs)
+    return path.read_bytes()
+
+
+def reseal(data: bytearray) -> bytearray:
+    """Recompute header_checksum over the header and tables the (edited) header describes."""
+    if len(data) < L.V2_HEADER_SIZE or data[4:8] != b"\x02\0\0\0":
+        return data
+    h = _HEADER.codec.unpack_from(data, 0)
+    v = dict(zip(_HEADER.fields, h))
+    end = v["header_size"] + v["entry_count"] * v["entry_size"] + v["segment_count"] * v["segment_entry_size"]
+    end = max(L.V2_HEADER_SIZE, min(end, len(data)))
+    ck = L.HEADER_CHECKSUM_OFFSET
+    value = crc32c(bytes(data[:ck]) + b"\0\0\0\0" + bytes(data[ck + 4 : end]))
+    struct.pack_into("<I", data, ck, value)
+    return data
+
+
+_U32_VALUES = (0, 1, 2, 3, 7, 8, 63, 64, 65, 104, 112, 4096, 4104, 65536, 65537, 1 << 20, (1 << 20) + 1,
+               0x7FFFFFFF, 0x80000000, 0xFFFFFFFF)
+
+
+def _u64_values(size: int) -> tuple[int, ...]:
+    return (0, 1, 8, 63, 64, 100, size - 1, size, size + 1, size - 8, 1 << 32, 1 << 63, (1 << 64) - 1,
+            (1 << 64) - 64)
+
+
+def _set_field(data: bytes, at: int, size: int, value: int, *, seal: bool) -> bytes:
+    out = bytearray(data)
+    out[at : at + size] = (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+    return bytes(reseal(out) if seal else out)
+
+
+def _mutants(label: str, data: bytes) -> Iterator[tuple[str, bytes]]:
+    rng = random.Random(label)
+    n = len(data)
+    yield f"{label}-intact", data
+    yield f"{label}-trailing", data + b"\0"
+    version = int.from_bytes(data[4:8], "little")
+    table_end = (L.V1_HEADER_SIZE + int.from_bytes(data[8:12], "little") * L.V1_ENTRY_SIZE if version == 1 else
+                 L.V2_HEADER_SIZE + int.from_bytes(data[16:20], "little") * L.V2_ENTRY_SIZE)
+    # Truncations: every length through the table, then a sample of the rest.
+    cuts = set(range(min(n, table_end + 72)))
+    cuts |= {rng.randrange(n) for _ in range(40)}
+    for cut in sorted(cuts):
+        yield f"{label}-cut{cut}", data[:cut]
+    # Byte flips across header and table, as they are and (v2) with the checksum recomputed.
+    for at in range(min(n, table_end)):
+        for bits in (0x01, 0x80, 0xFF):
+            flipped = bytearray(data)
+            flipped[at] ^= bits
+            yield f"{label}-flip{at}x{bits:02x}", bytes(flipped)
+            if version == 2 and bits != 0x80:
+                yield f"{label}-flip{at}x{bits:02x}-sealed", bytes(reseal(flipped))
+    # Flips past the table: padding and payload bytes.
+    for _ in range(60):
+        if n <= table_end:
+            break
+        at = rng.randrange(table_end, n)
+        flipped = bytearray(data)
+        flipped[at] ^= 1 << rng.randrange(8)
+        yield f"{label}-late{at}", bytes(flipped)
+    if version == 2:
+        yield from _manifest_mutants(label, data, rng)
+    if version != 2:
+        for i in range(int.from_bytes(data[8:12], "little")):
+            base = L.V1_HEADER_SIZE + i * L.V1_ENTRY_SIZE
+            for fld in ("offset", "size"):
+                for value in _u64_values(n):
+                    yield f"{label}-e{i}.{fld}={value}", _set_field(data, base + 32 + (0 if fld == "offset" else 8),
+                                                                   8, value, seal=False)
+        return
+    # Out-of-range values in every header field and every field of the first and last entries.
+    for fld, (off, size) in _HEADER.offsets.items():
+        if fld in ("magic", "header_checksum"):
+            continue
+        values = _U32_VALUES if size == 4 else _u64_values(n)
+        for value in values:
+            yield f"{label}-h.{fld}={value}", _set_field(data, off, size, value, seal=True)
+    count = int.from_bytes(data[16:20], "little")
+    for i in sorted({0, count - 1}):
+        base = L.V2_HEADER_SIZE + i * L.V2_ENTRY_SIZE
+        for fld, (off, size) in _ENTRY.offsets.items():
+            if size == 32:
+                for raw in (b"", b"a b", b"ok\0x", b"\xff", b"cpu", b"x86_avx2", b"A" * 32):
+                    value = int.from_bytes(raw.ljust(32, b"\0")[:32], "little")
+                    yield f"{label}-e{i}.{fld}={raw!r}", _set_field(data, base + off, 32, value, seal=True)
+                continue
+            values = _U32_VALUES if size == 4 else _u64_values(n)
+            for value in values:
+                yield f"{label}-e{i}.{fld}={value}", _set_field(data, base + off, size, value, seal=True)
+    # A segment table of one record appended to the table, placed in various ways.
+    for seg_off, seg_size, align in ((n, 0, 1), (0, 8, 8), (n - 8, 8, 8), (n, 16, 64), (8, 8, 3)):
+        yield f"{label}-segment{seg_off},{seg_size},{align}", _with_segment(data, seg_off, seg_size, align)
+
+
+def _manifest_mutants(label: str, data: bytes, rng: random.Random) -> Iterator[tuple[str, bytes]]:
+    """Changes inside the manifest with its CRC32C (and the header's) recomputed, so the manifest
+    decoder and its rules are reached rather than the checksum."""
+    h = dict(zip(_HEADER.fields, _HEADER.codec.unpack_from(data, 0)))
+    off, size = h["manifest_offset"], h["manifest_size"]
+    if size == 0:
+        return
+    ck_at = _HEADER.offsets["manifest_checksum"][0]
+    positions = sorted(set(range(min(size, 96))) | {rng.randrange(size) for _ in range(150)})
+    for pos in positions:
+        for bits in (0x01, 0x04, 0x80, 0xFF):
+            out = bytearray(data)
+            out[off + pos] ^= bits
+            struct.pack_into("<I", out, ck_at, crc32c(bytes(out[off : off + size])))
+            yield f"{label}-manifest{pos}x{bits:02x}", bytes(reseal(out))
+
+
+def _with_segment(data: bytes, seg_off: int, seg_size: int, align: int) -> bytes:
+    """`data` with one segment record inserted after the entry table (payload offsets shifted)."""
+    h = dict(zip(_HEADER.fields, _HEADER.codec.unpack_from(data, 0)))
+    at = h["header_size"] + h["entry_count"] * h["entry_size"]
+    rec = _SEGMENT.codec.pack(seg_off, seg_size, align, 0, 0, 0)
+    out = bytearray(data[:at] + rec + data[at:])
+    struct.pack_into("<I", out, _HEADER.offsets["segment_count"][0], 1)
+    struct.pack_into("<Q", out, _HEADER.offsets["container_size"][0], len(out))
+    return bytes(reseal(out))
+
+
+def corpus(tmp: Path) -> list[tuple[str, bytes]]:
+    items: list[tuple[str, bytes]] = []
+    for label, data in _bases(tmp):
+        items.extend(_mutants(label, data))
+    if VECTORS.is_dir():
+        items.extend((f"vector-{p.name}", p.read_bytes()) for p in sorted(VECTORS.glob("*.nfat")))
+    return items
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, Path, str]]:
+    tmp = tmp_path_factory.mktemp("parity")
+    out: list[tuple[str, Path, str]] = []
+    for k, (label, data) in enumerate(corpus(tmp / "..")):
+        path = tmp / f"{k:05d}.nfat"
+        path.write_bytes(data)
+        out.append((label, path, expected_line(data)))
+    return out
+
+
+def run_tool(exe: Path, paths: list[Path]) -> list[str]:
+    lines: list[str] = []
+    for start in range(0, len(paths), 400):
+        batch = paths[start : start + 400]
+        proc = subprocess.run([str(exe), *map(str, batch)], check=False, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode in (0, 1), f"fatpte-validate crashed ({proc.returncode}): {proc.stderr[-2000:]}"
+        got = proc.stdout.splitlines()
+        assert len(got) == len(batch), proc.stderr[-2000:]
+        lines.extend(got)
+    return lines
+
+
+@pytest.mark.parametrize("build", sorted(BUILDS))
+def test_loader_reports_python_first_error(build: str, cases: list[tuple[str, Path, str]]) -> None:
+    exe = tool(build)
+    got = run_tool(exe, [p for _, p, _ in cases])
+    mismatches = []
+    for (label, _path, want), line in zip(cases, got):
+        code = want.split(" ", 1)[0]
+        if code in CODE_ONLY:
+            want, line = code, line.split(" ", 1)[0]
+        if line != want:
+            mismatches.append(f"{label}: python {want!r}, loader {line!r}")
+    assert not mismatches, f"{len(mismatches)} of {len(cases)} differ:\n" + "\n".join(mismatches[:40])
+
+
+def test_corpus_reaches_every_structural_rule(cases: list[tuple[str, Path, str]]) -> None:
+    """The corpus exercises the rules it is meant to compare, not only checksum errors."""
+    seen = {want.split(" ", 1)[0] for _, _, want in cases}
+    needed = {
+        ErrorCode.TRUNCATED_HEADER, ErrorCode.TRUNCATED_CONTAINER, ErrorCode.TRAILING_BYTES,
+        ErrorCode.BAD_HEADER_SIZE, ErrorCode.BAD_ENTRY_SIZE, ErrorCode.BAD_SEGMENT_ENTRY_SIZE,
+        ErrorCode.UNKNOWN_HEADER_FLAGS, ErrorCode.TOO_MANY_ENTRIES, ErrorCode.TOO_MANY_SEGMENTS,
+        ErrorCode.TABLE_OUT_OF_BOUNDS, ErrorCode.HEADER_CHECKSUM_MISMATCH, ErrorCode.NO_ENTRIES,
+        ErrorCode.BAD_NAME, ErrorCode.BAD_BACKEND_ID, ErrorCode.PAYLOAD_OUT_OF_BOUNDS, ErrorCode.BAD_ALIGNMENT,
+        ErrorCode.MISALIGNED_PAYLOAD, ErrorCode.DUPLICATE_NAME, ErrorCode.UNKNOWN_ENTRY_FLAGS,
+        ErrorCode.PAYLOAD_CHECKSUM_MISMATCH, ErrorCode.PAYLOAD_KIND_MISMATCH, ErrorCode.SEGMENT_OUT_OF_BOUNDS,
+        ErrorCode.BAD_SEGMENT_ALIGNMENT, ErrorCode.MISALIGNED_MANIFEST, ErrorCode.MANIFEST_OUT_OF_BOUNDS,
+        ErrorCode.MANIFEST_TOO_LARGE, ErrorCode.ABSENT_MANIFEST_NOT_ZERO, ErrorCode.V1_BAD_ID,
+        ErrorCode.REGIONS_OVERLAP, ErrorCode.PADDING_NOT_ZERO, ErrorCode.RESERVED_NOT_ZERO,
+        ErrorCode.SEGMENT_UNREFERENCED, ErrorCode.BAD_MAGIC, ErrorCode.UNSUPPORTED_VERSION,
+        ErrorCode.MANIFEST_CHECKSUM_MISMATCH, ErrorCode.BAD_MANIFEST_IDENTIFIER, ErrorCode.MANIFEST_CORRUPT,
+        ErrorCode.MANIFEST_ENTRY_MISSING, ErrorCode.MANIFEST_ENTRY_UNKNOWN, ErrorCode.DUPLICATE_MANIFEST_ENTRY,
+        ErrorCode.SIGNATURE_MISMATCH, ErrorCode.NAMED_DATA_KEY_MISSING, ErrorCode.NAMED_DATA_BAD_SEGMENT,
+        ErrorCode.NAMED_DATA_KEYS_UNSORTED, ErrorCode.PAYLOAD_DIGEST_MISMATCH, ErrorCode.MANIFEST_VALUE_INVALID,
+    }
+    missing = sorted(c.name for c in needed if c.tag not in seen)
+    assert not missing, f"the corpus never produces {missing}"
+
+
+# ---- selection ---------------------------------------------------------------------------------
+
+_PREFERENCES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    ((), ()),
+    (("arm", "portable"), ()),
+    ((), ("avx2",)),
+    (("x86_avx512", "gpu"), ("cpu",)),
+    (("portable",), ("gpu", "avx512", "x86_avx2")),
+)
+
+
+def _selection_containers(tmp: Path) -> list[Path]:
+    S = Specialization
+    specs = [
+        S("portable", b"p" * 10, name="cpu"),
+        S("x86_avx2", b"a" * 10, name="avx2", priority=1,
+          requires={"arch": ["x86_64"], "cpu_features": ["avx2", "fma"]}),
+        S("x86_avx512", b"b" * 10, name="avx512", priority=1,
+          requires={"arch": ["x86_64"], "cpu_features": ["avx512f", "avx512bw", "avx512vl"]}),
+        S("cuda", b"c" * 10, name="gpu", priority=2,
+          requires={"accelerators": [{"kind": "cuda", "targets": ["sm_80", "sm_90a", "compute_90"],
+                                      "min_memory_bytes": 1 << 30}], "backend_abi": {"min": 2, "max": 5}}),
+        S("vulkan", b"v" * 10, name="gpu-vk", priority=2,
+          requires={"accelerators": [{"kind": "vulkan", "targets": [">=1.2"]}], "backend_abi": {"min": 1}}),
+        S("neon", b"n" * 10, name="arm",
+          requires={"arch": ["aarch64"], "os": ["linux", "android"], "cpu_features": ["asimddp"],
+                    "min_memory_bytes": 1 << 33}),
+    ]
+    plain = [S("portable", b"p" * 3, name="cpu"), S("x86_avx2", b"a" * 3, name="avx2", priority=1)]
+    v1 = [S("portable", b"p" * 3), S("x86_avx2", b"a" * 3)]
+    return [pack(specs, tmp / "requires.nfat"), pack(plain, tmp / "plain.nfat"),
+            pack(v1, tmp / "v1.nfat", version=1)]
+
+
+def test_loader_selects_like_python_for_every_named_profile(tmp_path: Path) -> None:
+    # The release build only: 360 runs of an ASan binary would cost most of a minute, and the
+    # ASan build runs selection in test_cpp_dispatch.py and its own ctest suite.
+    from fatpte.device.profile import DeviceProfile, devices_dir
+    from fatpte.device.selection import select
+    from fatpte.errors import SelectionError
+
+    exe = tool("release").parent / "fatpte-run"
+    names = DeviceProfile.names()
+    assert names, "no named device profiles to compare on"
+    mismatches = []
+    compared = no_fit = 0
+    for path in _selection_containers(tmp_path):
+        with open_container(path) as container:
+            for name in names:
+                profile = devices_dir() / f"{name}.json"
+                device = DeviceProfile.load(name)
+                for prefer, exclude in _PREFERENCES:
+                    args = [str(exe), str(path), "--select-only", "--device", str(profile)]
+                    args += [a for w in prefer for a in ("--prefer", w)]
+                    args += [a for w in exclude for a in ("--exclude", w)]
+                    as_json = subprocess.run([*args, "--json"], check=False, capture_output=True, text=True,
+                                             timeout=60)
+                    explained = subprocess.run([*args, "--explain"], check=False, capture_output=True, text=True,
+                                               timeout=60)
+                    label = f"{path.name} on {name} prefer={prefer} exclude={exclude}"
+                    compared += 1
+                    try:
+                        sel = select(container, device, prefer=prefer, exclude=exclude)
+                    except SelectionError as exc:
+                        if as_json.returncode != 3 or exc.message not in as_json.stderr:
+                            mismatches.append(f"{label}: python raised {exc.message!r}, loader "
+                                              f"{as_json.returncode} {as_json.stderr!r}")
+                        elif as_json.stdout != json.dumps(exc.report, indent=2) + "\n":
+                            mismatches.append(f"{label}: no-fit JSON differs:\n{as_json.stdout}")
+                        no_fit += 1
+                        continue
+                    if as_json.stdout != json.dumps(sel.to_json(), indent=2) + "\n":
+                        mismatches.append(f"{label}: selection JSON differs:\n{as_json.stdout}")
+                    if explained.stdout != sel.explain() + "\n":
+                        mismatches.append(f"{label}: explanation differs:\n{explained.stdout}")
+    assert compared >= 3 * len(names) * len(_PREFERENCES)
+    assert 0 < no_fit < compared  # both outcomes were compared
+    assert not mismatches, f"{len(mismatches)} of {compared} differ:\n" + "\n".join(mismatches[:10])

@@ -1,0 +1,272 @@
+"""pack.toml: the documented example packs, relative paths, strict errors, and byte-for-byte
+agreement with the Python API."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import fatpte
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.ops.packfile import pack_from_file
+from fatpte.ops.packing import pack
+from fatpte.ops.specialization import NamedData, Specialization
+from tests.paths import ET_FIXTURES, ROOT
+
+DOC = ROOT / "docs" / "pack-toml.md"
+
+
+def _example() -> str:
+    m = re.search(r"```toml\n(.*?)```", DOC.read_text(), re.DOTALL)
+    assert m
+    return m[1]
+
+
+def _files(root: Path, toml: str) -> None:
+    for rel in sorted(set(re.findall(r'"((?:weights|payloads)/[^"]+)"', toml))):
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(rel.encode() * 50)
+
+
+def test_documented_example_packs(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    toml = _example()
+    _files(project, toml)
+    (project / "pack.toml").write_text(toml)
+    out = pack_from_file(project / "pack.toml", tmp_path / "model.pte")  # paths relative to the toml
+    assert fatpte.validate(out).ok
+    with fatpte.open(out) as c:
+        assert [e.name for e in c.entries] == ["portable", "x86_avx2", "cuda"]
+        assert c.entry("x86_avx2").alignment == 256 and c.entry("portable").priority == -1
+        m = c.manifest
+        assert m is not None
+        cuda, avx2 = m.entry("cuda"), m.entry("x86_avx2")
+        assert cuda is not None and avx2 is not None and cuda.requires.backend_abi is not None
+        assert m.keys == {"model.embed.weight": 0, "model.layers.0.attn.weight": 1}
+        assert c.segments[1].alignment == 4096
+        assert all(e.signature == m.entries[0].signature and e.signature is not None for e in m.entries)
+        assert all(e.source_digest == "sha256:9f86d081884c7d65" for e in m.entries)
+        assert dict(avx2.provenance) == {"compiler": "executorch 1.0"}
+        assert avx2.payload_sha256 is not None
+
+
+def test_same_bytes_as_the_python_api(tmp_path: Path) -> None:
+    (tmp_path / "a.bin").write_bytes(b"A" * 100)
+    (tmp_path / "b.bin").write_bytes(b"B" * 70)
+    (tmp_path / "w.bin").write_bytes(b"W" * 300)
+    (tmp_path / "pack.toml").write_text("""
+segment_alignment = 128
+[named_data]
+w = { path = "w.bin", alignment = 1024 }
+alias = "w.bin"
+[[specialization]]
+backend_id = "xnnpack"
+payload = "a.bin"
+alignment = 32
+named_data = ["w"]
+requires = { arch = "x86_64", cpu_features = ["avx2"] }
+[[specialization]]
+name = "gpu"
+backend_id = "vulkan"
+payload = "b.bin"
+priority = 3
+named_data = { own = "b.bin" }
+requires = { accelerators = [{ kind = "vulkan", targets = [">=1.3"] }] }
+""")
+    from_toml = pack_from_file(tmp_path / "pack.toml", tmp_path / "1.pte").read_bytes()
+    api = pack([
+        Specialization("xnnpack", tmp_path / "a.bin", alignment=32, named_data=["w"],
+                       requires={"arch": ["x86_64"], "cpu_features": ["avx2"]}),
+        Specialization("vulkan", tmp_path / "b.bin", name="gpu", priority=3, named_data={"own": tmp_path / "b.bin"},
+                       requires={"accelerators": [{"kind": "vulkan", "targets": [">=1.3"]}]}),
+    ], tmp_path / "2.pte", segment_alignment=128,
+        named_data={"w": NamedData(tmp_path / "w.bin", alignment=1024), "alias": tmp_path / "w.bin"})
+    assert from_toml == api.read_bytes()
+
+
+@pytest.mark.parametrize(("toml", "field"), [
+    ('[[specialization]]\nbackend_id = "a"\npayload = "p.bin"\ncolour = 1\n', "specialization[0].colour"),
+    ('[[specialization]]\nbackend_id = "a"\n', "specialization[0].payload"),
+    ('[[specialization]]\nbackend_id = "a"\npayload = "missing.bin"\n', "specialization[0].payload"),
+    ('versoin = 2\n[[specialization]]\nbackend_id = "a"\npayload = "p.bin"\n', "versoin"),
+    ('alignment = 64\n', "specialization"),
+    ('[named_data]\nk = { file = "p.bin" }\n[[specialization]]\nbackend_id = "a"\npayload = "p.bin"\n',
+     "named_data.k.file"),
+    ('[[specialization]]\nbackend_id = "a"\npayload = "p.bin"\npriority = "high"\n', "specialization[0].priority"),
+])
+def test_bad_pack_file(tmp_path: Path, toml: str, field: str) -> None:
+    (tmp_path / "p.bin").write_bytes(b"x")
+    (tmp_path / "pack.toml").write_text(toml)
+    with pytest.raises(FatpteError) as info:
+        pack_from_file(tmp_path / "pack.toml", tmp_path / "out.pte")
+    assert info.value.code is ErrorCode.BAD_PACK_FILE, info.value
+    assert info.value.field == field and info.value.source == str(tmp_path / "pack.toml")
+    assert not (tmp_path / "out.pte").exists()
+
+
+def test_not_toml_and_bad_requirement(tmp_path: Path) -> None:
+    (tmp_path / "pack.toml").write_text("[[specialization]\n")
+    with pytest.raises(FatpteError) as info:
+        pack_from_file(tmp_path / "pack.toml", tmp_path / "out.pte")
+    assert info.value.code is ErrorCode.BAD_PACK_FILE
+    (tmp_path / "p.bin").write_bytes(b"x")
+    (tmp_path / "pack.toml").write_text('[[specialization]]\nbackend_id = "a"\npayload = "p.bin"\n'
+                                        'requires = { cpu_features = ["avx9"] }\n')
+    with pytest.raises(FatpteError) as info:
+        pack_from_file(tmp_path / "pack.toml", tmp_path / "out.pte")
+    assert info.value.code is ErrorCode.INVALID_ARGUMENT
+    assert info.value.field == "specializations[0].requires.cpu_features[0]"
+    assert info.value.source == str(tmp_path / "pack.toml")
+
+
+# ---------------------------------------------------------------------------------------------
+# signature = "from-payload": whole ExecuTorch programs, data = [...], share_named_data
+# ---------------------------------------------------------------------------------------------
+
+ET = ET_FIXTURES
+AVX2_TOML = 'requires = { arch = "x86_64", cpu_features = ["avx2", "fma"] }\n'
+
+
+def _programs(tmp_path: Path, *names: str) -> None:
+    for n in names:
+        (tmp_path / n).write_bytes((ET / n).read_bytes())
+
+
+def _entry(payload: str, extra: str = "") -> str:
+    return f'[[specialization]]\npayload = "{payload}"\nsignature = "from-payload"\n{extra}'
+
+
+def test_from_payload_packs_programs_like_the_python_api(tmp_path: Path) -> None:
+    from fatpte.executorch import program_signature, read_program
+    from fatpte.ops.pte_specialize import pte_specialization
+
+    _programs(tmp_path, "mlp_portable.pte", "mlp_xnnpack.pte")
+    (tmp_path / "pack.toml").write_text(_entry("mlp_portable.pte") + _entry("mlp_xnnpack.pte", "priority = 10\n"
+                                                                            + AVX2_TOML))
+    out = pack_from_file(tmp_path / "pack.toml", tmp_path / "1.nfat")
+    api = pack([pte_specialization(tmp_path / "mlp_portable.pte"),
+                pte_specialization(tmp_path / "mlp_xnnpack.pte", priority=10,
+                                   requires={"arch": ["x86_64"], "cpu_features": ["avx2", "fma"]})],
+               tmp_path / "2.nfat")
+    assert out.read_bytes() == api.read_bytes()
+    with fatpte.open(out) as c:
+        assert [(e.name, e.backend_id, e.payload_kind) for e in c.entries] == [
+            ("portable", "portable", b"ET12"), ("xnnpack", "xnnpack", b"ET12")]
+        assert c.manifest is not None
+        want = program_signature(read_program((ET / "mlp_xnnpack.pte").read_bytes()))
+        assert all(e.signature is not None and e.signature.to_json() == want for e in c.manifest.entries)
+        assert bytes(c.payload("xnnpack")) == (ET / "mlp_xnnpack.pte").read_bytes()  # unchanged: not shared
+
+
+def test_from_payload_refuses_two_programs_showing_both_signatures(tmp_path: Path) -> None:
+    _programs(tmp_path, "add_portable.pte", "mlp_xnnpack.pte")
+    (tmp_path / "pack.toml").write_text(_entry("add_portable.pte") + _entry("mlp_xnnpack.pte"))
+    with pytest.raises(FatpteError) as info:
+        pack_from_file(tmp_path / "pack.toml", tmp_path / "out.nfat")
+    assert info.value.code is ErrorCode.SIGNATURE_MISMATCH
+    text = str(info.value)
+    assert "'portable'" in text and "'xnnpack'" in text
+    assert "float32[2, 3]" in text and "float32[1, 4]" in text
+    assert not (tmp_path / "out.nfat").exists()
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ('signature = "from-payload"\n', "specialization[0].signature"),  # p.bin is no program
+    ('signature = "derive"\n', "specialization[0].signature"),
+    ('data = ["w.ptd"]\n', "specialization[0].data"),  # without signature = "from-payload"
+    ("share_named_data = true\n", "specialization[0].share_named_data"),
+])
+def test_from_payload_bad_pack_file(tmp_path: Path, extra: str, field: str) -> None:
+    (tmp_path / "p.bin").write_bytes(b"\x10\0\0\0NFAT" + bytes(16))
+    (tmp_path / "w.ptd").write_bytes(b"x")
+    (tmp_path / "pack.toml").write_text(f'[[specialization]]\nbackend_id = "a"\npayload = "p.bin"\n{extra}')
+    with pytest.raises(FatpteError) as info:
+        pack_from_file(tmp_path / "pack.toml", tmp_path / "out.nfat")
+    assert info.value.code is ErrorCode.BAD_PACK_FILE, info.value
+    assert info.value.field == field and info.value.source == str(tmp_path / "pack.toml")
+    if extra.startswith('signature = "from'):
+        assert "b'NFAT'" in str(info.value) and "b'ET12'" in str(info.value)
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ('data = "w.ptd"\n', "specialization[0].data"),
+    ('data = ["missing.ptd"]\n', "specialization[0].data[0]"),
+    ('share_named_data = "yes"\n', "specialization[0].share_named_data"),
+    ('named_data = ["nowhere"]\n', "specialization[0].named_data"),
+])
+def test_from_payload_bad_program_keys(tmp_path: Path, extra: str, field: str) -> None:
+    _programs(tmp_path, "mlp_portable.pte")
+    (tmp_path / "pack.toml").write_text(_entry("mlp_portable.pte", extra))
+    with pytest.raises(FatpteError) as info:
+        pack_from_file(tmp_path / "pack.toml", tmp_path / "out.nfat")
+    assert info.value.code is ErrorCode.BAD_PACK_FILE, info.value
+    assert info.value.field == field and info.value.source == str(tmp_path / "pack.toml")
+
+
+def test_data_moves_the_ptd_tensors_like_the_cli(tmp_path: Path) -> None:
+    from fatpte.ops.pte_specialize import ptd_named_data, pte_specialization
+
+    ptd = "mlp_portable_external._default_external_constant.ptd"
+    _programs(tmp_path, "mlp_portable_external.pte", ptd)
+    (tmp_path / "pack.toml").write_text(_entry("mlp_portable_external.pte", f'data = ["{ptd}"]\n'))
+    out = pack_from_file(tmp_path / "pack.toml", tmp_path / "1.nfat")
+    api = pack([pte_specialization(tmp_path / "mlp_portable_external.pte", data_files=[tmp_path / ptd])],
+               tmp_path / "2.nfat")
+    assert out.read_bytes() == api.read_bytes()
+    with fatpte.open(out) as c:
+        weights = ptd_named_data(tmp_path / ptd)
+        assert sorted(c.named_data_keys) == sorted(weights)
+        assert all(bytes(c.named_data(k)) == v for k, v in weights.items())
+
+
+def test_share_named_data_then_unpack_and_pack_again_is_byte_identical(tmp_path: Path) -> None:
+    from fatpte.executorch import read_program
+    from fatpte.ops.unpack import unpack_to_dir
+
+    _programs(tmp_path, "mlp_portable.pte", "mlp_xnnpack.pte", "mlp_native.pte")
+    (tmp_path / "w.bin").write_bytes(b"W" * 40)
+    (tmp_path / "pack.toml").write_text(
+        '[named_data]\nextra = "w.bin"\n'
+        + _entry("mlp_portable.pte")
+        + _entry("mlp_xnnpack.pte", "share_named_data = true\npriority = 10\n" + AVX2_TOML)
+        + _entry("mlp_native.pte", 'share_named_data = true\nnamed_data = ["extra"]\n'))
+    out = pack_from_file(tmp_path / "pack.toml", tmp_path / "c.nfat")
+    xnn = read_program((ET / "mlp_xnnpack.pte").read_bytes())
+    native = read_program((ET / "mlp_native.pte").read_bytes())
+    with fatpte.open(out) as c:
+        assert c.manifest is not None
+        entry = c.manifest.entry("xnnpack")
+        assert entry is not None and list(entry.named_data) == [n.key for n in xnn.named_data]
+        entry = c.manifest.entry("native")
+        assert entry is not None and list(entry.named_data) == [n.key for n in native.named_data] + ["extra"]
+        assert read_program(bytes(c.payload("xnnpack"))).named_data == ()
+        # The XNNPACK and native lowerings hold the same weights under different keys: stored once.
+        assert len(c.segments) == len(xnn.named_data) + 1
+    unpacked = unpack_to_dir(out, tmp_path / "un")
+    assert unpacked.reproducible
+    text = unpacked.pack_toml.read_text()
+    assert "from-payload" not in text and "share_named_data" not in text
+    again = pack_from_file(unpacked.pack_toml, tmp_path / "again.nfat")
+    assert again.read_bytes() == out.read_bytes()
+
+
+def test_documented_program_example_packs(tmp_path: Path) -> None:
+    blocks = re.findall(r"```toml\n(.*?)```", DOC.read_text(), re.DOTALL)
+    toml = next(b for b in blocks if "from-payload" in b)
+    for name in re.findall(r'"([\w.]+\.pt[ed])"', toml):
+        (tmp_path / name).write_bytes((ET / name).read_bytes())
+    (tmp_path / "pack.toml").write_text(toml)
+    out = pack_from_file(tmp_path / "pack.toml", tmp_path / "m.nfat")
+    assert fatpte.validate(out).ok
+    with fatpte.open(out) as c:
+        assert [(e.name, e.backend_id) for e in c.entries] == [
+            ("portable", "portable"), ("xnnpack", "xnnpack"), ("native-ext", "native")]
+        assert c.manifest is not None
+        entry = c.manifest.entry("native-ext")
+        assert entry is not None and sorted(entry.named_data) == ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]
+        # The XNNPACK constants and the .ptd weights are the same bytes: 4 segments for 8 keys.
+        assert len(c.named_data_keys) == 8 and len(c.segments) == 4
