@@ -76,6 +76,7 @@ class ErrorCode(enum.IntEnum):
     SEGMENT_UNREFERENCED = 416
     PAYLOAD_DIGEST_MISMATCH = 417
     MANIFEST_VALUE_INVALID = 418
+    MANIFEST_OVER_BUDGET = 419
     # 5xx version 1
     V1_BAD_ID = 501
     V1_ID_PADDING_NOT_ZERO = 502
@@ -97,6 +98,7 @@ class ErrorCode(enum.IntEnum):
     BAD_PACK_FILE = 708
     # 8xx I/O
     IO_ERROR = 801
+    NOT_A_FILE = 802
     # 9xx selection
     NO_SPECIALIZATION_FITS = 901
     # 10xx ExecuTorch files read by fatpte.executorch (.pte, .ptd, delegate payloads)
@@ -184,6 +186,7 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.SEGMENT_UNREFERENCED: ("a segment is named by no named-data key", _E),
     ErrorCode.PAYLOAD_DIGEST_MISMATCH: ("the SHA-256 of a payload does not match its manifest entry", _E),
     ErrorCode.MANIFEST_VALUE_INVALID: ("a manifest field holds a value its rule forbids", _E),
+    ErrorCode.MANIFEST_OVER_BUDGET: ("the manifest's references expand past its work budget", _E),
     ErrorCode.V1_BAD_ID: ("a v1 backend id is empty or has a byte outside ASCII 0x01..0x7f", _E),
     ErrorCode.V1_ID_PADDING_NOT_ZERO: ("a v1 backend id has non-zero bytes after its terminating NUL", _W),
     ErrorCode.V1_OVERLAPPING_PAYLOADS: ("two v1 payloads share bytes", _W),
@@ -201,6 +204,7 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.NAMED_DATA_NOT_FOUND: ("the container has no named data under that key", _E),
     ErrorCode.BAD_PACK_FILE: ("a pack.toml file breaks a rule of docs/pack-toml.md", _E),
     ErrorCode.IO_ERROR: ("reading or writing a file failed", _E),
+    ErrorCode.NOT_A_FILE: ("the path names a directory, device, FIFO or socket, not a regular file", _E),
     ErrorCode.NO_SPECIALIZATION_FITS: ("no entry's requirements hold on the device", _E),
     ErrorCode.ET_BAD_IDENTIFIER: ("an ExecuTorch file's flatbuffer identifier (bytes 4..8) is not the expected one", _E),
     ErrorCode.ET_TRUNCATED: ("an ExecuTorch file ends before its header or flatbuffer root", _E),
@@ -211,6 +215,37 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.ET_SEGMENT_OUT_OF_BOUNDS: ("an ExecuTorch segment or payload extends past the end of its file", _E),
     ErrorCode.ET_BAD_VALUE: ("an ExecuTorch field holds a value its schema does not allow", _E),
 }
+
+
+# ---------------------------------------------------------------------------------------------
+# Text from a file, as messages and text output show it
+# ---------------------------------------------------------------------------------------------
+
+# Characters a terminal may act on rather than show: C0 controls (newline included: a file must not
+# forge an output line), DEL, C1 controls (U+009B is CSI on many terminals), the line and
+# paragraph separators, and the bidirectional overrides that reorder what is shown; and the
+# backslash, so that an escape can be told from text. Each is written \xNN, or \uNNNN above
+# U+00FF: what `fatpte-run` writes for the same bytes (loader/src/text.cpp).
+_UNSAFE = [*range(0x20), 0x5C, *range(0x7F, 0xA0), 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F),
+           *range(0x2066, 0x206A)]
+_ESCAPES: dict[int, str] = {c: f"\\x{c:02x}" if c <= 0xFF else f"\\u{c:04x}" for c in _UNSAFE}
+# A string from a file is quoted in a message up to this many characters; the rest is counted.
+QUOTE_LIMIT = 256
+
+
+def printable(text: str) -> str:
+    """`text` safe to write to a terminal: every character of `_UNSAFE` as an escape, the rest
+    unchanged. Text output applies it to every string that came from a file; JSON output never
+    does (it is exact, and json.dumps escapes controls itself)."""
+    return text.translate(_ESCAPES)
+
+
+def quoted(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """A string from a file as a message quotes it: printable, in single quotes, and cut after
+    `limit` characters with the size of the rest, so a message stays short whatever the file holds."""
+    if len(text) <= limit:
+        return f"'{printable(text)}'"
+    return f"'{printable(text[:limit])}'...({len(text.encode('utf-8', 'surrogatepass'))} bytes in all)"
 
 
 class Finding(NamedTuple):

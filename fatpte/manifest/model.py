@@ -21,6 +21,15 @@ MAX_DEPTH: Final = 64
 MAX_TABLES: Final = 1_000_000
 SHA256_SIZE: Final = 32
 MAX_TEXT_BYTES: Final = 4096  # names, keys, dtypes, symbols: long enough for any FQN
+# The work budget (specs/nfat-manifest.md 2.3): a manifest of n bytes may expand, counting every
+# object again at each reference to it, to at most EXPANSION_FACTOR * n + EXPANSION_ALLOWANCE bytes.
+EXPANSION_FACTOR: Final = 16
+EXPANSION_ALLOWANCE: Final = 1 << 20
+
+
+def work_budget(size: int) -> int:
+    """The most a manifest of `size` bytes may expand to (specs/nfat-manifest.md 2.3)."""
+    return EXPANSION_FACTOR * size + EXPANSION_ALLOWANCE
 
 
 class VersionMatch(enum.IntEnum):

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fatpte/device.hpp"
+#include "manifest_verify.hpp"
 #include "nfat_manifest_generated.h"
 
 namespace fatpte {
@@ -73,9 +74,7 @@ Result<std::map<std::string, Bytes>> named_data_map(const Container& c) {
   const Header& h = c.header();
   if (h.version != format::kVersion2 || h.manifest_size == 0) return keys;
   const std::uint8_t* m = c.bytes().data + h.manifest_offset;
-  ::flatbuffers::Verifier verifier(m, static_cast<std::size_t>(h.manifest_size));
-  FATPTE_CHECK(M::VerifyManifestBuffer(verifier), Error::MANIFEST_CORRUPT, h.manifest_offset, "manifest",
-               "the manifest is not a well-formed flatbuffer of specs/nfat_manifest.fbs");
+  FATPTE_RETURN_IF_ERROR(detail::verify_manifest(m, h.manifest_size, h.manifest_offset));
   const auto* root = M::GetManifest(m);
   if (root->named_data() != nullptr) {
     for (const auto* item : *root->named_data()) {

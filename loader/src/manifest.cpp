@@ -1,6 +1,7 @@
 // The manifest's content rules, mirroring fatpte/manifest/ check_container in its order:
-// decoding (flatbuffers::Verifier before any read, then every string is valid UTF-8), the value
-// rules of _build, the consistency rules with the tables, then the payload SHA-256 digests. Runs
+// verifying (manifest_verify.cpp: every rule of specs/nfat-manifest.md 2.1, UTF-8 and the work
+// budget of 2.3, before any field is read), the value rules of _build, the consistency rules with
+// the tables, then the payload SHA-256 digests. Runs
 // last in the canonical order, over a container whose manifest is placed and whose CRC32C and
 // identifier are sound. Offsets are absolute in the file: the manifest offset plus the position
 // of the manifest table the rule is about, as Python reports them.
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "fatpte/fatpte.hpp"
+#include "manifest_verify.hpp"
 #include "nfat_manifest_generated.h"
 #include "sha256.hpp"
 
@@ -23,110 +25,8 @@ namespace {
 namespace M = nfat::manifest;
 namespace F = format;
 
-constexpr std::size_t kMaxTextBytes = 4096;  // manifest.MAX_TEXT_BYTES
-constexpr std::size_t kSha256Size = 32;      // manifest.SHA256_SIZE
-
-// ---- UTF-8: Python decodes every string of the manifest and rejects invalid text ----
-
-bool valid_utf8(const ::flatbuffers::String* s) {
-  if (s == nullptr) return true;
-  const auto* p = reinterpret_cast<const unsigned char*>(s->data());
-  const std::size_t n = s->size();
-  for (std::size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    std::size_t len;
-    std::uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + len > n) return false;
-    for (std::size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    // Overlong forms, surrogates (Python's strict UTF-8 rejects them) and values past U+10FFFF.
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += len;
-  }
-  return true;
-}
-
-template <typename T>
-bool all_utf8(const ::flatbuffers::Vector<::flatbuffers::Offset<::flatbuffers::String>>* v) {
-  if (v == nullptr) return true;
-  for (const auto* s : *v) {
-    if (!valid_utf8(s)) return false;
-  }
-  return true;
-}
-
-bool tensors_utf8(const ::flatbuffers::Vector<::flatbuffers::Offset<M::TensorSpec>>* v) {
-  if (v == nullptr) return true;
-  for (const auto* t : *v) {
-    if (!valid_utf8(t->name()) || !valid_utf8(t->dtype())) return false;
-    if (t->shape() != nullptr) {
-      for (const auto* d : *t->shape()) {
-        if (!valid_utf8(d->symbol())) return false;
-      }
-    }
-  }
-  return true;
-}
-
-bool manifest_utf8(const M::Manifest& m) {
-  using StrVec = ::flatbuffers::Vector<::flatbuffers::Offset<::flatbuffers::String>>;
-  if (m.entries() != nullptr) {
-    for (const auto* e : *m.entries()) {
-      if (!valid_utf8(e->name()) || !valid_utf8(e->source_digest())) return false;
-      if (!all_utf8<StrVec>(e->named_data())) return false;
-      if (const auto* r = e->requires_()) {
-        if (!all_utf8<StrVec>(r->os()) || !all_utf8<StrVec>(r->arch()) || !all_utf8<StrVec>(r->cpu_features())) {
-          return false;
-        }
-        if (r->accelerators() != nullptr) {
-          for (const auto* a : *r->accelerators()) {
-            if (!valid_utf8(a->kind())) return false;
-          }
-        }
-      }
-      if (const auto* sig = e->signature()) {
-        if (sig->methods() != nullptr) {
-          for (const auto* meth : *sig->methods()) {
-            if (!valid_utf8(meth->name()) || !tensors_utf8(meth->inputs()) || !tensors_utf8(meth->outputs()) ||
-                !tensors_utf8(meth->buffers())) {
-              return false;
-            }
-          }
-        }
-      }
-      if (e->provenance() != nullptr) {
-        for (const auto* kv : *e->provenance()) {
-          if (!valid_utf8(kv->key()) || !valid_utf8(kv->value())) return false;
-        }
-      }
-    }
-  }
-  if (m.named_data() != nullptr) {
-    for (const auto* nd : *m.named_data()) {
-      if (!valid_utf8(nd->key())) return false;
-    }
-  }
-  return true;
-}
+constexpr std::size_t kMaxTextBytes = manifest_schema::kMaxTextBytes;
+constexpr std::size_t kSha256Size = manifest_schema::kSha256Size;
 
 // ---- decoded values the consistency rules compare ----
 
@@ -325,17 +225,8 @@ Status check_manifest_contents(Bytes buf, const Structure& st) {
   if (!st.manifest_placed) return Status();
   const std::uint8_t* m = buf.data + h.manifest_offset;
   const std::uint64_t base = h.manifest_offset;
-  ::flatbuffers::Verifier::Options options;
-  options.max_depth = 64;        // manifest.MAX_DEPTH
-  options.max_tables = 1000000;  // manifest.MAX_TABLES
-  ::flatbuffers::Verifier verifier(m, static_cast<std::size_t>(h.manifest_size), options);
-  FATPTE_CHECK(M::VerifyManifestBuffer(verifier), Error::MANIFEST_CORRUPT, base, "manifest",
-               "the manifest (%#" PRIx64 "..%#" PRIx64 ") is not a well-formed flatbuffer of "
-               "specs/nfat_manifest.fbs (the flatbuffers verifier rejects it)",
-               base, base + h.manifest_size);
+  FATPTE_RETURN_IF_ERROR(detail::verify_manifest(m, h.manifest_size, base));
   const M::Manifest& root = *M::GetManifest(m);
-  FATPTE_CHECK(manifest_utf8(root), Error::MANIFEST_CORRUPT, base, "manifest",
-               "a string of the manifest is not valid UTF-8");
 
   Builder b(m, base);
   std::vector<EntryV> entries;

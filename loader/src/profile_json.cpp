@@ -18,6 +18,7 @@
 #include "fatpte/device.hpp"
 #include "fatpte/fatpte.hpp"
 #include "fatpte/select.hpp"
+#include "text.hpp"
 
 namespace fatpte {
 namespace {
@@ -262,38 +263,10 @@ class Parser {
   std::size_t p_ = 0;
 };
 
-// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF), what
-// Python's bytes.decode("utf-8") accepts; a profile that is not is rejected as a whole.
+// Well-formed UTF-8, what Python's bytes.decode("utf-8") accepts; a profile that is not is
+// rejected as a whole.
 bool valid_utf8(const std::string& s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    std::size_t n = 0;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return false;
-    }
-    if (n >= s.size() - i) return false;  // the sequence runs past the end
-    for (std::size_t k = 1; k <= n; ++k) {
-      const unsigned char t = static_cast<unsigned char>(s[i + k]);
-      if (t < (k == 1 ? lo : 0x80u) || t > (k == 1 ? hi : 0xBFu)) return false;
-    }
-    i += n + 1;
-  }
-  return true;
+  return detail::first_invalid_utf8(reinterpret_cast<const std::uint8_t*>(s.data()), s.size()) < 0;
 }
 
 Status invalid(const std::string& path, const std::string& message) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "manifest_verify.hpp"
 #include "nfat_manifest_generated.h"
 #include "text.hpp"
 
@@ -113,7 +114,7 @@ Requirements decode(const M::Requirements* r) {
 }
 
 // The requirements of each table entry by name (the first manifest entry of that name, as
-// Python's Manifest.entry), after the manifest's CRC32C, identifier and verifier have passed.
+// Python's Manifest.entry), after the manifest's CRC32C, identifier and verification have passed.
 Result<std::map<std::string, Requirements>> manifest_requirements(const Container& c) {
   std::map<std::string, Requirements> out;
   const Header& h = c.header();
@@ -123,14 +124,9 @@ Result<std::map<std::string, Requirements>> manifest_requirements(const Containe
   FATPTE_CHECK(actual == h.manifest_checksum, Error::MANIFEST_CHECKSUM_MISMATCH,
                format::kV2Header_manifest_checksum_offset, "header.manifest_checksum",
                "the manifest has CRC32C %08x, but manifest_checksum says %08x", actual, h.manifest_checksum);
-  ::flatbuffers::Verifier::Options options;
-  options.max_depth = 64;
-  options.max_tables = 1000000;
-  ::flatbuffers::Verifier verifier(m, static_cast<std::size_t>(h.manifest_size), options);
   FATPTE_CHECK(h.manifest_size >= 8 && M::ManifestBufferHasIdentifier(m), Error::BAD_MANIFEST_IDENTIFIER,
                h.manifest_offset + 4, "manifest", "the manifest's bytes 4..8 are not the identifier 'NFMF'");
-  FATPTE_CHECK(M::VerifyManifestBuffer(verifier), Error::MANIFEST_CORRUPT, h.manifest_offset, "manifest",
-               "the manifest is not a well-formed flatbuffer of specs/nfat_manifest.fbs");
+  FATPTE_RETURN_IF_ERROR(detail::verify_manifest(m, h.manifest_size, h.manifest_offset));
   const M::Manifest* root = M::GetManifest(m);
   if (root->entries() != nullptr) {
     for (const auto* e : *root->entries()) {

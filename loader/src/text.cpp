@@ -57,6 +57,38 @@ std::string id_problem(const std::uint8_t* raw, std::size_t size) {
   return "";
 }
 
+std::int64_t first_invalid_utf8(const std::uint8_t* p, std::size_t n) noexcept {
+  std::size_t i = 0;
+  while (i < n) {
+    const std::uint8_t c = p[i];
+    std::size_t more = 0;
+    std::uint8_t lo = 0x80, hi = 0xBF;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      more = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      more = 2;
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      more = 3;
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
+    } else {
+      return static_cast<std::int64_t>(i);
+    }
+    if (more > n - i - 1) return static_cast<std::int64_t>(i);  // the sequence runs past the end
+    for (std::size_t k = 1; k <= more; ++k) {
+      const std::uint8_t t = p[i + k];
+      if (t < (k == 1 ? lo : 0x80) || t > (k == 1 ? hi : 0xBF)) return static_cast<std::int64_t>(i);
+    }
+    i += more + 1;
+  }
+  return -1;
+}
+
 std::string escape_bytes(const std::uint8_t* raw, std::size_t size) {
   std::string out = "'";
   for (std::size_t i = 0; i < size; ++i) {

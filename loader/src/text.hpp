@@ -16,6 +16,10 @@ std::size_t text_length(const std::uint8_t* raw, std::size_t size) noexcept;
 std::string decode_text(const std::uint8_t* raw, std::size_t size);
 // Why a v2 name or backend id field is invalid, or "" when it is valid (structure.id_problem).
 std::string id_problem(const std::uint8_t* raw, std::size_t size);
+// Where Python's strict UTF-8 decoder reports the first error (UnicodeDecodeError.start): the
+// first byte of the first sequence that is not well-formed UTF-8 (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF), or -1 when all `size` bytes are.
+std::int64_t first_invalid_utf8(const std::uint8_t* raw, std::size_t size) noexcept;
 // Bytes as a quoted, printable string for messages: 'NF\x00T'.
 std::string escape_bytes(const std::uint8_t* raw, std::size_t size);
 // A JSON string literal escaped as Python's json.dumps does (ensure_ascii), so JSON the loader
