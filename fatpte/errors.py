@@ -229,8 +229,17 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
 _UNSAFE = [*range(0x20), 0x5C, *range(0x7F, 0xA0), 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F),
            *range(0x2066, 0x206A)]
 _ESCAPES: dict[int, str] = {c: f"\\x{c:02x}" if c <= 0xFF else f"\\u{c:04x}" for c in _UNSAFE}
-# A string from a file is quoted in a message up to this many characters; the rest is counted.
-QUOTE_LIMIT = 256
+# What text output does to the lines it writes whatever their origin: the same escapes, but
+# the newline and the backslash kept (a renderer's own line breaks, escapes already made).
+_CONTROLS: dict[int, str] = {c: e for c, e in _ESCAPES.items() if c not in (0x0A, 0x5C)}
+# A string from a file is shown in text and messages up to this many bytes of its UTF-8; the rest
+# is counted. The C++ loader cuts at the same place (loader/src/text.cpp, clipped).
+CLIP_BYTES = 1024
+# Lists a text line or message shows in full up to this many items; the rest are counted.
+LIST_LIMIT = 8
+# Findings of one code a validation reports in full; past this many it counts them ("... and N
+# more"), so that no file can make a report grow with every reference it holds.
+MAX_FINDINGS_PER_CODE = 100
 
 
 def printable(text: str) -> str:
@@ -240,12 +249,36 @@ def printable(text: str) -> str:
     return text.translate(_ESCAPES)
 
 
-def quoted(text: str, limit: int = QUOTE_LIMIT) -> str:
-    """A string from a file as a message quotes it: printable, in single quotes, and cut after
-    `limit` characters with the size of the rest, so a message stays short whatever the file holds."""
-    if len(text) <= limit:
-        return f"'{printable(text)}'"
-    return f"'{printable(text[:limit])}'...({len(text.encode('utf-8', 'surrogatepass'))} bytes in all)"
+def terminal_safe(text: str) -> str:
+    """A whole line (or lines) of text output made safe as it is written: every control character
+    escaped but the newline, backslashes left alone. The last guard of the command line's output,
+    behind `printable` applied to each string from a file."""
+    return text.translate(_CONTROLS)
+
+
+def clipped(text: str, limit: int = CLIP_BYTES) -> str:
+    """`printable(text)`, cut after `limit` bytes of its UTF-8 (at a character boundary) with the
+    size of the whole: `'xxx...'` stays short whatever a file holds."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return printable(text)
+    cut = limit
+    while cut > 0 and (raw[cut] & 0xC0) == 0x80:  # not inside a character
+        cut -= 1
+    return printable(raw[:cut].decode("utf-8", "surrogatepass")) + f"...({len(raw)} bytes)"
+
+
+def quoted(text: str, limit: int = CLIP_BYTES) -> str:
+    """A string from a file as a message quotes it: `clipped`, in single quotes."""
+    return f"'{clipped(text, limit)}'"
+
+
+def listed(items: list[str], limit: int = LIST_LIMIT) -> str:
+    """Items already made printable, comma-separated, the first `limit` of them and then how many
+    more: `a, b, c and 8189 more`."""
+    if len(items) <= limit:
+        return ", ".join(items)
+    return ", ".join(items[:limit]) + f" and {len(items) - limit} more"
 
 
 class Finding(NamedTuple):

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from fatpte.cli.exit_codes import EXIT_INVALID, EXIT_OK, error_line, exit_code
-from fatpte.errors import ErrorCode, FatpteError, SelectionError
+from fatpte.errors import ErrorCode, FatpteError, SelectionError, Severity, printable, quoted, terminal_safe
 
 if TYPE_CHECKING:
     from fatpte.cli.progress import Progress
@@ -37,9 +37,11 @@ class UsageProblem(Exception):
 
 def echo(text: str = "", *, err: bool = False) -> None:
     """One line to stdout (or stderr), flushed, as click.echo writes it: the two streams stay in
-    order when they go to the same place."""
+    order when they go to the same place. Every control character but the newline is escaped on
+    the way (errors.terminal_safe): the last guard, behind the renderers' own escaping of each
+    string from a file. JSON text, which json.dumps writes in ASCII, passes unchanged."""
     stream = sys.stderr if err else sys.stdout
-    stream.write(text + "\n")
+    stream.write(terminal_safe(text) + "\n")
     stream.flush()
 
 
@@ -167,9 +169,9 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
             entry = select_entry(container, profile, prefer=words(prefer), exclude=words(exclude)).chosen
         else:
             entry = container.entry(name) if name is not None else container.by_backend(str(backend))
-        with progress(f"extracting {entry.name!r}", quiet) as bar:
+        with progress(f"extracting {quoted(entry.name)}", quiet) as bar:
             extract_entry(container, entry, output, progress=bar.update)
-    echo(f"wrote {output}: payload of {entry.name!r} ({entry.backend_id}), {entry.size} bytes")
+    echo(f"wrote {output}: payload of {quoted(entry.name)} ({printable(entry.backend_id)}), {entry.size} bytes")
     if data_out is not None:
         from fatpte.cli.executorch_files import write_entry_data
 
@@ -202,7 +204,7 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, as_json: 
                 echo(error_line(exc), err=True)
                 if as_json:
                     echo(json.dumps({"path": str(path), "ok": False, "valid": False, "version": None,
-                                     "size": None, "findings": [exc.finding.to_json()]}))
+                                     "size": None, "findings": [exc.finding.to_json()], "omitted": {}}))
                 continue
             finally:
                 if within is None:
@@ -211,13 +213,17 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, as_json: 
             for report in reports:
                 ok = report.ok and not (strict and report.warnings)
                 file_ok &= ok
-                errors += len(report.errors)
-                warnings += len(report.warnings)
+                omitted = dict(report.omitted)
+                errors += len(report.errors) + sum(n for c, n in omitted.items() if c.severity is Severity.ERROR)
+                warnings += len(report.warnings) + sum(n for c, n in omitted.items()
+                                                       if c.severity is Severity.WARNING)
                 if as_json:
                     echo(json.dumps({**report.to_json(), "valid": ok}))
                 else:
                     for f in report.findings:
                         echo(f"{report.source}: {f.describe()}")
+                    for line in report.omitted_lines():
+                        echo(f"{report.source}: {line}")
             valid += file_ok
             invalid += not file_ok
     if not as_json:

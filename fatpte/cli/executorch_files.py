@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, listed, quoted
 
 # Paths as the command line gave them (a str), or a Path from a Python caller; pathlib is not
 # imported here, because `fatpte info` and `select` on a container call executorch_kind first.
@@ -235,5 +235,5 @@ def thin_program(path: PathArg, output: PathArg, *, device: DeviceProfile | None
     kept = []
     for d in nfat_delegates(program):
         c = Container.from_buffer(bytes(program.payload(d)), source=os.fspath(output))
-        kept.append(f"delegate {d.index} kept {', '.join(repr(e.name) for e in c.entries)}")
+        kept.append(f"delegate {d.index} kept {listed([quoted(e.name) for e in c.entries])}")
     return f"wrote {output}: {'; '.join(kept)}; {len(data)} bytes (was {os.stat(path).st_size})"

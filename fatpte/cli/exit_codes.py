@@ -7,7 +7,7 @@ but fatpte.errors, so the launcher's start-up does not pay for click.
 
 from __future__ import annotations
 
-from fatpte.errors import Category, FatpteError
+from fatpte.errors import Category, ErrorCode, FatpteError, terminal_safe
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -30,6 +30,13 @@ def exit_code(error: FatpteError) -> int:
 
 
 def error_line(error: FatpteError) -> str:
-    """`path: E0203 at 0x48 (entries[2].size): ...`; `fatpte:` when no file is involved."""
-    text = str(error)
+    """`path: E0203 at 0x48 (entries[2].size): ...`; `fatpte:` when no file is involved. Control
+    characters a path, field or message may hold are escaped (errors.terminal_safe)."""
+    text = terminal_safe(str(error))
     return text if error.source is not None else f"fatpte: {text}"
+
+
+def out_of_memory_line() -> str:
+    """What a command prints when the machine runs out of memory (MemoryError): E0801, as the C++
+    loader reports std::bad_alloc, never a traceback."""
+    return f"fatpte: {ErrorCode.IO_ERROR.tag}: out of memory"

@@ -23,11 +23,19 @@ import click
 
 from fatpte import __version__
 from fatpte.cli import commands as bodies
-from fatpte.cli.commands import UsageProblem, check_output, emit_json, load_device
+from fatpte.cli.commands import UsageProblem, check_output, echo, emit_json, load_device
 from fatpte.cli.commands import progress as _progress
 from fatpte.cli.commands import words as _words
-from fatpte.cli.exit_codes import EXIT_INVALID, EXIT_IO, EXIT_NO_FIT, EXIT_OK, error_line, exit_code
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.cli.exit_codes import (
+    EXIT_INVALID,
+    EXIT_IO,
+    EXIT_NO_FIT,
+    EXIT_OK,
+    error_line,
+    exit_code,
+    out_of_memory_line,
+)
+from fatpte.errors import ErrorCode, FatpteError, listed, quoted
 
 if TYPE_CHECKING:
     from fatpte.device.profile import DeviceProfile
@@ -51,11 +59,14 @@ class FatpteGroup(click.Group):
         try:
             return super().invoke(ctx)
         except FatpteError as exc:
-            click.echo(error_line(exc), err=True)
+            echo(error_line(exc), err=True)
             ctx.exit(exit_code(exc))
         except OSError as exc:
             # The library wraps its own I/O; this catches writing results (a closed pipe).
-            click.echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
+            echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
+            ctx.exit(EXIT_IO)
+        except MemoryError:
+            echo(out_of_memory_line(), err=True)  # as the launcher (fatpte/cli/launch.py) does
             ctx.exit(EXIT_IO)
 
 
@@ -227,7 +238,7 @@ def _wrote_container(path: str) -> None:
 
     with open_container(path) as c:
         n = len(c.entries)
-        click.echo(f"wrote {path}: version {c.version}, {n} {'entry' if n == 1 else 'entries'}, {c.size} bytes")
+        echo(f"wrote {path}: version {c.version}, {n} {'entry' if n == 1 else 'entries'}, {c.size} bytes")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,14 +383,14 @@ def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[st
         with _progress(f"writing {output}", quiet):
             line = thin_program(file, output, device=profile, names=list(names) or None, prefer=_words(prefer),
                                 exclude=_words(exclude))
-        click.echo(line)
+        echo(line)
         return
     with _progress(f"writing {output}", quiet):
         thin_file(file, output, device=profile, names=list(names) or None, prefer=_words(prefer),
                   exclude=_words(exclude))
     with open_container(output) as c:
-        kept = ", ".join(repr(e.name) for e in c.entries)
-        click.echo(f"wrote {output}: kept {kept}; {c.size} bytes (was {os.stat(file).st_size})")
+        kept = listed([quoted(e.name) for e in c.entries])
+        echo(f"wrote {output}: kept {kept}; {c.size} bytes (was {os.stat(file).st_size})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,7 +415,7 @@ def _show_device(profile: DeviceProfile, as_json: bool) -> None:
     if as_json:
         click.echo(profile.to_json_text(), nl=False)  # the canonical bytes the C++ loader prints too
     else:
-        click.echo(_device_text(profile))
+        echo(_device_text(profile))
 
 
 @main.group(cls=FatpteGroup, invoke_without_command=True, epilog=EXIT_HELP)
@@ -434,7 +445,7 @@ def device_list(as_json: bool) -> None:
 
     rows = [(p.name, p.os, p.arch, ", ".join(f"{a.kind} {a.version}" for a in p.accelerators) or "-")
             for p in profiles]
-    click.echo(table(("name", "os", "arch", "accelerators"), rows))
+    echo(table(("name", "os", "arch", "accelerators"), rows))
 
 
 @device.command("show", epilog=EXIT_HELP)
@@ -475,7 +486,7 @@ def coverage(file: str, devices: str | None, prefer: tuple[str, ...], exclude: t
     else:
         from fatpte.cli.render import coverage_text
 
-        click.echo(coverage_text(result))
+        echo(coverage_text(result))
     if strict and result["uncovered"]:
         _exit(EXIT_NO_FIT)
 
@@ -510,10 +521,10 @@ def unpack(file: str, directory: str, no_verify: bool, force: bool, quiet: bool,
     if as_json:
         emit_json(done.to_json())
     else:
-        click.echo(f"wrote {done.directory}: {done.payload_files} payload files, {done.named_data_files} "
+        echo(f"wrote {done.directory}: {done.payload_files} payload files, {done.named_data_files} "
                    f"named-data files, {done.pack_toml.name}")
     if done.reproducible is False:
-        click.echo(f"{file}: warning: `fatpte pack --from {done.pack_toml}` writes the same entries but "
+        echo(f"{file}: warning: `fatpte pack --from {done.pack_toml}` writes the same entries but "
                    f"not the same bytes: {file} is not in the layout fatpte writes", err=True)
 
 
@@ -538,7 +549,7 @@ def diff(a: str, b: str, exit_code: bool, as_json: bool) -> None:
     if as_json:
         emit_json(result)
     else:
-        click.echo(diff_text(result))
+        echo(diff_text(result))
     if exit_code and not result["unchanged"]:
         _exit(EXIT_INVALID)
 
@@ -564,7 +575,7 @@ def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         add_entries(file, output, parsed)
-    click.echo(f"wrote {output}: added {', '.join(repr(s.entry_name) for s in parsed)}")
+    echo(f"wrote {output}: added {listed([quoted(s.entry_name) for s in parsed])}")
 
 
 @main.command(epilog=EXIT_HELP)
@@ -580,7 +591,7 @@ def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: b
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         remove_entries(file, output, names)
-    click.echo(f"wrote {output}: removed {', '.join(map(repr, names))}")
+    echo(f"wrote {output}: removed {', '.join(map(repr, names))}")
 
 
 @main.command(epilog=EXIT_HELP)
@@ -597,7 +608,7 @@ def replace(file: str, payload: str, name: str, output: str, force: bool, quiet:
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         replace_payload(file, output, name, payload)
-    click.echo(f"wrote {output}: replaced the payload of {name!r}")
+    echo(f"wrote {output}: replaced the payload of {quoted(name)}")
 
 
 @main.command(epilog=EXIT_HELP)
@@ -619,7 +630,7 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         convert_file(file, output, int(to_version))
-    click.echo(f"wrote {output}: version {to_version}")
+    echo(f"wrote {output}: version {to_version}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,13 +1,32 @@
 """Text renderings for the command line: tables for `info`, `info --map` and `diff`.
 
 Each renderer takes the JSON-ready dict the library returns (fatpte.info, fatpte.diff), so the
-text and the --json output are two views of one value.
+text and the --json output are two views of one value. Every string from a file goes through
+`text` (or `table`, which applies it to each cell): control characters escaped (errors.printable),
+long strings cut (errors.clipped), so that a file can neither drive the terminal nor forge a line;
+the JSON views stay exact.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from fatpte.errors import clipped, listed
+
+
+def text(value: object) -> str:
+    """A value from a file as text output shows it: printable, and cut when long."""
+    return clipped(str(value))
+
+
+def names(items: Sequence[str], total: int | None = None) -> str:
+    """Names from a file in one cell: `a, b and 3 more`, `-` when none; `total` counts items a
+    list left out (info's shared_with holds the first 8 of shared_count)."""
+    shown = [text(n) for n in items]
+    if total is not None and total > len(shown):
+        return (", ".join(shown) + f" and {total - len(shown)} more") if shown else f"{total}"
+    return listed(shown) or "-"
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -16,8 +35,9 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]], *, indent: str = "") -> str:
-    """Left-aligned columns, two spaces apart; numbers right-aligned."""
-    cells = [[str(c) for c in header]] + [[str(c) for c in r] for r in rows]
+    """Left-aligned columns, two spaces apart; numbers right-aligned. Every cell goes through
+    `text`: a renderer may put a string from a file in any cell."""
+    cells = [[str(c) for c in header]] + [[text(c) for c in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     numeric = [all(isinstance(r[i], int) for r in rows) and bool(rows) for i in range(len(header))]
     lines = []
@@ -30,11 +50,11 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]], *, indent: st
 def info_text(info: dict[str, Any]) -> str:
     manifest = "a manifest" if info["manifest"] else "no manifest"
     entries = plural(info["entry_count"], "entry", "entries")
-    head = (f"{info['path']}: NFAT version {info['version']}, {entries}, "
+    head = (f"{text(info['path'])}: NFAT version {info['version']}, {entries}, "
             f"{plural(info['segment_count'], 'named-data segment')}, {manifest}, {info['size']} bytes")
     rows = [(e["name"], e["backend_id"], e["payload_kind"], f"{e['offset']:#x}", e["size"], e["alignment"],
-             e["priority"], e["checksum"] or "-", ", ".join(e["shared_with"]) or "-", e["requires_text"],
-             ", ".join(e["named_data"]) or "-")
+             e["priority"], e["checksum"] or "-", names(e["shared_with"], e.get("shared_count")),
+             e["requires_text"], names(e["named_data"]))
             for e in info["entries"]]
     header = ("name", "backend", "kind", "offset", "size", "align", "priority", "crc32c", "shares with",
               "requires", "named data")
@@ -64,25 +84,25 @@ def map_text(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def diff_text(d: dict[str, Any]) -> str:
-    lines = [f"--- {d['a']} (version {d['version']['old']}, {d['size']['old']} bytes)",
-             f"+++ {d['b']} (version {d['version']['new']}, {d['size']['new']} bytes)"]
+    lines = [f"--- {text(d['a'])} (version {d['version']['old']}, {d['size']['old']} bytes)",
+             f"+++ {text(d['b'])} (version {d['version']['new']}, {d['size']['new']} bytes)"]
     for e in d["removed"]:
-        lines.append(f"- {e['name']} ({e['backend_id']}, {e['size']} bytes, crc32c {e['checksum']})")
+        lines.append(f"- {text(e['name'])} ({text(e['backend_id'])}, {e['size']} bytes, crc32c {e['checksum']})")
     for e in d["added"]:
-        lines.append(f"+ {e['name']} ({e['backend_id']}, {e['size']} bytes, crc32c {e['checksum']})")
+        lines.append(f"+ {text(e['name'])} ({text(e['backend_id'])}, {e['size']} bytes, crc32c {e['checksum']})")
     for e in d["changed"]:
         what = ", ".join(f"{k} {_short(v['old'])} -> {_short(v['new'])}" for k, v in e["fields"].items())
-        lines.append(f"~ {e['name']}: {what}")
+        lines.append(f"~ {text(e['name'])}: {what}")
     if d["reordered"]:
         lines.append("~ entries are in a different order")
     nd = d["named_data"]
     for k in nd["removed"]:
-        lines.append(f"- named data {k['key']!r} ({k['size']} bytes)")
+        lines.append(f"- named data '{text(k['key'])}' ({k['size']} bytes)")
     for k in nd["added"]:
-        lines.append(f"+ named data {k['key']!r} ({k['size']} bytes)")
+        lines.append(f"+ named data '{text(k['key'])}' ({k['size']} bytes)")
     for k in nd["changed"]:
         what = ", ".join(f"{f} {v['old']} -> {v['new']}" for f, v in k["fields"].items())
-        lines.append(f"~ named data {k['key']!r}: {what}")
+        lines.append(f"~ named data '{text(k['key'])}': {what}")
     delta = d["size"]["delta"]
     lines.append("no entry changed" if d["unchanged"] else f"size {'+' if delta >= 0 else ''}{delta} bytes")
     return "\n".join(lines)
@@ -93,12 +113,12 @@ def coverage_text(c: dict[str, Any]) -> str:
              r["download_bytes"] if r["download_bytes"] is not None else "-",
              f"{100 * r['download_bytes'] / c['size']:.0f}%" if r["download_bytes"] is not None else "-")
             for r in c["devices"]]
-    out = [f"{c['path']}: {c['size']} bytes, {plural(len(c['devices']), 'device')}",
+    out = [f"{text(c['path'])}: {c['size']} bytes, {plural(len(c['devices']), 'device')}",
            table(("device", "entry", "backend", "download bytes", "of container"), rows, indent="  ")]
     if c["uncovered"]:
-        out.append(f"  no entry fits: {', '.join(c['uncovered'])} (`fatpte select --explain` says why)")
+        out.append(f"  no entry fits: {names(c['uncovered'])} (`fatpte select --explain` says why)")
     if c["unused_entries"]:
-        out.append(f"  chosen by no device: {', '.join(c['unused_entries'])}")
+        out.append(f"  chosen by no device: {names(c['unused_entries'])}")
     return "\n".join(out)
 
 
@@ -107,6 +127,6 @@ def _short(value: Any) -> str:
     if isinstance(value, (dict, list)):
         import json
 
-        text = json.dumps(value, separators=(",", ":"))
-        return text if len(text) <= 60 else text[:57] + "..."
-    return str(value)
+        shown = json.dumps(value, separators=(",", ":"))
+        return shown if len(shown) <= 60 else shown[:57] + "..."
+    return text(value)

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from fatpte.container.reader import Container
 from fatpte.device.profile import DeviceProfile
-from fatpte.errors import ErrorCode, FatpteError, SelectionError
+from fatpte.errors import ErrorCode, FatpteError, SelectionError, clipped
 from fatpte.format.model import Entry
 from fatpte.manifest.model import AcceleratorRequirement, Requirements
 
@@ -28,7 +28,9 @@ class Failure(NamedTuple):
     has: str
 
     def text(self) -> str:
-        return f"{self.requirement}: needs {self.needed}; the device has {self.has}"
+        """One line's part, for a terminal: what came from the file made printable and cut
+        (errors.clipped); to_json() keeps the exact strings."""
+        return f"{self.requirement}: needs {clipped(self.needed)}; the device has {clipped(self.has)}"
 
     def to_json(self) -> dict[str, str]:
         return {"requirement": self.requirement, "needed": self.needed, "has": self.has}
@@ -50,7 +52,7 @@ class Verdict(NamedTuple):
                 "failures": [f.to_json() for f in self.failures], "notes": list(self.notes)}
 
     def line(self) -> str:
-        head = f"{self.entry.name} [{self.entry.backend_id}]"
+        head = f"{clipped(self.entry.name)} [{clipped(self.entry.backend_id)}]"
         detail = f"priority {self.entry.priority}, specificity {self.specificity}"
         if self.eligible:
             text = f"#{self.rank} {head}: eligible ({detail})"
@@ -75,11 +77,12 @@ class Selection(NamedTuple):
 
     def explain(self) -> str:
         d = self.device
-        lines = [f"device {d.name!r}: {d.os} {d.arch}", f"chosen: {self.chosen.name} [{self.chosen.backend_id}]"]
+        lines = [f"device {d.name!r}: {d.os} {d.arch}",
+                 f"chosen: {clipped(self.chosen.name)} [{clipped(self.chosen.backend_id)}]"]
         if self.prefer:
-            lines.append(f"preference: {', '.join(self.prefer)}")
+            lines.append(f"preference: {clipped(', '.join(self.prefer))}")
         if self.exclude:
-            lines.append(f"excluded: {', '.join(self.exclude)}")
+            lines.append(f"excluded: {clipped(', '.join(self.exclude))}")
         lines += ["  " + v.line() for v in self.verdicts]
         return "\n".join(lines)
 
@@ -140,14 +143,10 @@ def evaluate(entry: Entry, req: Requirements, device: DeviceProfile) -> tuple[li
         have = device.backends.get(entry.backend_id)
         if have is None:
             notes.append(f"backend ABI {abi.text()} not checked: the profile does not list backend "
-                         f"{entry.backend_id!r}; the loader checks it when it loads the backend library")
+                         f"'{clipped(entry.backend_id)}'; the loader checks it when it loads the backend library")
         elif not abi.holds(have):
             failures.append(Failure("backend_abi", f"{entry.backend_id} ABI {abi.text()}", f"ABI {have}"))
     return failures, notes
-
-
-def _matches(entry: Entry, word: str) -> bool:
-    return word in (entry.name, entry.backend_id)
 
 
 def select(
@@ -160,18 +159,26 @@ def select(
                               field=label, actual=words)
     prefer, exclude = tuple(prefer), tuple(exclude)
     manifest = container.manifest
+    # Indexed once: a container may hold 65536 entries, and so may the caller's lists (thin
+    # excludes every entry but the named ones).
+    described = {} if manifest is None else manifest.by_name()
+    excluded = frozenset(exclude)
+    rank_of: dict[str, int] = {}
+    for i, w in enumerate(prefer):
+        rank_of.setdefault(w, i)
     evaluated: list[tuple[Entry, list[Failure], list[str], int]] = []
     for e in container.entries:
-        me = None if manifest is None else manifest.entry(e.name)
+        me = described.get(e.name)
         req = Requirements() if me is None else me.requires
         failures, notes = evaluate(e, req, device)
-        if any(_matches(e, w) for w in exclude):
-            failures.append(Failure("exclude", "not to be excluded by the caller",
-                                    f"exclude={', '.join(exclude)}"))
+        if e.name in excluded or e.backend_id in excluded:
+            # The word that excludes it, not the whole list (which thin makes as long as the table).
+            word = e.name if e.name in excluded else e.backend_id
+            failures.append(Failure("exclude", "not to be excluded by the caller", f"exclude={word}"))
         evaluated.append((e, failures, notes, req.specificity))
 
     def preference(e: Entry) -> int:
-        return next((i for i, w in enumerate(prefer) if _matches(e, w)), len(prefer))
+        return min(rank_of.get(e.name, len(prefer)), rank_of.get(e.backend_id, len(prefer)))
 
     eligible = [x for x in evaluated if not x[1]]
     eligible.sort(key=lambda x: (-x[0].priority, preference(x[0]), -x[3], x[0].index))

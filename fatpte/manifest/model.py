@@ -334,7 +334,16 @@ class Manifest(NamedTuple):
     named_data: tuple[tuple[str, int], ...] = ()  # (key, segment index), sorted by key bytes
 
     def entry(self, name: str) -> ManifestEntry | None:
+        """The first manifest entry with this name (one lookup; for many, use `by_name`)."""
         return next((e for e in self.entries if e.name == name), None)
+
+    def by_name(self) -> dict[str, ManifestEntry]:
+        """Every manifest entry by name, the first of a name as `entry` finds it: built once by a
+        caller that looks up every table entry, so that it costs one pass, not one per entry."""
+        out: dict[str, ManifestEntry] = {}
+        for e in self.entries:
+            out.setdefault(e.name, e)
+        return out
 
     @property
     def keys(self) -> dict[str, int]:

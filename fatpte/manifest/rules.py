@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import LIST_LIMIT, MAX_FINDINGS_PER_CODE, ErrorCode, FatpteError, listed, quoted
 from fatpte.format import layout as L
 from fatpte.manifest.codec import decode
 from fatpte.manifest.model import Manifest, ManifestEntry, Signature
@@ -34,50 +34,80 @@ def signature_difference(a: Signature, b: Signature) -> str | None:
     return None
 
 
+class Problems:
+    """Consistency problems as (code, field path, message, manifest position or None), at most
+    MAX_FINDINGS_PER_CODE of each code in full and the rest counted in `omitted`. `wants(code)` is
+    asked before a message is built, so the ones not kept cost nothing."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[ErrorCode, str, str, int | None]] = []
+        self.omitted: dict[ErrorCode, int] = {}
+        self._kept: dict[ErrorCode, int] = {}
+
+    def wants(self, code: ErrorCode) -> bool:
+        if self._kept.get(code, 0) < MAX_FINDINGS_PER_CODE:
+            self._kept[code] = self._kept.get(code, 0) + 1
+            return True
+        self.omitted[code] = self.omitted.get(code, 0) + 1
+        return False
+
+    def add(self, code: ErrorCode, path: str, message: str, position: int | None) -> None:
+        self.found.append((code, path, message, position))
+
+
 def consistency_problems(
     manifest: Manifest, table_names: Sequence[str], segment_count: int
 ) -> list[tuple[ErrorCode, str, str, int | None]]:
-    """Every consistency problem as (code, field path, message, manifest position or None)."""
-    out: list[tuple[ErrorCode, str, str, int | None]] = []
+    """Every consistency problem as (code, field path, message, manifest position or None), at most
+    MAX_FINDINGS_PER_CODE of each code (`consistency` also counts the rest)."""
+    return consistency(manifest, table_names, segment_count).found
 
-    def add(code: ErrorCode, path: str, message: str, position: int | None) -> None:
-        out.append((code, path, message, position))
 
+def consistency(manifest: Manifest, table_names: Sequence[str], segment_count: int) -> Problems:
+    """The consistency rules (specs/nfat-manifest.md section 7, steps 3 to 8), in their order. Each
+    check looks names and keys up in sets built once, so the work is linear in the manifest's
+    expanded size (bounded by its work budget, section 2.3) and in the table's length."""
+    out = Problems()
+    C = ErrorCode
     seen: dict[str, int] = {}
     table = set(table_names)
     for i, e in enumerate(manifest.entries):
         path = f"manifest.entries[{i}].name"
         if e.name in seen:
-            add(ErrorCode.DUPLICATE_MANIFEST_ENTRY, path,
-                f"manifest entries {seen[e.name]} and {i} are both named {e.name!r}", e.position)
+            if out.wants(C.DUPLICATE_MANIFEST_ENTRY):
+                out.add(C.DUPLICATE_MANIFEST_ENTRY, path,
+                        f"manifest entries {seen[e.name]} and {i} are both named {quoted(e.name)}", e.position)
             continue
         seen[e.name] = i
-        if e.name not in table:
-            add(ErrorCode.MANIFEST_ENTRY_UNKNOWN, path,
-                f"manifest entry {e.name!r} names no entry of the table "
-                f"(the table holds {', '.join(repr(n) for n in table_names)})", e.position)
+        if e.name not in table and out.wants(C.MANIFEST_ENTRY_UNKNOWN):
+            held = listed([quoted(n) for n in table_names[:LIST_LIMIT]])
+            if len(table_names) > LIST_LIMIT:
+                held += f" and {len(table_names) - LIST_LIMIT} more"
+            out.add(C.MANIFEST_ENTRY_UNKNOWN, path,
+                    f"manifest entry {quoted(e.name)} names no entry of the table (the table holds {held})",
+                    e.position)
     for i, name in enumerate(table_names):
-        if name not in seen:
-            add(ErrorCode.MANIFEST_ENTRY_MISSING, f"entries[{i}].name",
-                f"entry {name!r} has no entry in the manifest; every entry must have exactly one", None)
+        if name not in seen and out.wants(C.MANIFEST_ENTRY_MISSING):
+            out.add(C.MANIFEST_ENTRY_MISSING, f"entries[{i}].name",
+                    f"entry {quoted(name)} has no entry in the manifest; every entry must have exactly one", None)
     keys = manifest.keys
     referenced: set[int] = set()
     for i, (key, segment) in enumerate(manifest.named_data):
-        if segment >= segment_count:
-            add(ErrorCode.NAMED_DATA_BAD_SEGMENT, f"manifest.named_data[{i}].segment",
-                f"named-data key {key!r} points at segment {segment}, but the segment table has "
-                f"{segment_count}", None)
+        if segment >= segment_count and out.wants(C.NAMED_DATA_BAD_SEGMENT):
+            out.add(C.NAMED_DATA_BAD_SEGMENT, f"manifest.named_data[{i}].segment",
+                    f"named-data key {quoted(key)} points at segment {segment}, but the segment table has "
+                    f"{segment_count}", None)
         referenced.add(segment)
     for s in range(segment_count):
-        if s not in referenced:
-            add(ErrorCode.SEGMENT_UNREFERENCED, f"segments[{s}]",
-                f"segment {s} is named by no named-data key: its bytes are unreachable", None)
+        if s not in referenced and out.wants(C.SEGMENT_UNREFERENCED):
+            out.add(C.SEGMENT_UNREFERENCED, f"segments[{s}]",
+                    f"segment {s} is named by no named-data key: its bytes are unreachable", None)
     for i, e in enumerate(manifest.entries):
         for k, key in enumerate(e.named_data):
-            if key not in keys:
-                add(ErrorCode.NAMED_DATA_KEY_MISSING, f"manifest.entries[{i}].named_data[{k}]",
-                    f"entry {e.name!r} needs named-data key {key!r}, which the manifest does not define",
-                    e.position)
+            if key not in keys and out.wants(C.NAMED_DATA_KEY_MISSING):
+                out.add(C.NAMED_DATA_KEY_MISSING, f"manifest.entries[{i}].named_data[{k}]",
+                        f"entry {quoted(e.name)} needs named-data key {quoted(key)}, which the manifest does not "
+                        "define", e.position)
     first_sig: ManifestEntry | None = None
     first_digest: ManifestEntry | None = None
     for i, e in enumerate(manifest.entries):
@@ -87,17 +117,17 @@ def consistency_problems(
             else:
                 assert first_sig.signature is not None
                 diff = signature_difference(first_sig.signature, e.signature)
-                if diff is not None:
-                    add(ErrorCode.SIGNATURE_MISMATCH, f"manifest.entries[{i}].signature",
-                        f"entries {first_sig.name!r} and {e.name!r} declare different program "
-                        f"signatures: {diff}", e.position)
+                if diff is not None and out.wants(C.SIGNATURE_MISMATCH):
+                    out.add(C.SIGNATURE_MISMATCH, f"manifest.entries[{i}].signature",
+                            f"entries {quoted(first_sig.name)} and {quoted(e.name)} declare different program "
+                            f"signatures: {diff}", e.position)
         if e.source_digest is not None:
             if first_digest is None:
                 first_digest = e
-            elif e.source_digest != first_digest.source_digest:
-                add(ErrorCode.SOURCE_DIGEST_MISMATCH, f"manifest.entries[{i}].source_digest",
-                    f"entries {first_digest.name!r} and {e.name!r} were built from different source "
-                    f"programs: {first_digest.source_digest} vs {e.source_digest}", e.position)
+            elif e.source_digest != first_digest.source_digest and out.wants(C.SOURCE_DIGEST_MISMATCH):
+                out.add(C.SOURCE_DIGEST_MISMATCH, f"manifest.entries[{i}].source_digest",
+                        f"entries {quoted(first_digest.name)} and {quoted(e.name)} were built from different "
+                        f"source programs: {first_digest.source_digest} vs {e.source_digest}", e.position)
     return out
 
 
@@ -150,8 +180,10 @@ def check_container(buf: Any, st: Any) -> None:
         st.add(exc.finding)
         return
     assert manifest is not None
-    for code, path, message, position in consistency_problems(manifest, [e.name for e in st.entries],
-                                                              len(st.segments)):
+    problems = consistency(manifest, [e.name for e in st.entries], len(st.segments))
+    for code, count in problems.omitted.items():
+        st.omit(code, count)
+    for code, path, message, position in problems.found:
         if position is not None:
             offset: int | None = h.manifest_offset + position
         elif path.startswith("entries["):
@@ -162,17 +194,21 @@ def check_container(buf: Any, st: Any) -> None:
             offset = h.manifest_offset
         st.add(finding(code, message, offset=offset, field=path))
     by_name = {e.name: e for e in st.entries}
+    # Each payload is hashed once, however many manifest entries (repeated names, E0410) claim it.
+    digests: dict[int, Any] = {}
     for i, me in enumerate(manifest.entries):
         e = by_name.get(me.name)
         if me.payload_sha256 is None or e is None or e.index not in st.placed_entries:
             continue
-        digest = hashlib.sha256()
-        view = memoryview(buf)
-        try:
-            for pos in range(e.offset, e.end, 8 << 20):
-                digest.update(view[pos : min(e.end, pos + (8 << 20))])
-        finally:
-            view.release()
+        digest = digests.get(e.index)
+        if digest is None:
+            digest = digests[e.index] = hashlib.sha256()
+            view = memoryview(buf)
+            try:
+                for pos in range(e.offset, e.end, 8 << 20):
+                    digest.update(view[pos : min(e.end, pos + (8 << 20))])
+            finally:
+                view.release()
         if digest.digest() != me.payload_sha256:
             st.add(finding(ErrorCode.PAYLOAD_DIGEST_MISMATCH,
                            f"payload of {e.name!r} has SHA-256 {digest.hexdigest()}, but its manifest entry says "

@@ -32,6 +32,7 @@ def specializations_of(container: Container, views: list[memoryview]) -> list[Sp
     """The container's entries as specializations, in table order, with what the manifest says
     of each; payload views are appended to `views` so the caller can release them."""
     manifest = container.manifest if container.version == L.VERSION_2 else None
+    described = {} if manifest is None else manifest.by_name()
     specs = []
     for e in container.entries:
         view = container.payload(e)
@@ -39,7 +40,7 @@ def specializations_of(container: Container, views: list[memoryview]) -> list[Sp
         if container.version == L.VERSION_1:
             specs.append(Specialization(e.backend_id, view))
             continue
-        m = None if manifest is None else manifest.entry(e.name)
+        m = described.get(e.name)
         if m is None:
             specs.append(Specialization(e.backend_id, view, name=e.name, priority=e.priority,
                                         alignment=e.alignment))

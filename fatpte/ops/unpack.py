@@ -127,6 +127,7 @@ def _toml_lines(container: Container, payload_files: dict[int, str],
             for key in by_segment[seg_index]:
                 path = f"named_data/{segment_files[seg_index]}"
                 lines.append(f"{toml_key(key)} = {toml_value({'path': path, 'alignment': alignment})}")
+    described = {} if manifest is None else manifest.by_name()
     for e in container.entries:
         lines += ["", "[[specialization]]"]
         if container.version == L.VERSION_2:
@@ -137,7 +138,7 @@ def _toml_lines(container: Container, payload_files: dict[int, str],
             lines.append(f"alignment = {e.alignment}")
             if e.priority:
                 lines.append(f"priority = {e.priority}")
-        m = None if manifest is None else manifest.entry(e.name)
+        m = described.get(e.name)
         if m is None:
             continue
         requires = m.requires.to_json()

@@ -5,6 +5,7 @@
 // last in the canonical order, over a container whose manifest is placed and whose CRC32C and
 // identifier are sound. Offsets are absolute in the file: the manifest offset plus the position
 // of the manifest table the rule is about, as Python reports them.
+#include <array>
 #include <cinttypes>
 #include <cstring>
 #include <map>
@@ -324,13 +325,19 @@ Status check_manifest_contents(Bytes buf, const Structure& st) {
   // ---- payload digests ----
   std::map<std::string, const Entry*> by_name;
   for (const Entry& e : st.entries) by_name[e.name] = &e;
+  // Each payload is hashed once, however many manifest entries claim it (Python does the same).
+  std::map<std::uint32_t, std::array<std::uint8_t, kSha256Size>> digests;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const EntryV& me = entries[i];
     if (me.payload_sha256.empty()) continue;
     auto it = by_name.find(me.name);
     if (it == by_name.end()) continue;
     const Entry& e = *it->second;
-    const auto digest = detail::sha256(buf.data + e.offset, static_cast<std::size_t>(e.size));
+    auto known = digests.find(e.index);
+    if (known == digests.end()) {
+      known = digests.emplace(e.index, detail::sha256(buf.data + e.offset, static_cast<std::size_t>(e.size))).first;
+    }
+    const auto& digest = known->second;
     FATPTE_CHECK(std::memcmp(digest.data(), me.payload_sha256.data(), kSha256Size) == 0,
                  Error::PAYLOAD_DIGEST_MISMATCH, base + me.position,
                  "manifest.entries[" + std::to_string(i) + "].payload_sha256",

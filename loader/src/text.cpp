@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "fatpte/fatpte.hpp"
 #include "fatpte/format_generated.h"
 
 namespace fatpte {
@@ -101,6 +102,71 @@ std::string escape_bytes(const std::uint8_t* raw, std::size_t size) {
   return out + "'";
 }
 
+namespace {
+
+// The code point of the well-formed multi-byte UTF-8 sequence at s[i] (a byte >= 0x80) and its
+// length, or length 0 when the bytes there are not one.
+std::size_t utf8_at(const std::string& s, std::size_t i, std::uint32_t& cp) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(s.data()) + i;
+  const std::size_t left = s.size() - i;
+  const std::size_t n = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : 2;
+  if (n > left || first_invalid_utf8(p, n) >= 0) return 0;
+  cp = n == 2 ? p[0] & 0x1F : n == 3 ? p[0] & 0x0F : p[0] & 0x07;
+  for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (p[k] & 0x3F);
+  return n;
+}
+
+bool unsafe_above_ascii(std::uint32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x200E || cp == 0x200F || cp == 0x2028 || cp == 0x2029 ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+std::string escaped(const std::string& s, bool keep_newline_and_backslash) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const auto b = static_cast<std::uint8_t>(s[i]);
+    if (b < 0x80) {
+      const bool kept = keep_newline_and_backslash && (b == '\n' || b == '\\');
+      if ((b < 0x20 || b == 0x5C || b == 0x7F) && !kept) {
+        append_hex(out, b);
+      } else {
+        out += static_cast<char>(b);
+      }
+      ++i;
+      continue;
+    }
+    std::uint32_t cp = 0;
+    const std::size_t n = utf8_at(s, i, cp);
+    if (n == 0) {
+      append_hex(out, b);
+      ++i;
+    } else if (unsafe_above_ascii(cp)) {
+      char buf[12];
+      std::snprintf(buf, sizeof buf, cp <= 0xFF ? "\\x%02x" : "\\u%04x", static_cast<unsigned>(cp));
+      out += buf;
+      i += n;
+    } else {
+      out.append(s, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string printable(const std::string& s) { return escaped(s, false); }
+
+std::string terminal_safe(const std::string& s) { return escaped(s, true); }
+
+std::string clipped(const std::string& s, std::size_t limit) {
+  if (s.size() <= limit) return printable(s);
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<std::uint8_t>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  return printable(s.substr(0, cut)) + "...(" + std::to_string(s.size()) + " bytes)";
+}
+
 std::string json_quote(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
@@ -128,4 +194,8 @@ std::string json_quote(const std::string& s) {
 }
 
 }  // namespace detail
+std::string printable(const std::string& text) { return detail::printable(text); }
+
+std::string terminal_safe(const std::string& text) { return detail::terminal_safe(text); }
+
 }  // namespace fatpte

@@ -76,7 +76,7 @@ std::vector<const char*> c_strings(const std::vector<std::string>& words) {
 }
 
 int fail_with(const std::string& file, const fatpte_error& err) {
-  std::fprintf(stderr, "%s: %s\n", file.c_str(), err.message);
+  std::fprintf(stderr, "%s\n", fatpte::terminal_safe(file + ": " + err.message).c_str());
   return exit_code(static_cast<fatpte::Error>(err.code));
 }
 
@@ -112,7 +112,7 @@ int run_with_c_api(const std::string& file, const std::string& device, const std
     fatpte_close(c);
     return fail_with(file, err);
   }
-  if (explain) std::printf("%s\n", fatpte_selection_explain(sel));
+  if (explain) std::printf("%s\n", fatpte::terminal_safe(fatpte_selection_explain(sel)).c_str());
   fatpte_loaded* loaded = nullptr;
   const fatpte_status st = fatpte_load(c, sel, d.data(), d.size(), &loaded, &err);
   fatpte_selection_free(sel);
@@ -120,7 +120,7 @@ int run_with_c_api(const std::string& file, const std::string& device, const std
     fatpte_close(c);
     return fail_with(file, err);
   }
-  if (explain) std::printf("%s\n", fatpte_loaded_explain(loaded));
+  if (explain) std::printf("%s\n", fatpte::terminal_safe(fatpte_loaded_explain(loaded)).c_str());
   uint32_t index = 0;
   const char* name = "";
   const char* backend = "";
@@ -133,7 +133,7 @@ int run_with_c_api(const std::string& file, const std::string& device, const std
   if (fatpte_run_f32(loaded, input.data(), input.size(), output.data(), output.size(), &count, &err) != FATPTE_OK) {
     rc = fail_with(file, err);
   } else {
-    std::printf("ran: %s [%s]\noutput:", name, backend);
+    std::printf("ran: %s [%s]\noutput:", fatpte::printable(name).c_str(), fatpte::printable(backend).c_str());
     for (size_t i = 0; i < count; ++i) std::printf(" %.9g", static_cast<double>(output[i]));
     std::printf("\n");
     rc = std::fflush(stdout) == 0 ? 0 : 4;
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
         field += c >= 0x20 && c < 0x7F && c != '\\' ? std::string(1, static_cast<char>(c)) : std::string(hex);
       }
       std::printf("%s %s\n", fatpte::error_tag(p.error().code()), field.empty() ? "-" : field.c_str());
-      std::fprintf(stderr, "fatpte-run: %s\n", p.error().describe().c_str());
+      std::fprintf(stderr, "fatpte-run: %s\n", fatpte::terminal_safe(p.error().describe()).c_str());
       if (rc == 0) rc = exit_code(p.error().code());
     }
     return std::fflush(stdout) == 0 ? rc : 4;
@@ -210,14 +210,14 @@ int main(int argc, char** argv) {
     } else {
       auto p = fatpte::profile_from_file(device);
       if (!p.ok()) {
-        std::fprintf(stderr, "fatpte-run: %s\n", p.error().describe().c_str());
+        std::fprintf(stderr, "fatpte-run: %s\n", fatpte::terminal_safe(p.error().describe()).c_str());
         return exit_code(p.error().code());
       }
       profile = p.value();
     }
     auto opened = fatpte::Container::open_file(file);
     if (!opened.ok()) {
-      std::fprintf(stderr, "%s: %s\n", file.c_str(), opened.error().describe().c_str());
+      std::fprintf(stderr, "%s\n", fatpte::terminal_safe(file + ": " + opened.error().describe()).c_str());
       return exit_code(opened.error().code());
     }
     const fatpte::Container& c = *opened.value();
@@ -228,16 +228,16 @@ int main(int argc, char** argv) {
         auto assessed = fatpte::assess(c, profile, prefer, exclude);
         if (assessed.ok()) std::fputs(fatpte::selection_json(c, assessed.value()).c_str(), stdout);
       }
-      std::fprintf(stderr, "%s: %s\n", file.c_str(), sel.error().describe().c_str());
+      std::fprintf(stderr, "%s\n", fatpte::terminal_safe(file + ": " + sel.error().describe()).c_str());
       return exit_code(sel.error().code());
     }
     if (json) {
       std::fputs(fatpte::selection_json(c, sel.value()).c_str(), stdout);
     } else if (explain) {
-      std::printf("%s\n", fatpte::explain(c, sel.value()).c_str());
+      std::printf("%s\n", fatpte::terminal_safe(fatpte::explain(c, sel.value())).c_str());
     } else {
       const fatpte::Entry& e = c.entries()[sel.value().chosen];
-      std::printf("%s [%s]\n", e.name.c_str(), e.backend_id.c_str());
+      std::printf("%s [%s]\n", fatpte::printable(e.name).c_str(), fatpte::printable(e.backend_id).c_str());
     }
     return std::fflush(stdout) == 0 ? 0 : 4;
   } catch (const std::exception& exc) {

@@ -370,8 +370,10 @@ def _selection_containers(tmp: Path) -> list[Path]:
     ]
     plain = [S("portable", b"p" * 3, name="cpu"), S("x86_avx2", b"a" * 3, name="avx2", priority=1)]
     v1 = [S("portable", b"p" * 3), S("x86_avx2", b"a" * 3)]
+    # Version 1 ids may hold any byte from 0x01 to 0x7f: both explain them escaped alike.
+    hostile = [S("\x1b[31mred\x1b[0m", b"p" * 3), S("two\nlines\\x7f", b"a" * 3), S("del\x7f", b"d" * 3)]
     return [pack(specs, tmp / "requires.nfat"), pack(plain, tmp / "plain.nfat"),
-            pack(v1, tmp / "v1.nfat", version=1)]
+            pack(v1, tmp / "v1.nfat", version=1), pack(hostile, tmp / "v1-control-bytes.nfat", version=1)]
 
 
 def test_loader_selects_like_python_for_every_named_profile(tmp_path: Path) -> None:
@@ -415,6 +417,6 @@ def test_loader_selects_like_python_for_every_named_profile(tmp_path: Path) -> N
                         mismatches.append(f"{label}: selection JSON differs:\n{as_json.stdout}")
                     if explained.stdout != sel.explain() + "\n":
                         mismatches.append(f"{label}: explanation differs:\n{explained.stdout}")
-    assert compared >= 3 * len(names) * len(_PREFERENCES)
+    assert compared >= 4 * len(names) * len(_PREFERENCES)
     assert 0 < no_fit < compared  # both outcomes were compared
     assert not mismatches, f"{len(mismatches)} of {compared} differ:\n" + "\n".join(mismatches[:10])
