@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fatpte.errors import LIST_LIMIT, MAX_FINDINGS_PER_CODE, ErrorCode, FatpteError, listed, quoted
+from fatpte.errors import LIST_LIMIT, MAX_FINDINGS_PER_CODE, ErrorCode, FatpteError, clipped, listed, quoted
 from fatpte.format import layout as L
 from fatpte.manifest.codec import decode
 from fatpte.manifest.model import Manifest, ManifestEntry, Signature
@@ -56,17 +56,19 @@ class Problems:
 
 
 def consistency_problems(
-    manifest: Manifest, table_names: Sequence[str], segment_count: int
+    manifest: Manifest, table_names: Sequence[str], segment_sizes: Sequence[int]
 ) -> list[tuple[ErrorCode, str, str, int | None]]:
     """Every consistency problem as (code, field path, message, manifest position or None), at most
-    MAX_FINDINGS_PER_CODE of each code (`consistency` also counts the rest)."""
-    return consistency(manifest, table_names, segment_count).found
+    MAX_FINDINGS_PER_CODE of each code (`consistency` also counts the rest). `segment_sizes` holds
+    the size of each segment of the table, in table order."""
+    return consistency(manifest, table_names, segment_sizes).found
 
 
-def consistency(manifest: Manifest, table_names: Sequence[str], segment_count: int) -> Problems:
+def consistency(manifest: Manifest, table_names: Sequence[str], segment_sizes: Sequence[int]) -> Problems:
     """The consistency rules (specs/nfat-manifest.md section 7, steps 3 to 8), in their order. Each
     check looks names and keys up in sets built once, so the work is linear in the manifest's
     expanded size (bounded by its work budget, section 2.3) and in the table's length."""
+    segment_count = len(segment_sizes)
     out = Problems()
     C = ErrorCode
     seen: dict[str, int] = {}
@@ -91,12 +93,21 @@ def consistency(manifest: Manifest, table_names: Sequence[str], segment_count: i
             out.add(C.MANIFEST_ENTRY_MISSING, f"entries[{i}].name",
                     f"entry {quoted(name)} has no entry in the manifest; every entry must have exactly one", None)
     keys = manifest.keys
+    layouts = dict(manifest.layouts)
     referenced: set[int] = set()
     for i, (key, segment) in enumerate(manifest.named_data):
-        if segment >= segment_count and out.wants(C.NAMED_DATA_BAD_SEGMENT):
-            out.add(C.NAMED_DATA_BAD_SEGMENT, f"manifest.named_data[{i}].segment",
-                    f"named-data key {quoted(key)} points at segment {segment}, but the segment table has "
-                    f"{segment_count}", None)
+        if segment >= segment_count:
+            if out.wants(C.NAMED_DATA_BAD_SEGMENT):
+                out.add(C.NAMED_DATA_BAD_SEGMENT, f"manifest.named_data[{i}].segment",
+                        f"named-data key {quoted(key)} points at segment {segment}, but the segment table has "
+                        f"{segment_count}", None)
+        else:
+            layout = layouts.get(key)
+            nbytes = None if layout is None else layout.nbytes
+            if layout is not None and nbytes != segment_sizes[segment] and out.wants(C.NAMED_DATA_LAYOUT_MISMATCH):
+                out.add(C.NAMED_DATA_LAYOUT_MISMATCH, f"manifest.named_data[{i}].layout",
+                        f"named-data key {quoted(key)} has layout {clipped(layout.text())}, {nbytes} bytes, but "
+                        f"its segment {segment} holds {segment_sizes[segment]}", None)
         referenced.add(segment)
     for s in range(segment_count):
         if s not in referenced and out.wants(C.SEGMENT_UNREFERENCED):
@@ -180,7 +191,7 @@ def check_container(buf: Any, st: Any) -> None:
         st.add(exc.finding)
         return
     assert manifest is not None
-    problems = consistency(manifest, [e.name for e in st.entries], len(st.segments))
+    problems = consistency(manifest, [e.name for e in st.entries], [s.size for s in st.segments])
     for code, count in problems.omitted.items():
         st.omit(code, count)
     for code, path, message, position in problems.found:

@@ -119,14 +119,18 @@ def _toml_lines(container: Container, payload_files: dict[int, str],
     if manifest is not None and manifest.named_data:
         lines += ["", "[named_data]"]
         by_segment: dict[int, list[str]] = {}
+        layouts = dict(manifest.layouts)  # one pass: manifest.layout(key) would scan them all each time
         for key, seg in manifest.named_data:
             by_segment.setdefault(seg, []).append(key)
         # Segments are created in the order their first key appears: list them by index.
         for seg_index in sorted(by_segment):
             alignment = container.segments[seg_index].alignment
             for key in by_segment[seg_index]:
-                path = f"named_data/{segment_files[seg_index]}"
-                lines.append(f"{toml_key(key)} = {toml_value({'path': path, 'alignment': alignment})}")
+                value: dict[str, Any] = {"path": f"named_data/{segment_files[seg_index]}", "alignment": alignment}
+                layout = layouts.get(key)
+                if layout is not None:
+                    value["layout"] = layout.to_json()
+                lines.append(f"{toml_key(key)} = {toml_value(value)}")
     described = {} if manifest is None else manifest.by_name()
     for e in container.entries:
         lines += ["", "[[specialization]]"]
@@ -154,6 +158,8 @@ def _toml_lines(container: Container, payload_files: dict[int, str],
             lines.append(f"provenance = {toml_value(dict(m.provenance))}")
         if m.payload_sha256 is not None:
             lines.append("payload_sha256 = true")
+        if m.executorch_backends is not None:
+            lines.append(f"executorch_backends = {toml_value(list(m.executorch_backends))}")
     return lines
 
 

@@ -208,9 +208,10 @@ class Walker {
     if (f.kind == K::kString) return string(target, path);
     if (f.kind == K::kTable) return table(target, f.target, path);
     std::int64_t start = 0, count_ = 0;
-    if (f.kind == K::kByteVector) {
-      FATPTE_RETURN_IF_ERROR(vector(target, 1, path, &start, &count_));
-      return spend(4 + static_cast<std::uint64_t>(count_), target, path);
+    if (f.kind == K::kByteVector || f.kind == K::kInt32Vector) {
+      const std::int64_t elem = f.kind == K::kByteVector ? 1 : 4;
+      FATPTE_RETURN_IF_ERROR(vector(target, elem, path, &start, &count_));
+      return spend(4 + static_cast<std::uint64_t>(count_ * elem), target, path);
     }
     const bool strings = f.kind == K::kStringVector;
     const std::uint64_t key = static_cast<std::uint64_t>(target) * 64 + (strings ? 63u : static_cast<std::uint64_t>(f.target));

@@ -67,7 +67,7 @@ SIZES = (1000, 4000, 16000)
 
 def test_one_key_referenced_many_times_is_over_budget_in_both(tmp_path: Path) -> None:
     """`a 4 MB container that names one 4 KiB key 1,000,000 times`, at 1000, 4000 and 16000
-    references: E0419 from both readers at the same reference, after work bounded by the file."""
+    references: E0420 from both readers at the same reference, after work bounded by the file."""
     files = [hostile.shared_key(refs, 4096) for refs in SIZES]
     want = [python_line(d) for d in files]
     assert all(w.startswith(ErrorCode.MANIFEST_OVER_BUDGET.tag) for w in want), want
@@ -110,7 +110,7 @@ def _write(tmp: Path, name: str, data: bytes) -> Path:
 
 def test_requirement_strings_that_share_one_long_word(tmp_path: Path) -> None:
     """`1,000 references to one 1 MiB string` as requirements, scaled: over the budget both
-    readers refuse to select (E0419, same reference); within it, the explanation quotes the
+    readers refuse to select (E0420, same reference); within it, the explanation quotes the
     needed features cut short while --json keeps them exact."""
     device = DeviceProfile.load(DEVICE)
     over = hostile.shared_requirement(1000, 64 << 10)

@@ -55,7 +55,8 @@ typedef enum fatpte_status {
   FATPTE_E_SEGMENT_UNREFERENCED = 416, /* E0416: a segment is named by no named-data key */
   FATPTE_E_PAYLOAD_DIGEST_MISMATCH = 417, /* E0417: the SHA-256 of a payload does not match its manifest entry */
   FATPTE_E_MANIFEST_VALUE_INVALID = 418, /* E0418: a manifest field holds a value its rule forbids */
-  FATPTE_E_MANIFEST_OVER_BUDGET = 419, /* E0419: the manifest's references expand past its work budget */
+  FATPTE_E_NAMED_DATA_LAYOUT_MISMATCH = 419, /* E0419: a named-data layout does not describe its segment's bytes */
+  FATPTE_E_MANIFEST_OVER_BUDGET = 420, /* E0420: the manifest's references expand past its work budget */
   FATPTE_E_V1_BAD_ID = 501, /* E0501: a v1 backend id is empty or has a byte outside ASCII 0x01..0x7f */
   FATPTE_E_V1_ID_PADDING_NOT_ZERO = 502, /* E0502: a v1 backend id has non-zero bytes after its terminating NUL */
   FATPTE_E_V1_OVERLAPPING_PAYLOADS = 503, /* E0503: two v1 payloads share bytes */
@@ -221,7 +222,7 @@ inline constexpr std::uint64_t kExpansionFactor = 16;  // manifest.EXPANSION_FAC
 inline constexpr std::uint64_t kExpansionAllowance = 1048576;  // manifest.EXPANSION_ALLOWANCE
 
 enum class FieldKind : std::uint8_t {
-  kU8, kU32, kU64, kString, kTable, kStringVector, kTableVector, kByteVector
+  kU8, kU32, kU64, kString, kTable, kStringVector, kTableVector, kByteVector, kInt32Vector
 };
 
 struct FieldSpec {
@@ -289,15 +290,22 @@ inline constexpr FieldSpec kEntryFields[] = {
     {"source_digest", FieldKind::kString, -1, false},
     {"payload_sha256", FieldKind::kByteVector, -1, false},
     {"provenance", FieldKind::kTableVector, 8, false},
+    {"executorch_backends", FieldKind::kStringVector, -1, false},
+};
+inline constexpr FieldSpec kTensorLayoutFields[] = {
+    {"dtype", FieldKind::kString, -1, true},
+    {"sizes", FieldKind::kInt32Vector, -1, false},
+    {"dim_order", FieldKind::kByteVector, -1, false},
 };
 inline constexpr FieldSpec kNamedDataFields[] = {
     {"key", FieldKind::kString, -1, true},
     {"segment", FieldKind::kU32, -1, false},
+    {"layout", FieldKind::kTable, 10, false},
 };
 inline constexpr FieldSpec kManifestFields[] = {
     {"revision", FieldKind::kU32, -1, false},
     {"entries", FieldKind::kTableVector, 9, false},
-    {"named_data", FieldKind::kTableVector, 10, false},
+    {"named_data", FieldKind::kTableVector, 11, false},
 };
 
 inline constexpr TableSpec kTables[] = {
@@ -310,12 +318,13 @@ inline constexpr TableSpec kTables[] = {
     {"Method", kMethodFields, 4},
     {"Signature", kSignatureFields, 1},
     {"KeyValue", kKeyValueFields, 2},
-    {"Entry", kEntryFields, 7},
-    {"NamedData", kNamedDataFields, 2},
+    {"Entry", kEntryFields, 8},
+    {"TensorLayout", kTensorLayoutFields, 3},
+    {"NamedData", kNamedDataFields, 3},
     {"Manifest", kManifestFields, 3},
 };
-inline constexpr std::size_t kTableCount = 12;
-inline constexpr std::int32_t kRootTable = 11;  // Manifest
+inline constexpr std::size_t kTableCount = 13;
+inline constexpr std::int32_t kRootTable = 12;  // Manifest
 
 }  // namespace manifest_schema
 
@@ -368,7 +377,8 @@ enum class Error : std::int32_t {
   SEGMENT_UNREFERENCED = 416,
   PAYLOAD_DIGEST_MISMATCH = 417,
   MANIFEST_VALUE_INVALID = 418,
-  MANIFEST_OVER_BUDGET = 419,
+  NAMED_DATA_LAYOUT_MISMATCH = 419,
+  MANIFEST_OVER_BUDGET = 420,
   V1_BAD_ID = 501,
   V1_ID_PADDING_NOT_ZERO = 502,
   V1_OVERLAPPING_PAYLOADS = 503,
@@ -454,7 +464,8 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {416, "SEGMENT_UNREFERENCED", "E0416", "a segment is named by no named-data key", "invalid", false},
     {417, "PAYLOAD_DIGEST_MISMATCH", "E0417", "the SHA-256 of a payload does not match its manifest entry", "invalid", false},
     {418, "MANIFEST_VALUE_INVALID", "E0418", "a manifest field holds a value its rule forbids", "invalid", false},
-    {419, "MANIFEST_OVER_BUDGET", "E0419", "the manifest's references expand past its work budget", "invalid", false},
+    {419, "NAMED_DATA_LAYOUT_MISMATCH", "E0419", "a named-data layout does not describe its segment's bytes", "invalid", false},
+    {420, "MANIFEST_OVER_BUDGET", "E0420", "the manifest's references expand past its work budget", "invalid", false},
     {501, "V1_BAD_ID", "E0501", "a v1 backend id is empty or has a byte outside ASCII 0x01..0x7f", "invalid", false},
     {502, "V1_ID_PADDING_NOT_ZERO", "E0502", "a v1 backend id has non-zero bytes after its terminating NUL", "invalid", true},
     {503, "V1_OVERLAPPING_PAYLOADS", "E0503", "two v1 payloads share bytes", "invalid", true},
@@ -483,7 +494,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1007, "ET_SEGMENT_OUT_OF_BOUNDS", "E1007", "an ExecuTorch segment or payload extends past the end of its file", "invalid", false},
     {1008, "ET_BAD_VALUE", "E1008", "an ExecuTorch field holds a value its schema does not allow", "invalid", false},
 };
-inline constexpr std::size_t kErrorCount = 74;
+inline constexpr std::size_t kErrorCount = 75;
 
 }  // namespace fatpte
 #endif  // __cplusplus
