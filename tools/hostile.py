@@ -58,3 +58,34 @@ def shared_payload(entries: int, *, requires: bool = True) -> bytes:
 
 def names(entries: int) -> Sequence[str]:
     return [f"e{i:05d}" for i in range(entries)]
+
+
+def pte_shared_operator(refs: int, name_bytes: int) -> bytes:
+    """An ExecuTorch program (.pte, no extended header) whose method's operator table lists
+    `refs` references to one operator with a name of `name_bytes` bytes: the shape of "a 1 MB .pte
+    whose 2,000 operators reference one operator with a 1 MiB name"."""
+    import flatbuffers
+
+    b = flatbuffers.Builder(0)
+    name = b.CreateString("o" * name_bytes)
+    b.StartObject(2)  # Operator: name, overload
+    b.PrependUOffsetTRelativeSlot(0, name, 0)
+    op = b.EndObject()
+    b.StartVector(4, refs, 4)
+    for _ in range(refs):
+        b.PrependUOffsetTRelative(op)
+    ops = b.EndVector()
+    method = b.CreateString("forward")
+    b.StartObject(9)  # ExecutionPlan: name, container_meta_type, values, inputs, outputs, chains, operators, ...
+    b.PrependUOffsetTRelativeSlot(0, method, 0)
+    b.PrependUOffsetTRelativeSlot(6, ops, 0)
+    plan = b.EndObject()
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(plan)
+    plans = b.EndVector()
+    b.StartObject(8)  # Program: version, execution_plan, ...
+    b.PrependUint32Slot(0, 0, 1)
+    b.PrependUOffsetTRelativeSlot(1, plans, 0)
+    root = b.EndObject()
+    b.Finish(root, b"ET12")
+    return bytes(b.Output())

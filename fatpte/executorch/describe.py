@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fatpte.container.reader import Container
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, clipped
 from fatpte.executorch import nptg, ptd, pte, xnnpack
 from fatpte.executorch.signature import program_signature
 from fatpte.fileio.mapping import map_view
@@ -182,20 +182,27 @@ def _data_file(f: ptd.DataFile) -> dict[str, Any]:
     }
 
 
+def _t(value: object) -> str:
+    """A value from the file as the text view shows it: control characters escaped, long text cut
+    (errors.clipped); the JSON view keeps it exact."""
+    return clipped(str(value))
+
+
 def _tensor_text(t: dict[str, Any]) -> str:
-    name = f"{t['name']}: " if t.get("name") else ""
-    return f"{name}{t['dtype']}[{', '.join(str(d) for d in t['shape'] or [])}]"
+    name = f"{_t(t['name'])}: " if t.get("name") else ""
+    return f"{name}{_t(t['dtype'])}[{', '.join(_t(d) for d in t['shape'] or [])}]"
 
 
 def _native_lines(d: dict[str, Any], pad: str) -> list[str]:
     out = []
     for m in d["methods"]:
-        out.append(f"{pad}method {m['name']} ({m['nodes']} nodes)")
+        out.append(f"{pad}method {_t(m['name'])} ({m['nodes']} nodes)")
         out.append(f"{pad}  inputs:  " + ", ".join(_tensor_text(t) for t in m["inputs"]))
         out.append(f"{pad}  outputs: " + ", ".join(_tensor_text(t) for t in m["outputs"]))
-        bufs = [f"{b['fqn']}: {b['dtype']}[{', '.join(str(x) for x in b['shape'] or [])}]" for b in m["buffers"]]
+        bufs = [f"{_t(b['fqn'])}: {_t(b['dtype'])}[{', '.join(_t(x) for x in b['shape'] or [])}]"
+                for b in m["buffers"]]
         out.append(f"{pad}  mutable buffers: " + (", ".join(bufs) or "none"))
-        out.append(f"{pad}  named data keys: " + (", ".join(m["named_data_keys"]) or "none"))
+        out.append(f"{pad}  named data keys: " + (", ".join(map(_t, m["named_data_keys"])) or "none"))
     return out
 
 
@@ -207,7 +214,7 @@ def _xnn_lines(d: dict[str, Any], pad: str) -> list[str]:
                    f"constant data {h['constant_data_size']} bytes at {h['constant_data_offset']:#x}")
     out.append(f"{pad}XN01 graph: {d['nodes']} nodes, {d['values']} values, inputs {d['input_ids']}, "
                f"outputs {d['output_ids']}")
-    out.append(f"{pad}named data keys: " + (", ".join(d["named_data_keys"]) or "none"))
+    out.append(f"{pad}named data keys: " + (", ".join(map(_t, d["named_data_keys"])) or "none"))
     return out
 
 
@@ -216,26 +223,26 @@ def _payload_lines(p: dict[str, Any], pad: str) -> list[str]:
 
 
 def _lines(j: dict[str, Any]) -> list[str]:
-    out = [f"{j['source'] or '<bytes>'}: ExecuTorch {j['kind']} ({j['size']} bytes)"]
+    out = [f"{_t(j['source'] or '<bytes>')}: ExecuTorch {j['kind']} ({j['size']} bytes)"]
     if j["kind"] == "pte":
         h = j["extended_header"]
         if h is not None:
             out.append(f"extended header: program {h['program_size']} bytes, segments at "
                        f"{h['segment_base_offset']:#x} ({h['segment_data_size']} bytes)")
         for m, s in zip(j["methods"], j["signature"]["methods"], strict=True):
-            out.append(f"method {m['name']}: {m['values']} values, {m['instructions']} instructions")
+            out.append(f"method {_t(m['name'])}: {m['values']} values, {m['instructions']} instructions")
             out.append("  inputs:  " + ", ".join(_tensor_text(t) for t in s["inputs"]))
             out.append("  outputs: " + ", ".join(_tensor_text(t) for t in s["outputs"]))
             out.append("  mutable buffers: " + (", ".join(_tensor_text(t) for t in s["buffers"]) or "none"))
             if m["operators"]:
-                out.append("  operators: " + ", ".join(m["operators"]))
+                out.append("  operators: " + ", ".join(map(_t, m["operators"])))
             for d in m["delegates"]:
-                out.append(f"  delegate {d['index']}: {d['backend_id']}, {d['payload_kind']}, {d['size']} bytes "
+                out.append(f"  delegate {d['index']}: {_t(d['backend_id'])}, {_t(d['payload_kind'])}, {d['size']} bytes "
                            f"{d['location']} at {d['offset']:#x}")
                 p = d.get("payload")
                 if p is not None and p["format"] == "NFAT":
                     for e in p["entries"]:
-                        out.append(f"    entry {e['name']}: {e['backend_id']}, {e['payload_kind']}, {e['size']} "
+                        out.append(f"    entry {_t(e['name'])}: {_t(e['backend_id'])}, {_t(e['payload_kind'])}, {e['size']} "
                                    f"bytes, priority {e['priority']}")
                         if "payload" in e:
                             out += _payload_lines(e["payload"], "      ")
@@ -246,12 +253,12 @@ def _lines(j: dict[str, Any]) -> list[str]:
             out.append(f"  [{s['index']}] {s['size']} bytes at {s['offset']:#x}")
         out.append(f"named data: {len(j['named_data'])}")
         for n in j["named_data"]:
-            out.append(f"  {n['key']}: {n['size']} bytes in segment {n['segment_index']}")
+            out.append(f"  {_t(n['key'])}: {n['size']} bytes in segment {n['segment_index']}")
     elif j["kind"] == "ptd":
         out.append(f"named data: {len(j['named_data'])}")
         for n in j["named_data"]:
-            shape = "" if n["dtype"] is None else f" {n['dtype']}[{', '.join(str(x) for x in n['shape'])}]"
-            out.append(f"  {n['key']}:{shape} {n['size']} bytes at {n['offset']:#x}")
+            shape = "" if n["dtype"] is None else f" {_t(n['dtype'])}[{', '.join(_t(x) for x in n['shape'])}]"
+            out.append(f"  {_t(n['key'])}:{shape} {n['size']} bytes at {n['offset']:#x}")
     elif j["kind"] == "nptg":
         out += _native_lines(j, "")
     else:

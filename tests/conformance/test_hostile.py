@@ -211,3 +211,43 @@ def test_json_output_stays_exact(hostile_v1: Path) -> None:
     assert [e["name"] for e in data["entries"]] == list(HOSTILE_IDS)
     chosen = json.loads(CliRunner().invoke(main, ["select", str(hostile_v1), "--device", DEVICE, "--json"]).stdout)
     assert chosen["chosen"] == HOSTILE_IDS[0]
+
+
+def test_a_program_whose_operators_are_one_long_named_operator(tmp_path: Path) -> None:
+    """`a 1 MB .pte whose 2,000 operators reference one operator with a 1 MiB name`, at 500, 2000
+    and 8000 references to a 16 KiB name: E1005 (the text budget) after bounded work, from the
+    library and from `fatpte info` (exit 1, no traceback); within the budget, the text view cuts
+    the long name while --json keeps it."""
+    from fatpte.executorch import describe
+
+    for refs in (500, 2000, 8000):
+        data = hostile.pte_shared_operator(refs, 16 << 10)
+        with pytest.raises(FatpteError) as info:
+            describe(data)
+        assert info.value.code is ErrorCode.ET_FLATBUFFER_TOO_COMPLEX
+        assert executed_lines(lambda d=data: describe(d)) < 40 * len(data) + 20_000
+        assert peak_allocation(lambda d=data: describe(d)) < 4 * len(data) + (2 << 20)
+    path = _write(tmp_path, "op.pte", hostile.pte_shared_operator(2000, 16 << 10))
+    result = CliRunner().invoke(main, ["info", str(path)])
+    assert result.exit_code == 1 and "E1005" in result.stderr and "Traceback" not in result.output
+
+    small = _write(tmp_path, "small.pte", hostile.pte_shared_operator(50, 2000))
+    text = CliRunner().invoke(main, ["info", str(small)]).stdout
+    assert "o" * 1024 + "...(2000 bytes)" in text and "o" * 1025 not in text
+    as_json = json.loads(CliRunner().invoke(main, ["info", "--json", str(small)]).stdout)
+    assert as_json["methods"][0]["operators"] == ["o" * 2000] * 50
+
+
+def test_running_out_of_memory_is_an_error_not_a_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The budgets keep reading within a constant times the file; should the machine run out all the
+    same, both command-line routes print E0801 and exit 4, as the C++ loader does."""
+    from fatpte.cli import commands, launch
+
+    def exhausted(**_: object) -> int:
+        raise MemoryError
+
+    path = _write(tmp_path, "c.nfat", hostile.shared_payload(2))
+    monkeypatch.setattr(commands, "info", exhausted)
+    result = CliRunner().invoke(main, ["info", str(path)])
+    assert result.exit_code == 4 and "E0801" in result.stderr and "out of memory" in result.stderr
+    assert launch.run(["info", str(path)]) == 4
