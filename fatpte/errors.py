@@ -212,8 +212,8 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.ET_TRUNCATED: ("an ExecuTorch file ends before its header or flatbuffer root", _E),
     ErrorCode.ET_BAD_HEADER: ("an ExecuTorch header (eh00, FH01, XH00) has a length or field out of range", _E),
     ErrorCode.ET_FLATBUFFER_OUT_OF_BOUNDS: ("a flatbuffer offset, vtable, vector or string lies outside the buffer", _E),
-    ErrorCode.ET_FLATBUFFER_TOO_COMPLEX: ("a flatbuffer nests deeper, holds more objects or expands to more text "
-                                          "than the reader's limits", _E),
+    ErrorCode.ET_FLATBUFFER_TOO_COMPLEX: ("a flatbuffer is deeper, larger or more repetitive than the reader's limits",
+                                          _E),
     ErrorCode.ET_BAD_REFERENCE: ("an index in an ExecuTorch program points at no value, segment or payload", _E),
     ErrorCode.ET_SEGMENT_OUT_OF_BOUNDS: ("an ExecuTorch segment or payload extends past the end of its file", _E),
     ErrorCode.ET_BAD_VALUE: ("an ExecuTorch field holds a value its schema does not allow", _E),

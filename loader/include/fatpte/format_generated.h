@@ -80,7 +80,7 @@ typedef enum fatpte_status {
   FATPTE_E_ET_TRUNCATED = 1002, /* E1002: an ExecuTorch file ends before its header or flatbuffer root */
   FATPTE_E_ET_BAD_HEADER = 1003, /* E1003: an ExecuTorch header (eh00, FH01, XH00) has a length or field out of range */
   FATPTE_E_ET_FLATBUFFER_OUT_OF_BOUNDS = 1004, /* E1004: a flatbuffer offset, vtable, vector or string lies outside the buffer */
-  FATPTE_E_ET_FLATBUFFER_TOO_COMPLEX = 1005, /* E1005: a flatbuffer nests deeper, holds more objects or expands to more text than the reader's limits */
+  FATPTE_E_ET_FLATBUFFER_TOO_COMPLEX = 1005, /* E1005: a flatbuffer is deeper, larger or more repetitive than the reader's limits */
   FATPTE_E_ET_BAD_REFERENCE = 1006, /* E1006: an index in an ExecuTorch program points at no value, segment or payload */
   FATPTE_E_ET_SEGMENT_OUT_OF_BOUNDS = 1007, /* E1007: an ExecuTorch segment or payload extends past the end of its file */
   FATPTE_E_ET_BAD_VALUE = 1008, /* E1008: an ExecuTorch field holds a value its schema does not allow */
@@ -489,7 +489,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1002, "ET_TRUNCATED", "E1002", "an ExecuTorch file ends before its header or flatbuffer root", "invalid", false},
     {1003, "ET_BAD_HEADER", "E1003", "an ExecuTorch header (eh00, FH01, XH00) has a length or field out of range", "invalid", false},
     {1004, "ET_FLATBUFFER_OUT_OF_BOUNDS", "E1004", "a flatbuffer offset, vtable, vector or string lies outside the buffer", "invalid", false},
-    {1005, "ET_FLATBUFFER_TOO_COMPLEX", "E1005", "a flatbuffer nests deeper, holds more objects or expands to more text than the reader's limits", "invalid", false},
+    {1005, "ET_FLATBUFFER_TOO_COMPLEX", "E1005", "a flatbuffer is deeper, larger or more repetitive than the reader's limits", "invalid", false},
     {1006, "ET_BAD_REFERENCE", "E1006", "an index in an ExecuTorch program points at no value, segment or payload", "invalid", false},
     {1007, "ET_SEGMENT_OUT_OF_BOUNDS", "E1007", "an ExecuTorch segment or payload extends past the end of its file", "invalid", false},
     {1008, "ET_BAD_VALUE", "E1008", "an ExecuTorch field holds a value its schema does not allow", "invalid", false},
