@@ -2,11 +2,15 @@
 // arrays, strings, numbers, true/false/null) and the profile's shape rules, so the
 // loader reads the same profiles as Python's DeviceProfile.from_json. Errors are
 // INVALID_ARGUMENT naming the field path.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cinttypes>
 #include <cstring>
 #include <initializer_list>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -25,9 +29,11 @@ namespace {
 
 constexpr std::size_t kMaxProfileBytes = 1u << 20;  // device.MAX_PROFILE_BYTES
 constexpr std::size_t kMaxAccelerators = 64;        // device.MAX_ACCELERATORS
-// Deep enough that every document Python's json reads without RecursionError (about 1000
-// levels) up to here is read too, so the error names the same field; bounded for the stack.
-constexpr int kMaxNesting = 512;
+// device.MAX_PROFILE_DEPTH: arrays and objects nest at most 64 deep (a profile needs 3); the
+// Python reader counts the depth before parsing, so both refuse the same documents, at `$`.
+constexpr int kMaxNesting = 64;
+// device.MAX_INTEGER_DIGITS: an integer literal of more digits is not read (Python's int() limit).
+constexpr std::size_t kMaxIntegerDigits = 4300;
 
 struct Value {
   enum Kind { kNull, kBool, kInt, kNumber, kString, kArray, kObject } kind = kNull;
@@ -92,9 +98,6 @@ class Parser {
       p_ = start + 1;  // Python reads the 0 and stops: what follows is unexpected text
       return bad("a number with a leading zero");
     }
-    // Python's int() refuses more than 4300 digits (sys.int_info.default_max_str_digits), and
-    // its json reader with it.
-    if (digits > 4300) return bad("an integer of more than 4300 digits");
     bool integral = true;
     if (p_ < t_.size() && t_[p_] == '.') {
       const std::size_t dot = ++p_;
@@ -110,6 +113,9 @@ class Parser {
       if (p_ == exp) return bad("a number without exponent digits");
       integral = false;
     }
+    // An integer (no fraction, no exponent) of more than 4300 digits is refused as a whole; a number
+    // with a fraction or exponent is read whatever its length, and no field takes it.
+    if (integral && digits > kMaxIntegerDigits) return bad("an integer of more than 4300 digits");
     std::uint64_t n = 0;
     bool fits = integral && digits <= 20;
     for (std::size_t k = start; fits && k < start + digits; ++k) {
@@ -467,11 +473,34 @@ Result<DeviceProfile> profile_from_json(const std::string& json) {
 }
 
 Result<DeviceProfile> profile_from_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(Error::IO_ERROR, kNoOffset, "device", "cannot read the device profile %s", path.c_str());
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it (as Python does).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    return fail(Error::IO_ERROR, kNoOffset, "", "cannot read the device profile %s: %s", path.c_str(),
+                std::strerror(errno));
+  }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    ::close(fd);
+    return fail(Error::NOT_A_FILE, kNoOffset, "",
+                "the device profile %s is not a regular file (a directory, device, FIFO or socket)", path.c_str());
+  }
   std::string text(kMaxProfileBytes + 1, '\0');
-  in.read(&text[0], static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, &text[got], text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return fail(Error::IO_ERROR, kNoOffset, "", "cannot read the device profile %s: %s", path.c_str(),
+                  std::strerror(err));
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
   if (text.size() > kMaxProfileBytes) {
     return fail(Error::INVALID_ARGUMENT, kNoOffset, "$", "%s is larger than 1 MiB: not a device profile",
                 path.c_str());

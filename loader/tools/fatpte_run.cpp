@@ -95,6 +95,13 @@ int run_with_c_api(const std::string& file, const std::string& device, const std
   if (!in.eof()) return usage(("the input " + input_path + " is not whitespace-separated numbers").c_str());
   std::string profile_json;
   if (device != "host") {
+    // The file itself first, as --select-only reads it: a directory, FIFO or device is E0802.
+    const auto checked = fatpte::profile_from_file(device);
+    if (!checked.ok() && (checked.error().code() == fatpte::Error::NOT_A_FILE ||
+                          checked.error().code() == fatpte::Error::IO_ERROR)) {
+      std::fprintf(stderr, "fatpte-run: %s\n", fatpte::terminal_safe(checked.error().describe()).c_str());
+      return exit_code(checked.error().code());
+    }
     std::ifstream p(device, std::ios::binary);
     if (!p) {
       std::fprintf(stderr, "fatpte-run: cannot read the device profile %s\n", device.c_str());
