@@ -19,6 +19,7 @@ the path of schema names that led there.
 from __future__ import annotations
 
 import struct
+import weakref
 from collections.abc import Iterator
 from typing import TypeVar
 
@@ -57,7 +58,10 @@ class Buffer:
         self._text_limit = work_budget(self.size)
         self._text = 0
         self._strings: dict[int, tuple[str, int]] = {}  # position -> (text, bytes counted per reference)
-        self._tables: dict[tuple[int, int], Table] = {}  # (position, depth) -> the table verified there
+        # (position, depth) -> the table verified there, while anything holds it. Weak: a Table holds its
+        # Buffer, and a cycle would keep the buffer's memoryview (and a mapping) alive until the next
+        # garbage collection.
+        self._tables: weakref.WeakValueDictionary[tuple[int, int], Table] = weakref.WeakValueDictionary()
 
     def error(self, code: ErrorCode, message: str, pos: int | None, field: str) -> FatpteError:
         return FatpteError(
@@ -134,9 +138,10 @@ class Buffer:
                 ErrorCode.ET_FLATBUFFER_TOO_COMPLEX, f"tables nest deeper than {MAX_DEPTH} levels", pos, field
             )
         self.spend(1, pos, field)
-        # A table reached again at the same depth is the same verified table: one object for all the
-        # references to it (it keeps the first one's field path for messages), so 1,000,000 offsets to
-        # one table cost a list of references, not a million tables.
+        # A table reached again at the same depth, while the first is still held, is the same verified
+        # table: one object for all the references to it (it keeps the first one's field path for
+        # messages), so a vector of 1,000,000 offsets to one table costs a list of references, not a
+        # million tables.
         hit = self._tables.get((pos, depth))
         if hit is not None:
             return hit

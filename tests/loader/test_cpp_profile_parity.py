@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from click.testing import CliRunner
 
 from fatpte.cli.main import main
 from fatpte.device import profile as D
