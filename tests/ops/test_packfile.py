@@ -317,6 +317,9 @@ def _load_error(tmp_path: Path, data: bytes) -> FatpteError:
     return info.value
 
 
+_ENTRY = b'[[specialization]]\nbackend_id = "x"\npayload = "pack.toml"\n'
+
+
 @pytest.mark.parametrize(("label", "data"), [
     ("100,000 nested arrays", b"version = " + b"[" * 100_000 + b"]" * 100_000 + b"\n"),
     ("100,000 nested inline tables", b"x = " + b"{a = " * 100_000 + b"1" + b"}" * 100_000 + b"\n"),
@@ -325,12 +328,9 @@ def _load_error(tmp_path: Path, data: bytes) -> FatpteError:
     ("named_data an integer", b"named_data = 5\n"),
     ("named_data an array", b"named_data = [1, 2]\n"),
     ("specialization a table", b"[specialization]\nbackend_id = 1\n"),
-    ("requires of the wrong shape", b'[[specialization]]\nbackend_id = "x"\npayload = "pack.toml"\n'
-                                    b'requires = {os = 3}\n'),
-    ("signature of the wrong shape", b'[[specialization]]\nbackend_id = "x"\npayload = "pack.toml"\n'
-                                     b'signature = {methods = "f"}\n'),
-    ("provenance of the wrong shape", b'[[specialization]]\nbackend_id = "x"\npayload = "pack.toml"\n'
-                                      b'provenance = [1]\n'),
+    ("requires of the wrong shape", _ENTRY + b"requires = {os = 3}\n"),
+    ("signature of the wrong shape", _ENTRY + b'signature = {methods = "f"}\n'),
+    ("provenance of the wrong shape", _ENTRY + b"provenance = [1]\n"),
     ("a syntax error", b"version = = 2\n"),
 ])
 def test_hostile_pack_files_are_bad_pack_file(tmp_path: Path, label: str, data: bytes) -> None:
