@@ -162,6 +162,7 @@ def run(args: Sequence[str]) -> int | None:
     from fatpte.cli.commands import UsageProblem, echo
     from fatpte.cli.exit_codes import EXIT_IO, error_line, exit_code, out_of_memory_line
     from fatpte.errors import ErrorCode, FatpteError
+    from fatpte.fileio.atomic import Terminated, end_by_signal
 
     try:
         return _body(command)(**kwargs)
@@ -175,6 +176,9 @@ def run(args: Sequence[str]) -> int | None:
         # click group's boundary does (fatpte/cli/main.py, FatpteGroup.invoke).
         echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
         return EXIT_IO
+    except Terminated as exc:
+        end_by_signal(exc)  # the outputs are cleaned up: die by the signal, as without fatpte's handler
+        return 128 + exc.signum
     except MemoryError:
         # The work budgets (specs/nfat.md section 9) keep reading a file within a constant times its
         # size; this is the machine running out all the same. Reported like the C++ loader does.

@@ -36,6 +36,7 @@ from fatpte.cli.exit_codes import (
     out_of_memory_line,
 )
 from fatpte.errors import ErrorCode, FatpteError, listed, quoted
+from fatpte.fileio.atomic import Terminated, end_by_signal
 
 if TYPE_CHECKING:
     from fatpte.device.profile import DeviceProfile
@@ -68,6 +69,9 @@ class FatpteGroup(click.Group):
         except MemoryError:
             echo(out_of_memory_line(), err=True)  # as the launcher (fatpte/cli/launch.py) does
             ctx.exit(EXIT_IO)
+        except Terminated as exc:
+            end_by_signal(exc)  # the outputs are cleaned up: die by the signal, as the launcher does
+            ctx.exit(128 + exc.signum)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import stat
 from collections.abc import Iterator
 
 from fatpte.errors import ErrorCode, FatpteError
@@ -15,12 +16,45 @@ from fatpte.fileio.atomic import io_error
 from fatpte.fileio.buffers import BytesLike
 
 
-def map_file(path: str | os.PathLike[str]) -> tuple[BytesLike, int]:
-    """Map `path` read-only; returns the buffer and an open descriptor the caller owns."""
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of `path`, which must be a regular file: E0802 NOT_A_FILE for a
+    directory, device, FIFO or socket, decided by fstat after an O_NONBLOCK open, so that a FIFO
+    without a writer is refused at once instead of blocking the caller forever."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise io_error(exc, path, "cannot open") from exc
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError as exc:
+        os.close(fd)
+        raise io_error(exc, path, "cannot stat") from exc
+    if not regular:
+        os.close(fd)
+        raise FatpteError(ErrorCode.NOT_A_FILE, f"{os.fspath(path)} is not a regular file (a directory, device, FIFO "
+                          "or socket)", source=os.fspath(path))
+    return fd
+
+
+def read_head(path: str | os.PathLike[str], size: int) -> bytes:
+    """The first `size` bytes of a regular file, b"" when it is none or cannot be read (the caller
+    then opens it as a container, which reports why)."""
+    try:
+        fd = open_regular(path)
+    except FatpteError:
+        return b""
+    try:
+        return os.pread(fd, size, 0)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def map_file(path: str | os.PathLike[str]) -> tuple[BytesLike, int]:
+    """Map `path` read-only; returns the buffer and an open descriptor the caller owns. `path`
+    must be a regular file (open_regular)."""
+    fd = open_regular(path)
     try:
         size = os.fstat(fd).st_size
         if size == 0:

@@ -29,7 +29,7 @@ from typing import Any
 from fatpte.container.reader import Container
 from fatpte.container.reader import open as open_container
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.fileio.atomic import io_error
+from fatpte.fileio.atomic import io_error, terminations_raise
 from fatpte.fileio.streams import copy_range
 from fatpte.format import layout as L
 
@@ -250,11 +250,12 @@ def unpack_to_dir(path: str | os.PathLike[str], dest: str | os.PathLike[str], *,
     except OSError as exc:
         raise io_error(exc, target, "cannot create a temporary directory beside") from exc
     try:
-        with open_container(path) as container:
-            payloads, segments = _write_tree(container, scratch)
-        reproducible = _reproduces(Path(path), scratch / PACK_TOML, scratch) if verify else None
-        _move_into_place(scratch, target)
-    except BaseException:
+        with terminations_raise():
+            with open_container(path) as container:
+                payloads, segments = _write_tree(container, scratch)
+            reproducible = _reproduces(Path(path), scratch / PACK_TOML, scratch) if verify else None
+            _move_into_place(scratch, target)
+    except BaseException:  # SIGTERM and SIGHUP too (terminations_raise), as Ctrl-C
         shutil.rmtree(scratch, ignore_errors=True)
         raise
     return Unpacked(target, target / PACK_TOML, payloads, segments, reproducible)

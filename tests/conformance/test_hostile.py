@@ -251,3 +251,116 @@ def test_running_out_of_memory_is_an_error_not_a_traceback(monkeypatch: pytest.M
     result = CliRunner().invoke(main, ["info", str(path)])
     assert result.exit_code == 4 and "E0801" in result.stderr and "out of memory" in result.stderr
     assert launch.run(["info", str(path)]) == 4
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. Signals and odd files
+# ---------------------------------------------------------------------------------------------
+
+_KILLED_MID_WRITE = """
+import os, signal, sys
+sys.path.insert(0, {root!r})
+import fatpte.ops.packing as packing
+from fatpte.cli import launch
+
+real = packing._write
+
+def write(out, layout, progress):
+    out.write(b"half a container")
+    out.flush()
+    os.kill(os.getpid(), signal.{sig})  # as `kill` from another shell, in the middle of the copy
+    real(out, layout, progress)
+
+packing._write = write
+sys.exit(launch.main(["pack", "-q", "-o", {out!r}, "cpu=" + {payload!r}]))
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_signal_during_a_write_leaves_no_temporary_file(tmp_path: Path, sig: str) -> None:
+    import signal
+    import sys
+
+    payload = _write(tmp_path, "payload.bin", b"p" * 4096)
+    out = tmp_path / "out" / "model.nfat"
+    out.parent.mkdir()
+    code = _KILLED_MID_WRITE.format(root=str(ROOT), sig=sig, out=str(out), payload=str(payload))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert list(out.parent.iterdir()) == [], proc.stderr
+    if sig == "SIGINT":
+        assert proc.returncode == 1 and "Aborted!" in proc.stderr  # what click does on ^C
+    else:
+        assert proc.returncode == -getattr(signal, sig), proc.stderr  # ended by the signal itself
+
+
+def test_a_new_write_removes_the_temporaries_a_killed_writer_left(tmp_path: Path) -> None:
+    import os
+
+    from fatpte.fileio.atomic import atomic_output
+
+    gone = tmp_path / ".m.nfat.p999999999.0123456789ab.partial"  # no such process
+    alive = tmp_path / f".m.nfat.p{os.getppid()}.0123456789ab.partial"  # its writer still runs
+    young = tmp_path / ".m.nfat.p999999998.0123456789ab.partial"  # newer than this process
+    other = tmp_path / ".n.nfat.p999999999.0123456789ab.partial"  # another destination's
+    for path in (gone, alive, young, other):
+        path.write_bytes(b"left over")
+    for path in (gone, alive, other):
+        os.utime(path, (1, 1))
+    with atomic_output(tmp_path / "m.nfat") as out:
+        out.write(b"x")
+    assert not gone.exists() and alive.exists() and young.exists() and other.exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-null", "dev-zero", "directory"])
+def test_inputs_that_are_not_regular_files_are_refused_at_once_in_both(tmp_path: Path, kind: str) -> None:
+    """validate, info and select (and fatpte-validate) refuse a FIFO, a device or a directory with
+    E0802 before reading a byte: a FIFO without a writer never blocks them."""
+    import os
+
+    if kind == "fifo":
+        path = tmp_path / "model.nfat"
+        os.mkfifo(path)
+    elif kind == "directory":
+        path = tmp_path / "model.nfat"
+        path.mkdir()
+    else:
+        path = Path("/dev/null" if kind == "dev-null" else "/dev/zero")
+    commands = [["info", str(path)], ["select", str(path), "--device", DEVICE]]
+    if kind != "directory":  # validate walks a directory for containers (docs/cli.md)
+        commands.append(["validate", str(path)])
+    for args in commands:
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 4 and "E0802" in result.stderr, (args, result.output)
+    proc = subprocess.run([str(loader_tool("fatpte-validate")), str(path)], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.stdout.split() == ["E0802", "-", "-"]
+
+
+def test_a_payload_whose_size_is_not_its_content_is_refused(tmp_path: Path) -> None:
+    """/proc/self/status reports 0 bytes and has content; packing it stored an empty payload."""
+    import fatpte
+
+    with pytest.raises(FatpteError) as info:
+        fatpte.pack([fatpte.Specialization("cpu", "/proc/self/status")], tmp_path / "o.nfat")
+    assert info.value.code is ErrorCode.IO_ERROR and "size of 0" in info.value.message
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_payload_that_grows_while_it_is_copied_is_an_error(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import fatpte
+    import fatpte.ops.packing as packing
+
+    payload = _write(tmp_path, "p.bin", b"p" * 100_000)
+    real = packing.copy_range_crc
+
+    def growing(*args: object, **kwargs: object) -> int:
+        with payload.open("ab") as f:  # another process appends while the copy runs
+            f.write(b"more")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(packing, "copy_range_crc", growing)
+    with pytest.raises(FatpteError) as info:
+        fatpte.pack([fatpte.Specialization("cpu", payload)], tmp_path / "o.nfat")
+    assert info.value.code is ErrorCode.IO_ERROR and "changed size" in info.value.message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.bin"]
