@@ -349,7 +349,7 @@ def test_a_payload_whose_size_is_not_its_content_is_refused(tmp_path: Path) -> N
 def test_a_payload_that_grows_while_it_is_copied_is_an_error(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import fatpte
-    import fatpte.ops.packing as packing
+    from fatpte.ops import packing
 
     payload = _write(tmp_path, "p.bin", b"p" * 100_000)
     real = packing.copy_range_crc
