@@ -384,9 +384,15 @@ def with_manifest(entries: Sequence[tuple[str, str, bytes]], manifest: bytes, se
     moff = _align(tables_end, L.MANIFEST_ALIGNMENT)
     cursor = moff + len(manifest)
     at: list[int] = []
-    for blob_ in [p for _, _, p in entries] + list(segments):
+    placed: dict[bytes, int] = {}  # identical payloads are stored once, as pack stores them
+    for i, blob_ in enumerate([p for _, _, p in entries] + list(segments)):
+        if i < len(entries) and blob_ and blob_ in placed:
+            at.append(placed[blob_])
+            continue
         at.append(_align(cursor, L.DEFAULT_ALIGNMENT))
         cursor = at[-1] + len(blob_)
+        if i < len(entries):
+            placed[blob_] = at[-1]
     out = bytearray(cursor)
     out[0:L.V2_HEADER_SIZE] = _HDR.build({
         "magic": L.MAGIC, "version": L.VERSION_2, "header_size": L.V2_HEADER_SIZE, "entry_size": L.V2_ENTRY_SIZE,
@@ -465,6 +471,13 @@ class ManifestWriter:
         self.b.StartVector(4, len(items), 4)
         for item in reversed(items):
             self.b.PrependUOffsetTRelative(item)
+        return int(self.b.EndVector())
+
+    def ints(self, values: Sequence[int]) -> int:
+        """A vector of i32 (TensorLayout.sizes)."""
+        self.b.StartVector(4, len(values), 4)
+        for v in reversed(values):
+            self.b.PrependInt32(v)
         return int(self.b.EndVector())
 
     def finish(self, root: int) -> bytes:

@@ -74,7 +74,7 @@ Result<std::map<std::string, Bytes>> named_data_map(const Container& c) {
   const Header& h = c.header();
   if (h.version != format::kVersion2 || h.manifest_size == 0) return keys;
   const std::uint8_t* m = c.bytes().data + h.manifest_offset;
-  FATPTE_RETURN_IF_ERROR(detail::verify_manifest(m, h.manifest_size, h.manifest_offset));
+  FATPTE_RETURN_IF_ERROR(detail::check_manifest_buffer(m, h.manifest_size, h.manifest_offset));
   const auto* root = M::GetManifest(m);
   if (root->named_data() != nullptr) {
     for (const auto* item : *root->named_data()) {

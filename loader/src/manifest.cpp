@@ -19,6 +19,7 @@
 #include "manifest_verify.hpp"
 #include "nfat_manifest_generated.h"
 #include "sha256.hpp"
+#include "text.hpp"
 
 namespace fatpte {
 namespace {
@@ -285,7 +286,47 @@ bool same_signature(const std::vector<MethodV>& a, const std::vector<MethodV>& b
   return true;
 }
 
+// Section 2 of specs/nfat-manifest.md whole: the verifier (2.1, 2.3), then the value rules of 2.2 in
+// manifest._build's order, entries first, then the keys. Fills what the consistency rules compare.
+Status decode(const std::uint8_t* m, std::uint64_t size, std::uint64_t base, std::vector<EntryV>& entries,
+              std::vector<std::pair<std::string, std::uint32_t>>& named,
+              std::vector<const M::TensorLayout*>& named_layouts) {
+  FATPTE_RETURN_IF_ERROR(detail::verify_manifest(m, size, base));
+  const M::Manifest& root = *M::GetManifest(m);
+  Builder b(m, base);
+  FATPTE_RETURN_IF_ERROR(b.entries(root, entries));
+  if (root.named_data() != nullptr) {
+    named.reserve(root.named_data()->size());
+    for (::flatbuffers::uoffset_t i = 0; i < root.named_data()->size(); ++i) {
+      const M::NamedData* nd = root.named_data()->Get(i);
+      const std::string p = "manifest.named_data[" + std::to_string(i) + "]";
+      FATPTE_RETURN_IF_ERROR(b.nonempty(nd, nd->key(), p, "key"));
+      named.emplace_back(nd->key()->str(), nd->segment());
+      // std::string compares bytewise (as unsigned char), like Python's bytes.
+      if (i > 0 && !(named[i - 1].first < named[i].first)) {
+        return fail(Error::NAMED_DATA_KEYS_UNSORTED, base + b.pos(nd), p + ".key",
+                    "key '%s' is not after '%s': keys must be unique and sorted bytewise",
+                    detail::clipped(named[i].first).c_str(), detail::clipped(named[i - 1].first).c_str());
+      }
+      if (nd->layout() != nullptr) FATPTE_RETURN_IF_ERROR(b.layout(nd->layout(), p + ".layout"));
+      named_layouts.push_back(nd->layout());
+    }
+  }
+  return Status();
+}
+
 }  // namespace
+
+namespace detail {
+
+Status check_manifest_buffer(const std::uint8_t* data, std::uint64_t size, std::uint64_t base) {
+  std::vector<EntryV> entries;
+  std::vector<std::pair<std::string, std::uint32_t>> named;
+  std::vector<const M::TensorLayout*> layouts;
+  return decode(data, size, base, entries, named, layouts);
+}
+
+}  // namespace detail
 
 Status check_manifest_contents(Bytes buf, const Structure& st) {
   const Header& h = st.header;
@@ -299,31 +340,10 @@ Status check_manifest_contents(Bytes buf, const Structure& st) {
   if (!st.manifest_placed) return Status();
   const std::uint8_t* m = buf.data + h.manifest_offset;
   const std::uint64_t base = h.manifest_offset;
-  FATPTE_RETURN_IF_ERROR(detail::verify_manifest(m, h.manifest_size, base));
-  const M::Manifest& root = *M::GetManifest(m);
-
-  Builder b(m, base);
   std::vector<EntryV> entries;
-  FATPTE_RETURN_IF_ERROR(b.entries(root, entries));
   std::vector<std::pair<std::string, std::uint32_t>> named;
   std::vector<const M::TensorLayout*> named_layouts;  // per key, nullptr when it has none
-  if (root.named_data() != nullptr) {
-    named.reserve(root.named_data()->size());
-    for (::flatbuffers::uoffset_t i = 0; i < root.named_data()->size(); ++i) {
-      const M::NamedData* nd = root.named_data()->Get(i);
-      const std::string p = "manifest.named_data[" + std::to_string(i) + "]";
-      FATPTE_RETURN_IF_ERROR(b.nonempty(nd, nd->key(), p, "key"));
-      named.emplace_back(nd->key()->str(), nd->segment());
-      // std::string compares bytewise (as unsigned char), like Python's bytes.
-      if (i > 0 && !(named[i - 1].first < named[i].first)) {
-        return fail(Error::NAMED_DATA_KEYS_UNSORTED, base + b.pos(nd), p + ".key",
-                    "key '%s' is not after '%s': keys must be unique and sorted bytewise", named[i].first.c_str(),
-                    named[i - 1].first.c_str());
-      }
-      if (nd->layout() != nullptr) FATPTE_RETURN_IF_ERROR(b.layout(nd->layout(), p + ".layout"));
-      named_layouts.push_back(nd->layout());
-    }
-  }
+  FATPTE_RETURN_IF_ERROR(decode(m, h.manifest_size, base, entries, named, named_layouts));
 
   // ---- consistency with the tables (manifest.consistency_problems), in its order ----
   std::map<std::string, std::size_t> seen;

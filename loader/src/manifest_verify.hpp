@@ -28,6 +28,11 @@ struct ManifestWork {
 Status verify_manifest(const std::uint8_t* data, std::uint64_t size, std::uint64_t base,
                        ManifestWork* work = nullptr);
 
+// Section 2 of specs/nfat-manifest.md whole: verify_manifest, then the value rules of 2.2 (empty or
+// long names, digests, methods, dims, layouts, the keys' order), as fatpte/manifest/codec.py's
+// decode applies them. What every reader of a manifest's fields runs first (defined in manifest.cpp).
+Status check_manifest_buffer(const std::uint8_t* data, std::uint64_t size, std::uint64_t base);
+
 // The most a manifest of `size` bytes may expand to (manifest.work_budget).
 std::uint64_t manifest_work_budget(std::uint64_t size) noexcept;
 

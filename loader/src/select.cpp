@@ -127,7 +127,7 @@ Result<std::map<std::string, Requirements>> manifest_requirements(const Containe
                "the manifest has CRC32C %08x, but manifest_checksum says %08x", actual, h.manifest_checksum);
   FATPTE_CHECK(h.manifest_size >= 8 && M::ManifestBufferHasIdentifier(m), Error::BAD_MANIFEST_IDENTIFIER,
                h.manifest_offset + 4, "manifest", "the manifest's bytes 4..8 are not the identifier 'NFMF'");
-  FATPTE_RETURN_IF_ERROR(detail::verify_manifest(m, h.manifest_size, h.manifest_offset));
+  FATPTE_RETURN_IF_ERROR(detail::check_manifest_buffer(m, h.manifest_size, h.manifest_offset));
   const M::Manifest* root = M::GetManifest(m);
   if (root->entries() != nullptr) {
     for (const auto* e : *root->entries()) {
