@@ -138,15 +138,11 @@ def hostile_inputs() -> Any:
 
 @functools.cache
 def _property() -> Callable[[bytes], Any]:
-    from hypothesis import HealthCheck, given, settings
-
-    @settings(database=None, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(hostile_inputs())
+    @_harness.driven(hostile_inputs())
     def prop(case: tuple[str, bytes]) -> None:
         run(*case)
 
-    fuzz_one_input: Callable[[bytes], Any] = prop.hypothesis.fuzz_one_input  # type: ignore[attr-defined]
-    return fuzz_one_input
+    return prop
 
 
 def test_one_input(data: bytes) -> None:

@@ -111,22 +111,19 @@ def compare_profile(data: bytes) -> None:
 
 @functools.cache
 def _property() -> Callable[[bytes], Any]:
-    from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
     from tests.strategies import hostile_entry_containers, hostile_manifest_containers, hostile_profiles
 
-    @settings(database=None, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(st.one_of(st.tuples(st.just("container"), hostile_manifest_containers()),
-                     st.tuples(st.just("entries"), hostile_entry_containers(max_entries=500)),
-                     st.tuples(st.just("profile"), hostile_profiles())))
+    @_harness.driven(st.one_of(st.tuples(st.just("container"), hostile_manifest_containers()),
+                               st.tuples(st.just("entries"), hostile_entry_containers(max_entries=500)),
+                               st.tuples(st.just("profile"), hostile_profiles())))
     def prop(case: tuple[str, bytes]) -> None:
         kind, data = case
         run(kind, data)
         (compare_profile if kind == "profile" else compare_container)(data)
 
-    fuzz_one_input: Callable[[bytes], Any] = prop.hypothesis.fuzz_one_input  # type: ignore[attr-defined]
-    return fuzz_one_input
+    return prop
 
 
 def test_one_input(data: bytes) -> None:
