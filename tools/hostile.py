@@ -30,15 +30,19 @@ def shared_key(refs: int, key_bytes: int, *, missing: bool = False) -> bytes:
     return with_manifest([ENTRY], manifest, [blob("hostile-segment", 64)])
 
 
-def shared_requirement(refs: int, word_bytes: int, entries: int = 1) -> bytes:
+def shared_requirement(refs: int, word_bytes: int, entries: int = 1, *, one_table: bool = True) -> bytes:
     """Each of `entries` entries requires `refs` references to one CPU feature of `word_bytes`
     bytes (one string), the shape of "requirement strings that are 1,000 references to one 1 MiB
-    string": no device has that feature, so selection explains why for every entry."""
+    string": no device has that feature, so selection explains why for every entry. With
+    `one_table` every entry points at one requirements table (what the attack did); without, each
+    entry has its own vector of references, which keeps a large file within its work budget."""
     w = ManifestWriter()
     word = w.string("f" * word_bytes)
-    req = w.table("Requirements", cpu_features=w.vector([word] * refs))
     names = [f"e{i}" for i in range(entries)]
-    rows = [w.table("Entry", name=w.string(n), requires=req) for n in names]
+    shared = w.table("Requirements", cpu_features=w.vector([word] * refs)) if one_table else None
+    reqs = [shared if shared is not None else w.table("Requirements", cpu_features=w.vector([word] * refs))
+            for _ in names]
+    rows = [w.table("Entry", name=w.string(n), requires=r) for n, r in zip(names, reqs, strict=True)]
     manifest = w.finish(w.table("Manifest", revision=1, entries=w.vector(rows)))
     return with_manifest([(n, "xnnpack", ENTRY[2]) for n in names], manifest, [])
 
@@ -89,3 +93,12 @@ def pte_shared_operator(refs: int, name_bytes: int) -> bytes:
     root = b.EndObject()
     b.Finish(root, b"ET12")
     return bytes(b.Output())
+
+
+def profile_with_backends(count: int) -> bytes:
+    """A valid device profile listing `count` backends: the largest honest profile shape."""
+    import json
+
+    backends = {f"b{i}": i for i in range(count)}
+    return json.dumps({"name": "many", "os": "linux", "arch": "x86_64", "cpu_features": ["avx2"], "accelerators": [],
+                       "memory_bytes": 1 << 33, "backends": backends}).encode("ascii")
