@@ -19,7 +19,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.harness import PYTHON, ROOT, Context, Section, fmt_bytes, fmt_seconds, run_cmd, runs, scale, verdict
+from bench.harness import (
+    PYTHON,
+    ROOT,
+    Context,
+    Section,
+    fmt_bytes,
+    fmt_seconds,
+    run_cmd,
+    runs,
+    scale,
+    verdict,
+)
 
 SLACK = 1.5
 FATPTE = str(Path(PYTHON).parent / "fatpte")
@@ -156,6 +167,6 @@ def entries_table(ctx: Context) -> list[str]:
     head = (f"| shape | reader | {counts[0]} entries: file | time {counts[0]} | time {counts[1]} | "
             f"time {counts[2]} | time growth last/previous | peak RSS {counts[0]} | peak RSS {counts[1]} | "
             f"peak RSS {counts[2]} | RSS growth | verdict |")
-    return [f"Entries sharing one payload, each with a manifest entry, as whole processes (linear: "
-            f"growth no faster than the count, {counts[2] // counts[1]}x, with x{SLACK}):", "", head,
-            "|---" * 12 + "|", *rows]
+    intro = (f"Entries sharing one payload, each with a manifest entry, as whole processes (linear: "
+             f"growth no faster than the count, {counts[2] // counts[1]}x, with x{SLACK}):")
+    return [intro, "", head, "|---" * 12 + "|", *rows]
