@@ -155,6 +155,9 @@ $(FUZZ_LOADER): fuzz/cpp/fuzz_loader.cpp $(wildcard loader/CMakeLists.txt loader
 # Targets whose input drives a generator (fuzz/fuzz_hostile*.py): a file is a choice sequence, not
 # a container, so the vectors are not replayed through them.
 FUZZ_BUILDERS := hostile hostile_differential
+# Their inputs are built files of up to a few hundred KB, read by every reader under tracemalloc and
+# atheris' instrumentation (about 10x slower than plain Python): a minute per input, not ten seconds.
+FUZZ_BUILDER_FLAGS := -timeout=60
 FUZZ_DEPS = $(STAMP) $(if $(filter differential hostile_differential,$(FUZZ_TARGETS)),loader) \
 	$(if $(filter loader,$(FUZZ_TARGETS)),$(FUZZ_LOADER))
 
@@ -163,7 +166,8 @@ fuzz: $(FUZZ_DEPS)
 		mkdir -p $(FUZZ_WORK)/$$t $(FUZZ_WORK)/crashes && \
 		$(PY) fuzz/seed_corpus.py $$t $(FUZZ_WORK)/$$t && \
 		if [ $$t = loader ]; then run=$(FUZZ_LOADER); else run="$(PY) fuzz/fuzz_$$t.py"; fi && \
-		$$run $(FUZZ_WORK)/$$t $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) \
+		case " $(FUZZ_BUILDERS) " in *" $$t "*) more="$(FUZZ_BUILDER_FLAGS)";; *) more="";; esac && \
+		$$run $(FUZZ_WORK)/$$t $(FUZZ_FLAGS) $$more -max_total_time=$(FUZZ_SECONDS) \
 			-artifact_prefix=$(FUZZ_WORK)/crashes/$$t- || exit 1; \
 	done
 
