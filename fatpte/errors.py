@@ -379,6 +379,13 @@ class FatpteError(Exception):
         return prefix + self.finding.describe()
 
 
+def out_of_memory(source: str | None, doing: str) -> FatpteError:
+    """What a reader raises in place of MemoryError: the work budgets keep reading within a constant
+    times the file, so running out is the machine's limit, reported as an I/O error (E0801) as the
+    C++ loader reports std::bad_alloc, never as another exception."""
+    return FatpteError(ErrorCode.IO_ERROR, f"out of memory while {doing}", source=source)
+
+
 class SelectionError(FatpteError):
     """No specialization fits the device; the message lists every entry and why.
 

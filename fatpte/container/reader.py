@@ -12,7 +12,7 @@ import os
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from fatpte.errors import LIST_LIMIT, ErrorCode, FatpteError, listed, printable, quoted
+from fatpte.errors import LIST_LIMIT, ErrorCode, FatpteError, listed, out_of_memory, printable, quoted
 from fatpte.fileio.buffers import BytesLike
 from fatpte.fileio.checksum import crc32c
 from fatpte.fileio.mapping import map_file, release_mapping
@@ -30,7 +30,11 @@ class Container:
         self._buf: BytesLike | None = buf
         self._fd = fd
         self.source = source
-        self._structure = read_structure(buf, source=source)
+        try:
+            self._structure = read_structure(buf, source=source)
+        except MemoryError:
+            self.close()
+            raise out_of_memory(source, "opening the container") from None
         errors = self._structure.errors
         if errors:
             self.close()

@@ -6,7 +6,7 @@ import os
 from typing import Any, NamedTuple
 
 from fatpte.container.integrity import check_integrity
-from fatpte.errors import ErrorCode, Finding, Severity
+from fatpte.errors import ErrorCode, Finding, Severity, out_of_memory
 from fatpte.fileio.buffers import BytesLike
 from fatpte.fileio.mapping import mapped_file
 from fatpte.fileio.streams import Progress
@@ -60,8 +60,11 @@ class Report(NamedTuple):
 
 def validate_buffer(buf: BytesLike, *, source: str = "<buffer>", progress: Progress | None = None) -> Report:
     """Validate a container held in memory; `progress(done, total)` follows the bytes hashed."""
-    st = read_structure(buf, source=source)
-    check_integrity(buf, st, progress)
+    try:
+        st = read_structure(buf, source=source)
+        check_integrity(buf, st, progress)
+    except MemoryError:
+        raise out_of_memory(source, "validating") from None
     version = st.header.version if st.header else None
     return Report(source=source, version=version, size=st.size, findings=tuple(st.findings),
                   omitted=tuple(sorted(st.omitted.items())))

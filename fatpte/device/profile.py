@@ -29,7 +29,7 @@ from fatpte.device.fields import (
     kind_of,
     string,
 )
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, out_of_memory
 from fatpte.format.vocabulary import ARCHES, CPU_FEATURES, OS_NAMES
 
 # Profile names double as file names in specs/devices/ and as command-line words.
@@ -336,6 +336,8 @@ def parse_json(data: bytes, *, source: str | None = None) -> Any:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"is not valid JSON: {exc}", source=source,
                           field="$") from exc
+    except MemoryError:
+        raise out_of_memory(source, "reading the device profile") from None
 
 
 def _nesting(text: str) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fatpte.container.reader import Container
-from fatpte.errors import ErrorCode, FatpteError, clipped
+from fatpte.errors import ErrorCode, FatpteError, clipped, out_of_memory
 from fatpte.executorch import nptg, ptd, pte, xnnpack
 from fatpte.executorch.signature import program_signature
 from fatpte.fileio.mapping import map_view
@@ -52,11 +52,15 @@ class Description:
 
 def describe(path_or_bytes: str | Path | bytes | bytearray | memoryview, *, source: str | None = None) -> Description:
     """Describe a .pte, .ptd, NPTG or XNNPACK payload file (or its bytes); FatpteError on any defect."""
-    if isinstance(path_or_bytes, (str, Path)):
-        # Mapped, not read: a program with its weights inline is many GB, and describing it
-        # touches only the flatbuffer and the headers of its delegate payloads.
-        return _describe(map_view(path_or_bytes), source or str(path_or_bytes))
-    return _describe(bytes(path_or_bytes), source)
+    try:
+        if isinstance(path_or_bytes, (str, Path)):
+            # Mapped, not read: a program with its weights inline is many GB, and describing it
+            # touches only the flatbuffer and the headers of its delegate payloads.
+            return _describe(map_view(path_or_bytes), source or str(path_or_bytes))
+        return _describe(bytes(path_or_bytes), source)
+    except MemoryError:
+        raise out_of_memory(source or (None if not isinstance(path_or_bytes, (str, Path)) else str(path_or_bytes)),
+                            "describing an ExecuTorch file") from None
 
 
 def _describe(data: bytes | memoryview, source: str | None) -> Description:

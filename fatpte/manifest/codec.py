@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, NamedTuple, NoReturn
 
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, out_of_memory
 from fatpte.format import layout as L
 from fatpte.manifest.model import (
     DIGEST_PATTERN,
@@ -282,6 +282,8 @@ def decode(buf: bytes | bytearray | memoryview, *, base: int = 0, source: str | 
         return _build(root)
     except _Bad as bad:
         raise FatpteError(bad.code, bad.message, source=source, offset=base + bad.pos, field=bad.path) from None
+    except MemoryError:
+        raise out_of_memory(source, "reading the manifest") from None
     except RecursionError:  # unreachable for this non-recursive schema; kept as the last guard
         raise FatpteError(ErrorCode.MANIFEST_CORRUPT, "the manifest nests too deeply", source=source,
                           offset=base, field="manifest") from None

@@ -143,16 +143,19 @@ def shared_payloads() -> list[bytes]:
     return [hostile.shared_payload(n) for n in (256, 1024, 4096)]
 
 
-def test_entries_sharing_one_payload_cost_linear_work(shared_payloads: list[bytes]) -> None:
-    """N entries sharing one payload: select, info (summary and text), diff and thin's planning
-    run a number of lines linear in N; info's sharing column stays bounded per entry."""
+def test_entries_sharing_one_payload_cost_linear_work(shared_payloads: list[bytes], tmp_path: Path) -> None:
+    """N entries sharing one payload: select, info (summary and text), diff, coverage and thin's
+    planning run a number of lines linear in N; info's sharing column stays bounded per entry."""
     from fatpte.cli.render import info_text
+    from fatpte.ops.coverage import coverage
     from fatpte.ops.thinning import thinned_size
 
     device = DeviceProfile.load(DEVICE)
-    work: dict[str, list[int]] = {"select": [], "info": [], "diff": [], "thin": [], "exclude": []}
+    work: dict[str, list[int]] = {"select": [], "info": [], "diff": [], "thin": [], "exclude": [], "coverage": []}
     text_sizes, json_sizes = [], []
     for data in shared_payloads:
+        path = _write(tmp_path, f"{len(data)}.nfat", data)
+        work["coverage"].append(executed_lines(lambda p=path: coverage(p, [device, DeviceProfile.load("jetson-orin")])))
         with Container.from_buffer(data) as c:
             names = [e.name for e in c.entries]
             work["select"].append(executed_lines(lambda c=c: select(c, device)))
@@ -364,3 +367,34 @@ def test_a_payload_that_grows_while_it_is_copied_is_an_error(tmp_path: Path,
         fatpte.pack([fatpte.Specialization("cpu", payload)], tmp_path / "o.nfat")
     assert info.value.code is ErrorCode.IO_ERROR and "changed size" in info.value.message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.bin"]
+
+
+@pytest.mark.parametrize("reader", ["validate", "open", "manifest", "describe", "profile"])
+def test_the_library_turns_memory_exhaustion_into_e0801(reader: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only FatpteError leaves a reader, a MemoryError included (the budgets should make it
+    impossible; a machine with little memory can still run out)."""
+    import importlib
+
+    from fatpte.container import reader as container_reader
+    from fatpte.container import validation
+    from fatpte.device import profile
+    from fatpte.manifest import codec
+
+    describing = importlib.import_module("fatpte.executorch.describe")  # the package exports the function
+
+    def exhausted(*_: object, **__: object) -> None:
+        raise MemoryError
+
+    data = hostile.shared_key(4, 8)
+    calls = {
+        "validate": (validation, "read_structure", lambda: validation.validate_buffer(data)),
+        "open": (container_reader, "read_structure", lambda: Container.from_buffer(data)),
+        "manifest": (codec, "_build", lambda: codec.decode(b"\x10\0\0\0NFMF" + bytes(64))),
+        "describe": (describing, "_describe", lambda: describing.describe(hostile.pte_shared_operator(2, 4))),
+        "profile": (profile, "_nesting", lambda: profile.parse_json(b"{}")),
+    }
+    module, name, call = calls[reader]
+    monkeypatch.setattr(module, name, exhausted)
+    with pytest.raises(FatpteError) as info:
+        call()
+    assert info.value.code is ErrorCode.IO_ERROR and "out of memory" in info.value.message
