@@ -423,7 +423,8 @@ def device(ctx: click.Context, as_json: bool) -> None:
 @device.command("list", epilog=EXIT_HELP)
 @_json_option
 def device_list(as_json: bool) -> None:
-    """List the named device profiles (specs/devices/)."""
+    """List the named device profiles: those installed with fatpte (specs/devices/ in its
+    source), or those in $FATPTE_DEVICES_DIR when set."""
     from fatpte.device.profile import DeviceProfile
 
     profiles = [DeviceProfile.load(n) for n in DeviceProfile.names()]
