@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from fatpte.device.profile import DeviceProfile
     from fatpte.ops.specialization import Specialization
 
-HEAD_SIZE = 8  # the NFAT magic at 0..4, an ExecuTorch identifier at 4..8
+HEAD_SIZE = 64  # the NFAT magic at 0..4, an ExecuTorch identifier at 4..8, a .ptn's first member name
 
 
 def head(path: PathArg) -> bytes:
@@ -38,7 +38,7 @@ def head(path: PathArg) -> bytes:
 
 
 def executorch_kind(path: PathArg) -> str | None:
-    """"pte", "ptd", "nptg" or "xnnpack" when `path` is that ExecuTorch file; None for an NFAT
+    """"pte", "ptd", "ptn", "nptg" or "xnnpack" when `path` is that ExecuTorch file; None for an NFAT
     container (or anything else, which the container commands then reject as they always did)."""
     from fatpte.format.layout import MAGIC
 

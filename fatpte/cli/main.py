@@ -246,7 +246,8 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
     FILE may also be an ExecuTorch file, recognised by its bytes 4..8: a .pte program (methods
     with their inputs, outputs and mutable buffers, delegates with backend id and where each
     payload lives, segments, named data; NPTG and XNNPACK payloads and the entries of NFAT
-    delegates are described inside), a .ptd (named data keys and sizes), or a bare NPTG or
+    delegates are described inside), a .ptd (named data keys and sizes), a .ptn native package
+    (recognised by its zip header: members, program signature, tensors), or a bare NPTG or
     XH00 delegate payload. --map is for containers only.
     """
     _run_body(bodies.info, file=file, show_map=show_map, as_json=as_json)

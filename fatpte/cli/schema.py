@@ -68,7 +68,8 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
     ]),
     "info.executorch": (("`fatpte info --json` on an ExecuTorch file: one object "
                         "(`fatpte.executorch.describe(FILE).to_json()`, docs/executorch.md)"), [
-        ("kind", "`pte` (program), `ptd` (data file), `nptg` (native payload) or `xnnpack` (XH00/XN01 payload)"),
+        ("kind", ("`pte` (program), `ptd` (data file), `ptn` (native package), `nptg` (native payload) or "
+                  "`xnnpack` (XH00/XN01 payload)")),
         ("source", "the file, as given"),
         ("size", "file size in bytes"),
         ("version", "the file's schema version"),
@@ -76,8 +77,14 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
                             "segment_data_size}, or null")),
         ("methods", ("pte: method objects (below); nptg: per method its inputs, outputs, buffers, "
                     "output_specs, named_data_keys")),
-        ("signature", ("pte: the program signature {methods: [{name, inputs, outputs, buffers}]}: buffer "
+        ("signature", ("pte, ptn: the program signature {methods: [{name, inputs, outputs, buffers}]}: buffer "
                       "write-backs are among `buffers`, never `outputs`")),
+        ("members", "ptn: the zip's members [{name, offset, size, crc32}], offset of the member's bytes"),
+        ("program", "ptn: program.ptg, as `info` describes an `nptg` file (format, version, methods, named_data_keys)"),
+        ("tensors", ("ptn: [{key, dtype, shape, offset, size, alias_of}] of program.safetensors and aliases.json; "
+                     "an alias has its owner's offset and size")),
+        ("missing_keys", "ptn: keys the program loads that the package does not hold"),
+        ("metadata", "ptn: the safetensors header's __metadata__"),
         ("segments", "pte, ptd: [{offset, size}] in the file (pte: with `index`)"),
         ("named_data", "pte, ptd: [{key, segment_index, offset, size}] (ptd: with dtype and shape)"),
         ("constant_buffers", "pte: number of inline constant buffers"),

@@ -1,7 +1,8 @@
 """`describe(path_or_bytes)`: what an ExecuTorch file is and holds, as typed data and as text.
 
 Recognises a file by its identifier at bytes 4..8 (ET12 program, FT01 data file, NPTG native
-payload, XH00 or XN01 XNNPACK payload) and decodes it with the matching reader; inside a
+payload, XH00 or XN01 XNNPACK payload), or as a native package (.ptn: a zip whose first member
+is program.ptg), and decodes it with the matching reader; inside a
 program, NPTG and XNNPACK delegate payloads are described too and any other payload stays
 opaque bytes. Everything returned is plain data detached from the input bytes.
 """
@@ -14,8 +15,8 @@ from typing import Any
 
 from fatpte.container.reader import Container
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.executorch import nptg, ptd, pte, xnnpack
-from fatpte.executorch.signature import program_signature
+from fatpte.executorch import nptg, ptd, pte, ptn, xnnpack
+from fatpte.executorch.signature import native_signature, program_signature
 from fatpte.fileio.mapping import map_view
 from fatpte.format.layout import MAGIC as NFAT_MAGIC
 
@@ -23,8 +24,14 @@ KINDS = {pte.IDENTIFIER: "pte", ptd.IDENTIFIER: "ptd", nptg.IDENTIFIER: "nptg", 
          xnnpack.FLATBUFFER_IDENTIFIER: "xnnpack"}
 
 
+SNIFF_SIZE = 64  # the bytes `sniff` needs: a .ptn's first member name ends at byte 41
+
+
 def sniff(head: bytes | memoryview) -> str | None:
-    """The kind of ExecuTorch file whose first bytes are `head` ("pte", "ptd", "nptg", "xnnpack"), or None."""
+    """The kind of ExecuTorch file whose first bytes are `head` ("pte", "ptd", "nptg", "xnnpack",
+    or "ptn" when `head` holds the first SNIFF_SIZE bytes), or None."""
+    if ptn.looks_like_ptn(head):
+        return "ptn"
     return KINDS.get(bytes(head[4:8])) if len(head) >= 8 else None
 
 
@@ -38,7 +45,7 @@ def _kind_text(kind: bytes) -> str:
 class Description:
     """One ExecuTorch file: `kind` says which, `detail` holds what its reader found, as JSON data."""
 
-    kind: str  # "pte" | "ptd" | "nptg" | "xnnpack"
+    kind: str  # "pte" | "ptd" | "ptn" | "nptg" | "xnnpack"
     source: str | None
     size: int
     detail: dict[str, Any]
@@ -51,7 +58,7 @@ class Description:
 
 
 def describe(path_or_bytes: str | Path | bytes | bytearray | memoryview, *, source: str | None = None) -> Description:
-    """Describe a .pte, .ptd, NPTG or XNNPACK payload file (or its bytes); FatpteError on any defect."""
+    """Describe a .pte, .ptd, .ptn, NPTG or XNNPACK payload file (or its bytes); FatpteError on any defect."""
     if isinstance(path_or_bytes, (str, Path)):
         # Mapped, not read: a program with its weights inline is many GB, and describing it
         # touches only the flatbuffer and the headers of its delegate payloads.
@@ -70,6 +77,8 @@ def _describe(data: bytes | memoryview, source: str | None) -> Description:
         detail = _program(pte.read_program(data, source=source))
     elif kind == "ptd":
         detail = _data_file(ptd.read_ptd(data, source=source))
+    elif kind == "ptn":
+        detail = _package(ptn.read_ptn(data, source=source))
     elif kind == "nptg":
         detail = _native(nptg.read_nptg(data, source=source))
     else:
@@ -130,6 +139,18 @@ def _nfat(payload: memoryview, label: str, base: int) -> dict[str, Any]:
             item["payload"] = _xnn(xnnpack.read_xnnpack(body, source=label, base=base + e.offset))
         entries.append(item)
     return {"format": "NFAT", "version": c.version, "entries": entries}
+
+
+def _package(p: ptn.NativePackage) -> dict[str, Any]:
+    return {
+        "members": [{"name": m.name, "offset": m.offset, "size": m.size, "crc32": f"{m.crc32:08x}"}
+                    for m in p.members],
+        "program": _native(p.program),
+        "signature": native_signature(p.program),
+        "tensors": [t.to_json() for t in p.tensors],
+        "missing_keys": list(p.missing_keys),
+        "metadata": dict(p.metadata),
+    }
 
 
 def _native(n: nptg.NativeProgram) -> dict[str, Any]:
@@ -252,6 +273,18 @@ def _lines(j: dict[str, Any]) -> list[str]:
         for n in j["named_data"]:
             shape = "" if n["dtype"] is None else f" {n['dtype']}[{', '.join(str(x) for x in n['shape'])}]"
             out.append(f"  {n['key']}:{shape} {n['size']} bytes at {n['offset']:#x}")
+    elif j["kind"] == "ptn":
+        out.append("members: " + ", ".join(f"{m['name']} ({m['size']} bytes at {m['offset']:#x})"
+                                            for m in j["members"]))
+        out += _native_lines(j["program"], "")
+        stored = sum(t["size"] for t in j["tensors"] if t["alias_of"] is None)
+        out.append(f"tensors: {len(j['tensors'])} ({stored} bytes stored)")
+        for t in j["tensors"]:
+            where = (f"same bytes as {t['alias_of']}" if t["alias_of"] is not None
+                     else f"{t['size']} bytes at {t['offset']:#x}")
+            out.append(f"  {t['key']}: {t['dtype']}[{', '.join(str(x) for x in t['shape'])}] {where}")
+        if j["missing_keys"]:
+            out.append("keys the program loads that the package lacks: " + ", ".join(j["missing_keys"]))
     elif j["kind"] == "nptg":
         out += _native_lines(j, "")
     else:
