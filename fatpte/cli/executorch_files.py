@@ -102,28 +102,37 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
     An argument whose payload is an ExecuTorch program becomes `pte_specialization` of it: the
     whole file, its payload kind and program signature read from it (so pack refuses two
     different programs, E0411). A bare path (no `=`) is allowed for a program: its backend id is
-    derived from its delegates. Each `--data [NAME=]FILE.ptd` adds the tensors of a .ptd to the
-    named data of entry NAME, or of every program entry. With `share_named_data`
-    (--share-pte-named-data) each program's own named data moves there too, the payload being the
-    program rewritten without it (docs/executorch.md)."""
-    from fatpte.ops.pte_specialize import backend_id_of_file, pte_specialization
+    derived from its delegates. A native package (.ptn) becomes `ptn_specialization` of it, the
+    same way (backend id `native` when bare). Each `--data [NAME=]FILE` adds the tensors of a .ptd
+    (or of a .ptn's program.safetensors) to the named data of entry NAME, or of every program
+    entry. With `share_named_data` (--share-pte-named-data) each program's own named data moves
+    there too, the payload being the program rewritten without it (docs/executorch.md)."""
+    from fatpte.ops.pte_specialize import backend_id_of_file, pte_specialization, ptn_specialization
 
     # (path, backend id or None to derive, name) per program argument, to build after --data is known.
     programs: list[tuple[str, str | None, str | None]] = []
     specs: list[Specialization | int] = []  # an int is an index into `programs`
     for arg in args:
         if "=" not in arg:
-            if not is_program(arg):
-                why = "an ExecuTorch program" if os.path.isfile(arg) else "a file"
+            kind = executorch_kind(arg)
+            if kind == "ptn":
+                specs.append(ptn_specialization(arg))
+                continue
+            if kind != "pte":
+                why = "an ExecuTorch program or package" if os.path.isfile(arg) else "a file"
                 raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{arg!r} is not [NAME:]BACKEND=PAYLOAD, and not "
-                                  f"{why}: a bare path must be an ExecuTorch program (.pte)", actual=arg)
+                                  f"{why}: a bare path must be an ExecuTorch program (.pte) or native package "
+                                  "(.ptn)", actual=arg)
             specs.append(len(programs))
             programs.append((arg, None, None))
             continue
         spec = parse(arg)
-        if isinstance(spec.payload, str) and is_program(spec.payload):
+        kind = executorch_kind(spec.payload) if isinstance(spec.payload, str) else None
+        if kind == "pte":
             specs.append(len(programs))
-            programs.append((spec.payload, spec.backend_id, spec.name))
+            programs.append((str(spec.payload), spec.backend_id, spec.name))
+        elif kind == "ptn":
+            specs.append(ptn_specialization(str(spec.payload), backend_id=spec.backend_id, name=spec.name))
         else:
             specs.append(spec)
     if data and not programs:

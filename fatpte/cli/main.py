@@ -165,11 +165,11 @@ def main() -> None:
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("specs", nargs=-1, metavar="[NAME:]BACKEND=PAYLOAD|PROGRAM.pte...")
+@click.argument("specs", nargs=-1, metavar="[NAME:]BACKEND=PAYLOAD|PROGRAM.pte|PACKAGE.ptn...")
 @_output_option
 @click.option("--data", "data", multiple=True, metavar="[NAME=]FILE.ptd",
-              help="Add the tensors of an ExecuTorch .ptd to the named data of entry NAME, or of every "
-                   "ExecuTorch program entry (repeatable).")
+              help="Add the tensors of an ExecuTorch .ptd (or of a .ptn's program.safetensors) to the named "
+                   "data of entry NAME, or of every ExecuTorch program entry (repeatable).")
 @click.option("--share-pte-named-data", "share_pte_named_data", is_flag=True,
               help="Move the named data stored inside each ExecuTorch program into the shared named data; "
                    "the entry's payload is then the program rewritten without it (extract it with "
@@ -194,7 +194,9 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     A PAYLOAD that is an ExecuTorch program (.pte) is packed whole, with its program signature
     read from the file, so programs whose signatures differ are refused (E0411, both shown). It
     may be given as a bare PROGRAM.pte: the backend id is then derived from its delegates
-    (`portable` when none, XnnpackBackend gives `xnnpack`). --data moves a .ptd's tensors into
+    (`portable` when none, XnnpackBackend gives `xnnpack`). An ExecuTorch native package (.ptn)
+    is packed whole the same way, its signature read from its program.ptg (a bare PACKAGE.ptn
+    gets the backend id `native`). --data moves a .ptd's tensors into
     the container's shared named data (docs/executorch.md); --share-pte-named-data moves the
     named data stored in the programs there too, rewriting them (extract then no longer gives
     the input file back byte for byte).

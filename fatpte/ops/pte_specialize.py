@@ -1,4 +1,5 @@
-"""Whole .pte files as specializations: backend id and program signature derived from the file.
+"""Whole ExecuTorch files (.pte programs, .ptn native packages) as specializations: backend id
+and program signature derived from the file.
 
 `pte_specialization(path)` reads the program (bounds-checked, see pte.py), derives its signature
 (fatpte.executorch.signature) and a backend id from its delegates, and returns a fatpte.Specialization whose
@@ -10,6 +11,10 @@ With `share_named_data=True` the payload is instead the program rewritten withou
 (rewrite.remove_named_data), whose bytes become the entry's named data: opt-in, because the
 entry's payload is then no longer the input file. `fatpte.ops.ptd_export.entry_data_file` writes, for an
 extracted entry, the .ptd that gives the runtime those keys back.
+
+`ptn_specialization(path)` packs a .ptn whole, its signature read from program.ptg: the package
+holds its tensors itself. The tensors of a .ptn can also serve a .pte that loads them by key
+(`data_files`), as a .ptd's do.
 """
 
 from __future__ import annotations
@@ -21,10 +26,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from fatpte.errors import ErrorCode, FatpteError
+from fatpte.executorch.describe import SNIFF_SIZE, sniff
 from fatpte.executorch.ptd import read_ptd
+from fatpte.executorch.ptn import read_ptn
 from fatpte.executorch.pte import Program, read_program
 from fatpte.executorch.rewrite import remove_named_data
-from fatpte.executorch.signature import program_signature
+from fatpte.executorch.signature import native_signature, program_signature
 from fatpte.fileio.mapping import map_view
 from fatpte.ops.specialization import Specialization
 
@@ -52,11 +59,44 @@ def backend_id_of_file(path: str | os.PathLike[str]) -> str:
     return backend_id_of(read_program(map_view(path), source=str(path)))
 
 
+NATIVE_BACKEND_ID = "native"  # ExecuTorch's NativeBackend, as backend_id_of spells it
+
+
 def ptd_named_data(path: str | os.PathLike[str]) -> dict[str, memoryview]:
-    """The tensors of the .ptd at `path`, key -> a view of its bytes in a mapping of the file (no
-    copy), for the container's shared named data."""
+    """The tensors of the .ptd (or .ptn) at `path`, key -> a view of its bytes in a mapping of the
+    file (no copy), for the container's shared named data. A .ptn gives the tensors of its
+    program.safetensors, each alias with its owner's bytes."""
     data = map_view(path)
+    if sniff(data[:SNIFF_SIZE]) == "ptn":
+        return {t.key: data[t.offset : t.offset + t.size] for t in read_ptn(data, source=str(path)).tensors}
     return {t.key: data[t.offset : t.offset + t.size] for t in read_ptd(data, source=str(path)).named_data}
+
+
+def ptn_specialization(
+    path: str | os.PathLike[str],
+    *,
+    backend_id: str | None = None,
+    name: str | None = None,
+    priority: int = 0,
+    alignment: int | None = None,
+    requires: Requirements | RequirementsMapping | None = None,
+    provenance: Mapping[str, str] | None = None,
+) -> Specialization:
+    """A Specialization for the .ptn at `path`: the whole file (extracting the entry gives it back
+    byte for byte), its signature read from program.ptg, backend id `native` unless given."""
+    source = str(path)
+    data = map_view(path)
+    package = read_ptn(data, source=source)
+    return Specialization(
+        backend_id or NATIVE_BACKEND_ID,
+        source,
+        name=name,
+        priority=priority,
+        alignment=alignment,
+        requires=requires,
+        signature=cast("SignatureMapping", native_signature(package.program)),
+        provenance=dict(provenance or {}) | {"executorch.ptn.sha256": hashlib.sha256(data).hexdigest()},
+    )
 
 
 def pte_specialization(

@@ -147,6 +147,7 @@ def test_info_on_bare_delegate_payloads(tmp_path: Path) -> None:
 def test_info_json_fields_are_the_documented_ones(tmp_path: Path) -> None:
     seen: set[str] = set()
     files = [ET_FIXTURES / n for n in PROGRAMS] + [ET_FIXTURES / "mlp_native_external.native_weights.ptd",
+                                                 ET_FIXTURES / "tied.ptn",
                                                  _payload_file(tmp_path, "buffer_native.pte"),
                                                  _payload_file(tmp_path, "mlp_xnnpack.pte")]
     for path in files:
@@ -160,7 +161,7 @@ def test_info_json_fields_are_the_documented_ones(tmp_path: Path) -> None:
                     assert set(d) | {"payload"} == fields("info.executorch.methods[].delegates[]")
                     assert ("payload" in d) == (d["payload_kind"] in {"NFAT", "NPTG", "XH00"})
     assert seen == fields("info.executorch")
-    assert {describe(p).kind for p in files} == {"pte", "ptd", "nptg", "xnnpack"}
+    assert {describe(p).kind for p in files} == {"pte", "ptd", "ptn", "nptg", "xnnpack"}
 
 
 def test_info_map_is_for_containers_only() -> None:
@@ -271,7 +272,7 @@ def test_pack_data_moves_ptd_tensors_into_shared_named_data(tmp_path: Path) -> N
     (["--data", "nobody={ptd}", "{pte}"], "no ExecuTorch program entry is named 'nobody'"),
     (["--data", "{ptd}", "raw={bin}"], "no payload is an ExecuTorch program"),
     (["--data", "={ptd}", "{pte}"], "is not [NAME=]FILE.ptd"),
-    (["{bin}"], "is not [NAME:]BACKEND=PAYLOAD, and not an ExecuTorch program: a bare path must be"),
+    (["{bin}"], "is not [NAME:]BACKEND=PAYLOAD, and not an ExecuTorch program or package: a bare path must be"),
     (["{bin}.missing"], "is not [NAME:]BACKEND=PAYLOAD, and not a file: a bare path must be"),
     (["raw"], "is not [NAME:]BACKEND=PAYLOAD, and not a file"),
     (["--share-pte-named-data", "raw={bin}"], "no payload is an ExecuTorch program"),
@@ -284,6 +285,58 @@ def test_pack_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str)
     code, out, err = run("pack", "-o", tmp_path / "x.nfat", *[a.format(**paths) for a in args])
     assert (code, out) == (2, "")
     assert message in err
+
+
+def test_pack_a_ptn_validates_selects_and_extracts_byte_for_byte(tmp_path: Path) -> None:
+    out = tmp_path / "mlp.nfat"
+    ptn = ET_FIXTURES / "mlp.ptn"
+    code, stdout, err = run("pack", "-o", out, ptn, ET_FIXTURES / "mlp_portable.pte")
+    assert (code, err) == (0, ""), err
+    assert stdout == f"wrote {out}: version 2, 2 entries, {out.stat().st_size} bytes\n"
+    assert run("validate", out)[1] == "checked 1 file: 1 valid, 0 invalid; 0 errors, 0 warnings\n"
+    assert run("select", out, "--device", "x86-64-v3", "--prefer", "native")[1] == "native\n"
+    code, stdout, _ = run("extract", out, "--device", "x86-64-v3", "--prefer", "native", "-o", tmp_path / "x.ptn")
+    assert stdout == f"wrote {tmp_path / 'x.ptn'}: payload of 'native' (native), {ptn.stat().st_size} bytes\n"
+    assert (tmp_path / "x.ptn").read_bytes() == ptn.read_bytes()
+    info = json.loads(run("info", "--json", out)[1])
+    native = info["entries"][0]
+    assert (native["name"], native["backend_id"]) == ("native", "native")
+    # The same program lowered two ways: one signature, read from program.ptg and from the .pte.
+    with fatpte.open(out) as c:
+        assert c.manifest is not None
+        signatures = [m.signature for m in c.manifest.entries]
+        assert signatures[0] == signatures[1] and signatures[0] is not None
+
+
+def test_pack_toml_reads_a_ptn_signature_and_unpack_names_files_by_kind(tmp_path: Path) -> None:
+    for name in ("mlp.ptn", "mlp_portable.pte"):
+        shutil.copy(ET_FIXTURES / name, tmp_path / name)
+    (tmp_path / "raw.bin").write_bytes(b"r" * 10)
+    (tmp_path / "pack.toml").write_text(
+        '[[specialization]]\nname = "native"\npayload = "mlp.ptn"\nsignature = "from-payload"\n\n'
+        '[[specialization]]\npayload = "mlp_portable.pte"\nsignature = "from-payload"\n\n'
+        '[[specialization]]\nbackend_id = "raw"\npayload = "raw.bin"\n')
+    out = tmp_path / "t.nfat"
+    assert run("pack", "-o", out, "--from", tmp_path / "pack.toml")[0] == 0
+    code, _, err = run("unpack", out, "-d", tmp_path / "u")
+    assert (code, err) == (0, "")
+    assert sorted(p.name for p in (tmp_path / "u" / "payloads").iterdir()) == ["native.ptn", "portable.pte",
+                                                                              "raw.bin"]
+    assert (tmp_path / "u" / "payloads" / "native.ptn").read_bytes() == (ET_FIXTURES / "mlp.ptn").read_bytes()
+
+
+def test_pack_data_takes_the_tensors_of_a_ptn(tmp_path: Path) -> None:
+    """A .pte that loads its weights by key gets them from a .ptn's program.safetensors, as from a .ptd."""
+    out = tmp_path / "ext.nfat"
+    code, _, err = run("pack", "-o", out, ET_FIXTURES / "mlp_native_external.pte", "--data", ET_FIXTURES / "mlp.ptn")
+    assert (code, err) == (0, ""), err
+    data = (ET_FIXTURES / "mlp.ptn").read_bytes()
+    tensors = describe(ET_FIXTURES / "mlp.ptn").to_json()["tensors"]
+    with fatpte.open(out) as c:
+        assert c.manifest is not None
+        assert sorted(c.manifest.keys) == [t["key"] for t in tensors]
+        for t in tensors:
+            assert bytes(c.named_data(t["key"])) == data[t["offset"]:t["offset"] + t["size"]]
 
 
 def test_pack_data_with_from_is_a_usage_error(tmp_path: Path) -> None:
