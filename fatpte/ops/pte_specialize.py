@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, cast
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.describe import SNIFF_SIZE, sniff
 from fatpte.executorch.ptd import read_ptd
-from fatpte.executorch.ptn import read_ptn
 from fatpte.executorch.pte import Program, read_program
+from fatpte.executorch.ptn import read_ptn
 from fatpte.executorch.rewrite import remove_named_data
 from fatpte.executorch.signature import native_signature, program_signature
 from fatpte.fileio.mapping import map_view
