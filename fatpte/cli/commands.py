@@ -177,15 +177,16 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
     return EXIT_OK
 
 
-def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, as_json: bool, quiet: bool) -> int:
+def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, allow_empty: bool, as_json: bool,
+             quiet: bool) -> int:
     """`fatpte validate`."""
     import json
 
-    from fatpte.cli.executorch_files import is_program, program_reports
+    from fatpte.cli.executorch_files import file_reports
     from fatpte.cli.paths import containers
-    from fatpte.container.validation import validate as validate_file
 
-    paths = list(containers(files, skip_plain_pte=skip_plain_pte))
+    empty: list[str] = []
+    paths = list(containers(files, skip_plain_pte=skip_plain_pte, empty=empty))
     sizes = {p: _size_or_zero(p) for p in paths}
     valid = invalid = errors = warnings = 0
     unreadable: list[FatpteError] = []
@@ -196,7 +197,7 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, as_json: 
         within = bar.update if len(paths) == 1 else None
         for path in paths:
             try:
-                reports = program_reports(path) if is_program(path) else [validate_file(path, progress=within)]
+                reports = file_reports(path, progress=within)
             except FatpteError as exc:
                 unreadable.append(exc)
                 echo(error_line(exc), err=True)
@@ -220,6 +221,12 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, as_json: 
                         echo(f"{report.source}: {f.describe()}")
             valid += file_ok
             invalid += not file_ok
+    if not allow_empty:
+        # A directory without a container is most often a wrong path or a checkout without its
+        # LFS files: CI must not go green on it.
+        for directory in empty:
+            echo(f"{directory}: no container in this directory (no *.nfat file, no *.pte file holding one); "
+                 "pass --allow-empty if that is expected", err=True)
     if not as_json:
         checked = valid + invalid + len(unreadable)
         parts = [f"{valid} valid", f"{invalid} invalid"]
@@ -230,7 +237,7 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, as_json: 
              f"{warnings} {'warning' if warnings == 1 else 'warnings'}")
     if unreadable:
         return exit_code(unreadable[0])  # an I/O error: validate raises only when it cannot read
-    if invalid:
+    if invalid or (empty and not allow_empty):
         return EXIT_INVALID
     return EXIT_OK
 

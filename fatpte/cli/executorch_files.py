@@ -208,6 +208,42 @@ def program_reports(path: PathArg) -> list[Report]:
         expected="NFAT", actual=bytes(data[:4]).hex()),))]
 
 
+# What a file that is not a container is, when it is an ExecuTorch file (by executorch_kind).
+_NOT_CONTAINER = {
+    "ptd": "an ExecuTorch data file (.ptd, FT01)",
+    "ptn": "an ExecuTorch native package (.ptn); `fatpte pack` packs it as an entry",
+    "nptg": "a bare ExecuTorch native backend payload (NPTG)",
+    "xnnpack": "a bare XNNPACK delegate payload",
+}
+_LFS_POINTER = b"version https://git-lfs"
+
+
+def not_a_container(path: PathArg, magic: bytes) -> str:
+    """The message for a file whose first bytes are not the NFAT magic: what it is instead."""
+    kind = executorch_kind(path)
+    if kind in _NOT_CONTAINER:
+        return f"not a container: {_NOT_CONTAINER[kind]}"
+    if head(path).startswith(_LFS_POINTER):
+        return "not a container: a Git LFS pointer file (fetch the real file with `git lfs pull`)"
+    return f"not a container, and not an ExecuTorch file: it starts with {magic!r}, not b'NFAT'"
+
+
+def file_reports(path: PathArg, *, progress: Callable[[int, int], None] | None = None) -> list[Report]:
+    """What `fatpte validate` reports for one file: a container's report, each NFAT delegate's
+    for an ExecuTorch program (`program_reports`), and for any other file one error saying what
+    it is instead of a container."""
+    from fatpte.container.validation import validate
+
+    if is_program(path):
+        return program_reports(path)
+    report = validate(path, progress=progress)
+    first = report.findings[0] if report.findings else None
+    if first is not None and first.code is ErrorCode.BAD_MAGIC and isinstance(first.actual, bytes):
+        first = first._replace(message=not_a_container(path, first.actual))
+        report = report._replace(findings=(first, *report.findings[1:]))
+    return [report]
+
+
 def select_program(path: PathArg, device: DeviceProfile, *, prefer: Sequence[str], exclude: Sequence[str],
                    explain: bool) -> tuple[dict[str, Any], str]:
     """`fatpte select` on an ExecuTorch program: the JSON object and the text for its NFAT

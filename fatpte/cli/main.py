@@ -266,23 +266,29 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
 @click.option("--skip-plain-pte", is_flag=True,
               help="Skip *.pte files that hold no container (plain ExecuTorch programs: no NFAT magic, no NFAT "
                    "delegate), also when named on the command line; for hooks that pass every *.pte file.")
+@click.option("--allow-empty", is_flag=True,
+              help="Accept a directory that holds no container (by default it fails: exit 1).")
 @_json_option
 @_quiet_option
-def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, as_json: bool, quiet: bool) -> None:
+def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, allow_empty: bool, as_json: bool,
+             quiet: bool) -> None:
     """Check containers against every rule of the spec, checksums included.
 
     FILES may be directories: they are searched recursively (skipping directories whose name
     starts with a dot) for *.nfat files, and for *.pte files that start with the magic NFAT or
     are ExecuTorch programs with an NFAT delegate. In an ExecuTorch program, each NFAT delegate
     is checked as a container of its own (`path[delegate 0 ...]`). A program with none, named
-    on the command line, is reported as not a container (E0101) unless --skip-plain-pte.
-    Prints one line per finding (`path: E0208 at 0x9c (entries[0].checksum): ...`) and a
-    summary line counting files; with --json, one JSON object per container per line and no
-    summary. Exits 1 when any file is invalid (with --strict, also when any has a warning),
-    and 4 when a file cannot be read (the others are still checked).
+    on the command line, is reported as not a container (E0101) unless --skip-plain-pte; so is
+    any other file, saying what it is (an ExecuTorch .ptd or .ptn, a Git LFS pointer, ...).
+    A directory in which no container is found fails too (a wrong path must not pass), unless
+    --allow-empty. Prints one line per finding (`path: E0208 at 0x9c (entries[0].checksum):
+    ...`) and a summary line counting files; with --json, one JSON object per container per line
+    and no summary. Exits 1 when any file is invalid (with --strict, also when any has a
+    warning) or a directory holds no container, and 4 when a file cannot be read (the others are
+    still checked).
     """
     _run_body(bodies.validate, files=files, strict=strict, skip_plain_pte=skip_plain_pte,
-              as_json=as_json, quiet=quiet)
+              allow_empty=allow_empty, as_json=as_json, quiet=quiet)
 
 
 # ---------------------------------------------------------------------------------------------
