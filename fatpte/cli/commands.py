@@ -154,6 +154,10 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
         raise UsageProblem("give exactly one of --name, --backend or --device")
     if (prefer or exclude) and device is None:
         raise UsageProblem("--prefer and --exclude go with --device")
+    for option, path in (("-o", output), ("--data-out", data_out)):
+        if path is not None and os.path.realpath(path) == os.path.realpath(file):
+            raise UsageProblem(f"{option} {path} is FILE itself: extracting would replace the container with one "
+                               "of its payloads")
     check_output(output, force)
     if data_out is not None:
         if os.path.realpath(data_out) == os.path.realpath(output):
@@ -169,7 +173,16 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
             entry = container.entry(name) if name is not None else container.by_backend(str(backend))
         with progress(f"extracting {entry.name!r}", quiet) as bar:
             extract_entry(container, entry, output, progress=bar.update)
+        manifest = container.manifest if container.header.manifest_size else None
+        described = None if manifest is None else manifest.entry(entry.name)
+        keys = () if described is None else described.named_data
     echo(f"wrote {output}: payload of {entry.name!r} ({entry.backend_id}), {entry.size} bytes")
+    if data_out is None and keys:
+        # The payload loads these keys from a data file beside it; without one it fails to load.
+        suggestion = os.path.splitext(output)[0] + ".ptd"
+        echo(f"{file}: warning: {entry.name!r} loads {len(keys)} named-data "
+             f"{'key' if len(keys) == 1 else 'keys'} kept in the container, not in its payload: the extracted "
+             f"program needs them in a data file; extract again with --data-out {suggestion} --force", err=True)
     if data_out is not None:
         from fatpte.cli.executorch_files import write_entry_data
 

@@ -95,6 +95,23 @@ def _data_targets(data: Sequence[str], names: Sequence[str]) -> dict[str, list[s
     return targets
 
 
+def unresolved_warnings(specs: Sequence[Specialization]) -> list[str]:
+    """`fatpte pack`'s warnings: one per program entry that loads named-data keys neither the
+    program nor the container holds (the extracted program would fail to load)."""
+    from fatpte.ops.pte_specialize import unresolved_keys
+
+    lines = []
+    for spec in specs:
+        missing = unresolved_keys(spec)
+        if missing:
+            source = f" ({spec.payload})" if isinstance(spec.payload, str) else ""
+            lines.append(f"fatpte: warning: entry {spec.entry_name!r}{source} loads {len(missing)} named-data "
+                         f"{'key' if len(missing) == 1 else 'keys'} that neither the program nor the container "
+                         f"holds: {', '.join(missing)}; give the .ptd it was exported with (--data "
+                         f"{spec.entry_name}=FILE.ptd), or the extracted program will not load")
+    return lines
+
+
 def pack_specs(args: Sequence[str], data: Sequence[str],
                parse: Callable[[str], Specialization], *, share_named_data: bool = False) -> list[Specialization]:
     """The specializations `fatpte pack` packs for its arguments.

@@ -205,23 +205,29 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         if specs or data or share_pte_named_data or format_version is not None or align is not None:
             raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
                                    "--format-version or --align: the pack.toml states them")
-        from fatpte.ops.packfile import pack_from_file
+        from fatpte.cli.executorch_files import unresolved_warnings
+        from fatpte.ops.packfile import load, pack_from_file
 
         check_output(output, force)
+        warnings = unresolved_warnings(load(from_toml)[0])
         with _progress(f"packing {output}", quiet) as progress:
             pack_from_file(from_toml, output, progress=progress.update)
     else:
         from fatpte.cli.executorch_files import pack_specs as executorch_specs
+        from fatpte.cli.executorch_files import unresolved_warnings
         from fatpte.ops.packing import pack as pack_specs
 
         parsed = executorch_specs(specs, data, parse_spec, share_named_data=share_pte_named_data)
         if not parsed:
             raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
         check_output(output, force)
+        warnings = unresolved_warnings(parsed)
         with _progress(f"packing {output}", quiet) as progress:
             pack_specs(parsed, output, version=int(format_version or "2"), alignment=align,
                        progress=progress.update)
     _wrote_container(output)
+    for line in warnings:
+        click.echo(line, err=True)
 
 
 def _wrote_container(path: str) -> None:

@@ -44,6 +44,16 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
                      "{} when none")),
         ("requires_text", "the requirements in one short line, e.g. `arch=x86_64, +avx2+fma`; `-` when none"),
         ("named_data", "the named-data keys the entry uses"),
+        ("needs_data_file", ("true when the entry uses named data: the extracted payload loads those keys from a "
+                             "data file beside it (`extract --data-out`)")),
+        ("signature", "the program signature {methods: [{name, inputs, outputs, buffers}]}, null when none"),
+        ("executorch_backends", ("the ExecuTorch backend ids the payload's delegates need registered, sorted "
+                                 "([] for portable kernels only; `NativeBackend` for a .ptn); null when the "
+                                 "payload is no ExecuTorch program or package")),
+        ("source_digest", "`<algorithm>:<hex>` of the source program, null when none"),
+        ("payload_sha256", "the payload's SHA-256 the manifest records (hex), null when none"),
+        ("provenance", ("the manifest's provenance pairs: e.g. `executorch.pte.sha256` (the input file), "
+                        "`executorch.pte.named_data` = `shared` (the program was rewritten); {} when none")),
     ]),
     "info.named_data[]": ("A named-data key of `info`", [
         ("key", "the key"),

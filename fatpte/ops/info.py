@@ -1,8 +1,10 @@
 """What `fatpte info` reports: a container's summary and its byte map, as JSON-ready data.
 
 Both are plain dicts with stable, documented fields (docs/cli.md): the command line prints them
-as text or as JSON, so the two views never disagree. Nothing here reads a payload byte; the
-byte map is derived from the tables alone.
+as text or as JSON, so the two views never disagree. The byte map is derived from the tables
+alone; the summary reads payload bytes only to name the ExecuTorch backends an ExecuTorch
+program's delegates need (the flatbuffer of an `ET12` payload, the header of a `.ptn`), and only
+for such entries, so a container of other payloads never imports the ExecuTorch readers.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fatpte.container.reader import Container
 from fatpte.format import layout as L
+from fatpte.format.model import Entry
 
 if TYPE_CHECKING:
     from fatpte.manifest.model import Manifest, Requirements
@@ -79,6 +82,34 @@ def _named_data(container: Container, manifest: Manifest | None) -> tuple[list[d
     return rows, referenced
 
 
+PTE_KIND = b"ET12"
+NATIVE_BACKEND = "NativeBackend"  # what runs a .ptn's program.ptg
+
+
+def executorch_backends(container: Container, entry: Entry) -> list[str] | None:
+    """The ExecuTorch backend ids the entry's payload needs registered, sorted: its delegates'
+    for a program (`[]`: portable kernels only), the native backend for a .ptn; None when the
+    payload is neither, or cannot be read as one (`fatpte validate` reports what is wrong)."""
+    view = container.payload(entry)
+    try:
+        if entry.payload_kind == PTE_KIND or bytes(view[4:8]) == PTE_KIND:
+            from fatpte.errors import FatpteError
+            from fatpte.executorch.pte import read_program
+
+            try:
+                program = read_program(view, source=f"{container.source}[{entry.name}]")
+            except FatpteError:
+                return None
+            return sorted({d.backend_id for m in program.methods for d in m.delegates})
+        if bytes(view[:4]) == b"PK\x03\x04":
+            from fatpte.executorch.ptn import looks_like_ptn
+
+            return [NATIVE_BACKEND] if looks_like_ptn(view[:64]) else None
+        return None
+    finally:
+        view.release()
+
+
 def summary(container: Container) -> dict[str, Any]:
     """The container as `fatpte info --json` prints it."""
     # Only decoded when present: a container without one never loads the manifest codec.
@@ -92,6 +123,14 @@ def summary(container: Container) -> dict[str, Any]:
         row["requires"] = {} if m is None else m.requires.to_json()
         row["requires_text"] = requirements_text(None if m is None else m.requires)
         row["named_data"] = [] if m is None else list(m.named_data)
+        # The keys above live in the container, not in the payload: an extracted program loads
+        # them from a data file beside it (`fatpte extract --data-out`).
+        row["needs_data_file"] = bool(row["named_data"])
+        row["signature"] = None if m is None or m.signature is None else m.signature.to_json()
+        row["executorch_backends"] = executorch_backends(container, e)
+        row["source_digest"] = None if m is None else m.source_digest
+        row["payload_sha256"] = None if m is None or m.payload_sha256 is None else m.payload_sha256.hex()
+        row["provenance"] = {} if m is None else dict(m.provenance)
         entries.append(row)
     distinct = {(e.offset, e.size) for e in container.entries}
     stored = sum(size for _, size in distinct)

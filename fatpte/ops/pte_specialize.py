@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, cast
 
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.describe import SNIFF_SIZE, sniff
+from fatpte.executorch.keys import program_keys
 from fatpte.executorch.ptd import read_ptd
 from fatpte.executorch.pte import Program, read_program
 from fatpte.executorch.ptn import read_ptn
@@ -70,6 +71,19 @@ def ptd_named_data(path: str | os.PathLike[str]) -> dict[str, memoryview]:
     if sniff(data[:SNIFF_SIZE]) == "ptn":
         return {t.key: data[t.offset : t.offset + t.size] for t in read_ptn(data, source=str(path)).tensors}
     return {t.key: data[t.offset : t.offset + t.size] for t in read_ptd(data, source=str(path)).named_data}
+
+
+def unresolved_keys(spec: Specialization) -> tuple[str, ...]:
+    """The named-data keys the program `spec` packs loads that neither the program nor the
+    entry's named data in the container holds: without them the extracted program fails to
+    load, and `extract --data-out` cannot supply them. () when the payload is not a program."""
+    payload = spec.payload
+    data = map_view(payload) if isinstance(payload, (str, os.PathLike)) else memoryview(payload)
+    if bytes(data[4:8]) != b"ET12":
+        return ()
+    program = read_program(data, source=str(payload) if isinstance(payload, (str, os.PathLike)) else None)
+    named = spec.named_data or ()
+    return tuple(k for k in program_keys(program).external if k not in set(named))
 
 
 def ptn_specialization(

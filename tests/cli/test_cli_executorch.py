@@ -529,3 +529,87 @@ def test_select_errors() -> None:
     code, out, err = run("select", ET_FIXTURES / "add_nfat.pte", "--device", "x86-64-v3", "--exclude", "native")
     assert (code, out) == (3, "")
     assert "native-avx2" in err and "native-generic" in err
+
+
+# ---------------------------------------------------------------------------------------------
+# what info, extract and pack tell about an entry's program
+# ---------------------------------------------------------------------------------------------
+
+
+def _sha(name: str) -> str:
+    import hashlib
+
+    return hashlib.sha256((ET_FIXTURES / name).read_bytes()).hexdigest()
+
+
+def test_info_shows_signature_backends_data_needs_and_provenance(tmp_path: Path) -> None:
+    out = tmp_path / "e.nfat"
+    code, _, err = run("pack", "-o", out, f"cpu:portable={ET_FIXTURES / 'mlp_portable_external.pte'}", "--data",
+                       f"cpu={ET_FIXTURES / 'mlp_portable_external._default_external_constant.ptd'}",
+                       ET_FIXTURES / "mlp.ptn", ET_FIXTURES / "mlp_xnnpack.pte", "--share-pte-named-data")
+    assert (code, err) == (0, "")
+    lines = run("info", out)[1].splitlines()
+    first = lines.index("  cpu:")
+    pte, ptn, xnn = _sha("mlp_portable_external.pte"), _sha("mlp.ptn"), _sha("mlp_xnnpack.pte")
+    short = lambda h: f"{h[:25]}...{h[-12:]}"  # noqa: E731 - the text's stable abbreviation of 64 hex digits
+    assert lines[first:first + 12] == [
+        "  cpu:",
+        "    signature: forward(float32[1, 4]) -> float32[1, 3]",
+        "    ExecuTorch backends: none (portable kernels only)",
+        "    needs a .ptd: 4 keys kept in this container, not in the payload (fatpte extract --data-out): "
+        "fc1.weight, fc1.bias, fc2.weight, fc2.bias",
+        f"    provenance: executorch.pte.sha256={short(pte)}",
+        "  native:",
+        "    signature: forward(float32[1, 4]) -> float32[1, 3]",
+        "    ExecuTorch backends: NativeBackend",
+        f"    provenance: executorch.ptn.sha256={short(ptn)}",
+        "  xnnpack:",
+        "    signature: forward(float32[1, 4]) -> float32[1, 3]",
+        "    ExecuTorch backends: XnnpackBackend",
+    ]
+    assert lines[first + 13] == f"    provenance: executorch.pte.sha256={short(xnn)}, executorch.pte.named_data=shared"
+    assert lines[0] == f"{out}: NFAT version 2, 3 entries, 4 named-data segments, a manifest, 11.1 KiB"
+    entries = json.loads(run("info", "--json", out)[1])["entries"]
+    assert [set(e) for e in entries] == [fields("info.entries[]")] * 3
+    cpu, native, xnnpack = entries
+    assert [e["executorch_backends"] for e in entries] == [[], ["NativeBackend"], ["XnnpackBackend"]]
+    assert [e["needs_data_file"] for e in entries] == [True, False, True]
+    assert cpu["provenance"] == {"executorch.pte.sha256": pte}
+    assert xnnpack["provenance"] == {"executorch.pte.sha256": xnn, "executorch.pte.named_data": "shared"}
+    assert native["signature"] == {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 4]}],
+                                                "outputs": [{"dtype": "float32", "shape": [1, 3]}], "buffers": []}]}
+    assert (cpu["source_digest"], cpu["payload_sha256"]) == (None, None)
+
+
+def test_info_of_non_executorch_entries_has_no_backends(tmp_path: Path) -> None:
+    out = fatpte.pack([fatpte.Specialization("raw", b"r" * 10)], tmp_path / "r.nfat")
+    (entry,) = json.loads(run("info", "--json", out)[1])["entries"]
+    assert (entry["executorch_backends"], entry["signature"], entry["provenance"]) == (None, None, {})
+    assert "  raw:" not in run("info", out)[1].splitlines()  # nothing known, nothing printed
+
+
+def test_extract_says_when_the_entry_needs_data_out(tmp_path: Path) -> None:
+    out = tmp_path / "x.nfat"
+    assert run("pack", "-o", out, ET_FIXTURES / "mlp_xnnpack.pte", "--share-pte-named-data")[0] == 0
+    code, stdout, err = run("extract", out, "--name", "xnnpack", "-o", tmp_path / "x.pte")
+    assert code == 0 and stdout.startswith(f"wrote {tmp_path / 'x.pte'}: ")
+    assert err == (f"{out}: warning: 'xnnpack' loads 4 named-data keys kept in the container, not in its payload: "
+                   f"the extracted program needs them in a data file; extract again with --data-out "
+                   f"{tmp_path / 'x.ptd'} --force\n")
+    code, _, err = run("extract", out, "--name", "xnnpack", "-o", tmp_path / "y.pte", "--data-out",
+                       tmp_path / "y.ptd")
+    assert (code, err) == (0, "")
+
+
+def test_pack_warns_when_a_program_loads_keys_nobody_holds(tmp_path: Path) -> None:
+    program = ET_FIXTURES / "mlp_native_external.pte"
+    code, stdout, err = run("pack", "-o", tmp_path / "w.nfat", program)
+    assert code == 0 and stdout.startswith("wrote ")
+    assert err == (f"fatpte: warning: entry 'native' ({program}) loads 4 named-data keys that neither the program "
+                   "nor the container holds: fc1.bias, fc1.weight, fc2.bias, fc2.weight; give the .ptd it was "
+                   "exported with (--data native=FILE.ptd), or the extracted program will not load\n")
+    code, _, err = run("pack", "-o", tmp_path / "ok.nfat", program, "--data", ET_FIXTURES / "mlp.ptn")
+    assert (code, err) == (0, "")
+    (tmp_path / "pack.toml").write_text(f'[[specialization]]\npayload = "{program}"\nsignature = "from-payload"\n')
+    code, _, err = run("pack", "-o", tmp_path / "t.nfat", "--from", tmp_path / "pack.toml")
+    assert code == 0 and "loads 4 named-data keys that neither the program nor the container holds" in err

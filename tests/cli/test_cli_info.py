@@ -27,7 +27,7 @@ def test_info_text_lists_every_entry(container: Path) -> None:
     assert "NFAT version 2, 3 entries" in result.stdout
     for name in ("xnnpack", "xnnpack-copy", "cuda"):
         assert name in result.stdout
-    assert "100 bytes saved" in result.stdout
+    assert "  identical payloads are stored once: 100 B saved" in result.stdout.splitlines()
 
 
 def test_info_json_fields(container: Path) -> None:
@@ -118,5 +118,5 @@ def test_info_of_a_container_with_named_data_and_a_manifest(tmp_path: Path) -> N
     assert kinds == ["header", "entry_table", "segment_table", "manifest", "payload", "payload", "segment",
                      "segment"]
     text = CliRunner().invoke(main, ["info", str(path)]).stdout
-    assert "named data: 3 keys in 2 segments, 2005 bytes referenced, 1005 stored (1000 saved by sharing)" in text
+    assert "named data: 3 keys in 2 segments, 2.0 KiB referenced, 1005 B stored (1000 B saved by sharing)" in text
     assert "arch=x86_64, +avx2+fma" in text
