@@ -49,6 +49,25 @@ def emit_json(value: Any) -> None:
     echo(json.dumps(value, indent=2))
 
 
+def check_inputs(*paths: str | os.PathLike[str] | None) -> None:
+    """Refuse an input file that is missing, unreadable or a directory, before anything else (the
+    output's existence included): what the user must fix first is named first."""
+    import stat
+
+    from fatpte.fileio.atomic import io_error
+
+    for path in paths:
+        if path is None:
+            continue
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise io_error(exc, path, "cannot read") from None
+        if stat.S_ISDIR(st.st_mode):
+            raise FatpteError(ErrorCode.IO_ERROR, f"cannot read {os.fspath(path)}: it is a directory, not a file",
+                              source=os.fspath(path))
+
+
 def check_output(path: str | os.PathLike[str], force: bool) -> None:
     """Refuse to replace an existing output unless --force was given."""
     if not force and os.path.lexists(path):
@@ -158,6 +177,7 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
         if path is not None and os.path.realpath(path) == os.path.realpath(file):
             raise UsageProblem(f"{option} {path} is FILE itself: extracting would replace the container with one "
                                "of its payloads")
+    check_inputs(file)
     check_output(output, force)
     if data_out is not None:
         if os.path.realpath(data_out) == os.path.realpath(output):

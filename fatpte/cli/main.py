@@ -23,7 +23,7 @@ import click
 
 from fatpte import __version__
 from fatpte.cli import commands as bodies
-from fatpte.cli.commands import UsageProblem, check_output, emit_json, load_device
+from fatpte.cli.commands import UsageProblem, check_inputs, check_output, emit_json, load_device
 from fatpte.cli.commands import progress as _progress
 from fatpte.cli.commands import words as _words
 from fatpte.cli.exit_codes import EXIT_INVALID, EXIT_IO, EXIT_NO_FIT, EXIT_OK, error_line, exit_code
@@ -208,6 +208,7 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         from fatpte.cli.executorch_files import unresolved_warnings
         from fatpte.ops.packfile import load, pack_from_file
 
+        check_inputs(from_toml)
         check_output(output, force)
         warnings = unresolved_warnings(load(from_toml)[0])
         with _progress(f"packing {output}", quiet) as progress:
@@ -220,6 +221,7 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         parsed = executorch_specs(specs, data, parse_spec, share_named_data=share_pte_named_data)
         if not parsed:
             raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
+        check_inputs(*(s.payload for s in parsed if isinstance(s.payload, str)))
         check_output(output, force)
         warnings = unresolved_warnings(parsed)
         with _progress(f"packing {output}", quiet) as progress:
@@ -381,6 +383,7 @@ def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[st
         raise click.UsageError("give --device, --name, or both")
     if (prefer or exclude) and device is None:
         raise click.UsageError("--prefer and --exclude go with --device")
+    check_inputs(file)
     check_output(output, force)
     profile = None if device is None else load_device(device)
     if is_program(file):
@@ -468,9 +471,9 @@ def device_show(name: str, as_json: bool) -> None:
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
-@click.option("--devices", metavar="NAME,...|DIR", default=None,
-              help="Device profiles: names or JSON files, comma-separated, or a directory of *.json files "
-                   "(default: every named profile).")
+@click.option("--devices", metavar="host|NAME|FILE,...|DIR", default=None,
+              help="Device profiles: `host`, names or JSON files, comma-separated, or a directory of *.json "
+                   "files (default: every named profile).")
 @_preference_options
 @click.option("--strict", is_flag=True, help="Exit 3 when some device gets no entry.")
 @_json_option
@@ -521,6 +524,7 @@ def unpack(file: str, directory: str, no_verify: bool, force: bool, quiet: bool,
     """
     from fatpte.ops.unpack import unpack_to_dir
 
+    check_inputs(file)
     with _progress(f"unpacking {file}", quiet):
         done = unpack_to_dir(file, directory, force=force, verify=not no_verify)
     if as_json:
@@ -577,6 +581,7 @@ def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool
     parsed = [parse_spec(s) for s in specs]
     if not parsed:
         raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD to add")
+    check_inputs(file, *(s.payload for s in parsed if isinstance(s.payload, str)))
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         add_entries(file, output, parsed)
@@ -593,6 +598,7 @@ def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: b
     """Write FILE without the named entries to OUT."""
     from fatpte.ops.edit import remove as remove_entries
 
+    check_inputs(file)
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         remove_entries(file, output, names)
@@ -610,6 +616,7 @@ def replace(file: str, payload: str, name: str, output: str, force: bool, quiet:
     """Write FILE with the payload of entry NAME replaced by PAYLOAD to OUT."""
     from fatpte.ops.edit import replace as replace_payload
 
+    check_inputs(file, payload)
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         replace_payload(file, output, name, payload)
@@ -632,6 +639,7 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
     """
     from fatpte.ops.edit import convert as convert_file
 
+    check_inputs(file)
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         convert_file(file, output, int(to_version))

@@ -218,6 +218,6 @@ def pack_from_file(
         return pack(specs, dest, progress=progress, **kwargs)
     except FatpteError as exc:
         if exc.code is ErrorCode.INVALID_ARGUMENT and exc.source is None:
-            # Name the file: the field path (specializations[i].requires...) is the table's.
+            # Name the file: the field path (specialization[i].requires...) is the table's.
             exc.source = str(toml_path)
         raise

@@ -187,6 +187,18 @@ def test_coverage(container: Path, devices: dict[str, Path], tmp_path: Path) -> 
     assert run("coverage", container, "--devices", folder, "--strict")[0] == 3
 
 
+def test_coverage_takes_host_as_select_does(container: Path) -> None:
+    code, out, err = run("coverage", container, "--devices", "host,x86-64-v3", "--json")
+    assert (code, err) == (0, "")
+    assert [r["device"] for r in json.loads(out)["devices"]] == ["host", "x86-64-v3"]
+
+
+def test_excluded_entries_say_the_caller_excluded_them(container: Path) -> None:
+    code, out, _ = run("select", container, "--device", "x86-64-v3", "--exclude", "portable", "--explain")
+    assert code in (0, 3)
+    assert any(line.endswith(": rejected: excluded by the caller (exclude=portable)") for line in out.splitlines())
+
+
 def test_coverage_error_paths(container: Path, tmp_path: Path) -> None:
     assert run("coverage", tmp_path / "missing.nfat", "--devices", "x86-64-v3")[0] == 4
     code, _, err = run("coverage", container, "--devices", "no-such-profile")

@@ -59,7 +59,7 @@ def test_one_key_with_two_contents_fails_naming_the_key_and_both_sources(tmp_pat
     err = info.value
     assert err.code is ErrorCode.NAMED_DATA_CONFLICT
     assert "'layer.0.weight'" in err.message
-    assert str(first) in err.message and "specializations[1].named_data['layer.0.weight']" in err.message
+    assert str(first) in err.message and "specialization[1].named_data['layer.0.weight']" in err.message
     assert not (tmp_path / "x.pte").exists()
 
 

@@ -119,7 +119,7 @@ def test_not_toml_and_bad_requirement(tmp_path: Path) -> None:
     with pytest.raises(FatpteError) as info:
         pack_from_file(tmp_path / "pack.toml", tmp_path / "out.pte")
     assert info.value.code is ErrorCode.INVALID_ARGUMENT
-    assert info.value.field == "specializations[0].requires.cpu_features[0]"
+    assert info.value.field == "specialization[0].requires.cpu_features[0]"
     assert info.value.source == str(tmp_path / "pack.toml")
 
 
