@@ -115,6 +115,11 @@ class ErrorCode(enum.IntEnum):
         """The code as printed: `E0203`."""
         return f"E{self.value:04d}"
 
+    def __str__(self) -> str:
+        # `print(exc.code)` and f-strings show the code as every message does (`E0411`), not the
+        # bare number an IntEnum prints; int(code) and code.value stay 411.
+        return self.tag
+
     @property
     def meaning(self) -> str:
         return _INFO[self][0]
