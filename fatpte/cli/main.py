@@ -406,14 +406,16 @@ def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[st
 
 
 def _device_text(profile: DeviceProfile) -> str:
-    accs = ", ".join(f"{a.kind} {a.version} ({a.name}, {a.memory_bytes} bytes)" for a in profile.accelerators)
-    backends = ", ".join(f"{k} ABI {v}" for k, v in sorted(profile.backends.items()))
+    from fatpte.cli.render import shown, size
+
+    accs = ", ".join(f"{a.kind} {a.version} ({shown(a.name)}, {size(a.memory_bytes)})" for a in profile.accelerators)
+    backends = ", ".join(f"{shown(k)} ABI {v}" for k, v in sorted(profile.backends.items()))
     return "\n".join([
         f"name:         {profile.name}",
         f"os / arch:    {profile.os} {profile.arch}",
         f"cpu features: {' '.join(sorted(profile.cpu_features)) or '-'}",
         f"accelerators: {accs or '-'}",
-        f"memory:       {profile.memory_bytes} bytes",
+        f"memory:       {size(profile.memory_bytes) if profile.memory_bytes else 'unknown'}",
         f"backends:     {backends or '-'}",
     ])
 

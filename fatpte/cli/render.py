@@ -167,12 +167,12 @@ def diff_text(d: dict[str, Any]) -> str:
 
 
 def coverage_text(c: dict[str, Any]) -> str:
-    rows = [(r["device"], r["entry"] or "NONE", r["backend_id"] or "-",
-             r["download_bytes"] if r["download_bytes"] is not None else "-",
+    rows = [(r["device"], shown(r["entry"]) if r["entry"] else "NONE", shown(r["backend_id"] or "-"),
+             size(r["download_bytes"]) if r["download_bytes"] is not None else "-",
              f"{100 * r['download_bytes'] / c['size']:.0f}%" if r["download_bytes"] is not None else "-")
             for r in c["devices"]]
-    out = [f"{c['path']}: {c['size']} bytes, {plural(len(c['devices']), 'device')}",
-           table(("device", "entry", "backend", "download bytes", "of container"), rows, indent="  ")]
+    out = [f"{c['path']}: {size(c['size'])}, {plural(len(c['devices']), 'device')}",
+           table(("device", "entry", "backend", "download", "of container"), rows, indent="  ")]
     if c["uncovered"]:
         out.append(f"  no entry fits: {', '.join(c['uncovered'])} (`fatpte select --explain` says why)")
     if c["unused_entries"]:

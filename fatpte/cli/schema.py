@@ -89,6 +89,9 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
                     "output_specs, named_data_keys")),
         ("signature", ("pte, ptn: the program signature {methods: [{name, inputs, outputs, buffers}]}: buffer "
                       "write-backs are among `buffers`, never `outputs`")),
+        ("executorch_backends", "pte: the backend ids its delegates need registered, sorted ([]: portable kernels only)"),
+        ("external_keys", ("pte: the named-data keys it loads (external constants, delegate constants) that it does "
+                           "not hold: a .ptd beside it must")),
         ("members", "ptn: the zip's members [{name, offset, size, crc32}], offset of the member's bytes"),
         ("program", "ptn: program.ptg, as `info` describes an `nptg` file (format, version, methods, named_data_keys)"),
         ("tensors", ("ptn: [{key, dtype, shape, offset, size, alias_of}] of program.safetensors and aliases.json; "
@@ -128,8 +131,9 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
         ("size", "payload size in bytes"),
         ("compile_specs", "key -> value as hex"),
         ("payload_kind", "`NFAT`, or bytes 4..8 of the payload as text (`NPTG`, `XH00`), `-` when none"),
-        ("payload", ("only for NFAT, NPTG and XNNPACK payloads: what is inside (NFAT: its entries, "
-                    "each NPTG or XNNPACK one described)")),
+        ("payload", ("only for NFAT, NPTG and XNNPACK payloads: what is inside (NFAT: its entries with name, "
+                    "backend_id, payload_kind, offset, size, priority, requires (one line), signature, named_data, "
+                    "provenance, each NPTG or XNNPACK payload described)")),
     ]),
     "validate": ("`fatpte validate --json`: one object per file, one per line (JSON Lines)", [
         ("path", "the file"),

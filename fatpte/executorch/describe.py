@@ -16,6 +16,7 @@ from typing import Any
 from fatpte.container.reader import Container
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch import nptg, ptd, pte, ptn, xnnpack
+from fatpte.executorch.keys import program_keys
 from fatpte.executorch.signature import native_signature, program_signature
 from fatpte.fileio.mapping import map_view
 from fatpte.format.layout import MAGIC as NFAT_MAGIC
@@ -112,6 +113,8 @@ def _program(p: pte.Program) -> dict[str, Any]:
     return {
         "version": p.version,
         "extended_header": header,
+        "executorch_backends": sorted({d.backend_id for m in p.methods for d in m.delegates}),
+        "external_keys": list(program_keys(p).external),
         "methods": methods,
         "signature": program_signature(p),
         "segments": [{"index": s.index, "offset": s.offset, "size": s.size} for s in p.segments],
@@ -127,10 +130,16 @@ def _program(p: pte.Program) -> dict[str, Any]:
 def _nfat(payload: memoryview, label: str, base: int) -> dict[str, Any]:
     """A fat delegate: the NFAT container's entries, each NPTG or XNNPACK one described inside."""
     c = Container.from_buffer(bytes(payload), source=label)
+    manifest = c.manifest if c.header.manifest_size else None
     entries = []
     for e in c.entries:
         item: dict[str, Any] = {"name": e.name, "backend_id": e.backend_id, "payload_kind": e.payload_kind_text,
                                 "offset": e.offset, "size": e.size, "priority": e.priority}
+        m = None if manifest is None else manifest.entry(e.name)
+        item["requires"] = "-" if m is None else m.requires.text()
+        item["signature"] = None if m is None or m.signature is None else m.signature.to_json()
+        item["named_data"] = [] if m is None else list(m.named_data)
+        item["provenance"] = {} if m is None else dict(m.provenance)
         body = bytes(c.payload(e))
         sub = KINDS.get(body[4:8])
         if sub == "nptg":
@@ -243,6 +252,10 @@ def _lines(j: dict[str, Any]) -> list[str]:
         if h is not None:
             out.append(f"extended header: program {h['program_size']} bytes, segments at "
                        f"{h['segment_base_offset']:#x} ({h['segment_data_size']} bytes)")
+        out.append("ExecuTorch backends: " + (", ".join(j["executorch_backends"]) or "none (portable kernels only)"))
+        if j["external_keys"]:
+            out.append(f"needs a .ptd: {len(j['external_keys'])} named-data keys it loads are not in the program: "
+                       + ", ".join(j["external_keys"]))
         for m, s in zip(j["methods"], j["signature"]["methods"], strict=True):
             out.append(f"method {m['name']}: {m['values']} values, {m['instructions']} instructions")
             out.append("  inputs:  " + ", ".join(_tensor_text(t) for t in s["inputs"]))
@@ -257,7 +270,11 @@ def _lines(j: dict[str, Any]) -> list[str]:
                 if p is not None and p["format"] == "NFAT":
                     for e in p["entries"]:
                         out.append(f"    entry {e['name']}: {e['backend_id']}, {e['payload_kind']}, {e['size']} "
-                                   f"bytes, priority {e['priority']}")
+                                   f"bytes, priority {e['priority']}, requires {e['requires']}")
+                        if e["named_data"]:
+                            out.append("      named data in the delegate's container: " + ", ".join(e["named_data"]))
+                        if e["provenance"]:
+                            out.append("      provenance: " + ", ".join(f"{k}={v}" for k, v in e["provenance"].items()))
                         if "payload" in e:
                             out += _payload_lines(e["payload"], "      ")
                 elif p is not None:

@@ -38,35 +38,8 @@ class MapRow(NamedTuple):
 
 
 def requirements_text(req: Requirements | None) -> str:
-    """Requirements in one short line: `arch=x86_64, +avx2+fma, cuda sm_80|compute_90, mem>=1 GiB`."""
-    if req is None:
-        return "-"
-    parts = []
-    if req.os:
-        parts.append("os=" + "|".join(req.os))
-    if req.arch:
-        parts.append("arch=" + "|".join(req.arch))
-    if req.cpu_features:
-        parts.append("+" + "+".join(req.cpu_features))
-    for acc in req.accelerators:
-        text = acc.kind
-        if acc.targets:
-            text += " " + "|".join(t.text(acc.kind) for t in acc.targets)
-        if acc.min_memory_bytes:
-            text += f" mem>={_bytes(acc.min_memory_bytes)}"
-        parts.append(text)
-    if req.min_memory_bytes:
-        parts.append(f"mem>={_bytes(req.min_memory_bytes)}")
-    if req.backend_abi is not None:
-        parts.append(f"abi {req.backend_abi.text()}")
-    return ", ".join(parts) or "-"
-
-
-def _bytes(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n % (1 << shift) == 0:
-            return f"{n >> shift} {unit}"
-    return f"{n} B"
+    """Requirements in one short line (`Requirements.text()`); `-` when there are none."""
+    return "-" if req is None else req.text()
 
 
 def _named_data(container: Container, manifest: Manifest | None) -> tuple[list[dict[str, Any]], int]:

@@ -103,8 +103,29 @@ def test_info_on_an_nptg_payload_keeps_buffer_write_backs_out_of_the_outputs(nam
 def test_info_shows_the_entries_of_an_nfat_delegate() -> None:
     code, out, _ = run("info", ET_FIXTURES / "kvcache_nfat.pte")
     assert code == 0
-    assert "    entry native-avx2: native, NPTG, 3528 bytes, priority 10" in out.splitlines()
-    assert "    entry native-generic: native, NPTG, 3528 bytes, priority 0" in out.splitlines()
+    assert "    entry native-avx2: native, NPTG, 3528 bytes, priority 10, requires arch=x86_64, +avx2+fma" in \
+        out.splitlines()
+    assert "    entry native-generic: native, NPTG, 3528 bytes, priority 0, requires -" in out.splitlines()
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_info_on_every_program_says_its_backends_and_data_needs(name: str) -> None:
+    """Every committed fixture: its signature (above), the ExecuTorch backends it needs, and the keys
+    it loads from a data file; for a fat delegate, each entry's requirements and provenance."""
+    lines = run("info", ET_FIXTURES / name)[1].splitlines()
+    data = json.loads(run("info", "--json", ET_FIXTURES / name)[1])
+    backend = INDEX[name]["backend"]
+    expected = {"portable": [], "xnnpack": ["XnnpackBackend"], "native": ["NativeBackend"],
+                "nfat": ["NfatNativeBackend"]}[backend]
+    assert data["executorch_backends"] == expected
+    assert ("ExecuTorch backends: " + (", ".join(expected) or "none (portable kernels only)")) in lines
+    external = ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"] if INDEX[name]["external_data"] else []
+    assert data["external_keys"] == external
+    assert any(line.startswith("needs a .ptd: 4 named-data keys") for line in lines) == bool(external)
+    if backend == "nfat":
+        (entries,) = [d["payload"]["entries"] for d in data["methods"][0]["delegates"]]
+        assert [(e["name"], e["requires"], e["provenance"]) for e in entries] == [
+            ("native-avx2", "arch=x86_64, +avx2+fma", {}), ("native-generic", "-", {})]
 
 
 def test_info_on_a_ptd_lists_keys_and_sizes() -> None:

@@ -203,3 +203,12 @@ def test_coverage_error_paths(container: Path, tmp_path: Path) -> None:
     assert run("coverage", tmp_path / "missing.nfat", "--devices", "x86-64-v3")[0] == 4
     code, _, err = run("coverage", container, "--devices", "no-such-profile")
     assert code == 2 and "E0702" in err
+
+
+def test_device_show_prints_sizes_for_people() -> None:
+    code, out, _ = run("device", "show", "nvidia-sm90-server")
+    assert code == 0
+    assert out.splitlines()[3:5] == ["accelerators: cuda 9.0 (NVIDIA H100 80GB HBM3, 80.0 GiB)",
+                                     "memory:       1.0 TiB"]
+    exact = json.loads(run("device", "show", "nvidia-sm90-server", "--json")[1])
+    assert exact["memory_bytes"] == 1 << 40 and exact["accelerators"][0]["memory_bytes"] == 80 << 30
