@@ -191,13 +191,29 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
             entry = select_entry(container, profile, prefer=words(prefer), exclude=words(exclude)).chosen
         else:
             entry = container.entry(name) if name is not None else container.by_backend(str(backend))
-        with progress(f"extracting {entry.name!r}", quiet) as bar:
-            extract_entry(container, entry, output, progress=bar.update)
         manifest = container.manifest if container.header.manifest_size else None
         described = None if manifest is None else manifest.entry(entry.name)
         keys = () if described is None else described.named_data
-    echo(f"wrote {output}: payload of {entry.name!r} ({entry.backend_id}), {entry.size} bytes")
-    if data_out is None and keys:
+        package = False
+        if keys:  # only then can it be a .ptn whose tensors moved into the container
+            from fatpte.ops.ptn_export import is_shared_package
+
+            package = is_shared_package(container, entry)
+        if package:
+            # A package is self-contained: extract writes it whole again (fatpte.ops.ptn_export).
+            from fatpte.ops.ptn_export import write_entry_package
+
+            with progress(f"extracting {entry.name!r}", quiet):
+                size = write_entry_package(container, entry, output)
+        else:
+            with progress(f"extracting {entry.name!r}", quiet) as bar:
+                extract_entry(container, entry, output, progress=bar.update)
+    if package:
+        echo(f"wrote {output}: package of {entry.name!r} ({entry.backend_id}) with its {len(keys)} tensors put "
+             f"back from the container's named data, {size} bytes")
+    else:
+        echo(f"wrote {output}: payload of {entry.name!r} ({entry.backend_id}), {entry.size} bytes")
+    if data_out is None and keys and not package:
         # The payload loads these keys from a data file beside it; without one it fails to load.
         suggestion = os.path.splitext(output)[0] + ".ptd"
         echo(f"{file}: warning: {entry.name!r} loads {len(keys)} named-data "

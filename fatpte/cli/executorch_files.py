@@ -120,7 +120,8 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
     whole file, its payload kind and program signature read from it (so pack refuses two
     different programs, E0411). A bare path (no `=`) is allowed for a program: its backend id is
     derived from its delegates. A native package (.ptn) becomes `ptn_specialization` of it, the
-    same way (backend id `native` when bare). Each `--data [NAME=]FILE` adds the tensors of a .ptd
+    same way (backend id `native` when bare); with `share_named_data` its tensors move into the
+    shared named data too, and extract puts them back. Each `--data [NAME=]FILE` adds the tensors of a .ptd
     (or of a .ptn's program.safetensors) to the named data of entry NAME, or of every program
     entry. With `share_named_data` (--share-pte-named-data) each program's own named data moves
     there too, the payload being the program rewritten without it (docs/executorch.md)."""
@@ -129,11 +130,13 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
     # (path, backend id or None to derive, name) per program argument, to build after --data is known.
     programs: list[tuple[str, str | None, str | None]] = []
     specs: list[Specialization | int] = []  # an int is an index into `programs`
+    packages = 0
     for arg in args:
         if "=" not in arg:
             kind = executorch_kind(arg)
             if kind == "ptn":
-                specs.append(ptn_specialization(arg))
+                specs.append(ptn_specialization(arg, share_named_data=share_named_data))
+                packages += 1
                 continue
             if kind != "pte":
                 why = "an ExecuTorch program or package" if os.path.isfile(arg) else "a file"
@@ -149,15 +152,18 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
             specs.append(len(programs))
             programs.append((str(spec.payload), spec.backend_id, spec.name))
         elif kind == "ptn":
-            specs.append(ptn_specialization(str(spec.payload), backend_id=spec.backend_id, name=spec.name))
+            specs.append(ptn_specialization(str(spec.payload), backend_id=spec.backend_id, name=spec.name,
+                                            share_named_data=share_named_data))
+            packages += 1
         else:
             specs.append(spec)
     if data and not programs:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, "--data adds a .ptd's named data to ExecuTorch program "
                           "entries, and no payload is an ExecuTorch program", field="--data")
-    if share_named_data and not programs:
+    if share_named_data and not programs and not packages:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, "--share-pte-named-data moves the named data of ExecuTorch "
-                          "programs, and no payload is an ExecuTorch program", field="--share-pte-named-data")
+                          "programs and packages, and no payload is an ExecuTorch program (.pte) or package (.ptn)",
+                          field="--share-pte-named-data")
     # Each program is specialized once (hashing, and rewriting with share_named_data, read the
     # whole file), after its entry name, which --data targets, is known.
     names = [name or backend or backend_id_of_file(path) for path, backend, name in programs]

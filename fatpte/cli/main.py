@@ -171,9 +171,9 @@ def main() -> None:
               help="Add the tensors of an ExecuTorch .ptd (or of a .ptn's program.safetensors) to the named "
                    "data of entry NAME, or of every ExecuTorch program entry (repeatable).")
 @click.option("--share-pte-named-data", "share_pte_named_data", is_flag=True,
-              help="Move the named data stored inside each ExecuTorch program into the shared named data; "
-                   "the entry's payload is then the program rewritten without it (extract it with "
-                   "--data-out).")
+              help="Move the named data stored inside each ExecuTorch program, and the tensors of each .ptn, into "
+                   "the shared named data; the entry's payload is then the program rewritten without it "
+                   "(extract it with --data-out), or the package without them (extract puts them back).")
 @click.option("--format-version", type=click.Choice(["1", "2"]), default=None,
               help="Container version to write (default 2).")
 @click.option("--align", type=int, default=None, metavar="N", callback=lambda ctx, param, v: _alignment(v),
@@ -199,7 +199,8 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     gets the backend id `native`). --data moves a .ptd's tensors into
     the container's shared named data (docs/executorch.md); --share-pte-named-data moves the
     named data stored in the programs there too, rewriting them (extract then no longer gives
-    the input file back byte for byte).
+    the input file back byte for byte), and the tensors of each .ptn (extract writes the package
+    whole again).
     """
     if from_toml is not None:
         if specs or data or share_pte_named_data or format_version is not None or align is not None:

@@ -120,10 +120,13 @@ def _entry_lines(e: dict[str, Any]) -> list[str]:
     if backends is not None:
         lines.append("    ExecuTorch backends: " + (", ".join(shown(b) for b in backends)
                                                      or "none (portable kernels only)"))
+    keys = e["named_data"]
     if e["needs_data_file"]:
-        keys = e["named_data"]
         lines.append(f"    needs a .ptd: {plural(len(keys), 'key')} kept in this container, not in the payload "
                      f"(fatpte extract --data-out): " + ", ".join(short(k) for k in keys))
+    elif keys:
+        lines.append(f"    named data: {plural(len(keys), 'key')} kept in this container, put back into the package "
+                     "by fatpte extract: " + ", ".join(short(k) for k in keys))
     if e["shared_with"]:
         lines.append(f"    same payload bytes as: {', '.join(shown(n) for n in e['shared_with'])}")
     provenance = [f"{shown(k)}={short(v)}" for k, v in e["provenance"].items()]

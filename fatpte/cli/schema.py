@@ -44,8 +44,9 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
                      "{} when none")),
         ("requires_text", "the requirements in one short line, e.g. `arch=x86_64, +avx2+fma`; `-` when none"),
         ("named_data", "the named-data keys the entry uses"),
-        ("needs_data_file", ("true when the entry uses named data: the extracted payload loads those keys from a "
-                             "data file beside it (`extract --data-out`)")),
+        ("needs_data_file", ("true when the entry uses named data that its extracted payload loads from a data "
+                             "file beside it (`extract --data-out`); false for a .ptn, whose tensors extract "
+                             "puts back into the package")),
         ("signature", "the program signature {methods: [{name, inputs, outputs, buffers}]}, null when none"),
         ("executorch_backends", ("the ExecuTorch backend ids the payload's delegates need registered, sorted "
                                  "([] for portable kernels only; `NativeBackend` for a .ptn); null when the "

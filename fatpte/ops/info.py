@@ -59,10 +59,11 @@ PTE_KIND = b"ET12"
 NATIVE_BACKEND = "NativeBackend"  # what runs a .ptn's program.ptg
 
 
-def executorch_backends(container: Container, entry: Entry) -> list[str] | None:
-    """The ExecuTorch backend ids the entry's payload needs registered, sorted: its delegates'
-    for a program (`[]`: portable kernels only), the native backend for a .ptn; None when the
-    payload is neither, or cannot be read as one (`fatpte validate` reports what is wrong)."""
+def executorch_payload(container: Container, entry: Entry) -> tuple[str | None, list[str] | None]:
+    """What the entry's payload is, `pte` (a program), `ptn` (a native package) or None, and the
+    ExecuTorch backend ids it needs registered, sorted: a program's delegates' (`[]`: portable
+    kernels only), the native backend for a package; None when it is neither, or cannot be read
+    as one (`fatpte validate` reports what is wrong)."""
     view = container.payload(entry)
     try:
         if entry.payload_kind == PTE_KIND or bytes(view[4:8]) == PTE_KIND:
@@ -72,13 +73,14 @@ def executorch_backends(container: Container, entry: Entry) -> list[str] | None:
             try:
                 program = read_program(view, source=f"{container.source}[{entry.name}]")
             except FatpteError:
-                return None
-            return sorted({d.backend_id for m in program.methods for d in m.delegates})
+                return None, None
+            return "pte", sorted({d.backend_id for m in program.methods for d in m.delegates})
         if bytes(view[:4]) == b"PK\x03\x04":
             from fatpte.executorch.ptn import looks_like_ptn
 
-            return [NATIVE_BACKEND] if looks_like_ptn(view[:64]) else None
-        return None
+            if looks_like_ptn(view[:64]):
+                return "ptn", [NATIVE_BACKEND]
+        return None, None
     finally:
         view.release()
 
@@ -96,11 +98,12 @@ def summary(container: Container) -> dict[str, Any]:
         row["requires"] = {} if m is None else m.requires.to_json()
         row["requires_text"] = requirements_text(None if m is None else m.requires)
         row["named_data"] = [] if m is None else list(m.named_data)
-        # The keys above live in the container, not in the payload: an extracted program loads
-        # them from a data file beside it (`fatpte extract --data-out`).
-        row["needs_data_file"] = bool(row["named_data"])
         row["signature"] = None if m is None or m.signature is None else m.signature.to_json()
-        row["executorch_backends"] = executorch_backends(container, e)
+        kind, row["executorch_backends"] = executorch_payload(container, e)
+        # The keys above live in the container, not in the payload: an extracted program loads
+        # them from a data file beside it (`fatpte extract --data-out`); a .ptn's tensors are put
+        # back into the package by extract itself.
+        row["needs_data_file"] = bool(row["named_data"]) and kind != "ptn"
         row["source_digest"] = None if m is None else m.source_digest
         row["payload_sha256"] = None if m is None or m.payload_sha256 is None else m.payload_sha256.hex()
         row["provenance"] = {} if m is None else dict(m.provenance)

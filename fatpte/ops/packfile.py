@@ -165,9 +165,8 @@ def _program_spec(ctx: _Ctx, s: Mapping[str, Any], p: str, nd: Any, shared: Mapp
     share = s.get("share_named_data", False)
     if not isinstance(share, bool):
         raise ctx.bad(f"{p}.share_named_data", "must be true or false", share)
-    if kind == "ptn" and (data or share):
-        raise ctx.bad(f"{p}.{'data' if data else 'share_named_data'}", "applies to .pte programs: a .ptn package "
-                      "holds its tensors itself", data or share)
+    if kind == "ptn" and data:
+        raise ctx.bad(f"{p}.data", "applies to .pte programs: a .ptn package holds its tensors itself", data)
     provenance = s.get("provenance")
     try:
         common: dict[str, Any] = {"backend_id": s.get("backend_id"), "name": s.get("name"),
@@ -176,7 +175,7 @@ def _program_spec(ctx: _Ctx, s: Mapping[str, Any], p: str, nd: Any, shared: Mapp
                   "requires": s.get("requires"),
                   "provenance": provenance if isinstance(provenance, Mapping) else None}
         if kind == "ptn":
-            spec = ptn_specialization(payload, **common)
+            spec = ptn_specialization(payload, **common, share_named_data=share)
         else:
             spec = pte_specialization(
                 payload, **common, data_files=[ctx.file(d, f"{p}.data[{i}]") for i, d in enumerate(data)],

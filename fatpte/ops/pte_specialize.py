@@ -30,7 +30,8 @@ from fatpte.executorch.describe import SNIFF_SIZE, sniff
 from fatpte.executorch.keys import program_keys
 from fatpte.executorch.ptd import read_ptd
 from fatpte.executorch.pte import Program, read_program
-from fatpte.executorch.ptn import read_ptn
+from fatpte.executorch.ptn import PROGRAM_MEMBER, read_ptn
+from fatpte.executorch.ptn_write import SHARED, SHARED_KEY, strip, tensor_types
 from fatpte.executorch.rewrite import remove_named_data
 from fatpte.executorch.signature import native_signature, program_signature
 from fatpte.fileio.mapping import map_view
@@ -95,21 +96,45 @@ def ptn_specialization(
     alignment: int | None = None,
     requires: Requirements | RequirementsMapping | None = None,
     provenance: Mapping[str, str] | None = None,
+    share_named_data: bool = False,
 ) -> Specialization:
     """A Specialization for the .ptn at `path`: the whole file (extracting the entry gives it back
-    byte for byte), its signature read from program.ptg, backend id `native` unless given."""
+    byte for byte), its signature read from program.ptg, backend id `native` unless given.
+
+    With `share_named_data`, its tensors become the entry's named data (stored once across the
+    container) and the payload is the package without them (ptn_write.strip); `fatpte extract`
+    puts them back (fatpte.ops.ptn_export). A package without tensors stays the file itself."""
     source = str(path)
     data = map_view(path)
     package = read_ptn(data, source=source)
+    extra = {"executorch.ptn.sha256": hashlib.sha256(data).hexdigest()}
+    payload: str | bytes = source
+    named: dict[str, bytes | memoryview] = {}
+    if share_named_data and package.tensors:
+        types = tensor_types(package.program, source=source)
+        for t in package.tensors:
+            if types.get(t.key, (None, None))[:2] != (t.dtype, t.shape):
+                stated = types.get(t.key)
+                said = "no constant" if stated is None else f"{stated[0]}{list(stated[1])}"
+                raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"cannot move the tensors of {source} into the "
+                                  f"container: {t.key!r} is {t.dtype}{list(t.shape)} in program.safetensors but "
+                                  f"program.ptg gives {said}, so extract could not put it back", source=source,
+                                  field=f"program.safetensors[{t.key!r}]")
+            named[t.key] = data[t.offset:t.offset + t.size]
+        member = package.member(PROGRAM_MEMBER)
+        assert member is not None  # read_ptn requires it
+        payload = strip(data[member.offset:member.offset + member.size])
+        extra[SHARED_KEY] = SHARED
     return Specialization(
         backend_id or NATIVE_BACKEND_ID,
-        source,
+        payload,
         name=name,
         priority=priority,
         alignment=alignment,
         requires=requires,
         signature=cast("SignatureMapping", native_signature(package.program)),
-        provenance=dict(provenance or {}) | {"executorch.ptn.sha256": hashlib.sha256(data).hexdigest()},
+        provenance=dict(provenance or {}) | extra,
+        named_data=named or None,
     )
 
 

@@ -573,7 +573,7 @@ def test_info_shows_signature_backends_data_needs_and_provenance(tmp_path: Path)
     first = lines.index("  cpu:")
     pte, ptn, xnn = _sha("mlp_portable_external.pte"), _sha("mlp.ptn"), _sha("mlp_xnnpack.pte")
     short = lambda h: f"{h[:25]}...{h[-12:]}"  # noqa: E731 - the text's stable abbreviation of 64 hex digits
-    assert lines[first:first + 12] == [
+    assert lines[first:first + 13] == [
         "  cpu:",
         "    signature: forward(float32[1, 4]) -> float32[1, 3]",
         "    ExecuTorch backends: none (portable kernels only)",
@@ -583,18 +583,20 @@ def test_info_shows_signature_backends_data_needs_and_provenance(tmp_path: Path)
         "  native:",
         "    signature: forward(float32[1, 4]) -> float32[1, 3]",
         "    ExecuTorch backends: NativeBackend",
-        f"    provenance: executorch.ptn.sha256={short(ptn)}",
+        "    named data: 4 keys kept in this container, put back into the package by fatpte extract: fc1.bias, "
+        "fc1.weight, fc2.bias, fc2.weight",
+        f"    provenance: executorch.ptn.sha256={short(ptn)}, executorch.ptn.named_data=shared",
         "  xnnpack:",
         "    signature: forward(float32[1, 4]) -> float32[1, 3]",
         "    ExecuTorch backends: XnnpackBackend",
     ]
-    assert lines[first + 13] == f"    provenance: executorch.pte.sha256={short(xnn)}, executorch.pte.named_data=shared"
-    assert lines[0] == f"{out}: NFAT version 2, 3 entries, 4 named-data segments, a manifest, 11.1 KiB"
+    assert lines[first + 14] == f"    provenance: executorch.pte.sha256={short(xnn)}, executorch.pte.named_data=shared"
+    assert lines[0] == f"{out}: NFAT version 2, 3 entries, 4 named-data segments, a manifest, 10.6 KiB"
     entries = json.loads(run("info", "--json", out)[1])["entries"]
     assert [set(e) for e in entries] == [fields("info.entries[]")] * 3
     cpu, native, xnnpack = entries
     assert [e["executorch_backends"] for e in entries] == [[], ["NativeBackend"], ["XnnpackBackend"]]
-    assert [e["needs_data_file"] for e in entries] == [True, False, True]
+    assert [e["needs_data_file"] for e in entries] == [True, False, True]  # a .ptn's tensors go back in by extract
     assert cpu["provenance"] == {"executorch.pte.sha256": pte}
     assert xnnpack["provenance"] == {"executorch.pte.sha256": xnn, "executorch.pte.named_data": "shared"}
     assert native["signature"] == {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 4]}],
@@ -634,3 +636,26 @@ def test_pack_warns_when_a_program_loads_keys_nobody_holds(tmp_path: Path) -> No
     (tmp_path / "pack.toml").write_text(f'[[specialization]]\npayload = "{program}"\nsignature = "from-payload"\n')
     code, _, err = run("pack", "-o", tmp_path / "t.nfat", "--from", tmp_path / "pack.toml")
     assert code == 0 and "loads 4 named-data keys that neither the program nor the container holds" in err
+
+
+def test_pack_share_moves_ptn_tensors_and_extract_puts_them_back(tmp_path: Path) -> None:
+    out = tmp_path / "s.nfat"
+    code, _, err = run("pack", "-o", out, ET_FIXTURES / "mlp.ptn", ET_FIXTURES / "mlp_xnnpack.pte",
+                       "--share-pte-named-data")
+    assert (code, err) == (0, "")
+    info = json.loads(run("info", "--json", out)[1])
+    assert info["segment_count"] == 4  # the package's and the XNNPACK program's weights: one copy
+    native = info["entries"][0]
+    assert (native["needs_data_file"], native["provenance"]["executorch.ptn.named_data"]) == (False, "shared")
+    assert ("    named data: 4 keys kept in this container, put back into the package by fatpte extract: "
+            "fc1.bias, fc1.weight, fc2.bias, fc2.weight") in run("info", out)[1].splitlines()
+    code, stdout, err = run("extract", out, "--name", "native", "-o", tmp_path / "x.ptn")
+    size = (ET_FIXTURES / "mlp.ptn").stat().st_size
+    assert (code, err) == (0, "")
+    assert stdout == (f"wrote {tmp_path / 'x.ptn'}: package of 'native' (native) with its 4 tensors put back from "
+                      f"the container's named data, {size} bytes\n")
+    assert (tmp_path / "x.ptn").read_bytes() == (ET_FIXTURES / "mlp.ptn").read_bytes()
+    # unpack writes the stripped package and the tensors; pack --from gives the same bytes.
+    code, _, err = run("unpack", out, "-d", tmp_path / "u")
+    assert (code, err) == (0, "")
+    assert json.loads(run("unpack", out, "-d", tmp_path / "u", "--force", "--json")[1])["reproducible"] is True
