@@ -48,9 +48,10 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
                              "file beside it (`extract --data-out`); false for a .ptn, whose tensors extract "
                              "puts back into the package")),
         ("signature", "the program signature {methods: [{name, inputs, outputs, buffers}]}, null when none"),
-        ("executorch_backends", ("the ExecuTorch backend ids the payload's delegates need registered, sorted "
-                                 "([] for portable kernels only; `NativeBackend` for a .ptn); null when the "
-                                 "payload is no ExecuTorch program or package")),
+        ("executorch_backends", ("the ExecuTorch backend ids the payload needs registered, as the manifest "
+                                 "records them (revision 2), else derived from the payload: its delegates', "
+                                 "sorted ([] for portable kernels only; `NativeBackend` for a .ptn); null when "
+                                 "not recorded and the payload is no ExecuTorch program or package")),
         ("source_digest", "`<algorithm>:<hex>` of the source program, null when none"),
         ("payload_sha256", "the payload's SHA-256 the manifest records (hex), null when none"),
         ("provenance", ("the manifest's provenance pairs: e.g. `executorch.pte.sha256` (the input file), "

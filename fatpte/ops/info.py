@@ -59,13 +59,23 @@ PTE_KIND = b"ET12"
 NATIVE_BACKEND = "NativeBackend"  # what runs a .ptn's program.ptg
 
 
-def executorch_payload(container: Container, entry: Entry) -> tuple[str | None, list[str] | None]:
+def executorch_payload(container: Container, entry: Entry, recorded: tuple[str, ...] | None = None
+                       ) -> tuple[str | None, list[str] | None]:
     """What the entry's payload is, `pte` (a program), `ptn` (a native package) or None, and the
-    ExecuTorch backend ids it needs registered, sorted: a program's delegates' (`[]`: portable
-    kernels only), the native backend for a package; None when it is neither, or cannot be read
-    as one (`fatpte validate` reports what is wrong)."""
+    ExecuTorch backend ids it needs registered, sorted: `recorded` when the manifest records them
+    (revision 2), else derived: a program's delegates' (`[]`: portable kernels only), the native
+    backend for a package; None when it is neither, or cannot be read as one (`fatpte validate`
+    reports what is wrong)."""
     view = container.payload(entry)
     try:
+        if recorded is not None:  # the manifest says: only the kind is read, from bytes 0..64
+            if bytes(view[4:8]) == PTE_KIND:
+                return "pte", list(recorded)
+            if bytes(view[:4]) == b"PK\x03\x04":
+                from fatpte.executorch.ptn import looks_like_ptn
+
+                return ("ptn" if looks_like_ptn(view[:64]) else None), list(recorded)
+            return None, list(recorded)
         if entry.payload_kind == PTE_KIND or bytes(view[4:8]) == PTE_KIND:
             from fatpte.errors import FatpteError
             from fatpte.executorch.pte import read_program
@@ -99,7 +109,8 @@ def summary(container: Container) -> dict[str, Any]:
         row["requires_text"] = requirements_text(None if m is None else m.requires)
         row["named_data"] = [] if m is None else list(m.named_data)
         row["signature"] = None if m is None or m.signature is None else m.signature.to_json()
-        kind, row["executorch_backends"] = executorch_payload(container, e)
+        kind, row["executorch_backends"] = executorch_payload(container, e, None if m is None else
+                                                              m.executorch_backends)
         # The keys above live in the container, not in the payload: an extracted program loads
         # them from a data file beside it (`fatpte extract --data-out`); a .ptn's tensors are put
         # back into the package by extract itself.

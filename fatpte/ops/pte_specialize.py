@@ -35,7 +35,8 @@ from fatpte.executorch.ptn_write import SHARED, SHARED_KEY, strip, tensor_types
 from fatpte.executorch.rewrite import remove_named_data
 from fatpte.executorch.signature import native_signature, program_signature
 from fatpte.fileio.mapping import map_view
-from fatpte.ops.specialization import Specialization
+from fatpte.manifest.model import LAYOUT_DTYPES, TensorLayout
+from fatpte.ops.specialization import NamedData, Specialization
 
 if TYPE_CHECKING:
     from fatpte.manifest.model import Requirements
@@ -62,16 +63,39 @@ def backend_id_of_file(path: str | os.PathLike[str]) -> str:
 
 
 NATIVE_BACKEND_ID = "native"  # ExecuTorch's NativeBackend, as backend_id_of spells it
+NATIVE_BACKEND = "NativeBackend"  # the ExecuTorch backend that runs a .ptn's program.ptg
+
+
+def executorch_backends_of(program: Program) -> list[str]:
+    """The ExecuTorch backend ids the program's delegates need (e.g. `XnnpackBackend`), sorted;
+    empty for a program of portable operators only."""
+    return sorted({d.backend_id for m in program.methods for d in m.delegates})
+
+
+def ptd_tensors(path: str | os.PathLike[str]) -> dict[str, tuple[memoryview, TensorLayout | None]]:
+    """The tensors of the .ptd (or .ptn) at `path`: key -> (a view of its bytes in a mapping of the
+    file, no copy; its layout as the file records it, or None when it records none). A .ptn gives
+    the tensors of its program.safetensors, each alias with its owner's bytes, laid out
+    contiguously (safetensors has no other order)."""
+    data = map_view(path)
+    out: dict[str, tuple[memoryview, TensorLayout | None]] = {}
+    if sniff(data[:SNIFF_SIZE]) == "ptn":
+        for p in read_ptn(data, source=str(path)).tensors:
+            layout = TensorLayout(p.dtype, p.shape, tuple(range(len(p.shape)))) if p.dtype in LAYOUT_DTYPES else None
+            out[p.key] = (data[p.offset : p.offset + p.size], layout)
+        return out
+    for t in read_ptd(data, source=str(path)).named_data:
+        layout = None
+        if t.dtype is not None and t.dtype in LAYOUT_DTYPES:
+            layout = TensorLayout(t.dtype, t.shape or (), t.dim_order or ())
+        out[t.key] = (data[t.offset : t.offset + t.size], layout)
+    return out
 
 
 def ptd_named_data(path: str | os.PathLike[str]) -> dict[str, memoryview]:
     """The tensors of the .ptd (or .ptn) at `path`, key -> a view of its bytes in a mapping of the
-    file (no copy), for the container's shared named data. A .ptn gives the tensors of its
-    program.safetensors, each alias with its owner's bytes."""
-    data = map_view(path)
-    if sniff(data[:SNIFF_SIZE]) == "ptn":
-        return {t.key: data[t.offset : t.offset + t.size] for t in read_ptn(data, source=str(path)).tensors}
-    return {t.key: data[t.offset : t.offset + t.size] for t in read_ptd(data, source=str(path)).named_data}
+    file (no copy), for the container's shared named data."""
+    return {key: view for key, (view, _) in ptd_tensors(path).items()}
 
 
 def unresolved_keys(spec: Specialization) -> tuple[str, ...]:
@@ -109,7 +133,7 @@ def ptn_specialization(
     package = read_ptn(data, source=source)
     extra = {"executorch.ptn.sha256": hashlib.sha256(data).hexdigest()}
     payload: str | bytes = source
-    named: dict[str, bytes | memoryview] = {}
+    named: dict[str, NamedData] = {}
     if share_named_data and package.tensors:
         types = tensor_types(package.program, source=source)
         for t in package.tensors:
@@ -120,7 +144,9 @@ def ptn_specialization(
                                   f"container: {t.key!r} is {t.dtype}{list(t.shape)} in program.safetensors but "
                                   f"program.ptg gives {said}, so extract could not put it back", source=source,
                                   field=f"program.safetensors[{t.key!r}]")
-            named[t.key] = data[t.offset:t.offset + t.size]
+            # Safetensors tensors are contiguous: dim order 0..n-1 (the layout the manifest records).
+            layout = TensorLayout(t.dtype, t.shape, tuple(range(len(t.shape)))) if t.dtype in LAYOUT_DTYPES else None
+            named[t.key] = NamedData(data[t.offset:t.offset + t.size], layout=layout)
         member = package.member(PROGRAM_MEMBER)
         assert member is not None  # read_ptn requires it
         payload = strip(data[member.offset:member.offset + member.size])
@@ -135,6 +161,7 @@ def ptn_specialization(
         signature=cast("SignatureMapping", native_signature(package.program)),
         provenance=dict(provenance or {}) | extra,
         named_data=named or None,
+        executorch_backends=[NATIVE_BACKEND],
     )
 
 
@@ -161,6 +188,7 @@ def pte_specialization(
     data = map_view(path)
     program = read_program(data, source=source)
     named: dict[str, bytes | memoryview] = {}
+    layouts: dict[str, TensorLayout] = {}
     origin: dict[str, str] = {}
     payload: str | bytes = source
     provenance_extra = {"executorch.pte.sha256": hashlib.sha256(data).hexdigest()}
@@ -171,13 +199,15 @@ def pte_specialization(
         origin.update(dict.fromkeys(moved, source))
         provenance_extra["executorch.pte.named_data"] = "shared"
     for ptd in data_files:
-        for key, blob in ptd_named_data(ptd).items():
+        for key, (blob, layout) in ptd_tensors(ptd).items():
             if key in named and named[key] != blob:
                 raise FatpteError(ErrorCode.NAMED_DATA_CONFLICT, f"key {key!r} has different contents in "
                                   f"{origin[key]} and {ptd}, both given for {source}", source=str(ptd),
                                   field=f"named_data[{key!r}]", expected=origin[key], actual=str(ptd))
             named[key] = blob
             origin.setdefault(key, str(ptd))
+            if layout is not None:
+                layouts.setdefault(key, layout)  # pack refuses one key given two layouts
     return Specialization(
         backend_id or backend_id_of(program),
         payload,
@@ -188,5 +218,6 @@ def pte_specialization(
         # program_signature builds exactly the mapping form Signature.from_mapping reads
         signature=cast("SignatureMapping", program_signature(program)),
         provenance=dict(provenance or {}) | provenance_extra,
-        named_data=named or None,
+        named_data={k: NamedData(v, layout=layouts[k]) if k in layouts else v for k, v in named.items()} or None,
+        executorch_backends=executorch_backends_of(program),
     )

@@ -591,7 +591,8 @@ def test_info_shows_signature_backends_data_needs_and_provenance(tmp_path: Path)
         "    ExecuTorch backends: XnnpackBackend",
     ]
     assert lines[first + 14] == f"    provenance: executorch.pte.sha256={short(xnn)}, executorch.pte.named_data=shared"
-    assert lines[0] == f"{out}: NFAT version 2, 3 entries, 4 named-data segments, a manifest, 10.6 KiB"
+    kib = f"{out.stat().st_size / 1024:.1f} KiB"  # human size; --json has the bytes
+    assert lines[0] == f"{out}: NFAT version 2, 3 entries, 4 named-data segments, a manifest, {kib}"
     entries = json.loads(run("info", "--json", out)[1])["entries"]
     assert [set(e) for e in entries] == [fields("info.entries[]")] * 3
     cpu, native, xnnpack = entries
