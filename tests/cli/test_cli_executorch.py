@@ -660,3 +660,13 @@ def test_pack_share_moves_ptn_tensors_and_extract_puts_them_back(tmp_path: Path)
     code, _, err = run("unpack", out, "-d", tmp_path / "u")
     assert (code, err) == (0, "")
     assert json.loads(run("unpack", out, "-d", tmp_path / "u", "--force", "--json")[1])["reproducible"] is True
+
+
+def test_container_commands_on_a_ptn_say_what_it_is(tmp_path: Path) -> None:
+    ptn = ET_FIXTURES / "mlp.ptn"
+    expected = (f"{ptn}: E0101 at 0x0 (header.magic): not a container: an ExecuTorch native package (.ptn); "
+                "`fatpte pack` packs it as an entry\n")
+    for args in (["select", ptn, "--device", "host"], ["extract", ptn, "--name", "native", "-o", tmp_path / "x"],
+                 ["thin", ptn, "--device", "host", "-o", tmp_path / "y"]):
+        code, out, err = run(*args)
+        assert (code, out, err) == (1, "", expected), args
