@@ -112,3 +112,21 @@ def test_pack_info_validate_select_by_name_and_help(installed: tuple[Path, Path,
     for args in (["--help"], ["pack", "--help"]):
         helped = _run([fatpte, *args], work, env)
         assert helped.stdout.startswith("Usage: fatpte"), helped.stdout
+
+
+def test_executorch_files_in_the_installed_tool(installed: tuple[Path, Path, dict[str, str]]) -> None:
+    """A .ptn packs, validates and extracts byte for byte with the installed tool (its readers
+    need nothing but the wheel's dependencies)."""
+    from tests.paths import ET_FIXTURES
+
+    bin_dir, work, env = installed
+    fatpte = str(bin_dir / "fatpte")
+    shutil.copy(ET_FIXTURES / "mlp.ptn", work / "mlp.ptn")
+    assert _run([fatpte, "info", "mlp.ptn"], work, env).stdout.startswith("mlp.ptn: ExecuTorch ptn (")
+    _run([fatpte, "pack", "-o", "p.nfat", "mlp.ptn"], work, env)
+    assert _run([fatpte, "validate", "p.nfat"], work, env).stdout.startswith("checked 1 file: 1 valid")
+    _run([fatpte, "extract", "p.nfat", "--device", "x86-64-v3", "-o", "x.ptn"], work, env)
+    assert (work / "x.ptn").read_bytes() == (ET_FIXTURES / "mlp.ptn").read_bytes()
+    (work / "empty").mkdir()
+    empty = _run([fatpte, "validate", "empty"], work, env, check=False)
+    assert empty.returncode == 1 and "no container in this directory" in empty.stderr
