@@ -74,8 +74,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dic
 
 def test_the_installed_package_comes_from_the_venv(installed: tuple[Path, Path, dict[str, str]]) -> None:
     bin_dir, work, env = installed
-    done = _run([str(bin_dir / "python"), "-c", "import fatpte, fatpte.device.profile as p; "
-                 "print(fatpte.__file__); print(p.devices_dir())"], work, env)
+    code = "import fatpte, fatpte.device.profile as p; print(fatpte.__file__); print(p.devices_dir())"
+    done = _run([str(bin_dir / "python"), "-c", code], work, env)
     package, profiles = done.stdout.splitlines()
     venv = bin_dir.parent
     assert Path(package).is_relative_to(venv / "lib"), package

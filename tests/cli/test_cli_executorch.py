@@ -572,19 +572,22 @@ def test_info_shows_signature_backends_data_needs_and_provenance(tmp_path: Path)
     lines = run("info", out)[1].splitlines()
     first = lines.index("  cpu:")
     pte, ptn, xnn = _sha("mlp_portable_external.pte"), _sha("mlp.ptn"), _sha("mlp_xnnpack.pte")
-    short = lambda h: f"{h[:25]}...{h[-12:]}"  # noqa: E731 - the text's stable abbreviation of 64 hex digits
+
+    def short(h: str) -> str:  # the text's stable abbreviation of 64 hex digits
+        return f"{h[:25]}...{h[-12:]}"
+
     assert lines[first:first + 13] == [
         "  cpu:",
         "    signature: forward(float32[1, 4]) -> float32[1, 3]",
         "    ExecuTorch backends: none (portable kernels only)",
-        "    needs a .ptd: 4 keys kept in this container, not in the payload (fatpte extract --data-out): "
-        "fc1.weight, fc1.bias, fc2.weight, fc2.bias",
+        ("    needs a .ptd: 4 keys kept in this container, not in the payload (fatpte extract --data-out): "
+         "fc1.weight, fc1.bias, fc2.weight, fc2.bias"),
         f"    provenance: executorch.pte.sha256={short(pte)}",
         "  native:",
         "    signature: forward(float32[1, 4]) -> float32[1, 3]",
         "    ExecuTorch backends: NativeBackend",
-        "    named data: 4 keys kept in this container, put back into the package by fatpte extract: fc1.bias, "
-        "fc1.weight, fc2.bias, fc2.weight",
+        ("    named data: 4 keys kept in this container, put back into the package by fatpte extract: fc1.bias, "
+         "fc1.weight, fc2.bias, fc2.weight"),
         f"    provenance: executorch.ptn.sha256={short(ptn)}, executorch.ptn.named_data=shared",
         "  xnnpack:",
         "    signature: forward(float32[1, 4]) -> float32[1, 3]",

@@ -131,8 +131,8 @@ def test_named_plain_programs_skipped_on_request_are_no_failure(tree: Path) -> N
 
 
 @pytest.mark.parametrize(("name", "content", "says"), [
-    ("notes.txt", b"just some text, long enough", "not a container, and not an ExecuTorch file: it starts with "
-     "b'just', not b'NFAT'"),
+    ("notes.txt", b"just some text, long enough", ("not a container, and not an ExecuTorch file: it starts with "
+                                                   "b'just', not b'NFAT'")),
     ("model.nfat", b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n",
      "not a container: a Git LFS pointer file (fetch the real file with `git lfs pull`)"),
     ("w.ptd", (ET_FIXTURES / "mlp_native_external.native_weights.ptd").read_bytes(),

@@ -4,8 +4,8 @@ fatpte/device/profile.py, specs/device_profile.schema.json and specs/device-prof
 from __future__ import annotations
 
 import copy
-import os
 import json
+import os
 import re
 import subprocess
 import sys
@@ -164,9 +164,8 @@ def test_named_profiles_are_package_data_also_in_a_zip(tmp_path: Path) -> None:
         for path in sorted((ROOT / "fatpte").rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
                 z.write(path, path.relative_to(ROOT).as_posix())
-    code = ("import fatpte.device.profile as p; assert p.__file__.startswith(%r), p.__file__; "
-            "print(p.DeviceProfile.names()); print(p.DeviceProfile.load('x86-64-v3').to_json_text(), end='')"
-            % str(archive))
+    code = (f"import fatpte.device.profile as p; assert p.__file__.startswith({str(archive)!r}), p.__file__; "
+            "print(p.DeviceProfile.names()); print(p.DeviceProfile.load('x86-64-v3').to_json_text(), end='')")
     env = {k: v for k, v in os.environ.items() if k != D.DEVICES_DIR_ENV} | {"PYTHONPATH": str(archive)}
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                           check=True)

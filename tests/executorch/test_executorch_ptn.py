@@ -130,8 +130,8 @@ def test_duplicate_member() -> None:
 
 def test_too_many_members() -> None:
     members = [("program.ptg", PTG)] + [(f"m{i}", b"") for i in range(MAX_MEMBERS)]
-    assert _code(_package(members)) == (ErrorCode.ET_BAD_PACKAGE, f"{MAX_MEMBERS + 1} members exceed the limit "
-                                        f"of {MAX_MEMBERS}")
+    assert _code(_package(members)) == (ErrorCode.ET_BAD_PACKAGE,
+                                        f"{MAX_MEMBERS + 1} members exceed the limit of {MAX_MEMBERS}")
 
 
 def test_crc_mismatch() -> None:
@@ -162,8 +162,8 @@ def test_not_a_zip() -> None:
     ({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, bytes(8),
      "program.safetensors['w']: 8 bytes, but float32[3] takes 12"),
     ({"w": {"dtype": "Q4", "shape": [1], "data_offsets": [0, 1]}}, bytes(1),
-     "program.safetensors['w']: dtype 'Q4' is not one of BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, "
-     "I32, U32, F32, C64, I64, U64, F64"),
+     ("program.safetensors['w']: dtype 'Q4' is not one of BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, "
+      "I32, U32, F32, C64, I64, U64, F64")),
 ])
 def test_safetensors_rules(header: dict[str, Any], data: bytes, expected: str) -> None:
     package = _package([("program.ptg", PTG), ("program.safetensors", _safetensors(header, data))])
@@ -180,8 +180,8 @@ def test_safetensors_header_longer_than_the_member() -> None:
 def test_aliases_must_name_a_tensor() -> None:
     members = [("program.ptg", PTG), ("program.safetensors", TENSORS),
                ("aliases.json", json.dumps({"x": "nowhere"}).encode())]
-    assert _code(_package(members)) == (ErrorCode.ET_BAD_PACKAGE, "aliases.json['x']: names 'nowhere', which "
-                                        "program.safetensors does not hold")
+    assert _code(_package(members)) == (ErrorCode.ET_BAD_PACKAGE,
+                                        "aliases.json['x']: names 'nowhere', which program.safetensors does not hold")
 
 
 def test_member_past_the_end_of_the_file(tmp_path: Path) -> None:
