@@ -207,13 +207,14 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
             raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
                                    "--format-version or --align: the pack.toml states them")
         from fatpte.cli.executorch_files import unresolved_warnings
-        from fatpte.ops.packfile import load, pack_from_file
+        from fatpte.ops.packfile import pack_from_file
 
         check_inputs(from_toml)
         check_output(output, force)
-        warnings = unresolved_warnings(load(from_toml)[0])
+        warnings: list[str] = []
         with _progress(f"packing {output}", quiet) as progress:
-            pack_from_file(from_toml, output, progress=progress.update)
+            pack_from_file(from_toml, output, progress=progress.update,
+                           inspect=lambda specs: warnings.extend(unresolved_warnings(specs)))
     else:
         from fatpte.cli.executorch_files import pack_specs as executorch_specs
         from fatpte.cli.executorch_files import unresolved_warnings

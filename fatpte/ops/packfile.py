@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -221,10 +221,15 @@ def _program_spec(ctx: _Ctx, s: Mapping[str, Any], p: str, nd: Any, shared: Mapp
 
 
 def pack_from_file(
-    toml_path: str | os.PathLike[str], dest: str | os.PathLike[str], *, progress: Progress | None = None
+    toml_path: str | os.PathLike[str], dest: str | os.PathLike[str], *, progress: Progress | None = None,
+    inspect: Callable[[list[Specialization]], None] | None = None,
 ) -> Path:
-    """Pack the container a pack.toml describes into `dest`; `progress` as for `fatpte.pack`."""
+    """Pack the container a pack.toml describes into `dest`; `progress` as for `fatpte.pack`.
+    `inspect(specs)` is shown the specializations before they are packed (the command line
+    warns from them), so nothing is read twice."""
     specs, kwargs = load(toml_path)
+    if inspect is not None:
+        inspect(specs)
     try:
         return pack(specs, dest, progress=progress, **kwargs)
     except FatpteError as exc:
