@@ -182,17 +182,19 @@ def _members(data: bytes | memoryview, source: str | None) -> tuple[PtnMember, .
         if not (info.file_size <= size and start <= size - info.file_size):
             raise _bad(f"member {info.filename!r} ({info.file_size} bytes at {start:#x}) ends past the end of "
                        f"the file at {size:#x}", source, offset=start, field=f"{where}.size", actual=info.file_size)
-        body = data[start:start + info.file_size]
-        if zlib.crc32(body) != info.CRC:
-            raise _bad(f"member {info.filename!r}: CRC-32 {zlib.crc32(body):08x} does not match the stated "
-                       f"{info.CRC:08x}", source, offset=start, field=f"{where}.crc32", actual=zlib.crc32(body))
         members.append(PtnMember(info.filename, start, info.file_size, info.CRC))
+    # Overlaps first: members that share bytes would each be hashed, many times the file's size.
     reach = 0
     for m in sorted(members, key=lambda m: m.offset):
         if m.offset < reach:
             raise _bad(f"member {m.name!r} at {m.offset:#x} overlaps the member before it", source,
                        offset=m.offset, field="members")
         reach = m.offset + m.size
+    for i, m in enumerate(members):
+        actual = zlib.crc32(data[m.offset:m.offset + m.size])
+        if actual != m.crc32:
+            raise _bad(f"member {m.name!r}: CRC-32 {actual:08x} does not match the stated {m.crc32:08x}", source,
+                       offset=m.offset, field=f"members[{i}].crc32", actual=actual)
     return tuple(members)
 
 

@@ -194,3 +194,14 @@ def test_member_past_the_end_of_the_file(tmp_path: Path) -> None:
     assert code is ErrorCode.ET_BAD_PACKAGE
     assert "ends past the end of the file" in message
 
+
+
+def test_overlapping_members_are_refused_before_any_is_hashed() -> None:
+    data = bytearray(_package([("program.ptg", PTG), ("x", b"abc")]))
+    central = data.index(b"PK\x01\x02")  # program.ptg's central header comes first
+    sizes = central + 20
+    assert struct.unpack_from("<II", data, sizes) == (len(PTG), len(PTG))
+    grown = len(PTG) + 30 + len("x") + 3  # to the end of x's bytes, over its local header
+    struct.pack_into("<II", data, sizes, grown, grown)
+    assert _code(bytes(data)) == (ErrorCode.ET_BAD_PACKAGE, f"member 'x' at {41 + len(PTG) + 31:#x} overlaps the "
+                                  "member before it")
