@@ -203,5 +203,5 @@ def test_overlapping_members_are_refused_before_any_is_hashed() -> None:
     assert struct.unpack_from("<II", data, sizes) == (len(PTG), len(PTG))
     grown = len(PTG) + 30 + len("x") + 3  # to the end of x's bytes, over its local header
     struct.pack_into("<II", data, sizes, grown, grown)
-    assert _code(bytes(data)) == (ErrorCode.ET_BAD_PACKAGE, f"member 'x' at {41 + len(PTG) + 31:#x} overlaps the "
-                                  "member before it")
+    at = 41 + len(PTG) + 31  # x's bytes: after program.ptg's, its local header and name
+    assert _code(bytes(data)) == (ErrorCode.ET_BAD_PACKAGE, f"member 'x' at {at:#x} overlaps the member before it")
