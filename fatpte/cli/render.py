@@ -1,10 +1,13 @@
 """Text renderings for the command line: tables for `info`, `info --map` and `diff`.
 
 Each renderer takes the JSON-ready dict the library returns (fatpte.info, fatpte.diff), so the
-text and the --json output are two views of one value. Every string from a file goes through
-`text` (or `table`, which applies it to each cell): control characters escaped (errors.printable),
-long strings cut (errors.clipped), so that a file can neither drive the terminal nor forge a line;
-the JSON views stay exact.
+text and the --json output are two views of one value. Text is for people: sizes are human
+(`3.4 KiB`; --json keeps exact bytes), long keys are shortened (`short`), and every string that
+comes from a file goes through `shown`, the one place such strings are made safe to print:
+fatpte.errors.clipped, the escaping the library's messages and the C++ loader's tools use too
+(control characters, the backslash and bidirectional controls as `\\xNN`/`\\uNNNN`; cut after
+1 KiB with its size), so a file can neither drive the terminal nor forge a line. Lists a file
+can make as long as it likes (entries sharing a payload) are cut by `names`.
 """
 
 from __future__ import annotations
@@ -14,19 +17,44 @@ from typing import Any
 
 from fatpte.errors import clipped, listed
 
+SHORT = 40  # keys longer than this are shortened in text (64 hex digits would wrap every table)
 
-def text(value: object) -> str:
-    """A value from a file as text output shows it: printable, and cut when long."""
-    return clipped(str(value))
+
+def shown(text: object) -> str:
+    """A string from a file as text prints it: control characters escaped (`\\x1b`), so a name or
+    key cannot move the cursor or hide what follows, and cut after 1 KiB (errors.clipped)."""
+    return clipped(str(text))
 
 
 def names(items: Sequence[str], total: int | None = None) -> str:
-    """Names from a file in one cell: `a, b and 3 more`, `-` when none; `total` counts items a
-    list left out (info's shared_with holds the first 8 of shared_count)."""
-    shown = [text(n) for n in items]
-    if total is not None and total > len(shown):
-        return (", ".join(shown) + f" and {total - len(shown)} more") if shown else f"{total}"
-    return listed(shown) or "-"
+    """Names from a file in one line: `a, b and 3 more`, `-` when none; `total` counts the items
+    a list left out (info's shared_with holds the first 8 of shared_count)."""
+    listed_names = [shown(n) for n in items]
+    if total is not None and total > len(listed_names):
+        return ", ".join(listed_names) + f" and {total - len(listed_names)} more"
+    return listed(listed_names) or "-"
+
+
+def short(text: str, width: int = SHORT) -> str:
+    """`shown(text)`, cut to its first and last characters around `...` when longer than
+    `width`: the same text always gets the same abbreviation, and --json has the whole."""
+    text = shown(text)
+    if len(text) <= width:
+        return text
+    tail = (width - 3) // 3
+    return f"{text[: width - 3 - tail]}...{text[-tail:]}"
+
+
+def size(n: int) -> str:
+    """A byte count for people: `908 B`, `3.4 KiB`, `23.5 GiB`."""
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        value /= 1024
+        if value < 1024 or unit == "PiB":
+            break
+    return f"{value:.1f} {unit}"
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -35,9 +63,8 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]], *, indent: str = "") -> str:
-    """Left-aligned columns, two spaces apart; numbers right-aligned. Every cell goes through
-    `text`: a renderer may put a string from a file in any cell."""
-    cells = [[str(c) for c in header]] + [[text(c) for c in r] for r in rows]
+    """Left-aligned columns, two spaces apart; numbers right-aligned."""
+    cells = [[str(c) for c in header]] + [[str(c) for c in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     numeric = [all(isinstance(r[i], int) for r in rows) and bool(rows) for i in range(len(header))]
     lines = []
@@ -50,32 +77,79 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]], *, indent: st
 def info_text(info: dict[str, Any]) -> str:
     manifest = "a manifest" if info["manifest"] else "no manifest"
     entries = plural(info["entry_count"], "entry", "entries")
-    head = (f"{text(info['path'])}: NFAT version {info['version']}, {entries}, "
-            f"{plural(info['segment_count'], 'named-data segment')}, {manifest}, {info['size']} bytes")
-    rows = [(e["name"], e["backend_id"], e["payload_kind"], f"{e['offset']:#x}", e["size"], e["alignment"],
-             e["priority"], e["checksum"] or "-", names(e["shared_with"], e.get("shared_count")),
-             e["requires_text"], names(e["named_data"]))
+    head = (f"{shown(info['path'])}: NFAT version {info['version']}, {entries}, "
+            f"{plural(info['segment_count'], 'named-data segment')}, {manifest}, {size(info['size'])}")
+    rows = [(shown(e["name"]), shown(e["backend_id"]), shown(e["payload_kind"]), f"{e['offset']:#x}",
+             size(e["size"]), e["alignment"], e["priority"], e["checksum"] or "-", shown(e["requires_text"]))
             for e in info["entries"]]
-    header = ("name", "backend", "kind", "offset", "size", "align", "priority", "crc32c", "shares with",
-              "requires", "named data")
+    header = ("name", "backend", "kind", "offset", "size", "align", "priority", "crc32c", "requires")
     out = [head, table(header, rows, indent="  ")]
     saved = info["payload_bytes"] - info["payload_bytes_stored"]
     if saved:
-        out.append(f"  identical payloads are stored once: {saved} bytes saved")
+        out.append(f"  identical payloads are stored once: {size(saved)} saved")
+    for e in info["entries"]:
+        out += _entry_lines(e)
     if info["named_data"]:
         keys = info["named_data"]
         shared = info["named_data_bytes"] - info["named_data_bytes_stored"]
         out.append(f"  named data: {plural(len(keys), 'key')} in {plural(info['segment_count'], 'segment')}, "
-                   f"{info['named_data_bytes']} bytes referenced, {info['named_data_bytes_stored']} stored"
-                   + (f" ({shared} saved by sharing)" if shared > 0 else ""))
+                   f"{size(info['named_data_bytes'])} referenced, {size(info['named_data_bytes_stored'])} stored"
+                   + (f" ({size(shared)} saved by sharing)" if shared > 0 else ""))
         out.append(table(("key", "segment", "size", "alias of"),
-                         [(k["key"], k["segment"], k["size"] if k["size"] is not None else "-",
-                           k["alias_of"] or "-") for k in keys], indent="    "))
+                         [(short(k["key"]), k["segment"], size(k["size"]) if k["size"] is not None else "-",
+                           short(k["alias_of"]) if k["alias_of"] else "-") for k in keys], indent="    "))
     if info["segments"]:
-        seg_rows = [(s["index"], f"{s['offset']:#x}", s["size"], s["alignment"], s["checksum"])
+        seg_rows = [(s["index"], f"{s['offset']:#x}", size(s["size"]), s["alignment"], s["checksum"])
                     for s in info["segments"]]
         out.append(table(("segment", "offset", "size", "align", "crc32c"), seg_rows, indent="  "))
     return "\n".join(out)
+
+
+def _tensor(t: dict[str, Any]) -> str:
+    dims = ", ".join(shown(str(d)) for d in t["shape"])
+    name = f"{shown(t['name'])}: " if t.get("name") else ""
+    return f"{name}{shown(t['dtype'])}[{dims}]"
+
+
+def signature_lines(signature: dict[str, Any]) -> list[str]:
+    """One line per method: `forward(float32[1, 4]) -> float32[1, 3]; state: total: float32[2, 3]`."""
+    lines = []
+    for m in signature["methods"]:
+        text = (f"{shown(m['name'])}({', '.join(_tensor(t) for t in m['inputs'])}) -> "
+                f"{', '.join(_tensor(t) for t in m['outputs']) or '()'}")
+        if m["buffers"]:
+            text += f"; state: {', '.join(_tensor(t) for t in m['buffers'])}"
+        lines.append(text)
+    return lines
+
+
+def _entry_lines(e: dict[str, Any]) -> list[str]:
+    """What an entry needs and where it comes from, under the table: only what is known."""
+    lines = []
+    if e["signature"] is not None:
+        methods = signature_lines(e["signature"])
+        lines += [f"    signature: {methods[0]}"] + [f"               {m}" for m in methods[1:]]
+    backends = e["executorch_backends"]
+    if backends is not None:
+        lines.append("    ExecuTorch backends: " + (", ".join(shown(b) for b in backends)
+                                                     or "none (portable kernels only)"))
+    keys = e["named_data"]
+    if e["needs_data_file"]:
+        lines.append(f"    needs a .ptd: {plural(len(keys), 'key')} kept in this container, not in the payload "
+                     f"(fatpte extract --data-out): " + ", ".join(short(k) for k in keys))
+    elif keys:
+        lines.append(f"    named data: {plural(len(keys), 'key')} kept in this container, put back into the package "
+                     "by fatpte extract: " + ", ".join(short(k) for k in keys))
+    if e["shared_with"]:
+        lines.append(f"    same payload bytes as: {names(e['shared_with'], e.get('shared_count'))}")
+    provenance = [f"{shown(k)}={short(v)}" for k, v in e["provenance"].items()]
+    if e["source_digest"] is not None:
+        provenance.insert(0, f"source {short(e['source_digest'])}")
+    if e["payload_sha256"] is not None:
+        provenance.append(f"payload sha256 {short(e['payload_sha256'])} (checked by validate)")
+    if provenance:
+        lines.append("    provenance: " + ", ".join(provenance))
+    return [f"  {shown(e['name'])}:", *lines] if lines else []
 
 
 def map_text(rows: Sequence[dict[str, Any]]) -> str:
@@ -84,37 +158,37 @@ def map_text(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def diff_text(d: dict[str, Any]) -> str:
-    lines = [f"--- {text(d['a'])} (version {d['version']['old']}, {d['size']['old']} bytes)",
-             f"+++ {text(d['b'])} (version {d['version']['new']}, {d['size']['new']} bytes)"]
+    lines = [f"--- {shown(d['a'])} (version {d['version']['old']}, {d['size']['old']} bytes)",
+             f"+++ {shown(d['b'])} (version {d['version']['new']}, {d['size']['new']} bytes)"]
     for e in d["removed"]:
-        lines.append(f"- {text(e['name'])} ({text(e['backend_id'])}, {e['size']} bytes, crc32c {e['checksum']})")
+        lines.append(f"- {shown(e['name'])} ({shown(e['backend_id'])}, {e['size']} bytes, crc32c {e['checksum']})")
     for e in d["added"]:
-        lines.append(f"+ {text(e['name'])} ({text(e['backend_id'])}, {e['size']} bytes, crc32c {e['checksum']})")
+        lines.append(f"+ {shown(e['name'])} ({shown(e['backend_id'])}, {e['size']} bytes, crc32c {e['checksum']})")
     for e in d["changed"]:
         what = ", ".join(f"{k} {_short(v['old'])} -> {_short(v['new'])}" for k, v in e["fields"].items())
-        lines.append(f"~ {text(e['name'])}: {what}")
+        lines.append(f"~ {shown(e['name'])}: {what}")
     if d["reordered"]:
         lines.append("~ entries are in a different order")
     nd = d["named_data"]
     for k in nd["removed"]:
-        lines.append(f"- named data '{text(k['key'])}' ({k['size']} bytes)")
+        lines.append(f"- named data '{shown(k['key'])}' ({k['size']} bytes)")
     for k in nd["added"]:
-        lines.append(f"+ named data '{text(k['key'])}' ({k['size']} bytes)")
+        lines.append(f"+ named data '{shown(k['key'])}' ({k['size']} bytes)")
     for k in nd["changed"]:
         what = ", ".join(f"{f} {v['old']} -> {v['new']}" for f, v in k["fields"].items())
-        lines.append(f"~ named data '{text(k['key'])}': {what}")
+        lines.append(f"~ named data '{shown(k['key'])}': {what}")
     delta = d["size"]["delta"]
     lines.append("no entry changed" if d["unchanged"] else f"size {'+' if delta >= 0 else ''}{delta} bytes")
     return "\n".join(lines)
 
 
 def coverage_text(c: dict[str, Any]) -> str:
-    rows = [(r["device"], r["entry"] or "NONE", r["backend_id"] or "-",
-             r["download_bytes"] if r["download_bytes"] is not None else "-",
+    rows = [(shown(r["device"]), shown(r["entry"]) if r["entry"] else "NONE", shown(r["backend_id"] or "-"),
+             size(r["download_bytes"]) if r["download_bytes"] is not None else "-",
              f"{100 * r['download_bytes'] / c['size']:.0f}%" if r["download_bytes"] is not None else "-")
             for r in c["devices"]]
-    out = [f"{text(c['path'])}: {c['size']} bytes, {plural(len(c['devices']), 'device')}",
-           table(("device", "entry", "backend", "download bytes", "of container"), rows, indent="  ")]
+    out = [f"{shown(c['path'])}: {size(c['size'])}, {plural(len(c['devices']), 'device')}",
+           table(("device", "entry", "backend", "download", "of container"), rows, indent="  ")]
     if c["uncovered"]:
         out.append(f"  no entry fits: {names(c['uncovered'])} (`fatpte select --explain` says why)")
     if c["unused_entries"]:
@@ -127,6 +201,6 @@ def _short(value: Any) -> str:
     if isinstance(value, (dict, list)):
         import json
 
-        shown = json.dumps(value, separators=(",", ":"))
-        return shown if len(shown) <= 60 else shown[:57] + "..."
-    return text(value)
+        text = shown(json.dumps(value, separators=(",", ":")))
+        return text if len(text) <= 60 else text[:57] + "..."
+    return shown(value)

@@ -30,6 +30,8 @@ class Failure(NamedTuple):
     def text(self) -> str:
         """One line's part, for a terminal: what came from the file made printable and cut
         (errors.clipped); to_json() keeps the exact strings."""
+        if self.requirement == "exclude":  # the caller's choice, not something the device lacks
+            return f"excluded by the caller ({clipped(self.has)})"
         return f"{self.requirement}: needs {clipped(self.needed)}; the device has {clipped(self.has)}"
 
     def to_json(self) -> dict[str, str]:

@@ -25,15 +25,26 @@ def open_regular(path: str | os.PathLike[str]) -> int:
     except OSError as exc:
         raise io_error(exc, path, "cannot open") from exc
     try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        mode = os.fstat(fd).st_mode
     except OSError as exc:
         os.close(fd)
         raise io_error(exc, path, "cannot stat") from exc
-    if not regular:
+    if not stat.S_ISREG(mode):
         os.close(fd)
-        raise FatpteError(ErrorCode.NOT_A_FILE, f"{os.fspath(path)} is not a regular file (a directory, device, FIFO "
-                          "or socket)", source=os.fspath(path))
+        raise FatpteError(ErrorCode.NOT_A_FILE, f"cannot read {os.fspath(path)}: it is {what_file(mode)}, not a "
+                          "regular file", source=os.fspath(path))
     return fd
+
+
+def what_file(mode: int) -> str:
+    """`a directory`, `a FIFO`, `a device`, `a socket`: what a path that is no regular file is."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
 
 
 def read_head(path: str | os.PathLike[str], size: int) -> bytes:
@@ -60,6 +71,9 @@ def map_file(path: str | os.PathLike[str]) -> tuple[BytesLike, int]:
         if size == 0:
             return b"", fd  # mmap cannot map an empty file; the parser reports it as truncated
         return mmap.mmap(fd, size, access=mmap.ACCESS_READ), fd
+    except FatpteError:
+        os.close(fd)
+        raise
     except OSError as exc:
         os.close(fd)
         raise io_error(exc, path, "cannot map") from exc

@@ -224,8 +224,11 @@ std::string line(const Entry& e, const Verdict& v) {
   } else {
     std::vector<std::string> parts;
     for (const Failure& f : v.failures) {
-      parts.push_back(f.requirement + ": needs " + detail::clipped(f.needed) + "; the device has " +
-                      detail::clipped(f.has));
+      // The caller's choice, not something the device lacks (as Python's Failure.text says it).
+      parts.push_back(f.requirement == "exclude"
+                          ? "excluded by the caller (" + detail::clipped(f.has) + ")"
+                          : f.requirement + ": needs " + detail::clipped(f.needed) + "; the device has " +
+                                detail::clipped(f.has));
     }
     text = "-  " + head + ": rejected: " + join(parts, "; ");
   }
