@@ -14,6 +14,7 @@
 
 #include "fatpte/device.hpp"
 #include "manifest_verify.hpp"
+#include "text.hpp"
 #include "nfat_manifest_generated.h"
 
 namespace fatpte {
@@ -224,7 +225,10 @@ std::string explain_dispatch(const Container& c, const std::vector<Attempt>& att
   for (const Attempt& a : attempts) {
     const Entry& e = c.entries()[a.index];
     if (!out.empty()) out += "\n";
-    out += "  dispatch: " + e.name + " [" + e.backend_id + "]: " + a.outcome + " (" + a.library + ")";
+    // Names and backend ids come from the file (a version 1 id may hold any byte from 0x01 to
+    // 0x7f), outcomes quote them and the backends' own words: one line per attempt, escaped.
+    out += "  dispatch: " + detail::clipped(e.name) + " [" + detail::clipped(e.backend_id) + "]: " +
+           detail::printable(a.outcome) + " (" + detail::printable(a.library) + ")";
   }
   return out;
 }

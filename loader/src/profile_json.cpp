@@ -61,11 +61,15 @@ class Parser {
   }
   Status bad(const char* what) { return fail(Error::INVALID_ARGUMENT, p_, "$", "invalid JSON: %s", what); }
 
+  // `depth`: the arrays and objects around this value. A value that is itself one may be the
+  // 64th (device.MAX_PROFILE_DEPTH counts containers, not the scalars inside the deepest).
   Status value(Value& v, int depth) {
-    FATPTE_CHECK(depth < kMaxNesting, Error::INVALID_ARGUMENT, p_, "$", "JSON nests too deeply");
     ws();
     if (p_ >= t_.size()) return bad("unexpected end");
     const char c = t_[p_];
+    if (c == '{' || c == '[') {
+      FATPTE_CHECK(depth < kMaxNesting, Error::INVALID_ARGUMENT, p_, "$", "JSON nests too deeply");
+    }
     if (c == '{') return object(v, depth);
     if (c == '[') return array(v, depth);
     if (c == '"') {

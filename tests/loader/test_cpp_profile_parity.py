@@ -269,6 +269,8 @@ def hostile_cases() -> list[tuple[str, bytes]]:
         sub(f"arrays {depth} deep under an unknown key", '"os": "linux",', '"os": "linux", "x": '
             + "[" * depth + "]" * depth + ",")
         sub(f"unclosed arrays {depth} deep", '"base"', "[" * depth)
+        sub(f"arrays {depth} deep around a string as memory", places["memory"], "[" * depth + '"x"' + "]" * depth)
+        sub(f"arrays {depth} deep around an object as name", places["name"], "[" * depth + "{}" + "]" * depth)
     for digits in (19, 20, 21, 40, 4299, 4300, 4301, 10_000):
         for suffix in ("", ".5", "e5", ".0e-3", "E+2"):
             for where in ("memory", "accelerator memory", "backend", "name", "feature"):
