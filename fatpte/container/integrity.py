@@ -31,6 +31,8 @@ def check_integrity(buf: BytesLike, st: Structure, progress: Progress | None = N
         _check_manifest(buf, st, advance)
     _check_payloads(buf, st, advance)
     _check_segments(buf, st, advance)
+    if st.signature_placed:
+        _check_signature(buf, st, advance)
     # Last in the canonical order: the manifest's own rules and its consistency with the tables.
     from fatpte.manifest.rules import check_container
 
@@ -76,6 +78,7 @@ def _hashed_bytes(st: Structure) -> int:
     payloads = {(e.offset, e.size) for e in st.entries if e.index in st.placed_entries}
     total = sum(size for _, size in payloads)
     total += sum(s.size for s in st.segments if s.index in st.placed_segments)
+    total += st.header.signature_size if st.signature_placed else 0
     return total + (st.header.manifest_size if st.manifest_placed else 0)
 
 
@@ -145,3 +148,16 @@ def _check_segments(buf: BytesLike, st: Structure, advance: Advance | None) -> N
                            f"entry says {s.checksum:08x}",
                            offset=base + s.index * h.segment_entry_size + rec.offsets["checksum"][0],
                            field=f"segments[{s.index}].checksum", expected=s.checksum, actual=actual))
+
+
+def _check_signature(buf: BytesLike, st: Structure, advance: Advance | None) -> None:
+    assert st.header is not None
+    h = st.header
+    end = h.signature_offset + h.signature_size
+    actual = crc32c(buf, h.signature_offset, end, advance=advance)
+    if actual != h.signature_checksum:
+        at = L.SIGNATURE_SLOT_OFFSET + L.RECORDS["v2_signature_slot"].offsets["signature_checksum"][0]
+        st.add(finding(ErrorCode.SIGNATURE_CHECKSUM_MISMATCH,
+                       f"the signature region ({h.signature_offset:#x}..{end:#x}) has CRC32C {actual:08x}, but "
+                       f"signature_checksum says {h.signature_checksum:08x}",
+                       offset=at, field="header.signature_checksum", expected=h.signature_checksum, actual=actual))

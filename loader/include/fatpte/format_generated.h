@@ -81,6 +81,22 @@ typedef enum fatpte_status {
   FATPTE_E_ET_BAD_REFERENCE = 1006, /* E1006: an index in an ExecuTorch program points at no value, segment or payload */
   FATPTE_E_ET_SEGMENT_OUT_OF_BOUNDS = 1007, /* E1007: an ExecuTorch segment or payload extends past the end of its file */
   FATPTE_E_ET_BAD_VALUE = 1008, /* E1008: an ExecuTorch field holds a value its schema does not allow */
+  FATPTE_E_SIGNATURE_TOO_LARGE = 1101, /* E1101: signature_size exceeds the limit of 64 MiB */
+  FATPTE_E_SIGNATURE_OUT_OF_BOUNDS = 1102, /* E1102: the signature region extends past the end of the container */
+  FATPTE_E_MISALIGNED_SIGNATURE = 1103, /* E1103: signature_offset is not a multiple of 8 */
+  FATPTE_E_SIGNATURE_CHECKSUM_MISMATCH = 1104, /* E1104: the CRC32C of the signature region does not match signature_checksum */
+  FATPTE_E_ABSENT_SIGNATURE_NOT_ZERO = 1105, /* E1105: signature_size is 0 but signature_offset or signature_checksum is not */
+  FATPTE_E_SIGNATURE_REQUIRED = 1201, /* E1201: a signature is required but the container has none (embedded or detached) */
+  FATPTE_E_SIGNATURE_MALFORMED = 1202, /* E1202: the signature bundle, envelope or statement is not of the documented shape */
+  FATPTE_E_SIGNATURE_UNSUPPORTED = 1203, /* E1203: the signature uses a payload type, statement or predicate this reader does not know */
+  FATPTE_E_SIGNATURE_INVALID = 1204, /* E1204: the signature does not verify with the trusted key it names */
+  FATPTE_E_SIGNATURE_UNTRUSTED = 1205, /* E1205: no trusted key verifies the signature */
+  FATPTE_E_SIGNATURE_NOT_FOR_CONTAINER = 1206, /* E1206: the signed statement names none of the container's entries */
+  FATPTE_E_ENTRY_NOT_SIGNED = 1207, /* E1207: an entry of the container is not in the signed statement */
+  FATPTE_E_SIGNED_RECORD_MISMATCH = 1208, /* E1208: an entry's table fields, order or manifest record differ from the signed ones */
+  FATPTE_E_NAMED_DATA_NOT_SIGNED = 1209, /* E1209: a named-data key of the container is not in the signed statement */
+  FATPTE_E_SIGNED_NAMED_DATA_MISMATCH = 1210, /* E1210: a named-data key's bytes or layout differ from the signed ones */
+  FATPTE_E_SIGNED_PAYLOAD_MISMATCH = 1211, /* E1211: the SHA-256 of a payload differs from the signed one */
 } fatpte_status;
 
 #ifdef __cplusplus
@@ -103,6 +119,9 @@ inline constexpr std::uint32_t kV1EntrySize = 48;  // layout.V1_ENTRY_SIZE
 inline constexpr std::uint32_t kV2HeaderSize = 64;  // layout.V2_HEADER_SIZE
 inline constexpr std::uint32_t kV2EntrySize = 104;  // layout.V2_ENTRY_SIZE
 inline constexpr std::uint32_t kV2SegmentSize = 32;  // layout.V2_SEGMENT_SIZE
+inline constexpr std::uint32_t kV2SignatureSlotSize = 16;  // layout.V2_SIGNATURE_SLOT_SIZE
+inline constexpr std::uint32_t kSignatureSlotOffset = 64;  // layout.SIGNATURE_SLOT_OFFSET
+inline constexpr std::uint32_t kSignedHeaderSize = 80;  // layout.SIGNED_HEADER_SIZE
 inline constexpr std::uint32_t kPreambleSize = 8;  // layout.PREAMBLE_SIZE
 inline constexpr std::uint32_t kIdFieldSize = 32;  // layout.ID_FIELD_SIZE
 inline constexpr char kIdAlphabet[] = "-.0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz";  // layout.ID_ALPHABET
@@ -115,6 +134,8 @@ inline constexpr std::uint32_t kMaxAlignment = 65536;  // layout.MAX_ALIGNMENT
 inline constexpr std::uint32_t kDefaultAlignment = 64;  // layout.DEFAULT_ALIGNMENT
 inline constexpr std::uint32_t kManifestAlignment = 8;  // layout.MANIFEST_ALIGNMENT
 inline constexpr std::uint32_t kMaxManifestSize = 67108864;  // layout.MAX_MANIFEST_SIZE
+inline constexpr std::uint32_t kSignatureAlignment = 8;  // layout.SIGNATURE_ALIGNMENT
+inline constexpr std::uint32_t kMaxSignatureSize = 67108864;  // layout.MAX_SIGNATURE_SIZE
 inline constexpr std::uint32_t kHeaderFlagsKnown = 0;  // layout.HEADER_FLAGS_KNOWN
 inline constexpr std::uint32_t kEntryFlagsKnown = 0;  // layout.ENTRY_FLAGS_KNOWN
 inline constexpr std::uint32_t kSegmentFlagsKnown = 0;  // layout.SEGMENT_FLAGS_KNOWN
@@ -167,6 +188,15 @@ inline constexpr std::uint32_t kV2Header_manifest_checksum_offset = 56;
 inline constexpr std::uint32_t kV2Header_manifest_checksum_size = 4;
 inline constexpr std::uint32_t kV2Header_header_checksum_offset = 60;
 inline constexpr std::uint32_t kV2Header_header_checksum_size = 4;
+
+// v2_signature_slot: 16 bytes (layout.structures()["v2_signature_slot"])
+static_assert(kV2SignatureSlotSize == 16, "layout.V2_SIGNATURE_SLOT_SIZE");
+inline constexpr std::uint32_t kV2SignatureSlot_signature_offset_offset = 0;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_offset_size = 8;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_size_offset = 8;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_size_size = 4;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_checksum_offset = 12;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_checksum_size = 4;
 
 // v2_entry: 104 bytes (layout.structures()["v2_entry"])
 static_assert(kV2EntrySize == 104, "layout.V2_ENTRY_SIZE");
@@ -284,6 +314,22 @@ enum class Error : std::int32_t {
   ET_BAD_REFERENCE = 1006,
   ET_SEGMENT_OUT_OF_BOUNDS = 1007,
   ET_BAD_VALUE = 1008,
+  SIGNATURE_TOO_LARGE = 1101,
+  SIGNATURE_OUT_OF_BOUNDS = 1102,
+  MISALIGNED_SIGNATURE = 1103,
+  SIGNATURE_CHECKSUM_MISMATCH = 1104,
+  ABSENT_SIGNATURE_NOT_ZERO = 1105,
+  SIGNATURE_REQUIRED = 1201,
+  SIGNATURE_MALFORMED = 1202,
+  SIGNATURE_UNSUPPORTED = 1203,
+  SIGNATURE_INVALID = 1204,
+  SIGNATURE_UNTRUSTED = 1205,
+  SIGNATURE_NOT_FOR_CONTAINER = 1206,
+  ENTRY_NOT_SIGNED = 1207,
+  SIGNED_RECORD_MISMATCH = 1208,
+  NAMED_DATA_NOT_SIGNED = 1209,
+  SIGNED_NAMED_DATA_MISMATCH = 1210,
+  SIGNED_PAYLOAD_MISMATCH = 1211,
 };
 
 struct ErrorInfo {
@@ -369,8 +415,24 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1006, "ET_BAD_REFERENCE", "E1006", "an index in an ExecuTorch program points at no value, segment or payload", "invalid", false},
     {1007, "ET_SEGMENT_OUT_OF_BOUNDS", "E1007", "an ExecuTorch segment or payload extends past the end of its file", "invalid", false},
     {1008, "ET_BAD_VALUE", "E1008", "an ExecuTorch field holds a value its schema does not allow", "invalid", false},
+    {1101, "SIGNATURE_TOO_LARGE", "E1101", "signature_size exceeds the limit of 64 MiB", "invalid", false},
+    {1102, "SIGNATURE_OUT_OF_BOUNDS", "E1102", "the signature region extends past the end of the container", "invalid", false},
+    {1103, "MISALIGNED_SIGNATURE", "E1103", "signature_offset is not a multiple of 8", "invalid", false},
+    {1104, "SIGNATURE_CHECKSUM_MISMATCH", "E1104", "the CRC32C of the signature region does not match signature_checksum", "invalid", false},
+    {1105, "ABSENT_SIGNATURE_NOT_ZERO", "E1105", "signature_size is 0 but signature_offset or signature_checksum is not", "invalid", false},
+    {1201, "SIGNATURE_REQUIRED", "E1201", "a signature is required but the container has none (embedded or detached)", "unverified", false},
+    {1202, "SIGNATURE_MALFORMED", "E1202", "the signature bundle, envelope or statement is not of the documented shape", "unverified", false},
+    {1203, "SIGNATURE_UNSUPPORTED", "E1203", "the signature uses a payload type, statement or predicate this reader does not know", "unverified", false},
+    {1204, "SIGNATURE_INVALID", "E1204", "the signature does not verify with the trusted key it names", "unverified", false},
+    {1205, "SIGNATURE_UNTRUSTED", "E1205", "no trusted key verifies the signature", "unverified", false},
+    {1206, "SIGNATURE_NOT_FOR_CONTAINER", "E1206", "the signed statement names none of the container's entries", "unverified", false},
+    {1207, "ENTRY_NOT_SIGNED", "E1207", "an entry of the container is not in the signed statement", "unverified", false},
+    {1208, "SIGNED_RECORD_MISMATCH", "E1208", "an entry's table fields, order or manifest record differ from the signed ones", "unverified", false},
+    {1209, "NAMED_DATA_NOT_SIGNED", "E1209", "a named-data key of the container is not in the signed statement", "unverified", false},
+    {1210, "SIGNED_NAMED_DATA_MISMATCH", "E1210", "a named-data key's bytes or layout differ from the signed ones", "unverified", false},
+    {1211, "SIGNED_PAYLOAD_MISMATCH", "E1211", "the SHA-256 of a payload differs from the signed one", "unverified", false},
 };
-inline constexpr std::size_t kErrorCount = 73;
+inline constexpr std::size_t kErrorCount = 89;
 
 }  // namespace fatpte
 #endif  // __cplusplus
