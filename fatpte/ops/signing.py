@@ -923,45 +923,59 @@ def verify(
     else `path` + ".sig" when that file exists. Every entry present must match the statement;
     signed entries and keys the container no longer holds are reported as thinned. Raises
     FatpteError only when the container cannot be opened (its structural error) or read."""
-    source = os.fspath(path)
     if not keys:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, "no trusted public key to verify with", field="key")
     with open_container(path) as c:
-        data, where, sig_offset = _locate(c, signature)
-        if data is None:
-            return VerifyReport(source, None, None, findings=(finding(
-                ErrorCode.SIGNATURE_REQUIRED, "the container carries no signature region and no detached "
-                f"signature ({source}{DETACHED_SUFFIX}) was found", field="signature"),))
-        try:
-            env = read_bundle(data)
-            trusted = check_envelope(env, keys)
-            st = read_statement(env.payload)
-        except _Malformed as problem:
-            return VerifyReport(source, where, None, findings=(finding(
-                problem.code, problem.message, offset=sig_offset, field=problem.field),))
-        findings: list[Finding] = []
-        check_records(c, st, sig_offset, findings.append)
-        if any(f.code is ErrorCode.SIGNATURE_NOT_FOR_CONTAINER for f in findings):
-            return VerifyReport(source, where, trusted.key_id, findings=tuple(findings))
-        bad = check_bytes(c, st, findings.append, progress=progress)
-        signed = st.entry_index()
-        flagged = {f.field for f in findings}
-        verdicts = []
-        for e in c.entries:
-            if e.name not in signed:
-                status = "unsigned"
-            elif e.name in bad or any(fl and fl.startswith(f"entries[{e.index}].") for fl in flagged):
-                status = "tampered"
-            else:
-                status = "verified"
-            verdicts.append(EntryVerdict(e.name, e.backend_id, status))
-        present = {e.name for e in c.entries}
-        seg_of = _segment_of(c)
-        thinned_keys = tuple(k.key for k in st.named_data if k.key not in seg_of)
-        key_problems = {f.actual for f in findings if f.code is ErrorCode.NAMED_DATA_NOT_SIGNED}
-        key_problems |= {f.field for f in findings if f.code is ErrorCode.SIGNED_NAMED_DATA_MISMATCH}
-        good_keys = sum(1 for j, k in enumerate(seg_of) if NAMED_DATA_SUBJECT + k not in bad
-                        and k not in key_problems and f"manifest.named_data[{j}]" not in key_problems)
-        return VerifyReport(source, where, trusted.key_id, tuple(verdicts),
-                            tuple(s.name for s in st.entries if s.name not in present), good_keys, thinned_keys,
-                            tuple(findings))
+        return verify_container(c, keys, signature=signature, progress=progress)
+
+
+def verify_buffer(buf: BytesLike, keys: Sequence[TrustedKey], *, signature: bytes | None = None,
+                  source: str = "<buffer>") -> VerifyReport:
+    """`verify` of a container held in memory."""
+    with Container.from_buffer(buf, source=source) as c:
+        return verify_container(c, keys, signature=signature)
+
+
+def verify_container(c: Container, keys: Sequence[TrustedKey], *,
+                     signature: str | os.PathLike[str] | bytes | None = None,
+                     progress: Progress | None = None) -> VerifyReport:
+    """`verify` of an open container."""
+    source = c.source or "<buffer>"
+    data, where, sig_offset = _locate(c, signature)
+    if data is None:
+        return VerifyReport(source, None, None, findings=(finding(
+            ErrorCode.SIGNATURE_REQUIRED, "the container carries no signature region and no detached "
+            f"signature ({source}{DETACHED_SUFFIX}) was found", field="signature"),))
+    try:
+        env = read_bundle(data)
+        trusted = check_envelope(env, keys)
+        st = read_statement(env.payload)
+    except _Malformed as problem:
+        return VerifyReport(source, where, None, findings=(finding(
+            problem.code, problem.message, offset=sig_offset, field=problem.field),))
+    findings: list[Finding] = []
+    check_records(c, st, sig_offset, findings.append)
+    if any(f.code is ErrorCode.SIGNATURE_NOT_FOR_CONTAINER for f in findings):
+        return VerifyReport(source, where, trusted.key_id, findings=tuple(findings))
+    bad = check_bytes(c, st, findings.append, progress=progress)
+    signed = st.entry_index()
+    flagged = {f.field for f in findings}
+    verdicts = []
+    for e in c.entries:
+        if e.name not in signed:
+            status = "unsigned"
+        elif e.name in bad or any(fl and fl.startswith(f"entries[{e.index}].") for fl in flagged):
+            status = "tampered"
+        else:
+            status = "verified"
+        verdicts.append(EntryVerdict(e.name, e.backend_id, status))
+    present = {e.name for e in c.entries}
+    seg_of = _segment_of(c)
+    thinned_keys = tuple(k.key for k in st.named_data if k.key not in seg_of)
+    key_problems = {f.actual for f in findings if f.code is ErrorCode.NAMED_DATA_NOT_SIGNED}
+    key_problems |= {f.field for f in findings if f.code is ErrorCode.SIGNED_NAMED_DATA_MISMATCH}
+    good_keys = sum(1 for j, k in enumerate(seg_of) if NAMED_DATA_SUBJECT + k not in bad
+                    and k not in key_problems and f"manifest.named_data[{j}]" not in key_problems)
+    return VerifyReport(source, where, trusted.key_id, tuple(verdicts),
+                        tuple(s.name for s in st.entries if s.name not in present), good_keys, thinned_keys,
+                        tuple(findings))
