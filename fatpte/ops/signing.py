@@ -565,11 +565,16 @@ def _get(obj: Any, key: str, kind: type | tuple[type, ...], path: str, *, requir
     return value
 
 
+# Standard base64, padded, nothing else (RFC 4648 section 4): the C++ reader applies this rule.
+_BASE64 = r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"
+
+
 def _b64(text: str, path: str) -> bytes:
-    try:
-        return binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
-    except (binascii.Error, UnicodeEncodeError, ValueError):
-        raise _Malformed(path, f"{path} is not standard base64 (A-Z a-z 0-9 + /, padded with =)") from None
+    import re
+
+    if re.fullmatch(_BASE64, text) is None:
+        raise _Malformed(path, f"{path} is not standard base64 (A-Z a-z 0-9 + /, padded with =)")
+    return binascii.a2b_base64(text.encode("ascii"))
 
 
 class Envelope(NamedTuple):
@@ -615,7 +620,7 @@ def read_bundle(data: bytes) -> Envelope:
         public = _get(material, "publicKey", dict, f"{p}.verificationMaterial", required=False)
         if public is not None:
             hint = _get(public, "hint", str, f"{p}.verificationMaterial.publicKey", required=False)
-            if hint is not None and len(hint) > MAX_HINT:
+            if hint is not None and len(hint.encode("utf-8", "surrogatepass")) > MAX_HINT:
                 raise _Malformed(f"{p}.verificationMaterial.publicKey.hint",
                                  f"hint is {len(hint)} characters, above the limit of {MAX_HINT}")
     return Envelope(payload_type, payload, tuple(raw_sigs), hint)
