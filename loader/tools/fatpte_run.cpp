@@ -13,14 +13,18 @@
 //       its backend library (include/fatpte/backend.h), falling back to the next eligible entry
 //       when that fails, run it on the float32 values of the input file (text, whitespace
 //       separated) and print `ran: NAME [BACKEND_ID]` and `output: V...`. --explain first prints
-//       the selection and every dispatch attempt.
+//       the selection and every dispatch attempt. With --require-signature --trusted-key K
+//       (repeatable), the container's signature is verified against the keys before selection
+//       (specs/nfat-signature.md steps 1 to 8) and each entry's payload and named data are hashed
+//       just before that entry is loaded (steps 9 and 10): an unsigned container, an untrusted
+//       signature or bytes that do not match stop the run (exit 5) before they reach a backend.
 //   fatpte-run FILE --select-only [--device ...] [--prefer W]... [--exclude W]... [--explain] [--json]
 //       choose only: print `NAME [BACKEND_ID]`, the explanation (--explain) or the selection as
 //       JSON (--json, the bytes of Python's json.dumps(Selection.to_json(), indent=2); when no
 //       entry fits, those of SelectionError.report, `chosen` null, before the error and exit 3).
 //
 // Exit codes as the Python CLI: 0 ok, 1 invalid container, 2 usage, 3 no specialization fits,
-// 4 I/O error.
+// 4 I/O error, 5 not verified (--require-signature).
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -32,6 +36,7 @@
 #include "fatpte/fatpte.h"
 #include "fatpte/fatpte.hpp"
 #include "fatpte/select.hpp"
+#include "fatpte/signature.h"
 
 namespace {
 
@@ -41,7 +46,7 @@ int usage(const char* why) {
                "usage: fatpte-run --device-json\n"
                "       fatpte-run --check-profile PROFILE.json...\n"
                "       fatpte-run FILE [--device host|PROFILE.json] [--backend-path DIR]... [--prefer W]... "
-               "[--exclude W]... [--explain] --input FILE\n"
+               "[--exclude W]... [--explain] [--require-signature --trusted-key PUBLIC.pem]... --input FILE\n"
                "       fatpte-run FILE --select-only [--device host|PROFILE.json] [--prefer W]... "
                "[--exclude W]... [--explain] [--json]\n",
                why);
@@ -50,6 +55,8 @@ int usage(const char* why) {
 
 int exit_code(fatpte::Error code) {
   const int v = static_cast<int>(code);
+  if (v >= 1200) return 5;
+  if (v >= 1000) return 1;
   if (v >= 900) return 3;
   if (v >= 800) return 4;
   if (v >= 700) return 2;
@@ -80,11 +87,77 @@ int fail_with(const std::string& file, const fatpte_error& err) {
   return exit_code(static_cast<fatpte::Error>(err.code));
 }
 
+int run_loaded(fatpte_container* c, fatpte_loaded* loaded, const std::string& file, const std::vector<float>& input,
+               bool explain);
+
+// --require-signature: verify the signature before selecting, then hash each entry just before
+// it is loaded. The fallback of fatpte_load is kept, one entry at a time: a selection with every
+// other entry excluded is loaded, and when its library refuses it the next choice is verified and
+// tried, so only the entries actually handed to a backend are hashed.
+fatpte_status load_signed(fatpte_container* c, const char* device_json, std::vector<std::string> exclude,
+                          const std::vector<std::string>& prefer, const std::vector<const char*>& dirs,
+                          const std::vector<const char*>& keys, bool explain, fatpte_loaded** loaded,
+                          fatpte_error* err) {
+  fatpte_trust* trust = nullptr;
+  fatpte_status st = fatpte_trust_load(keys.data(), keys.size(), &trust, err);
+  if (st != FATPTE_OK) return st;
+  fatpte_signature_report* report = nullptr;
+  st = fatpte_verify_signature(c, trust, nullptr, 0, &report, err);
+  fatpte_trust_free(trust);
+  if (st != FATPTE_OK) {
+    fatpte_signature_report_free(report);
+    return st;
+  }
+  if (explain) std::printf("signature: verified with key %s\n", fatpte_signature_key_id(report));
+  uint32_t count = 0;
+  fatpte_entry_count(c, &count);
+  fatpte_error last = *err;
+  bool tried = false;
+  const auto p = c_strings(prefer);
+  while (true) {
+    auto x = c_strings(exclude);
+    fatpte_selection* sel = nullptr;
+    st = fatpte_select(c, device_json, p.data(), p.size(), x.data(), x.size(), &sel, err);
+    if (st != FATPTE_OK) {
+      if (tried) *err = last;  // nothing left to fall back to: report the last refusal
+      break;
+    }
+    if (explain && !tried) std::printf("%s\n", fatpte_selection_explain(sel));
+    uint32_t chosen = 0;
+    fatpte_selection_chosen(sel, &chosen);
+    fatpte_selection_free(sel);
+    st = fatpte_signature_verify_entry(c, report, chosen, err);
+    const char* name = "";
+    fatpte_entry_name(c, chosen, &name);
+    if (st != FATPTE_OK) break;
+    if (explain) std::printf("signature: entry '%s' and its named data hash as signed\n", name);
+    std::vector<std::string> only = exclude;
+    for (uint32_t i = 0; i < count; ++i) {
+      const char* other = "";
+      fatpte_entry_name(c, i, &other);
+      if (i != chosen) only.emplace_back(other);
+    }
+    auto xo = c_strings(only);
+    st = fatpte_select(c, device_json, p.data(), p.size(), xo.data(), xo.size(), &sel, err);
+    if (st == FATPTE_OK) {
+      st = fatpte_load(c, sel, dirs.data(), dirs.size(), loaded, err);
+      fatpte_selection_free(sel);
+    }
+    if (st == FATPTE_OK) break;
+    if (explain) std::printf("signature: entry '%s' was not loaded: %s\n", name, err->message);
+    last = *err;
+    tried = true;
+    exclude.emplace_back(name);
+  }
+  fatpte_signature_report_free(report);
+  return st;
+}
+
 // The run mode goes through the C API end to end (open, select, load, run), so the tests of
 // fatpte-run exercise the interface a C caller uses.
 int run_with_c_api(const std::string& file, const std::string& device, const std::vector<std::string>& prefer,
                    const std::vector<std::string>& exclude, const std::vector<std::string>& dirs,
-                   const std::string& input_path, bool explain) {
+                   const std::string& input_path, bool explain, const std::vector<std::string>& trusted_keys) {
   std::vector<float> input;
   std::ifstream in(input_path);
   if (!in) {
@@ -106,6 +179,15 @@ int run_with_c_api(const std::string& file, const std::string& device, const std
   fatpte_container* c = nullptr;
   if (fatpte_open_file(file.c_str(), &c, &err) != FATPTE_OK) return fail_with(file, err);
   const auto p = c_strings(prefer), x = c_strings(exclude), d = c_strings(dirs);
+  fatpte_loaded* loaded = nullptr;
+  if (!trusted_keys.empty()) {
+    const char* json = device == "host" ? nullptr : profile_json.c_str();
+    if (load_signed(c, json, exclude, prefer, d, c_strings(trusted_keys), explain, &loaded, &err) != FATPTE_OK) {
+      fatpte_close(c);
+      return fail_with(file, err);
+    }
+    return run_loaded(c, loaded, file, input, explain);
+  }
   fatpte_selection* sel = nullptr;
   if (fatpte_select(c, device == "host" ? nullptr : profile_json.c_str(), p.data(), p.size(), x.data(), x.size(),
                     &sel, &err) != FATPTE_OK) {
@@ -113,13 +195,18 @@ int run_with_c_api(const std::string& file, const std::string& device, const std
     return fail_with(file, err);
   }
   if (explain) std::printf("%s\n", fatpte_selection_explain(sel));
-  fatpte_loaded* loaded = nullptr;
   const fatpte_status st = fatpte_load(c, sel, d.data(), d.size(), &loaded, &err);
   fatpte_selection_free(sel);
   if (st != FATPTE_OK) {
     fatpte_close(c);
     return fail_with(file, err);
   }
+  return run_loaded(c, loaded, file, input, explain);
+}
+
+int run_loaded(fatpte_container* c, fatpte_loaded* loaded, const std::string& file, const std::vector<float>& input,
+               bool explain) {
+  fatpte_error err;
   if (explain) std::printf("%s\n", fatpte_loaded_explain(loaded));
   uint32_t index = 0;
   const char* name = "";
@@ -175,8 +262,8 @@ int main(int argc, char** argv) {
     return std::fflush(stdout) == 0 ? rc : 4;
   }
   std::string file, device = "host", input_path;
-  std::vector<std::string> prefer, exclude, backend_dirs;
-  bool select_only = false, explain = false, json = false;
+  std::vector<std::string> prefer, exclude, backend_dirs, trusted_keys;
+  bool select_only = false, explain = false, json = false, require_signature = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -186,6 +273,10 @@ int main(int argc, char** argv) {
       explain = true;
     } else if (a == "--json") {
       json = true;
+    } else if (a == "--require-signature") {
+      require_signature = true;
+    } else if (a == "--trusted-key" && has_value) {
+      trusted_keys.push_back(argv[++i]);
     } else if ((a == "--device" || a == "--prefer" || a == "--exclude" || a == "--backend-path" || a == "--input") &&
                has_value) {
       const char* v = argv[++i];
@@ -202,7 +293,11 @@ int main(int argc, char** argv) {
   }
   if (file.empty()) return usage("no container given");
   if (!select_only && input_path.empty()) return usage("give the network's input with --input FILE");
-  if (!select_only) return run_with_c_api(file, device, prefer, exclude, backend_dirs, input_path, explain);
+  if (require_signature != !trusted_keys.empty()) return usage("--require-signature needs --trusted-key PUBLIC.pem, and --trusted-key needs --require-signature");
+  if (require_signature && select_only) return usage("--require-signature verifies what is run: it does not go with --select-only");
+  if (!select_only) {
+    return run_with_c_api(file, device, prefer, exclude, backend_dirs, input_path, explain, trusted_keys);
+  }
   try {
     fatpte::DeviceProfile profile;
     if (device == "host") {
