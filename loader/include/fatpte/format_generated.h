@@ -81,6 +81,7 @@ typedef enum fatpte_status {
   FATPTE_E_ET_BAD_REFERENCE = 1006, /* E1006: an index in an ExecuTorch program points at no value, segment or payload */
   FATPTE_E_ET_SEGMENT_OUT_OF_BOUNDS = 1007, /* E1007: an ExecuTorch segment or payload extends past the end of its file */
   FATPTE_E_ET_BAD_VALUE = 1008, /* E1008: an ExecuTorch field holds a value its schema does not allow */
+  FATPTE_E_ET_BAD_PACKAGE = 1009, /* E1009: a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules */
   FATPTE_E_SIGNATURE_TOO_LARGE = 1101, /* E1101: signature_size exceeds the limit of 64 MiB */
   FATPTE_E_SIGNATURE_OUT_OF_BOUNDS = 1102, /* E1102: the signature region extends past the end of the container */
   FATPTE_E_MISALIGNED_SIGNATURE = 1103, /* E1103: signature_offset is not a multiple of 8 */
@@ -314,6 +315,7 @@ enum class Error : std::int32_t {
   ET_BAD_REFERENCE = 1006,
   ET_SEGMENT_OUT_OF_BOUNDS = 1007,
   ET_BAD_VALUE = 1008,
+  ET_BAD_PACKAGE = 1009,
   SIGNATURE_TOO_LARGE = 1101,
   SIGNATURE_OUT_OF_BOUNDS = 1102,
   MISALIGNED_SIGNATURE = 1103,
@@ -415,6 +417,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1006, "ET_BAD_REFERENCE", "E1006", "an index in an ExecuTorch program points at no value, segment or payload", "invalid", false},
     {1007, "ET_SEGMENT_OUT_OF_BOUNDS", "E1007", "an ExecuTorch segment or payload extends past the end of its file", "invalid", false},
     {1008, "ET_BAD_VALUE", "E1008", "an ExecuTorch field holds a value its schema does not allow", "invalid", false},
+    {1009, "ET_BAD_PACKAGE", "E1009", "a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules", "invalid", false},
     {1101, "SIGNATURE_TOO_LARGE", "E1101", "signature_size exceeds the limit of 64 MiB", "invalid", false},
     {1102, "SIGNATURE_OUT_OF_BOUNDS", "E1102", "the signature region extends past the end of the container", "invalid", false},
     {1103, "MISALIGNED_SIGNATURE", "E1103", "signature_offset is not a multiple of 8", "invalid", false},
@@ -432,7 +435,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1210, "SIGNED_NAMED_DATA_MISMATCH", "E1210", "a named-data key's bytes or layout differ from the signed ones", "unverified", false},
     {1211, "SIGNED_PAYLOAD_MISMATCH", "E1211", "the SHA-256 of a payload differs from the signed one", "unverified", false},
 };
-inline constexpr std::size_t kErrorCount = 89;
+inline constexpr std::size_t kErrorCount = 90;
 
 }  // namespace fatpte
 #endif  // __cplusplus
