@@ -1066,28 +1066,11 @@ def signed_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
     yield sv(r2, "v2-signed-p256", swapped, "v2-sig-entries-swapped",
              "entries 'accel' and 'portable' point at each other's payload", None, None, None,
              (C.SIGNED_PAYLOAD_MISMATCH, r2e.entry_at(0, "offset"), "entries[0].offset"), derived=False)
-    grown3 = packed([
-        S("xnnpack", blob("nd-e0", 40), name="cpu", alignment=8, named_data=["w.a", "w.b"],
-          signature={"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 3]}],
-                                  "outputs": [{"dtype": "float32", "shape": [1]}]}]},
-          source_digest="sha256:" + hashlib.sha256(b"source program").hexdigest(), payload_sha256=True),
-        S("vulkan", blob("nd-e1", 40), name="gpu", alignment=128, named_data=["w.a"],
-          signature={"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 3]}],
-                                  "outputs": [{"dtype": "float32", "shape": [1]}]}]},
-          source_digest="sha256:" + hashlib.sha256(b"source program").hexdigest(), payload_sha256=True),
-        S("cuda", blob("added", 40), name="extra"),
-    ], named_data={"w.a": blob("nd-s0", 96), "w.b": blob("nd-s1", 10)})
+    grown3 = packed([*_named_data_specs(), S("cuda", blob("added", 40), name="extra")],
+                    named_data={"w.a": blob("nd-s0", 96), "w.b": blob("nd-s1", 10)})
     added = bytes(with_bundle(signed(grown3, ed), bundle_of(base)))
-    more_keys = packed([
-        S("xnnpack", blob("nd-e0", 40), name="cpu", alignment=8, named_data=["w.a", "w.b"],
-          signature={"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 3]}],
-                                  "outputs": [{"dtype": "float32", "shape": [1]}]}]},
-          source_digest="sha256:" + hashlib.sha256(b"source program").hexdigest(), payload_sha256=True),
-        S("vulkan", blob("nd-e1", 40), name="gpu", alignment=128, named_data=["w.a"],
-          signature={"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 3]}],
-                                  "outputs": [{"dtype": "float32", "shape": [1]}]}]},
-          source_digest="sha256:" + hashlib.sha256(b"source program").hexdigest(), payload_sha256=True),
-    ], named_data={"w.a": blob("nd-s0", 96), "w.b": blob("nd-s1", 10), "w.c": blob("extra-key", 16)})
+    more_keys = packed(_named_data_specs(), named_data={"w.a": blob("nd-s0", 96), "w.b": blob("nd-s1", 10),
+                                                         "w.c": blob("extra-key", 16)})
     key_added = bytes(with_bundle(signed(more_keys, ed), bundle_of(base)))
     with fatpte.Container.from_buffer(key_added) as c:
         assert c.manifest is not None and [k for k, _ in c.manifest.named_data] == ["w.a", "w.b", "w.c"]
@@ -1140,6 +1123,18 @@ def signed_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
                  C.SIGNATURE_MALFORMED, "signature")
     yield threat("v2-sig-float", rebundle(b0, lambda d: d.update(extra=1.5)), "a member holds the number 1.5",
                  C.SIGNATURE_MALFORMED, "signature")
+
+
+def _named_data_specs() -> list[fatpte.Specialization]:
+    """The two entries of v2-named-data, to pack again with something added."""
+    S = fatpte.Specialization
+    signature = {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 3]}],
+                              "outputs": [{"dtype": "float32", "shape": [1]}]}]}
+    digest = "sha256:" + hashlib.sha256(b"source program").hexdigest()
+    return [S("xnnpack", blob("nd-e0", 40), name="cpu", alignment=8, named_data=["w.a", "w.b"], signature=signature,
+              source_digest=digest, payload_sha256=True),
+            S("vulkan", blob("nd-e1", 40), name="gpu", alignment=128, named_data=["w.a"], signature=signature,
+              source_digest=digest, payload_sha256=True)]
 
 
 def _entry_position(data: bytes, index: int) -> int:

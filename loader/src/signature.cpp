@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nfat_manifest_generated.h"
+#include "text.hpp"
 
 #if FATPTE_WITH_OPENSSL
 #include <openssl/evp.h>
@@ -63,45 +64,12 @@ struct Json {
   }
 };
 
-bool valid_utf8(const std::uint8_t* p, std::size_t n) {
-  for (std::size_t i = 0; i < n;) {
-    const std::uint8_t c = p[i];
-    std::size_t len;
-    std::uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (n - i < len) return false;
-    for (std::size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += len;
-  }
-  return true;
-}
-
 class JsonReader {
  public:
   JsonReader(const std::uint8_t* data, std::size_t size) : p_(data), n_(size) {}
 
   bool parse(Json& out) {
-    if (!valid_utf8(p_, n_)) return false;
+    if (!detail::valid_utf8(p_, n_)) return false;
     if (!value(out, 1)) return false;
     ws();
     return at_ == n_;
