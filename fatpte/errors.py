@@ -4,7 +4,7 @@ Codes are pinned: a value never changes meaning once published, because CI logs,
 C++ loader (through the generated format header) match on them. They are grouped by what they
 are about: 1xx header, 2xx entries, 3xx named-data segments, 4xx manifest, 5xx version 1 quirks,
 6xx the regions of the file as a whole, 7xx how fatpte was called, 8xx I/O, 9xx device selection,
-10xx ExecuTorch files, 11xx the signature region of a container, 12xx signature verification.
+10xx ExecuTorch files, 12xx the signature region of a container, 13xx signature verification.
 Each code is one rule of specs/nfat.md (section 7 lists them; a test keeps the two in step).
 """
 
@@ -112,24 +112,24 @@ class ErrorCode(enum.IntEnum):
     ET_SEGMENT_OUT_OF_BOUNDS = 1007
     ET_BAD_VALUE = 1008
     ET_BAD_PACKAGE = 1009
-    # 11xx the signature region (specs/nfat.md section 4.9)
-    SIGNATURE_TOO_LARGE = 1101
-    SIGNATURE_OUT_OF_BOUNDS = 1102
-    MISALIGNED_SIGNATURE = 1103
-    SIGNATURE_CHECKSUM_MISMATCH = 1104
-    ABSENT_SIGNATURE_NOT_ZERO = 1105
-    # 12xx signature verification (specs/nfat-signature.md)
-    SIGNATURE_REQUIRED = 1201
-    SIGNATURE_MALFORMED = 1202
-    SIGNATURE_UNSUPPORTED = 1203
-    SIGNATURE_INVALID = 1204
-    SIGNATURE_UNTRUSTED = 1205
-    SIGNATURE_NOT_FOR_CONTAINER = 1206
-    ENTRY_NOT_SIGNED = 1207
-    SIGNED_RECORD_MISMATCH = 1208
-    NAMED_DATA_NOT_SIGNED = 1209
-    SIGNED_NAMED_DATA_MISMATCH = 1210
-    SIGNED_PAYLOAD_MISMATCH = 1211
+    # 12xx the signature region (specs/nfat.md section 4.9)
+    SIGNATURE_TOO_LARGE = 1201
+    SIGNATURE_OUT_OF_BOUNDS = 1202
+    MISALIGNED_SIGNATURE = 1203
+    SIGNATURE_CHECKSUM_MISMATCH = 1204
+    ABSENT_SIGNATURE_NOT_ZERO = 1205
+    # 13xx signature verification (specs/nfat-signature.md)
+    SIGNATURE_REQUIRED = 1301
+    SIGNATURE_MALFORMED = 1302
+    SIGNATURE_UNSUPPORTED = 1303
+    SIGNATURE_INVALID = 1304
+    SIGNATURE_UNTRUSTED = 1305
+    SIGNATURE_NOT_FOR_CONTAINER = 1306
+    ENTRY_NOT_SIGNED = 1307
+    SIGNED_RECORD_MISMATCH = 1308
+    NAMED_DATA_NOT_SIGNED = 1309
+    SIGNED_NAMED_DATA_MISMATCH = 1310
+    SIGNED_PAYLOAD_MISMATCH = 1311
 
     @property
     def tag(self) -> str:
@@ -151,9 +151,9 @@ class ErrorCode(enum.IntEnum):
 
     @property
     def category(self) -> Category:
-        if self.value >= 1200:  # 12xx: the signature does not vouch for the container
+        if self.value >= 1300:  # 13xx: the signature does not vouch for the container
             return Category.UNVERIFIED
-        if self.value >= 1000:  # 10xx, 11xx: a file breaks its published layout
+        if self.value >= 1000:  # 10xx to 12xx: a file breaks its published layout
             return Category.INVALID
         if self.value >= 900:
             return Category.SELECTION

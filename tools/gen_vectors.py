@@ -976,7 +976,7 @@ def signed_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
 
     sig_off, sig_size = region(base)
     slot = L.SIGNATURE_SLOT_OFFSET
-    # -- 11xx the signature region (validate) -----------------------------------------------
+    # -- 12xx the signature region (validate) -----------------------------------------------
     yield sv(base, "v2-signed", lambda e: e.put_int(slot + 8, 4, L.MAX_SIGNATURE_SIZE + 1), "v2-signature-too-large",
              "signature_size is 64 MiB + 1", C.SIGNATURE_TOO_LARGE, slot + 8, "header.signature_size",
              (C.SIGNATURE_TOO_LARGE, slot + 8, "header.signature_size"))
@@ -1003,7 +1003,7 @@ def signed_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
              "the signature region placed on entry 0's payload", C.REGIONS_OVERLAP, slot, "header.signature_offset",
              (C.REGIONS_OVERLAP, slot, "header.signature_offset"))
 
-    # -- 12xx threats (valid containers that must not verify) ------------------------------
+    # -- 13xx threats (valid containers that must not verify) ------------------------------
     be = Edit(Vector("v2-signed", base, ""))
     p0 = be.entry(0, "offset")
 

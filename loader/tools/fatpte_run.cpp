@@ -55,7 +55,7 @@ int usage(const char* why) {
 
 int exit_code(fatpte::Error code) {
   const int v = static_cast<int>(code);
-  if (v >= 1200) return 5;
+  if (v >= 1300) return 5;
   if (v >= 1000) return 1;
   if (v >= 900) return 3;
   if (v >= 800) return 4;

@@ -1,6 +1,6 @@
 // fatpte-verify FILE --trusted-key PUBLIC.pem [--trusted-key ...] [--signature SIG]: the whole
 // verification of specs/nfat-signature.md section 6 through the C API (fatpte/signature.h), as
-// `fatpte verify` runs it. Prints `OK` or the first error as `E1211 <offset> <field>` (`-` for
+// `fatpte verify` runs it. Prints `OK` or the first error as `E1311 <offset> <field>` (`-` for
 // none), then `thinned: a,b` (the signed entries FILE no longer holds); the message on stderr.
 // Exit 0 when verified, 5 when not, 1 when FILE cannot be opened, 2 on a usage error.
 #include <cinttypes>
@@ -24,7 +24,7 @@ int line(fatpte_status s, const fatpte_error& err, const char* file) {
   }
   std::printf(" %s\n", err.field[0] != '\0' ? err.field : "-");
   std::fprintf(stderr, "%s: %s\n", file, err.message);
-  return s >= 1200 ? 5 : 1;
+  return s >= 1300 ? 5 : 1;
 }
 
 }  // namespace

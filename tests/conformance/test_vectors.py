@@ -124,7 +124,7 @@ def test_signed_vector_verifies_as_the_index_says(name: str) -> None:
 
 
 def test_every_signature_rule_has_a_vector() -> None:
-    """Each code of the signature region (11xx) and of verification (12xx) is some vector's
+    """Each code of the signature region (12xx) and of verification (13xx) is some vector's
     validation error or verification outcome."""
     said = {row["error"]["code"] for row in INDEX.values() if not row["valid"]}
     said |= {row["verify"]["code"] for row in INDEX.values() if "verify" in row}

@@ -83,9 +83,9 @@ def test_refused_before_any_backend_runs(build: Path, packed: tuple[Path, Path, 
     signed = signing.sign(container, key, tmp_path / "signed.nfat")
     chosen = outputs(run(build, signed, inp, pub).stdout)[0].split()[1]
     target, trusted, code = {
-        "unsigned": (container, pub, "E1201"),
-        "untrusted": (signed, stranger, "E1205"),
-        "tampered": (tmp_path / "tampered.nfat", pub, "E1211"),
+        "unsigned": (container, pub, "E1301"),
+        "untrusted": (signed, stranger, "E1305"),
+        "tampered": (tmp_path / "tampered.nfat", pub, "E1311"),
     }[case]
     if case == "tampered":
         _flip_payload(signed, chosen, target)

@@ -218,11 +218,11 @@ def test_command_line(tmp_path: Path) -> None:
     assert r.exit_code == 0 and "thinned   gpu" in r.output and "thinned   any" in r.output, r.output
     _, other = _write_keys(tmp_path, _key("p256"), "other")
     r = runner.invoke(cli, ["verify", str(out), "--key", str(other), "-q"])
-    assert r.exit_code == 5 and "E1205" in r.output
+    assert r.exit_code == 5 and "E1305" in r.output
     r = runner.invoke(cli, ["unsign", str(out), "-o", str(tmp_path / "u.nfat")])
     assert r.exit_code == 0 and (tmp_path / "u.nfat").read_bytes() == src.read_bytes()
     r = runner.invoke(cli, ["verify", str(tmp_path / "u.nfat"), "--key", str(public), "-q"])
-    assert r.exit_code == 5 and "E1201" in r.output
+    assert r.exit_code == 5 and "E1301" in r.output
     r = runner.invoke(cli, ["verify", str(out)])
     assert r.exit_code == 2
     r = runner.invoke(cli, ["sign", str(src), "--key", str(public)])

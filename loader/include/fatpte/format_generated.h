@@ -82,22 +82,22 @@ typedef enum fatpte_status {
   FATPTE_E_ET_SEGMENT_OUT_OF_BOUNDS = 1007, /* E1007: an ExecuTorch segment or payload extends past the end of its file */
   FATPTE_E_ET_BAD_VALUE = 1008, /* E1008: an ExecuTorch field holds a value its schema does not allow */
   FATPTE_E_ET_BAD_PACKAGE = 1009, /* E1009: a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules */
-  FATPTE_E_SIGNATURE_TOO_LARGE = 1101, /* E1101: signature_size exceeds the limit of 64 MiB */
-  FATPTE_E_SIGNATURE_OUT_OF_BOUNDS = 1102, /* E1102: the signature region extends past the end of the container */
-  FATPTE_E_MISALIGNED_SIGNATURE = 1103, /* E1103: signature_offset is not a multiple of 8 */
-  FATPTE_E_SIGNATURE_CHECKSUM_MISMATCH = 1104, /* E1104: the CRC32C of the signature region does not match signature_checksum */
-  FATPTE_E_ABSENT_SIGNATURE_NOT_ZERO = 1105, /* E1105: signature_size is 0 but signature_offset or signature_checksum is not */
-  FATPTE_E_SIGNATURE_REQUIRED = 1201, /* E1201: a signature is required but the container has none (embedded or detached) */
-  FATPTE_E_SIGNATURE_MALFORMED = 1202, /* E1202: the signature bundle, envelope or statement is not of the documented shape */
-  FATPTE_E_SIGNATURE_UNSUPPORTED = 1203, /* E1203: the signature uses a payload type, statement or predicate this reader does not know */
-  FATPTE_E_SIGNATURE_INVALID = 1204, /* E1204: the signature does not verify with the trusted key it names */
-  FATPTE_E_SIGNATURE_UNTRUSTED = 1205, /* E1205: no trusted key verifies the signature */
-  FATPTE_E_SIGNATURE_NOT_FOR_CONTAINER = 1206, /* E1206: the signed statement names none of the container's entries */
-  FATPTE_E_ENTRY_NOT_SIGNED = 1207, /* E1207: an entry of the container is not in the signed statement */
-  FATPTE_E_SIGNED_RECORD_MISMATCH = 1208, /* E1208: an entry's table fields, order or manifest record differ from the signed ones */
-  FATPTE_E_NAMED_DATA_NOT_SIGNED = 1209, /* E1209: a named-data key of the container is not in the signed statement */
-  FATPTE_E_SIGNED_NAMED_DATA_MISMATCH = 1210, /* E1210: a named-data key's bytes or layout differ from the signed ones */
-  FATPTE_E_SIGNED_PAYLOAD_MISMATCH = 1211, /* E1211: the SHA-256 of a payload differs from the signed one */
+  FATPTE_E_SIGNATURE_TOO_LARGE = 1201, /* E1201: signature_size exceeds the limit of 64 MiB */
+  FATPTE_E_SIGNATURE_OUT_OF_BOUNDS = 1202, /* E1202: the signature region extends past the end of the container */
+  FATPTE_E_MISALIGNED_SIGNATURE = 1203, /* E1203: signature_offset is not a multiple of 8 */
+  FATPTE_E_SIGNATURE_CHECKSUM_MISMATCH = 1204, /* E1204: the CRC32C of the signature region does not match signature_checksum */
+  FATPTE_E_ABSENT_SIGNATURE_NOT_ZERO = 1205, /* E1205: signature_size is 0 but signature_offset or signature_checksum is not */
+  FATPTE_E_SIGNATURE_REQUIRED = 1301, /* E1301: a signature is required but the container has none (embedded or detached) */
+  FATPTE_E_SIGNATURE_MALFORMED = 1302, /* E1302: the signature bundle, envelope or statement is not of the documented shape */
+  FATPTE_E_SIGNATURE_UNSUPPORTED = 1303, /* E1303: the signature uses a payload type, statement or predicate this reader does not know */
+  FATPTE_E_SIGNATURE_INVALID = 1304, /* E1304: the signature does not verify with the trusted key it names */
+  FATPTE_E_SIGNATURE_UNTRUSTED = 1305, /* E1305: no trusted key verifies the signature */
+  FATPTE_E_SIGNATURE_NOT_FOR_CONTAINER = 1306, /* E1306: the signed statement names none of the container's entries */
+  FATPTE_E_ENTRY_NOT_SIGNED = 1307, /* E1307: an entry of the container is not in the signed statement */
+  FATPTE_E_SIGNED_RECORD_MISMATCH = 1308, /* E1308: an entry's table fields, order or manifest record differ from the signed ones */
+  FATPTE_E_NAMED_DATA_NOT_SIGNED = 1309, /* E1309: a named-data key of the container is not in the signed statement */
+  FATPTE_E_SIGNED_NAMED_DATA_MISMATCH = 1310, /* E1310: a named-data key's bytes or layout differ from the signed ones */
+  FATPTE_E_SIGNED_PAYLOAD_MISMATCH = 1311, /* E1311: the SHA-256 of a payload differs from the signed one */
 } fatpte_status;
 
 #ifdef __cplusplus
@@ -316,22 +316,22 @@ enum class Error : std::int32_t {
   ET_SEGMENT_OUT_OF_BOUNDS = 1007,
   ET_BAD_VALUE = 1008,
   ET_BAD_PACKAGE = 1009,
-  SIGNATURE_TOO_LARGE = 1101,
-  SIGNATURE_OUT_OF_BOUNDS = 1102,
-  MISALIGNED_SIGNATURE = 1103,
-  SIGNATURE_CHECKSUM_MISMATCH = 1104,
-  ABSENT_SIGNATURE_NOT_ZERO = 1105,
-  SIGNATURE_REQUIRED = 1201,
-  SIGNATURE_MALFORMED = 1202,
-  SIGNATURE_UNSUPPORTED = 1203,
-  SIGNATURE_INVALID = 1204,
-  SIGNATURE_UNTRUSTED = 1205,
-  SIGNATURE_NOT_FOR_CONTAINER = 1206,
-  ENTRY_NOT_SIGNED = 1207,
-  SIGNED_RECORD_MISMATCH = 1208,
-  NAMED_DATA_NOT_SIGNED = 1209,
-  SIGNED_NAMED_DATA_MISMATCH = 1210,
-  SIGNED_PAYLOAD_MISMATCH = 1211,
+  SIGNATURE_TOO_LARGE = 1201,
+  SIGNATURE_OUT_OF_BOUNDS = 1202,
+  MISALIGNED_SIGNATURE = 1203,
+  SIGNATURE_CHECKSUM_MISMATCH = 1204,
+  ABSENT_SIGNATURE_NOT_ZERO = 1205,
+  SIGNATURE_REQUIRED = 1301,
+  SIGNATURE_MALFORMED = 1302,
+  SIGNATURE_UNSUPPORTED = 1303,
+  SIGNATURE_INVALID = 1304,
+  SIGNATURE_UNTRUSTED = 1305,
+  SIGNATURE_NOT_FOR_CONTAINER = 1306,
+  ENTRY_NOT_SIGNED = 1307,
+  SIGNED_RECORD_MISMATCH = 1308,
+  NAMED_DATA_NOT_SIGNED = 1309,
+  SIGNED_NAMED_DATA_MISMATCH = 1310,
+  SIGNED_PAYLOAD_MISMATCH = 1311,
 };
 
 struct ErrorInfo {
@@ -418,22 +418,22 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1007, "ET_SEGMENT_OUT_OF_BOUNDS", "E1007", "an ExecuTorch segment or payload extends past the end of its file", "invalid", false},
     {1008, "ET_BAD_VALUE", "E1008", "an ExecuTorch field holds a value its schema does not allow", "invalid", false},
     {1009, "ET_BAD_PACKAGE", "E1009", "a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules", "invalid", false},
-    {1101, "SIGNATURE_TOO_LARGE", "E1101", "signature_size exceeds the limit of 64 MiB", "invalid", false},
-    {1102, "SIGNATURE_OUT_OF_BOUNDS", "E1102", "the signature region extends past the end of the container", "invalid", false},
-    {1103, "MISALIGNED_SIGNATURE", "E1103", "signature_offset is not a multiple of 8", "invalid", false},
-    {1104, "SIGNATURE_CHECKSUM_MISMATCH", "E1104", "the CRC32C of the signature region does not match signature_checksum", "invalid", false},
-    {1105, "ABSENT_SIGNATURE_NOT_ZERO", "E1105", "signature_size is 0 but signature_offset or signature_checksum is not", "invalid", false},
-    {1201, "SIGNATURE_REQUIRED", "E1201", "a signature is required but the container has none (embedded or detached)", "unverified", false},
-    {1202, "SIGNATURE_MALFORMED", "E1202", "the signature bundle, envelope or statement is not of the documented shape", "unverified", false},
-    {1203, "SIGNATURE_UNSUPPORTED", "E1203", "the signature uses a payload type, statement or predicate this reader does not know", "unverified", false},
-    {1204, "SIGNATURE_INVALID", "E1204", "the signature does not verify with the trusted key it names", "unverified", false},
-    {1205, "SIGNATURE_UNTRUSTED", "E1205", "no trusted key verifies the signature", "unverified", false},
-    {1206, "SIGNATURE_NOT_FOR_CONTAINER", "E1206", "the signed statement names none of the container's entries", "unverified", false},
-    {1207, "ENTRY_NOT_SIGNED", "E1207", "an entry of the container is not in the signed statement", "unverified", false},
-    {1208, "SIGNED_RECORD_MISMATCH", "E1208", "an entry's table fields, order or manifest record differ from the signed ones", "unverified", false},
-    {1209, "NAMED_DATA_NOT_SIGNED", "E1209", "a named-data key of the container is not in the signed statement", "unverified", false},
-    {1210, "SIGNED_NAMED_DATA_MISMATCH", "E1210", "a named-data key's bytes or layout differ from the signed ones", "unverified", false},
-    {1211, "SIGNED_PAYLOAD_MISMATCH", "E1211", "the SHA-256 of a payload differs from the signed one", "unverified", false},
+    {1201, "SIGNATURE_TOO_LARGE", "E1201", "signature_size exceeds the limit of 64 MiB", "invalid", false},
+    {1202, "SIGNATURE_OUT_OF_BOUNDS", "E1202", "the signature region extends past the end of the container", "invalid", false},
+    {1203, "MISALIGNED_SIGNATURE", "E1203", "signature_offset is not a multiple of 8", "invalid", false},
+    {1204, "SIGNATURE_CHECKSUM_MISMATCH", "E1204", "the CRC32C of the signature region does not match signature_checksum", "invalid", false},
+    {1205, "ABSENT_SIGNATURE_NOT_ZERO", "E1205", "signature_size is 0 but signature_offset or signature_checksum is not", "invalid", false},
+    {1301, "SIGNATURE_REQUIRED", "E1301", "a signature is required but the container has none (embedded or detached)", "unverified", false},
+    {1302, "SIGNATURE_MALFORMED", "E1302", "the signature bundle, envelope or statement is not of the documented shape", "unverified", false},
+    {1303, "SIGNATURE_UNSUPPORTED", "E1303", "the signature uses a payload type, statement or predicate this reader does not know", "unverified", false},
+    {1304, "SIGNATURE_INVALID", "E1304", "the signature does not verify with the trusted key it names", "unverified", false},
+    {1305, "SIGNATURE_UNTRUSTED", "E1305", "no trusted key verifies the signature", "unverified", false},
+    {1306, "SIGNATURE_NOT_FOR_CONTAINER", "E1306", "the signed statement names none of the container's entries", "unverified", false},
+    {1307, "ENTRY_NOT_SIGNED", "E1307", "an entry of the container is not in the signed statement", "unverified", false},
+    {1308, "SIGNED_RECORD_MISMATCH", "E1308", "an entry's table fields, order or manifest record differ from the signed ones", "unverified", false},
+    {1309, "NAMED_DATA_NOT_SIGNED", "E1309", "a named-data key of the container is not in the signed statement", "unverified", false},
+    {1310, "SIGNED_NAMED_DATA_MISMATCH", "E1310", "a named-data key's bytes or layout differ from the signed ones", "unverified", false},
+    {1311, "SIGNED_PAYLOAD_MISMATCH", "E1311", "the SHA-256 of a payload differs from the signed one", "unverified", false},
 };
 inline constexpr std::size_t kErrorCount = 90;
 

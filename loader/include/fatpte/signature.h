@@ -29,7 +29,7 @@ typedef struct fatpte_signature_report fatpte_signature_report;
 
 /* What an entry is, as far as the signature says. */
 typedef enum fatpte_entry_signature {
-  FATPTE_ENTRY_UNSIGNED = 0, /* not in the signed statement (E1207) */
+  FATPTE_ENTRY_UNSIGNED = 0, /* not in the signed statement (E1307) */
   FATPTE_ENTRY_SIGNED = 1,   /* its table fields and manifest record match; bytes not hashed yet */
   FATPTE_ENTRY_VERIFIED = 2, /* and its payload and named data hash as signed */
   FATPTE_ENTRY_TAMPERED = 3  /* a field, its record or its bytes differ from the statement */

@@ -42,7 +42,7 @@ class TrustedKeys {
 
 // What one entry of the container is, as far as the signature says.
 enum class EntryState : int {
-  kUnsigned = 0,  // not in the statement (E1207)
+  kUnsigned = 0,  // not in the statement (E1307)
   kSigned = 1,    // table fields and manifest record match; bytes not hashed yet
   kVerified = 2,  // and its payload and named data hash as signed
   kTampered = 3,  // a field, its record or its bytes differ from the statement
