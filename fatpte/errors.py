@@ -97,6 +97,15 @@ class ErrorCode(enum.IntEnum):
     BAD_PACK_FILE = 708
     # 8xx I/O
     IO_ERROR = 801
+    REMOTE_UNSUPPORTED = 802
+    REMOTE_RANGE_IGNORED = 803
+    REMOTE_CHANGED = 804
+    REMOTE_SHORT_READ = 805
+    REMOTE_DENIED = 806
+    REMOTE_NOT_FOUND = 807
+    REMOTE_TOO_MANY_REDIRECTS = 808
+    REMOTE_TIMEOUT = 809
+    REMOTE_FAILED = 810
     # 9xx selection
     NO_SPECIALIZATION_FITS = 901
     # 10xx ExecuTorch files read by fatpte.executorch (.pte, .ptd, delegate payloads)
@@ -201,6 +210,15 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.NAMED_DATA_NOT_FOUND: ("the container has no named data under that key", _E),
     ErrorCode.BAD_PACK_FILE: ("a pack.toml file breaks a rule of docs/pack-toml.md", _E),
     ErrorCode.IO_ERROR: ("reading or writing a file failed", _E),
+    ErrorCode.REMOTE_UNSUPPORTED: ("no reader for this URL's scheme is installed (pip install 'fatpte[remote]')", _E),
+    ErrorCode.REMOTE_RANGE_IGNORED: ("the server did not answer a range request with the range asked for", _E),
+    ErrorCode.REMOTE_CHANGED: ("the remote file changed between two requests (size, ETag or Last-Modified)", _E),
+    ErrorCode.REMOTE_SHORT_READ: ("a response ended before the bytes it was to carry, on every retry", _E),
+    ErrorCode.REMOTE_DENIED: ("the server refused access (HTTP 401 or 403, or the store's access denied)", _E),
+    ErrorCode.REMOTE_NOT_FOUND: ("the server has nothing at that URL (HTTP 404 or 410, or no such key)", _E),
+    ErrorCode.REMOTE_TOO_MANY_REDIRECTS: ("the server redirected more times than the limit allows", _E),
+    ErrorCode.REMOTE_TIMEOUT: ("the server did not answer within the time limit, on every retry", _E),
+    ErrorCode.REMOTE_FAILED: ("the server kept failing (HTTP 5xx or a dropped connection), on every retry", _E),
     ErrorCode.NO_SPECIALIZATION_FITS: ("no entry's requirements hold on the device", _E),
     ErrorCode.ET_BAD_IDENTIFIER: ("an ExecuTorch file's flatbuffer identifier (bytes 4..8) is not the expected one", _E),
     ErrorCode.ET_TRUNCATED: ("an ExecuTorch file ends before its header or flatbuffer root", _E),

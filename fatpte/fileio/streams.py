@@ -138,7 +138,7 @@ def _copy_small_crc(
     data = os.pread(src_fd, count, src_offset)
     if len(data) != count:
         raise OSError(errno.EIO, f"unexpected end of input at {src_offset + len(data):#x}")
-    _write_all(dst_fd, memoryview(data), dst_offset)
+    write_all(dst_fd, memoryview(data), dst_offset)
     if advance is not None:
         advance(count)
     return crc32c(data)
@@ -192,14 +192,16 @@ class _Writer:
             buf, n, at = item
             try:
                 if not self._failure:
-                    _write_all(self._fd, buf[:n], at)
+                    write_all(self._fd, buf[:n], at)
             except BaseException as exc:  # noqa: BLE001 - raised on the reading thread, which must not wait forever
                 self._failure.append(exc)
             finally:
                 self._free.put(buf)
 
 
-def _write_all(fd: int, data: memoryview, offset: int) -> None:
+def write_all(fd: int, data: bytes | memoryview, offset: int) -> None:
+    """pwrite all of `data` at `offset`, however many calls it takes."""
+    data = memoryview(data)
     done = 0
     while done < len(data):
         n = os.pwrite(fd, data[done:], offset + done)

@@ -101,15 +101,17 @@ def consistency_problems(
     return out
 
 
-def read_manifest(buf: Any, header: Any, *, source: str | None = None) -> Manifest | None:
+def read_manifest(buf: Any, header: Any, *, source: str | None = None, base: int = 0) -> Manifest | None:
     """The manifest of a structurally sound v2 container (None when it has none), after checking
-    its CRC32C: bounds-checked, FatpteError on any defect."""
+    its CRC32C: bounds-checked, FatpteError on any defect. `buf` holds the file's bytes from
+    offset `base` on (a range read on its own, fatpte/container/remote.py); offsets in errors stay
+    the file's."""
     if header is None or header.version != L.VERSION_2 or header.manifest_size == 0:
         return None
     from fatpte.fileio.checksum import crc32c
 
     start, end = header.manifest_offset, header.manifest_offset + header.manifest_size
-    actual = crc32c(buf, start, end)
+    actual = crc32c(buf, start - base, end - base)
     if actual != header.manifest_checksum:
         raise FatpteError(ErrorCode.MANIFEST_CHECKSUM_MISMATCH,
                           f"the manifest ({start:#x}..{end:#x}) has CRC32C {actual:08x}, but manifest_checksum "
@@ -118,16 +120,15 @@ def read_manifest(buf: Any, header: Any, *, source: str | None = None) -> Manife
                           expected=header.manifest_checksum, actual=actual)
     view = memoryview(buf)
     try:
-        return decode(view[start:end], base=start, source=source)
+        return decode(view[start - base : end - base], base=start, source=source)
     finally:
         view.release()
 
 
-def check_container(buf: Any, st: Any) -> None:
+def check_container(src: Any, st: Any) -> None:
     """Append the manifest findings of a v2 container to `st.findings` (the last checks of the
-    canonical order): decoding, then the consistency rules, then payload SHA-256 digests."""
-    import hashlib
-
+    canonical order): decoding, then the consistency rules, then payload SHA-256 digests. `src`
+    answers for the file's bytes (a RangeReader, fatpte/fileio/ranges.py)."""
     from fatpte.errors import finding
 
     h = st.header
@@ -145,7 +146,8 @@ def check_container(buf: Any, st: Any) -> None:
                                                 ErrorCode.BAD_MANIFEST_IDENTIFIER) for f in st.findings):
         return
     try:
-        manifest = read_manifest(buf, h, source=st.source)
+        start = h.manifest_offset
+        manifest = read_manifest(src.bytes(start, start + h.manifest_size), h, source=st.source, base=start)
     except FatpteError as exc:
         st.add(exc.finding)
         return
@@ -166,16 +168,10 @@ def check_container(buf: Any, st: Any) -> None:
         e = by_name.get(me.name)
         if me.payload_sha256 is None or e is None or e.index not in st.placed_entries:
             continue
-        digest = hashlib.sha256()
-        view = memoryview(buf)
-        try:
-            for pos in range(e.offset, e.end, 8 << 20):
-                digest.update(view[pos : min(e.end, pos + (8 << 20))])
-        finally:
-            view.release()
-        if digest.digest() != me.payload_sha256:
+        digest = src.sha256(e.offset, e.end)
+        if digest != me.payload_sha256:
             st.add(finding(ErrorCode.PAYLOAD_DIGEST_MISMATCH,
-                           f"payload of {e.name!r} has SHA-256 {digest.hexdigest()}, but its manifest entry says "
+                           f"payload of {e.name!r} has SHA-256 {digest.hex()}, but its manifest entry says "
                            f"{me.payload_sha256.hex()}", offset=h.manifest_offset + me.position,
                            field=f"manifest.entries[{i}].payload_sha256", expected=me.payload_sha256.hex(),
-                           actual=digest.hexdigest()))
+                           actual=digest.hex()))

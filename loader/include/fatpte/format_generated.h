@@ -71,6 +71,15 @@ typedef enum fatpte_status {
   FATPTE_E_NAMED_DATA_NOT_FOUND = 707, /* E0707: the container has no named data under that key */
   FATPTE_E_BAD_PACK_FILE = 708, /* E0708: a pack.toml file breaks a rule of docs/pack-toml.md */
   FATPTE_E_IO_ERROR = 801, /* E0801: reading or writing a file failed */
+  FATPTE_E_REMOTE_UNSUPPORTED = 802, /* E0802: no reader for this URL's scheme is installed (pip install 'fatpte[remote]') */
+  FATPTE_E_REMOTE_RANGE_IGNORED = 803, /* E0803: the server did not answer a range request with the range asked for */
+  FATPTE_E_REMOTE_CHANGED = 804, /* E0804: the remote file changed between two requests (size, ETag or Last-Modified) */
+  FATPTE_E_REMOTE_SHORT_READ = 805, /* E0805: a response ended before the bytes it was to carry, on every retry */
+  FATPTE_E_REMOTE_DENIED = 806, /* E0806: the server refused access (HTTP 401 or 403, or the store's access denied) */
+  FATPTE_E_REMOTE_NOT_FOUND = 807, /* E0807: the server has nothing at that URL (HTTP 404 or 410, or no such key) */
+  FATPTE_E_REMOTE_TOO_MANY_REDIRECTS = 808, /* E0808: the server redirected more times than the limit allows */
+  FATPTE_E_REMOTE_TIMEOUT = 809, /* E0809: the server did not answer within the time limit, on every retry */
+  FATPTE_E_REMOTE_FAILED = 810, /* E0810: the server kept failing (HTTP 5xx or a dropped connection), on every retry */
   FATPTE_E_NO_SPECIALIZATION_FITS = 901, /* E0901: no entry's requirements hold on the device */
   FATPTE_E_ET_BAD_IDENTIFIER = 1001, /* E1001: an ExecuTorch file's flatbuffer identifier (bytes 4..8) is not the expected one */
   FATPTE_E_ET_TRUNCATED = 1002, /* E1002: an ExecuTorch file ends before its header or flatbuffer root */
@@ -273,6 +282,15 @@ enum class Error : std::int32_t {
   NAMED_DATA_NOT_FOUND = 707,
   BAD_PACK_FILE = 708,
   IO_ERROR = 801,
+  REMOTE_UNSUPPORTED = 802,
+  REMOTE_RANGE_IGNORED = 803,
+  REMOTE_CHANGED = 804,
+  REMOTE_SHORT_READ = 805,
+  REMOTE_DENIED = 806,
+  REMOTE_NOT_FOUND = 807,
+  REMOTE_TOO_MANY_REDIRECTS = 808,
+  REMOTE_TIMEOUT = 809,
+  REMOTE_FAILED = 810,
   NO_SPECIALIZATION_FITS = 901,
   ET_BAD_IDENTIFIER = 1001,
   ET_TRUNCATED = 1002,
@@ -357,6 +375,15 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {707, "NAMED_DATA_NOT_FOUND", "E0707", "the container has no named data under that key", "usage", false},
     {708, "BAD_PACK_FILE", "E0708", "a pack.toml file breaks a rule of docs/pack-toml.md", "usage", false},
     {801, "IO_ERROR", "E0801", "reading or writing a file failed", "io", false},
+    {802, "REMOTE_UNSUPPORTED", "E0802", "no reader for this URL's scheme is installed (pip install 'fatpte[remote]')", "io", false},
+    {803, "REMOTE_RANGE_IGNORED", "E0803", "the server did not answer a range request with the range asked for", "io", false},
+    {804, "REMOTE_CHANGED", "E0804", "the remote file changed between two requests (size, ETag or Last-Modified)", "io", false},
+    {805, "REMOTE_SHORT_READ", "E0805", "a response ended before the bytes it was to carry, on every retry", "io", false},
+    {806, "REMOTE_DENIED", "E0806", "the server refused access (HTTP 401 or 403, or the store's access denied)", "io", false},
+    {807, "REMOTE_NOT_FOUND", "E0807", "the server has nothing at that URL (HTTP 404 or 410, or no such key)", "io", false},
+    {808, "REMOTE_TOO_MANY_REDIRECTS", "E0808", "the server redirected more times than the limit allows", "io", false},
+    {809, "REMOTE_TIMEOUT", "E0809", "the server did not answer within the time limit, on every retry", "io", false},
+    {810, "REMOTE_FAILED", "E0810", "the server kept failing (HTTP 5xx or a dropped connection), on every retry", "io", false},
     {901, "NO_SPECIALIZATION_FITS", "E0901", "no entry's requirements hold on the device", "selection", false},
     {1001, "ET_BAD_IDENTIFIER", "E1001", "an ExecuTorch file's flatbuffer identifier (bytes 4..8) is not the expected one", "invalid", false},
     {1002, "ET_TRUNCATED", "E1002", "an ExecuTorch file ends before its header or flatbuffer root", "invalid", false},
@@ -367,7 +394,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1007, "ET_SEGMENT_OUT_OF_BOUNDS", "E1007", "an ExecuTorch segment or payload extends past the end of its file", "invalid", false},
     {1008, "ET_BAD_VALUE", "E1008", "an ExecuTorch field holds a value its schema does not allow", "invalid", false},
 };
-inline constexpr std::size_t kErrorCount = 72;
+inline constexpr std::size_t kErrorCount = 81;
 
 }  // namespace fatpte
 #endif  // __cplusplus
