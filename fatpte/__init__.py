@@ -16,10 +16,13 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "Container": "fatpte.container.reader",
-    "open": "fatpte.container.reader",
+    "open": "fatpte.container.locations",
+    "open_remote": "fatpte.container.remote",
+    "RemoteContainer": "fatpte.container.remote",
+    "validate_remote": "fatpte.container.remote",
     "Specialization": "fatpte.ops.specialization",
     "pack": "fatpte.ops.packing",
-    "validate": "fatpte.container.validation",
+    "validate": "fatpte.container.locations",
     "validate_buffer": "fatpte.container.validation",
     "Report": "fatpte.container.validation",
     "extract": "fatpte.ops.extraction",
@@ -60,6 +63,7 @@ __all__ = [
     "Manifest",
     "ManifestEntry",
     "NamedData",
+    "RemoteContainer",
     "Report",
     "Requirements",
     "Segment",
@@ -71,19 +75,24 @@ __all__ = [
     "Verdict",
     "extract",
     "open",
+    "open_remote",
     "pack",
     "pack_from_file",
     "select",
     "thin",
     "validate",
     "validate_buffer",
+    "validate_remote",
 ]
 
 if TYPE_CHECKING:
+    from fatpte.container.locations import open as open
+    from fatpte.container.locations import validate as validate
     from fatpte.container.reader import Container as Container
-    from fatpte.container.reader import open as open
+    from fatpte.container.remote import RemoteContainer as RemoteContainer
+    from fatpte.container.remote import open_remote as open_remote
+    from fatpte.container.remote import validate_remote as validate_remote
     from fatpte.container.validation import Report as Report
-    from fatpte.container.validation import validate as validate
     from fatpte.container.validation import validate_buffer as validate_buffer
     from fatpte.device.accelerator import Accelerator as Accelerator
     from fatpte.device.profile import DeviceProfile as DeviceProfile

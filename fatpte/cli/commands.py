@@ -83,8 +83,9 @@ def load_device(value: str) -> DeviceProfile:
 def info(file: str, show_map: bool, as_json: bool) -> int:
     """`fatpte info`."""
     from fatpte.cli.executorch_files import describe_json, describe_text, executorch_kind
+    from fatpte.fileio.url import is_url
 
-    if executorch_kind(file) is not None:
+    if not is_url(file) and executorch_kind(file) is not None:
         if show_map:
             raise UsageProblem(f"{file} is an ExecuTorch file, not a container: --map shows a container's "
                                "regions")
@@ -94,7 +95,7 @@ def info(file: str, show_map: bool, as_json: bool) -> int:
             echo(describe_text(file))
         return EXIT_OK
     from fatpte.cli.render import info_text, map_text
-    from fatpte.container.reader import open as open_container
+    from fatpte.container.locations import open as open_container
     from fatpte.ops.info import byte_map, summary
 
     with open_container(file) as container:
@@ -116,11 +117,12 @@ def select(file: str, device: str, prefer: Sequence[str], exclude: Sequence[str]
            as_json: bool) -> int:
     """`fatpte select`."""
     from fatpte.cli.executorch_files import is_program, select_program
-    from fatpte.container.reader import open as open_container
+    from fatpte.container.locations import open as open_container
     from fatpte.device.selection import select as select_entry
+    from fatpte.fileio.url import is_url
 
     profile = load_device(device)
-    if is_program(file):
+    if not is_url(file) and is_program(file):
         result, text = select_program(file, profile, prefer=words(prefer), exclude=words(exclude),
                                       explain=explain)
         if as_json:
@@ -147,7 +149,7 @@ def select(file: str, device: str, prefer: Sequence[str], exclude: Sequence[str]
 def extract(file: str, name: str | None, backend: str | None, device: str | None, prefer: Sequence[str],
             exclude: Sequence[str], output: str, data_out: str | None, force: bool, quiet: bool) -> int:
     """`fatpte extract`."""
-    from fatpte.container.reader import open as open_container
+    from fatpte.container.locations import open as open_container
     from fatpte.ops.extraction import extract_entry
 
     if sum(x is not None for x in (name, backend, device)) != 1:
@@ -183,7 +185,8 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, as_json: 
 
     from fatpte.cli.executorch_files import is_program, program_reports
     from fatpte.cli.paths import containers
-    from fatpte.container.validation import validate as validate_file
+    from fatpte.container.locations import validate as validate_file
+    from fatpte.fileio.url import is_url
 
     paths = list(containers(files, skip_plain_pte=skip_plain_pte))
     sizes = {p: _size_or_zero(p) for p in paths}
@@ -196,7 +199,8 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, as_json: 
         within = bar.update if len(paths) == 1 else None
         for path in paths:
             try:
-                reports = program_reports(path) if is_program(path) else [validate_file(path, progress=within)]
+                program = not is_url(path) and is_program(path)
+                reports = program_reports(path) if program else [validate_file(path, progress=within)]
             except FatpteError as exc:
                 unreadable.append(exc)
                 echo(error_line(exc), err=True)

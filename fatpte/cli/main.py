@@ -15,7 +15,6 @@ that the console script (fatpte/cli/launch.py) runs their plain forms without im
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -248,6 +247,9 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
     payload lives, segments, named data; NPTG and XNNPACK payloads and the entries of NFAT
     delegates are described inside), a .ptd (named data keys and sizes), or a bare NPTG or
     XH00 delegate payload. --map is for containers only.
+
+    FILE may be the URL of a container (https://, s3://, any scheme fsspec reads;
+    docs/remote.md): one request fetches its header, tables and manifest, nothing more.
     """
     _run_body(bodies.info, file=file, show_map=show_map, as_json=as_json)
 
@@ -277,6 +279,8 @@ def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, as_json
     summary line counting files; with --json, one JSON object per container per line and no
     summary. Exits 1 when any file is invalid (with --strict, also when any has a warning),
     and 4 when a file cannot be read (the others are still checked).
+
+    A FILE that is a URL (docs/remote.md) is read once, streaming, in range requests.
     """
     _run_body(bodies.validate, files=files, strict=strict, skip_plain_pte=skip_plain_pte,
               as_json=as_json, quiet=quiet)
@@ -306,6 +310,9 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
     The entry is the one named --name, the only one with backend id --backend, or the one
     --device gets (as `fatpte select` chooses it; exit 3 when none fits). --data-out writes the
     entry's named data (checked against the segment CRC32Cs) as a .ptd (docs/executorch.md).
+
+    FILE may be a URL (docs/remote.md): the entry is chosen from the header, tables and
+    manifest, then only its payload is fetched, in range requests, hashed as it arrives.
     """
     _run_body(bodies.extract, file=file, name=name, backend=backend, device=device, prefer=prefer,
               exclude=exclude, output=output, data_out=data_out, force=force, quiet=quiet)
@@ -334,6 +341,9 @@ def select(file: str, device: str, prefer: tuple[str, ...], exclude: tuple[str, 
     FILE may be an ExecuTorch program (.pte) with NFAT delegates: the entry is chosen in each,
     one name per line in program order (--json: `path` and a `delegates` list). A program
     without one is an error (exit 2).
+
+    FILE may be the URL of a container (docs/remote.md): one request fetches what selection
+    reads.
     """
     _run_body(bodies.select, file=file, device=device, prefer=prefer, exclude=exclude,
               explain=explain, as_json=as_json)
@@ -357,10 +367,15 @@ def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[st
     FILE may be an ExecuTorch program (.pte) whose delegate payloads are NFAT containers: OUT
     is then a .pte whose NFAT delegates keep only those entries, every segment offset of the
     program rewritten (docs/executorch.md). A program without one is an error (exit 2).
+
+    FILE may be the URL of a container (docs/remote.md): only the kept payloads and named data
+    are fetched, each checked against its CRC32C as it arrives.
     """
     from fatpte.cli.executorch_files import is_program, thin_program
-    from fatpte.container.reader import open as open_container
-    from fatpte.ops.thinning import thin as thin_file
+    from fatpte.container.locations import open as open_container
+    from fatpte.container.reader import open as open_path
+    from fatpte.fileio.url import is_url
+    from fatpte.ops.thinning import thin_container
 
     if device is None and not names:
         raise click.UsageError("give --device, --name, or both")
@@ -368,18 +383,18 @@ def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[st
         raise click.UsageError("--prefer and --exclude go with --device")
     check_output(output, force)
     profile = None if device is None else load_device(device)
-    if is_program(file):
+    if not is_url(file) and is_program(file):
         with _progress(f"writing {output}", quiet):
             line = thin_program(file, output, device=profile, names=list(names) or None, prefer=_words(prefer),
                                 exclude=_words(exclude))
         click.echo(line)
         return
-    with _progress(f"writing {output}", quiet):
-        thin_file(file, output, device=profile, names=list(names) or None, prefer=_words(prefer),
-                  exclude=_words(exclude))
-    with open_container(output) as c:
+    with open_container(file) as source, _progress(f"writing {output}", quiet):
+        thin_container(source, output, device=profile, names=list(names) or None, prefer=_words(prefer),
+                       exclude=_words(exclude))
+    with open_path(output) as c:
         kept = ", ".join(repr(e.name) for e in c.entries)
-        click.echo(f"wrote {output}: kept {kept}; {c.size} bytes (was {os.stat(file).st_size})")
+        click.echo(f"wrote {output}: kept {kept}; {c.size} bytes (was {source.size})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,8 +478,8 @@ def coverage(file: str, devices: str | None, prefer: tuple[str, ...], exclude: t
     """Show which entry each device gets, which devices get none, and the bytes each device
     would download after thinning.
 
-    The download size is measured: each distinct chosen entry is thinned once into a temporary
-    directory (up to the container's size of free space there, freed at once).
+    The download size is computed from the tables: the size of the container `fatpte thin`
+    writes for that entry. FILE may be the URL of a container (docs/remote.md).
     """
     from fatpte.ops.coverage import coverage as device_coverage
     from fatpte.ops.coverage import device_profiles
@@ -528,9 +543,12 @@ def unpack(file: str, directory: str, no_verify: bool, force: bool, quiet: bool,
 @click.option("--exit-code", is_flag=True, help="Exit 1 when the entries differ.")
 @_json_option
 def diff(a: str, b: str, exit_code: bool, as_json: bool) -> None:
-    """Show entries added, removed or changed from A to B, and the size delta."""
+    """Show entries added, removed or changed from A to B, and the size delta.
+
+    A and B may be URLs of containers (docs/remote.md).
+    """
     from fatpte.cli.render import diff_text
-    from fatpte.container.reader import open as open_container
+    from fatpte.container.locations import open as open_container
     from fatpte.ops.diff import compare
 
     with open_container(a) as ca, open_container(b) as cb:

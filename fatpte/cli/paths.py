@@ -68,10 +68,18 @@ def containers(paths: Iterable[str | os.PathLike[str]], *, skip_plain_pte: bool 
     """The files to check for `paths`, each once, in the order given (directories expanded),
     spelled as given (a directory's files as DIRECTORY/NAME). With `skip_plain_pte`, a named
     `*.pte` file that holds no container is skipped too (pre-commit passes every staged `*.pte`
-    file by name). `a.nfat` and `./a.nfat` are the same file, checked once."""
+    file by name). `a.nfat` and `./a.nfat` are the same file, checked once. A URL is checked
+    as one file."""
+    from fatpte.fileio.url import is_url
+
     seen: set[str] = set()
     for p in paths:
         path = os.fspath(p)
+        if is_url(path):  # a URL is one file, checked as given
+            if path not in seen:
+                seen.add(path)
+                yield path
+            continue
         found = _walk(path) if os.path.isdir(path) else iter((path,))
         for f in found:
             if skip_plain_pte and _plain_pte(f):

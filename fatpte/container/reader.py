@@ -140,28 +140,23 @@ class Container:
         finally:
             view.release()
 
-    def copy_range(self, offset: int, size: int, dst_fd: int, dst_offset: int, *, checksum: bool = True,
-                   advance: Advance | None = None) -> int | None:
-        """Write the bytes [offset, offset + size) to `dst_fd` at `dst_offset`; their CRC32C when
-        `checksum`, else None. From a file, the kernel copies them (`streams.copy_range`), or
-        one pass hashes them on the way (`streams.copy_range_crc`)."""
-        from fatpte.fileio.streams import copy_range, copy_range_crc, write_all
+    def copy_range(self, offset: int, size: int, dst_fd: int, dst_offset: int, *,
+                   advance: Advance | None = None) -> int:
+        """Write the bytes [offset, offset + size) to `dst_fd` at `dst_offset` and return their
+        CRC32C, hashed on the way (from a file: `streams.copy_range_crc`)."""
+        from fatpte.fileio.streams import copy_range_crc, write_all
 
         self._check_range(offset, size)
         if self._fd is not None:
-            if checksum:
-                return copy_range_crc(self._fd, offset, dst_fd, dst_offset, size, advance=advance)
-            copy_range(self._fd, offset, dst_fd, dst_offset, size, advance=advance)
-            return None
+            return copy_range_crc(self._fd, offset, dst_fd, dst_offset, size, advance=advance)
         value = 0
         for chunk in self.stream(offset, size):
-            if checksum:
-                value = crc32c(chunk, value=value)
+            value = crc32c(chunk, value=value)
             write_all(dst_fd, chunk, dst_offset)
             dst_offset += len(chunk)
             if advance is not None:
                 advance(len(chunk))
-        return value if checksum else None
+        return value
 
     def _check_range(self, offset: int, size: int) -> None:
         if size < 0 or offset < 0 or size > self.size or offset > self.size - size:
