@@ -279,8 +279,10 @@ class _Http:
         if etag and not etag.startswith("W/"):
             headers["If-Match"] = etag  # a strong ETag: a replaced file answers 412, not other bytes
         remote.stats.requests += 1
+        # aiohttp's max_redirects counts the redirect it refuses: N + 1 follows N.
+        redirects = remote.policy.max_redirects
         async with self._session.get(self._fs.encode_url(remote.url), headers=headers, timeout=self._timeout,
-                                     allow_redirects=True, max_redirects=remote.policy.max_redirects,
+                                     allow_redirects=redirects > 0, max_redirects=redirects + 1,
                                      **self._options) as r:
             count = self._check_response(r, start, end, first)
             left = count
@@ -342,6 +344,10 @@ class _Http:
                                "(range not satisfiable): the file changed while being read",
                                expected=asked, actual=r.headers.get("Content-Range"))
         reason = f"HTTP {status} {r.reason or ''}".rstrip()
+        if 300 <= status < 400 and r.headers.get("Location"):
+            raise remote.error(ErrorCode.REMOTE_TOO_MANY_REDIRECTS,
+                               f"{reason} to {r.headers['Location']}, but redirects are not followed "
+                               "(max_redirects is 0)", expected=0)
         if status in (401, 403):
             raise remote.error(ErrorCode.REMOTE_DENIED, f"{reason}: the server refused access; check the "
                                "credentials or headers given", actual=status)

@@ -197,17 +197,25 @@ class MotoServer:
 # ---------------------------------------------------------------------------------------------
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up on purpose (it saw a 200 to a range request) is no error here."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
 class Misbehaving:
     """Serves `data` at /file with Range support, misbehaving as `mode` says:
 
-    - `ok`: a correct server (ETag and Last-Modified, If-Match honoured)
+    - `ok`: a correct server (ETag `etag` and Last-Modified, If-Match honoured with 412)
     - `no-range`: ignores Range, answers 200 with the whole file
     - `wrong-range`: answers 206 with a range other than the one asked for
     - `change-etag`: after the first request, the file's ETag changes (same size, no If-Match)
     - `change-size`: after the first request, the file is one byte longer
     - `truncate`: responses of more than `small` bytes stop halfway and close
     - `slow`: responses of more than `small` bytes stall after their headers
-    - `redirect-loop`: every request is redirected to itself
+    - `redirect-loop`: every request is redirected to another URL, without end
     - `auth`: 401 unless the Authorization header is `Bearer let-me-in`
     - `not-found`: 404
     - `flaky`: every request whose number is odd answers 503 (the retry succeeds)
@@ -219,6 +227,7 @@ class Misbehaving:
         self.mode = mode
         self.small = small
         self.stall = stall
+        self.etag = '"v1"'
         self.requests: list[tuple[str | None, int, int]] = []
         self.lock = threading.Lock()
         self.stalled = threading.Event()
@@ -236,7 +245,7 @@ class Misbehaving:
             def do_HEAD(self) -> None:
                 owner.handle(self, head=True)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -251,10 +260,17 @@ class Misbehaving:
         self.server.shutdown()
         self.server.server_close()
 
-    def _record(self, rng: str | None, status: int, sent: int) -> int:
+    def _record(self, rng: str | None, status: int) -> int:
+        """Record a request before its answer is sent (a test may look as soon as it has the
+        answer); its body bytes are filled in as they go."""
         with self.lock:
-            self.requests.append((rng, status, sent))
-            return len(self.requests)
+            self.requests.append((rng, status, 0))
+            return len(self.requests) - 1
+
+    def _sent(self, index: int, sent: int) -> None:
+        with self.lock:
+            rng, status, _ = self.requests[index]
+            self.requests[index] = (rng, status, sent)
 
     def handle(self, h: BaseHTTPRequestHandler, head: bool = False) -> None:
         mode = self.mode
@@ -262,13 +278,13 @@ class Misbehaving:
         with self.lock:
             number = len(self.requests) + 1
         data = self.data
-        etag = '"v1"'
+        etag = self.etag
         if number > 1 and mode == "change-etag":
             etag = '"v2"'
         if number > 1 and mode == "change-size":
             data = data + b"\0"
         if mode == "redirect-loop":
-            self._send(h, 302, {"Location": "/file", "Content-Length": "0"}, b"", rng)
+            self._send(h, 302, {"Location": f"/file?hop={number}", "Content-Length": "0"}, b"", rng)
             return
         if mode == "not-found":
             self._send(h, 404, {"Content-Length": "0"}, b"", rng)
@@ -308,6 +324,7 @@ class Misbehaving:
     def _send(self, h: BaseHTTPRequestHandler, status: int, headers: dict[str, str], body: bytes, rng: str | None, *,
               head: bool = False, close: bool = False, stall: bool = False) -> None:
         sent = 0
+        index = self._record(rng, status)
         try:
             h.send_response(status)
             for k, v in headers.items():
@@ -326,7 +343,7 @@ class Misbehaving:
         except (BrokenPipeError, ConnectionResetError):
             pass
         finally:
-            self._record(rng, status, sent)
+            self._sent(index, sent)
             if close or stall:
                 h.close_connection = True
 
