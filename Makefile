@@ -72,6 +72,15 @@ test-cpp: loader loader-asan
 # The Python suite compares the loader with Python (tests/loader/test_cpp_parity.py): build it first.
 test-py: loader loader-asan
 
+# The remote tests (tests/remote/, issue 17) read containers from a real nginx that they start on
+# 127.0.0.1 with a generated configuration: Debian's nginx-light, installed here when missing.
+.PHONY: nginx
+nginx:
+	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || \
+		{ apt-get update -q && apt-get install -y -q --no-install-recommends nginx-light; }
+
+test-py: nginx
+
 demo: demo-loader
 
 # The loader half of the demo (issue 5): pack the example network for `portable` and `x86_avx2`
