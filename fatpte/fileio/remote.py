@@ -49,8 +49,9 @@ CHUNK = 1 << 20
 DEPTH = 4
 
 class Policy(NamedTuple):
-    """How patient a remote read is. The environment sets the defaults for the command line:
-    FATPTE_REMOTE_TIMEOUT (seconds), FATPTE_REMOTE_ATTEMPTS, FATPTE_REMOTE_MAX_REDIRECTS."""
+    """How patient a remote read is, and how large its range requests. The environment sets
+    them for the command line: FATPTE_REMOTE_TIMEOUT (seconds), FATPTE_REMOTE_ATTEMPTS,
+    FATPTE_REMOTE_MAX_REDIRECTS, FATPTE_REMOTE_RANGE_SIZE (bytes)."""
 
     timeout: float = 30.0  # seconds to connect, and between two reads of a response
     attempts: int = 4  # tries per range request, the first included
@@ -64,7 +65,8 @@ class Policy(NamedTuple):
         base = cls()
         return cls(timeout=_env_number("FATPTE_REMOTE_TIMEOUT", base.timeout, float, 0.0),
                    attempts=int(_env_number("FATPTE_REMOTE_ATTEMPTS", base.attempts, int, 1)),
-                   max_redirects=int(_env_number("FATPTE_REMOTE_MAX_REDIRECTS", base.max_redirects, int, 0)))
+                   max_redirects=int(_env_number("FATPTE_REMOTE_MAX_REDIRECTS", base.max_redirects, int, 0)),
+                   range_size=int(_env_number("FATPTE_REMOTE_RANGE_SIZE", base.range_size, int, CHUNK)))
 
 
 def _env_number(name: str, default: float, kind: Callable[[str], float], minimum: float) -> float:

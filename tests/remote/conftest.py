@@ -71,6 +71,7 @@ class S3(NamedTuple):
     nginx: Nginx  # the proxy in front of moto, whose access log counts the traffic
     options: dict[str, object]  # storage options for s3fs
     bucket: str
+    moto_url: str  # moto itself, for uploads that are not to be counted
 
 
 @pytest.fixture(scope="session")
@@ -86,7 +87,7 @@ def s3(www: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3]:
                           aws_secret_access_key="testing", region_name="us-east-1")
     client.create_bucket(Bucket="models")
     try:
-        yield S3(proxy, options, "models")
+        yield S3(proxy, options, "models", moto.url)
     finally:
         proxy.close()
         moto.close()

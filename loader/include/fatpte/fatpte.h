@@ -155,6 +155,40 @@ FATPTE_API fatpte_status fatpte_run_f32(const fatpte_loaded* loaded, const float
                                         fatpte_error* error) FATPTE_NOEXCEPT;
 FATPTE_API void fatpte_unload(fatpte_loaded* loaded) FATPTE_NOEXCEPT;
 
+/* ---- reading through a callback (specs/remote.md): a container at a URL, read by ranges ---- */
+
+/* The first read: the header and, in practice, the tables and the manifest (specs/remote.md 2;
+ * tests/remote/test_remote_cpp.py checks it equals Python's fatpte.fileio.remote.PREFIX_SIZE). */
+#define FATPTE_PREFIX_SIZE 65536
+
+/* The caller's reader: copy the file's `size` bytes at `offset` into `buffer` (an HTTP range
+ * request, a read from flash, ...) and return FATPTE_OK, or a status such as FATPTE_E_IO_ERROR or
+ * FATPTE_E_REMOTE_TIMEOUT, which the reader reports with the range. Called with ranges inside the
+ * file only, one at a time. */
+typedef fatpte_status (*fatpte_read_at_fn)(void* user, uint64_t offset, void* buffer, size_t size);
+
+typedef struct fatpte_reader fatpte_reader;
+
+/* Open the container of `file_size` bytes (from the first response's Content-Range, or a HEAD)
+ * that `read_at` reads: it reads the first FATPTE_PREFIX_SIZE bytes, then the rest of the
+ * header, tables and manifest in at most one more call for a container fatpte wrote, and checks
+ * them as fatpte_open_memory does. Nothing else is read until an entry is fetched. */
+FATPTE_API fatpte_status fatpte_reader_open(fatpte_read_at_fn read_at, void* user, uint64_t file_size,
+                                            fatpte_reader** out, fatpte_error* error) FATPTE_NOEXCEPT;
+/* The container, for every query, fatpte_select and fatpte_load; valid until the reader is
+ * closed. Its bytes that were never fetched are unreadable: a payload pointer is usable after
+ * fatpte_reader_fetch_entry, and fatpte_load may try only entries that were fetched (select
+ * with the others excluded, or fetch each entry it may fall back to). */
+FATPTE_API const fatpte_container* fatpte_reader_container(const fatpte_reader* reader) FATPTE_NOEXCEPT;
+/* Read entry `index`'s payload and the named data its manifest entry lists, each checked against
+ * its CRC32C (FATPTE_E_PAYLOAD_CHECKSUM_MISMATCH, FATPTE_E_SEGMENT_CHECKSUM_MISMATCH). */
+FATPTE_API fatpte_status fatpte_reader_fetch_entry(fatpte_reader* reader, uint32_t index,
+                                                   fatpte_error* error) FATPTE_NOEXCEPT;
+/* The bytes read and the read_at calls made so far. */
+FATPTE_API fatpte_status fatpte_reader_stats(const fatpte_reader* reader, uint64_t* bytes_read,
+                                             uint64_t* calls) FATPTE_NOEXCEPT;
+FATPTE_API void fatpte_reader_close(fatpte_reader* reader) FATPTE_NOEXCEPT;
+
 #ifdef __cplusplus
 }
 #endif
