@@ -15,7 +15,17 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import op_api, op_extract, op_info_select, op_loader, op_pack, op_scale, op_startup, op_validate
+from bench import (
+    op_api,
+    op_extract,
+    op_info_select,
+    op_loader,
+    op_pack,
+    op_remote,
+    op_scale,
+    op_startup,
+    op_validate,
+)
 from bench.commands import Commands
 from bench.harness import ROOT, Context, Section, machine
 
@@ -32,6 +42,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "api": op_api.measure,
     "scale": op_scale.measure,
     "loader": op_loader.measure,
+    "remote": op_remote.measure,
 }
 
 
