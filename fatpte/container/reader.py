@@ -143,20 +143,14 @@ class Container:
     def copy_range(self, offset: int, size: int, dst_fd: int, dst_offset: int, *,
                    advance: Advance | None = None) -> int:
         """Write the bytes [offset, offset + size) to `dst_fd` at `dst_offset` and return their
-        CRC32C, hashed on the way (from a file: `streams.copy_range_crc`)."""
-        from fatpte.fileio.streams import copy_range_crc, write_all
+        CRC32C, hashed on the way (from a file: `streams.copy_range_crc`; else what `stream`
+        gives, written behind on a second thread: `streams.write_crc`)."""
+        from fatpte.fileio.streams import copy_range_crc, write_crc
 
         self._check_range(offset, size)
         if self._fd is not None:
             return copy_range_crc(self._fd, offset, dst_fd, dst_offset, size, advance=advance)
-        value = 0
-        for chunk in self.stream(offset, size):
-            value = crc32c(chunk, value=value)
-            write_all(dst_fd, chunk, dst_offset)
-            dst_offset += len(chunk)
-            if advance is not None:
-                advance(len(chunk))
-        return value
+        return write_crc(self.stream(offset, size), dst_fd, dst_offset, advance=advance)
 
     def _check_range(self, offset: int, size: int) -> None:
         if size < 0 or offset < 0 or size > self.size or offset > self.size - size:

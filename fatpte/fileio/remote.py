@@ -285,7 +285,7 @@ class _Http:
         redirects = remote.policy.max_redirects
         async with self._session.get(self._fs.encode_url(remote.url), headers=headers, timeout=self._timeout,
                                      allow_redirects=redirects > 0, max_redirects=redirects + 1,
-                                     **self._options) as r:
+                                     read_bufsize=CHUNK, **self._options) as r:
             count = self._check_response(r, start, end, first)
             left = count
             while left:
