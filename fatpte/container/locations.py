@@ -5,12 +5,14 @@ reader and its dependencies are imported only for a URL."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fatpte.container.reader import Container
-from fatpte.container.validation import Report
-from fatpte.fileio.streams import Progress
 from fatpte.fileio.url import is_url
+
+if TYPE_CHECKING:
+    from fatpte.container.reader import Container
+    from fatpte.container.validation import Report
+    from fatpte.fileio.streams import Progress
 
 
 def open(location: str | os.PathLike[str], **storage_options: Any) -> Container:

@@ -21,11 +21,11 @@ from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.buffers import BytesLike
 from fatpte.fileio.checksum import crc32c
 from fatpte.fileio.mapping import map_file, release_mapping
-from fatpte.fileio.streams import Advance
 from fatpte.format.model import Entry, Header, Segment
 from fatpte.format.structure import Structure, read_structure
 
 if TYPE_CHECKING:
+    from fatpte.fileio.streams import Advance
     from fatpte.manifest.model import Manifest
 
 

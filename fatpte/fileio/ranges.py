@@ -11,14 +11,15 @@ Both give the same answers, so the checks, their order and their messages exist 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.buffers import BytesLike
 from fatpte.fileio.checksum import crc32c
-from fatpte.fileio.streams import Advance
+
+if TYPE_CHECKING:
+    from fatpte.fileio.streams import Advance
 
 _SCAN_CHUNK = 1 << 20
 _ZEROS = bytes(_SCAN_CHUNK)
@@ -50,6 +51,8 @@ class BufferRanges:
         return crc32c(self.buf, start, end, advance=advance)
 
     def sha256(self, start: int, end: int) -> bytes:
+        import hashlib  # only a manifest that states a payload digest needs it
+
         digest = hashlib.sha256()
         view = memoryview(self.buf)
         try:
@@ -192,6 +195,8 @@ class _Crc:
 
 class _Sha:
     def __init__(self) -> None:
+        import hashlib
+
         self.digest = hashlib.sha256()
 
     def update(self, at: int, piece: memoryview) -> None:
