@@ -171,6 +171,11 @@ class RemoteFile:
                 if self.size is not None and first:
                     first, end = False, min(end, self.size)  # the first answer came, its body did not
 
+    @property
+    def identity(self) -> dict[str, str]:
+        """What the first response said identifies the file (ETag, Last-Modified, ...)."""
+        return dict(self._identity)
+
     # -- called by the backends ---------------------------------------------------------------
 
     def learn(self, size: int, identity: dict[str, str]) -> None:
@@ -277,7 +282,7 @@ class _Http:
     async def _get_body(self, start: int, end: int, first: bool, slots: Any, out: queue.SimpleQueue[Any]) -> None:
         remote = self._remote
         headers = {**self._headers, "Range": f"bytes={start}-{end - 1}"}
-        etag = remote._identity.get("ETag") if not first else None
+        etag = remote.identity.get("ETag") if not first else None
         if etag and not etag.startswith("W/"):
             headers["If-Match"] = etag  # a strong ETag: a replaced file answers 412, not other bytes
         remote.stats.requests += 1
@@ -358,7 +363,7 @@ class _Http:
                                actual=status)
         if status == 412:
             raise remote.error(ErrorCode.REMOTE_CHANGED,
-                               f"{reason}: the file no longer has the ETag {remote._identity.get('ETag')} it had "
+                               f"{reason}: the file no longer has the ETag {remote.identity.get('ETag')} it had "
                                "at the first request: it changed while being read", actual=status)
         if status in (408, 429) or status >= 500:
             raise _Transient(ErrorCode.REMOTE_FAILED, f"{reason} for {asked}")
