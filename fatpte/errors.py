@@ -118,11 +118,17 @@ class ErrorCode(enum.IntEnum):
     ET_BAD_REFERENCE = 1006
     ET_SEGMENT_OUT_OF_BOUNDS = 1007
     ET_BAD_VALUE = 1008
+    ET_BAD_PACKAGE = 1009
 
     @property
     def tag(self) -> str:
         """The code as printed: `E0203`."""
         return f"E{self.value:04d}"
+
+    def __str__(self) -> str:
+        # `print(exc.code)` and f-strings show the code as every message does (`E0411`), not the
+        # bare number an IntEnum prints; int(code) and code.value stay 411.
+        return self.tag
 
     @property
     def meaning(self) -> str:
@@ -230,6 +236,7 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.ET_BAD_REFERENCE: ("an index in an ExecuTorch program points at no value, segment or payload", _E),
     ErrorCode.ET_SEGMENT_OUT_OF_BOUNDS: ("an ExecuTorch segment or payload extends past the end of its file", _E),
     ErrorCode.ET_BAD_VALUE: ("an ExecuTorch field holds a value its schema does not allow", _E),
+    ErrorCode.ET_BAD_PACKAGE: ("a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules", _E),
 }
 
 

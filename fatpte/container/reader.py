@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 class Container:
     """An open container. Use as a context manager; views it hands out stay valid until close."""
 
+    # Whether payload bytes cost requests (a container at a URL): operations that would read
+    # them only to describe the container leave them unread (fatpte/container/remote.py).
+    is_remote = False
+
     def __init__(self, buf: BytesLike, *, source: str | None = None, fd: int | None = None,
                  size: int | None = None) -> None:
         """`buf` is the whole container; or, with `size`, the first bytes of a file of `size`

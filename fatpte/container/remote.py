@@ -40,6 +40,8 @@ class RemoteContainer(Container):
     `Policy.range_size`); `stream()` and `copy_range()` hold at most a few MiB whatever the size.
     `buffer` and `fileno` do not exist: nothing is mapped."""
 
+    is_remote = True
+
     def __init__(self, remote: RemoteFile) -> None:
         self.remote = remote
         self._manifest_range: tuple[int, bytes] | None = None

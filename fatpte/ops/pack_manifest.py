@@ -33,7 +33,7 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
         return b""
     entries: list[ManifestEntry] = []
     for i, (s, src) in enumerate(zip(specs, sources)):
-        label = f"specializations[{i}]"
+        label = f"specialization[{i}]"
         digest = parse_source_digest(s.source_digest, f"{label}.source_digest")
         prov = parse_provenance(s.provenance, f"{label}.provenance")
         backends = parse_executorch_backends(s.executorch_backends, f"{label}.executorch_backends")
@@ -60,7 +60,7 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
                                     [seg.source.size for seg in nd.segments])
     if problems:
         code, path, message, _ = problems[0]
-        raise FatpteError(code, message, field=path.replace("manifest.entries", "specializations"))
+        raise FatpteError(code, message, field=path.replace("manifest.entries", "specialization"))
     data = encode(manifest)
     if len(data) > L.MAX_MANIFEST_SIZE:
         raise FatpteError(ErrorCode.MANIFEST_TOO_LARGE, f"the manifest would be {len(data)} bytes, above the "

@@ -90,6 +90,7 @@ typedef enum fatpte_status {
   FATPTE_E_ET_BAD_REFERENCE = 1006, /* E1006: an index in an ExecuTorch program points at no value, segment or payload */
   FATPTE_E_ET_SEGMENT_OUT_OF_BOUNDS = 1007, /* E1007: an ExecuTorch segment or payload extends past the end of its file */
   FATPTE_E_ET_BAD_VALUE = 1008, /* E1008: an ExecuTorch field holds a value its schema does not allow */
+  FATPTE_E_ET_BAD_PACKAGE = 1009, /* E1009: a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules */
 } fatpte_status;
 
 #ifdef __cplusplus
@@ -302,6 +303,7 @@ enum class Error : std::int32_t {
   ET_BAD_REFERENCE = 1006,
   ET_SEGMENT_OUT_OF_BOUNDS = 1007,
   ET_BAD_VALUE = 1008,
+  ET_BAD_PACKAGE = 1009,
 };
 
 struct ErrorInfo {
@@ -396,8 +398,9 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1006, "ET_BAD_REFERENCE", "E1006", "an index in an ExecuTorch program points at no value, segment or payload", "invalid", false},
     {1007, "ET_SEGMENT_OUT_OF_BOUNDS", "E1007", "an ExecuTorch segment or payload extends past the end of its file", "invalid", false},
     {1008, "ET_BAD_VALUE", "E1008", "an ExecuTorch field holds a value its schema does not allow", "invalid", false},
+    {1009, "ET_BAD_PACKAGE", "E1009", "a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules", "invalid", false},
 };
-inline constexpr std::size_t kErrorCount = 82;
+inline constexpr std::size_t kErrorCount = 83;
 
 }  // namespace fatpte
 #endif  // __cplusplus
