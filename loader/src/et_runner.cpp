@@ -137,6 +137,10 @@ std::string bytes_text(std::uint64_t n) {
   return buf;
 }
 
+std::string count(std::size_t n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 std::string join(const std::vector<std::string>& words) {
   std::string out;
   for (const std::string& w : words) out += (out.empty() ? "" : ", ") + w;
@@ -270,9 +274,9 @@ class EtLoaded final : public Loaded {
     if (!damage.ok()) return "damaged";
     if (!m.ok()) return load_method_reason(m.error(), capture);
     method_.emplace(std::move(m.get()));
-    attempt.details.push_back("method '" + method() + "': " + std::to_string(method_->inputs_size()) + " inputs, " +
-                              std::to_string(method_->outputs_size()) + " outputs, " + bytes_text(planned_total) +
-                              " planned in " + std::to_string(planned_.size()) + " buffers, method allocator " +
+    attempt.details.push_back("method '" + method() + "': " + count(method_->inputs_size(), "input") + ", " +
+                              count(method_->outputs_size(), "output") + ", " + bytes_text(planned_total) +
+                              " planned in " + count(planned_.size(), "buffer") + ", method allocator " +
                               bytes_text(method_allocator_.used_size()));
     return "";
   }
@@ -547,7 +551,7 @@ Status load_entry(const Container& c, const Entry& e, const LoadOptions& options
     return Status();
   }
   attempt.details.push_back("ExecuTorch program, method '" + method->name + "' needs " +
-                            (method->backend_ids.empty() ? std::string("no backend (every operator in the kernels)")
+                            (method->backend_ids.empty() ? std::string("no ExecuTorch backend (its operators run on the kernels)")
                                                          : "backends " + join(method->backend_ids)));
   for (const std::string& id : method->backend_ids) {
     const std::string why = backend_ready(id, options, dirs, attempt.library, attempt.details);
@@ -561,8 +565,8 @@ Status load_entry(const Container& c, const Entry& e, const LoadOptions& options
   auto layouts = recorded_layouts(c);
   if (!layouts.ok()) return layouts.error();
   if (!keys.value().empty()) {
-    attempt.details.push_back("named data: " + std::to_string(keys.value().size()) +
-                              " keys of the container served zero-copy");
+    attempt.details.push_back("named data: " + count(keys.value().size(), "key") +
+                              " of the container, served zero-copy");
   }
   auto loaded = std::make_unique<EtLoaded>(e.index, options.method, payload, c, std::move(keys).value(),
                                            std::move(layouts).value(), options);

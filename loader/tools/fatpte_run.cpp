@@ -43,6 +43,8 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
   --backend-map MAP.json  {"search_path": [...], "libraries": {"ID": "PATH", ...}}
   --backend-path DIR      search DIR for backend libraries (repeatable); then FATPTE_BACKEND_PATH
                           (':'-separated), then this build's ExecuTorch library folder
+  --no-default-backends   neither search this build's ExecuTorch library folder nor load its CPU
+                          kernels unless --backend-lib kernels=PATH names them
   --prefer W, --exclude W entry names or backend ids to prefer or leave out (repeatable, or
                           comma-separated)
   --explain               print the selection and every loading step first
@@ -119,6 +121,7 @@ struct RunArgs {
   std::vector<std::string> prefer, exclude, dirs, libraries, maps;
   bool explain = false;
   bool json = false;
+  bool defaults = true;
 };
 
 // --input: one float32 tensor from whitespace-separated numbers.
@@ -200,6 +203,7 @@ int run_with_c_api(const RunArgs& a) {
     }
   }
   if (!a.method.empty()) fatpte_load_options_set_method(options, a.method.c_str());
+  fatpte_load_options_set_defaults(options, a.defaults ? 1 : 0, 1);
 
   fatpte_container* c = nullptr;
   if (fatpte_open_file(a.file.c_str(), &c, &err) != FATPTE_OK) return fail_with(a.file, err);
@@ -345,6 +349,8 @@ int main(int argc, char** argv) {
         a.explain = true;
       } else if (arg == "--json") {
         a.json = true;
+      } else if (arg == "--no-default-backends") {
+        a.defaults = false;
       } else if (arg == "--executorch-log") {
         executorch_log = true;
       } else if ((arg == "--device" || arg == "--prefer" || arg == "--exclude" || arg == "--backend-path" ||
