@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdint>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -22,6 +23,7 @@
 #include <executorch/runtime/executor/method_meta.h>
 #include <executorch/runtime/executor/program.h>
 
+#include "bounded_allocator.hpp"
 #include "et_named_data.hpp"
 #include "et_program.hpp"
 #include "et_runtime.hpp"
@@ -33,80 +35,6 @@ namespace {
 
 namespace R = executorch::runtime;
 using ScalarType = executorch::aten::ScalarType;
-
-// A MemoryAllocator that takes memory from malloc in blocks, as ExecuTorch asks for it, up to a
-// fixed total: a program cannot make the loader reserve more than the limit, and a small
-// program reserves little. reset() keeps the first block for the next round (the temp allocator
-// is reset after each kernel).
-class BoundedAllocator final : public R::MemoryAllocator {
- public:
-  explicit BoundedAllocator(std::uint64_t limit) : MemoryAllocator(0, nullptr), limit_(limit) {}
-  ~BoundedAllocator() override {
-    for (Block& b : blocks_) std::free(b.base);
-  }
-  BoundedAllocator(const BoundedAllocator&) = delete;
-  BoundedAllocator& operator=(const BoundedAllocator&) = delete;
-
-  void* allocate(size_t size, size_t alignment = kDefaultAlignment) override {
-    if (alignment == 0 || (alignment & (alignment - 1)) != 0) return nullptr;
-    if (!blocks_.empty()) {
-      if (void* p = bump(blocks_.back(), size, alignment)) return p;
-    }
-    const std::uint64_t need = std::uint64_t{size} + alignment;
-    const std::uint64_t block = std::max<std::uint64_t>(kBlockBytes, need);
-    if (need < size || block > limit_ - std::min(limit_, reserved_)) {
-      exceeded_ = true;
-      return nullptr;
-    }
-    void* base = std::malloc(static_cast<size_t>(block));
-    if (base == nullptr) return nullptr;
-    blocks_.push_back(Block{static_cast<std::uint8_t*>(base), static_cast<size_t>(block), 0});
-    reserved_ += block;
-    peak_ = std::max(peak_, reserved_);
-    return bump(blocks_.back(), size, alignment);
-  }
-
-  void reset() override {
-    while (blocks_.size() > 1) {
-      reserved_ -= blocks_.back().size;
-      std::free(blocks_.back().base);
-      blocks_.pop_back();
-    }
-    if (!blocks_.empty()) blocks_[0].used = 0;
-    used_ = 0;
-  }
-
-  size_t used_size() const override { return static_cast<size_t>(used_); }
-  size_t free_size() const override { return static_cast<size_t>(limit_ - std::min(limit_, reserved_)); }
-  std::uint64_t peak() const noexcept { return peak_; }
-  bool exceeded() const noexcept { return exceeded_; }
-  std::uint64_t limit() const noexcept { return limit_; }
-
- private:
-  static constexpr std::uint64_t kBlockBytes = 64 * 1024;
-  struct Block {
-    std::uint8_t* base;
-    size_t size;
-    size_t used;
-  };
-
-  void* bump(Block& b, size_t size, size_t alignment) {
-    const auto at = reinterpret_cast<std::uintptr_t>(b.base) + b.used;
-    const std::uintptr_t aligned = (at + alignment - 1) & ~static_cast<std::uintptr_t>(alignment - 1);
-    const size_t start = static_cast<size_t>(aligned - reinterpret_cast<std::uintptr_t>(b.base));
-    if (start > b.size || size > b.size - start) return nullptr;
-    b.used = start + size;
-    used_ += size;
-    return b.base + start;
-  }
-
-  std::uint64_t limit_;
-  std::uint64_t reserved_ = 0;
-  std::uint64_t used_ = 0;
-  std::uint64_t peak_ = 0;
-  bool exceeded_ = false;
-  std::vector<Block> blocks_;
-};
 
 struct FreeDeleter {
   void operator()(std::uint8_t* p) const noexcept { std::free(p); }
@@ -230,11 +158,13 @@ struct StagedInput {
 
 class EtLoaded final : public Loaded {
  public:
-  EtLoaded(std::uint32_t index, std::string method, Bytes payload, const Container& container,
+  // `payload` is served in place when it is aligned as ExecuTorch requires; else `copy` holds it.
+  EtLoaded(std::uint32_t index, std::string method, Bytes payload, Buffer copy, const Container& container,
            std::vector<std::pair<std::string, std::uint32_t>> keys, std::map<std::string, Layout> layouts,
            const LoadOptions& options)
       : Loaded(index, std::move(method)),
-        loader_(payload.data, static_cast<size_t>(payload.size)),
+        copy_(std::move(copy)),
+        loader_(copy_ ? copy_.get() : payload.data, static_cast<size_t>(payload.size)),
         data_map_(container, std::move(keys), std::move(layouts)),
         method_allocator_(options.method_allocator_limit),
         temp_allocator_(options.temp_allocator_limit),
@@ -452,6 +382,7 @@ class EtLoaded final : public Loaded {
   }
 
   // Destroyed in reverse: the method before the memory and the program it points into.
+  Buffer copy_;
   executorch::extension::BufferDataLoader loader_;
   ContainerDataMap data_map_;
   std::optional<R::Program> program_;
@@ -568,8 +499,23 @@ Status load_entry(const Container& c, const Entry& e, const LoadOptions& options
     attempt.details.push_back("named data: " + count(keys.value().size(), "key") +
                               " of the container, served zero-copy");
   }
-  auto loaded = std::make_unique<EtLoaded>(e.index, options.method, payload, c, std::move(keys).value(),
-                                           std::move(layouts).value(), options);
+  // ExecuTorch reads the program's flatbuffer in place and needs it aligned to
+  // alignof(max_align_t). Payloads fatpte packs are (64 by default); an entry of a version 1
+  // container, or one packed with a smaller alignment, may not be: only such a payload is copied.
+  Buffer copy;
+  if (reinterpret_cast<std::uintptr_t>(payload.data) % alignof(std::max_align_t) != 0) {
+    copy = zeroed(static_cast<std::size_t>(payload.size));
+    if (!copy) {
+      attempt.outcome = "cannot allocate an aligned copy of the payload (" + bytes_text(payload.size) + ")";
+      return Status();
+    }
+    std::memcpy(copy.get(), payload.data, static_cast<std::size_t>(payload.size));
+    attempt.details.push_back("the payload at " + std::to_string(e.offset) + " is not aligned to " +
+                              std::to_string(alignof(std::max_align_t)) +
+                              " bytes as ExecuTorch needs: copied into an aligned buffer");
+  }
+  auto loaded = std::make_unique<EtLoaded>(e.index, options.method, payload, std::move(copy), c,
+                                           std::move(keys).value(), std::move(layouts).value(), options);
   Status damage;
   const std::string why = loaded->load(attempt, damage);
   if (!damage.ok()) return damage;
