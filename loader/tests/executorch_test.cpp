@@ -230,7 +230,8 @@ CRun run_c(const std::vector<std::uint8_t>& buf, bool withhold_xnnpack, const st
     const fatpte_tensor wrong{FATPTE_DTYPE_INT32, 2, shape, input.data(), input.size() * sizeof(float)};
     EXPECT_EQ(fatpte_execute(l, &wrong, 1, &err), FATPTE_E_INVALID_ARGUMENT);
     EXPECT_STREQ(err.field, "inputs[0]");
-    EXPECT_EQ(fatpte_execute(l, &in, 2, &err), FATPTE_E_INVALID_ARGUMENT);  // two inputs for one
+    const fatpte_tensor two[2] = {in, in};
+    EXPECT_EQ(fatpte_execute(l, two, 2, &err), FATPTE_E_INVALID_ARGUMENT);  // two inputs for one
   }
   fatpte_unload(l);
   fatpte_load_options_free(o);
