@@ -30,9 +30,9 @@ from typing import Any
 import pytest
 from flatbuffers import table
 
+from tests.paths import ROOT
 from tests.scripts import load_script
 
-ROOT = Path(__file__).resolve().parent.parent
 BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
 SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
 FATPTE = [sys.executable, "-m", "fatpte"]

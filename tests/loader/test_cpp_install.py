@@ -16,9 +16,9 @@ from types import ModuleType
 
 import pytest
 
+from tests.paths import ROOT
 from tests.scripts import load_script
 
-ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "loader"
 
 
