@@ -96,17 +96,17 @@ test-py: loader loader-asan
 
 demo: demo-loader
 
-# The loader half of the demo (issue 5): pack the example network for `portable` and `x86_avx2`
-# with shared weights, run the best backend for this machine, then a forced `portable` run.
+# The loader half of the demo (issue 5): pack the example network for `dense_ref` and `dense_avx2`
+# with shared weights, run the best backend for this machine, then a forced `dense_ref` run.
 .PHONY: demo-loader
 demo-loader: loader
 	$(PY) loader/examples/dense_example.py $(BUILD)/demo-loader
 	$(LOADER_OUT)/fatpte-run $(BUILD)/demo-loader/dense.nfat --backend-path $(LOADER_OUT)/backends \
 		--input $(BUILD)/demo-loader/dense-input.txt --explain
 	$(LOADER_OUT)/fatpte-run $(BUILD)/demo-loader/dense.nfat --backend-path $(LOADER_OUT)/backends \
-		--input $(BUILD)/demo-loader/dense-input.txt --exclude x86_avx2
+		--input $(BUILD)/demo-loader/dense-input.txt --exclude dense_avx2
 
-# The `aarch64_neon` example backend (issue 5), checked on any Linux x86_64 machine: cross-built
+# The `dense_neon` example backend (issue 5), checked on any Linux x86_64 machine: cross-built
 # with Debian's g++-aarch64-linux-gnu (loader/cmake/aarch64-linux-gnu.cmake, no GoogleTest) and
 # run under qemu-aarch64 (both installed here when missing). Not part of `make test`.
 LOADER_AARCH64 := $(BUILD)/loader-aarch64
@@ -123,12 +123,12 @@ loader-aarch64: $(STAMP)
 		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/$(LOADER_SRC)/cmake/aarch64-linux-gnu.cmake -DFATPTE_BUILD_TESTS=OFF \
 		-DFATPTE_EXECUTORCH=OFF \
 		"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
-	cmake --build $(LOADER_AARCH64) -j$(JOBS) --target fatpte-run fatpte_backend_portable fatpte_backend_aarch64_neon
+	cmake --build $(LOADER_AARCH64) -j$(JOBS) --target fatpte-run fatpte_backend_dense_ref fatpte_backend_dense_neon
 
 test-aarch64: loader-aarch64
 	$(PY) loader/examples/dense_example.py --aarch64 $(BUILD)/demo-aarch64
 	$(AARCH64_RUN) --explain
-	$(AARCH64_RUN) --exclude aarch64_neon
+	$(AARCH64_RUN) --exclude dense_neon
 	$(BIN)/pytest tests/loader/test_aarch64.py
 
 # Regenerate what is derived from layout.py and errors.py after changing them:
