@@ -40,7 +40,7 @@ def run(qemu: list[str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*qemu, *args], check=False, capture_output=True, text=True, timeout=120)
 
 
-def test_neon_runs_and_matches_portable_and_python(qemu: list[str], tmp_path: Path) -> None:
+def test_neon_runs_and_matches_dense_ref_and_python(qemu: list[str], tmp_path: Path) -> None:
     ex = _example()
     container = ex.pack_example(tmp_path / "dense.nfat", neon=True)
     values = ex.example_input()
