@@ -94,7 +94,15 @@ test-cpp: loader loader-asan
 # The Python suite compares the loader with Python (tests/loader/test_cpp_parity.py): build it first.
 test-py: loader loader-asan
 
-demo: demo-loader
+demo: demo-loader demo-executorch
+
+# A real model (issue 13): the XNNPACK and portable lowerings of the committed mlp fixture packed
+# into one container, run by fatpte-run with ExecuTorch's runtime and libraries (XNNPACK chosen),
+# then with the XNNPACK library withheld (the fallback to portable, its reason printed); both
+# outputs are compared with the eager outputs recorded for the fixture.
+.PHONY: demo-executorch
+demo-executorch: loader
+	$(PY) loader/examples/executorch_example.py $(BUILD)/demo-executorch mlp
 
 # The loader half of the demo (issue 5): pack the example network for `dense_ref` and `dense_avx2`
 # with shared weights, run the best backend for this machine, then a forced `dense_ref` run.
@@ -222,7 +230,7 @@ ET_PINS  := flatbuffers==25.12.19 numpy==2.4.6 packaging==26.3 pyyaml==6.0.3 rua
 $(ET_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV_ET)
 	$(VENV_ET)/bin/pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(VENV_ET)/bin/pip install --quiet --disable-pip-version-check --no-deps executorch==1.5.1 torchao==0.18.0
+	$(VENV_ET)/bin/pip install --quiet --disable-pip-version-check --no-deps executorch==$(ET_VERSION) torchao==0.18.0
 	$(VENV_ET)/bin/pip install --quiet --disable-pip-version-check $(ET_PINS)
 	$(VENV_ET)/bin/pip install --quiet --disable-pip-version-check -e .
 	touch $@

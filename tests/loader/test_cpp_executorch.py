@@ -208,7 +208,9 @@ def test_damaged_payload_or_segment_is_refused_by_its_checksum(exe: Path, tmp_pa
     _corrupt(seg, segment["offset"])
     proc = run(exe, seg, calls)
     assert proc.returncode == 1
-    assert f"E0305 at 0x" in proc.stderr and "(segments[0].checksum): segment 0 " in proc.stderr
+    record = 64 + 104 * len(doc["entries"]) + 32 * segment["index"] + 20  # segment records follow; checksum at 20
+    assert (f"E0305 at {record:#x} (segments[0].checksum): segment 0 "
+            f"({segment['offset']:#x}..{segment['offset'] + segment['size']:#x}) has CRC32C ") in proc.stderr
 
 
 def _segment_fields(program: bytes, index: int) -> tuple[int, int]:
