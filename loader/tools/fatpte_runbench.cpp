@@ -1,0 +1,132 @@
+// fatpte_runbench: the measurements of the runner benchmark (bench/op_runtime.py) that need to be
+// inside a process or to look at the page cache.
+//
+//   fatpte_runbench evict FILE
+//       fdatasync and posix_fadvise(DONTNEED) the file: none of its pages stays in the page cache
+//   fatpte_runbench residency FILE
+//       for each entry payload and named-data segment of the container, how many of its bytes are
+//       in the page cache (mincore over a fresh mapping, which itself reads nothing): one line
+//       `region KIND INDEX NAME OFFSET SIZE RESIDENT`
+//   fatpte_runbench load FILE CALLS.json [--backend-lib ID=PATH]...
+//       open, select for this host, load and run the first call, as fatpte-run does, then print
+//       `load_us=N mapping_rss=BYTES mapping_size=BYTES chosen=NAME`: the time from open to the
+//       first call's outputs, and how much of the container's mapping this process has resident
+//       (Rss of the mapping in /proc/self/smaps)
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fatpte/device.hpp"
+#include "fatpte/dispatch.hpp"
+#include "fatpte/fatpte.hpp"
+#include "fatpte/select.hpp"
+#include "fatpte/tensor.hpp"
+
+namespace {
+
+int evict(const char* path) {
+  const int fd = open(path, O_RDONLY);
+  if (fd < 0) return std::perror(path), 1;
+  const int rc = fdatasync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0 ? 0 : 1;
+  close(fd);
+  return rc;
+}
+
+std::uint64_t resident(const std::uint8_t* base, std::uint64_t offset, std::uint64_t size, const unsigned char* vec,
+                       std::uint64_t page) {
+  std::uint64_t n = 0;
+  for (std::uint64_t p = offset / page; size != 0 && p <= (offset + size - 1) / page; ++p) {
+    if (vec[p] & 1) {
+      const std::uint64_t lo = std::max(offset, p * page), hi = std::min(offset + size, (p + 1) * page);
+      n += hi - lo;
+    }
+  }
+  (void)base;
+  return n;
+}
+
+int residency(const char* path) {
+  auto opened = fatpte::Container::open_file(path);
+  if (!opened.ok()) return std::fprintf(stderr, "%s\n", opened.error().describe().c_str()), 1;
+  const fatpte::Container& c = *opened.value();
+  const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  const std::uint64_t pages = (c.bytes().size + page - 1) / page;
+  std::vector<unsigned char> vec(pages);
+  // The container's own mapping is page-aligned; mincore reads no byte of it. (Opening read the
+  // header and tables, which lie before every payload.)
+  if (mincore(const_cast<std::uint8_t*>(c.bytes().data), c.bytes().size, vec.data()) != 0) {
+    return std::perror("mincore"), 1;
+  }
+  for (const fatpte::Entry& e : c.entries()) {
+    std::printf("region entry %u %s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", e.index, e.name.c_str(), e.offset, e.size,
+                resident(c.bytes().data, e.offset, e.size, vec.data(), page));
+  }
+  for (const fatpte::Segment& s : c.segments()) {
+    std::printf("region segment %u - %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", s.index, s.offset, s.size,
+                resident(c.bytes().data, s.offset, s.size, vec.data(), page));
+  }
+  return 0;
+}
+
+std::uint64_t mapping_rss(const void* at) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  const auto addr = reinterpret_cast<std::uintptr_t>(at);
+  while (std::getline(smaps, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+      inside = addr >= lo && addr < hi;
+    } else if (inside && line.rfind("Rss:", 0) == 0) {
+      return std::stoull(line.substr(4)) * 1024;
+    }
+  }
+  return 0;
+}
+
+int load(int argc, char** argv) {
+  fatpte::LoadOptions options;
+  for (int i = 4; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--backend-lib") != 0 || !fatpte::set_backend_library(options, argv[i + 1]).ok()) {
+      return std::fprintf(stderr, "unexpected argument %s\n", argv[i]), 2;
+    }
+  }
+  fatpte::set_executorch_log(false);
+  auto calls = fatpte::calls_from_file(argv[3]);
+  if (!calls.ok() || calls.value().empty()) return std::fprintf(stderr, "no calls in %s\n", argv[3]), 2;
+  const fatpte::DeviceProfile host = fatpte::probe_host();
+  const auto start = std::chrono::steady_clock::now();
+  auto opened = fatpte::Container::open_file(argv[2]);
+  if (!opened.ok()) return std::fprintf(stderr, "%s\n", opened.error().describe().c_str()), 1;
+  const fatpte::Container& c = *opened.value();
+  auto selection = fatpte::select(c, host, {}, {});
+  if (!selection.ok()) return std::fprintf(stderr, "%s\n", selection.error().describe().c_str()), 3;
+  auto dispatch = fatpte::load(c, selection.value(), host, options);
+  if (!dispatch.ok()) return std::fprintf(stderr, "%s\n", dispatch.error().describe().c_str()), 3;
+  auto outputs = dispatch.value().loaded->run(calls.value()[0].inputs);
+  if (!outputs.ok()) return std::fprintf(stderr, "%s\n", outputs.error().describe().c_str()), 1;
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  std::printf("load_us=%.1f mapping_rss=%" PRIu64 " mapping_size=%" PRIu64 " chosen=%s\n", us,
+              mapping_rss(c.bytes().data), c.bytes().size, c.entries()[dispatch.value().loaded->index()].name.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "evict") == 0) return evict(argv[2]);
+  if (argc == 3 && std::strcmp(argv[1], "residency") == 0) return residency(argv[2]);
+  if (argc >= 4 && std::strcmp(argv[1], "load") == 0) return load(argc, argv);
+  std::fprintf(stderr,
+               "usage: fatpte_runbench evict FILE | residency FILE | load FILE CALLS.json [--backend-lib ID=PATH]...\n");
+  return 2;
+}
