@@ -15,7 +15,8 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import op_api, op_extract, op_info_select, op_loader, op_pack, op_scale, op_startup, op_validate
+from bench import (op_api, op_extract, op_info_select, op_loader, op_pack, op_runtime, op_scale, op_startup,
+                   op_validate)
 from bench.commands import Commands
 from bench.harness import ROOT, Context, Section, machine
 
@@ -32,6 +33,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "api": op_api.measure,
     "scale": op_scale.measure,
     "loader": op_loader.measure,
+    "runtime": op_runtime.measure,
 }
 
 

@@ -91,7 +91,7 @@ Opened open_library(const std::string& path) {
     return out;
   }
   dlerror();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_GLOBAL);
   if (handle == nullptr) {
     const char* err = dlerror();
     out.error = err != nullptr ? err : "unknown error";

@@ -6,7 +6,8 @@
 //   fatpte_runbench residency FILE
 //       for each entry payload and named-data segment of the container, how many of its bytes are
 //       in the page cache (mincore over a fresh mapping, which itself reads nothing): one line
-//       `region KIND INDEX NAME OFFSET SIZE RESIDENT`
+//       `region KIND INDEX NAME OFFSET SIZE RESIDENT`, each followed by `run START LENGTH` for each
+//       run of its resident bytes
 //   fatpte_runbench load FILE CALLS.json [--backend-lib ID=PATH]...
 //       open, select for this host, load and run the first call, as fatpte-run does, then print
 //       `load_us=N mapping_rss=BYTES mapping_size=BYTES chosen=NAME`: the time from open to the
@@ -16,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -23,6 +25,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fatpte/device.hpp"
@@ -41,17 +44,30 @@ int evict(const char* path) {
   return rc;
 }
 
-std::uint64_t resident(const std::uint8_t* base, std::uint64_t offset, std::uint64_t size, const unsigned char* vec,
-                       std::uint64_t page) {
+// The bytes of [offset, offset + size) in resident pages, and those bytes as runs (start, length).
+std::uint64_t resident(std::uint64_t offset, std::uint64_t size, const unsigned char* vec, std::uint64_t page,
+                       std::vector<std::pair<std::uint64_t, std::uint64_t>>& runs) {
   std::uint64_t n = 0;
   for (std::uint64_t p = offset / page; size != 0 && p <= (offset + size - 1) / page; ++p) {
     if (vec[p] & 1) {
       const std::uint64_t lo = std::max(offset, p * page), hi = std::min(offset + size, (p + 1) * page);
       n += hi - lo;
+      if (!runs.empty() && runs.back().first + runs.back().second == lo) {
+        runs.back().second += hi - lo;
+      } else {
+        runs.emplace_back(lo, hi - lo);
+      }
     }
   }
-  (void)base;
   return n;
+}
+
+void print_region(const char* kind, std::uint32_t index, const std::string& name, std::uint64_t offset,
+                  std::uint64_t size, const unsigned char* vec, std::uint64_t page) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> runs;
+  const std::uint64_t n = resident(offset, size, vec, page, runs);
+  std::printf("region %s %u %s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", kind, index, name.c_str(), offset, size, n);
+  for (const auto& r : runs) std::printf("run %" PRIu64 " %" PRIu64 "\n", r.first, r.second);
 }
 
 int residency(const char* path) {
@@ -66,14 +82,8 @@ int residency(const char* path) {
   if (mincore(const_cast<std::uint8_t*>(c.bytes().data), c.bytes().size, vec.data()) != 0) {
     return std::perror("mincore"), 1;
   }
-  for (const fatpte::Entry& e : c.entries()) {
-    std::printf("region entry %u %s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", e.index, e.name.c_str(), e.offset, e.size,
-                resident(c.bytes().data, e.offset, e.size, vec.data(), page));
-  }
-  for (const fatpte::Segment& s : c.segments()) {
-    std::printf("region segment %u - %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", s.index, s.offset, s.size,
-                resident(c.bytes().data, s.offset, s.size, vec.data(), page));
-  }
+  for (const fatpte::Entry& e : c.entries()) print_region("entry", e.index, e.name, e.offset, e.size, vec.data(), page);
+  for (const fatpte::Segment& s : c.segments()) print_region("segment", s.index, "-", s.offset, s.size, vec.data(), page);
   return 0;
 }
 

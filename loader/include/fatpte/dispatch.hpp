@@ -6,7 +6,7 @@
 //   loaded with ExecuTorch's own runtime (libexecutorch.so, linked) from the container's mapping,
 //   zero-copy, the shared named data served through ExecuTorch's NamedDataMap interface. The
 //   ExecuTorch backends a method needs are read from the program's delegates first; their
-//   libraries are loaded at run time (dlopen RTLD_NOW | RTLD_GLOBAL) from what the caller
+//   libraries are loaded at run time (dlopen RTLD_LAZY | RTLD_GLOBAL) from what the caller
 //   configures, and ExecuTorch's registry is asked whether each one is registered and available.
 //   Built only with the ExecuTorch SDK (CMake option FATPTE_EXECUTORCH); without it such entries
 //   are skipped with that reason.
