@@ -407,6 +407,15 @@ std::string backend_ready(const std::string& id, const LoadOptions& options, con
   if (configured != options.libraries.end() && configured->second.empty()) {
     return "needs ExecuTorch backend " + id + ": withheld by the caller (--backend-lib " + id + "=)";
   }
+  // A library name derived from the program's own bytes must stay a plain file name searched in the
+  // caller's folders: an id outside [A-Za-z0-9_] (a '/', "..") is never turned into one.
+  const bool plain_id = !id.empty() && id.size() <= 128 && std::all_of(id.begin(), id.end(), [](char ch) {
+    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_';
+  });
+  if (configured == options.libraries.end() && !plain_id && R::get_backend_class(id.c_str()) == nullptr) {
+    return "needs ExecuTorch backend '" + id + "': no library is looked up for an id that is not letters, " +
+           "digits and '_'";
+  }
   const std::string file = configured != options.libraries.end() ? configured->second : executorch_library_name(id);
   library = file;
   if (R::get_backend_class(id.c_str()) == nullptr) {

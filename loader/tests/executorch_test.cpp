@@ -19,6 +19,7 @@
 #include "et_program.hpp"
 #include "fatpte/fatpte.h"
 #include "fatpte/fatpte.hpp"
+#include "program_generated.h"
 
 namespace {
 
@@ -263,6 +264,29 @@ TEST(EtCApi, ProgramsWithoutManifestDataRunAndFallBack) {
   ASSERT_EQ(fallback.outputs.size(), 1u);
   EXPECT_EQ(fast.outputs[0].size(), 3u);
   EXPECT_TRUE(close(fast.outputs[0], fallback.outputs[0]));
+}
+
+TEST(EtCApi, ABackendIdFromTheProgramNeverBecomesAPath) {
+  std::vector<std::uint8_t> program = fixture("add_xnnpack.pte");
+  const auto* id = executorch_flatbuffer::GetProgram(program.data())->execution_plan()->Get(0)->delegates()->Get(0)->id();
+  ASSERT_EQ(id->str(), "XnnpackBackend");
+  const std::size_t at = reinterpret_cast<const std::uint8_t*>(id->c_str()) - program.data();
+  std::memcpy(&program[at], "../../../evil_", 14);  // the same length: the flatbuffer stays valid
+  const auto buf = fatpte::testing::build_v2({{"xnnpack", "xnnpack", program}});
+  fatpte_error err;
+  fatpte_container* c = nullptr;
+  ASSERT_EQ(fatpte_open_memory(buf.data(), buf.size(), &c, &err), FATPTE_OK);
+  fatpte_selection* s = nullptr;
+  ASSERT_EQ(fatpte_select(c, nullptr, nullptr, 0, nullptr, 0, &s, &err), FATPTE_OK);
+  fatpte_loaded* l = nullptr;
+  EXPECT_EQ(fatpte_load_with(c, s, nullptr, &l, &err), FATPTE_E_NO_SPECIALIZATION_FITS);
+  EXPECT_NE(std::string(fatpte_last_message())
+                .find("needs ExecuTorch backend '../../../evil_': no library is looked up for an id that is not "
+                      "letters, digits and '_'"),
+            std::string::npos)
+      << fatpte_last_message();
+  fatpte_selection_free(s);
+  fatpte_close(c);
 }
 
 TEST(EtCApi, VersionOneContainersAndStateAcrossCalls) {
