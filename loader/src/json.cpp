@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -65,6 +66,7 @@ class Parser {
 
   Status object(Value& v, int depth) {
     v.kind = Value::kObject;
+    std::set<std::string> seen;  // not a scan of the members: an object may hold many keys
     ++p_;
     ws();
     if (p_ < t_.size() && t_[p_] == '}') {
@@ -76,7 +78,7 @@ class Parser {
       if (p_ >= t_.size() || t_[p_] != '"') return bad("expected a string key");
       std::string key;
       FATPTE_RETURN_IF_ERROR(string(key));
-      if (v.find(key) != nullptr) return bad(("the key \"" + key + "\" appears twice").c_str());
+      if (!seen.insert(key).second) return bad(("the key \"" + key + "\" appears twice").c_str());
       ws();
       if (p_ >= t_.size() || t_[p_] != ':') return bad("expected ':'");
       ++p_;
