@@ -274,15 +274,17 @@ std::string read_text(const char* path) {
   // Bounded at 4 MiB, like probe_linux._read_text, and read in pieces: zero-filling the whole
   // bound up front made every probe touch 4 MiB (the peak RSS of a fatpte-run run).
   constexpr std::size_t kLimit = 4u << 20;
-  std::string out;
-  char buf[16384];
-  while (out.size() < kLimit) {
-    const ssize_t n = ::read(fd, buf, std::min(sizeof buf, kLimit - out.size()));
+  std::string out(4096, '\0');  // /proc files report no size: grow as they fill it
+  std::size_t used = 0;
+  while (used < kLimit) {
+    if (used == out.size()) out.resize(std::min(out.size() * 2, kLimit));
+    const ssize_t n = ::read(fd, &out[used], out.size() - used);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
+    used += static_cast<std::size_t>(n);
   }
   ::close(fd);
+  out.resize(used);
   return out;
 }
 
@@ -370,7 +372,9 @@ void probe_macos(DeviceProfile& p) {
 
 }  // namespace
 
-DeviceProfile probe_host() {
+DeviceProfile probe_host() { return probe_host(true); }
+
+DeviceProfile probe_host(bool accelerators) {
   DeviceProfile p;
   p.name = "host";
 #if defined(__x86_64__)
@@ -412,6 +416,7 @@ DeviceProfile probe_host() {
 #endif
   probe_macos(p);
 #endif
+  if (!accelerators) return p;
   std::vector<Accelerator> cuda = probe_cuda();
   p.accelerators.insert(p.accelerators.end(), cuda.begin(), cuda.end());
   return p;

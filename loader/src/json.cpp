@@ -1,6 +1,11 @@
 // The loader's JSON reader (json.hpp).
 #include "json.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -289,25 +294,39 @@ Result<std::uint64_t> to_uint64(const Value& v, const std::string& field) {
 }
 
 Result<std::string> read_file(const std::string& path, std::uint64_t limit) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     return fail(Error::IO_ERROR, kNoOffset, "", "cannot read %s: %s", path.c_str(), std::strerror(errno));
   }
+  // Read straight into the string, sized from fstat (a pipe or /proc file reports 0 and grows
+  // it): a large buffer on the stack cost a page fault per 4 KiB before the first byte was read.
+  struct stat sb;
   std::string out;
-  char buf[1 << 16];
+  out.resize(fstat(fd, &sb) == 0 && sb.st_size > 0 ? static_cast<std::size_t>(std::min<std::uint64_t>(
+                                                         static_cast<std::uint64_t>(sb.st_size) + 1, limit + 1))
+                                                   : 4096);
+  std::size_t used = 0;
   for (;;) {
-    const std::size_t n = std::fread(buf, 1, sizeof buf, f);
-    out.append(buf, n);
-    if (out.size() > limit) {
-      std::fclose(f);
-      return fail(Error::INVALID_ARGUMENT, kNoOffset, "", "%s is larger than the limit of %llu bytes", path.c_str(),
-                  static_cast<unsigned long long>(limit));
+    if (used == out.size()) {
+      if (out.size() > limit) break;
+      out.resize(std::min<std::uint64_t>(out.size() * 2, limit + 1));
     }
-    if (n < sizeof buf) break;
+    const ssize_t n = ::read(fd, &out[used], out.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return fail(Error::IO_ERROR, kNoOffset, "", "cannot read %s: %s", path.c_str(), std::strerror(err));
+    }
+    if (n == 0) break;
+    used += static_cast<std::size_t>(n);
   }
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return fail(Error::IO_ERROR, kNoOffset, "", "cannot read %s", path.c_str());
+  ::close(fd);
+  out.resize(used);
+  if (used > limit) {
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, "", "%s is larger than the limit of %llu bytes", path.c_str(),
+                static_cast<unsigned long long>(limit));
+  }
   return out;
 }
 

@@ -128,6 +128,19 @@ Result<std::map<std::string, Requirements>> manifest_requirements(const Containe
   return out;
 }
 
+}  // namespace
+
+bool requires_accelerators(const Container& c) {
+  auto reqs = manifest_requirements(c);
+  if (!reqs.ok()) return true;
+  for (const auto& kv : reqs.value()) {
+    if (!kv.second.accelerators.empty()) return true;
+  }
+  return false;
+}
+
+namespace {
+
 std::pair<std::uint64_t, std::uint64_t> version_pair(const std::string& text) {
   const char* p = text.c_str();
   char* end = nullptr;

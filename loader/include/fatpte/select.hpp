@@ -67,6 +67,9 @@ Result<Selection> select(const Container& container, const DeviceProfile& device
 // eligible (what `--select-only --json` prints then, as Python's SelectionError.report).
 Result<Selection> assess(const Container& container, const DeviceProfile& device,
                          const std::vector<std::string>& prefer, const std::vector<std::string>& exclude);
+// Whether any entry of the container states an accelerator requirement (true when the manifest
+// cannot be read, so that select() reports its error on a fully probed device).
+bool requires_accelerators(const Container& container);
 // Python's Selection.explain(): the device, the chosen entry, and one line per entry.
 std::string explain(const Container& container, const Selection& selection);
 // The same from the container's entries, for a caller that keeps them beyond the container.
