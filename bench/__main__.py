@@ -15,8 +15,17 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import (op_api, op_extract, op_info_select, op_loader, op_pack, op_runtime, op_scale, op_startup,
-                   op_validate)
+from bench import (
+    op_api,
+    op_extract,
+    op_info_select,
+    op_loader,
+    op_pack,
+    op_runtime,
+    op_scale,
+    op_startup,
+    op_validate,
+)
 from bench.commands import Commands
 from bench.harness import ROOT, Context, Section, machine
 

@@ -2,6 +2,9 @@
 #include "et_named_data.hpp"
 
 #include <algorithm>
+#include <set>
+#include <cinttypes>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -17,10 +20,62 @@ using executorch::runtime::FreeableBuffer;
 using executorch::runtime::Span;
 using executorch::runtime::TensorLayout;
 
-Result<std::map<std::string, Layout>> recorded_layouts(const Container& container) {
+Result<std::map<std::string, Layout>> recorded_layouts(
+    const Container& container, const std::vector<std::pair<std::string, std::uint32_t>>& keys) {
+  std::map<std::string, Layout> out;
+  std::set<std::string> wanted;
+  for (const auto& k : keys) wanted.insert(k.first);
   auto manifest = verified_manifest(container);
   if (!manifest.ok()) return manifest.error();
-  return std::map<std::string, Layout>();
+  if (manifest.value() == nullptr || manifest.value()->named_data() == nullptr) return out;
+  for (const M::NamedData* nd : *manifest.value()->named_data()) {
+    const M::TensorLayout* lay = nd->layout();
+    if (lay == nullptr) continue;  // raw bytes: a delegate's blob
+    const std::string key = nd->key()->str();
+    if (wanted.count(key) == 0) continue;  // another entry's
+    const LayoutDtype* dtype = layout_dtype(lay->dtype()->c_str());
+    // The value rules (E0418, E0419) are validate's; the runner checks what it relies on before it
+    // answers ExecuTorch: a known dtype, sizes >= 0, a permutation, and the segment's exact size
+    // (ExecuTorch reads the tensor's bytes from the buffer get_data returns).
+    const std::string field = "manifest.named_data." + key + ".layout";
+    FATPTE_CHECK(dtype != nullptr, Error::MANIFEST_VALUE_INVALID, container.header().manifest_offset, field,
+                 "named-data key '%s': dtype '%s' is not a dtype of specs/nfat-manifest.md 3.3", key.c_str(),
+                 lay->dtype()->c_str());
+    Layout l;
+    l.scalar_type = dtype->scalar_type;
+    std::uint64_t nbytes = dtype->bytes;
+    if (lay->sizes() != nullptr) {
+      for (const std::int32_t d : *lay->sizes()) {
+        FATPTE_CHECK(d >= 0, Error::MANIFEST_VALUE_INVALID, container.header().manifest_offset, field,
+                     "named-data key '%s': a size is %d", key.c_str(), d);
+        l.sizes.push_back(d);
+        nbytes = d == 0 || nbytes <= UINT64_MAX / static_cast<std::uint64_t>(d) ? nbytes * static_cast<std::uint64_t>(d)
+                                                                                  : UINT64_MAX;
+      }
+    }
+    if (lay->dim_order() != nullptr && lay->dim_order()->size() != 0) {
+      l.dim_order.assign(lay->dim_order()->begin(), lay->dim_order()->end());
+    } else {
+      for (std::size_t d = 0; d < l.sizes.size(); ++d) l.dim_order.push_back(static_cast<std::uint8_t>(d));
+    }
+    std::vector<bool> seen(l.sizes.size(), false);
+    bool permutation = l.dim_order.size() == l.sizes.size();
+    for (std::uint8_t d : l.dim_order) {
+      permutation = permutation && d < seen.size() && !seen[d];
+      if (permutation) seen[d] = true;
+    }
+    FATPTE_CHECK(permutation, Error::MANIFEST_VALUE_INVALID, container.header().manifest_offset, field,
+                 "named-data key '%s': dim_order is not a permutation of its %zu dimensions", key.c_str(),
+                 l.sizes.size());
+    if (nd->segment() < container.segments().size()) {
+      const std::uint64_t have = container.segments()[nd->segment()].size;
+      FATPTE_CHECK(nbytes == have, Error::NAMED_DATA_LAYOUT_MISMATCH, container.header().manifest_offset, field,
+                   "named-data key '%s': its layout describes %" PRIu64 " bytes, its segment %u holds %" PRIu64,
+                   key.c_str(), nbytes, nd->segment(), have);
+    }
+    out.emplace(key, std::move(l));
+  }
+  return out;
 }
 
 Result<std::vector<std::pair<std::string, std::uint32_t>>> entry_named_data(const Container& container,

@@ -34,10 +34,13 @@ struct Layout {
   std::vector<std::uint8_t> dim_order;
 };
 
-// The tensor layout the container records per named-data key. Revision 1 of the manifest records
-// none, so this is empty and get_tensor_layout() answers NotImplemented for every key; the
-// manifest's layouts, once it carries them, are read here and nowhere else.
-Result<std::map<std::string, Layout>> recorded_layouts(const Container& container);
+// The tensor layout the container records for each of `keys` (manifest revision 2,
+// NamedData.layout; specs/nfat-manifest.md 3.3), read here and nowhere else. A key without one is
+// raw bytes: get_tensor_layout() answers NotImplemented for it. A layout the runner cannot rely on
+// is an error: E0418 (unknown dtype, negative size, not a permutation), E0419 (its bytes differ
+// from its segment's size).
+Result<std::map<std::string, Layout>> recorded_layouts(
+    const Container& container, const std::vector<std::pair<std::string, std::uint32_t>>& keys);
 
 // The named data the entry lists, as (key, segment index) pairs in the manifest's order; empty
 // for a version 1 container or an entry without a manifest entry.

@@ -28,6 +28,7 @@
 #include "et_program.hpp"
 #include "et_runtime.hpp"
 #include "library_search.hpp"
+#include "manifest_view.hpp"
 
 namespace fatpte {
 namespace et {
@@ -473,6 +474,21 @@ void load_operator_libraries(const LoadOptions& options, const std::vector<std::
 Status load_entry(const Container& c, const Entry& e, const LoadOptions& options, const std::vector<std::string>& dirs,
                   Attempt& attempt, std::unique_ptr<Loaded>& out) {
   ensure_runtime();
+  // The backends the manifest says the program needs (revision 2), before a byte of the payload is
+  // read: an entry whose backend is missing is skipped without checksumming or parsing a program
+  // that may be gigabytes. The program's own delegates are checked again below, per method.
+  auto manifest = verified_manifest(c);
+  if (!manifest.ok()) return manifest.error();
+  const nfat::manifest::Entry* me = manifest_entry(manifest.value(), e.name);
+  if (me != nullptr && me->executorch_backends() != nullptr) {
+    for (const ::flatbuffers::String* id : *me->executorch_backends()) {
+      const std::string why = backend_ready(id->str(), options, dirs, attempt.library, attempt.details);
+      if (!why.empty()) {
+        attempt.outcome = why + " (the manifest's executorch_backends; the program was not read)";
+        return Status();
+      }
+    }
+  }
   // Damage first, before anything reads the program: the checksum covers every byte of it.
   FATPTE_RETURN_IF_ERROR(check_payload_integrity(c.bytes(), c.header(), e));
   const Bytes payload = c.payload(e.index).value();
@@ -494,6 +510,11 @@ Status load_entry(const Container& c, const Entry& e, const LoadOptions& options
                             (method->backend_ids.empty() ? std::string("no ExecuTorch backend (its operators run on the kernels)")
                                                          : "backends " + join(method->backend_ids)));
   for (const std::string& id : method->backend_ids) {
+    if (me != nullptr && me->executorch_backends() != nullptr &&
+        std::any_of(me->executorch_backends()->begin(), me->executorch_backends()->end(),
+                    [&](const ::flatbuffers::String* m) { return m->str() == id; })) {
+      continue;  // ready: checked from the manifest above
+    }
     const std::string why = backend_ready(id, options, dirs, attempt.library, attempt.details);
     if (!why.empty()) {
       attempt.outcome = why;
@@ -502,7 +523,7 @@ Status load_entry(const Container& c, const Entry& e, const LoadOptions& options
   }
   auto keys = entry_named_data(c, e);
   if (!keys.ok()) return keys.error();
-  auto layouts = recorded_layouts(c);
+  auto layouts = recorded_layouts(c, keys.value());
   if (!layouts.ok()) return layouts.error();
   if (!keys.value().empty()) {
     attempt.details.push_back("named data: " + count(keys.value().size(), "key") +

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -137,7 +138,7 @@ TEST_F(NamedDataMapTest, ServesTheEntrysKeysZeroCopy) {
   EXPECT_EQ(map.get_data("c.missing").error(), EtError::NotFound);
   EXPECT_EQ(map.get_tensor_layout("c.missing").error(), EtError::NotFound);
   EXPECT_EQ(map.asked_missing(), std::vector<std::string>{"c.missing"});
-  // The manifest records no tensor layouts yet: ExecuTorch is told so, and the key is noted.
+  // A key without a layout is raw bytes: ExecuTorch is told so, and the key is noted.
   EXPECT_EQ(map.get_tensor_layout("a.bias").error(), EtError::NotImplemented);
   EXPECT_EQ(map.layouts_missing(), std::vector<std::string>{"a.bias"});
   EXPECT_TRUE(map.damage().ok());
@@ -159,6 +160,50 @@ TEST_F(NamedDataMapTest, ChecksEachSegmentOnceBeforeHandingItOut) {
   EXPECT_EQ(map.get_data("b.weight").error(), EtError::InvalidExternalData);
   std::vector<std::uint8_t> out(40);
   EXPECT_EQ(map.load_data_into("b.weight", out.data(), out.size()), EtError::InvalidExternalData);
+}
+
+TEST(NamedDataLayouts, AreReadFromTheManifestAndCheckedAgainstTheirSegment) {
+  const std::vector<std::pair<std::string, std::vector<std::uint8_t>>> named = {
+      {"a.bias", std::vector<std::uint8_t>(12, 7)}, {"b.weight", std::vector<std::uint8_t>(48, 9)}};
+  const std::vector<fatpte::testing::Spec> specs = {{"cpu", "portable", std::vector<std::uint8_t>(10, 1)}};
+  auto layouts_of = [&](const std::map<std::string, fatpte::testing::Layout>& layouts) {
+    static std::vector<std::uint8_t> buf;
+    buf = fatpte::testing::build_v2_named(specs, named, layouts);
+    auto c = fatpte::Container::open_memory(buf.data(), buf.size());
+    EXPECT_TRUE(c.ok());
+    auto keys = fatpte::et::entry_named_data(*c.value(), c.value()->entries()[0]);
+    return fatpte::et::recorded_layouts(*c.value(), keys.value());
+  };
+  // b.weight: 2 x 3 x 2 float32 stored channels-last (dim order 0, 2, 1); a.bias: raw bytes.
+  auto ok = layouts_of({{"b.weight", {"float32", {2, 3, 2}, {0, 2, 1}}}});
+  ASSERT_TRUE(ok.ok()) << ok.error().describe();
+  ASSERT_EQ(ok.value().size(), 1u);
+  const fatpte::et::Layout& l = ok.value().at("b.weight");
+  EXPECT_EQ(l.scalar_type, 6);  // ExecuTorch's ScalarType::Float
+  EXPECT_EQ(l.sizes, (std::vector<std::int32_t>{2, 3, 2}));
+  EXPECT_EQ(l.dim_order, (std::vector<std::uint8_t>{0, 2, 1}));
+  auto contiguous = layouts_of({{"a.bias", {"int32", {3}, {}}}});
+  ASSERT_TRUE(contiguous.ok());
+  EXPECT_EQ(contiguous.value().at("a.bias").dim_order, std::vector<std::uint8_t>{0});
+  // What ExecuTorch would read past: a layout of 4 float32 over a 12-byte segment.
+  auto wrong = layouts_of({{"a.bias", {"float32", {4}, {}}}});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().code(), Error::NAMED_DATA_LAYOUT_MISMATCH);
+  EXPECT_EQ(wrong.error().field(), "manifest.named_data.a.bias.layout");
+  auto perm = layouts_of({{"b.weight", {"float32", {2, 3, 2}, {0, 1, 1}}}});
+  ASSERT_FALSE(perm.ok());
+  EXPECT_EQ(perm.error().code(), Error::MANIFEST_VALUE_INVALID);
+  // The map answers ExecuTorch with the recorded layout.
+  std::vector<std::uint8_t> buf = fatpte::testing::build_v2_named(specs, named, {{"b.weight", {"float32", {2, 3, 2}, {}}}});
+  auto c = fatpte::Container::open_memory(buf.data(), buf.size());
+  ASSERT_TRUE(c.ok());
+  auto keys = fatpte::et::entry_named_data(*c.value(), c.value()->entries()[0]).value();
+  fatpte::et::ContainerDataMap map(*c.value(), keys, fatpte::et::recorded_layouts(*c.value(), keys).value());
+  auto layout = map.get_tensor_layout("b.weight");
+  ASSERT_TRUE(layout.ok());
+  EXPECT_EQ(layout->nbytes(), 48u);
+  EXPECT_EQ(layout->sizes().size(), 3u);
+  EXPECT_EQ(static_cast<int>(layout->scalar_type()), 6);
 }
 
 TEST(BoundedAllocator, GrowsInBlocksUpToItsLimit) {

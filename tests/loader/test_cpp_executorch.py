@@ -11,8 +11,9 @@ models carries over. Also: XNNPACK weights moved to the container's shared named
 refused by its CRC32C before ExecuTorch gets its bytes; a program ExecuTorch refuses, or a
 delegate it cannot initialise, falls back with ExecuTorch's error recorded.
 
-Only the command lines are used (`python -m fatpte pack`, `fatpte-run`); the release and ASan
-builds both run. Skipped with the reason when the loader is not built with the ExecuTorch runner;
+Containers are packed with the command line (`python -m fatpte pack`); the two programs that
+fatpte's packer would refuse to read are patched into a packed container, which is then resealed
+with the layout's constants. The release and ASan builds both run. Skipped with the reason when the loader is not built with the ExecuTorch runner;
 `make test` builds it first.
 """
 
@@ -23,19 +24,24 @@ import shutil
 import struct
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import crc32c
 import pytest
 from flatbuffers import table
 
+from fatpte.format import layout as L
 from tests.paths import ROOT
 from tests.scripts import load_script
 
 BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
 SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
 FATPTE = [sys.executable, "-m", "fatpte"]
+ENTRY = L.RECORDS["v2_entry"]
+HEADER = L.RECORDS["v2_header"]
 
 
 def _example() -> ModuleType:
@@ -82,8 +88,11 @@ def test_every_fixture_runs_xnnpack_then_portable_with_the_eager_outputs(exe: Pa
 
     withheld = run(exe, container, calls, "--backend-lib", "XnnpackBackend=", "--explain")
     assert withheld.returncode == 0, withheld.stderr
+    # The manifest (revision 2) says which backends the program needs: the entry is skipped before
+    # a byte of its payload is read.
     assert ("dispatch: xnnpack [xnnpack]: needs ExecuTorch backend XnnpackBackend: withheld by the caller "
-            "(--backend-lib XnnpackBackend=)") in withheld.stdout
+            "(--backend-lib XnnpackBackend=) (the manifest's executorch_backends; the program was not read)"
+            ) in withheld.stdout
     assert "dispatch: portable [portable]: loaded" in withheld.stdout
     chosen, got = outputs(run(exe, container, calls, "--backend-lib", "XnnpackBackend=", "--json"))
     assert chosen == "portable"
@@ -179,6 +188,29 @@ def test_shared_named_data_runs_with_no_ptd_and_a_missing_key_is_named(exe: Path
     assert chosen == "portable"
 
 
+def test_external_weights_run_from_the_container_with_their_layouts(exe: Path, tmp_path: Path) -> None:
+    # A portable program whose weights ExecuTorch exported to a .ptd: packed with --data, the
+    # tensors become the container's named data with their layouts (manifest revision 2), which
+    # ExecuTorch checks against the program before it takes the bytes. No .ptd at run time.
+    ex = _example()
+    fixtures = ex.FIXTURES
+    ptd = fixtures / "mlp_portable_external._default_external_constant.ptd"
+    container = tmp_path / "external.nfat"
+    subprocess.run([*FATPTE, "pack", "-q", "-o", str(container), "--data", str(ptd),
+                    str(fixtures / "mlp_portable_external.pte")], check=True)
+    keys = [nd["key"] for nd in info(container)["named_data"]]
+    assert keys
+    calls = tmp_path / "calls.json"
+    calls.write_text(json.dumps(ex.fixture("mlp_portable_external.pte")["calls"]))
+    proc = run(exe, container, calls, "--explain")
+    assert proc.returncode == 0, proc.stderr
+    assert f"named data: {len(keys)} keys of the container" in proc.stdout
+    chosen, got = outputs(run(exe, container, calls, "--json"))
+    assert chosen == "portable"
+    want = [call["outputs"] for call in ex.fixture("mlp_portable_external.pte")["calls"]]
+    assert ex.mismatches(got, want) == []
+
+
 def _corrupt(path: Path, offset: int) -> None:
     data = bytearray(path.read_bytes())
     data[offset] ^= 0xFF
@@ -228,24 +260,40 @@ def _segment_fields(program: bytes, index: int) -> tuple[int, int]:
     return offset, int(element.Pos + size_field)
 
 
+def _patch_payload(container: Path, name: str, patch: Callable[[bytearray], None]) -> None:
+    """Edit entry `name`'s payload in place and reseal the container (the entry's CRC32C, then the
+    header's): a program fatpte's packer would refuse to read, made valid as a container."""
+    data = bytearray(container.read_bytes())
+    entry = next(e for e in info(container)["entries"] if e["name"] == name)
+    payload = data[entry["offset"]:entry["offset"] + entry["size"]]
+    patch(payload)
+    assert len(payload) == entry["size"]
+    data[entry["offset"]:entry["offset"] + entry["size"]] = payload
+    record = L.V2_HEADER_SIZE + entry["index"] * L.V2_ENTRY_SIZE
+    struct.pack_into("<I", data, record + ENTRY.offsets["checksum"][0], crc32c.crc32c(bytes(payload)))
+    h = dict(zip(HEADER.fields, HEADER.codec.unpack_from(data, 0)))
+    end = h["header_size"] + h["entry_count"] * h["entry_size"] + h["segment_count"] * h["segment_entry_size"]
+    ck = L.HEADER_CHECKSUM_OFFSET
+    struct.pack_into("<I", data, ck, crc32c.crc32c(bytes(data[:ck]) + b"\0\0\0\0" + bytes(data[ck + 4:end])))
+    container.write_bytes(bytes(data))
+    assert subprocess.run([*FATPTE, "validate", str(container)], capture_output=True, check=False).returncode == 0
+
+
 def test_a_program_executorch_refuses_falls_back_with_its_error(exe: Path, tmp_path: Path) -> None:
     ex = _example()
-    fixtures = ex.FIXTURES
-    # The portable program with its constant segment (segments[0]) claiming 1 TiB: a valid
-    # flatbuffer, which Program::load refuses when it loads the constants. Packed as the most
-    # preferred entry, before the good XNNPACK and portable ones.
-    program = (fixtures / "mlp_portable.pte").read_bytes()
-    _, at = _segment_fields(program, 0)
-    assert 0 < struct.unpack_from("<Q", program, at)[0] < len(program)
-    broken = bytearray(program)
-    struct.pack_into("<Q", broken, at, 1 << 40)
-    (tmp_path / "broken.pte").write_bytes(bytes(broken))
-    toml = tmp_path / "pack.toml"
-    # Packed as opaque bytes (fatpte's own reader would refuse it, E1007): backend id given, no signature.
-    broken_entry = '[[specialization]]\nname = "broken"\nbackend_id = "portable"\npayload = "broken.pte"\npriority = 20\n'
-    toml.write_text(ex.pack_toml("mlp").replace("version = 2\n", "version = 2\n\n" + broken_entry, 1))
+    # The portable program, preferred, with its constant segment (segments[0]) claiming 1 TiB: a
+    # valid flatbuffer, which Program::load refuses when it loads the constants.
+    toml = ex.pack_toml("mlp").replace('name = "portable"', 'name = "broken"\npriority = 20')
+    (tmp_path / "pack.toml").write_text(toml)
     container = tmp_path / "refused.nfat"
-    subprocess.run([*FATPTE, "pack", "-q", "-o", str(container), "--from", str(toml)], check=True)
+    subprocess.run([*FATPTE, "pack", "-q", "-o", str(container), "--from", str(tmp_path / "pack.toml")], check=True)
+
+    def claim_1_tib(program: bytearray) -> None:
+        _, at = _segment_fields(bytes(program), 0)
+        assert 0 < struct.unpack_from("<Q", program, at)[0] < len(program)
+        struct.pack_into("<Q", program, at, 1 << 40)
+
+    _patch_payload(container, "broken", claim_1_tib)
     calls = ex.write_calls("mlp", tmp_path / "calls.json")
     proc = run(exe, container, calls, "--explain")
     assert proc.returncode == 0, proc.stderr
@@ -259,21 +307,17 @@ def test_a_program_executorch_refuses_falls_back_with_its_error(exe: Path, tmp_p
 
 def test_a_delegate_that_fails_to_initialise_falls_back_with_its_error(exe: Path, tmp_path: Path) -> None:
     ex = _example()
-    fixtures = ex.FIXTURES
-    program = bytearray((fixtures / "add_xnnpack.pte").read_bytes())
-    # The delegate's payload is the program's one non-empty segment (segments[0] is empty): the
-    # XNNPACK header (XH00) at its start, the segment data starting at segment_base_offset.
-    assert program[8:12] == b"eh00"
-    base = struct.unpack_from("<Q", program, 24)[0]
-    start = base + _segment_fields(bytes(program), 1)[0]
-    assert program[start + 4:start + 8] == b"XH00"
-    struct.pack_into("<I", program, start + 10, 0xFFFFFF00)  # flatbuffer_offset far past the payload
-    (tmp_path / "add_xnnpack.pte").write_bytes(bytes(program))
-    shutil.copy(fixtures / "add_portable.pte", tmp_path / "add_portable.pte")
-    toml = tmp_path / "pack.toml"
-    toml.write_text(ex.pack_toml("add").replace(fixtures.as_posix() + "/", ""))
-    container = tmp_path / "bad-delegate.nfat"
-    subprocess.run([*FATPTE, "pack", "-q", "-o", str(container), "--from", str(toml)], check=True)
+    container = ex.pack("add", tmp_path / "bad-delegate.nfat")
+
+    def break_xnnpack_header(program: bytearray) -> None:
+        # The delegate's payload is the program's one non-empty segment (segments[0] is empty): the
+        # XNNPACK header (XH00) at its start, the segment data starting at segment_base_offset.
+        assert program[8:12] == b"eh00"
+        start = struct.unpack_from("<Q", program, 24)[0] + _segment_fields(bytes(program), 1)[0]
+        assert program[start + 4:start + 8] == b"XH00"
+        struct.pack_into("<I", program, start + 10, 0xFFFFFF00)  # flatbuffer_offset far past the payload
+
+    _patch_payload(container, "xnnpack", break_xnnpack_header)
     calls = ex.write_calls("add", tmp_path / "calls.json")
     proc = run(exe, container, calls, "--explain")
     assert proc.returncode == 0, proc.stderr
