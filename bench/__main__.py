@@ -22,6 +22,7 @@ from bench import (
     op_loader,
     op_pack,
     op_remote,
+    op_runtime,
     op_scale,
     op_startup,
     op_validate,
@@ -43,6 +44,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "scale": op_scale.measure,
     "loader": op_loader.measure,
     "remote": op_remote.measure,
+    "runtime": op_runtime.measure,
 }
 
 

@@ -14,10 +14,32 @@
 #include <vector>
 
 #include "fatpte/fatpte.hpp"
+#include "manifest_view.hpp"
 #include "nfat_manifest_generated.h"
 #include "sha256.hpp"
 
 namespace fatpte {
+
+// manifest.LAYOUT_DTYPES: the dtypes a TensorLayout may name and the bytes of one element
+// (specs/nfat-manifest.md 3.3).
+// With each, ExecuTorch's ScalarType number (runtime/core/portable_type/scalar_type.h), which the
+// runner's NamedDataMap answers get_tensor_layout with.
+constexpr LayoutDtype kLayoutDtypes[] = {
+    {"uint8", 1, 0},           {"int8", 1, 1},           {"int16", 2, 2},          {"int32", 4, 3},
+    {"int64", 8, 4},           {"float16", 2, 5},        {"float32", 4, 6},        {"float64", 8, 7},
+    {"bool", 1, 11},           {"qint8", 1, 12},         {"quint8", 1, 13},        {"qint32", 4, 14},
+    {"bfloat16", 2, 15},       {"bits16", 2, 22},        {"float8_e5m2", 1, 23},   {"float8_e4m3fn", 1, 24},
+    {"float8_e5m2fnuz", 1, 25}, {"float8_e4m3fnuz", 1, 26}, {"uint16", 2, 27},     {"uint32", 4, 28},
+    {"uint64", 8, 29},
+};
+
+const LayoutDtype* layout_dtype(const char* name) {
+  for (const LayoutDtype& d : kLayoutDtypes) {
+    if (std::strcmp(name, d.name) == 0) return &d;
+  }
+  return nullptr;
+}
+
 namespace {
 
 namespace M = nfat::manifest;
@@ -26,26 +48,10 @@ namespace F = format;
 constexpr std::size_t kMaxTextBytes = 4096;  // manifest.MAX_TEXT_BYTES
 constexpr std::size_t kSha256Size = 32;      // manifest.SHA256_SIZE
 
-// manifest.LAYOUT_DTYPES: the dtypes a TensorLayout may name and the bytes of one element
-// (specs/nfat-manifest.md 3.3).
-struct LayoutDtype {
-  const char* name;
-  std::uint64_t bytes;
-};
-constexpr LayoutDtype kLayoutDtypes[] = {
-    {"uint8", 1},    {"int8", 1},          {"int16", 2},         {"int32", 4},           {"int64", 8},
-    {"float16", 2},  {"float32", 4},       {"float64", 8},       {"bool", 1},            {"qint8", 1},
-    {"quint8", 1},   {"qint32", 4},        {"bfloat16", 2},      {"bits16", 2},          {"float8_e5m2", 1},
-    {"float8_e4m3fn", 1}, {"float8_e5m2fnuz", 1}, {"float8_e4m3fnuz", 1}, {"uint16", 2}, {"uint32", 4},
-    {"uint64", 8},
-};
-
 std::optional<std::uint64_t> layout_element_bytes(const ::flatbuffers::String* dtype) {
-  if (dtype == nullptr) return std::nullopt;
-  for (const LayoutDtype& d : kLayoutDtypes) {
-    if (dtype->str() == d.name) return d.bytes;
-  }
-  return std::nullopt;
+  const LayoutDtype* d = dtype == nullptr ? nullptr : layout_dtype(dtype->c_str());
+  if (d == nullptr) return std::nullopt;
+  return d->bytes;
 }
 
 // The tensor's bytes (manifest.TensorLayout.nbytes), saturating: a product past 2^64 - 1 can equal

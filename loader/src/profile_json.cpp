@@ -2,7 +2,12 @@
 // arrays, strings, numbers, true/false/null) and the profile's shape rules, so the
 // loader reads the same profiles as Python's DeviceProfile.from_json. Errors are
 // INVALID_ARGUMENT naming the field path.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cinttypes>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <cstdio>
@@ -18,6 +23,13 @@
 #include "fatpte/device.hpp"
 #include "fatpte/fatpte.hpp"
 #include "fatpte/select.hpp"
+
+#ifndef FATPTE_DEVICES_DIR
+#define FATPTE_DEVICES_DIR "specs/devices"
+#endif
+#ifndef FATPTE_INSTALLED_DEVICES_DIR
+#define FATPTE_INSTALLED_DEVICES_DIR "/usr/local/share/fatpte/devices"
+#endif
 
 namespace fatpte {
 namespace {
@@ -509,6 +521,46 @@ Result<DeviceProfile> profile_from_file(const std::string& path) {
                 r.error().message().c_str());
   }
   return r;
+}
+
+const char* devices_dir() noexcept {
+  const char* env = std::getenv("FATPTE_DEVICES_DIR");
+  if (env != nullptr && env[0] != '\0') return env;
+  // The source tree's profiles when this build runs from it, else the installed copy.
+  struct stat sb;
+  if (stat(FATPTE_DEVICES_DIR, &sb) == 0 && S_ISDIR(sb.st_mode)) return FATPTE_DEVICES_DIR;
+  return FATPTE_INSTALLED_DEVICES_DIR;
+}
+
+Result<DeviceProfile> load_profile(const std::string& word) {
+  if (word == "host") return probe_host();
+  // As Python's DeviceProfile.load: a word of the name pattern that does not end in .json is a
+  // name in the devices folder; anything else is a path.
+  const bool is_name = !word.empty() && word.size() <= 64 &&
+                       word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") ==
+                           std::string::npos &&
+                       !(word.size() >= 5 && word.compare(word.size() - 5, 5, ".json") == 0);
+  if (!is_name) return profile_from_file(word);
+  const std::string dir = devices_dir();
+  const std::string path = dir + "/" + word + ".json";
+  std::ifstream probe(path, std::ios::binary);
+  if (!probe) {
+    std::vector<std::string> names;
+    if (DIR* d = opendir(dir.c_str())) {
+      while (const dirent* ent = readdir(d)) {
+        const std::string f = ent->d_name;
+        if (f.size() > 5 && f.compare(f.size() - 5, 5, ".json") == 0) names.push_back(f.substr(0, f.size() - 5));
+      }
+      closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    std::string known;
+    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, "device",
+                "no device profile named '%s' in %s; known profiles: %s (or give a path to a profile JSON file)",
+                word.c_str(), dir.c_str(), known.empty() ? "none" : known.c_str());
+  }
+  return profile_from_file(path);
 }
 
 }  // namespace fatpte

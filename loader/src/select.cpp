@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "manifest_view.hpp"
 #include "nfat_manifest_generated.h"
 #include "text.hpp"
 
@@ -116,29 +117,29 @@ Requirements decode(const M::Requirements* r) {
 // Python's Manifest.entry), after the manifest's CRC32C, identifier and verifier have passed.
 Result<std::map<std::string, Requirements>> manifest_requirements(const Container& c) {
   std::map<std::string, Requirements> out;
-  const Header& h = c.header();
-  if (h.version != format::kVersion2 || h.manifest_size == 0) return out;
-  const std::uint8_t* m = c.bytes().data + h.manifest_offset;
-  const std::uint32_t actual = crc32c(m, static_cast<std::size_t>(h.manifest_size));
-  FATPTE_CHECK(actual == h.manifest_checksum, Error::MANIFEST_CHECKSUM_MISMATCH,
-               format::kV2Header_manifest_checksum_offset, "header.manifest_checksum",
-               "the manifest has CRC32C %08x, but manifest_checksum says %08x", actual, h.manifest_checksum);
-  ::flatbuffers::Verifier::Options options;
-  options.max_depth = 64;
-  options.max_tables = 1000000;
-  ::flatbuffers::Verifier verifier(m, static_cast<std::size_t>(h.manifest_size), options);
-  FATPTE_CHECK(h.manifest_size >= 8 && M::ManifestBufferHasIdentifier(m), Error::BAD_MANIFEST_IDENTIFIER,
-               h.manifest_offset + 4, "manifest", "the manifest's bytes 4..8 are not the identifier 'NFMF'");
-  FATPTE_CHECK(M::VerifyManifestBuffer(verifier), Error::MANIFEST_CORRUPT, h.manifest_offset, "manifest",
-               "the manifest is not a well-formed flatbuffer of specs/nfat_manifest.fbs");
-  const M::Manifest* root = M::GetManifest(m);
-  if (root->entries() != nullptr) {
+  auto manifest = verified_manifest(c);
+  if (!manifest.ok()) return manifest.error();
+  const M::Manifest* root = manifest.value();
+  if (root != nullptr && root->entries() != nullptr) {
     for (const auto* e : *root->entries()) {
       out.emplace(e->name()->str(), decode(e->requires_()));  // emplace keeps the first
     }
   }
   return out;
 }
+
+}  // namespace
+
+bool requires_accelerators(const Container& c) {
+  auto reqs = manifest_requirements(c);
+  if (!reqs.ok()) return true;
+  for (const auto& kv : reqs.value()) {
+    if (!kv.second.accelerators.empty()) return true;
+  }
+  return false;
+}
+
+namespace {
 
 std::pair<std::uint64_t, std::uint64_t> version_pair(const std::string& text) {
   const char* p = text.c_str();

@@ -40,6 +40,10 @@ std::string canonical_json(const DeviceProfile& profile);
 
 // Probe the running machine; the profile is named "host".
 DeviceProfile probe_host();
+// The same without looking for accelerators (`accelerators` false): looking for the CUDA driver
+// where there is none searches the library path, about 0.2 ms, which a selection that no entry's
+// accelerator requirement depends on can skip (fatpte_select does, requires_accelerators()).
+DeviceProfile probe_host(bool accelerators);
 
 namespace probe {
 

@@ -20,6 +20,13 @@ namespace fatpte {
 // INVALID_ARGUMENT naming the field when it is not one.
 Result<DeviceProfile> profile_from_json(const std::string& json);
 Result<DeviceProfile> profile_from_file(const std::string& path);
+// `host` (this machine, probed), a named profile (`x86-64-v3`: a word of [A-Za-z0-9_.-] not
+// ending in .json, read from devices_dir()), or a path to a profile JSON file, as Python's
+// DeviceProfile.load reads them.
+Result<DeviceProfile> load_profile(const std::string& host_name_or_path);
+// The folder of the named profiles: $FATPTE_DEVICES_DIR, else the one the build was configured
+// with (the source tree's specs/devices, or share/fatpte/devices where installed).
+const char* devices_dir() noexcept;
 
 struct Failure {
   std::string requirement;  // "os", "arch", "cpu_features", "accelerators[0]", "min_memory_bytes", ...
@@ -60,6 +67,9 @@ Result<Selection> select(const Container& container, const DeviceProfile& device
 // eligible (what `--select-only --json` prints then, as Python's SelectionError.report).
 Result<Selection> assess(const Container& container, const DeviceProfile& device,
                          const std::vector<std::string>& prefer, const std::vector<std::string>& exclude);
+// Whether any entry of the container states an accelerator requirement (true when the manifest
+// cannot be read, so that select() reports its error on a fully probed device).
+bool requires_accelerators(const Container& container);
 // Python's Selection.explain(): the device, the chosen entry, and one line per entry.
 std::string explain(const Container& container, const Selection& selection);
 // The same from the container's entries, for a caller that keeps them beyond the container.
