@@ -60,7 +60,9 @@ def test_info_prints_methods_delegates_named_data_and_the_signature(name: str) -
     top = lines.index(next(line for line in lines if line.startswith("method forward: ")))
     assert lines[top + 1] == "  inputs:  " + ", ".join(_tensor(t) for t in sig["user_inputs"])
     assert lines[top + 2] == "  outputs: " + ", ".join(_tensor(t) for t in sig["user_outputs"])
-    buffers = ", ".join(f"{b['name']}: {_tensor(b)}" for b in sig["mutable_buffers"]) or "none"
+    # Named where the file records a name (docs/executorch.md, "The program signature").
+    named = INDEX[name]["buffer_names"] or INDEX[name]["backend"] in ("native", "nfat")
+    buffers = ", ".join(f"{b['name']}: " * named + _tensor(b) for b in sig["mutable_buffers"]) or "none"
     assert lines[top + 3] == f"  mutable buffers: {buffers}"
     delegates = data["methods"][0]["delegates"]
     assert (INDEX[name]["backend"] == "portable") == (delegates == [])
@@ -231,6 +233,30 @@ def test_pack_keeps_the_name_and_backend_given(tmp_path: Path) -> None:
     assert code == 0  # the state lives in the program or in the payload: the same signature
     with fatpte.open(out) as c:
         assert [(e.name, e.backend_id) for e in c.entries] == [("cpu", "portable"), ("native", "native")]
+
+
+@pytest.mark.parametrize("model", ["buffer", "kvcache", "kvpair"])
+def test_pack_default_exports_of_a_stateful_model_with_nothing_but_the_file_names(tmp_path: Path,
+                                                                                  model: str) -> None:
+    """ExecuTorch's default export keeps no buffer names; portable, XNNPACK and native still pack."""
+    out = tmp_path / "m.nfat"
+    files = [ET_FIXTURES / f"{model}_{b}_default.pte" for b in ("portable", "xnnpack", "native")]
+    code, stdout, err = run("pack", "-o", out, *files)
+    assert (code, err) == (0, ""), err
+    assert stdout == f"wrote {out}: version 2, 3 entries, {out.stat().st_size} bytes\n"
+    assert run("validate", out)[0] == 0
+    with fatpte.open(out) as c:
+        assert [e.backend_id for e in c.entries] == ["portable", "xnnpack", "native"]
+
+
+def test_pack_refuses_a_changed_cache_naming_the_difference(tmp_path: Path) -> None:
+    out = tmp_path / "x.nfat"
+    code, stdout, err = run("pack", "-o", out, ET_FIXTURES / "kvpair_portable_default.pte",
+                            ET_FIXTURES / "kvpair16_xnnpack_default.pte")
+    assert (code, stdout) == (1, "")
+    assert err.startswith("fatpte: E0411 ") and "'portable' and 'xnnpack'" in err
+    assert "float32[1, 1, 8] vs float32[1, 1, 16]" in err
+    assert not out.exists()
 
 
 def test_pack_refuses_two_different_programs_showing_both_signatures(tmp_path: Path) -> None:
