@@ -76,6 +76,7 @@ class ErrorCode(enum.IntEnum):
     SEGMENT_UNREFERENCED = 416
     PAYLOAD_DIGEST_MISMATCH = 417
     MANIFEST_VALUE_INVALID = 418
+    NAMED_DATA_LAYOUT_MISMATCH = 419
     # 5xx version 1
     V1_BAD_ID = 501
     V1_ID_PADDING_NOT_ZERO = 502
@@ -184,6 +185,7 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.SEGMENT_UNREFERENCED: ("a segment is named by no named-data key", _E),
     ErrorCode.PAYLOAD_DIGEST_MISMATCH: ("the SHA-256 of a payload does not match its manifest entry", _E),
     ErrorCode.MANIFEST_VALUE_INVALID: ("a manifest field holds a value its rule forbids", _E),
+    ErrorCode.NAMED_DATA_LAYOUT_MISMATCH: ("a named-data layout does not describe its segment's bytes", _E),
     ErrorCode.V1_BAD_ID: ("a v1 backend id is empty or has a byte outside ASCII 0x01..0x7f", _E),
     ErrorCode.V1_ID_PADDING_NOT_ZERO: ("a v1 backend id has non-zero bytes after its terminating NUL", _W),
     ErrorCode.V1_OVERLAPPING_PAYLOADS: ("two v1 payloads share bytes", _W),

@@ -135,8 +135,19 @@ def manifests(draw: st.DrawFn) -> M.Manifest:
         source_digest=draw(st.none() | st.binary(min_size=1, max_size=8).map(lambda b: "sha256:" + b.hex())),
         payload_sha256=draw(st.none() | st.binary(min_size=32, max_size=32)),
         provenance=tuple(draw(st.lists(st.tuples(_words, _words), max_size=2))),
+        executorch_backends=draw(st.none() | st.lists(_words, max_size=3, unique=True).map(tuple)),
     ) for n in names)
-    return M.Manifest(M.REVISION, entries, tuple((k, draw(st.integers(0, 4))) for k in keys))
+    layouts = tuple((k, draw(layouts_of_tensors())) for k in keys if draw(st.booleans()))
+    m = M.Manifest(1, entries, tuple((k, draw(st.integers(0, 4))) for k in keys), layouts)
+    return m._replace(revision=M.required_revision(m))
+
+
+@st.composite
+def layouts_of_tensors(draw: st.DrawFn) -> M.TensorLayout:
+    """A TensorLayout the value rules accept: a dtype of the table, sizes, and a permutation or ()."""
+    sizes = tuple(draw(st.lists(st.integers(0, 64), max_size=4)))
+    order = draw(st.permutations(range(len(sizes)))) if draw(st.booleans()) else ()
+    return M.TensorLayout(draw(st.sampled_from(sorted(M.LAYOUT_DTYPES))), sizes, tuple(order))
 
 
 # -- packed containers and their mutations (tests/conformance/test_robustness.py, fuzz/fuzz_structured.py) --

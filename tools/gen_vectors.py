@@ -73,6 +73,7 @@ CONTENT_CODES = frozenset({
     ErrorCode.SEGMENT_UNREFERENCED,
     ErrorCode.PAYLOAD_DIGEST_MISMATCH,
     ErrorCode.MANIFEST_VALUE_INVALID,
+    ErrorCode.NAMED_DATA_LAYOUT_MISMATCH,
 })
 
 U64_MAX = (1 << 64) - 1
@@ -328,6 +329,8 @@ class ManifestMap:
                 return self.base + target, 4
             if f.kind == "[u8]":
                 return self.base + target + 4 + int(index[:-1]), 1
+            if f.kind == "[i32]":
+                return self.base + target + 4 + 4 * int(index[:-1]), 4
             if f.kind.startswith("["):
                 target = self._ref(target + 4 + 4 * int(index[:-1]))
                 if f.kind == "[string]":
@@ -421,6 +424,14 @@ def valid_vectors() -> list[Vector]:
         S("native", blob("st-e2", 40), signature=state("k_cache")),
     ]), "three entries with one buffer each, named by two of them only: names are compared only where "
         "both entries have one, so they agree")
+    layout = {"dtype": "float32", "sizes": [2, 3, 4], "dim_order": [0, 2, 1]}
+    add("v2-manifest-revision-2", packed([
+        S("accel", blob("r2-e0", 40), name="accel", named_data=["w.a", "w.b"],
+          executorch_backends=["MpsBackend", "QnnBackend"]),
+        S("portable", blob("r2-e1", 40), name="portable", named_data=["w.a"], executorch_backends=[]),
+    ], named_data={"w.a": fatpte.NamedData(blob("r2-s0", 96), layout=layout), "w.b": blob("r2-s1", 10)}),
+        "manifest revision 2: each entry's ExecuTorch backends (two, and none), a named-data key with a "
+        "tensor layout (float32[2, 3, 4], dim order 0, 2, 1: 96 bytes) and one of raw bytes")
     add("v2-header-size-grown", assemble([Part("cpu", "xnnpack", blob("grow-h", 40))], header_size=72,
                                          entry_size=L.V2_ENTRY_SIZE, segment_entry_size=L.V2_SEGMENT_SIZE),
         "header_size 72: 8 bytes of fields from a later revision (zero), which a reader skips")
@@ -735,6 +746,32 @@ def invalid_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
     yield mfield("entries[0].payload_sha256[0]", lambda old: bytes([old[0] ^ 1]), "v2-payload-digest-mismatch",
                  "the first byte of entry 'cpu''s payload SHA-256 flipped", C.PAYLOAD_DIGEST_MISMATCH,
                  where("entries[0]"), "manifest.entries[0].payload_sha256")
+
+    r2 = by["v2-manifest-revision-2"]
+    r2m = Edit(r2)
+
+    def r2field(path: str, value: int | bytes, name: str, description: str, code: ErrorCode, offset: int,
+                report: str) -> Vector:
+        return edit(r2, lambda e: e.set_manifest(path, value), name, description, code, offset, report, seal=False)
+
+    def r2where(path: str) -> int:
+        return r2m.manifest_field(path)[0]
+
+    yield r2field("entries[0].executorch_backends[1]", b"MpsBackend", "v2-executorch-backend-twice",
+                  "entry 'accel' lists ExecuTorch backend 'MpsBackend' twice (its second id overwritten)",
+                  C.MANIFEST_VALUE_INVALID, r2where("entries[0]"), "manifest.entries[0].executorch_backends[1]")
+    yield r2field("named_data[0].layout.dtype", b"floatXX", "v2-layout-dtype-unknown",
+                  "key 'w.a''s layout names dtype 'floatXX', which is not in the spec's table",
+                  C.MANIFEST_VALUE_INVALID, r2where("named_data[0].layout"), "manifest.named_data[0].layout")
+    yield r2field("named_data[0].layout.sizes[1]", (1 << 32) - 3, "v2-layout-size-negative",
+                  "key 'w.a''s layout has size -3", C.MANIFEST_VALUE_INVALID, r2where("named_data[0].layout"),
+                  "manifest.named_data[0].layout")
+    yield r2field("named_data[0].layout.dim_order[2]", 2, "v2-layout-dim-order-not-permutation",
+                  "key 'w.a''s dim order is 0, 2, 2", C.MANIFEST_VALUE_INVALID, r2where("named_data[0].layout"),
+                  "manifest.named_data[0].layout")
+    yield r2field("named_data[0].layout.sizes[2]", 5, "v2-layout-size-mismatch",
+                  "key 'w.a''s layout float32[2, 3, 5] is 120 bytes; its segment holds 96",
+                  C.NAMED_DATA_LAYOUT_MISMATCH, r2m.header("manifest_offset"), "manifest.named_data[0].layout")
 
     # -- 5xx version 1 ----------------------------------------------------------------------------
     v1 = by["v1-many-entries"]

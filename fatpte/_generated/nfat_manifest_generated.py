@@ -860,8 +860,28 @@ class Entry(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
         return o == 0
 
+    # Entry
+    def ExecutorchBackends(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.String(a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return ""
+
+    # Entry
+    def ExecutorchBackendsLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # Entry
+    def ExecutorchBackendsIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        return o == 0
+
 def EntryStart(builder):
-    builder.StartObject(7)
+    builder.StartObject(8)
 
 def EntryAddName(builder, name):
     builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(name), 0)
@@ -893,7 +913,119 @@ def EntryAddProvenance(builder, provenance):
 def EntryStartProvenanceVector(builder, numElems):
     return builder.StartVector(4, numElems, 4)
 
+def EntryAddExecutorchBackends(builder, executorchBackends):
+    builder.PrependUOffsetTRelativeSlot(7, flatbuffers.number_types.UOffsetTFlags.py_type(executorchBackends), 0)
+
+def EntryStartExecutorchBackendsVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
 def EntryEnd(builder):
+    return builder.EndObject()
+
+
+
+class TensorLayout(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = TensorLayout()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsTensorLayout(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    @classmethod
+    def TensorLayoutBufferHasIdentifier(cls, buf, offset, size_prefixed=False):
+        return flatbuffers.util.BufferHasIdentifier(buf, offset, b"\x4E\x46\x4D\x46", size_prefixed=size_prefixed)
+
+    # TensorLayout
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # TensorLayout
+    def Dtype(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.String(o + self._tab.Pos)
+        return None
+
+    # TensorLayout
+    def Sizes(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # TensorLayout
+    def SizesAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Int32Flags, o)
+        return 0
+
+    # TensorLayout
+    def SizesLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # TensorLayout
+    def SizesIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        return o == 0
+
+    # TensorLayout
+    def DimOrder(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Uint8Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 1))
+        return 0
+
+    # TensorLayout
+    def DimOrderAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Uint8Flags, o)
+        return 0
+
+    # TensorLayout
+    def DimOrderLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # TensorLayout
+    def DimOrderIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        return o == 0
+
+def TensorLayoutStart(builder):
+    builder.StartObject(3)
+
+def TensorLayoutAddDtype(builder, dtype):
+    builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(dtype), 0)
+
+def TensorLayoutAddSizes(builder, sizes):
+    builder.PrependUOffsetTRelativeSlot(1, flatbuffers.number_types.UOffsetTFlags.py_type(sizes), 0)
+
+def TensorLayoutStartSizesVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def TensorLayoutAddDimOrder(builder, dimOrder):
+    builder.PrependUOffsetTRelativeSlot(2, flatbuffers.number_types.UOffsetTFlags.py_type(dimOrder), 0)
+
+def TensorLayoutStartDimOrderVector(builder, numElems):
+    return builder.StartVector(1, numElems, 1)
+
+def TensorLayoutEnd(builder):
     return builder.EndObject()
 
 
@@ -934,14 +1066,27 @@ class NamedData(object):
             return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
         return 0
 
+    # NamedData
+    def Layout(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = TensorLayout()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
 def NamedDataStart(builder):
-    builder.StartObject(2)
+    builder.StartObject(3)
 
 def NamedDataAddKey(builder, key):
     builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(key), 0)
 
 def NamedDataAddSegment(builder, segment):
     builder.PrependUint32Slot(1, segment, 0)
+
+def NamedDataAddLayout(builder, layout):
+    builder.PrependUOffsetTRelativeSlot(2, flatbuffers.number_types.UOffsetTFlags.py_type(layout), 0)
 
 def NamedDataEnd(builder):
     return builder.EndObject()

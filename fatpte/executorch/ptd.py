@@ -40,6 +40,7 @@ class PtdTensor:
     size: int
     dtype: str | None
     shape: tuple[int, ...] | None
+    dim_order: tuple[int, ...] | None = None  # None with no layout; () when the layout has none
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +101,12 @@ def read_ptd(data: bytes | memoryview, *, source: str | None = None) -> DataFile
             raise buf.error(ErrorCode.ET_BAD_REFERENCE, f"segment index {index} is past the {len(segments)} "
                             "segments", n.pos, n.field + ".segment_index")
         layout = n.table(2, "tensor_layout")
-        dtype = shape = None
+        dtype = shape = dim_order = None
         if layout is not None:
             dtype = enum_name(PROGRAM_SCALAR_TYPES, layout.integer(0, "b", "scalar_type"), buf, layout.pos,
                               layout.field + ".scalar_type")
             shape = layout.scalars(1, "i", "sizes")
+            dim_order = layout.scalars(2, "B", "dim_order")
         off, sz = segments[index]
-        named.append(PtdTensor(key, index, off, sz, dtype, shape))
+        named.append(PtdTensor(key, index, off, sz, dtype, shape, dim_order))
     return DataFile(source, size, root.integer(0, "I", "version"), header, tuple(segments), tuple(named))

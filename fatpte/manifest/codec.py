@@ -28,7 +28,6 @@ from fatpte.manifest.model import (
     MAX_DEPTH,
     MAX_TABLES,
     MAX_TEXT_BYTES,
-    REVISION,
     SHA256_SIZE,
     U32_MAX,
     AbiRange,
@@ -39,8 +38,10 @@ from fatpte.manifest.model import (
     Method,
     Requirements,
     Signature,
+    TensorLayout,
     TensorSpec,
     VersionConstraint,
+    required_revision,
 )
 
 # flatc's output is untyped; it is used only to build, through this one handle, which encode()
@@ -63,6 +64,7 @@ class _F(NamedTuple):
 
 
 _SCALARS: Final = {"u8": 1, "u32": 4, "u64": 8}
+_ELEMENTS: Final = {"[u8]": 1, "[i32]": 4}  # vectors of scalars: element size
 
 SCHEMA: Final[dict[str, tuple[_F, ...]]] = {
     "VersionConstraint": (_F("match", "u8"), _F("major", "u32"), _F("minor", "u32")),
@@ -80,9 +82,12 @@ SCHEMA: Final[dict[str, tuple[_F, ...]]] = {
     "KeyValue": (_F("key", "string", required=True), _F("value", "string", required=True)),
     "Entry": (_F("name", "string", required=True), _F("requires", "table", "Requirements"),
               _F("signature", "table", "Signature"), _F("named_data", "[string]"), _F("source_digest", "string"),
-              _F("payload_sha256", "[u8]"), _F("provenance", "[table]", "KeyValue")),
-    "NamedData": (_F("key", "string", required=True), _F("segment", "u32")),
-    "Manifest": (_F("revision", "u32", default=REVISION), _F("entries", "[table]", "Entry"),
+              _F("payload_sha256", "[u8]"), _F("provenance", "[table]", "KeyValue"),
+              _F("executorch_backends", "[string]")),
+    "TensorLayout": (_F("dtype", "string", required=True), _F("sizes", "[i32]"), _F("dim_order", "[u8]")),
+    "NamedData": (_F("key", "string", required=True), _F("segment", "u32"),
+                  _F("layout", "table", "TensorLayout")),
+    "Manifest": (_F("revision", "u32", default=1), _F("entries", "[table]", "Entry"),
                  _F("named_data", "[table]", "NamedData")),
 }
 ROOT_TABLE: Final = "Manifest"
@@ -202,6 +207,9 @@ class _Reader:
         if f.kind == "[u8]":
             start, count = self.vector(target, 1, path)
             return self.buf[start : start + count]
+        if f.kind == "[i32]":
+            start, count = self.vector(target, 4, path)
+            return [int.from_bytes(self.buf[q : q + 4], "little", signed=True) for q in range(start, start + 4 * count, 4)]
         start, count = self.vector(target, 4, path)
         items: list[Any] = []
         for k in range(count):
@@ -262,6 +270,14 @@ def _build(root: dict[str, Any]) -> Manifest:
         for k, key in enumerate(keys):
             if not key:
                 _invalid(e, f"{p}.named_data[{k}]", "a named-data key is empty")
+        backends = None if e["executorch_backends"] is None else tuple(e["executorch_backends"])
+        seen_backends: set[str] = set()
+        for k, backend in enumerate(backends or ()):
+            if not backend or len(backend.encode("utf-8")) > MAX_TEXT_BYTES:
+                _invalid(e, f"{p}.executorch_backends[{k}]", f"a backend id must be 1 to {MAX_TEXT_BYTES} bytes")
+            if backend in seen_backends:
+                _invalid(e, f"{p}.executorch_backends[{k}]", f"backend id {backend!r} is listed twice")
+            seen_backends.add(backend)
         entries.append(ManifestEntry(
             name=_nonempty(e, "name", p),
             requires=_requirements(e["requires"], f"{p}.requires"),
@@ -270,9 +286,11 @@ def _build(root: dict[str, Any]) -> Manifest:
             source_digest=digest,
             payload_sha256=bytes(sha) if sha else None,
             provenance=tuple((kv["key"], kv["value"]) for kv in e["provenance"] or ()),
+            executorch_backends=backends,
             position=int(e["@pos"]),
         ))
     named: list[tuple[str, int]] = []
+    layouts: list[tuple[str, TensorLayout]] = []
     previous: bytes | None = None
     for i, nd in enumerate(root["named_data"] or ()):
         key = _nonempty(nd, "key", f"manifest.named_data[{i}]")
@@ -283,7 +301,15 @@ def _build(root: dict[str, Any]) -> Manifest:
                        "sorted bytewise", ErrorCode.NAMED_DATA_KEYS_UNSORTED)
         previous = raw
         named.append((key, int(nd["segment"])))
-    return Manifest(int(root["revision"]), tuple(entries), tuple(named))
+        lay = nd["layout"]
+        if lay is not None:
+            layout = TensorLayout(_nonempty(lay, "dtype", f"manifest.named_data[{i}].layout"),
+                                  tuple(lay["sizes"] or ()), tuple(lay["dim_order"] or ()))
+            problem = layout.problem()
+            if problem is not None:
+                _invalid(lay, f"manifest.named_data[{i}].layout", problem)
+            layouts.append((key, layout))
+    return Manifest(int(root["revision"]), tuple(entries), tuple(named), tuple(layouts))
 
 
 
@@ -342,16 +368,23 @@ def encode(manifest: Manifest) -> bytes:
     b = flatbuffers.Builder(1024)
     entries = [_write_entry(b, e) for e in manifest.entries]
     named = []
+    layouts = dict(manifest.layouts)
     for key, segment in sorted(manifest.named_data, key=lambda kv: kv[0].encode("utf-8")):
         k = b.CreateString(key)
+        layout = layouts.get(key)
+        lay = None if layout is None else _write_layout(b, layout)
         _fb.NamedDataStart(b)
         _fb.NamedDataAddKey(b, k)
         _fb.NamedDataAddSegment(b, segment)
+        if lay is not None:
+            _fb.NamedDataAddLayout(b, lay)
         named.append(_fb.NamedDataEnd(b))
     entries_vec = _offsets(b, _fb.ManifestStartEntriesVector, entries)
     named_vec = _offsets(b, _fb.ManifestStartNamedDataVector, named)
     _fb.ManifestStart(b)
-    _fb.ManifestAddRevision(b, manifest.revision)
+    # The revision the fields need (spec 3.1), whatever the record says: what a reader saw of a later
+    # revision and did not know is not written back.
+    _fb.ManifestAddRevision(b, required_revision(manifest))
     _fb.ManifestAddEntries(b, entries_vec)
     _fb.ManifestAddNamedData(b, named_vec)
     root = _fb.ManifestEnd(b)
@@ -377,6 +410,8 @@ def _write_entry(b: Any, e: ManifestEntry) -> int:
     keys = _strings(b, _fb.EntryStartNamedDataVector, e.named_data) if e.named_data else None
     digest = None if e.source_digest is None else b.CreateString(e.source_digest)
     sha = None if e.payload_sha256 is None else b.CreateByteVector(e.payload_sha256)
+    backends = (None if e.executorch_backends is None
+                else _strings(b, _fb.EntryStartExecutorchBackendsVector, e.executorch_backends))
     prov = None
     if e.provenance:
         pairs = []
@@ -401,7 +436,27 @@ def _write_entry(b: Any, e: ManifestEntry) -> int:
         _fb.EntryAddPayloadSha256(b, sha)
     if prov is not None:
         _fb.EntryAddProvenance(b, prov)
+    if backends is not None:
+        _fb.EntryAddExecutorchBackends(b, backends)
     return int(_fb.EntryEnd(b))
+
+
+def _write_layout(b: Any, layout: TensorLayout) -> int:
+    dtype = b.CreateString(layout.dtype)
+    sizes = None
+    if layout.sizes:
+        _fb.TensorLayoutStartSizesVector(b, len(layout.sizes))
+        for d in reversed(layout.sizes):
+            b.PrependInt32(d)
+        sizes = b.EndVector()
+    order = b.CreateByteVector(bytes(layout.dim_order)) if layout.dim_order else None
+    _fb.TensorLayoutStart(b)
+    _fb.TensorLayoutAddDtype(b, dtype)
+    if sizes is not None:
+        _fb.TensorLayoutAddSizes(b, sizes)
+    if order is not None:
+        _fb.TensorLayoutAddDimOrder(b, order)
+    return int(_fb.TensorLayoutEnd(b))
 
 
 def _write_requirements(b: Any, r: Requirements) -> int | None:

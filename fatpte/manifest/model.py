@@ -15,7 +15,10 @@ from typing import Any, Final, NamedTuple, TypeGuard
 
 from fatpte.errors import ErrorCode, FatpteError
 
-REVISION: Final = 1
+# The highest revision this implementation reads and writes. A writer states the lowest revision
+# whose fields its manifest uses (`required_revision`), so a manifest without revision-2 fields
+# keeps the bytes revision 1 gave it.
+REVISION: Final = 2
 # The limits of the reference C++ verifier's defaults, stated in the spec so both sides agree.
 MAX_DEPTH: Final = 64
 MAX_TABLES: Final = 1_000_000
@@ -288,6 +291,9 @@ class ManifestEntry(NamedTuple):
     source_digest: str | None = None
     payload_sha256: bytes | None = None
     provenance: tuple[tuple[str, str], ...] = ()
+    # The ExecuTorch backend ids the program's delegates need (revision 2): None when not known,
+    # () when none (a program of portable operators only).
+    executorch_backends: tuple[str, ...] | None = None
     position: int = 0  # of its table in the manifest, for messages; not part of equality
 
     # Equality and hash leave out `position`, where the manifest happened to place the table: two
@@ -317,13 +323,91 @@ class ManifestEntry(NamedTuple):
             "source_digest": self.source_digest,
             "payload_sha256": None if self.payload_sha256 is None else self.payload_sha256.hex(),
             "provenance": dict(self.provenance),
+            "executorch_backends": None if self.executorch_backends is None else list(self.executorch_backends),
         }
 
 
+# The dtypes a TensorLayout may name and the bytes of one element: ExecuTorch's ScalarType names
+# (schema/scalar_type.fbs) as torch spells them. Sub-byte packed types (quint4x2, quint2x4) have no
+# whole element size and are left out: a layout cannot describe them.
+LAYOUT_DTYPES: Final[dict[str, int]] = {
+    "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float16": 2, "float32": 4, "float64": 8,
+    "bool": 1, "qint8": 1, "quint8": 1, "qint32": 4, "bfloat16": 2, "bits16": 2, "float8_e5m2": 1,
+    "float8_e4m3fn": 1, "float8_e5m2fnuz": 1, "float8_e4m3fnuz": 1, "uint16": 2, "uint32": 4, "uint64": 8,
+}  # fmt: skip
+I32_MAX: Final = (1 << 31) - 1
+
+
+class TensorLayout(NamedTuple):
+    """How a runtime reads a named-data segment as a tensor (revision 2): what ExecuTorch's
+    `NamedDataMap.get_tensor_layout` answers. `dim_order` () means contiguous."""
+
+    dtype: str
+    sizes: tuple[int, ...] = ()
+    dim_order: tuple[int, ...] = ()
+
+    @property
+    def nbytes(self) -> int | None:
+        """The bytes the tensor holds, or None for a dtype outside LAYOUT_DTYPES."""
+        size = LAYOUT_DTYPES.get(self.dtype)
+        if size is None:
+            return None
+        for d in self.sizes:
+            size *= d
+        return size
+
+    def problem(self) -> str | None:
+        """Why the layout breaks the spec's value rules (section 3.3), or None."""
+        if self.dtype not in LAYOUT_DTYPES:
+            return f"dtype {self.dtype!r} is not one of {', '.join(LAYOUT_DTYPES)}"
+        for k, d in enumerate(self.sizes):
+            if not 0 <= d <= I32_MAX:
+                return f"sizes[{k}] is {d}; a size is 0 to {I32_MAX}"
+        if self.dim_order and sorted(self.dim_order) != list(range(len(self.sizes))):
+            return (f"dim_order {list(self.dim_order)} is not a permutation of 0..{len(self.sizes) - 1} "
+                    f"for {len(self.sizes)} sizes")
+        return None
+
+    def same_as(self, other: TensorLayout) -> bool:
+        """Equal, reading an empty dim_order as the contiguous one it stands for."""
+        contiguous = tuple(range(len(self.sizes)))
+        return (self.dtype == other.dtype and self.sizes == other.sizes
+                and (self.dim_order or contiguous) == (other.dim_order or contiguous))
+
+    def text(self) -> str:
+        order = "" if not self.dim_order or list(self.dim_order) == sorted(self.dim_order) else \
+            f" dim_order {list(self.dim_order)}"
+        return f"{self.dtype}[{', '.join(map(str, self.sizes))}]{order}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dtype": self.dtype, "sizes": list(self.sizes), "dim_order": list(self.dim_order)}
+
+    @classmethod
+    def from_mapping(cls, obj: Any, path: str = "layout") -> TensorLayout:
+        """`{"dtype": "float32", "sizes": [2, 3], "dim_order": [0, 1]}` (dim_order optional)."""
+        if isinstance(obj, TensorLayout):
+            layout = obj
+        else:
+            if not isinstance(obj, Mapping):
+                raise _arg(path, f"must be a mapping with dtype, sizes and dim_order, not {type(obj).__name__}",
+                           obj)
+            _only(obj, ("dtype", "sizes", "dim_order"), path)
+            layout = cls(_text(obj.get("dtype"), f"{path}.dtype"),
+                         tuple(_uint(d, f"{path}.sizes[{k}]", I32_MAX)
+                               for k, d in enumerate(_list(obj.get("sizes", ()), f"{path}.sizes"))),
+                         tuple(_uint(d, f"{path}.dim_order[{k}]", 255)
+                               for k, d in enumerate(_list(obj.get("dim_order", ()), f"{path}.dim_order"))))
+        problem = layout.problem()
+        if problem is not None:
+            raise _arg(path, problem, obj)
+        return layout
+
+
 class Manifest(NamedTuple):
-    revision: int = REVISION
+    revision: int = 1
     entries: tuple[ManifestEntry, ...] = ()
     named_data: tuple[tuple[str, int], ...] = ()  # (key, segment index), sorted by key bytes
+    layouts: tuple[tuple[str, TensorLayout], ...] = ()  # (key, layout) for the keys that have one, sorted
 
     def entry(self, name: str) -> ManifestEntry | None:
         return next((e for e in self.entries if e.name == name), None)
@@ -332,9 +416,32 @@ class Manifest(NamedTuple):
     def keys(self) -> dict[str, int]:
         return dict(self.named_data)
 
+    def layout(self, key: str) -> TensorLayout | None:
+        return next((lay for k, lay in self.layouts if k == key), None)
+
     def to_json(self) -> dict[str, Any]:
         return {"revision": self.revision, "entries": [e.to_json() for e in self.entries],
-                "named_data": {k: s for k, s in self.named_data}}
+                "named_data": {k: s for k, s in self.named_data},
+                "layouts": {k: lay.to_json() for k, lay in self.layouts}}
+
+
+def required_revision(manifest: Manifest) -> int:
+    """The lowest revision whose fields `manifest` uses."""
+    uses_2 = bool(manifest.layouts) or any(e.executorch_backends is not None for e in manifest.entries)
+    return 2 if uses_2 else 1
+
+
+def parse_executorch_backends(value: Any, path: str) -> tuple[str, ...] | None:
+    """A Specialization's `executorch_backends`: None (not known) or backend ids, none twice."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not _is_list(value):
+        raise _arg(path, "must be a list of ExecuTorch backend ids, e.g. ['XnnpackBackend']", value)
+    ids = tuple(_text(v, f"{path}[{k}]") for k, v in enumerate(value))
+    for k, v in enumerate(ids):
+        if v in ids[:k]:
+            raise _arg(f"{path}[{k}]", f"backend id {v!r} is listed twice", v)
+    return ids
 
 
 def _arg(path: str, message: str, actual: Any = None) -> FatpteError:

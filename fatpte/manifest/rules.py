@@ -94,9 +94,11 @@ def signature_problems(signed: Sequence[tuple[int, ManifestEntry]]) -> list[tupl
 
 
 def consistency_problems(
-    manifest: Manifest, table_names: Sequence[str], segment_count: int
+    manifest: Manifest, table_names: Sequence[str], segment_sizes: Sequence[int]
 ) -> list[tuple[ErrorCode, str, str, int | None]]:
-    """Every consistency problem as (code, field path, message, manifest position or None)."""
+    """Every consistency problem as (code, field path, message, manifest position or None).
+    `segment_sizes` holds the size of each segment of the table, in table order."""
+    segment_count = len(segment_sizes)
     out: list[tuple[ErrorCode, str, str, int | None]] = []
 
     def add(code: ErrorCode, path: str, message: str, position: int | None) -> None:
@@ -120,12 +122,20 @@ def consistency_problems(
             add(ErrorCode.MANIFEST_ENTRY_MISSING, f"entries[{i}].name",
                 f"entry {name!r} has no entry in the manifest; every entry must have exactly one", None)
     keys = manifest.keys
+    layouts = dict(manifest.layouts)
     referenced: set[int] = set()
     for i, (key, segment) in enumerate(manifest.named_data):
         if segment >= segment_count:
             add(ErrorCode.NAMED_DATA_BAD_SEGMENT, f"manifest.named_data[{i}].segment",
                 f"named-data key {key!r} points at segment {segment}, but the segment table has "
                 f"{segment_count}", None)
+        else:
+            layout = layouts.get(key)
+            nbytes = None if layout is None else layout.nbytes
+            if layout is not None and nbytes != segment_sizes[segment]:
+                add(ErrorCode.NAMED_DATA_LAYOUT_MISMATCH, f"manifest.named_data[{i}].layout",
+                    f"named-data key {key!r} has layout {layout.text()}, {nbytes} bytes, but its segment "
+                    f"{segment} holds {segment_sizes[segment]}", None)
         referenced.add(segment)
     for s in range(segment_count):
         if s not in referenced:
@@ -202,7 +212,7 @@ def check_container(buf: Any, st: Any) -> None:
         return
     assert manifest is not None
     for code, path, message, position in consistency_problems(manifest, [e.name for e in st.entries],
-                                                              len(st.segments)):
+                                                              [s.size for s in st.segments]):
         if position is not None:
             offset: int | None = h.manifest_offset + position
         elif path.startswith("entries["):

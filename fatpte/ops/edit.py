@@ -48,7 +48,7 @@ def specializations_of(container: Container, views: list[memoryview]) -> list[Sp
             e.backend_id, view, name=e.name, priority=e.priority, alignment=e.alignment,
             requires=m.requires, named_data=list(m.named_data) or None, signature=m.signature,
             source_digest=m.source_digest, provenance=dict(m.provenance) or None,
-            payload_sha256=m.payload_sha256 is not None))
+            payload_sha256=m.payload_sha256 is not None, executorch_backends=m.executorch_backends))
     return specs
 
 
@@ -65,7 +65,7 @@ def _named_data(container: Container, specs: Sequence[Specialization],
         if key in used:
             view = container.named_data(key)
             views.append(view)
-            out[key] = NamedData(view, container.segments[seg_index].alignment)
+            out[key] = NamedData(view, container.segments[seg_index].alignment, manifest.layout(key))
     return out or None
 
 

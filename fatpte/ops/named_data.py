@@ -16,7 +16,7 @@ from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.sources import Source, open_source, same_bytes
 from fatpte.format import layout as L
 from fatpte.format.structure import valid_alignment
-from fatpte.manifest.model import MAX_TEXT_BYTES
+from fatpte.manifest.model import MAX_TEXT_BYTES, TensorLayout
 from fatpte.ops.specialization import NamedData, NamedDataValue, Specialization
 
 
@@ -35,19 +35,23 @@ class NamedDataPlan:
     segments: list[SegmentPlan]
     key_segment: dict[str, int]  # every key -> segment index
     entry_keys: list[tuple[str, ...]]  # per specialization, the keys it needs, in the order given
+    key_layout: dict[str, TensorLayout]  # the keys given a tensor layout
 
 
-def _split(value: Any, default_alignment: int, label: str) -> tuple[Any, int]:
+def _split(value: Any, default_alignment: int, label: str) -> tuple[Any, int, TensorLayout | None]:
     align = default_alignment
+    layout = None
     if isinstance(value, NamedData):
         if value.alignment is not None:
             align = value.alignment
+        if value.layout is not None:
+            layout = TensorLayout.from_mapping(value.layout, f"{label}.layout")
         value = value.source
     if isinstance(align, bool) or not isinstance(align, int) or not valid_alignment(align):
         raise FatpteError(ErrorCode.BAD_SEGMENT_ALIGNMENT,
                           f"{label}: alignment {align!r} is not a power of two from 1 to {L.MAX_ALIGNMENT}",
                           field=label, actual=align)
-    return value, align
+    return value, align, layout
 
 
 def _check_key(key: Any, label: str) -> str:
@@ -78,8 +82,20 @@ def plan(
     by_content: dict[tuple[int, int], list[int]] = {}
     opened: dict[str, Source] = {}  # one mapping per distinct path, however many keys name it
 
+    key_layout: dict[str, TensorLayout] = {}
+    key_layout_label: dict[str, str] = {}
+
     def define(key: str, value: Any, label: str) -> None:
-        raw, align = _split(value, default_alignment, label)
+        raw, align, layout = _split(value, default_alignment, label)
+        if layout is not None:
+            known = key_layout.get(key)
+            if known is not None and not known.same_as(layout):
+                raise FatpteError(ErrorCode.NAMED_DATA_CONFLICT,
+                                  f"named-data key {key!r} is given two layouts: {known.text()} by "
+                                  f"{key_layout_label[key]} and {layout.text()} by {label}; give each tensor one",
+                                  field=label, expected=known.text(), actual=layout.text())
+            key_layout.setdefault(key, layout)
+            key_layout_label.setdefault(key, label)
         cache_key = os.fspath(raw) if isinstance(raw, (str, os.PathLike)) else None
         src = opened.get(cache_key) if cache_key is not None else None
         if src is None:
@@ -144,4 +160,4 @@ def plan(
                                   f"specializations[{i}] needs named-data key {key!r}, which no specialization "
                                   "and no pack(named_data=...) defines", field=f"specializations[{i}].named_data",
                                   actual=key)
-    return NamedDataPlan(segments, key_segment, entry_keys)
+    return NamedDataPlan(segments, key_segment, entry_keys, key_layout)

@@ -11,11 +11,11 @@ from fatpte.errors import ErrorCode, FatpteError
 from fatpte.format import layout as L
 from fatpte.manifest.codec import encode
 from fatpte.manifest.model import (
-    REVISION,
     Manifest,
     ManifestEntry,
     Requirements,
     Signature,
+    parse_executorch_backends,
     parse_provenance,
     parse_source_digest,
 )
@@ -28,7 +28,7 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
 
     wanted = bool(nd.segments) or any(
         s.requires or s.named_data or s.signature or s.source_digest or s.provenance or s.payload_sha256
-        for s in specs)
+        or s.executorch_backends is not None for s in specs)
     if not wanted:
         return b""
     entries: list[ManifestEntry] = []
@@ -36,6 +36,7 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
         label = f"specializations[{i}]"
         digest = parse_source_digest(s.source_digest, f"{label}.source_digest")
         prov = parse_provenance(s.provenance, f"{label}.provenance")
+        backends = parse_executorch_backends(s.executorch_backends, f"{label}.executorch_backends")
         sha = None
         if s.payload_sha256:
             h = hashlib.sha256()
@@ -50,10 +51,13 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
             name=s.entry_name,
             requires=Requirements.from_mapping(s.requires, f"{label}.requires"),
             signature=None if s.signature is None else Signature.from_mapping(s.signature, f"{label}.signature"),
-            named_data=nd.entry_keys[i], source_digest=digest, payload_sha256=sha, provenance=prov))
+            named_data=nd.entry_keys[i], source_digest=digest, payload_sha256=sha, provenance=prov,
+            executorch_backends=backends))
     named = tuple(sorted(nd.key_segment.items(), key=lambda kv: kv[0].encode("utf-8")))
-    manifest = Manifest(REVISION, tuple(entries), named)
-    problems = consistency_problems(manifest, [s.entry_name for s in specs], len(nd.segments))
+    layouts = tuple(sorted(nd.key_layout.items(), key=lambda kv: kv[0].encode("utf-8")))
+    manifest = Manifest(1, tuple(entries), named, layouts)  # encode states the revision the fields need
+    problems = consistency_problems(manifest, [s.entry_name for s in specs],
+                                    [seg.source.size for seg in nd.segments])
     if problems:
         code, path, message, _ = problems[0]
         raise FatpteError(code, message, field=path.replace("manifest.entries", "specializations"))

@@ -24,13 +24,14 @@ from typing import Any
 
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.streams import Progress
+from fatpte.manifest.model import TensorLayout
 from fatpte.ops.packing import pack
 from fatpte.ops.specialization import NamedData, Specialization
 
 _TOP = ("version", "alignment", "segment_alignment", "signature", "source_digest", "named_data",
         "specialization")
 _SPEC = ("backend_id", "payload", "name", "priority", "alignment", "requires", "named_data", "signature",
-         "source_digest", "provenance", "payload_sha256", "data", "share_named_data")
+         "source_digest", "provenance", "payload_sha256", "data", "share_named_data", "executorch_backends")
 FROM_PAYLOAD = "from-payload"  # `signature = "from-payload"`: read the signature from the .pte payload
 _PROGRAM_ONLY = ("data", "share_named_data")  # keys that only an entry with a derived signature takes
 
@@ -68,12 +69,19 @@ class _Ctx:
 
 def _named_value(ctx: _Ctx, value: Any, path: str) -> Any:
     if isinstance(value, Mapping):
-        ctx.keys(value, ("path", "alignment"), path)
+        ctx.keys(value, ("path", "alignment", "layout"), path)
         if "path" not in value:
             raise ctx.bad(f"{path}.path", "is missing")
         align = value.get("alignment")
+        layout = None
+        if "layout" in value:
+            try:
+                layout = TensorLayout.from_mapping(value["layout"], f"{path}.layout")
+            except FatpteError as exc:
+                where = exc.field or f"{path}.layout"
+                raise ctx.bad(where, exc.message.removeprefix(f"{where}: "), value["layout"]) from None
         return NamedData(ctx.file(value["path"], f"{path}.path"),
-                         None if align is None else ctx.integer(align, f"{path}.alignment"))
+                         None if align is None else ctx.integer(align, f"{path}.alignment"), layout)
     return ctx.file(value, path)
 
 
@@ -123,6 +131,9 @@ def load(toml_path: str | os.PathLike[str]) -> tuple[list[Specialization], dict[
         for key in ("name", "backend_id", "source_digest"):
             if key in s and not isinstance(s[key], str):
                 raise ctx.bad(f"{p}.{key}", "must be a string", s[key])
+        if derive and "executorch_backends" in s:
+            raise ctx.bad(f"{p}.executorch_backends", f"comes from the program with signature = {FROM_PAYLOAD!r}; "
+                          "state it only for an entry whose signature is written out", s["executorch_backends"])
         if derive:
             specs.append(_program_spec(ctx, s, p, nd, kwargs["named_data"], doc.get("source_digest"), sha))
             continue
@@ -137,6 +148,7 @@ def load(toml_path: str | os.PathLike[str]) -> tuple[list[Specialization], dict[
             source_digest=s.get("source_digest", doc.get("source_digest")),
             provenance=s.get("provenance"),
             payload_sha256=sha,
+            executorch_backends=s.get("executorch_backends"),
         ))
     return specs, kwargs
 

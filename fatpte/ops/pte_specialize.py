@@ -26,7 +26,8 @@ from fatpte.executorch.pte import Program, read_program
 from fatpte.executorch.rewrite import remove_named_data
 from fatpte.executorch.signature import program_signature
 from fatpte.fileio.mapping import map_view
-from fatpte.ops.specialization import Specialization
+from fatpte.manifest.model import LAYOUT_DTYPES, TensorLayout
+from fatpte.ops.specialization import NamedData, Specialization
 
 if TYPE_CHECKING:
     from fatpte.manifest.model import Requirements
@@ -52,11 +53,29 @@ def backend_id_of_file(path: str | os.PathLike[str]) -> str:
     return backend_id_of(read_program(map_view(path), source=str(path)))
 
 
+def executorch_backends_of(program: Program) -> list[str]:
+    """The ExecuTorch backend ids the program's delegates need (e.g. `XnnpackBackend`), sorted;
+    empty for a program of portable operators only."""
+    return sorted({d.backend_id for m in program.methods for d in m.delegates})
+
+
+def ptd_tensors(path: str | os.PathLike[str]) -> dict[str, tuple[memoryview, TensorLayout | None]]:
+    """The tensors of the .ptd at `path`: key -> (a view of its bytes in a mapping of the file, no
+    copy; its layout as the .ptd records it, or None when it records none)."""
+    data = map_view(path)
+    out: dict[str, tuple[memoryview, TensorLayout | None]] = {}
+    for t in read_ptd(data, source=str(path)).named_data:
+        layout = None
+        if t.dtype is not None and t.dtype in LAYOUT_DTYPES:
+            layout = TensorLayout(t.dtype, t.shape or (), t.dim_order or ())
+        out[t.key] = (data[t.offset : t.offset + t.size], layout)
+    return out
+
+
 def ptd_named_data(path: str | os.PathLike[str]) -> dict[str, memoryview]:
     """The tensors of the .ptd at `path`, key -> a view of its bytes in a mapping of the file (no
     copy), for the container's shared named data."""
-    data = map_view(path)
-    return {t.key: data[t.offset : t.offset + t.size] for t in read_ptd(data, source=str(path)).named_data}
+    return {key: view for key, (view, _) in ptd_tensors(path).items()}
 
 
 def pte_specialization(
@@ -82,6 +101,7 @@ def pte_specialization(
     data = map_view(path)
     program = read_program(data, source=source)
     named: dict[str, bytes | memoryview] = {}
+    layouts: dict[str, TensorLayout] = {}
     origin: dict[str, str] = {}
     payload: str | bytes = source
     provenance_extra = {"executorch.pte.sha256": hashlib.sha256(data).hexdigest()}
@@ -92,13 +112,15 @@ def pte_specialization(
         origin.update(dict.fromkeys(moved, source))
         provenance_extra["executorch.pte.named_data"] = "shared"
     for ptd in data_files:
-        for key, blob in ptd_named_data(ptd).items():
+        for key, (blob, layout) in ptd_tensors(ptd).items():
             if key in named and named[key] != blob:
                 raise FatpteError(ErrorCode.NAMED_DATA_CONFLICT, f"key {key!r} has different contents in "
                                   f"{origin[key]} and {ptd}, both given for {source}", source=str(ptd),
                                   field=f"named_data[{key!r}]", expected=origin[key], actual=str(ptd))
             named[key] = blob
             origin.setdefault(key, str(ptd))
+            if layout is not None:
+                layouts.setdefault(key, layout)  # pack refuses one key given two layouts
     return Specialization(
         backend_id or backend_id_of(program),
         payload,
@@ -109,5 +131,6 @@ def pte_specialization(
         # program_signature builds exactly the mapping form Signature.from_mapping reads
         signature=cast("SignatureMapping", program_signature(program)),
         provenance=dict(provenance or {}) | provenance_extra,
-        named_data=named or None,
+        named_data={k: NamedData(v, layout=layouts[k]) if k in layouts else v for k, v in named.items()} or None,
+        executorch_backends=executorch_backends_of(program),
     )

@@ -11,15 +11,26 @@ from dataclasses import KW_ONLY, dataclass
 from typing import TypedDict
 
 from fatpte.fileio.sources import PayloadSource
-from fatpte.manifest.model import Requirements, Signature
+from fatpte.manifest.model import Requirements, Signature, TensorLayout
+
+
+class LayoutMapping(TypedDict, total=False):
+    """A tensor layout: `{"dtype": "float32", "sizes": [2, 3], "dim_order": [0, 1]}`."""
+
+    dtype: str
+    sizes: Sequence[int]
+    dim_order: Sequence[int]
 
 
 @dataclass(frozen=True)
 class NamedData:
-    """Named-data bytes with an explicit segment alignment (`bytes` or a path, as payloads)."""
+    """Named-data bytes (`bytes` or a path, as payloads) with an explicit segment alignment
+    and, when the bytes are a tensor a runtime loads by key, its layout (dtype, sizes, dim order:
+    what ExecuTorch's `NamedDataMap.get_tensor_layout` answers)."""
 
     source: PayloadSource
     alignment: int | None = None
+    layout: TensorLayout | LayoutMapping | None = None
 
 
 # A named-data value: bytes or a path, or either with an explicit alignment.
@@ -93,6 +104,9 @@ class Specialization:
     source_digest: str | None = None  # "<algorithm>:<hex>" of the source program
     provenance: Mapping[str, str] | None = None
     payload_sha256: bool = False  # store the payload's SHA-256 in the manifest
+    # The ExecuTorch backend ids (delegate ids, e.g. "XnnpackBackend") the program needs; None: not
+    # known, []: none. pte_specialization derives them from the program.
+    executorch_backends: Sequence[str] | None = None
 
     @property
     def entry_name(self) -> str:

@@ -101,7 +101,8 @@ def _plan_v2(c: Container, keep: list[Entry], manifest: Manifest | None) -> _Pla
         segments = sorted({old_index[k] for k in used if k in old_index})
         renumber = {old: new for new, old in enumerate(segments)}
         named = tuple((k, renumber[s]) for k, s in manifest.named_data if k in used)
-        new_manifest = encode_manifest(Manifest(manifest.revision, entries, named))
+        layouts = tuple((k, lay) for k, lay in manifest.layouts if k in used)
+        new_manifest = encode_manifest(Manifest(manifest.revision, entries, named, layouts))
     table_end = L.V2_HEADER_SIZE + len(keep) * L.V2_ENTRY_SIZE + len(segments) * L.V2_SEGMENT_SIZE
     cursor = table_end
     manifest_at = 0

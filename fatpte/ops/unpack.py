@@ -125,8 +125,11 @@ def _toml_lines(container: Container, payload_files: dict[int, str],
         for seg_index in sorted(by_segment):
             alignment = container.segments[seg_index].alignment
             for key in by_segment[seg_index]:
-                path = f"named_data/{segment_files[seg_index]}"
-                lines.append(f"{toml_key(key)} = {toml_value({'path': path, 'alignment': alignment})}")
+                value: dict[str, Any] = {"path": f"named_data/{segment_files[seg_index]}", "alignment": alignment}
+                layout = manifest.layout(key)
+                if layout is not None:
+                    value["layout"] = layout.to_json()
+                lines.append(f"{toml_key(key)} = {toml_value(value)}")
     for e in container.entries:
         lines += ["", "[[specialization]]"]
         if container.version == L.VERSION_2:
@@ -153,6 +156,8 @@ def _toml_lines(container: Container, payload_files: dict[int, str],
             lines.append(f"provenance = {toml_value(dict(m.provenance))}")
         if m.payload_sha256 is not None:
             lines.append("payload_sha256 = true")
+        if m.executorch_backends is not None:
+            lines.append(f"executorch_backends = {toml_value(list(m.executorch_backends))}")
     return lines
 
 

@@ -26,6 +26,42 @@ namespace F = format;
 constexpr std::size_t kMaxTextBytes = 4096;  // manifest.MAX_TEXT_BYTES
 constexpr std::size_t kSha256Size = 32;      // manifest.SHA256_SIZE
 
+// manifest.LAYOUT_DTYPES: the dtypes a TensorLayout may name and the bytes of one element
+// (specs/nfat-manifest.md 3.3).
+struct LayoutDtype {
+  const char* name;
+  std::uint64_t bytes;
+};
+constexpr LayoutDtype kLayoutDtypes[] = {
+    {"uint8", 1},    {"int8", 1},          {"int16", 2},         {"int32", 4},           {"int64", 8},
+    {"float16", 2},  {"float32", 4},       {"float64", 8},       {"bool", 1},            {"qint8", 1},
+    {"quint8", 1},   {"qint32", 4},        {"bfloat16", 2},      {"bits16", 2},          {"float8_e5m2", 1},
+    {"float8_e4m3fn", 1}, {"float8_e5m2fnuz", 1}, {"float8_e4m3fnuz", 1}, {"uint16", 2}, {"uint32", 4},
+    {"uint64", 8},
+};
+
+std::optional<std::uint64_t> layout_element_bytes(const ::flatbuffers::String* dtype) {
+  if (dtype == nullptr) return std::nullopt;
+  for (const LayoutDtype& d : kLayoutDtypes) {
+    if (dtype->str() == d.name) return d.bytes;
+  }
+  return std::nullopt;
+}
+
+// The tensor's bytes (manifest.TensorLayout.nbytes), saturating: a product past 2^64 - 1 can equal
+// no segment size, and saturating keeps the comparison exact without overflow.
+std::uint64_t layout_nbytes(const M::TensorLayout& lay, std::uint64_t element) {
+  std::uint64_t n = element;
+  if (lay.sizes() != nullptr) {
+    for (const std::int32_t d : *lay.sizes()) {
+      const auto size = static_cast<std::uint64_t>(d);
+      if (size != 0 && n > UINT64_MAX / size) return UINT64_MAX;
+      n *= size;
+    }
+  }
+  return n;
+}
+
 // ---- UTF-8: Python decodes every string of the manifest and rejects invalid text ----
 
 bool valid_utf8(const ::flatbuffers::String* s) {
@@ -92,7 +128,7 @@ bool manifest_utf8(const M::Manifest& m) {
   if (m.entries() != nullptr) {
     for (const auto* e : *m.entries()) {
       if (!valid_utf8(e->name()) || !valid_utf8(e->source_digest())) return false;
-      if (!all_utf8<StrVec>(e->named_data())) return false;
+      if (!all_utf8<StrVec>(e->named_data()) || !all_utf8<StrVec>(e->executorch_backends())) return false;
       if (const auto* r = e->requires_()) {
         if (!all_utf8<StrVec>(r->os()) || !all_utf8<StrVec>(r->arch()) || !all_utf8<StrVec>(r->cpu_features())) {
           return false;
@@ -123,6 +159,7 @@ bool manifest_utf8(const M::Manifest& m) {
   if (m.named_data() != nullptr) {
     for (const auto* nd : *m.named_data()) {
       if (!valid_utf8(nd->key())) return false;
+      if (nd->layout() != nullptr && !valid_utf8(nd->layout()->dtype())) return false;
     }
   }
   return true;
@@ -253,6 +290,31 @@ class Builder {
     return Status();
   }
 
+  // manifest.TensorLayout.problem(), in its order.
+  Status layout(const M::TensorLayout* lay, const std::string& path) const {
+    FATPTE_RETURN_IF_ERROR(nonempty(lay, lay->dtype(), path, "dtype"));
+    if (!layout_element_bytes(lay->dtype())) {
+      return invalid(lay, path, "dtype '" + lay->dtype()->str() + "' is not a dtype of specs/nfat-manifest.md 3.3");
+    }
+    const std::size_t rank = lay->sizes() == nullptr ? 0 : lay->sizes()->size();
+    for (std::size_t k = 0; k < rank; ++k) {
+      if (lay->sizes()->Get(static_cast<::flatbuffers::uoffset_t>(k)) < 0) {
+        return invalid(lay, path, "sizes[" + std::to_string(k) + "] is negative");
+      }
+    }
+    if (lay->dim_order() != nullptr && lay->dim_order()->size() != 0) {
+      std::vector<bool> seen(rank, false);
+      bool permutation = lay->dim_order()->size() == rank;
+      for (std::size_t k = 0; permutation && k < rank; ++k) {
+        const std::uint8_t d = lay->dim_order()->Get(static_cast<::flatbuffers::uoffset_t>(k));
+        permutation = d < rank && !seen[d];
+        if (permutation) seen[d] = true;
+      }
+      if (!permutation) return invalid(lay, path, "dim_order is not a permutation of 0..rank-1");
+    }
+    return Status();
+  }
+
   Status entries(const M::Manifest& m, std::vector<EntryV>& out) const {
     if (m.entries() == nullptr) return Status();
     for (::flatbuffers::uoffset_t i = 0; i < m.entries()->size(); ++i) {
@@ -273,6 +335,17 @@ class Builder {
           const auto* key = e->named_data()->Get(k);
           if (key->size() == 0) return invalid(e, p + ".named_data[" + std::to_string(k) + "]", "a named-data key is empty");
           ev.named_data.push_back(key->str());
+        }
+      }
+      if (const auto* backends = e->executorch_backends()) {
+        std::set<std::string> seen;
+        for (::flatbuffers::uoffset_t k = 0; k < backends->size(); ++k) {
+          const auto* id = backends->Get(k);
+          const std::string bp = p + ".executorch_backends[" + std::to_string(k) + "]";
+          if (id->size() == 0 || id->size() > kMaxTextBytes) {
+            return invalid(e, bp, "a backend id must be 1 to 4096 bytes");
+          }
+          if (!seen.insert(id->str()).second) return invalid(e, bp, "backend id '" + id->str() + "' is listed twice");
         }
       }
       FATPTE_RETURN_IF_ERROR(nonempty(e, e->name(), p, "name"));
@@ -347,6 +420,7 @@ Status check_manifest_contents(Bytes buf, const Structure& st) {
   std::vector<EntryV> entries;
   FATPTE_RETURN_IF_ERROR(b.entries(root, entries));
   std::vector<std::pair<std::string, std::uint32_t>> named;
+  std::vector<const M::TensorLayout*> named_layouts;  // per key, nullptr when it has none
   if (root.named_data() != nullptr) {
     named.reserve(root.named_data()->size());
     for (::flatbuffers::uoffset_t i = 0; i < root.named_data()->size(); ++i) {
@@ -360,6 +434,8 @@ Status check_manifest_contents(Bytes buf, const Structure& st) {
                     "key '%s' is not after '%s': keys must be unique and sorted bytewise", named[i].first.c_str(),
                     named[i - 1].first.c_str());
       }
+      if (nd->layout() != nullptr) FATPTE_RETURN_IF_ERROR(b.layout(nd->layout(), p + ".layout"));
+      named_layouts.push_back(nd->layout());
     }
   }
 
@@ -392,6 +468,14 @@ Status check_manifest_contents(Bytes buf, const Structure& st) {
                  "manifest.named_data[" + std::to_string(i) + "].segment",
                  "named-data key '%s' points at segment %u, but the segment table has %zu", named[i].first.c_str(),
                  named[i].second, st.segments.size());
+    if (const M::TensorLayout* lay = named_layouts[i]) {
+      const std::uint64_t want = layout_nbytes(*lay, *layout_element_bytes(lay->dtype()));
+      const std::uint64_t have = st.segments[named[i].second].size;
+      FATPTE_CHECK(want == have, Error::NAMED_DATA_LAYOUT_MISMATCH, base,
+                   "manifest.named_data[" + std::to_string(i) + "].layout",
+                   "named-data key '%s' has a layout of %" PRIu64 " bytes, but its segment %u holds %" PRIu64,
+                   named[i].first.c_str(), want, named[i].second, have);
+    }
     referenced.insert(named[i].second);
     keys.insert(named[i].first);
   }

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 
 import fatpte
+from fatpte.manifest.model import TensorLayout
 from fatpte.cli.main import main
 from fatpte.ops.packfile import pack_from_file
 from fatpte.ops.unpack import toml_key, toml_value, unpack_to_dir
@@ -66,6 +67,25 @@ def test_named_data_and_manifest_round_trip_byte_for_byte(tmp_path: Path) -> Non
         "cuda.bin", "portable.bin", "x86_avx2.bin"]
     assert sorted(p.name for p in (folder / "named_data").iterdir()) == ["bias.bin", "layers.0.weight.bin"]
     assert (folder / "named_data" / "layers.0.weight.bin").read_bytes() == weights
+
+
+def test_revision_2_fields_round_trip_byte_for_byte(tmp_path: Path) -> None:
+    # Layouts and ExecuTorch backends are written to pack.toml and packed again unchanged.
+    layout = {"dtype": "bfloat16", "sizes": [4, 2, 3], "dim_order": [0, 2, 1]}
+    src = fatpte.pack([
+        fatpte.Specialization("xnnpack", b"x" * 64, named_data=["w"], executorch_backends=["XnnpackBackend"]),
+        fatpte.Specialization("portable", b"p" * 64, named_data=["w", "raw"], executorch_backends=[]),
+        fatpte.Specialization("opaque", b"o" * 64),
+    ], tmp_path / "src.nfat", named_data={"w": fatpte.NamedData(b"w" * 48, layout=layout), "raw": b"r" * 7})
+    with fatpte.open(src) as c:
+        assert c.manifest is not None and c.manifest.revision == 2
+        assert c.manifest.layout("w") == TensorLayout("bfloat16", (4, 2, 3), (0, 2, 1))
+        assert c.manifest.layout("raw") is None
+    repacked = roundtrip(src, tmp_path)
+    assert repacked.read_bytes() == src.read_bytes()
+    text = (tmp_path / "unpacked" / "pack.toml").read_text()
+    assert 'executorch_backends = ["XnnpackBackend"]' in text and "executorch_backends = []" in text
+    assert 'layout = {dtype = "bfloat16", sizes = [4, 2, 3], dim_order = [0, 2, 1]}' in text
 
 
 @pytest.mark.parametrize("version", [1, 2])

@@ -22,7 +22,7 @@ from fatpte.manifest import model as M
 from fatpte.manifest.rules import signature_difference
 from fatpte.ops import pack_manifest
 from fatpte.ops.packing import pack
-from fatpte.ops.specialization import Specialization
+from fatpte.ops.specialization import NamedData, Specialization
 from tests.paths import ROOT
 from tests.strategies import manifests
 
@@ -69,7 +69,7 @@ def _parse_fbs(text: str) -> dict[str, list[tuple[str, str, bool, str | None]]]:
 
 
 _FBS_KIND = {"ubyte": "u8", "uint": "u32", "ulong": "u64", "string": "string", "VersionMatch": "u8",
-             "[string]": "[string]", "[ubyte]": "[u8]"}
+             "[string]": "[string]", "[ubyte]": "[u8]", "[int]": "[i32]"}
 
 
 def test_verifier_schema_matches_the_fbs() -> None:
@@ -519,3 +519,77 @@ def test_records_are_not_taken_where_a_list_belongs() -> None:
         M.Signature.from_mapping({"methods": M.Method("forward")})
     assert info.value.field == "signature.methods"
     assert M.Requirements.from_mapping({"os": ("linux",)}).os == ("linux",)  # a plain tuple still is one
+
+
+# -- revision 2: ExecuTorch backends and tensor layouts ------------------------------------------
+
+
+def _revision_2() -> M.Manifest:
+    return M.Manifest(
+        entries=(M.ManifestEntry("xnnpack", named_data=("w",), executorch_backends=("XnnpackBackend",)),
+                 M.ManifestEntry("portable", named_data=("w",), executorch_backends=())),
+        named_data=(("raw", 1), ("w", 0)),
+        layouts=(("w", M.TensorLayout("float16", (2, 8), (1, 0))),))
+
+
+def test_revision_2_fields_round_trip_and_set_the_revision() -> None:
+    m = _revision_2()
+    decoded = MC.decode(MC.encode(m))
+    assert decoded.revision == 2 and decoded == m._replace(revision=2)
+    assert decoded.entries[0].executorch_backends == ("XnnpackBackend",)
+    assert decoded.entries[1].executorch_backends == ()  # none, which is not "not known"
+    assert decoded.layout("w") == M.TensorLayout("float16", (2, 8), (1, 0)) and decoded.layout("raw") is None
+    assert decoded.to_json()["layouts"] == {"w": {"dtype": "float16", "sizes": [2, 8], "dim_order": [1, 0]}}
+    # Without revision-2 fields the bytes are revision 1's: the field is absent, so the default 1.
+    plain = M.Manifest(entries=(M.ManifestEntry("a"),))
+    assert MC.decode(MC.encode(plain)).revision == 1
+    assert MC.decode(MC.encode(plain._replace(revision=2))).revision == 1
+
+
+@pytest.mark.parametrize(("change", "field", "words"), [
+    (lambda m: m._replace(entries=(m.entries[0]._replace(executorch_backends=("",)), m.entries[1])),
+     "manifest.entries[0].executorch_backends[0]", "1 to 4096 bytes"),
+    (lambda m: m._replace(entries=(m.entries[0]._replace(executorch_backends=("A", "B", "A")), m.entries[1])),
+     "manifest.entries[0].executorch_backends[2]", "'A' is listed twice"),
+    (lambda m: m._replace(layouts=(("w", M.TensorLayout("float128", (2, 8))),)),
+     "manifest.named_data[1].layout", "dtype 'float128' is not one of"),
+    (lambda m: m._replace(layouts=(("w", M.TensorLayout("float16", (2, -8))),)),
+     "manifest.named_data[1].layout", "sizes[1] is -8"),
+    (lambda m: m._replace(layouts=(("w", M.TensorLayout("float16", (2, 8), (0, 0))),)),
+     "manifest.named_data[1].layout", "dim_order [0, 0] is not a permutation of 0..1"),
+    (lambda m: m._replace(layouts=(("w", M.TensorLayout("float16", (2, 8), (0,))),)),
+     "manifest.named_data[1].layout", "not a permutation"),
+])
+def test_revision_2_value_rules(change: Any, field: str, words: str) -> None:
+    data = MC.encode(change(_revision_2()))
+    with pytest.raises(FatpteError) as info:
+        MC.decode(data, base=1000)
+    assert info.value.code is ErrorCode.MANIFEST_VALUE_INVALID
+    assert info.value.field == field and words in info.value.message
+    assert info.value.offset is not None and 1000 < info.value.offset < 1000 + len(data)
+
+
+def test_a_layout_must_describe_its_segment(tmp_path: Path) -> None:
+    layout = {"dtype": "float32", "sizes": [2, 3]}  # 24 bytes
+    wrong = [Specialization("portable", b"p" * 8, named_data={"w": NamedData(b"w" * 20, layout=layout)})]
+    with pytest.raises(FatpteError) as info:
+        pack(wrong, tmp_path / "x.nfat")
+    assert info.value.code is ErrorCode.NAMED_DATA_LAYOUT_MISMATCH
+    assert "float32[2, 3], 24 bytes, but its segment 0 holds 20" in info.value.message
+    assert not (tmp_path / "x.nfat").exists()
+    _pack_unchecked(wrong, tmp_path / "x.nfat")
+    [f] = fatpte.validate(tmp_path / "x.nfat").errors
+    assert f.code is ErrorCode.NAMED_DATA_LAYOUT_MISMATCH and f.field == "manifest.named_data[0].layout"
+    with fatpte.open(tmp_path / "x.nfat") as c:
+        assert f.offset == c.header.manifest_offset
+    right = [Specialization("portable", b"p" * 8, named_data={"w": NamedData(b"w" * 24, layout=layout)})]
+    assert fatpte.validate(pack(right, tmp_path / "y.nfat")).ok
+
+
+def test_layouts_from_python_are_checked() -> None:
+    with pytest.raises(FatpteError) as info:
+        M.TensorLayout.from_mapping({"dtype": "float32", "sizes": [2], "dim_order": [1]}, "named_data['w'].layout")
+    assert info.value.code is ErrorCode.INVALID_ARGUMENT and "not a permutation" in info.value.message
+    assert M.TensorLayout.from_mapping({"dtype": "int8", "sizes": [3, 1]}) == M.TensorLayout("int8", (3, 1))
+    assert M.TensorLayout("int8", (3, 1)).same_as(M.TensorLayout("int8", (3, 1), (0, 1)))
+    assert not M.TensorLayout("int8", (3, 1)).same_as(M.TensorLayout("int8", (3, 1), (1, 0)))

@@ -121,3 +121,28 @@ def test_same_inputs_same_bytes(tmp_path: Path) -> None:
                      Specialization("c", b"3", named_data=["a"])], dest).read_bytes()
 
     assert build(tmp_path / "1.pte") == build(tmp_path / "2.pte")
+
+
+def test_one_key_given_two_layouts_is_a_conflict(tmp_path: Path) -> None:
+    a = NamedData(b"w" * 24, layout={"dtype": "float32", "sizes": [2, 3]})
+    b = NamedData(b"w" * 24, layout={"dtype": "float32", "sizes": [3, 2]})
+    same = NamedData(b"w" * 24, layout={"dtype": "float32", "sizes": [2, 3], "dim_order": [0, 1]})
+    with pytest.raises(FatpteError) as info:
+        pack([Specialization("a", b"1", named_data={"w": a}), Specialization("b", b"2", named_data={"w": b})],
+             tmp_path / "x.nfat")
+    assert info.value.code is ErrorCode.NAMED_DATA_CONFLICT
+    assert "two layouts: float32[2, 3]" in info.value.message and "float32[3, 2]" in info.value.message
+    # The same layout twice (an empty dim order is the contiguous one) is no conflict.
+    dest = pack([Specialization("a", b"1", named_data={"w": a}), Specialization("b", b"2", named_data={"w": same})],
+                tmp_path / "y.nfat")
+    with fatpte.open(dest) as c:
+        assert c.manifest is not None and dict(c.manifest.layouts)["w"].sizes == (2, 3)
+
+
+def test_a_bad_layout_names_its_key(tmp_path: Path) -> None:
+    bad = NamedData(b"w" * 4, layout={"dtype": "float32", "sizes": [1], "stride": [1]})  # type: ignore[typeddict-unknown-key]
+    with pytest.raises(FatpteError) as info:
+        pack([Specialization("a", b"1", named_data={"w": bad})], tmp_path / "x.nfat")
+    assert info.value.code is ErrorCode.INVALID_ARGUMENT
+    assert info.value.field == "specializations[0].named_data['w'].layout.stride"
+    assert "unknown key 'stride'" in info.value.message

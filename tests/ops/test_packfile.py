@@ -197,6 +197,7 @@ def test_from_payload_bad_pack_file(tmp_path: Path, extra: str, field: str) -> N
     ('data = ["missing.ptd"]\n', "specialization[0].data[0]"),
     ('share_named_data = "yes"\n', "specialization[0].share_named_data"),
     ('named_data = ["nowhere"]\n', "specialization[0].named_data"),
+    ('executorch_backends = ["XnnpackBackend"]\n', "specialization[0].executorch_backends"),
 ])
 def test_from_payload_bad_program_keys(tmp_path: Path, extra: str, field: str) -> None:
     _programs(tmp_path, "mlp_portable.pte")
@@ -270,3 +271,31 @@ def test_documented_program_example_packs(tmp_path: Path) -> None:
         assert entry is not None and sorted(entry.named_data) == ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]
         # The XNNPACK constants and the .ptd weights are the same bytes: 4 segments for 8 keys.
         assert len(c.named_data_keys) == 8 and len(c.segments) == 4
+
+
+@pytest.mark.parametrize(("layout", "field", "words"), [
+    ('{ dtype = "float32", sizes = [2] }', None, None),  # 8 bytes: the file's size
+    ('{ dtype = "float32", sizes = [3] }', None, "12 bytes, but its segment 0 holds 8"),
+    ('{ dtype = "float32", sizes = [2], order = [0] }', "named_data.w.layout.order", "unknown key 'order'"),
+    ('{ dtype = "complex64", sizes = [1] }', "named_data.w.layout", "complex64"),
+    ('"float32"', "named_data.w.layout", "must be a mapping"),
+])
+def test_named_data_layouts(tmp_path: Path, layout: str, field: str | None, words: str | None) -> None:
+    (tmp_path / "p.bin").write_bytes(b"payload")
+    (tmp_path / "w.bin").write_bytes(b"w" * 8)
+    (tmp_path / "pack.toml").write_text(f'[named_data]\nw = {{ path = "w.bin", layout = {layout} }}\n\n'
+                                        '[[specialization]]\nbackend_id = "a"\npayload = "p.bin"\n'
+                                        'named_data = ["w"]\nexecutorch_backends = []\n')
+    if field is None and words is None:
+        with fatpte.open(pack_from_file(tmp_path / "pack.toml", tmp_path / "out.nfat")) as c:
+            assert c.manifest is not None and c.manifest.layout("w") is not None
+            assert c.manifest.entries[0].executorch_backends == ()
+        return
+    with pytest.raises(FatpteError) as info:
+        pack_from_file(tmp_path / "pack.toml", tmp_path / "out.nfat")
+    if field is None:
+        assert info.value.code is ErrorCode.NAMED_DATA_LAYOUT_MISMATCH
+    else:
+        assert info.value.code is ErrorCode.BAD_PACK_FILE and info.value.field == field
+    assert words is not None and words in str(info.value)
+    assert not (tmp_path / "out.nfat").exists()

@@ -11,8 +11,9 @@ import pytest
 
 import fatpte
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.executorch import read_ptd
-from fatpte.ops.pte_specialize import ptd_named_data, pte_specialization
+from fatpte.executorch import read_program, read_ptd
+from fatpte.ops.pte_specialize import ptd_named_data, ptd_tensors, pte_specialization
+from fatpte.ops.specialization import NamedData
 from tests.paths import ET_FIXTURES
 
 AVX2 = {"arch": ["x86_64"], "cpu_features": ["avx2", "fma"]}
@@ -189,8 +190,11 @@ def test_programs_and_weights_are_mapped_not_read(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(Path, "read_bytes", refuse)
     spec = pte_specialization(ET_FIXTURES / "mlp_portable_external.pte", data_files=[ptd])
     assert spec.named_data is not None
-    assert {k: bytes(v) for k, v in spec.named_data.items()} == expected
-    assert all(isinstance(v, memoryview) for v in spec.named_data.values())  # views of the mapping
+    assert isinstance(spec.named_data, dict)
+    values = {k: v for k, v in spec.named_data.items() if isinstance(v, NamedData)}
+    assert values.keys() == expected.keys()  # every .ptd tensor carries its layout
+    assert {k: bytes(v.source) for k, v in values.items()} == expected  # type: ignore[arg-type]
+    assert all(isinstance(v.source, memoryview) for v in values.values())  # views of the mapping
     dest = fatpte.pack([spec], tmp_path / "m.nfat")
     monkeypatch.undo()
     assert fatpte.validate(dest).ok
@@ -254,3 +258,35 @@ def test_a_changed_cache_shape_in_the_state_names_the_buffer_and_the_hint() -> N
     assert diff is not None
     assert "buffers[0] is k_cache: float32[1, 8, 4] vs float32[1, 16, 4]" in diff
     assert "emit_mutable_buffer_names=True" in diff
+
+
+def test_the_executorch_backends_come_from_the_programs_delegates(tmp_path: Path) -> None:
+    xnn = pte_specialization(ET_FIXTURES / "mlp_xnnpack.pte")
+    portable = pte_specialization(ET_FIXTURES / "mlp_portable.pte")
+    native = pte_specialization(ET_FIXTURES / "mlp_native.pte")
+    assert xnn.executorch_backends == ["XnnpackBackend"]
+    assert portable.executorch_backends == []  # none: portable operators only
+    assert native.executorch_backends == ["NativeBackend"]
+    dest = fatpte.pack([xnn, portable, native], tmp_path / "m.nfat")
+    with fatpte.open(dest) as c:
+        assert c.manifest is not None and c.manifest.revision == 2
+        assert [e.executorch_backends for e in c.manifest.entries] == [("XnnpackBackend",), (), ("NativeBackend",)]
+
+
+def test_ptd_tensors_keep_their_layouts_in_the_manifest(tmp_path: Path) -> None:
+    ptd = ET_FIXTURES / "mlp_portable_external._default_external_constant.ptd"
+    tensors = ptd_tensors(ptd)
+    program = read_program((ET_FIXTURES / "mlp_portable_external.pte").read_bytes())
+    # What the program's external tensors expect of each key is what the .ptd records of it.
+    for plan in program.methods:
+        for tensor in plan.tensors.values():
+            if tensor.external and tensor.fqn:
+                view, layout = tensors[tensor.fqn]
+                assert layout is not None and layout.sizes == tensor.shape
+                assert layout.dim_order == tensor.dim_order and layout.nbytes == len(view)
+    dest = fatpte.pack([pte_specialization(ET_FIXTURES / "mlp_portable_external.pte", data_files=[ptd])],
+                       tmp_path / "m.nfat")
+    assert fatpte.validate(dest).ok
+    with fatpte.open(dest) as c:
+        assert c.manifest is not None
+        assert dict(c.manifest.layouts) == {k: lay for k, (_, lay) in tensors.items()}

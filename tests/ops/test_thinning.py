@@ -120,3 +120,21 @@ def test_thinned_size_is_the_size_thin_writes(fat: Path, tmp_path: Path) -> None
             out = thin(src, tmp_path / "t.pte", names=keep)
             with fatpte.open(src) as c:
                 assert thinned_size(c, keep) == out.stat().st_size, (src.name, keep)
+
+
+def test_thin_keeps_the_layouts_and_backends_of_what_it_keeps(tmp_path: Path) -> None:
+    layout = {"dtype": "int32", "sizes": [4]}
+    src = fatpte.pack([
+        fatpte.Specialization("xnnpack", b"x" * 40, named_data=["w", "v"], executorch_backends=["XnnpackBackend"]),
+        fatpte.Specialization("portable", b"p" * 40, named_data=["v"], executorch_backends=[]),
+    ], tmp_path / "src.nfat", named_data={"w": fatpte.NamedData(b"w" * 16, layout=layout),
+                                         "v": fatpte.NamedData(b"v" * 8, layout={"dtype": "int64", "sizes": []})})
+    kept = fatpte.thin(src, tmp_path / "xnn.nfat", names=["xnnpack"])
+    assert fatpte.validate(kept).ok
+    with fatpte.open(kept) as c:
+        assert c.manifest is not None and c.manifest.revision == 2
+        assert [k for k, _ in c.manifest.layouts] == ["v", "w"]
+        assert c.manifest.entries[0].executorch_backends == ("XnnpackBackend",)
+    portable = fatpte.thin(src, tmp_path / "p.nfat", names=["portable"])
+    with fatpte.open(portable) as c:
+        assert c.manifest is not None and [k for k, _ in c.manifest.layouts] == ["v"]

@@ -54,6 +54,7 @@ typedef enum fatpte_status {
   FATPTE_E_SEGMENT_UNREFERENCED = 416, /* E0416: a segment is named by no named-data key */
   FATPTE_E_PAYLOAD_DIGEST_MISMATCH = 417, /* E0417: the SHA-256 of a payload does not match its manifest entry */
   FATPTE_E_MANIFEST_VALUE_INVALID = 418, /* E0418: a manifest field holds a value its rule forbids */
+  FATPTE_E_NAMED_DATA_LAYOUT_MISMATCH = 419, /* E0419: a named-data layout does not describe its segment's bytes */
   FATPTE_E_V1_BAD_ID = 501, /* E0501: a v1 backend id is empty or has a byte outside ASCII 0x01..0x7f */
   FATPTE_E_V1_ID_PADDING_NOT_ZERO = 502, /* E0502: a v1 backend id has non-zero bytes after its terminating NUL */
   FATPTE_E_V1_OVERLAPPING_PAYLOADS = 503, /* E0503: two v1 payloads share bytes */
@@ -256,6 +257,7 @@ enum class Error : std::int32_t {
   SEGMENT_UNREFERENCED = 416,
   PAYLOAD_DIGEST_MISMATCH = 417,
   MANIFEST_VALUE_INVALID = 418,
+  NAMED_DATA_LAYOUT_MISMATCH = 419,
   V1_BAD_ID = 501,
   V1_ID_PADDING_NOT_ZERO = 502,
   V1_OVERLAPPING_PAYLOADS = 503,
@@ -340,6 +342,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {416, "SEGMENT_UNREFERENCED", "E0416", "a segment is named by no named-data key", "invalid", false},
     {417, "PAYLOAD_DIGEST_MISMATCH", "E0417", "the SHA-256 of a payload does not match its manifest entry", "invalid", false},
     {418, "MANIFEST_VALUE_INVALID", "E0418", "a manifest field holds a value its rule forbids", "invalid", false},
+    {419, "NAMED_DATA_LAYOUT_MISMATCH", "E0419", "a named-data layout does not describe its segment's bytes", "invalid", false},
     {501, "V1_BAD_ID", "E0501", "a v1 backend id is empty or has a byte outside ASCII 0x01..0x7f", "invalid", false},
     {502, "V1_ID_PADDING_NOT_ZERO", "E0502", "a v1 backend id has non-zero bytes after its terminating NUL", "invalid", true},
     {503, "V1_OVERLAPPING_PAYLOADS", "E0503", "two v1 payloads share bytes", "invalid", true},
@@ -367,7 +370,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1007, "ET_SEGMENT_OUT_OF_BOUNDS", "E1007", "an ExecuTorch segment or payload extends past the end of its file", "invalid", false},
     {1008, "ET_BAD_VALUE", "E1008", "an ExecuTorch field holds a value its schema does not allow", "invalid", false},
 };
-inline constexpr std::size_t kErrorCount = 72;
+inline constexpr std::size_t kErrorCount = 73;
 
 }  // namespace fatpte
 #endif  // __cplusplus
