@@ -19,8 +19,8 @@ _EXPORTS: dict[str, str] = {
     "open": "fatpte.container.reader",
     "Specialization": "fatpte.ops.specialization",
     "pack": "fatpte.ops.packing",
-    "validate": "fatpte.container.validation",
-    "validate_buffer": "fatpte.container.validation",
+    "validate": "fatpte.ops.validation",
+    "validate_buffer": "fatpte.ops.validation",
     "Report": "fatpte.container.validation",
     "extract": "fatpte.ops.extraction",
     "Entry": "fatpte.format.model",
@@ -28,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "Header": "fatpte.format.model",
     "ErrorCode": "fatpte.errors",
     "FatpteError": "fatpte.errors",
+    "FatpteWarning": "fatpte.errors",
     "SelectionError": "fatpte.errors",
     "Finding": "fatpte.errors",
     "Severity": "fatpte.errors",
@@ -55,6 +56,7 @@ __all__ = [
     "ErrorCode",
     "Failure",
     "FatpteError",
+    "FatpteWarning",
     "Finding",
     "Header",
     "Manifest",
@@ -83,8 +85,6 @@ if TYPE_CHECKING:
     from fatpte.container.reader import Container as Container
     from fatpte.container.reader import open as open
     from fatpte.container.validation import Report as Report
-    from fatpte.container.validation import validate as validate
-    from fatpte.container.validation import validate_buffer as validate_buffer
     from fatpte.device.accelerator import Accelerator as Accelerator
     from fatpte.device.profile import DeviceProfile as DeviceProfile
     from fatpte.device.selection import Failure as Failure
@@ -93,6 +93,7 @@ if TYPE_CHECKING:
     from fatpte.device.selection import select as select
     from fatpte.errors import ErrorCode as ErrorCode
     from fatpte.errors import FatpteError as FatpteError
+    from fatpte.errors import FatpteWarning as FatpteWarning
     from fatpte.errors import Finding as Finding
     from fatpte.errors import SelectionError as SelectionError
     from fatpte.errors import Severity as Severity
@@ -109,6 +110,8 @@ if TYPE_CHECKING:
     from fatpte.ops.specialization import NamedData as NamedData
     from fatpte.ops.specialization import Specialization as Specialization
     from fatpte.ops.thinning import thin as thin
+    from fatpte.ops.validation import validate as validate
+    from fatpte.ops.validation import validate_buffer as validate_buffer
 
 
 def __getattr__(name: str) -> Any:

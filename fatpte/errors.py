@@ -109,6 +109,13 @@ class ErrorCode(enum.IntEnum):
     ET_BAD_REFERENCE = 1006
     ET_SEGMENT_OUT_OF_BOUNDS = 1007
     ET_BAD_VALUE = 1008
+    # 11xx an ExecuTorch program entry of a container against its manifest record (specs/executorch.md 7)
+    PROGRAM_SIGNATURE_MISMATCH = 1101
+    BACKEND_ID_CONTRADICTS_PROGRAM = 1102
+    EXECUTORCH_BACKENDS_MISMATCH = 1103
+    PROGRAM_DIGEST_MISMATCH = 1104
+    NAMED_DATA_UNUSED = 1105
+    NAMED_DATA_NOT_HELD = 1106
 
     @property
     def tag(self) -> str:
@@ -125,7 +132,7 @@ class ErrorCode(enum.IntEnum):
 
     @property
     def category(self) -> Category:
-        if self.value >= 1000:  # 10xx: an ExecuTorch file breaks its published layout
+        if self.value >= 1000:  # 10xx: an ExecuTorch file breaks its layout; 11xx: a program entry its record
             return Category.INVALID
         if self.value >= 900:
             return Category.SELECTION
@@ -212,6 +219,12 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.ET_BAD_REFERENCE: ("an index in an ExecuTorch program points at no value, segment or payload", _E),
     ErrorCode.ET_SEGMENT_OUT_OF_BOUNDS: ("an ExecuTorch segment or payload extends past the end of its file", _E),
     ErrorCode.ET_BAD_VALUE: ("an ExecuTorch field holds a value its schema does not allow", _E),
+    ErrorCode.PROGRAM_SIGNATURE_MISMATCH: ("an ExecuTorch program's signature disagrees with its manifest entry's", _E),
+    ErrorCode.BACKEND_ID_CONTRADICTS_PROGRAM: ("a backend id names an ExecuTorch backend its program does not use", _E),
+    ErrorCode.EXECUTORCH_BACKENDS_MISMATCH: ("an entry's executorch_backends differ from its program's delegates", _E),
+    ErrorCode.PROGRAM_DIGEST_MISMATCH: ("an ExecuTorch program's SHA-256 differs from its entry's provenance", _E),
+    ErrorCode.NAMED_DATA_UNUSED: ("an entry lists named data its ExecuTorch program never loads", _W),
+    ErrorCode.NAMED_DATA_NOT_HELD: ("an ExecuTorch program loads named data neither it nor its entry holds", _W),
 }
 
 
@@ -318,3 +331,18 @@ class SelectionError(FatpteError):
     whether or not an entry fits."""
 
     report: dict[str, Any] | None = None
+
+
+class FatpteWarning(UserWarning):
+    """Something fatpte did as asked but that deserves a look (a code of warning severity):
+    issued with `warnings.warn`, printed by the command line as `fatpte: warning: E0709 ...`."""
+
+    def __init__(self, code: ErrorCode, message: str, *, field: str | None = None) -> None:
+        self.code = code
+        self.message = message
+        self.field = field
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        what = "" if self.field is None else f" ({self.field})"
+        return f"{self.code.tag}{what}: {self.message}"

@@ -183,7 +183,7 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, as_json: 
 
     from fatpte.cli.executorch_files import is_program, program_reports
     from fatpte.cli.paths import containers
-    from fatpte.container.validation import validate as validate_file
+    from fatpte.ops.validation import validate as validate_file
 
     paths = list(containers(files, skip_plain_pte=skip_plain_pte))
     sizes = {p: _size_or_zero(p) for p in paths}

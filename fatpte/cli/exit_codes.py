@@ -7,7 +7,7 @@ but fatpte.errors, so the launcher's start-up does not pay for click.
 
 from __future__ import annotations
 
-from fatpte.errors import Category, FatpteError
+from fatpte.errors import Category, FatpteError, FatpteWarning
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -33,3 +33,8 @@ def error_line(error: FatpteError) -> str:
     """`path: E0203 at 0x48 (entries[2].size): ...`; `fatpte:` when no file is involved."""
     text = str(error)
     return text if error.source is not None else f"fatpte: {text}"
+
+
+def warning_line(warning: FatpteWarning) -> str:
+    """`fatpte: warning: E0709 (specializations): ...`: a FatpteWarning as the command line prints it."""
+    return f"fatpte: warning: {warning}"

@@ -16,6 +16,7 @@ that the console script (fatpte/cli/launch.py) runs their plain forms without im
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,8 +27,16 @@ from fatpte.cli import commands as bodies
 from fatpte.cli.commands import UsageProblem, check_output, emit_json, load_device
 from fatpte.cli.commands import progress as _progress
 from fatpte.cli.commands import words as _words
-from fatpte.cli.exit_codes import EXIT_INVALID, EXIT_IO, EXIT_NO_FIT, EXIT_OK, error_line, exit_code
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.cli.exit_codes import (
+    EXIT_INVALID,
+    EXIT_IO,
+    EXIT_NO_FIT,
+    EXIT_OK,
+    error_line,
+    exit_code,
+    warning_line,
+)
+from fatpte.errors import ErrorCode, FatpteError, FatpteWarning
 
 if TYPE_CHECKING:
     from fatpte.device.profile import DeviceProfile
@@ -48,15 +57,29 @@ class FatpteGroup(click.Group):
     """The group whose `invoke` is the single error boundary of the command line."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except FatpteError as exc:
-            click.echo(error_line(exc), err=True)
-            ctx.exit(exit_code(exc))
-        except OSError as exc:
-            # The library wraps its own I/O; this catches writing results (a closed pipe).
-            click.echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
-            ctx.exit(EXIT_IO)
+        # A FatpteWarning the library issues (`warnings.warn`) is printed on stderr when it comes,
+        # every time, before the result or the error line; other warnings as Python prints them.
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", FatpteWarning)
+            python_shows = warnings.showwarning
+
+            def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                     file: Any = None, line: str | None = None) -> None:
+                if isinstance(message, FatpteWarning):
+                    click.echo(warning_line(message), err=True)
+                else:
+                    python_shows(message, category, filename, lineno, file, line)
+
+            warnings.showwarning = show
+            try:
+                return super().invoke(ctx)
+            except FatpteError as exc:
+                click.echo(error_line(exc), err=True)
+                ctx.exit(exit_code(exc))
+            except OSError as exc:
+                # The library wraps its own I/O; this catches writing results (a closed pipe).
+                click.echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
+                ctx.exit(EXIT_IO)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,10 +203,16 @@ def main() -> None:
               help="Default payload alignment, a power of two from 1 to 65536 (version 2; default 64).")
 @click.option("--from", "from_toml", type=click.Path(dir_okay=False), metavar="PACK_TOML",
               help="Pack what a pack.toml describes (docs/pack-toml.md) instead of arguments.")
+@click.option("--signature-from", "signature_from", metavar="NAME", default=None,
+              help="Give every entry the program signature of entry NAME instead of checking that they "
+                   "agree; recorded in each entry's provenance (fatpte.signature_check).")
+@click.option("--no-signature-check", "no_signature_check", is_flag=True,
+              help="Store no program signature and check none; recorded in each entry's provenance.")
 @_force_option
 @_quiet_option
 def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_named_data: bool,
-         format_version: str | None, align: int | None, from_toml: str | None, force: bool, quiet: bool) -> None:
+         format_version: str | None, align: int | None, from_toml: str | None, signature_from: str | None,
+         no_signature_check: bool, force: bool, quiet: bool) -> None:
     """Pack payloads into a container.
 
     Each argument is BACKEND=PAYLOAD (the entry is named after its backend id) or
@@ -194,15 +223,24 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     A PAYLOAD that is an ExecuTorch program (.pte) is packed whole, with its program signature
     read from the file, so programs whose signatures differ are refused (E0411, both shown). It
     may be given as a bare PROGRAM.pte: the backend id is then derived from its delegates
-    (`portable` when none, XnnpackBackend gives `xnnpack`). --data moves a .ptd's tensors into
-    the container's shared named data (docs/executorch.md); --share-pte-named-data moves the
-    named data stored in the programs there too, rewriting them (extract then no longer gives
-    the input file back byte for byte).
+    (`portable` when none, XnnpackBackend gives `xnnpack`). Two programs are the same program
+    when their user inputs, user outputs and state (mutable buffers) agree in dtype and shape,
+    buffer names compared only where both record them (the default export records none); when
+    you know better, --signature-from NAME or --no-signature-check, recorded in the container.
+    Any program is checked against what is said of it: a backend id that names a backend the
+    program does not delegate to (`portable` for an XNNPACK program) is refused (E1102).
+    --data moves a .ptd's tensors into the container's shared named data (docs/executorch.md);
+    --share-pte-named-data moves the named data stored in the programs there too, rewriting
+    them (extract then no longer gives the input file back byte for byte).
     """
+    if signature_from is not None and no_signature_check:
+        raise click.UsageError("--signature-from and --no-signature-check exclude each other")
     if from_toml is not None:
-        if specs or data or share_pte_named_data or format_version is not None or align is not None:
+        if (specs or data or share_pte_named_data or format_version is not None or align is not None
+                or signature_from is not None or no_signature_check):
             raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
-                                   "--format-version or --align: the pack.toml states them")
+                                   "--format-version, --align, --signature-from or --no-signature-check: the "
+                                   "pack.toml states them")
         from fatpte.ops.packfile import pack_from_file
 
         check_output(output, force)
@@ -218,7 +256,8 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         check_output(output, force)
         with _progress(f"packing {output}", quiet) as progress:
             pack_specs(parsed, output, version=int(format_version or "2"), alignment=align,
-                       progress=progress.update)
+                       progress=progress.update, signature_from=signature_from,
+                       check_signatures=not no_signature_check)
     _wrote_container(output)
 
 
@@ -555,7 +594,11 @@ def diff(a: str, b: str, exit_code: bool, as_json: bool) -> None:
 @_force_option
 @_quiet_option
 def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
-    """Write FILE with more entries appended to OUT."""
+    """Write FILE with more entries appended to OUT.
+
+    An added ExecuTorch program is checked as `fatpte pack` checks one: its signature must agree
+    with the container's entries (E0411), its backend id with its delegates (E1102).
+    """
     from fatpte.ops.edit import add as add_entries
 
     parsed = [parse_spec(s) for s in specs]
@@ -591,7 +634,12 @@ def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: b
 @_force_option
 @_quiet_option
 def replace(file: str, payload: str, name: str, output: str, force: bool, quiet: bool) -> None:
-    """Write FILE with the payload of entry NAME replaced by PAYLOAD to OUT."""
+    """Write FILE with the payload of entry NAME replaced by PAYLOAD to OUT.
+
+    The entry's manifest record is derived again from PAYLOAD, as `fatpte pack` derives it (a
+    payload SHA-256; for an ExecuTorch program its signature, ExecuTorch backends, program digest
+    and the named data it needs), and checked the same way: another model's program is refused.
+    """
     from fatpte.ops.edit import replace as replace_payload
 
     check_output(output, force)

@@ -44,6 +44,9 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
                      "{} when none")),
         ("requires_text", "the requirements in one short line, e.g. `arch=x86_64, +avx2+fma`; `-` when none"),
         ("named_data", "the named-data keys the entry uses"),
+        ("signature_check", ("null, or the decision the packer recorded about the program signature "
+                             "(provenance `fatpte.signature_check`): `skipped` (no signature stored or "
+                             "checked) or `from:NAME` (every entry states entry NAME's)")),
     ]),
     "info.named_data[]": ("A named-data key of `info`", [
         ("key", "the key"),

@@ -24,6 +24,9 @@ MAX_DEPTH: Final = 64
 MAX_TABLES: Final = 1_000_000
 SHA256_SIZE: Final = 32
 MAX_TEXT_BYTES: Final = 4096  # names, keys, dtypes, symbols: long enough for any FQN
+# The provenance key that records a packer's decision about the signature check: "skipped" (no
+# entry states a signature) or "from:NAME" (every entry states entry NAME's); spec section 3.2.
+SIGNATURE_CHECK_KEY: Final = "fatpte.signature_check"
 
 
 class VersionMatch(enum.IntEnum):

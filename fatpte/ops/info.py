@@ -79,6 +79,12 @@ def _named_data(container: Container, manifest: Manifest | None) -> tuple[list[d
     return rows, referenced
 
 
+def _signature_check_key() -> str:
+    from fatpte.manifest.model import SIGNATURE_CHECK_KEY  # loaded with the manifest, not before
+
+    return SIGNATURE_CHECK_KEY
+
+
 def summary(container: Container) -> dict[str, Any]:
     """The container as `fatpte info --json` prints it."""
     # Only decoded when present: a container without one never loads the manifest codec.
@@ -92,6 +98,7 @@ def summary(container: Container) -> dict[str, Any]:
         row["requires"] = {} if m is None else m.requires.to_json()
         row["requires_text"] = requirements_text(None if m is None else m.requires)
         row["named_data"] = [] if m is None else list(m.named_data)
+        row["signature_check"] = None if m is None else dict(m.provenance).get(_signature_check_key())
         entries.append(row)
     distinct = {(e.offset, e.size) for e in container.entries}
     stored = sum(size for _, size in distinct)

@@ -259,6 +259,53 @@ def test_pack_refuses_a_changed_cache_naming_the_difference(tmp_path: Path) -> N
     assert not out.exists()
 
 
+def test_pack_refuses_backend_ids_that_contradict_the_programs(tmp_path: Path) -> None:
+    out = tmp_path / "x.nfat"
+    code, stdout, err = run("pack", "-o", out, f"portable={ET_FIXTURES / 'mlp_xnnpack.pte'}",
+                            f"xnnpack={ET_FIXTURES / 'mlp_portable.pte'}")
+    assert (code, stdout) == (1, "")
+    assert err.startswith("fatpte: E1102 (specializations[0].backend_id): ")
+    assert "backend id 'portable' names the portable operators, but the program delegates to XnnpackBackend" in err
+    assert not out.exists()
+
+
+def test_add_and_replace_refuse_another_models_program(tmp_path: Path) -> None:
+    base = tmp_path / "mlp.nfat"
+    assert run("pack", "-o", base, ET_FIXTURES / "mlp_portable.pte", ET_FIXTURES / "mlp_xnnpack.pte")[0] == 0
+    code, _, err = run("add", base, f"native={ET_FIXTURES / 'add_native.pte'}", "-o", tmp_path / "a.nfat")
+    assert code == 1 and "E0411" in err and not (tmp_path / "a.nfat").exists()
+    code, _, err = run("replace", base, ET_FIXTURES / "add_xnnpack.pte", "--name", "xnnpack", "-o", tmp_path / "r.nfat")
+    assert code == 1 and "E0411" in err and not (tmp_path / "r.nfat").exists()
+    code, _, err = run("replace", base, ET_FIXTURES / "mlp_xnnpack.pte", "--name", "xnnpack", "-o", tmp_path / "r.nfat")
+    assert (code, err) == (0, "")
+
+
+def test_pack_signature_escape_hatches_are_recorded(tmp_path: Path) -> None:
+    files = [ET_FIXTURES / "kvpair_portable_default.pte", ET_FIXTURES / "kvpair16_xnnpack_default.pte"]
+    assert run("pack", "-o", tmp_path / "x.nfat", *files)[0] == 1
+    code, _, err = run("pack", "-o", tmp_path / "from.nfat", "--signature-from", "portable", *files)
+    assert (code, err) == (0, "")
+    code, out, _ = run("info", tmp_path / "from.nfat")
+    assert "signature check: the signature of 'portable' given to every entry" in out
+    code, _, err = run("pack", "-o", tmp_path / "none.nfat", "--no-signature-check", *files)
+    assert (code, err) == (0, "")
+    data = json.loads(run("info", "--json", tmp_path / "none.nfat")[1])
+    assert [e["signature_check"] for e in data["entries"]] == ["skipped", "skipped"]
+    assert run("validate", "--strict", tmp_path / "none.nfat", tmp_path / "from.nfat")[0] == 0
+    code, _, err = run("pack", "-o", tmp_path / "y.nfat", "--no-signature-check", "--signature-from", "portable",
+                       *files)
+    assert code == 2 and "exclude each other" in err
+    code, _, err = run("pack", "-o", tmp_path / "y.nfat", "--signature-from", "gpu", *files)
+    assert code == 2 and "E0702" in err and "'gpu'" in err
+
+
+def test_pack_prints_warnings_and_still_packs(tmp_path: Path) -> None:
+    out = tmp_path / "w.nfat"
+    code, stdout, err = run("pack", "-o", out, ET_FIXTURES / "mlp_portable_external.pte")
+    assert code == 0 and stdout.startswith(f"wrote {out}")
+    assert err.startswith("fatpte: warning: E1106 (specializations[0].named_data): ")
+
+
 def test_pack_refuses_two_different_programs_showing_both_signatures(tmp_path: Path) -> None:
     out = tmp_path / "x.nfat"
     code, stdout, err = run("pack", "-o", out, ET_FIXTURES / "mlp_portable.pte", ET_FIXTURES / "add_xnnpack.pte")

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import fatpte
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, FatpteWarning
 from fatpte.executorch import read_program, read_ptd
 from fatpte.ops.pte_specialize import ptd_named_data, ptd_tensors, pte_specialization
 from fatpte.ops.specialization import NamedData
@@ -142,7 +144,13 @@ def test_share_named_data_moves_the_programs_named_data(tmp_path: Path) -> None:
     program = read_program(data)
     assert shared.named_data == {n.key: data[n.offset : n.offset + n.size] for n in program.named_data}
     assert shared.signature == plain.signature == program_signature(read_program(shared.payload))
-    assert shared.provenance == plain.provenance | {"executorch.pte.named_data": "shared"}
+    # The rewritten program records the input file's digest, and says it is not that file; pack
+    # records the digest of a program packed whole as it checks the payload.
+    digest = hashlib.sha256(data).hexdigest()
+    assert shared.provenance == {"executorch.pte.sha256": digest, "executorch.pte.named_data": "shared"}
+    assert plain.provenance == {}
+    with fatpte.open(fatpte.pack([plain], tmp_path / "p.nfat")) as c:
+        assert c.manifest is not None and dict(c.manifest.entries[0].provenance) == {"executorch.pte.sha256": digest}
     # Extracting no longer gives the input file: the documented price of the opt-in.
     dest = fatpte.pack([shared], tmp_path / "m.nfat")
     assert fatpte.extract(dest, "xnnpack", tmp_path / "m.pte").read_bytes() == shared.payload != data
@@ -209,9 +217,15 @@ def test_every_pairing_of_one_models_lowerings_packs(tmp_path: Path, model: str)
     files = sorted(n for n, f in FILES.items() if f["model"] == model)
     assert len(files) >= 2 or model == "kvpair16"
     for a, b in itertools.combinations(files, 2):
-        dest = fatpte.pack([pte_specialization(ET_FIXTURES / a, name="a"),
-                            pte_specialization(ET_FIXTURES / b, name="b")], tmp_path / "m.nfat")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dest = fatpte.pack([pte_specialization(ET_FIXTURES / a, name="a"),
+                                pte_specialization(ET_FIXTURES / b, name="b")], tmp_path / "m.nfat")
         assert fatpte.validate(dest).ok, (a, b)
+        # Only the programs whose weights are in a .ptd warn: the .ptd was not packed with them.
+        external = [n for n in (a, b) if FILES[n]["external_data"]]
+        assert [w.message.code for w in caught if isinstance(w.message, FatpteWarning)] == (
+            [ErrorCode.NAMED_DATA_NOT_HELD] * len(external))
 
 
 def _one_per_model() -> dict[str, str]:
