@@ -96,6 +96,8 @@ class ErrorCode(enum.IntEnum):
     NAMED_DATA_CONFLICT = 706
     NAMED_DATA_NOT_FOUND = 707
     BAD_PACK_FILE = 708
+    RANKING_TIE = 709
+    UNKNOWN_WORD = 710
     # 8xx I/O
     IO_ERROR = 801
     # 9xx selection
@@ -209,6 +211,8 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.NAMED_DATA_CONFLICT: ("one named-data key was given two different contents", _E),
     ErrorCode.NAMED_DATA_NOT_FOUND: ("the container has no named data under that key", _E),
     ErrorCode.BAD_PACK_FILE: ("a pack.toml file breaks a rule of docs/pack-toml.md", _E),
+    ErrorCode.RANKING_TIE: ("entries one device can both run tie on every ranking key but table position", _W),
+    ErrorCode.UNKNOWN_WORD: ("a prefer or exclude word names no entry and no backend id of the container", _W),
     ErrorCode.IO_ERROR: ("reading or writing a file failed", _E),
     ErrorCode.NO_SPECIALIZATION_FITS: ("no entry's requirements hold on the device", _E),
     ErrorCode.ET_BAD_IDENTIFIER: ("an ExecuTorch file's flatbuffer identifier (bytes 4..8) is not the expected one", _E),

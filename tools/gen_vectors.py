@@ -28,6 +28,7 @@ import hashlib
 import json
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -432,6 +433,12 @@ def valid_vectors() -> list[Vector]:
     ], named_data={"w.a": fatpte.NamedData(blob("r2-s0", 96), layout=layout), "w.b": blob("r2-s1", 10)}),
         "manifest revision 2: each entry's ExecuTorch backends (two, and none), a named-data key with a "
         "tensor layout (float32[2, 3, 4], dim order 0, 2, 1: 96 bytes) and one of raw bytes")
+    add("v2-executorch-delegation", packed([
+        S("portable", blob("dl-p", 40), executorch_backends=[]),
+        S("xnnpack", blob("dl-x", 40), executorch_backends=["XnnpackBackend"]),
+        S("native", blob("dl-n", 40), executorch_backends=["NativeBackend"], priority=-1),
+    ]), "portable first in the table, then a program that delegates to XNNPACK: with equal priorities the "
+        "one that delegates ranks first on every device (the native one, priority -1, last)")
     add("v2-header-size-grown", assemble([Part("cpu", "xnnpack", blob("grow-h", 40))], header_size=72,
                                          entry_size=L.V2_ENTRY_SIZE, segment_entry_size=L.V2_SEGMENT_SIZE),
         "header_size 72: 8 bytes of fields from a later revision (zero), which a reader skips")
@@ -996,6 +1003,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=VECTORS, help="directory to write (default specs/vectors)")
     args = parser.parse_args(argv)
+    # The vectors are made on purpose as they are: what pack would warn about (entries that tie,
+    # named data nobody loads) is part of what some of them test.
+    warnings.simplefilter("ignore", fatpte.FatpteWarning)
     vectors = all_vectors()
     problems = [p for v in vectors for p in check(v)]
     if problems:

@@ -16,7 +16,6 @@ that the console script (fatpte/cli/launch.py) runs their plain forms without im
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,7 +23,7 @@ import click
 
 from fatpte import __version__
 from fatpte.cli import commands as bodies
-from fatpte.cli.commands import UsageProblem, check_output, emit_json, load_device
+from fatpte.cli.commands import UsageProblem, check_output, emit_json, load_device, printed_warnings
 from fatpte.cli.commands import progress as _progress
 from fatpte.cli.commands import words as _words
 from fatpte.cli.exit_codes import (
@@ -34,9 +33,8 @@ from fatpte.cli.exit_codes import (
     EXIT_OK,
     error_line,
     exit_code,
-    warning_line,
 )
-from fatpte.errors import ErrorCode, FatpteError, FatpteWarning
+from fatpte.errors import ErrorCode, FatpteError
 
 if TYPE_CHECKING:
     from fatpte.device.profile import DeviceProfile
@@ -57,20 +55,7 @@ class FatpteGroup(click.Group):
     """The group whose `invoke` is the single error boundary of the command line."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        # A FatpteWarning the library issues (`warnings.warn`) is printed on stderr when it comes,
-        # every time, before the result or the error line; other warnings as Python prints them.
-        with warnings.catch_warnings():
-            warnings.simplefilter("always", FatpteWarning)
-            python_shows = warnings.showwarning
-
-            def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                     file: Any = None, line: str | None = None) -> None:
-                if isinstance(message, FatpteWarning):
-                    click.echo(warning_line(message), err=True)
-                else:
-                    python_shows(message, category, filename, lineno, file, line)
-
-            warnings.showwarning = show
+        with printed_warnings():
             try:
                 return super().invoke(ctx)
             except FatpteError as exc:
@@ -360,22 +345,30 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
 @_device_option(required=True)
 @_preference_options
 @click.option("--explain", is_flag=True, help="Show every entry: its rank, or every requirement it fails.")
+@click.option("--strict", is_flag=True,
+              help="A --prefer or --exclude word that names no entry and no backend id is an error (exit 2), "
+                   "not a warning.")
 @_json_option
 def select(file: str, device: str, prefer: tuple[str, ...], exclude: tuple[str, ...], explain: bool,
-           as_json: bool) -> None:
+           strict: bool, as_json: bool) -> None:
     """Print the name of the entry DEVICE gets from FILE.
 
-    Eligible entries are those whose every requirement holds on the device; they rank by
-    priority, then --prefer order, then specificity, then table order (specs/nfat-manifest.md).
-    When no entry fits, exits 3 and lists on stderr every entry and every requirement it fails,
-    with what the device has instead (--json still prints the verdicts, with `chosen` null).
+    Eligible entries are those whose every requirement holds on the device, and whose
+    ExecuTorch program's backends are in the device's runtime when the profile lists them
+    (`fatpte device` does where ExecuTorch's runtime is installed). They rank by priority, then
+    --prefer order, then a program that delegates to a backend (XNNPACK, ...) before one of
+    portable operators, then specificity, then table order (specs/nfat-manifest.md). A --prefer
+    or --exclude word that names no entry and no backend id is a warning listing those that
+    exist (an error with --strict). When no entry fits, exits 3 and lists on stderr every entry
+    and every requirement it fails, with what the device has instead (--json still prints the
+    verdicts, with `chosen` null).
 
     FILE may be an ExecuTorch program (.pte) with NFAT delegates: the entry is chosen in each,
     one name per line in program order (--json: `path` and a `delegates` list). A program
     without one is an error (exit 2).
     """
     _run_body(bodies.select, file=file, device=device, prefer=prefer, exclude=exclude,
-              explain=explain, as_json=as_json)
+              explain=explain, strict=strict, as_json=as_json)
 
 
 @main.command(epilog=EXIT_HELP)
@@ -436,6 +429,8 @@ def _device_text(profile: DeviceProfile) -> str:
         f"accelerators: {accs or '-'}",
         f"memory:       {profile.memory_bytes} bytes",
         f"backends:     {backends or '-'}",
+        "executorch:   " + ("not known" if profile.executorch_backends is None
+                            else ", ".join(sorted(profile.executorch_backends)) or "no backend (portable operators)"),
     ])
 
 
@@ -452,11 +447,18 @@ def _show_device(profile: DeviceProfile, as_json: bool) -> None:
 def device(ctx: click.Context, as_json: bool) -> None:
     """Show this machine's device profile (what `--device host` means).
 
+    When ExecuTorch's Python runtime is installed, the profile also lists the backends registered
+    in it (`executorch_backends`), so that selection rejects entries whose program needs one it
+    lacks. Asking the runtime imports torch (seconds), so `--device host` does not: save this
+    command's --json output and give that file as --device to select with them.
+
     With --json, the canonical profile JSON (specs/device-profile.md), byte for byte what the
     C++ loader's `fatpte-run --device-json` prints.
     """
     if ctx.invoked_subcommand is None:
-        _show_device(load_device("host"), as_json)
+        from fatpte.device.profile import DeviceProfile
+
+        _show_device(DeviceProfile.host(executorch=True), as_json)
 
 
 @device.command("list", epilog=EXIT_HELP)

@@ -149,8 +149,11 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
         ("rank", "1 for the chosen entry, 2 for the next, ...; null when not eligible"),
         ("priority", "the entry's priority"),
         ("specificity", "number of requirements the entry states"),
+        ("executorch_backends", ("the ExecuTorch backends the entry's program needs (manifest `executorch_backends`); "
+                                 "[] for portable operators; null when not known")),
         ("failures", "each failed requirement: {requirement, needed, has}"),
-        ("notes", "what could not be checked from the profile, e.g. a backend ABI it does not list"),
+        ("notes", ("what could not be checked from the profile, e.g. a backend ABI or the ExecuTorch backends "
+                   "it does not list")),
     ]),
     "select.pte": ("`fatpte select --json` on an ExecuTorch program with NFAT delegates: one object", [
         ("path", "the file, as given"),
@@ -166,6 +169,9 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
         ("accelerators", "list of {kind, name, version, memory_bytes}"),
         ("memory_bytes", "physical memory"),
         ("backends", "backend id -> ABI version the device runtime provides (keys sorted)"),
+        ("executorch_backends", ("sorted ExecuTorch backend ids registered in the device's runtime; the key is "
+                                 "absent when not known (`fatpte device` fills it where ExecuTorch's Python "
+                                 "runtime is installed)")),
     ]),
     "coverage": ("`fatpte coverage --json`: one object", [
         ("path", "the container"),

@@ -55,6 +55,7 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
         s.requires or s.named_data or s.signature or s.source_digest or s.provenance or s.payload_sha256
         or s.executorch_backends is not None for s in specs)
     if not wanted:
+        warn_ranking_ties([(s.entry_name, s.priority, Requirements(), None) for s in specs])
         return b""
     names = [s.entry_name for s in specs]
     stated = [None if s.signature is None else Signature.from_mapping(s.signature, f"specializations[{i}].signature")
@@ -87,6 +88,7 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
             signature=signature,
             named_data=nd.entry_keys[i], source_digest=digest, payload_sha256=sha, provenance=prov,
             executorch_backends=backends))
+    warn_ranking_ties([(e.name, s.priority, e.requires, e.executorch_backends) for s, e in zip(specs, entries)])
     named = tuple(sorted(nd.key_segment.items(), key=lambda kv: kv[0].encode("utf-8")))
     layouts = tuple(sorted(nd.key_layout.items(), key=lambda kv: kv[0].encode("utf-8")))
     manifest = Manifest(1, tuple(entries), named, layouts)  # encode states the revision the fields need
@@ -172,3 +174,38 @@ def _program_record(i: int, s: Any, facts: Any, keys: Sequence[str], stated: Seq
     if decision is None and signature is None:
         signature = facts.signature
     return signature, backends, prov
+
+
+def _together(a: Requirements, b: Requirements) -> bool:
+    """Whether one device can meet both `a` and `b` (specs/nfat-manifest.md 6.2): their os lists and
+    arch lists overlap where both state one, and some allowed architecture has every CPU feature
+    either requires. Accelerators, memory and ABI never keep two entries apart."""
+    from fatpte.format.vocabulary import ARCHES, CPU_FEATURES
+
+    if a.os and b.os and not set(a.os) & set(b.os):
+        return False
+    arches = set(ARCHES)
+    for r in (a, b):
+        if r.arch:
+            arches &= set(r.arch)
+    features = set(a.cpu_features) | set(b.cpu_features)
+    return any(features <= CPU_FEATURES[arch] for arch in arches)
+
+
+def warn_ranking_ties(rows: Sequence[tuple[str, int, Requirements, Sequence[str] | None]]) -> None:
+    """A FatpteWarning (E0709) for each pair of entries one device can make eligible together that
+    tie on priority, delegation and specificity: only their place in the table would choose."""
+    first: dict[tuple[int, bool, int], list[tuple[str, Requirements]]] = {}
+    for name, priority, req, backends in rows:
+        key = (priority, bool(backends), req.specificity)
+        group = first.setdefault(key, [])
+        other = next((n for n, r in group if _together(r, req)), None)
+        group.append((name, req))
+        if other is None:
+            continue
+        delegation = "both delegate to a backend" if key[1] else "neither delegates to a backend"
+        warnings.warn(FatpteWarning(
+            ErrorCode.RANKING_TIE, f"entries {other!r} and {name!r} can both be eligible on one device and tie on "
+            f"priority ({priority}), delegation ({delegation}) and specificity ({key[2]}): only their place in "
+            f"the table chooses {other!r}; give the one to prefer a higher priority", field="specializations"),
+            stacklevel=2)

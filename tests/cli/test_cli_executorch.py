@@ -39,6 +39,12 @@ def _tensor(t: dict[str, Any]) -> str:
     return f"{t['dtype']}[{', '.join(str(d) for d in t['shape'])}]"
 
 
+TIE_XNNPACK_NATIVE = ("fatpte: warning: E0709 (specializations): entries 'xnnpack' and 'native' can both be eligible "
+                      "on one device and tie on priority (0), delegation (both delegate to a backend) and "
+                      "specificity (0): only their place in the table chooses 'xnnpack'; give the one to prefer a "
+                      "higher priority\n")
+
+
 # ---------------------------------------------------------------------------------------------
 # info
 # ---------------------------------------------------------------------------------------------
@@ -242,7 +248,9 @@ def test_pack_default_exports_of_a_stateful_model_with_nothing_but_the_file_name
     out = tmp_path / "m.nfat"
     files = [ET_FIXTURES / f"{model}_{b}_default.pte" for b in ("portable", "xnnpack", "native")]
     code, stdout, err = run("pack", "-o", out, *files)
-    assert (code, err) == (0, ""), err
+    # XNNPACK and native both delegate: on a device whose runtime has both, only table order
+    # chooses between them, which pack says; the portable one ranks below either.
+    assert (code, err) == (0, TIE_XNNPACK_NATIVE), err
     assert stdout == f"wrote {out}: version 2, 3 entries, {out.stat().st_size} bytes\n"
     assert run("validate", out)[0] == 0
     with fatpte.open(out) as c:
@@ -378,7 +386,7 @@ def test_pack_share_pte_named_data_then_extract_with_data_out(tmp_path: Path) ->
     out = tmp_path / "m.nfat"
     code, _, err = run("pack", "-q", "-o", out, "--share-pte-named-data", ET_FIXTURES / "mlp_portable.pte",
                        f"xnnpack={ET_FIXTURES / 'mlp_xnnpack.pte'}", ET_FIXTURES / "mlp_native.pte")
-    assert (code, err) == (0, ""), err
+    assert (code, err) == (0, TIE_XNNPACK_NATIVE), err
     info = json.loads(run("info", "--json", out)[1])
     assert info["segment_count"] == 4 and len(info["named_data"]) == 8
     original = (ET_FIXTURES / "mlp_native.pte").read_bytes()
@@ -391,7 +399,7 @@ def test_pack_share_pte_named_data_then_extract_with_data_out(tmp_path: Path) ->
     assert {t.key: data[t.offset : t.offset + t.size] for t in read_ptd(data).named_data} == want
     assert read_program((tmp_path / "n.pte").read_bytes()).named_data == ()
     # The portable entry has no named data: no data file is written, and the line says why.
-    code, text, err = run("extract", "-q", out, "--device", "x86-64-v2", "-o", tmp_path / "p.pte",
+    code, text, err = run("extract", "-q", out, "--name", "portable", "-o", tmp_path / "p.pte",
                           "--data-out", tmp_path / "p.ptd")
     assert (code, err) == (0, ""), err
     assert "wrote no " in text.splitlines()[1] and not (tmp_path / "p.ptd").exists()
@@ -549,3 +557,60 @@ def test_select_errors() -> None:
     code, out, err = run("select", ET_FIXTURES / "add_nfat.pte", "--device", "x86-64-v3", "--exclude", "native")
     assert (code, out) == (3, "")
     assert "native-avx2" in err and "native-generic" in err
+
+
+# ---------------------------------------------------------------------------------------------
+# selection that knows the runtime
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(__import__("platform").machine().lower() not in ("x86_64", "amd64"), reason="an x86_64 host")
+def test_select_host_on_portable_and_xnnpack_packed_with_no_options_chooses_xnnpack(tmp_path: Path) -> None:
+    out = tmp_path / "m.nfat"
+    assert run("pack", "-o", out, ET_FIXTURES / "kvpair_portable_default.pte",
+               ET_FIXTURES / "kvpair_xnnpack_default.pte") == (0, f"wrote {out}: version 2, 2 entries, "
+                                                                f"{out.stat().st_size} bytes\n", "")
+    assert run("select", out, "--device", "host") == (0, "xnnpack\n", "")
+    # The console script's plain form (no click) says the same.
+    proc = subprocess.run([sys.executable, "-m", "fatpte", "select", str(out), "--device", "host"],
+                          capture_output=True, text=True, check=False)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "xnnpack\n", "")
+
+
+def test_a_runtime_without_native_backend_never_gets_the_native_entry(tmp_path: Path) -> None:
+    out = tmp_path / "m.nfat"
+    files = [ET_FIXTURES / f"kvpair_{b}_default.pte" for b in ("portable", "xnnpack", "native")]
+    assert run("pack", "-o", out, "native=" + str(files[2]), *files[:2])[0] == 0  # native first in the table
+    profile = tmp_path / "runtime.json"
+    device = fatpte.DeviceProfile.load("x86-64-v3")._replace(name="runtime", executorch_backends=["XnnpackBackend"])
+    profile.write_text(device.to_json_text())
+    assert run("select", out, "--device", profile, "--prefer", "native")[:2] == (0, "xnnpack\n")
+    code, text, _ = run("select", out, "--device", profile, "--explain")
+    assert code == 0
+    assert ("  -  native [native]: rejected: executorch_backends: needs NativeBackend; the device has no "
+            "NativeBackend (its runtime has XnnpackBackend)") in text.splitlines()
+    # A profile that does not say: native is a candidate again (first in the table), with a note.
+    code, text, _ = run("select", out, "--device", "x86-64-v3", "--explain")
+    assert "     note: ExecuTorch backends NativeBackend not checked: the profile does not list the backends" in text
+    # With no backend in the runtime, only the portable program runs.
+    profile.write_text(device._replace(executorch_backends=[]).to_json_text())
+    assert run("select", out, "--device", profile)[:2] == (0, "portable\n")
+
+
+def test_unknown_prefer_words_warn_or_fail_with_strict(tmp_path: Path) -> None:
+    out = tmp_path / "m.nfat"
+    assert run("pack", "-q", "-o", out, ET_FIXTURES / "mlp_portable.pte", ET_FIXTURES / "mlp_xnnpack.pte")[0] == 0
+    code, stdout, err = run("select", out, "--device", "x86-64-v2", "--prefer", "xnnpak")
+    assert (code, stdout) == (0, "xnnpack\n")
+    assert err == ("fatpte: warning: E0710 (prefer): prefer 'xnnpak' names no entry and no backend id of the "
+                   "container (entries: portable, xnnpack; backend ids: portable, xnnpack)\n")
+    code, stdout, err = run("select", out, "--device", "x86-64-v2", "--exclude", "xnnpak", "--strict")
+    assert (code, stdout) == (2, "") and err.startswith(f"{out}: E0702 (exclude): exclude 'xnnpak' names no entry")
+    # The console script's plain form prints the same warning, and extract and thin warn too.
+    proc = subprocess.run([sys.executable, "-m", "fatpte", "select", str(out), "--device", "x86-64-v2",
+                           "--prefer", "xnnpak"], capture_output=True, text=True, check=False)
+    assert (proc.returncode, proc.stdout) == (0, "xnnpack\n") and proc.stderr.startswith("fatpte: warning: E0710")
+    code, _, err = run("extract", "-q", out, "--device", "x86-64-v2", "--prefer", "xnnpak", "-o", tmp_path / "x")
+    assert code == 0 and err.startswith("fatpte: warning: E0710")
+    code, _, err = run("thin", "-q", out, "--device", "x86-64-v2", "--exclude", "nope", "-o", tmp_path / "t")
+    assert code == 0 and err.startswith("fatpte: warning: E0710 (exclude)")

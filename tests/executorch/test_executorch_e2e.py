@@ -229,3 +229,31 @@ def test_ptd_weights_packed_then_written_again_load(tmp_path: Path) -> None:
     module = portable_lib._load_for_executorch(str(out), str(written.path))
     for g, w in zip(_run(module, "mlp"), _eager("mlp"), strict=True):
         torch.testing.assert_close(g, w)
+
+
+def test_fatpte_device_lists_the_runtimes_backends_and_selection_uses_them(tmp_path: Path) -> None:
+    """`fatpte device` asks ExecuTorch's Python runtime; its XNNPACK backend is registered and the
+    native backend is not (1.5.1), so a profile made there never gets the native entry."""
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from fatpte.cli.main import main
+    from fatpte.device.profile import DeviceProfile
+
+    result = CliRunner().invoke(main, ["device", "--json"])
+    assert result.exit_code == 0, result.output
+    profile = DeviceProfile.from_json(_json.loads(result.stdout))
+    assert profile.executorch_backends is not None
+    assert set(profile.executorch_backends) == set(portable_lib._get_registered_backend_names())
+    assert "XnnpackBackend" in profile.executorch_backends and "NativeBackend" not in profile.executorch_backends
+    host = tmp_path / "host.json"
+    host.write_text(result.stdout)
+    files = [str(ET_FIXTURES / f"kvpair_{b}_default.pte") for b in ("native", "portable", "xnnpack")]
+    dest = tmp_path / "m.nfat"
+    assert CliRunner().invoke(main, ["pack", "-o", str(dest), *files]).exit_code == 0
+    chosen = CliRunner().invoke(main, ["select", str(dest), "--device", str(host), "--prefer", "native",
+                                       "--explain"])
+    assert chosen.exit_code == 0
+    assert chosen.stdout.splitlines()[1] == "chosen: xnnpack [xnnpack]"
+    assert "executorch_backends: needs NativeBackend; the device has no NativeBackend" in chosen.stdout

@@ -71,6 +71,8 @@ typedef enum fatpte_status {
   FATPTE_E_NAMED_DATA_CONFLICT = 706, /* E0706: one named-data key was given two different contents */
   FATPTE_E_NAMED_DATA_NOT_FOUND = 707, /* E0707: the container has no named data under that key */
   FATPTE_E_BAD_PACK_FILE = 708, /* E0708: a pack.toml file breaks a rule of docs/pack-toml.md */
+  FATPTE_E_RANKING_TIE = 709, /* E0709: entries one device can both run tie on every ranking key but table position */
+  FATPTE_E_UNKNOWN_WORD = 710, /* E0710: a prefer or exclude word names no entry and no backend id of the container */
   FATPTE_E_IO_ERROR = 801, /* E0801: reading or writing a file failed */
   FATPTE_E_NO_SPECIALIZATION_FITS = 901, /* E0901: no entry's requirements hold on the device */
   FATPTE_E_ET_BAD_IDENTIFIER = 1001, /* E1001: an ExecuTorch file's flatbuffer identifier (bytes 4..8) is not the expected one */
@@ -280,6 +282,8 @@ enum class Error : std::int32_t {
   NAMED_DATA_CONFLICT = 706,
   NAMED_DATA_NOT_FOUND = 707,
   BAD_PACK_FILE = 708,
+  RANKING_TIE = 709,
+  UNKNOWN_WORD = 710,
   IO_ERROR = 801,
   NO_SPECIALIZATION_FITS = 901,
   ET_BAD_IDENTIFIER = 1001,
@@ -371,6 +375,8 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {706, "NAMED_DATA_CONFLICT", "E0706", "one named-data key was given two different contents", "usage", false},
     {707, "NAMED_DATA_NOT_FOUND", "E0707", "the container has no named data under that key", "usage", false},
     {708, "BAD_PACK_FILE", "E0708", "a pack.toml file breaks a rule of docs/pack-toml.md", "usage", false},
+    {709, "RANKING_TIE", "E0709", "entries one device can both run tie on every ranking key but table position", "usage", true},
+    {710, "UNKNOWN_WORD", "E0710", "a prefer or exclude word names no entry and no backend id of the container", "usage", true},
     {801, "IO_ERROR", "E0801", "reading or writing a file failed", "io", false},
     {901, "NO_SPECIALIZATION_FITS", "E0901", "no entry's requirements hold on the device", "selection", false},
     {1001, "ET_BAD_IDENTIFIER", "E1001", "an ExecuTorch file's flatbuffer identifier (bytes 4..8) is not the expected one", "invalid", false},
@@ -388,7 +394,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1105, "NAMED_DATA_UNUSED", "E1105", "an entry lists named data its ExecuTorch program never loads", "invalid", true},
     {1106, "NAMED_DATA_NOT_HELD", "E1106", "an ExecuTorch program loads named data neither it nor its entry holds", "invalid", true},
 };
-inline constexpr std::size_t kErrorCount = 79;
+inline constexpr std::size_t kErrorCount = 81;
 
 }  // namespace fatpte
 #endif  // __cplusplus
