@@ -292,6 +292,10 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
 def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, as_json: bool, quiet: bool) -> None:
     """Check containers against every rule of the spec, checksums included.
 
+    In a container that passes them, each entry that is an ExecuTorch program is then checked
+    against its manifest entry: its signature, backend id, ExecuTorch backends, program digest
+    and named data (E1101-E1105, specs/executorch.md section 7).
+
     FILES may be directories: they are searched recursively (skipping directories whose name
     starts with a dot) for *.nfat files, and for *.pte files that start with the magic NFAT or
     are ExecuTorch programs with an NFAT delegate. In an ExecuTorch program, each NFAT delegate
