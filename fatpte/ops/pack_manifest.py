@@ -73,7 +73,9 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
         elif prov:
             signature = _decided_signature(i, prov, stated, programs, names)
         sha = None
-        if s.payload_sha256:
+        if s.payload_sha256 and programs[i] is not None:
+            sha = bytes.fromhex(programs[i].sha256)  # the program's digest is the payload's, computed once
+        elif s.payload_sha256:
             h = hashlib.sha256()
             view = memoryview(src.buf)
             try:
@@ -88,7 +90,6 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
             signature=signature,
             named_data=nd.entry_keys[i], source_digest=digest, payload_sha256=sha, provenance=prov,
             executorch_backends=backends))
-    warn_ranking_ties([(e.name, s.priority, e.requires, e.executorch_backends) for s, e in zip(specs, entries)])
     named = tuple(sorted(nd.key_segment.items(), key=lambda kv: kv[0].encode("utf-8")))
     layouts = tuple(sorted(nd.key_layout.items(), key=lambda kv: kv[0].encode("utf-8")))
     manifest = Manifest(1, tuple(entries), named, layouts)  # encode states the revision the fields need
@@ -97,12 +98,12 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
     if problems:
         code, path, message, _ = problems[0]
         raise FatpteError(code, message, field=path.replace("manifest.entries", "specializations"))
+    warn_ranking_ties([(e.name, s.priority, e.requires, e.executorch_backends) for s, e in zip(specs, entries)])
     data = encode(manifest)
     if len(data) > L.MAX_MANIFEST_SIZE:
         raise FatpteError(ErrorCode.MANIFEST_TOO_LARGE, f"the manifest would be {len(data)} bytes, above the "
                           f"limit of {L.MAX_MANIFEST_SIZE}", field="manifest", actual=len(data))
     return data
-
 
 
 def _decided_signature(i: int, prov: Sequence[tuple[str, str]], stated: Sequence[Signature | None],

@@ -55,6 +55,15 @@ def test_a_plain_specialization_of_a_program_gets_its_record(tmp_path: Path, as_
     assert fatpte.validate(dest).findings == ()
 
 
+def test_the_payload_digest_of_a_program_is_its_program_digest(tmp_path: Path) -> None:
+    path = _fx("mlp_xnnpack.pte")
+    dest = fatpte.pack([Specialization("xnnpack", str(path), payload_sha256=True)], tmp_path / "d.nfat")
+    entry = _entry(dest, "xnnpack")
+    assert entry.payload_sha256 == hashlib.sha256(path.read_bytes()).digest()
+    assert dict(entry.provenance)["executorch.pte.sha256"] == entry.payload_sha256.hex()
+    assert fatpte.validate(dest).findings == ()
+
+
 @pytest.mark.parametrize("as_bytes", [False, True])
 def test_a_plain_specialization_of_another_model_is_refused(tmp_path: Path, as_bytes: bool) -> None:
     other = _fx("add_portable.pte")
