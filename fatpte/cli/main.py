@@ -457,7 +457,8 @@ def device(ctx: click.Context, as_json: bool) -> None:
     command's --json output and give that file as --device to select with them.
 
     With --json, the canonical profile JSON (specs/device-profile.md), byte for byte what the
-    C++ loader's `fatpte-run --device-json` prints.
+    C++ loader's `fatpte-run --device-json` prints for the same facts (each lists the ExecuTorch
+    backends of the runtime it asked, if any).
     """
     if ctx.invoked_subcommand is None:
         from fatpte.device.profile import DeviceProfile
