@@ -188,8 +188,10 @@ gen-manifest: $(STAMP)
 # end-to-end checks with ExecuTorch's runtime, plus the fixture tests against the new files.
 VENV_ET  := .venv-et
 ET_STAMP := $(VENV_ET)/.installed
+# safetensors: ExecuTorch's own .ptn reader (exir/_serialize/_ptn.py) needs it; the e2e tests read
+# packages with it to check fatpte's reader.
 ET_PINS  := flatbuffers==25.12.19 numpy==2.4.6 packaging==26.3 pyyaml==6.0.3 ruamel.yaml==0.19.1 \
-            tabulate==0.10.0 pytest==9.2.0
+            tabulate==0.10.0 pytest==9.2.0 safetensors==0.8.0
 
 .PHONY: test-executorch
 
@@ -204,6 +206,6 @@ $(ET_STAMP): pyproject.toml
 test-executorch: $(ET_STAMP)
 	$(VENV_ET)/bin/python tools/make_executorch_fixtures.py --out tests/fixtures/executorch
 	$(VENV_ET)/bin/python -m pytest -p no:cacheprovider tests/executorch/test_executorch_e2e.py \
-		tests/executorch/test_executorch_describe.py tests/ops/test_pte_specialize.py tests/ops/test_fat_delegate.py \
+		tests/executorch/test_executorch_describe.py tests/executorch/test_executorch_ptn.py tests/ops/test_pte_specialize.py tests/ops/test_fat_delegate.py \
 		tests/executorch/test_executorch_rewrite.py tests/executorch/test_executorch_ptd_write.py tests/ops/test_ptd_export.py \
 		tests/ops/test_program_entry.py

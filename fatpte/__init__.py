@@ -40,6 +40,8 @@ _EXPORTS: dict[str, str] = {
     "Failure": "fatpte.device.selection",
     "thin": "fatpte.ops.thinning",
     "pack_from_file": "fatpte.ops.packfile",
+    "pte_specialization": "fatpte.ops.pte_specialize",
+    "ptn_specialization": "fatpte.ops.pte_specialize",
     "NamedData": "fatpte.ops.specialization",
     "Manifest": "fatpte.manifest.model",
     "ManifestEntry": "fatpte.manifest.model",
@@ -75,6 +77,8 @@ __all__ = [
     "open",
     "pack",
     "pack_from_file",
+    "pte_specialization",
+    "ptn_specialization",
     "select",
     "thin",
     "validate",
@@ -107,6 +111,8 @@ if TYPE_CHECKING:
     from fatpte.ops.extraction import extract as extract
     from fatpte.ops.packfile import pack_from_file as pack_from_file
     from fatpte.ops.packing import pack as pack
+    from fatpte.ops.pte_specialize import pte_specialization as pte_specialization
+    from fatpte.ops.pte_specialize import ptn_specialization as ptn_specialization
     from fatpte.ops.specialization import NamedData as NamedData
     from fatpte.ops.specialization import Specialization as Specialization
     from fatpte.ops.thinning import thin as thin

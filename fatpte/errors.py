@@ -111,18 +111,23 @@ class ErrorCode(enum.IntEnum):
     ET_BAD_REFERENCE = 1006
     ET_SEGMENT_OUT_OF_BOUNDS = 1007
     ET_BAD_VALUE = 1008
+    ET_BAD_PACKAGE = 1009
     # 11xx an ExecuTorch program entry of a container against its manifest record (specs/executorch.md 7)
     PROGRAM_SIGNATURE_MISMATCH = 1101
     BACKEND_ID_CONTRADICTS_PROGRAM = 1102
     EXECUTORCH_BACKENDS_MISMATCH = 1103
     PROGRAM_DIGEST_MISMATCH = 1104
     NAMED_DATA_UNUSED = 1105
-    NAMED_DATA_NOT_HELD = 1106
 
     @property
     def tag(self) -> str:
         """The code as printed: `E0203`."""
         return f"E{self.value:04d}"
+
+    def __str__(self) -> str:
+        # `print(exc.code)` and f-strings show the code as every message does (`E0411`), not the
+        # bare number an IntEnum prints; int(code) and code.value stay 411.
+        return self.tag
 
     @property
     def meaning(self) -> str:
@@ -223,12 +228,12 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.ET_BAD_REFERENCE: ("an index in an ExecuTorch program points at no value, segment or payload", _E),
     ErrorCode.ET_SEGMENT_OUT_OF_BOUNDS: ("an ExecuTorch segment or payload extends past the end of its file", _E),
     ErrorCode.ET_BAD_VALUE: ("an ExecuTorch field holds a value its schema does not allow", _E),
+    ErrorCode.ET_BAD_PACKAGE: ("a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules", _E),
     ErrorCode.PROGRAM_SIGNATURE_MISMATCH: ("an ExecuTorch program's signature disagrees with its manifest entry's", _E),
     ErrorCode.BACKEND_ID_CONTRADICTS_PROGRAM: ("a backend id names an ExecuTorch backend its program does not use", _E),
     ErrorCode.EXECUTORCH_BACKENDS_MISMATCH: ("an entry's executorch_backends differ from its program's delegates", _E),
     ErrorCode.PROGRAM_DIGEST_MISMATCH: ("an ExecuTorch program's SHA-256 differs from its entry's provenance", _E),
     ErrorCode.NAMED_DATA_UNUSED: ("an entry lists named data its ExecuTorch program never loads", _W),
-    ErrorCode.NAMED_DATA_NOT_HELD: ("an ExecuTorch program loads named data neither it nor its entry holds", _W),
 }
 
 

@@ -1,6 +1,6 @@
 """Fuzz target: fatpte's ExecuTorch readers over any bytes, as `fatpte info`, `validate` and
-`select` run them on a file: `describe` (a .pte, a .ptd, an NPTG or XH00 payload, by bytes 4..8),
-then for a program its signature, the validation of and the choice inside each NFAT delegate, and
+`select` run them on a file: `describe` (a .pte, a .ptd, an NPTG or XH00 payload, by bytes 4..8;
+a .ptn package, by its zip header), then for a program its signature, the validation of and the choice inside each NFAT delegate, and
 the rewrites: the named data taken out (`pack --share-pte-named-data`) and a delegate's segment
 replaced (`thin` of a program). Only FatpteError may escape."""
 

@@ -10,7 +10,8 @@ model using index_copy_) are each lowered four ways: portable (no delegate), XNN
 backend (payload identifier NPTG) and, when the installed executorch has the native backend, a
 fat native delegate whose payload is an NFAT container of two NPTG specializations (packed by
 fatpte inside a BackendDetails.preprocess, laid out in the .pte by ExecuTorch itself). Two more files
-keep weights outside the program in a .ptd. Next to the binaries, `fixtures.json` records for
+keep weights outside the program in a .ptd. Each model, and one with tied weights, is also saved
+as an ExecuTorch native package (.ptn) by `to_native(...).save()`, when the release has it. Next to the binaries, `fixtures.json` records for
 every file what torch.export said about the program (user inputs and outputs with dtype and
 shape, mutated buffers), the sample inputs and the eager outputs of two successive calls, so the
 tests can check what our readers derive from the bytes against what the exporter knew, without
@@ -56,6 +57,11 @@ try:  # the native backend is recent; older executorch releases do not ship it
     from executorch.backends.native.preprocess import NativeBackend
 except ImportError:  # pragma: no cover - depends on the installed release
     NativePartitioner = None
+
+try:  # the native package (.ptn) writer: executorch.exir.native.to_native(...).save()
+    from executorch.exir.native import to_native
+except ImportError:  # pragma: no cover - depends on the installed release
+    to_native = None
 
 AVX2 = {"arch": ["x86_64"], "cpu_features": ["avx2", "fma"]}
 
@@ -219,6 +225,64 @@ def _lower(ep: ExportedProgram, backend: str, external: bool) -> ExecutorchProgr
     raise ValueError(backend)
 
 
+class Tied(torch.nn.Module):
+    """Two layers holding identical weights: a .ptn stores identical immutable tensors once, the
+    other keys aliased to the first in aliases.json."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(4, 4)
+        self.b = torch.nn.Linear(4, 4)
+        self.b.load_state_dict(self.a.state_dict())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(self.a(x)))
+
+
+# 1980-01-01 00:00:00 UTC, the earliest time a zip member can carry, and the one zipfile gives the
+# members ExecuTorch writes with ZipFile.open (program.safetensors).
+PTN_EPOCH = 315532800
+
+
+def _save_ptn(manager: Any, path: Path) -> None:
+    """ExecuTorch's own .ptn writer (NativeProgramManager.save, exir/_serialize/_ptn.py), with the
+    clock held at PTN_EPOCH in UTC while it runs: zipfile stamps the member it writes with
+    writestr (program.ptg) with the current local time, which would change the fixture's bytes on
+    every run. Nothing else about the file is touched."""
+    import time
+    from unittest import mock
+
+    with mock.patch.object(time, "time", return_value=float(PTN_EPOCH)), \
+            mock.patch.object(time, "localtime", time.gmtime):
+        manager.save(str(path))
+
+
+def write_ptn_fixtures(out: Path, index: dict[str, Any]) -> None:
+    """ExecuTorch native packages (.ptn): each model lowered whole by `to_native` and saved by
+    ExecuTorch (a stored zip: program.ptg, an NPTG flatbuffer; program.safetensors, the constants
+    and the initial state; aliases.json when identical tensors are stored once). Recorded in
+    fixtures.json under "packages", with what torch.export said and the eager outputs."""
+    models = dict(_models())
+    g = torch.Generator().manual_seed(1)
+    models["tied"] = (Tied, [(torch.rand(1, 4, generator=g),), (torch.rand(1, 4, generator=g),)])
+    index["packages"] = {}
+    for model_name, (ctor, calls) in models.items():
+        torch.manual_seed(0)
+        ep = export(ctor().eval(), calls[0], strict=True)
+        signature = _signature(ep.run_decompositions({}))
+        torch.manual_seed(0)
+        eager = ctor().eval()
+        expected = [_tensor_json(eager(*c)) for c in calls]
+        path = out / f"{model_name}.ptn"
+        _save_ptn(to_native(ep), path)
+        index["packages"][path.name] = {
+            "model": model_name,
+            "signature": signature,
+            "calls": [{"inputs": [_tensor_json(t) for t in c], "outputs": [e]} for c, e in zip(calls, expected)],
+        }
+        print(f"wrote {path} ({path.stat().st_size} bytes)")
+
+
 def _versions() -> dict[str, str]:
     names = ["torch", "executorch", "torchao", "flatbuffers", "numpy"]
     out = {"python": platform.python_version(), "platform": platform.platform()}
@@ -337,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
         _write_fixture(out, index, stem, model_name, backend, ctor, calls,
                        lambda ep, b=backend, x=external: _lower(ep, b, x), buffer_names=True)
     _state_fixtures(out, index, backends)
+
+    if to_native is not None:
+        write_ptn_fixtures(out, index)
 
     (out / "fixtures.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
     versions = index["versions"]

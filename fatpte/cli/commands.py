@@ -51,6 +51,25 @@ def emit_json(value: Any) -> None:
     echo(json.dumps(value, indent=2))
 
 
+def check_inputs(*paths: str | os.PathLike[str] | None) -> None:
+    """Refuse an input file that is missing, unreadable or a directory, before anything else (the
+    output's existence included): what the user must fix first is named first."""
+    import stat
+
+    from fatpte.fileio.atomic import io_error
+
+    for path in paths:
+        if path is None:
+            continue
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise io_error(exc, path, "cannot read") from None
+        if stat.S_ISDIR(st.st_mode):
+            raise FatpteError(ErrorCode.IO_ERROR, f"cannot read {os.fspath(path)}: it is a directory, not a file",
+                              source=os.fspath(path))
+
+
 def check_output(path: str | os.PathLike[str], force: bool) -> None:
     """Refuse to replace an existing output unless --force was given."""
     if not force and os.path.lexists(path):
@@ -185,6 +204,11 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
         raise UsageProblem("give exactly one of --name, --backend or --device")
     if (prefer or exclude) and device is None:
         raise UsageProblem("--prefer and --exclude go with --device")
+    for option, path in (("-o", output), ("--data-out", data_out)):
+        if path is not None and os.path.realpath(path) == os.path.realpath(file):
+            raise UsageProblem(f"{option} {path} is FILE itself: extracting would replace the container with one "
+                               "of its payloads")
+    check_inputs(file)
     check_output(output, force)
     if data_out is not None:
         if os.path.realpath(data_out) == os.path.realpath(output):
@@ -198,9 +222,34 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
             entry = select_entry(container, profile, prefer=words(prefer), exclude=words(exclude)).chosen
         else:
             entry = container.entry(name) if name is not None else container.by_backend(str(backend))
-        with progress(f"extracting {entry.name!r}", quiet) as bar:
-            extract_entry(container, entry, output, progress=bar.update)
-    echo(f"wrote {output}: payload of {entry.name!r} ({entry.backend_id}), {entry.size} bytes")
+        manifest = container.manifest if container.header.manifest_size else None
+        described = None if manifest is None else manifest.entry(entry.name)
+        keys = () if described is None else described.named_data
+        package = False
+        if keys:  # only then can it be a .ptn whose tensors moved into the container
+            from fatpte.ops.ptn_export import is_shared_package
+
+            package = is_shared_package(container, entry)
+        if package:
+            # A package is self-contained: extract writes it whole again (fatpte.ops.ptn_export).
+            from fatpte.ops.ptn_export import write_entry_package
+
+            with progress(f"extracting {entry.name!r}", quiet):
+                size = write_entry_package(container, entry, output)
+        else:
+            with progress(f"extracting {entry.name!r}", quiet) as bar:
+                extract_entry(container, entry, output, progress=bar.update)
+    if package:
+        echo(f"wrote {output}: package of {entry.name!r} ({entry.backend_id}) with its {len(keys)} tensors put "
+             f"back from the container's named data, {size} bytes")
+    else:
+        echo(f"wrote {output}: payload of {entry.name!r} ({entry.backend_id}), {entry.size} bytes")
+    if data_out is None and keys and not package:
+        # The payload loads these keys from a data file beside it; without one it fails to load.
+        suggestion = os.path.splitext(output)[0] + ".ptd"
+        echo(f"{file}: warning: {entry.name!r} loads {len(keys)} named-data "
+             f"{'key' if len(keys) == 1 else 'keys'} kept in the container, not in its payload: the extracted "
+             f"program needs them in a data file; extract again with --data-out {suggestion} --force", err=True)
     if data_out is not None:
         from fatpte.cli.executorch_files import write_entry_data
 
@@ -208,15 +257,16 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
     return EXIT_OK
 
 
-def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, as_json: bool, quiet: bool) -> int:
+def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, allow_empty: bool, as_json: bool,
+             quiet: bool) -> int:
     """`fatpte validate`."""
     import json
 
-    from fatpte.cli.executorch_files import is_program, program_reports
+    from fatpte.cli.executorch_files import file_reports
     from fatpte.cli.paths import containers
-    from fatpte.ops.validation import validate as validate_file
 
-    paths = list(containers(files, skip_plain_pte=skip_plain_pte))
+    empty: list[str] = []
+    paths = list(containers(files, skip_plain_pte=skip_plain_pte, empty=empty))
     sizes = {p: _size_or_zero(p) for p in paths}
     valid = invalid = errors = warnings = 0
     unreadable: list[FatpteError] = []
@@ -227,7 +277,7 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, as_json: 
         within = bar.update if len(paths) == 1 else None
         for path in paths:
             try:
-                reports = program_reports(path) if is_program(path) else [validate_file(path, progress=within)]
+                reports = file_reports(path, progress=within)
             except FatpteError as exc:
                 unreadable.append(exc)
                 echo(error_line(exc), err=True)
@@ -251,6 +301,12 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, as_json: 
                         echo(f"{report.source}: {f.describe()}")
             valid += file_ok
             invalid += not file_ok
+    if not allow_empty:
+        # A directory without a container is most often a wrong path or a checkout without its
+        # LFS files: CI must not go green on it.
+        for directory in empty:
+            echo(f"{directory}: no container in this directory (no *.nfat file, no *.pte file holding one); "
+                 "pass --allow-empty if that is expected", err=True)
     if not as_json:
         checked = valid + invalid + len(unreadable)
         parts = [f"{valid} valid", f"{invalid} invalid"]
@@ -261,7 +317,7 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, as_json: 
              f"{warnings} {'warning' if warnings == 1 else 'warnings'}")
     if unreadable:
         return exit_code(unreadable[0])  # an I/O error: validate raises only when it cannot read
-    if invalid:
+    if invalid or (empty and not allow_empty):
         return EXIT_INVALID
     return EXIT_OK
 

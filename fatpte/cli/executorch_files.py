@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from fatpte.device.profile import DeviceProfile
     from fatpte.ops.specialization import Specialization
 
-HEAD_SIZE = 8  # the NFAT magic at 0..4, an ExecuTorch identifier at 4..8
+HEAD_SIZE = 64  # the NFAT magic at 0..4, an ExecuTorch identifier at 4..8, a .ptn's first member name
 
 
 def head(path: PathArg) -> bytes:
@@ -38,7 +38,7 @@ def head(path: PathArg) -> bytes:
 
 
 def executorch_kind(path: PathArg) -> str | None:
-    """"pte", "ptd", "nptg" or "xnnpack" when `path` is that ExecuTorch file; None for an NFAT
+    """"pte", "ptd", "ptn", "nptg" or "xnnpack" when `path` is that ExecuTorch file; None for an NFAT
     container (or anything else, which the container commands then reject as they always did)."""
     from fatpte.format.layout import MAGIC
 
@@ -95,6 +95,23 @@ def _data_targets(data: Sequence[str], names: Sequence[str]) -> dict[str, list[s
     return targets
 
 
+def unresolved_warnings(specs: Sequence[Specialization]) -> list[str]:
+    """`fatpte pack`'s warnings: one per program entry that loads named-data keys neither the
+    program nor the container holds (the extracted program would fail to load)."""
+    from fatpte.ops.pte_specialize import unresolved_keys
+
+    lines = []
+    for spec in specs:
+        missing = unresolved_keys(spec)
+        if missing:
+            source = f" ({spec.payload})" if isinstance(spec.payload, str) else ""
+            lines.append(f"fatpte: warning: entry {spec.entry_name!r}{source} loads {len(missing)} named-data "
+                         f"{'key' if len(missing) == 1 else 'keys'} that neither the program nor the container "
+                         f"holds: {', '.join(missing)}; give the .ptd it was exported with (--data "
+                         f"{spec.entry_name}=FILE.ptd), or the extracted program will not load")
+    return lines
+
+
 def pack_specs(args: Sequence[str], data: Sequence[str],
                parse: Callable[[str], Specialization], *, share_named_data: bool = False) -> list[Specialization]:
     """The specializations `fatpte pack` packs for its arguments.
@@ -102,36 +119,51 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
     An argument whose payload is an ExecuTorch program becomes `pte_specialization` of it: the
     whole file, its payload kind and program signature read from it (so pack refuses two
     different programs, E0411). A bare path (no `=`) is allowed for a program: its backend id is
-    derived from its delegates. Each `--data [NAME=]FILE.ptd` adds the tensors of a .ptd to the
-    named data of entry NAME, or of every program entry. With `share_named_data`
-    (--share-pte-named-data) each program's own named data moves there too, the payload being the
-    program rewritten without it (docs/executorch.md)."""
-    from fatpte.ops.pte_specialize import backend_id_of_file, pte_specialization
+    derived from its delegates. A native package (.ptn) becomes `ptn_specialization` of it, the
+    same way (backend id `native` when bare); with `share_named_data` its tensors move into the
+    shared named data too, and extract puts them back. Each `--data [NAME=]FILE` adds the tensors of a .ptd
+    (or of a .ptn's program.safetensors) to the named data of entry NAME, or of every program
+    entry. With `share_named_data` (--share-pte-named-data) each program's own named data moves
+    there too, the payload being the program rewritten without it (docs/executorch.md)."""
+    from fatpte.ops.pte_specialize import backend_id_of_file, pte_specialization, ptn_specialization
 
     # (path, backend id or None to derive, name) per program argument, to build after --data is known.
     programs: list[tuple[str, str | None, str | None]] = []
     specs: list[Specialization | int] = []  # an int is an index into `programs`
+    packages = 0
     for arg in args:
         if "=" not in arg:
-            if not is_program(arg):
-                why = "an ExecuTorch program" if os.path.isfile(arg) else "a file"
+            kind = executorch_kind(arg)
+            if kind == "ptn":
+                specs.append(ptn_specialization(arg, share_named_data=share_named_data))
+                packages += 1
+                continue
+            if kind != "pte":
+                why = "an ExecuTorch program or package" if os.path.isfile(arg) else "a file"
                 raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{arg!r} is not [NAME:]BACKEND=PAYLOAD, and not "
-                                  f"{why}: a bare path must be an ExecuTorch program (.pte)", actual=arg)
+                                  f"{why}: a bare path must be an ExecuTorch program (.pte) or native package "
+                                  "(.ptn)", actual=arg)
             specs.append(len(programs))
             programs.append((arg, None, None))
             continue
         spec = parse(arg)
-        if isinstance(spec.payload, str) and is_program(spec.payload):
+        kind = executorch_kind(spec.payload) if isinstance(spec.payload, str) else None
+        if kind == "pte":
             specs.append(len(programs))
-            programs.append((spec.payload, spec.backend_id, spec.name))
+            programs.append((str(spec.payload), spec.backend_id, spec.name))
+        elif kind == "ptn":
+            specs.append(ptn_specialization(str(spec.payload), backend_id=spec.backend_id, name=spec.name,
+                                            share_named_data=share_named_data))
+            packages += 1
         else:
             specs.append(spec)
     if data and not programs:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, "--data adds a .ptd's named data to ExecuTorch program "
                           "entries, and no payload is an ExecuTorch program", field="--data")
-    if share_named_data and not programs:
+    if share_named_data and not programs and not packages:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, "--share-pte-named-data moves the named data of ExecuTorch "
-                          "programs, and no payload is an ExecuTorch program", field="--share-pte-named-data")
+                          "programs and packages, and no payload is an ExecuTorch program (.pte) or package (.ptn)",
+                          field="--share-pte-named-data")
     # Each program is specialized once (hashing, and rewriting with share_named_data, read the
     # whole file), after its entry name, which --data targets, is known.
     names = [name or backend or backend_id_of_file(path) for path, backend, name in programs]
@@ -197,6 +229,42 @@ def program_reports(path: PathArg) -> list[Report]:
         ErrorCode.BAD_MAGIC, "not a container: an ExecuTorch program (ET12) with no delegate whose payload is "
         "an NFAT container (--skip-plain-pte skips such files)", offset=0, field="header.magic",
         expected="NFAT", actual=bytes(data[:4]).hex()),))]
+
+
+# What a file that is not a container is, when it is an ExecuTorch file (by executorch_kind).
+_NOT_CONTAINER = {
+    "ptd": "an ExecuTorch data file (.ptd, FT01)",
+    "ptn": "an ExecuTorch native package (.ptn); `fatpte pack` packs it as an entry",
+    "nptg": "a bare ExecuTorch native backend payload (NPTG)",
+    "xnnpack": "a bare XNNPACK delegate payload",
+}
+_LFS_POINTER = b"version https://git-lfs"
+
+
+def not_a_container(path: PathArg, magic: bytes) -> str:
+    """The message for a file whose first bytes are not the NFAT magic: what it is instead."""
+    kind = executorch_kind(path)
+    if kind in _NOT_CONTAINER:
+        return f"not a container: {_NOT_CONTAINER[kind]}"
+    if head(path).startswith(_LFS_POINTER):
+        return "not a container: a Git LFS pointer file (fetch the real file with `git lfs pull`)"
+    return f"not a container, and not an ExecuTorch file: it starts with {magic!r}, not b'NFAT'"
+
+
+def file_reports(path: PathArg, *, progress: Callable[[int, int], None] | None = None) -> list[Report]:
+    """What `fatpte validate` reports for one file: a container's report, each NFAT delegate's
+    for an ExecuTorch program (`program_reports`), and for any other file one error saying what
+    it is instead of a container."""
+    from fatpte.ops.validation import validate  # the container rules, then its ExecuTorch programs
+
+    if is_program(path):
+        return program_reports(path)
+    report = validate(path, progress=progress)
+    first = report.findings[0] if report.findings else None
+    if first is not None and first.code is ErrorCode.BAD_MAGIC and isinstance(first.actual, bytes):
+        first = first._replace(message=not_a_container(path, first.actual))
+        report = report._replace(findings=(first, *report.findings[1:]))
+    return [report]
 
 
 def select_program(path: PathArg, device: DeviceProfile, *, prefer: Sequence[str], exclude: Sequence[str],

@@ -2,12 +2,15 @@
 
 Both routes into a command use this module: the click command tree (fatpte/cli/main.py) and the
 launcher that runs the reading commands without click (fatpte/cli/launch.py). It imports nothing
-but fatpte.errors, so the launcher's start-up does not pay for click.
+but fatpte.errors (and, on the error path of a file that is no container, the sniffing of
+fatpte/cli/executorch_files.py), so the launcher's start-up does not pay for click.
 """
 
 from __future__ import annotations
 
-from fatpte.errors import Category, FatpteError, FatpteWarning
+import os
+
+from fatpte.errors import Category, ErrorCode, FatpteError, FatpteWarning
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -30,7 +33,15 @@ def exit_code(error: FatpteError) -> int:
 
 
 def error_line(error: FatpteError) -> str:
-    """`path: E0203 at 0x48 (entries[2].size): ...`; `fatpte:` when no file is involved."""
+    """`path: E0203 at 0x48 (entries[2].size): ...`; `fatpte:` when no file is involved. A file
+    given as a container that does not start with the magic is said to be what it is instead
+    (an ExecuTorch .ptn or .ptd, a Git LFS pointer, ...)."""
+    if (error.code is ErrorCode.BAD_MAGIC and error.offset == 0 and isinstance(error.actual, bytes)
+            and error.source is not None and os.path.isfile(error.source)):
+        from fatpte.cli.executorch_files import not_a_container  # the error path only: keeps start-up lean
+
+        error = FatpteError(error.code, not_a_container(error.source, error.actual), source=error.source,
+                            offset=error.offset, field=error.field, expected=error.expected, actual=error.actual)
     text = str(error)
     return text if error.source is not None else f"fatpte: {text}"
 

@@ -50,7 +50,8 @@ VERBS: dict[str, Verb] = {
                      "--output": "output", "--data-out": "data_out"},
                     _PREFERENCE, frozenset({"output"}), {"file": True, "output": False, "data_out": False}),
     "validate": Verb("files", True, {"--strict": "strict", "--skip-plain-pte": "skip_plain_pte",
-                                     "--json": "as_json", "-q": "quiet", "--quiet": "quiet"}, {}, {},
+                                     "--allow-empty": "allow_empty", "--json": "as_json", "-q": "quiet",
+                                     "--quiet": "quiet"}, {}, {},
                      frozenset(), {"files": True}),
 }
 

@@ -23,7 +23,14 @@ import click
 
 from fatpte import __version__
 from fatpte.cli import commands as bodies
-from fatpte.cli.commands import UsageProblem, check_output, emit_json, load_device, printed_warnings
+from fatpte.cli.commands import (
+    UsageProblem,
+    check_inputs,
+    check_output,
+    emit_json,
+    load_device,
+    printed_warnings,
+)
 from fatpte.cli.commands import progress as _progress
 from fatpte.cli.commands import words as _words
 from fatpte.cli.exit_codes import (
@@ -173,15 +180,15 @@ def main() -> None:
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("specs", nargs=-1, metavar="[NAME:]BACKEND=PAYLOAD|PROGRAM.pte...")
+@click.argument("specs", nargs=-1, metavar="[NAME:]BACKEND=PAYLOAD|PROGRAM.pte|PACKAGE.ptn...")
 @_output_option
 @click.option("--data", "data", multiple=True, metavar="[NAME=]FILE.ptd",
-              help="Add the tensors of an ExecuTorch .ptd to the named data of entry NAME, or of every "
-                   "ExecuTorch program entry (repeatable).")
+              help="Add the tensors of an ExecuTorch .ptd (or of a .ptn's program.safetensors) to the named "
+                   "data of entry NAME, or of every ExecuTorch program entry (repeatable).")
 @click.option("--share-pte-named-data", "share_pte_named_data", is_flag=True,
-              help="Move the named data stored inside each ExecuTorch program into the shared named data; "
-                   "the entry's payload is then the program rewritten without it (extract it with "
-                   "--data-out).")
+              help="Move the named data stored inside each ExecuTorch program, and the tensors of each .ptn, into "
+                   "the shared named data; the entry's payload is then the program rewritten without it "
+                   "(extract it with --data-out), or the package without them (extract puts them back).")
 @click.option("--format-version", type=click.Choice(["1", "2"]), default=None,
               help="Container version to write (default 2).")
 @click.option("--align", type=int, default=None, metavar="N", callback=lambda ctx, param, v: _alignment(v),
@@ -208,15 +215,18 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     A PAYLOAD that is an ExecuTorch program (.pte) is packed whole, with its program signature
     read from the file, so programs whose signatures differ are refused (E0411, both shown). It
     may be given as a bare PROGRAM.pte: the backend id is then derived from its delegates
-    (`portable` when none, XnnpackBackend gives `xnnpack`). Two programs are the same program
-    when their user inputs, user outputs and state (mutable buffers) agree in dtype and shape,
-    buffer names compared only where both record them (the default export records none); when
-    you know better, --signature-from NAME or --no-signature-check, recorded in the container.
-    Any program is checked against what is said of it: a backend id that names a backend the
-    program does not delegate to (`portable` for an XNNPACK program) is refused (E1102).
-    --data moves a .ptd's tensors into the container's shared named data (docs/executorch.md);
-    --share-pte-named-data moves the named data stored in the programs there too, rewriting
-    them (extract then no longer gives the input file back byte for byte).
+    (`portable` when none, XnnpackBackend gives `xnnpack`). An ExecuTorch native package (.ptn)
+    is packed whole the same way, its signature read from its program.ptg (a bare PACKAGE.ptn
+    gets the backend id `native`). Two programs are the same program when their user inputs,
+    user outputs and state (mutable buffers) agree in dtype and shape, buffer names compared
+    only where both record them (the default export records none); when you know better,
+    --signature-from NAME or --no-signature-check, recorded in the container. Any program is
+    checked against what is said of it: a backend id that names a backend the program does not
+    delegate to (`portable` for an XNNPACK program) is refused (E1102). --data moves a .ptd's
+    tensors into the container's shared named data (docs/executorch.md); --share-pte-named-data
+    moves the named data stored in the programs there too, rewriting them (extract then no
+    longer gives the input file back byte for byte), and the tensors of each .ptn (extract
+    writes the package whole again).
     """
     if signature_from is not None and no_signature_check:
         raise click.UsageError("--signature-from and --no-signature-check exclude each other")
@@ -226,24 +236,33 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
             raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
                                    "--format-version, --align, --signature-from or --no-signature-check: the "
                                    "pack.toml states them")
+        from fatpte.cli.executorch_files import unresolved_warnings
         from fatpte.ops.packfile import pack_from_file
 
+        check_inputs(from_toml)
         check_output(output, force)
+        warnings: list[str] = []
         with _progress(f"packing {output}", quiet) as progress:
-            pack_from_file(from_toml, output, progress=progress.update)
+            pack_from_file(from_toml, output, progress=progress.update,
+                           inspect=lambda specs: warnings.extend(unresolved_warnings(specs)))
     else:
         from fatpte.cli.executorch_files import pack_specs as executorch_specs
+        from fatpte.cli.executorch_files import unresolved_warnings
         from fatpte.ops.packing import pack as pack_specs
 
         parsed = executorch_specs(specs, data, parse_spec, share_named_data=share_pte_named_data)
         if not parsed:
             raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
+        check_inputs(*(s.payload for s in parsed if isinstance(s.payload, str)))
         check_output(output, force)
+        warnings = unresolved_warnings(parsed)
         with _progress(f"packing {output}", quiet) as progress:
             pack_specs(parsed, output, version=int(format_version or "2"), alignment=align,
                        progress=progress.update, signature_from=signature_from,
                        check_signatures=not no_signature_check)
     _wrote_container(output)
+    for line in warnings:
+        click.echo(line, err=True)
 
 
 def _wrote_container(path: str) -> None:
@@ -270,7 +289,8 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
     FILE may also be an ExecuTorch file, recognised by its bytes 4..8: a .pte program (methods
     with their inputs, outputs and mutable buffers, delegates with backend id and where each
     payload lives, segments, named data; NPTG and XNNPACK payloads and the entries of NFAT
-    delegates are described inside), a .ptd (named data keys and sizes), or a bare NPTG or
+    delegates are described inside), a .ptd (named data keys and sizes), a .ptn native package
+    (recognised by its zip header: members, program signature, tensors), or a bare NPTG or
     XH00 delegate payload. --map is for containers only.
     """
     _run_body(bodies.info, file=file, show_map=show_map, as_json=as_json)
@@ -287,9 +307,12 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
 @click.option("--skip-plain-pte", is_flag=True,
               help="Skip *.pte files that hold no container (plain ExecuTorch programs: no NFAT magic, no NFAT "
                    "delegate), also when named on the command line; for hooks that pass every *.pte file.")
+@click.option("--allow-empty", is_flag=True,
+              help="Accept a directory that holds no container (by default it fails: exit 1).")
 @_json_option
 @_quiet_option
-def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, as_json: bool, quiet: bool) -> None:
+def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, allow_empty: bool, as_json: bool,
+             quiet: bool) -> None:
     """Check containers against every rule of the spec, checksums included.
 
     In a container that passes them, each entry that is an ExecuTorch program is then checked
@@ -300,14 +323,17 @@ def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, as_json
     starts with a dot) for *.nfat files, and for *.pte files that start with the magic NFAT or
     are ExecuTorch programs with an NFAT delegate. In an ExecuTorch program, each NFAT delegate
     is checked as a container of its own (`path[delegate 0 ...]`). A program with none, named
-    on the command line, is reported as not a container (E0101) unless --skip-plain-pte.
-    Prints one line per finding (`path: E0208 at 0x9c (entries[0].checksum): ...`) and a
-    summary line counting files; with --json, one JSON object per container per line and no
-    summary. Exits 1 when any file is invalid (with --strict, also when any has a warning),
-    and 4 when a file cannot be read (the others are still checked).
+    on the command line, is reported as not a container (E0101) unless --skip-plain-pte; so is
+    any other file, saying what it is (an ExecuTorch .ptd or .ptn, a Git LFS pointer, ...).
+    A directory in which no container is found fails too (a wrong path must not pass), unless
+    --allow-empty. Prints one line per finding (`path: E0208 at 0x9c (entries[0].checksum):
+    ...`) and a summary line counting files; with --json, one JSON object per container per line
+    and no summary. Exits 1 when any file is invalid (with --strict, also when any has a
+    warning) or a directory holds no container, and 4 when a file cannot be read (the others are
+    still checked).
     """
     _run_body(bodies.validate, files=files, strict=strict, skip_plain_pte=skip_plain_pte,
-              as_json=as_json, quiet=quiet)
+              allow_empty=allow_empty, as_json=as_json, quiet=quiet)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,6 +428,7 @@ def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[st
         raise click.UsageError("give --device, --name, or both")
     if (prefer or exclude) and device is None:
         raise click.UsageError("--prefer and --exclude go with --device")
+    check_inputs(file)
     check_output(output, force)
     profile = None if device is None else load_device(device)
     if is_program(file):
@@ -424,14 +451,16 @@ def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[st
 
 
 def _device_text(profile: DeviceProfile) -> str:
-    accs = ", ".join(f"{a.kind} {a.version} ({a.name}, {a.memory_bytes} bytes)" for a in profile.accelerators)
-    backends = ", ".join(f"{k} ABI {v}" for k, v in sorted(profile.backends.items()))
+    from fatpte.cli.render import shown, size
+
+    accs = ", ".join(f"{a.kind} {a.version} ({shown(a.name)}, {size(a.memory_bytes)})" for a in profile.accelerators)
+    backends = ", ".join(f"{shown(k)} ABI {v}" for k, v in sorted(profile.backends.items()))
     return "\n".join([
         f"name:         {profile.name}",
         f"os / arch:    {profile.os} {profile.arch}",
         f"cpu features: {' '.join(sorted(profile.cpu_features)) or '-'}",
         f"accelerators: {accs or '-'}",
-        f"memory:       {profile.memory_bytes} bytes",
+        f"memory:       {size(profile.memory_bytes) if profile.memory_bytes else 'unknown'}",
         f"backends:     {backends or '-'}",
         "executorch:   " + ("not known" if profile.executorch_backends is None
                             else ", ".join(sorted(profile.executorch_backends)) or "no backend (portable operators)"),
@@ -469,7 +498,8 @@ def device(ctx: click.Context, as_json: bool) -> None:
 @device.command("list", epilog=EXIT_HELP)
 @_json_option
 def device_list(as_json: bool) -> None:
-    """List the named device profiles (specs/devices/)."""
+    """List the named device profiles: those installed with fatpte (specs/devices/ in its
+    source), or those in $FATPTE_DEVICES_DIR when set."""
     from fatpte.device.profile import DeviceProfile
 
     profiles = [DeviceProfile.load(n) for n in DeviceProfile.names()]
@@ -498,9 +528,9 @@ def device_show(name: str, as_json: bool) -> None:
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
-@click.option("--devices", metavar="NAME,...|DIR", default=None,
-              help="Device profiles: names or JSON files, comma-separated, or a directory of *.json files "
-                   "(default: every named profile).")
+@click.option("--devices", metavar="host|NAME|FILE,...|DIR", default=None,
+              help="Device profiles: `host`, names or JSON files, comma-separated, or a directory of *.json "
+                   "files (default: every named profile).")
 @_preference_options
 @click.option("--strict", is_flag=True, help="Exit 3 when some device gets no entry.")
 @_json_option
@@ -551,6 +581,7 @@ def unpack(file: str, directory: str, no_verify: bool, force: bool, quiet: bool,
     """
     from fatpte.ops.unpack import unpack_to_dir
 
+    check_inputs(file)
     with _progress(f"unpacking {file}", quiet):
         done = unpack_to_dir(file, directory, force=force, verify=not no_verify)
     if as_json:
@@ -611,6 +642,7 @@ def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool
     parsed = [parse_spec(s) for s in specs]
     if not parsed:
         raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD to add")
+    check_inputs(file, *(s.payload for s in parsed if isinstance(s.payload, str)))
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         add_entries(file, output, parsed)
@@ -627,6 +659,7 @@ def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: b
     """Write FILE without the named entries to OUT."""
     from fatpte.ops.edit import remove as remove_entries
 
+    check_inputs(file)
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         remove_entries(file, output, names)
@@ -649,6 +682,7 @@ def replace(file: str, payload: str, name: str, output: str, force: bool, quiet:
     """
     from fatpte.ops.edit import replace as replace_payload
 
+    check_inputs(file, payload)
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         replace_payload(file, output, name, payload)
@@ -671,6 +705,7 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
     """
     from fatpte.ops.edit import convert as convert_file
 
+    check_inputs(file)
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         convert_file(file, output, int(to_version))

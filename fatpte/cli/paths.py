@@ -64,19 +64,26 @@ def _plain_pte(path: str) -> bool:
     return _suffix(path) == SNIFFED_SUFFIX and not _holds_containers(path)
 
 
-def containers(paths: Iterable[str | os.PathLike[str]], *, skip_plain_pte: bool = False) -> Iterator[str]:
+def containers(paths: Iterable[str | os.PathLike[str]], *, skip_plain_pte: bool = False,
+               empty: list[str] | None = None) -> Iterator[str]:
     """The files to check for `paths`, each once, in the order given (directories expanded),
     spelled as given (a directory's files as DIRECTORY/NAME). With `skip_plain_pte`, a named
     `*.pte` file that holds no container is skipped too (pre-commit passes every staged `*.pte`
-    file by name). `a.nfat` and `./a.nfat` are the same file, checked once."""
+    file by name). `a.nfat` and `./a.nfat` are the same file, checked once. Each directory in
+    which the walk finds no container is appended to `empty`, when given."""
     seen: set[str] = set()
     for p in paths:
         path = os.fspath(p)
-        found = _walk(path) if os.path.isdir(path) else iter((path,))
+        is_dir = os.path.isdir(path)
+        found = _walk(path) if is_dir else iter((path,))
+        any_found = False
         for f in found:
             if skip_plain_pte and _plain_pte(f):
                 continue
+            any_found = True
             key = os.path.normpath(f)
             if key not in seen:
                 seen.add(key)
                 yield f
+        if is_dir and not any_found and empty is not None:
+            empty.append(path)

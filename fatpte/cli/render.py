@@ -1,13 +1,47 @@
 """Text renderings for the command line: tables for `info`, `info --map` and `diff`.
 
 Each renderer takes the JSON-ready dict the library returns (fatpte.info, fatpte.diff), so the
-text and the --json output are two views of one value.
+text and the --json output are two views of one value. Text is for people: sizes are human
+(`3.4 KiB`; --json keeps exact bytes), long keys are shortened (`short`), and every string that
+comes from a file goes through `shown`, the one place such strings are made safe to print.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+SHORT = 40  # keys longer than this are shortened in text (64 hex digits would wrap every table)
+
+
+def shown(text: str) -> str:
+    """A string from a file as text prints it: control and other non-printable characters
+    escaped (`\\x1b`), so a name or key cannot move the cursor or hide what follows."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def short(text: str, width: int = SHORT) -> str:
+    """`shown(text)`, cut to its first and last characters around `...` when longer than
+    `width`: the same text always gets the same abbreviation, and --json has the whole."""
+    text = shown(text)
+    if len(text) <= width:
+        return text
+    tail = (width - 3) // 3
+    return f"{text[: width - 3 - tail]}...{text[-tail:]}"
+
+
+def size(n: int) -> str:
+    """A byte count for people: `908 B`, `3.4 KiB`, `23.5 GiB`."""
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        value /= 1024
+        if value < 1024 or unit == "PiB":
+            break
+    return f"{value:.1f} {unit}"
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -31,13 +65,11 @@ def info_text(info: dict[str, Any]) -> str:
     manifest = "a manifest" if info["manifest"] else "no manifest"
     entries = plural(info["entry_count"], "entry", "entries")
     head = (f"{info['path']}: NFAT version {info['version']}, {entries}, "
-            f"{plural(info['segment_count'], 'named-data segment')}, {manifest}, {info['size']} bytes")
-    rows = [(e["name"], e["backend_id"], e["payload_kind"], f"{e['offset']:#x}", e["size"], e["alignment"],
-             e["priority"], e["checksum"] or "-", ", ".join(e["shared_with"]) or "-", e["requires_text"],
-             ", ".join(e["named_data"]) or "-")
+            f"{plural(info['segment_count'], 'named-data segment')}, {manifest}, {size(info['size'])}")
+    rows = [(shown(e["name"]), shown(e["backend_id"]), shown(e["payload_kind"]), f"{e['offset']:#x}",
+             size(e["size"]), e["alignment"], e["priority"], e["checksum"] or "-", e["requires_text"])
             for e in info["entries"]]
-    header = ("name", "backend", "kind", "offset", "size", "align", "priority", "crc32c", "shares with",
-              "requires", "named data")
+    header = ("name", "backend", "kind", "offset", "size", "align", "priority", "crc32c", "requires")
     out = [head, table(header, rows, indent="  ")]
     checks = {e["signature_check"] for e in info["entries"] if e.get("signature_check")}
     for check in sorted(checks):
@@ -48,21 +80,70 @@ def info_text(info: dict[str, Any]) -> str:
         out.append(f"  signature check: {what} (packed so on purpose; entries {', '.join(who)})")
     saved = info["payload_bytes"] - info["payload_bytes_stored"]
     if saved:
-        out.append(f"  identical payloads are stored once: {saved} bytes saved")
+        out.append(f"  identical payloads are stored once: {size(saved)} saved")
+    for e in info["entries"]:
+        out += _entry_lines(e)
     if info["named_data"]:
         keys = info["named_data"]
         shared = info["named_data_bytes"] - info["named_data_bytes_stored"]
         out.append(f"  named data: {plural(len(keys), 'key')} in {plural(info['segment_count'], 'segment')}, "
-                   f"{info['named_data_bytes']} bytes referenced, {info['named_data_bytes_stored']} stored"
-                   + (f" ({shared} saved by sharing)" if shared > 0 else ""))
+                   f"{size(info['named_data_bytes'])} referenced, {size(info['named_data_bytes_stored'])} stored"
+                   + (f" ({size(shared)} saved by sharing)" if shared > 0 else ""))
         out.append(table(("key", "segment", "size", "alias of"),
-                         [(k["key"], k["segment"], k["size"] if k["size"] is not None else "-",
-                           k["alias_of"] or "-") for k in keys], indent="    "))
+                         [(short(k["key"]), k["segment"], size(k["size"]) if k["size"] is not None else "-",
+                           short(k["alias_of"]) if k["alias_of"] else "-") for k in keys], indent="    "))
     if info["segments"]:
-        seg_rows = [(s["index"], f"{s['offset']:#x}", s["size"], s["alignment"], s["checksum"])
+        seg_rows = [(s["index"], f"{s['offset']:#x}", size(s["size"]), s["alignment"], s["checksum"])
                     for s in info["segments"]]
         out.append(table(("segment", "offset", "size", "align", "crc32c"), seg_rows, indent="  "))
     return "\n".join(out)
+
+
+def _tensor(t: dict[str, Any]) -> str:
+    dims = ", ".join(shown(str(d)) for d in t["shape"])
+    name = f"{shown(t['name'])}: " if t.get("name") else ""
+    return f"{name}{shown(t['dtype'])}[{dims}]"
+
+
+def signature_lines(signature: dict[str, Any]) -> list[str]:
+    """One line per method: `forward(float32[1, 4]) -> float32[1, 3]; state: total: float32[2, 3]`."""
+    lines = []
+    for m in signature["methods"]:
+        text = (f"{shown(m['name'])}({', '.join(_tensor(t) for t in m['inputs'])}) -> "
+                f"{', '.join(_tensor(t) for t in m['outputs']) or '()'}")
+        if m["buffers"]:
+            text += f"; state: {', '.join(_tensor(t) for t in m['buffers'])}"
+        lines.append(text)
+    return lines
+
+
+def _entry_lines(e: dict[str, Any]) -> list[str]:
+    """What an entry needs and where it comes from, under the table: only what is known."""
+    lines = []
+    if e["signature"] is not None:
+        methods = signature_lines(e["signature"])
+        lines += [f"    signature: {methods[0]}"] + [f"               {m}" for m in methods[1:]]
+    backends = e["executorch_backends"]
+    if backends is not None:
+        lines.append("    ExecuTorch backends: " + (", ".join(shown(b) for b in backends)
+                                                     or "none (portable kernels only)"))
+    keys = e["named_data"]
+    if e["needs_data_file"]:
+        lines.append(f"    needs a .ptd: {plural(len(keys), 'key')} kept in this container, not in the payload "
+                     f"(fatpte extract --data-out): " + ", ".join(short(k) for k in keys))
+    elif keys:
+        lines.append(f"    named data: {plural(len(keys), 'key')} kept in this container, put back into the package "
+                     "by fatpte extract: " + ", ".join(short(k) for k in keys))
+    if e["shared_with"]:
+        lines.append(f"    same payload bytes as: {', '.join(shown(n) for n in e['shared_with'])}")
+    provenance = [f"{shown(k)}={short(v)}" for k, v in e["provenance"].items()]
+    if e["source_digest"] is not None:
+        provenance.insert(0, f"source {short(e['source_digest'])}")
+    if e["payload_sha256"] is not None:
+        provenance.append(f"payload sha256 {short(e['payload_sha256'])} (checked by validate)")
+    if provenance:
+        lines.append("    provenance: " + ", ".join(provenance))
+    return [f"  {shown(e['name'])}:", *lines] if lines else []
 
 
 def map_text(rows: Sequence[dict[str, Any]]) -> str:
@@ -96,12 +177,12 @@ def diff_text(d: dict[str, Any]) -> str:
 
 
 def coverage_text(c: dict[str, Any]) -> str:
-    rows = [(r["device"], r["entry"] or "NONE", r["backend_id"] or "-",
-             r["download_bytes"] if r["download_bytes"] is not None else "-",
+    rows = [(r["device"], shown(r["entry"]) if r["entry"] else "NONE", shown(r["backend_id"] or "-"),
+             size(r["download_bytes"]) if r["download_bytes"] is not None else "-",
              f"{100 * r['download_bytes'] / c['size']:.0f}%" if r["download_bytes"] is not None else "-")
             for r in c["devices"]]
-    out = [f"{c['path']}: {c['size']} bytes, {plural(len(c['devices']), 'device')}",
-           table(("device", "entry", "backend", "download bytes", "of container"), rows, indent="  ")]
+    out = [f"{c['path']}: {size(c['size'])}, {plural(len(c['devices']), 'device')}",
+           table(("device", "entry", "backend", "download", "of container"), rows, indent="  ")]
     if c["uncovered"]:
         out.append(f"  no entry fits: {', '.join(c['uncovered'])} (`fatpte select --explain` says why)")
     if c["unused_entries"]:

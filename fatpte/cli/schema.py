@@ -44,6 +44,18 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
                      "{} when none")),
         ("requires_text", "the requirements in one short line, e.g. `arch=x86_64, +avx2+fma`; `-` when none"),
         ("named_data", "the named-data keys the entry uses"),
+        ("needs_data_file", ("true when the entry uses named data that its extracted payload loads from a data "
+                             "file beside it (`extract --data-out`); false for a .ptn, whose tensors extract "
+                             "puts back into the package")),
+        ("signature", "the program signature {methods: [{name, inputs, outputs, buffers}]}, null when none"),
+        ("executorch_backends", ("the ExecuTorch backend ids the payload needs registered, as the manifest "
+                                 "records them (revision 2), else derived from the payload: its delegates', "
+                                 "sorted ([] for portable kernels only; `NativeBackend` for a .ptn); null when "
+                                 "not recorded and the payload is no ExecuTorch program or package")),
+        ("source_digest", "`<algorithm>:<hex>` of the source program, null when none"),
+        ("payload_sha256", "the payload's SHA-256 the manifest records (hex), null when none"),
+        ("provenance", ("the manifest's provenance pairs: e.g. `executorch.pte.sha256` (the input file), "
+                        "`executorch.pte.named_data` = `shared` (the program was rewritten); {} when none")),
         ("signature_check", ("null, or the decision the packer recorded about the program signature "
                              "(provenance `fatpte.signature_check`): `skipped` (no signature stored or "
                              "checked) or `from:NAME` (every entry states entry NAME's)")),
@@ -71,7 +83,8 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
     ]),
     "info.executorch": (("`fatpte info --json` on an ExecuTorch file: one object "
                         "(`fatpte.executorch.describe(FILE).to_json()`, docs/executorch.md)"), [
-        ("kind", "`pte` (program), `ptd` (data file), `nptg` (native payload) or `xnnpack` (XH00/XN01 payload)"),
+        ("kind", ("`pte` (program), `ptd` (data file), `ptn` (native package), `nptg` (native payload) or "
+                  "`xnnpack` (XH00/XN01 payload)")),
         ("source", "the file, as given"),
         ("size", "file size in bytes"),
         ("version", "the file's schema version"),
@@ -79,8 +92,17 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
                             "segment_data_size}, or null")),
         ("methods", ("pte: method objects (below); nptg: per method its inputs, outputs, buffers, "
                     "output_specs, named_data_keys")),
-        ("signature", ("pte: the program signature {methods: [{name, inputs, outputs, buffers}]}: buffer "
+        ("signature", ("pte, ptn: the program signature {methods: [{name, inputs, outputs, buffers}]}: buffer "
                       "write-backs are among `buffers`, never `outputs`")),
+        ("executorch_backends", "pte: the backend ids its delegates need registered, sorted ([]: portable kernels only)"),
+        ("external_keys", ("pte: the named-data keys it loads (external constants, delegate constants) that it does "
+                           "not hold: a .ptd beside it must")),
+        ("members", "ptn: the zip's members [{name, offset, size, crc32}], offset of the member's bytes"),
+        ("program", "ptn: program.ptg, as `info` describes an `nptg` file (format, version, methods, named_data_keys)"),
+        ("tensors", ("ptn: [{key, dtype, shape, offset, size, alias_of}] of program.safetensors and aliases.json; "
+                     "an alias has its owner's offset and size")),
+        ("missing_keys", "ptn: keys the program loads that the package does not hold"),
+        ("metadata", "ptn: the safetensors header's __metadata__"),
         ("segments", "pte, ptd: [{offset, size}] in the file (pte: with `index`)"),
         ("named_data", "pte, ptd: [{key, segment_index, offset, size}] (ptd: with dtype and shape)"),
         ("constant_buffers", "pte: number of inline constant buffers"),
@@ -114,8 +136,9 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
         ("size", "payload size in bytes"),
         ("compile_specs", "key -> value as hex"),
         ("payload_kind", "`NFAT`, or bytes 4..8 of the payload as text (`NPTG`, `XH00`), `-` when none"),
-        ("payload", ("only for NFAT, NPTG and XNNPACK payloads: what is inside (NFAT: its entries, "
-                    "each NPTG or XNNPACK one described)")),
+        ("payload", ("only for NFAT, NPTG and XNNPACK payloads: what is inside (NFAT: its entries with name, "
+                    "backend_id, payload_kind, offset, size, priority, requires (one line), signature, named_data, "
+                    "provenance, each NPTG or XNNPACK payload described)")),
     ]),
     "validate": ("`fatpte validate --json`: one object per file, one per line (JSON Lines)", [
         ("path", "the file"),

@@ -168,6 +168,10 @@ class DeviceProfile(_DeviceProfileFields):
         if is_name:
             directory = _devices_dir_text()
             path = os.path.join(directory, f"{text}.json")
+            resources = _packaged() if directory == _PACKAGED_DIR else None
+            if resources is not None and text in _names_in(directory):
+                blob = resources.joinpath(f"{text}.json").read_bytes()
+                return cls.from_json(_parse_json(blob, path), source=path)
             if not os.path.isfile(path):
                 known = ", ".join(_names_in(directory)) or "none"
                 raise FatpteError(ErrorCode.INVALID_ARGUMENT,
@@ -309,8 +313,8 @@ def _check_backend_id(key: object) -> None:
 
 
 def devices_dir() -> Path:
-    """Where the named profiles are: $FATPTE_DEVICES_DIR if set, else specs/devices/ of the source
-    tree this package was imported from (an editable install or a checkout on sys.path)."""
+    """Where the named profiles are: $FATPTE_DEVICES_DIR if set, else the package data folder
+    fatpte/device/profiles/ (specs/devices/ in a checkout is a link to it)."""
     from pathlib import Path  # here only: the readers use `_devices_dir_text`, pathlib costs ~9 ms
 
     return Path(_devices_dir_text())
@@ -321,13 +325,31 @@ def _devices_dir_text() -> str:
     override = os.environ.get(DEVICES_DIR_ENV)
     if override:
         return override
-    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # .../fatpte
-    return os.path.join(os.path.dirname(package), "specs", "devices")
+    return _PACKAGED_DIR
+
+
+# The package data folder as a plain path: what importlib.resources.files() resolves to for a
+# package installed as files (a wheel, an editable install, a checkout), found without importing
+# importlib.resources, which costs `select --device NAME` more than the selection (pathlib,
+# tempfile, zipfile). When the package is not plain files (a zip on sys.path), `_packaged()`
+# reads the profiles through importlib.resources instead.
+_PACKAGED_DIR: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profiles")
+
+
+def _packaged() -> Any | None:
+    """The profiles as an importlib.resources Traversable when they are not plain files on disk;
+    None when they are (or when $FATPTE_DEVICES_DIR names another folder)."""
+    if os.environ.get(DEVICES_DIR_ENV) or os.path.isdir(_PACKAGED_DIR):
+        return None
+    from importlib.resources import files
+
+    return files(__package__ or "fatpte.device").joinpath("profiles")
 
 
 def _names_in(directory: str) -> list[str]:
+    resources = _packaged() if directory == _PACKAGED_DIR else None
     try:
-        files = os.listdir(directory)
+        files = [r.name for r in resources.iterdir()] if resources is not None else os.listdir(directory)
     except OSError as exc:
         raise FatpteError(ErrorCode.IO_ERROR,
                           f"cannot list the named device profiles in {directory}: {exc.strerror or exc} "
@@ -344,6 +366,10 @@ def _read_json(path: str) -> Any:
     except OSError as exc:
         raise FatpteError(ErrorCode.IO_ERROR, f"cannot read the device profile {path}: {exc.strerror or exc}",
                           source=path, actual=exc.errno) from exc
+    return _parse_json(data, path)
+
+
+def _parse_json(data: bytes, path: str) -> Any:
     if len(data) > MAX_PROFILE_BYTES:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"is larger than the limit of {MAX_PROFILE_BYTES} bytes "
                           "for a device profile", source=path, field="$")

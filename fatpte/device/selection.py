@@ -28,6 +28,8 @@ class Failure(NamedTuple):
     has: str
 
     def text(self) -> str:
+        if self.requirement == "exclude":  # the caller's choice, not something the device lacks
+            return f"excluded by the caller ({self.has})"
         return f"{self.requirement}: needs {self.needed}; the device has {self.has}"
 
     def to_json(self) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """ExecuTorch interop: readers for .pte programs, .ptd data files and delegate payloads.
 
 Written from ExecuTorch's published layouts (schema/program.fbs, flat_tensor.fbs, the native
-backend's native_graph.fbs, the XNNPACK header and schema); `executorch` itself is never
+backend's native_graph.fbs and .ptn package, the XNNPACK header and schema); `executorch` itself is never
 imported. Every reader is bounds-checked and raises only FatpteError on bad input. Writing is
 limited to .pte files rewritten in place (rewrite.py) and .ptd data files (ptd_write.py).
 Operations that combine these with containers (packing a .pte, fat delegates, an entry's .ptd)
@@ -15,20 +15,24 @@ from fatpte.executorch.describe import Description, describe, sniff
 from fatpte.executorch.nptg import NativeProgram, read_nptg
 from fatpte.executorch.ptd import DataFile, read_ptd
 from fatpte.executorch.pte import Program, read_program
-from fatpte.executorch.signature import program_signature
+from fatpte.executorch.ptn import NativePackage, read_ptn
+from fatpte.executorch.signature import native_signature, program_signature
 from fatpte.executorch.xnnpack import XnnGraph, read_xnnpack
 
 __all__ = [
     "DataFile",
     "Description",
+    "NativePackage",
     "NativeProgram",
     "Program",
     "XnnGraph",
     "describe",
+    "native_signature",
     "program_signature",
     "read_nptg",
     "read_program",
     "read_ptd",
+    "read_ptn",
     "read_xnnpack",
     "sniff",
 ]

@@ -1,7 +1,8 @@
 """`describe(path_or_bytes)`: what an ExecuTorch file is and holds, as typed data and as text.
 
 Recognises a file by its identifier at bytes 4..8 (ET12 program, FT01 data file, NPTG native
-payload, XH00 or XN01 XNNPACK payload) and decodes it with the matching reader; inside a
+payload, XH00 or XN01 XNNPACK payload), or as a native package (.ptn: a zip whose first member
+is program.ptg), and decodes it with the matching reader; inside a
 program, NPTG and XNNPACK delegate payloads are described too and any other payload stays
 opaque bytes. Everything returned is plain data detached from the input bytes.
 """
@@ -14,8 +15,9 @@ from typing import Any
 
 from fatpte.container.reader import Container
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.executorch import nptg, ptd, pte, xnnpack
-from fatpte.executorch.signature import program_signature
+from fatpte.executorch import nptg, ptd, pte, ptn, xnnpack
+from fatpte.executorch.keys import program_keys
+from fatpte.executorch.signature import native_signature, program_signature
 from fatpte.fileio.mapping import map_view
 from fatpte.format.layout import MAGIC as NFAT_MAGIC
 
@@ -23,8 +25,14 @@ KINDS = {pte.IDENTIFIER: "pte", ptd.IDENTIFIER: "ptd", nptg.IDENTIFIER: "nptg", 
          xnnpack.FLATBUFFER_IDENTIFIER: "xnnpack"}
 
 
+SNIFF_SIZE = 64  # the bytes `sniff` needs: a .ptn's first member name ends at byte 41
+
+
 def sniff(head: bytes | memoryview) -> str | None:
-    """The kind of ExecuTorch file whose first bytes are `head` ("pte", "ptd", "nptg", "xnnpack"), or None."""
+    """The kind of ExecuTorch file whose first bytes are `head` ("pte", "ptd", "nptg", "xnnpack",
+    or "ptn" when `head` holds the first SNIFF_SIZE bytes), or None."""
+    if ptn.looks_like_ptn(head):
+        return "ptn"
     return KINDS.get(bytes(head[4:8])) if len(head) >= 8 else None
 
 
@@ -38,7 +46,7 @@ def _kind_text(kind: bytes) -> str:
 class Description:
     """One ExecuTorch file: `kind` says which, `detail` holds what its reader found, as JSON data."""
 
-    kind: str  # "pte" | "ptd" | "nptg" | "xnnpack"
+    kind: str  # "pte" | "ptd" | "ptn" | "nptg" | "xnnpack"
     source: str | None
     size: int
     detail: dict[str, Any]
@@ -51,7 +59,7 @@ class Description:
 
 
 def describe(path_or_bytes: str | Path | bytes | bytearray | memoryview, *, source: str | None = None) -> Description:
-    """Describe a .pte, .ptd, NPTG or XNNPACK payload file (or its bytes); FatpteError on any defect."""
+    """Describe a .pte, .ptd, .ptn, NPTG or XNNPACK payload file (or its bytes); FatpteError on any defect."""
     if isinstance(path_or_bytes, (str, Path)):
         # Mapped, not read: a program with its weights inline is many GB, and describing it
         # touches only the flatbuffer and the headers of its delegate payloads.
@@ -70,6 +78,8 @@ def _describe(data: bytes | memoryview, source: str | None) -> Description:
         detail = _program(pte.read_program(data, source=source))
     elif kind == "ptd":
         detail = _data_file(ptd.read_ptd(data, source=source))
+    elif kind == "ptn":
+        detail = _package(ptn.read_ptn(data, source=source))
     elif kind == "nptg":
         detail = _native(nptg.read_nptg(data, source=source))
     else:
@@ -103,6 +113,8 @@ def _program(p: pte.Program) -> dict[str, Any]:
     return {
         "version": p.version,
         "extended_header": header,
+        "executorch_backends": sorted({d.backend_id for m in p.methods for d in m.delegates}),
+        "external_keys": list(program_keys(p).external),
         "methods": methods,
         "signature": program_signature(p),
         "segments": [{"index": s.index, "offset": s.offset, "size": s.size} for s in p.segments],
@@ -118,10 +130,16 @@ def _program(p: pte.Program) -> dict[str, Any]:
 def _nfat(payload: memoryview, label: str, base: int) -> dict[str, Any]:
     """A fat delegate: the NFAT container's entries, each NPTG or XNNPACK one described inside."""
     c = Container.from_buffer(bytes(payload), source=label)
+    manifest = c.manifest if c.header.manifest_size else None
     entries = []
     for e in c.entries:
         item: dict[str, Any] = {"name": e.name, "backend_id": e.backend_id, "payload_kind": e.payload_kind_text,
                                 "offset": e.offset, "size": e.size, "priority": e.priority}
+        m = None if manifest is None else manifest.entry(e.name)
+        item["requires"] = "-" if m is None else m.requires.text()
+        item["signature"] = None if m is None or m.signature is None else m.signature.to_json()
+        item["named_data"] = [] if m is None else list(m.named_data)
+        item["provenance"] = {} if m is None else dict(m.provenance)
         body = bytes(c.payload(e))
         sub = KINDS.get(body[4:8])
         if sub == "nptg":
@@ -130,6 +148,18 @@ def _nfat(payload: memoryview, label: str, base: int) -> dict[str, Any]:
             item["payload"] = _xnn(xnnpack.read_xnnpack(body, source=label, base=base + e.offset))
         entries.append(item)
     return {"format": "NFAT", "version": c.version, "entries": entries}
+
+
+def _package(p: ptn.NativePackage) -> dict[str, Any]:
+    return {
+        "members": [{"name": m.name, "offset": m.offset, "size": m.size, "crc32": f"{m.crc32:08x}"}
+                    for m in p.members],
+        "program": _native(p.program),
+        "signature": native_signature(p.program),
+        "tensors": [t.to_json() for t in p.tensors],
+        "missing_keys": list(p.missing_keys),
+        "metadata": dict(p.metadata),
+    }
 
 
 def _native(n: nptg.NativeProgram) -> dict[str, Any]:
@@ -222,6 +252,10 @@ def _lines(j: dict[str, Any]) -> list[str]:
         if h is not None:
             out.append(f"extended header: program {h['program_size']} bytes, segments at "
                        f"{h['segment_base_offset']:#x} ({h['segment_data_size']} bytes)")
+        out.append("ExecuTorch backends: " + (", ".join(j["executorch_backends"]) or "none (portable kernels only)"))
+        if j["external_keys"]:
+            out.append(f"needs a .ptd: {len(j['external_keys'])} named-data keys it loads are not in the program: "
+                       + ", ".join(j["external_keys"]))
         for m, s in zip(j["methods"], j["signature"]["methods"], strict=True):
             out.append(f"method {m['name']}: {m['values']} values, {m['instructions']} instructions")
             out.append("  inputs:  " + ", ".join(_tensor_text(t) for t in s["inputs"]))
@@ -236,7 +270,11 @@ def _lines(j: dict[str, Any]) -> list[str]:
                 if p is not None and p["format"] == "NFAT":
                     for e in p["entries"]:
                         out.append(f"    entry {e['name']}: {e['backend_id']}, {e['payload_kind']}, {e['size']} "
-                                   f"bytes, priority {e['priority']}")
+                                   f"bytes, priority {e['priority']}, requires {e['requires']}")
+                        if e["named_data"]:
+                            out.append("      named data in the delegate's container: " + ", ".join(e["named_data"]))
+                        if e["provenance"]:
+                            out.append("      provenance: " + ", ".join(f"{k}={v}" for k, v in e["provenance"].items()))
                         if "payload" in e:
                             out += _payload_lines(e["payload"], "      ")
                 elif p is not None:
@@ -252,6 +290,18 @@ def _lines(j: dict[str, Any]) -> list[str]:
         for n in j["named_data"]:
             shape = "" if n["dtype"] is None else f" {n['dtype']}[{', '.join(str(x) for x in n['shape'])}]"
             out.append(f"  {n['key']}:{shape} {n['size']} bytes at {n['offset']:#x}")
+    elif j["kind"] == "ptn":
+        out.append("members: " + ", ".join(f"{m['name']} ({m['size']} bytes at {m['offset']:#x})"
+                                            for m in j["members"]))
+        out += _native_lines(j["program"], "")
+        stored = sum(t["size"] for t in j["tensors"] if t["alias_of"] is None)
+        out.append(f"tensors: {len(j['tensors'])} ({stored} bytes stored)")
+        for t in j["tensors"]:
+            where = (f"same bytes as {t['alias_of']}" if t["alias_of"] is not None
+                     else f"{t['size']} bytes at {t['offset']:#x}")
+            out.append(f"  {t['key']}: {t['dtype']}[{', '.join(str(x) for x in t['shape'])}] {where}")
+        if j["missing_keys"]:
+            out.append("keys the program loads that the package lacks: " + ", ".join(j["missing_keys"]))
     elif j["kind"] == "nptg":
         out += _native_lines(j, "")
     else:

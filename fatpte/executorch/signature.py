@@ -31,7 +31,8 @@ from typing import Any
 
 from fatpte.container.reader import Container
 from fatpte.executorch.nptg import IDENTIFIER as NPTG_IDENTIFIER
-from fatpte.executorch.nptg import read_nptg
+from fatpte.executorch.nptg import NativeProgram, read_nptg
+from fatpte.executorch.nptg import TensorSpec as NativeTensor
 from fatpte.executorch.pte import Delegate, MethodPlan, Program
 from fatpte.format.layout import MAGIC as NFAT_MAGIC
 
@@ -101,6 +102,22 @@ def method_signature(program: Program, plan: MethodPlan) -> dict[str, Any]:
         "outputs": [_value_spec(plan, i) for i in plan.outputs if i not in buffers],
         "buffers": state,
     }
+
+
+def native_signature(native: NativeProgram) -> dict[str, Any]:
+    """The signature of a native program (the NPTG of a .ptn): its graphs' user inputs and
+    outputs, and as buffers the state it declares (buffer-mutation outputs, mutable buffers),
+    named by fully qualified name; the same form as `program_signature`."""
+    def tensor(t: NativeTensor) -> dict[str, Any]:
+        return {"dtype": t.dtype, "shape": list(t.shape)}
+
+    return {"methods": [{
+        "name": m.name,
+        "inputs": [tensor(t) for t in m.inputs],
+        "outputs": [tensor(t) for t in m.outputs],
+        "buffers": [{"name": b.fqn, "dtype": b.dtype, "shape": list(b.shape)}
+                    for b in sorted(m.buffers, key=lambda b: b.fqn) if b.dtype is not None and b.shape is not None],
+    } for m in native.methods]}
 
 
 def program_signature(program: Program) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import stat
 from collections.abc import Iterator
 
 from fatpte.errors import ErrorCode, FatpteError
@@ -22,10 +23,18 @@ def map_file(path: str | os.PathLike[str]) -> tuple[BytesLike, int]:
     except OSError as exc:
         raise io_error(exc, path, "cannot open") from exc
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise FatpteError(ErrorCode.IO_ERROR, f"cannot read {path}: it is {what}, not a file",
+                              source=os.fspath(path))
+        size = st.st_size
         if size == 0:
             return b"", fd  # mmap cannot map an empty file; the parser reports it as truncated
         return mmap.mmap(fd, size, access=mmap.ACCESS_READ), fd
+    except FatpteError:
+        os.close(fd)
+        raise
     except OSError as exc:
         os.close(fd)
         raise io_error(exc, path, "cannot map") from exc

@@ -128,6 +128,28 @@ class Requirements(NamedTuple):
     min_memory_bytes: int = 0
     backend_abi: AbiRange | None = None
 
+    def text(self) -> str:
+        """One short line: `arch=x86_64, +avx2+fma, cuda sm_80|compute_90, mem>=1 GiB`; `-` when none."""
+        parts = []
+        if self.os:
+            parts.append("os=" + "|".join(self.os))
+        if self.arch:
+            parts.append("arch=" + "|".join(self.arch))
+        if self.cpu_features:
+            parts.append("+" + "+".join(self.cpu_features))
+        for acc in self.accelerators:
+            text = acc.kind
+            if acc.targets:
+                text += " " + "|".join(t.text(acc.kind) for t in acc.targets)
+            if acc.min_memory_bytes:
+                text += f" mem>={_size_text(acc.min_memory_bytes)}"
+            parts.append(text)
+        if self.min_memory_bytes:
+            parts.append(f"mem>={_size_text(self.min_memory_bytes)}")
+        if self.backend_abi is not None:
+            parts.append(f"abi {self.backend_abi.text()}")
+        return ", ".join(parts) or "-"
+
     @property
     def specificity(self) -> int:
         """The number of requirements stated (spec section "Ranking")."""
@@ -445,6 +467,13 @@ def parse_executorch_backends(value: Any, path: str) -> tuple[str, ...] | None:
         if v in ids[:k]:
             raise _arg(f"{path}[{k}]", f"backend id {v!r} is listed twice", v)
     return ids
+
+
+def _size_text(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
 
 
 def _arg(path: str, message: str, actual: Any = None) -> FatpteError:

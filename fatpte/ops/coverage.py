@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fatpte.container.reader import open as open_container
-from fatpte.device.profile import DeviceProfile
+from fatpte.device.profile import HOST_NAME, DeviceProfile
 from fatpte.device.selection import select
 from fatpte.errors import SelectionError
 from fatpte.ops.thinning import thinned_size
@@ -22,12 +22,14 @@ from fatpte.ops.thinning import thinned_size
 
 def device_profiles(spec: str | None) -> list[DeviceProfile]:
     """The profiles `--devices` names: None for every named profile; a directory for every
-    `*.json` file in it (sorted); else a comma-separated list of names or paths."""
+    `*.json` file in it (sorted); else a comma-separated list of `host` (this machine, as
+    `select --device host` takes it), names or paths."""
     if spec is None:
         return [DeviceProfile.load(n) for n in DeviceProfile.names()]
     if os.path.isdir(spec):
         return [DeviceProfile.load(str(p)) for p in sorted(Path(spec).glob("*.json"))]
-    return [DeviceProfile.load(s.strip()) for s in spec.split(",") if s.strip()]
+    words = [s.strip() for s in spec.split(",") if s.strip()]
+    return [DeviceProfile.host() if w == HOST_NAME else DeviceProfile.load(w) for w in words]
 
 
 def coverage(path: str | os.PathLike[str], devices: Sequence[DeviceProfile], *, prefer: Sequence[str] = (),

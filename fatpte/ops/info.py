@@ -1,8 +1,10 @@
 """What `fatpte info` reports: a container's summary and its byte map, as JSON-ready data.
 
 Both are plain dicts with stable, documented fields (docs/cli.md): the command line prints them
-as text or as JSON, so the two views never disagree. Nothing here reads a payload byte; the
-byte map is derived from the tables alone.
+as text or as JSON, so the two views never disagree. The byte map is derived from the tables
+alone; the summary reads payload bytes only to name the ExecuTorch backends an ExecuTorch
+program's delegates need (the flatbuffer of an `ET12` payload, the header of a `.ptn`), and only
+for such entries, so a container of other payloads never imports the ExecuTorch readers.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fatpte.container.reader import Container
 from fatpte.format import layout as L
+from fatpte.format.model import Entry
 
 if TYPE_CHECKING:
     from fatpte.manifest.model import Manifest, Requirements
@@ -35,35 +38,8 @@ class MapRow(NamedTuple):
 
 
 def requirements_text(req: Requirements | None) -> str:
-    """Requirements in one short line: `arch=x86_64, +avx2+fma, cuda sm_80|compute_90, mem>=1 GiB`."""
-    if req is None:
-        return "-"
-    parts = []
-    if req.os:
-        parts.append("os=" + "|".join(req.os))
-    if req.arch:
-        parts.append("arch=" + "|".join(req.arch))
-    if req.cpu_features:
-        parts.append("+" + "+".join(req.cpu_features))
-    for acc in req.accelerators:
-        text = acc.kind
-        if acc.targets:
-            text += " " + "|".join(t.text(acc.kind) for t in acc.targets)
-        if acc.min_memory_bytes:
-            text += f" mem>={_bytes(acc.min_memory_bytes)}"
-        parts.append(text)
-    if req.min_memory_bytes:
-        parts.append(f"mem>={_bytes(req.min_memory_bytes)}")
-    if req.backend_abi is not None:
-        parts.append(f"abi {req.backend_abi.text()}")
-    return ", ".join(parts) or "-"
-
-
-def _bytes(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n % (1 << shift) == 0:
-            return f"{n >> shift} {unit}"
-    return f"{n} B"
+    """Requirements in one short line (`Requirements.text()`); `-` when there are none."""
+    return "-" if req is None else req.text()
 
 
 def _named_data(container: Container, manifest: Manifest | None) -> tuple[list[dict[str, Any]], int]:
@@ -77,6 +53,46 @@ def _named_data(container: Container, manifest: Manifest | None) -> tuple[list[d
         first.setdefault(seg, key)
         referenced += size or 0
     return rows, referenced
+
+
+PTE_KIND = b"ET12"
+NATIVE_BACKEND = "NativeBackend"  # what runs a .ptn's program.ptg
+
+
+def executorch_payload(container: Container, entry: Entry, recorded: tuple[str, ...] | None = None
+                       ) -> tuple[str | None, list[str] | None]:
+    """What the entry's payload is, `pte` (a program), `ptn` (a native package) or None, and the
+    ExecuTorch backend ids it needs registered, sorted: `recorded` when the manifest records them
+    (revision 2), else derived: a program's delegates' (`[]`: portable kernels only), the native
+    backend for a package; None when it is neither, or cannot be read as one (`fatpte validate`
+    reports what is wrong)."""
+    view = container.payload(entry)
+    try:
+        if recorded is not None:  # the manifest says: only the kind is read, from bytes 0..64
+            if bytes(view[4:8]) == PTE_KIND:
+                return "pte", list(recorded)
+            if bytes(view[:4]) == b"PK\x03\x04":
+                from fatpte.executorch.ptn import looks_like_ptn
+
+                return ("ptn" if looks_like_ptn(view[:64]) else None), list(recorded)
+            return None, list(recorded)
+        if entry.payload_kind == PTE_KIND or bytes(view[4:8]) == PTE_KIND:
+            from fatpte.errors import FatpteError
+            from fatpte.executorch.pte import read_program
+
+            try:
+                program = read_program(view, source=f"{container.source}[{entry.name}]")
+            except FatpteError:
+                return None, None
+            return "pte", sorted({d.backend_id for m in program.methods for d in m.delegates})
+        if bytes(view[:4]) == b"PK\x03\x04":
+            from fatpte.executorch.ptn import looks_like_ptn
+
+            if looks_like_ptn(view[:64]):
+                return "ptn", [NATIVE_BACKEND]
+        return None, None
+    finally:
+        view.release()
 
 
 def _signature_check_key() -> str:
@@ -98,6 +114,16 @@ def summary(container: Container) -> dict[str, Any]:
         row["requires"] = {} if m is None else m.requires.to_json()
         row["requires_text"] = requirements_text(None if m is None else m.requires)
         row["named_data"] = [] if m is None else list(m.named_data)
+        row["signature"] = None if m is None or m.signature is None else m.signature.to_json()
+        kind, row["executorch_backends"] = executorch_payload(container, e, None if m is None else
+                                                              m.executorch_backends)
+        # The keys above live in the container, not in the payload: an extracted program loads
+        # them from a data file beside it (`fatpte extract --data-out`); a .ptn's tensors are put
+        # back into the package by extract itself.
+        row["needs_data_file"] = bool(row["named_data"]) and kind != "ptn"
+        row["source_digest"] = None if m is None else m.source_digest
+        row["payload_sha256"] = None if m is None or m.payload_sha256 is None else m.payload_sha256.hex()
+        row["provenance"] = {} if m is None else dict(m.provenance)
         row["signature_check"] = None if m is None else dict(m.provenance).get(_signature_check_key())
         entries.append(row)
     distinct = {(e.offset, e.size) for e in container.entries}

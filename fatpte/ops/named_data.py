@@ -142,22 +142,22 @@ def plan(
             pass
         elif isinstance(nd, Mapping):
             for key, value in nd.items():
-                label = f"specializations[{i}].named_data[{key!r}]"
+                label = f"specialization[{i}].named_data[{key!r}]"
                 define(_check_key(key, label), value, label)
                 keys.append(key)
         elif isinstance(nd, (list, tuple)):
-            keys.extend(_check_key(k, f"specializations[{i}].named_data") for k in nd)
+            keys.extend(_check_key(k, f"specialization[{i}].named_data") for k in nd)
         else:
             raise FatpteError(ErrorCode.INVALID_ARGUMENT,
-                              f"specializations[{i}].named_data must map keys to bytes or paths, or list keys "
+                              f"specialization[{i}].named_data must map keys to bytes or paths, or list keys "
                               f"given to pack(named_data=...), not {type(nd).__name__}",
-                              field=f"specializations[{i}].named_data")
+                              field=f"specialization[{i}].named_data")
         entry_keys.append(tuple(dict.fromkeys(keys)))
     for i, needed in enumerate(entry_keys):
         for key in needed:
             if key not in key_segment:
                 raise FatpteError(ErrorCode.NAMED_DATA_NOT_FOUND,
-                                  f"specializations[{i}] needs named-data key {key!r}, which no specialization "
-                                  "and no pack(named_data=...) defines", field=f"specializations[{i}].named_data",
+                                  f"specialization[{i}] needs named-data key {key!r}, which no specialization "
+                                  "and no pack(named_data=...) defines", field=f"specialization[{i}].named_data",
                                   actual=key)
     return NamedDataPlan(segments, key_segment, entry_keys, key_layout)

@@ -50,7 +50,7 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
     """The manifest bytes `pack` writes, or b"" when no specialization asks for one."""
     import hashlib
 
-    programs = [_program(s, src, f"specializations[{i}]") for i, (s, src) in enumerate(zip(specs, sources))]
+    programs = [_program(s, src, f"specialization[{i}]") for i, (s, src) in enumerate(zip(specs, sources))]
     wanted = bool(nd.segments) or any(p is not None for p in programs) or any(
         s.requires or s.named_data or s.signature or s.source_digest or s.provenance or s.payload_sha256
         or s.executorch_backends is not None for s in specs)
@@ -58,11 +58,11 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
         warn_ranking_ties([(s.entry_name, s.priority, Requirements(), None) for s in specs])
         return b""
     names = [s.entry_name for s in specs]
-    stated = [None if s.signature is None else Signature.from_mapping(s.signature, f"specializations[{i}].signature")
+    stated = [None if s.signature is None else Signature.from_mapping(s.signature, f"specialization[{i}].signature")
               for i, s in enumerate(specs)]
     entries: list[ManifestEntry] = []
     for i, (s, src) in enumerate(zip(specs, sources)):
-        label = f"specializations[{i}]"
+        label = f"specialization[{i}]"
         digest = parse_source_digest(s.source_digest, f"{label}.source_digest")
         prov = parse_provenance(s.provenance, f"{label}.provenance")
         backends = parse_executorch_backends(s.executorch_backends, f"{label}.executorch_backends")
@@ -97,7 +97,7 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
                                     [seg.source.size for seg in nd.segments])
     if problems:
         code, path, message, _ = problems[0]
-        raise FatpteError(code, message, field=path.replace("manifest.entries", "specializations"))
+        raise FatpteError(code, message, field=path.replace("manifest.entries", "specialization"))
     warn_ranking_ties([(e.name, s.priority, e.requires, e.executorch_backends) for s, e in zip(specs, entries)])
     data = encode(manifest)
     if len(data) > L.MAX_MANIFEST_SIZE:
@@ -114,15 +114,15 @@ def _decided_signature(i: int, prov: Sequence[tuple[str, str]], stated: Sequence
     decision = pe.signature_decision(prov)
     if decision is None:
         return stated[i]
-    source = pe.check_decision(decision, names, f"specializations[{i}].provenance")
+    source = pe.check_decision(decision, names, f"specialization[{i}].provenance")
     if source is None:
         return None
     k = names.index(source)
     own = stated[k] if stated[k] is not None else (None if programs[k] is None else programs[k].signature)
     if own is None:
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"specializations[{i}]: {SIGNATURE_CHECK_KEY} takes the "
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"specialization[{i}]: {SIGNATURE_CHECK_KEY} takes the "
                           f"signature of entry {source!r}, which states none and is no ExecuTorch program",
-                          field=f"specializations[{i}].provenance", actual=decision)
+                          field=f"specialization[{i}].provenance", actual=decision)
     return own
 
 
@@ -134,7 +134,7 @@ def _program_record(i: int, s: Any, facts: Any, keys: Sequence[str], stated: Seq
     derived from it, what was stated checked against it (specs/executorch.md section 7)."""
     from fatpte.ops import program_entry as pe
 
-    label = f"specializations[{i}]"
+    label = f"specialization[{i}]"
 
     def refuse(code: ErrorCode, field: str, why: str) -> FatpteError:
         return FatpteError(code, f"{label} ({names[i]!r}): {why}", field=f"{label}.{field}")
@@ -148,23 +148,15 @@ def _program_record(i: int, s: Any, facts: Any, keys: Sequence[str], stated: Seq
         raise refuse(ErrorCode.EXECUTORCH_BACKENDS_MISMATCH, "executorch_backends",
                      f"executorch_backends {', '.join(backends) or 'none'} are not its program's delegates "
                      f"({', '.join(facts.executorch_backends) or 'none'})")
-    recorded = dict(prov)
-    if pe.SHA256_KEY not in recorded:
+    why = pe.digest_problem(prov, facts)
+    if why is not None:
+        raise refuse(ErrorCode.PROGRAM_DIGEST_MISMATCH, "provenance", why)
+    if pe.SHA256_KEY not in dict(prov):
         prov = (*prov, (pe.SHA256_KEY, facts.sha256))
-    elif recorded.get(pe.NAMED_DATA_KEY) != pe.SHARED and recorded[pe.SHA256_KEY] != facts.sha256:
-        raise refuse(ErrorCode.PROGRAM_DIGEST_MISMATCH, "provenance",
-                     f"its program has SHA-256 {facts.sha256}, but the provenance given records "
-                     f"{pe.SHA256_KEY} = {recorded[pe.SHA256_KEY]}")
     why = pe.named_data_problem(keys, facts)
     if why is not None:
         warnings.warn(FatpteWarning(ErrorCode.NAMED_DATA_UNUSED, f"{label} ({names[i]!r}): {why}",
                                     field=f"{label}.named_data"), stacklevel=2)
-    missing = pe.missing_named_data(keys, facts)
-    if missing:
-        warnings.warn(FatpteWarning(
-            ErrorCode.NAMED_DATA_NOT_HELD, f"{label} ({names[i]!r}): its program loads {', '.join(missing)} from "
-            "outside itself and its named data does not hold them: the runtime must be given a .ptd with them "
-            "(or pack it with the entry: --data, pack.toml `data`)", field=f"{label}.named_data"), stacklevel=2)
     decision = pe.signature_decision(prov)
     given = stated[i]
     if decision is None and given is not None:
@@ -208,5 +200,5 @@ def warn_ranking_ties(rows: Sequence[tuple[str, int, Requirements, Sequence[str]
         warnings.warn(FatpteWarning(
             ErrorCode.RANKING_TIE, f"entries {other!r} and {name!r} can both be eligible on one device and tie on "
             f"priority ({priority}), delegation ({delegation}) and specificity ({key[2]}): only their place in "
-            f"the table chooses {other!r}; give the one to prefer a higher priority", field="specializations"),
+            f"the table chooses {other!r}; give the one to prefer a higher priority", field="specialization"),
             stacklevel=2)

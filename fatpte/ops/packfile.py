@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -163,39 +163,43 @@ def load(toml_path: str | os.PathLike[str]) -> tuple[list[Specialization], dict[
 
 def _program_spec(ctx: _Ctx, s: Mapping[str, Any], p: str, nd: Any, shared: Mapping[str, Any] | None,
                   digest: Any, sha: bool) -> Specialization:
-    """The entry of a `signature = "from-payload"` table: pte_specialization of its payload."""
-    from fatpte.executorch.pte import IDENTIFIER
-    from fatpte.ops.pte_specialize import pte_specialization
+    """The entry of a `signature = "from-payload"` table: pte_specialization of its payload, or
+    ptn_specialization of a native package."""
+    from fatpte.executorch.describe import SNIFF_SIZE, sniff
+    from fatpte.ops.pte_specialize import pte_specialization, ptn_specialization
 
     payload = ctx.file(s["payload"], f"{p}.payload")
     try:
         with payload.open("rb") as f:
-            head = f.read(8)
+            head = f.read(SNIFF_SIZE)
     except OSError as exc:
         raise FatpteError(ErrorCode.IO_ERROR, f"cannot read: {exc.strerror or exc}", source=str(payload)) from exc
-    if head[4:8] != IDENTIFIER:
-        raise ctx.bad(f"{p}.signature", f"{FROM_PAYLOAD!r} reads the signature of an ExecuTorch program, and the "
-                      f"payload {s['payload']!r} is not one: its bytes 4..8 are {head[4:8]!r}, not {IDENTIFIER!r} "
-                      "(state the signature as a table instead)", s["signature"])
+    kind = sniff(head)
+    if kind not in ("pte", "ptn"):
+        raise ctx.bad(f"{p}.signature", f"{FROM_PAYLOAD!r} reads the signature of an ExecuTorch program (.pte, "
+                      f"bytes 4..8 ET12) or native package (.ptn), and the payload {s['payload']!r} is neither: "
+                      f"its bytes 4..8 are {head[4:8]!r} (state the signature as a table instead)", s["signature"])
     data = s.get("data", [])
     if not isinstance(data, list):
-        raise ctx.bad(f"{p}.data", "must be a list of .ptd file paths", data)
+        raise ctx.bad(f"{p}.data", "must be a list of .ptd or .ptn file paths", data)
     share = s.get("share_named_data", False)
     if not isinstance(share, bool):
         raise ctx.bad(f"{p}.share_named_data", "must be true or false", share)
+    if kind == "ptn" and data:
+        raise ctx.bad(f"{p}.data", "applies to .pte programs: a .ptn package holds its tensors itself", data)
     provenance = s.get("provenance")
     try:
-        spec = pte_specialization(
-            payload,
-            backend_id=s.get("backend_id"),
-            name=s.get("name"),
-            priority=ctx.integer(s.get("priority", 0), f"{p}.priority"),
-            alignment=None if "alignment" not in s else ctx.integer(s["alignment"], f"{p}.alignment"),
-            requires=s.get("requires"),
-            provenance=provenance if isinstance(provenance, Mapping) else None,
-            data_files=[ctx.file(d, f"{p}.data[{i}]") for i, d in enumerate(data)],
-            share_named_data=share,
-        )
+        common: dict[str, Any] = {"backend_id": s.get("backend_id"), "name": s.get("name"),
+                  "priority": ctx.integer(s.get("priority", 0), f"{p}.priority"),
+                  "alignment": None if "alignment" not in s else ctx.integer(s["alignment"], f"{p}.alignment"),
+                  "requires": s.get("requires"),
+                  "provenance": provenance if isinstance(provenance, Mapping) else None}
+        if kind == "ptn":
+            spec = ptn_specialization(payload, **common, share_named_data=share)
+        else:
+            spec = pte_specialization(
+                payload, **common, data_files=[ctx.file(d, f"{p}.data[{i}]") for i, d in enumerate(data)],
+                share_named_data=share)
     except FatpteError as exc:
         if exc.source is None:
             exc.source = str(ctx.toml)
@@ -225,14 +229,19 @@ def _program_spec(ctx: _Ctx, s: Mapping[str, Any], p: str, nd: Any, shared: Mapp
 
 
 def pack_from_file(
-    toml_path: str | os.PathLike[str], dest: str | os.PathLike[str], *, progress: Progress | None = None
+    toml_path: str | os.PathLike[str], dest: str | os.PathLike[str], *, progress: Progress | None = None,
+    inspect: Callable[[list[Specialization]], None] | None = None,
 ) -> Path:
-    """Pack the container a pack.toml describes into `dest`; `progress` as for `fatpte.pack`."""
+    """Pack the container a pack.toml describes into `dest`; `progress` as for `fatpte.pack`.
+    `inspect(specs)` is shown the specializations before they are packed (the command line
+    warns from them), so nothing is read twice."""
     specs, kwargs = load(toml_path)
+    if inspect is not None:
+        inspect(specs)
     try:
         return pack(specs, dest, progress=progress, **kwargs)
     except FatpteError as exc:
         if exc.code is ErrorCode.INVALID_ARGUMENT and exc.source is None:
-            # Name the file: the field path (specializations[i].requires...) is the table's.
+            # Name the file: the field path (specialization[i].requires...) is the table's.
             exc.source = str(toml_path)
         raise

@@ -129,7 +129,7 @@ def pack(
                           field="specializations", actual=len(specs))
     target = Path(dest)
     with contextlib.ExitStack() as stack:
-        sources = [stack.enter_context(open_source(s.payload, f"specializations[{i}].payload"))
+        sources = [stack.enter_context(open_source(s.payload, f"specialization[{i}].payload"))
                    for i, s in enumerate(specs)]
         if version == L.VERSION_1:
             _reject_manifest_in_v1(specs, named_data)
@@ -202,7 +202,7 @@ def _write(out: BinaryIO, layout: _Layout, progress: Progress | None) -> None:
 
 def _plan_v1(specs: list[Specialization], sources: list[Source], alignment: int | None) -> _Layout:
     for i, s in enumerate(specs):
-        label = f"specializations[{i}]"
+        label = f"specialization[{i}]"
         if alignment is not None or s.alignment is not None or s.priority != 0:
             raise FatpteError(ErrorCode.NOT_REPRESENTABLE_IN_V1,
                               f"{label}: version 1 stores payloads back to back with no alignment or priority",
@@ -217,7 +217,7 @@ def _plan_v1(specs: list[Specialization], sources: list[Source], alignment: int 
     placements: list[_Placement] = []
     rel = 0
     for i, (s, src) in enumerate(zip(specs, sources)):
-        raw = _v1_id(s.backend_id, f"specializations[{i}].backend_id")
+        raw = _v1_id(s.backend_id, f"specialization[{i}].backend_id")
         table += encode(L.RECORDS["v1_entry"], {"backend_id": raw, "offset": rel, "size": src.size},
                         f"entries[{i}]")
         placements.append(_Placement(src, data_start + rel, [i]))
@@ -228,11 +228,21 @@ def _plan_v1(specs: list[Specialization], sources: list[Source], alignment: int 
 
 def _reject_manifest_in_v1(specs: list[Specialization], named_data: Any) -> None:
     for i, s in enumerate(specs):
-        if (s.requires or s.named_data or s.signature or s.source_digest or s.provenance
-                or s.payload_sha256):
+        stated = [what for what, value in (("requirements", s.requires), ("named data", s.named_data),
+                                           ("a program signature", s.signature),
+                                           ("a source digest", s.source_digest), ("provenance", s.provenance),
+                                           ("a payload SHA-256", s.payload_sha256)) if value]
+        if stated:
+            said = stated[0] if len(stated) == 1 else f"{', '.join(stated[:-1])} and {stated[-1]}"
+            why = ""
+            derived = s.executorch_backends is not None or any(k.startswith("executorch.") for k in s.provenance or {})
+            if s.signature and derived:
+                # What fatpte itself derived from an ExecuTorch file, not what the caller wrote.
+                why = (": a .pte or .ptn is packed with the signature and provenance fatpte reads from it, and "
+                       "version 1 has no place for them; pack into version 2 (the default)")
             raise FatpteError(ErrorCode.NOT_REPRESENTABLE_IN_V1,
-                              f"specializations[{i}]: version 1 has no manifest (requirements, signature, named "
-                              "data, digests, provenance)", field=f"specializations[{i}]")
+                              f"specialization[{i}] ({s.entry_name!r}) has {said}, which only a version 2 manifest "
+                              f"holds{why}", field=f"specialization[{i}]")
     if named_data:
         raise FatpteError(ErrorCode.NOT_REPRESENTABLE_IN_V1, "version 1 has no named data", field="named_data")
 
@@ -259,13 +269,14 @@ def _plan_v2(
     rows: list[dict[str, object]] = []
     aligns: list[int] = []
     for i, (s, src) in enumerate(zip(specs, sources)):
-        label = f"specializations[{i}]"
+        label = f"specialization[{i}]"
         name = _pad_id(s.entry_name, "name", f"{label}.name", ErrorCode.BAD_NAME)
         backend = _pad_id(s.backend_id, "backend id", f"{label}.backend_id", ErrorCode.BAD_BACKEND_ID)
         if s.entry_name in names:
             raise FatpteError(ErrorCode.DUPLICATE_NAME,
-                              f"{label}: name {s.entry_name!r} is already used by specializations[{names[s.entry_name]}]"
-                              f"; give each variant its own name, e.g. name='{s.backend_id}-int8'",
+                              f"{label}: name {s.entry_name!r} is already used by specialization[{names[s.entry_name]}]"
+                              f"; give each variant its own name (NAME:{s.backend_id}=PAYLOAD on the command line, "
+                              "name = \"...\" in a pack.toml)",
                               field=f"{label}.name", actual=s.entry_name)
         names[s.entry_name] = i
         align = default_alignment if s.alignment is None else s.alignment

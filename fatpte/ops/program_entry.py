@@ -9,7 +9,7 @@ opaque bytes. What is derived: the signature (fatpte.executorch.signature), the 
 backends its delegates need, the SHA-256 of the program, the named-data keys it loads. What is
 checked: a stated signature agrees with the derived one; the backend id does not name a backend
 the program does not use; stated executorch_backends are the program's; a recorded SHA-256 is
-the program's; the entry's named data holds only keys the program loads.
+the program's; the entry's named data holds only keys the program needs from outside itself.
 
 The signature check is a decision the container records: the provenance key
 `fatpte.signature_check` is `skipped` (no entry states a signature) or `from:NAME` (every entry
@@ -24,15 +24,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.executorch.needs import named_data_loads
+from fatpte.executorch.keys import program_keys
 from fatpte.executorch.pte import IDENTIFIER, Program, read_program
+from fatpte.executorch.ptn_write import SHARED  # the word both rewritten kinds record
 from fatpte.executorch.signature import program_signature
 from fatpte.manifest.model import SIGNATURE_CHECK_KEY, Signature
 from fatpte.manifest.rules import signature_difference
 
 SHA256_KEY = "executorch.pte.sha256"  # provenance: the SHA-256 of the program file packed
 NAMED_DATA_KEY = "executorch.pte.named_data"  # provenance: "shared" when the payload is that file rewritten
-SHARED = "shared"
 SKIPPED = "skipped"
 FROM = "from:"
 
@@ -80,12 +80,12 @@ def facts_of(program: Program, payload: bytes | bytearray | memoryview) -> Progr
             digest.update(view[pos : pos + (8 << 20)])
     finally:
         view.release()
-    loads = named_data_loads(program)
+    keys = program_keys(program)
     return ProgramFacts(
         Signature.from_mapping(program_signature(program)),
         tuple(sorted({d.backend_id for m in program.methods for d in m.delegates})),
-        loads,
-        loads - {n.key for n in program.named_data},
+        frozenset(keys.loads),
+        frozenset(keys.external),
         digest.hexdigest(),
     )
 
@@ -143,6 +143,16 @@ def stated_signature_problem(stated: Signature, derived: Signature) -> str | Non
     return None if diff is None else f"the signature stated for it does not agree with its program's: {diff}"
 
 
+def digest_problem(provenance: Sequence[tuple[str, str]] | Mapping[str, str], facts: ProgramFacts) -> str | None:
+    """Why the recorded program digest is not the program's, or None (none recorded, or the
+    payload is the recorded file rewritten: `executorch.pte.named_data = shared`)."""
+    prov = dict(provenance.items() if isinstance(provenance, Mapping) else provenance)
+    recorded = prov.get(SHA256_KEY)
+    if recorded is None or prov.get(NAMED_DATA_KEY) == SHARED or recorded == facts.sha256:
+        return None
+    return f"the program has SHA-256 {facts.sha256}, but its provenance records {SHA256_KEY} = {recorded}"
+
+
 def named_data_problem(keys: Sequence[str], facts: ProgramFacts) -> str | None:
     """Why the entry's named-data keys do not suit its program, or None: a key the program never
     loads, or one it holds itself (ExecuTorch refuses a key its program and its data map both
@@ -158,11 +168,6 @@ def named_data_problem(keys: Sequence[str], facts: ProgramFacts) -> str | None:
         parts.append(f"its named data holds {', '.join(map(repr, own))}, which its program holds itself: the "
                      "runtime refuses a key given twice")
     return "; ".join(parts) or None
-
-
-def missing_named_data(keys: Sequence[str], facts: ProgramFacts) -> list[str]:
-    """The keys the program must be given at run time and the entry does not hold, sorted."""
-    return sorted(facts.needed - set(keys))
 
 
 def record_problems(entry: Any, facts: ProgramFacts, decision: str | None, backend_id: str,
@@ -181,10 +186,8 @@ def record_problems(entry: Any, facts: ProgramFacts, decision: str | None, backe
     if stated is not None and tuple(sorted(stated)) != facts.executorch_backends:
         why = f"executorch_backends says {', '.join(stated) or 'none'}, but {_uses(facts.executorch_backends)}"
         out.append((ErrorCode.EXECUTORCH_BACKENDS_MISMATCH, "executorch_backends", why))
-    prov = dict(entry.provenance)
-    recorded = prov.get(SHA256_KEY)
-    if recorded is not None and prov.get(NAMED_DATA_KEY) != SHARED and recorded != facts.sha256:
-        why = f"the program has SHA-256 {facts.sha256}, but its provenance records {SHA256_KEY} = {recorded}"
+    why = digest_problem(entry.provenance, facts)
+    if why is not None:
         out.append((ErrorCode.PROGRAM_DIGEST_MISMATCH, "provenance", why))
     why = named_data_problem(entry.named_data, facts)
     if why is not None:

@@ -1,4 +1,5 @@
-"""Whole .pte files as specializations: backend id and program signature derived from the file.
+"""Whole ExecuTorch files (.pte programs, .ptn native packages) as specializations: backend id
+and program signature derived from the file.
 
 `pte_specialization(path)` reads the program (bounds-checked, see pte.py), derives its signature
 (fatpte.executorch.signature) and a backend id from its delegates, and returns a fatpte.Specialization whose
@@ -10,6 +11,10 @@ With `share_named_data=True` the payload is instead the program rewritten withou
 (rewrite.remove_named_data), whose bytes become the entry's named data: opt-in, because the
 entry's payload is then no longer the input file. `fatpte.ops.ptd_export.entry_data_file` writes, for an
 extracted entry, the .ptd that gives the runtime those keys back.
+
+`ptn_specialization(path)` packs a .ptn whole, its signature read from program.ptg: the package
+holds its tensors itself. The tensors of a .ptn can also serve a .pte that loads them by key
+(`data_files`), as a .ptd's do.
 """
 
 from __future__ import annotations
@@ -21,13 +26,17 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from fatpte.errors import ErrorCode, FatpteError
+from fatpte.executorch.describe import SNIFF_SIZE, sniff
+from fatpte.executorch.keys import program_keys
 from fatpte.executorch.ptd import read_ptd
 from fatpte.executorch.pte import Program, read_program
+from fatpte.executorch.ptn import PROGRAM_MEMBER, read_ptn
+from fatpte.executorch.ptn_write import SHARED, SHARED_KEY, strip, tensor_types
 from fatpte.executorch.rewrite import remove_named_data
-from fatpte.executorch.signature import program_signature
+from fatpte.executorch.signature import native_signature, program_signature
 from fatpte.fileio.mapping import map_view
 from fatpte.manifest.model import LAYOUT_DTYPES, TensorLayout
-from fatpte.ops.program_entry import NAMED_DATA_KEY, SHA256_KEY, SHARED, backend_word
+from fatpte.ops.program_entry import NAMED_DATA_KEY, SHA256_KEY, backend_word
 from fatpte.ops.specialization import NamedData, Specialization
 
 if TYPE_CHECKING:
@@ -52,6 +61,10 @@ def backend_id_of_file(path: str | os.PathLike[str]) -> str:
     return backend_id_of(read_program(map_view(path), source=str(path)))
 
 
+NATIVE_BACKEND_ID = "native"  # ExecuTorch's NativeBackend, as backend_id_of spells it
+NATIVE_BACKEND = "NativeBackend"  # the ExecuTorch backend that runs a .ptn's program.ptg
+
+
 def executorch_backends_of(program: Program) -> list[str]:
     """The ExecuTorch backend ids the program's delegates need (e.g. `XnnpackBackend`), sorted;
     empty for a program of portable operators only."""
@@ -59,10 +72,17 @@ def executorch_backends_of(program: Program) -> list[str]:
 
 
 def ptd_tensors(path: str | os.PathLike[str]) -> dict[str, tuple[memoryview, TensorLayout | None]]:
-    """The tensors of the .ptd at `path`: key -> (a view of its bytes in a mapping of the file, no
-    copy; its layout as the .ptd records it, or None when it records none)."""
+    """The tensors of the .ptd (or .ptn) at `path`: key -> (a view of its bytes in a mapping of the
+    file, no copy; its layout as the file records it, or None when it records none). A .ptn gives
+    the tensors of its program.safetensors, each alias with its owner's bytes, laid out
+    contiguously (safetensors has no other order)."""
     data = map_view(path)
     out: dict[str, tuple[memoryview, TensorLayout | None]] = {}
+    if sniff(data[:SNIFF_SIZE]) == "ptn":
+        for p in read_ptn(data, source=str(path)).tensors:
+            layout = TensorLayout(p.dtype, p.shape, tuple(range(len(p.shape)))) if p.dtype in LAYOUT_DTYPES else None
+            out[p.key] = (data[p.offset : p.offset + p.size], layout)
+        return out
     for t in read_ptd(data, source=str(path)).named_data:
         layout = None
         if t.dtype is not None and t.dtype in LAYOUT_DTYPES:
@@ -72,9 +92,76 @@ def ptd_tensors(path: str | os.PathLike[str]) -> dict[str, tuple[memoryview, Ten
 
 
 def ptd_named_data(path: str | os.PathLike[str]) -> dict[str, memoryview]:
-    """The tensors of the .ptd at `path`, key -> a view of its bytes in a mapping of the file (no
-    copy), for the container's shared named data."""
+    """The tensors of the .ptd (or .ptn) at `path`, key -> a view of its bytes in a mapping of the
+    file (no copy), for the container's shared named data."""
     return {key: view for key, (view, _) in ptd_tensors(path).items()}
+
+
+def unresolved_keys(spec: Specialization) -> tuple[str, ...]:
+    """The named-data keys the program `spec` packs loads that neither the program nor the
+    entry's named data in the container holds: without them the extracted program fails to
+    load, and `extract --data-out` cannot supply them. () when the payload is not a program."""
+    payload = spec.payload
+    data = map_view(payload) if isinstance(payload, (str, os.PathLike)) else memoryview(payload)
+    if bytes(data[4:8]) != b"ET12":
+        return ()
+    program = read_program(data, source=str(payload) if isinstance(payload, (str, os.PathLike)) else None)
+    named = spec.named_data or ()
+    return tuple(k for k in program_keys(program).external if k not in set(named))
+
+
+def ptn_specialization(
+    path: str | os.PathLike[str],
+    *,
+    backend_id: str | None = None,
+    name: str | None = None,
+    priority: int = 0,
+    alignment: int | None = None,
+    requires: Requirements | RequirementsMapping | None = None,
+    provenance: Mapping[str, str] | None = None,
+    share_named_data: bool = False,
+) -> Specialization:
+    """A Specialization for the .ptn at `path`: the whole file (extracting the entry gives it back
+    byte for byte), its signature read from program.ptg, backend id `native` unless given.
+
+    With `share_named_data`, its tensors become the entry's named data (stored once across the
+    container) and the payload is the package without them (ptn_write.strip); `fatpte extract`
+    puts them back (fatpte.ops.ptn_export). A package without tensors stays the file itself."""
+    source = str(path)
+    data = map_view(path)
+    package = read_ptn(data, source=source)
+    extra = {"executorch.ptn.sha256": hashlib.sha256(data).hexdigest()}
+    payload: str | bytes = source
+    named: dict[str, NamedData] = {}
+    if share_named_data and package.tensors:
+        types = tensor_types(package.program, source=source)
+        for t in package.tensors:
+            if types.get(t.key, (None, None))[:2] != (t.dtype, t.shape):
+                stated = types.get(t.key)
+                said = "no constant" if stated is None else f"{stated[0]}{list(stated[1])}"
+                raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"cannot move the tensors of {source} into the "
+                                  f"container: {t.key!r} is {t.dtype}{list(t.shape)} in program.safetensors but "
+                                  f"program.ptg gives {said}, so extract could not put it back", source=source,
+                                  field=f"program.safetensors[{t.key!r}]")
+            # Safetensors tensors are contiguous: dim order 0..n-1 (the layout the manifest records).
+            layout = TensorLayout(t.dtype, t.shape, tuple(range(len(t.shape)))) if t.dtype in LAYOUT_DTYPES else None
+            named[t.key] = NamedData(data[t.offset:t.offset + t.size], layout=layout)
+        member = package.member(PROGRAM_MEMBER)
+        assert member is not None  # read_ptn requires it
+        payload = strip(data[member.offset:member.offset + member.size])
+        extra[SHARED_KEY] = SHARED
+    return Specialization(
+        backend_id or NATIVE_BACKEND_ID,
+        payload,
+        name=name,
+        priority=priority,
+        alignment=alignment,
+        requires=requires,
+        signature=cast("SignatureMapping", native_signature(package.program)),
+        provenance=dict(provenance or {}) | extra,
+        named_data=named or None,
+        executorch_backends=[NATIVE_BACKEND],
+    )
 
 
 def pte_specialization(

@@ -1,8 +1,9 @@
 """`fatpte unpack`: a container taken apart into files and a pack.toml that packs it again.
 
 The directory holds `pack.toml` (docs/pack-toml.md), `payloads/` (one file per distinct payload
-region: entries that share bytes share a file) and `named_data/` (one file per segment: aliases
-share a file). The pack.toml states everything that decides the bytes (order, names, backend ids,
+region: entries that share bytes share a file, named after the entry with the suffix of what the
+payload is: `.pte`, `.ptd`, `.ptn` for ExecuTorch files, `.bin` otherwise) and `named_data/` (one
+`.bin` file per segment: aliases share a file). The pack.toml states everything that decides the bytes (order, names, backend ids,
 priorities, alignments, requirements, signatures, named-data keys), so `fatpte pack --from
 DIR/pack.toml` writes the same bytes for any container in the layout `fatpte.pack` writes.
 
@@ -87,13 +88,24 @@ def toml_value(value: Any) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _file_name(label: str, used: set[str]) -> str:
+# ExecuTorch file kinds (fatpte.executorch.describe.sniff) with a suffix of their own.
+_SUFFIXES = {"pte": ".pte", "ptd": ".ptd", "ptn": ".ptn"}
+
+
+def payload_suffix(head: bytes | memoryview) -> str:
+    """`.pte`, `.ptd` or `.ptn` for a payload that is that ExecuTorch file, else `.bin`."""
+    from fatpte.executorch.describe import sniff
+
+    return _SUFFIXES.get(sniff(head) or "", ".bin")
+
+
+def _file_name(label: str, used: set[str], suffix: str = ".bin") -> str:
     """A file name made from an entry name or key: safe characters only, unique in `used`."""
     stem = "".join(c if c in _SAFE else "_" for c in label)[:100].strip(".") or "data"
-    name, n = f"{stem}.bin", 1
+    name, n = f"{stem}{suffix}", 1
     while name.lower() in used:  # lower(): distinct on case-insensitive file systems too
         n += 1
-        name = f"{stem}-{n}.bin"
+        name = f"{stem}-{n}{suffix}"
     used.add(name.lower())
     return name
 
@@ -168,10 +180,12 @@ def _write_tree(container: Container, root: Path) -> tuple[int, int]:
     (root / "payloads").mkdir()
     for e in container.entries:
         # Verified before it is written: an unpacked tree never holds silently damaged bytes.
-        container.payload(e, verify=True).release()
+        view = container.payload(e, verify=True)
+        suffix = payload_suffix(view[:64])
+        view.release()
         name = by_region.get((e.offset, e.size))
         if name is None:
-            name = by_region[(e.offset, e.size)] = _file_name(e.name, used)
+            name = by_region[(e.offset, e.size)] = _file_name(e.name, used, suffix)
             _write_range(container, e.offset, e.size, root / "payloads" / name)
         payload_files[e.index] = name
     segment_files: dict[int, str] = {}

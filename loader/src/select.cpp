@@ -259,7 +259,11 @@ std::string line(const Entry& e, const Verdict& v) {
     text = "#" + std::to_string(v.rank) + " " + head + ": eligible (" + detail + ")";
   } else {
     std::vector<std::string> parts;
-    for (const Failure& f : v.failures) parts.push_back(f.requirement + ": needs " + f.needed + "; the device has " + f.has);
+    for (const Failure& f : v.failures) {
+      // The caller's choice, not something the device lacks (as Python's Failure.text says it).
+      parts.push_back(f.requirement == "exclude" ? "excluded by the caller (" + f.has + ")"
+                                                 : f.requirement + ": needs " + f.needed + "; the device has " + f.has);
+    }
     text = "-  " + head + ": rejected: " + join(parts, "; ");
   }
   for (const std::string& n : v.notes) text += "\n     note: " + n;

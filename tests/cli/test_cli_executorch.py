@@ -39,7 +39,11 @@ def _tensor(t: dict[str, Any]) -> str:
     return f"{t['dtype']}[{', '.join(str(d) for d in t['shape'])}]"
 
 
-TIE_XNNPACK_NATIVE = ("fatpte: warning: E0709 (specializations): entries 'xnnpack' and 'native' can both be eligible "
+TIE_NATIVE_XNNPACK = ("fatpte: warning: E0709 (specialization): entries 'native' and 'xnnpack' can both be eligible "
+                      "on one device and tie on priority (0), delegation (both delegate to a backend) and "
+                      "specificity (0): only their place in the table chooses 'native'; give the one to prefer a "
+                      "higher priority\n")
+TIE_XNNPACK_NATIVE = ("fatpte: warning: E0709 (specialization): entries 'xnnpack' and 'native' can both be eligible "
                       "on one device and tie on priority (0), delegation (both delegate to a backend) and "
                       "specificity (0): only their place in the table chooses 'xnnpack'; give the one to prefer a "
                       "higher priority\n")
@@ -111,8 +115,29 @@ def test_info_on_an_nptg_payload_keeps_buffer_write_backs_out_of_the_outputs(nam
 def test_info_shows_the_entries_of_an_nfat_delegate() -> None:
     code, out, _ = run("info", ET_FIXTURES / "kvcache_nfat.pte")
     assert code == 0
-    assert "    entry native-avx2: native, NPTG, 3528 bytes, priority 10" in out.splitlines()
-    assert "    entry native-generic: native, NPTG, 3528 bytes, priority 0" in out.splitlines()
+    assert "    entry native-avx2: native, NPTG, 3528 bytes, priority 10, requires arch=x86_64, +avx2+fma" in \
+        out.splitlines()
+    assert "    entry native-generic: native, NPTG, 3528 bytes, priority 0, requires -" in out.splitlines()
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_info_on_every_program_says_its_backends_and_data_needs(name: str) -> None:
+    """Every committed fixture: its signature (above), the ExecuTorch backends it needs, and the keys
+    it loads from a data file; for a fat delegate, each entry's requirements and provenance."""
+    lines = run("info", ET_FIXTURES / name)[1].splitlines()
+    data = json.loads(run("info", "--json", ET_FIXTURES / name)[1])
+    backend = INDEX[name]["backend"]
+    expected = {"portable": [], "xnnpack": ["XnnpackBackend"], "native": ["NativeBackend"],
+                "nfat": ["NfatNativeBackend"]}[backend]
+    assert data["executorch_backends"] == expected
+    assert ("ExecuTorch backends: " + (", ".join(expected) or "none (portable kernels only)")) in lines
+    external = ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"] if INDEX[name]["external_data"] else []
+    assert data["external_keys"] == external
+    assert any(line.startswith("needs a .ptd: 4 named-data keys") for line in lines) == bool(external)
+    if backend == "nfat":
+        (entries,) = [d["payload"]["entries"] for d in data["methods"][0]["delegates"]]
+        assert [(e["name"], e["requires"], e["provenance"]) for e in entries] == [
+            ("native-avx2", "arch=x86_64, +avx2+fma", {}), ("native-generic", "-", {})]
 
 
 def test_info_on_a_ptd_lists_keys_and_sizes() -> None:
@@ -155,6 +180,7 @@ def test_info_on_bare_delegate_payloads(tmp_path: Path) -> None:
 def test_info_json_fields_are_the_documented_ones(tmp_path: Path) -> None:
     seen: set[str] = set()
     files = [ET_FIXTURES / n for n in PROGRAMS] + [ET_FIXTURES / "mlp_native_external.native_weights.ptd",
+                                                 ET_FIXTURES / "tied.ptn",
                                                  _payload_file(tmp_path, "buffer_native.pte"),
                                                  _payload_file(tmp_path, "mlp_xnnpack.pte")]
     for path in files:
@@ -168,7 +194,7 @@ def test_info_json_fields_are_the_documented_ones(tmp_path: Path) -> None:
                     assert set(d) | {"payload"} == fields("info.executorch.methods[].delegates[]")
                     assert ("payload" in d) == (d["payload_kind"] in {"NFAT", "NPTG", "XH00"})
     assert seen == fields("info.executorch")
-    assert {describe(p).kind for p in files} == {"pte", "ptd", "nptg", "xnnpack"}
+    assert {describe(p).kind for p in files} == {"pte", "ptd", "ptn", "nptg", "xnnpack"}
 
 
 def test_info_map_is_for_containers_only() -> None:
@@ -272,7 +298,7 @@ def test_pack_refuses_backend_ids_that_contradict_the_programs(tmp_path: Path) -
     code, stdout, err = run("pack", "-o", out, f"portable={ET_FIXTURES / 'mlp_xnnpack.pte'}",
                             f"xnnpack={ET_FIXTURES / 'mlp_portable.pte'}")
     assert (code, stdout) == (1, "")
-    assert err.startswith("fatpte: E1102 (specializations[0].backend_id): ")
+    assert err.startswith("fatpte: E1102 (specialization[0].backend_id): ")
     assert "backend id 'portable' names the portable operators, but the program delegates to XnnpackBackend" in err
     assert not out.exists()
 
@@ -309,9 +335,10 @@ def test_pack_signature_escape_hatches_are_recorded(tmp_path: Path) -> None:
 
 def test_pack_prints_warnings_and_still_packs(tmp_path: Path) -> None:
     out = tmp_path / "w.nfat"
-    code, stdout, err = run("pack", "-o", out, ET_FIXTURES / "mlp_portable_external.pte")
+    program = ET_FIXTURES / "mlp_portable.pte"
+    code, stdout, err = run("pack", "-o", out, f"portable={program}", f"cpu:portable={program}")
     assert code == 0 and stdout.startswith(f"wrote {out}")
-    assert err.startswith("fatpte: warning: E1106 (specializations[0].named_data): ")
+    assert err.startswith("fatpte: warning: E0709 (specialization): entries 'portable' and 'cpu' ")
 
 
 def test_pack_refuses_two_different_programs_showing_both_signatures(tmp_path: Path) -> None:
@@ -352,7 +379,7 @@ def test_pack_data_moves_ptd_tensors_into_shared_named_data(tmp_path: Path) -> N
     (["--data", "nobody={ptd}", "{pte}"], "no ExecuTorch program entry is named 'nobody'"),
     (["--data", "{ptd}", "raw={bin}"], "no payload is an ExecuTorch program"),
     (["--data", "={ptd}", "{pte}"], "is not [NAME=]FILE.ptd"),
-    (["{bin}"], "is not [NAME:]BACKEND=PAYLOAD, and not an ExecuTorch program: a bare path must be"),
+    (["{bin}"], "is not [NAME:]BACKEND=PAYLOAD, and not an ExecuTorch program or package: a bare path must be"),
     (["{bin}.missing"], "is not [NAME:]BACKEND=PAYLOAD, and not a file: a bare path must be"),
     (["raw"], "is not [NAME:]BACKEND=PAYLOAD, and not a file"),
     (["--share-pte-named-data", "raw={bin}"], "no payload is an ExecuTorch program"),
@@ -365,6 +392,58 @@ def test_pack_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str)
     code, out, err = run("pack", "-o", tmp_path / "x.nfat", *[a.format(**paths) for a in args])
     assert (code, out) == (2, "")
     assert message in err
+
+
+def test_pack_a_ptn_validates_selects_and_extracts_byte_for_byte(tmp_path: Path) -> None:
+    out = tmp_path / "mlp.nfat"
+    ptn = ET_FIXTURES / "mlp.ptn"
+    code, stdout, err = run("pack", "-o", out, ptn, ET_FIXTURES / "mlp_portable.pte")
+    assert (code, err) == (0, ""), err
+    assert stdout == f"wrote {out}: version 2, 2 entries, {out.stat().st_size} bytes\n"
+    assert run("validate", out)[1] == "checked 1 file: 1 valid, 0 invalid; 0 errors, 0 warnings\n"
+    assert run("select", out, "--device", "x86-64-v3", "--prefer", "native")[1] == "native\n"
+    code, stdout, _ = run("extract", out, "--device", "x86-64-v3", "--prefer", "native", "-o", tmp_path / "x.ptn")
+    assert stdout == f"wrote {tmp_path / 'x.ptn'}: payload of 'native' (native), {ptn.stat().st_size} bytes\n"
+    assert (tmp_path / "x.ptn").read_bytes() == ptn.read_bytes()
+    info = json.loads(run("info", "--json", out)[1])
+    native = info["entries"][0]
+    assert (native["name"], native["backend_id"]) == ("native", "native")
+    # The same program lowered two ways: one signature, read from program.ptg and from the .pte.
+    with fatpte.open(out) as c:
+        assert c.manifest is not None
+        signatures = [m.signature for m in c.manifest.entries]
+        assert signatures[0] == signatures[1] and signatures[0] is not None
+
+
+def test_pack_toml_reads_a_ptn_signature_and_unpack_names_files_by_kind(tmp_path: Path) -> None:
+    for name in ("mlp.ptn", "mlp_portable.pte"):
+        shutil.copy(ET_FIXTURES / name, tmp_path / name)
+    (tmp_path / "raw.bin").write_bytes(b"r" * 10)
+    (tmp_path / "pack.toml").write_text(
+        '[[specialization]]\nname = "native"\npayload = "mlp.ptn"\nsignature = "from-payload"\n\n'
+        '[[specialization]]\npayload = "mlp_portable.pte"\nsignature = "from-payload"\n\n'
+        '[[specialization]]\nbackend_id = "raw"\npayload = "raw.bin"\n')
+    out = tmp_path / "t.nfat"
+    assert run("pack", "-o", out, "--from", tmp_path / "pack.toml")[0] == 0
+    code, _, err = run("unpack", out, "-d", tmp_path / "u")
+    assert (code, err) == (0, "")
+    assert sorted(p.name for p in (tmp_path / "u" / "payloads").iterdir()) == ["native.ptn", "portable.pte",
+                                                                              "raw.bin"]
+    assert (tmp_path / "u" / "payloads" / "native.ptn").read_bytes() == (ET_FIXTURES / "mlp.ptn").read_bytes()
+
+
+def test_pack_data_takes_the_tensors_of_a_ptn(tmp_path: Path) -> None:
+    """A .pte that loads its weights by key gets them from a .ptn's program.safetensors, as from a .ptd."""
+    out = tmp_path / "ext.nfat"
+    code, _, err = run("pack", "-o", out, ET_FIXTURES / "mlp_native_external.pte", "--data", ET_FIXTURES / "mlp.ptn")
+    assert (code, err) == (0, ""), err
+    data = (ET_FIXTURES / "mlp.ptn").read_bytes()
+    tensors = describe(ET_FIXTURES / "mlp.ptn").to_json()["tensors"]
+    with fatpte.open(out) as c:
+        assert c.manifest is not None
+        assert sorted(c.manifest.keys) == [t["key"] for t in tensors]
+        for t in tensors:
+            assert bytes(c.named_data(t["key"])) == data[t["offset"]:t["offset"] + t["size"]]
 
 
 def test_pack_data_with_from_is_a_usage_error(tmp_path: Path) -> None:
@@ -557,6 +636,129 @@ def test_select_errors() -> None:
     code, out, err = run("select", ET_FIXTURES / "add_nfat.pte", "--device", "x86-64-v3", "--exclude", "native")
     assert (code, out) == (3, "")
     assert "native-avx2" in err and "native-generic" in err
+
+
+# ---------------------------------------------------------------------------------------------
+# what info, extract and pack tell about an entry's program
+# ---------------------------------------------------------------------------------------------
+
+
+def _sha(name: str) -> str:
+    import hashlib
+
+    return hashlib.sha256((ET_FIXTURES / name).read_bytes()).hexdigest()
+
+
+def test_info_shows_signature_backends_data_needs_and_provenance(tmp_path: Path) -> None:
+    out = tmp_path / "e.nfat"
+    code, _, err = run("pack", "-o", out, f"cpu:portable={ET_FIXTURES / 'mlp_portable_external.pte'}", "--data",
+                       f"cpu={ET_FIXTURES / 'mlp_portable_external._default_external_constant.ptd'}",
+                       ET_FIXTURES / "mlp.ptn", ET_FIXTURES / "mlp_xnnpack.pte", "--share-pte-named-data")
+    assert (code, err) == (0, TIE_NATIVE_XNNPACK)  # both delegate: only table order chooses
+    lines = run("info", out)[1].splitlines()
+    first = lines.index("  cpu:")
+    pte, ptn, xnn = _sha("mlp_portable_external.pte"), _sha("mlp.ptn"), _sha("mlp_xnnpack.pte")
+
+    def short(h: str) -> str:  # the text's stable abbreviation of 64 hex digits
+        return f"{h[:25]}...{h[-12:]}"
+
+    assert lines[first:first + 13] == [
+        "  cpu:",
+        "    signature: forward(float32[1, 4]) -> float32[1, 3]",
+        "    ExecuTorch backends: none (portable kernels only)",
+        ("    needs a .ptd: 4 keys kept in this container, not in the payload (fatpte extract --data-out): "
+         "fc1.weight, fc1.bias, fc2.weight, fc2.bias"),
+        f"    provenance: executorch.pte.sha256={short(pte)}",
+        "  native:",
+        "    signature: forward(float32[1, 4]) -> float32[1, 3]",
+        "    ExecuTorch backends: NativeBackend",
+        ("    named data: 4 keys kept in this container, put back into the package by fatpte extract: fc1.bias, "
+         "fc1.weight, fc2.bias, fc2.weight"),
+        f"    provenance: executorch.ptn.sha256={short(ptn)}, executorch.ptn.named_data=shared",
+        "  xnnpack:",
+        "    signature: forward(float32[1, 4]) -> float32[1, 3]",
+        "    ExecuTorch backends: XnnpackBackend",
+    ]
+    assert lines[first + 14] == f"    provenance: executorch.pte.sha256={short(xnn)}, executorch.pte.named_data=shared"
+    kib = f"{out.stat().st_size / 1024:.1f} KiB"  # human size; --json has the bytes
+    assert lines[0] == f"{out}: NFAT version 2, 3 entries, 4 named-data segments, a manifest, {kib}"
+    entries = json.loads(run("info", "--json", out)[1])["entries"]
+    assert [set(e) for e in entries] == [fields("info.entries[]")] * 3
+    cpu, native, xnnpack = entries
+    assert [e["executorch_backends"] for e in entries] == [[], ["NativeBackend"], ["XnnpackBackend"]]
+    assert [e["needs_data_file"] for e in entries] == [True, False, True]  # a .ptn's tensors go back in by extract
+    assert cpu["provenance"] == {"executorch.pte.sha256": pte}
+    assert xnnpack["provenance"] == {"executorch.pte.sha256": xnn, "executorch.pte.named_data": "shared"}
+    assert native["signature"] == {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 4]}],
+                                                "outputs": [{"dtype": "float32", "shape": [1, 3]}], "buffers": []}]}
+    assert (cpu["source_digest"], cpu["payload_sha256"]) == (None, None)
+
+
+def test_info_of_non_executorch_entries_has_no_backends(tmp_path: Path) -> None:
+    out = fatpte.pack([fatpte.Specialization("raw", b"r" * 10)], tmp_path / "r.nfat")
+    (entry,) = json.loads(run("info", "--json", out)[1])["entries"]
+    assert (entry["executorch_backends"], entry["signature"], entry["provenance"]) == (None, None, {})
+    assert "  raw:" not in run("info", out)[1].splitlines()  # nothing known, nothing printed
+
+
+def test_extract_says_when_the_entry_needs_data_out(tmp_path: Path) -> None:
+    out = tmp_path / "x.nfat"
+    assert run("pack", "-o", out, ET_FIXTURES / "mlp_xnnpack.pte", "--share-pte-named-data")[0] == 0
+    code, stdout, err = run("extract", out, "--name", "xnnpack", "-o", tmp_path / "x.pte")
+    assert code == 0 and stdout.startswith(f"wrote {tmp_path / 'x.pte'}: ")
+    assert err == (f"{out}: warning: 'xnnpack' loads 4 named-data keys kept in the container, not in its payload: "
+                   f"the extracted program needs them in a data file; extract again with --data-out "
+                   f"{tmp_path / 'x.ptd'} --force\n")
+    code, _, err = run("extract", out, "--name", "xnnpack", "-o", tmp_path / "y.pte", "--data-out",
+                       tmp_path / "y.ptd")
+    assert (code, err) == (0, "")
+
+
+def test_pack_warns_when_a_program_loads_keys_nobody_holds(tmp_path: Path) -> None:
+    program = ET_FIXTURES / "mlp_native_external.pte"
+    code, stdout, err = run("pack", "-o", tmp_path / "w.nfat", program)
+    assert code == 0 and stdout.startswith("wrote ")
+    assert err == (f"fatpte: warning: entry 'native' ({program}) loads 4 named-data keys that neither the program "
+                   "nor the container holds: fc1.bias, fc1.weight, fc2.bias, fc2.weight; give the .ptd it was "
+                   "exported with (--data native=FILE.ptd), or the extracted program will not load\n")
+    code, _, err = run("pack", "-o", tmp_path / "ok.nfat", program, "--data", ET_FIXTURES / "mlp.ptn")
+    assert (code, err) == (0, "")
+    (tmp_path / "pack.toml").write_text(f'[[specialization]]\npayload = "{program}"\nsignature = "from-payload"\n')
+    code, _, err = run("pack", "-o", tmp_path / "t.nfat", "--from", tmp_path / "pack.toml")
+    assert code == 0 and "loads 4 named-data keys that neither the program nor the container holds" in err
+
+
+def test_pack_share_moves_ptn_tensors_and_extract_puts_them_back(tmp_path: Path) -> None:
+    out = tmp_path / "s.nfat"
+    code, _, err = run("pack", "-o", out, ET_FIXTURES / "mlp.ptn", ET_FIXTURES / "mlp_xnnpack.pte",
+                       "--share-pte-named-data")
+    assert (code, err) == (0, TIE_NATIVE_XNNPACK)
+    info = json.loads(run("info", "--json", out)[1])
+    assert info["segment_count"] == 4  # the package's and the XNNPACK program's weights: one copy
+    native = info["entries"][0]
+    assert (native["needs_data_file"], native["provenance"]["executorch.ptn.named_data"]) == (False, "shared")
+    assert ("    named data: 4 keys kept in this container, put back into the package by fatpte extract: "
+            "fc1.bias, fc1.weight, fc2.bias, fc2.weight") in run("info", out)[1].splitlines()
+    code, stdout, err = run("extract", out, "--name", "native", "-o", tmp_path / "x.ptn")
+    size = (ET_FIXTURES / "mlp.ptn").stat().st_size
+    assert (code, err) == (0, "")
+    assert stdout == (f"wrote {tmp_path / 'x.ptn'}: package of 'native' (native) with its 4 tensors put back from "
+                      f"the container's named data, {size} bytes\n")
+    assert (tmp_path / "x.ptn").read_bytes() == (ET_FIXTURES / "mlp.ptn").read_bytes()
+    # unpack writes the stripped package and the tensors; pack --from gives the same bytes.
+    code, _, err = run("unpack", out, "-d", tmp_path / "u")
+    assert (code, err) == (0, "")
+    assert json.loads(run("unpack", out, "-d", tmp_path / "u", "--force", "--json")[1])["reproducible"] is True
+
+
+def test_container_commands_on_a_ptn_say_what_it_is(tmp_path: Path) -> None:
+    ptn = ET_FIXTURES / "mlp.ptn"
+    expected = (f"{ptn}: E0101 at 0x0 (header.magic): not a container: an ExecuTorch native package (.ptn); "
+                "`fatpte pack` packs it as an entry\n")
+    for args in (["select", ptn, "--device", "host"], ["extract", ptn, "--name", "native", "-o", tmp_path / "x"],
+                 ["thin", ptn, "--device", "host", "-o", tmp_path / "y"]):
+        code, out, err = run(*args)
+        assert (code, out, err) == (1, "", expected), args
 
 
 # ---------------------------------------------------------------------------------------------

@@ -72,3 +72,12 @@ def test_existing_output_needs_force(container: Path, tmp_path: Path) -> None:
     assert out.read_bytes() == b"old"
     assert CliRunner().invoke(main, [*args, "--force"]).exit_code == 0
     assert out.read_bytes() == b"tiny"
+
+
+def test_the_output_cannot_be_the_container_itself(container: Path) -> None:
+    before = container.read_bytes()
+    result = CliRunner().invoke(main, ["extract", str(container), "--name", "portable", "-f", "-o", str(container)])
+    assert result.exit_code == 2
+    assert (f"Error: -o {container} is FILE itself: extracting would replace the container with one of its "
+            "payloads") in result.stderr
+    assert container.read_bytes() == before

@@ -27,7 +27,7 @@ def test_info_text_lists_every_entry(container: Path) -> None:
     assert "NFAT version 2, 3 entries" in result.stdout
     for name in ("xnnpack", "xnnpack-copy", "cuda"):
         assert name in result.stdout
-    assert "100 bytes saved" in result.stdout
+    assert "  identical payloads are stored once: 100 B saved" in result.stdout.splitlines()
 
 
 def test_info_json_fields(container: Path) -> None:
@@ -118,5 +118,22 @@ def test_info_of_a_container_with_named_data_and_a_manifest(tmp_path: Path) -> N
     assert kinds == ["header", "entry_table", "segment_table", "manifest", "payload", "payload", "segment",
                      "segment"]
     text = CliRunner().invoke(main, ["info", str(path)]).stdout
-    assert "named data: 3 keys in 2 segments, 2005 bytes referenced, 1005 stored (1000 saved by sharing)" in text
+    assert "named data: 3 keys in 2 segments, 2.0 KiB referenced, 1005 B stored (1000 B saved by sharing)" in text
     assert "arch=x86_64, +avx2+fma" in text
+
+
+def test_info_text_escapes_strings_from_the_file_and_shortens_long_keys(tmp_path: Path) -> None:
+    long_key = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+    path = fatpte.pack([fatpte.Specialization("cpu", b"c" * 10, named_data={"evil\x1b[2Jkey": b"w" * 8,
+                                                                            long_key: b"v" * 2000})],
+                       tmp_path / "k.nfat")
+    text = CliRunner().invoke(main, ["info", str(path)]).stdout
+    assert "\x1b" not in text
+    assert "evil\\x1b[2Jkey" in text
+    assert long_key not in text
+    assert "9f86d081884c7d659a2feaa0c...b0f00a08" not in text  # the cut is first 25 and last 12
+    assert "9f86d081884c7d659a2feaa0c...6c15b0f00a08" in text
+    assert "2.0 KiB" in text
+    data = json.loads(CliRunner().invoke(main, ["info", "--json", str(path)]).stdout)
+    assert {k["key"] for k in data["named_data"]} == {"evil\x1b[2Jkey", long_key}  # --json keeps them whole
+    assert sorted(k["size"] for k in data["named_data"]) == [8, 2000]

@@ -30,7 +30,7 @@ def test_pack_writes_the_container_the_library_writes(payloads: dict[str, Path],
     out = tmp_path / "x.nfat"
     code, stdout, stderr = run("pack", "-o", out, f"xnnpack={payloads['a']}", f"cuda-sm80:cuda={payloads['b']}")
     # Nothing says which of the two a device that could run both should get: only table order.
-    assert (code, stderr) == (0, "fatpte: warning: E0709 (specializations): entries 'xnnpack' and 'cuda-sm80' can "
+    assert (code, stderr) == (0, "fatpte: warning: E0709 (specialization): entries 'xnnpack' and 'cuda-sm80' can "
                                  "both be eligible on one device and tie on priority (0), delegation (neither "
                                  "delegates to a backend) and specificity (0): only their place in the table "
                                  "chooses 'xnnpack'; give the one to prefer a higher priority\n")
@@ -77,7 +77,7 @@ def test_pack_v1_cannot_hold_names_exit_2(payloads: dict[str, Path], tmp_path: P
 def test_pack_bad_backend_id_exits_1(payloads: dict[str, Path], tmp_path: Path) -> None:
     code, _, stderr = run("pack", "-o", tmp_path / "x.nfat", f"ok:bad/id={payloads['a']}")
     assert code == 1
-    assert "E0202" in stderr and "specializations[0].backend_id" in stderr
+    assert "E0202" in stderr and "specialization[0].backend_id" in stderr
 
 
 def test_pack_missing_payload_is_an_io_error(tmp_path: Path) -> None:
@@ -97,3 +97,46 @@ def test_pack_refuses_to_overwrite_without_force(payloads: dict[str, Path], tmp_
     code, _, _ = run("pack", "-o", out, "--force", f"a={payloads['a']}")
     assert code == 0
     assert out.read_bytes()[:4] == b"NFAT"
+
+
+# -- messages that say what to do ----------------------------------------------------------------
+
+
+def test_a_directory_as_payload_says_so(tmp_path: Path) -> None:
+    (tmp_path / "dir").mkdir()
+    code, out, err = run("pack", "-o", tmp_path / "x.nfat", f"a={tmp_path / 'dir'}")
+    assert (code, out) == (4, "")
+    assert err == f"{tmp_path / 'dir'}: E0801: cannot read {tmp_path / 'dir'}: it is a directory, not a file\n"
+
+
+def test_a_missing_input_is_named_before_an_existing_output(payloads: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "x.nfat"
+    out.write_bytes(b"old")
+    code, _, err = run("pack", "-o", out, f"a={tmp_path / 'missing.bin'}")
+    assert code == 4
+    assert err == f"{tmp_path / 'missing.bin'}: E0801: cannot read {tmp_path / 'missing.bin'}: No such file or directory\n"
+    for args in (["extract", tmp_path / "missing.nfat", "--name", "a", "-o", out],
+                 ["thin", tmp_path / "missing.nfat", "--name", "a", "-o", out],
+                 ["pack", "-o", out, "--from", tmp_path / "missing.toml"]):
+        code, _, err = run(*args)
+        assert code == 4 and "E0801: cannot read" in err and "the output exists" not in err, args
+    assert out.read_bytes() == b"old"
+
+
+def test_a_duplicate_name_speaks_command_line(payloads: dict[str, Path], tmp_path: Path) -> None:
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", f"a={payloads['a']}", f"a={payloads['b']}")
+    assert code == 1
+    assert err == ("fatpte: E0206 (specialization[1].name): specialization[1]: name 'a' is already used by "
+                   "specialization[0]; give each variant its own name (NAME:a=PAYLOAD on the command line, "
+                   "name = \"...\" in a pack.toml)\n")
+
+
+def test_version_1_of_a_program_says_why_it_has_a_manifest(tmp_path: Path) -> None:
+    from tests.paths import ET_FIXTURES
+
+    code, _, err = run("pack", "--format-version", "1", "-o", tmp_path / "x.nfat", ET_FIXTURES / "add_portable.pte")
+    assert code == 2
+    assert err == ("fatpte: E0703 (specialization[0]): specialization[0] ('portable') has a program signature, "
+                   "which only a version 2 manifest holds: a .pte or .ptn is packed with the signature and "
+                   "provenance fatpte reads from it, and version 1 has no place for them; pack into version 2 "
+                   "(the default)\n")

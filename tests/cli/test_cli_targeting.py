@@ -187,7 +187,28 @@ def test_coverage(container: Path, devices: dict[str, Path], tmp_path: Path) -> 
     assert run("coverage", container, "--devices", folder, "--strict")[0] == 3
 
 
+def test_coverage_takes_host_as_select_does(container: Path) -> None:
+    code, out, err = run("coverage", container, "--devices", "host,x86-64-v3", "--json")
+    assert (code, err) == (0, "")
+    assert [r["device"] for r in json.loads(out)["devices"]] == ["host", "x86-64-v3"]
+
+
+def test_excluded_entries_say_the_caller_excluded_them(container: Path) -> None:
+    code, out, _ = run("select", container, "--device", "x86-64-v3", "--exclude", "portable", "--explain")
+    assert code in (0, 3)
+    assert any(line.endswith(": rejected: excluded by the caller (exclude=portable)") for line in out.splitlines())
+
+
 def test_coverage_error_paths(container: Path, tmp_path: Path) -> None:
     assert run("coverage", tmp_path / "missing.nfat", "--devices", "x86-64-v3")[0] == 4
     code, _, err = run("coverage", container, "--devices", "no-such-profile")
     assert code == 2 and "E0702" in err
+
+
+def test_device_show_prints_sizes_for_people() -> None:
+    code, out, _ = run("device", "show", "nvidia-sm90-server")
+    assert code == 0
+    assert out.splitlines()[3:5] == ["accelerators: cuda 9.0 (NVIDIA H100 80GB HBM3, 80.0 GiB)",
+                                     "memory:       1.0 TiB"]
+    exact = json.loads(run("device", "show", "nvidia-sm90-server", "--json")[1])
+    assert exact["memory_bytes"] == 1 << 40 and exact["accelerators"][0]["memory_bytes"] == 80 << 30

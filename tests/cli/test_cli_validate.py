@@ -11,6 +11,7 @@ from click.testing import CliRunner
 import fatpte
 from fatpte.cli.main import main
 from fatpte.cli.paths import containers
+from tests.paths import ET_FIXTURES
 
 
 @pytest.fixture
@@ -101,3 +102,47 @@ def test_files_keep_their_spelling_and_are_checked_once(tmp_path: Path, monkeypa
     (tmp_path / "d").mkdir()
     fatpte.pack([fatpte.Specialization("a", b"y")], tmp_path / "d" / "e.nfat")
     assert list(containers(["./c.nfat", "c.nfat", "./d/", "d/e.nfat"])) == ["./c.nfat", "./d/e.nfat"]
+
+
+def test_a_directory_without_containers_fails_unless_allowed(tmp_path: Path) -> None:
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "notes.txt").write_text("no container here")
+    result = CliRunner().invoke(main, ["validate", str(tmp_path / "models")])
+    assert result.exit_code == 1
+    assert result.stdout == "checked 0 files: 0 valid, 0 invalid; 0 errors, 0 warnings\n"
+    assert result.stderr == (f"{tmp_path / 'models'}: no container in this directory (no *.nfat file, no *.pte "
+                             "file holding one); pass --allow-empty if that is expected\n")
+    allowed = CliRunner().invoke(main, ["validate", "--allow-empty", str(tmp_path / "models")])
+    assert (allowed.exit_code, allowed.stderr) == (0, "")
+
+
+def test_an_empty_directory_fails_beside_valid_containers(tree: Path, tmp_path: Path) -> None:
+    good = tree / "models" / "good.nfat"
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(main, ["validate", str(good), str(tmp_path / "empty")])
+    assert result.exit_code == 1
+    assert result.stdout == "checked 1 file: 1 valid, 0 invalid; 0 errors, 0 warnings\n"
+    assert result.stderr.startswith(f"{tmp_path / 'empty'}: no container in this directory")
+
+
+def test_named_plain_programs_skipped_on_request_are_no_failure(tree: Path) -> None:
+    result = CliRunner().invoke(main, ["validate", "--skip-plain-pte", str(tree / "models" / "plain.pte")])
+    assert (result.exit_code, result.stderr) == (0, "")
+
+
+@pytest.mark.parametrize(("name", "content", "says"), [
+    ("notes.txt", b"just some text, long enough", ("not a container, and not an ExecuTorch file: it starts with "
+                                                   "b'just', not b'NFAT'")),
+    ("model.nfat", b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n",
+     "not a container: a Git LFS pointer file (fetch the real file with `git lfs pull`)"),
+    ("w.ptd", (ET_FIXTURES / "mlp_native_external.native_weights.ptd").read_bytes(),
+     "not a container: an ExecuTorch data file (.ptd, FT01)"),
+    ("m.ptn", (ET_FIXTURES / "mlp.ptn").read_bytes(),
+     "not a container: an ExecuTorch native package (.ptn); `fatpte pack` packs it as an entry"),
+])
+def test_a_file_that_is_no_container_is_reported_as_what_it_is(tmp_path: Path, name: str, content: bytes,
+                                                                says: str) -> None:
+    (tmp_path / name).write_bytes(content)
+    result = CliRunner().invoke(main, ["validate", str(tmp_path / name)])
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[0] == f"{tmp_path / name}: E0101 at 0x0 (header.magic): {says}"

@@ -176,7 +176,7 @@ _TAKEN = [
     ["extract", "c.nfat", "--name", "xnn", "-o", "out.bin"], ["extract", "c.nfat", "--backend", "cuda", "-q",
                                                                "--output=out.bin"],
     ["extract", "c.nfat", "--device", "host", "--prefer", "cpu", "-o", "out.bin"],
-    ["extract", "c.nfat", "--name", "nope", "-o", "out.bin"], ["extract", "c.nfat", "--name", "cpu", "-o", "c.nfat"],
+    ["extract", "c.nfat", "--name", "nope", "-o", "out.bin"],
     ["extract", "named.nfat", "--name", "cpu", "-o", "out.bin", "--data-out", "out.ptd"],
     ["extract", "bad.nfat", "--name", "x", "-o", "out.bin"],
     ["validate", "c.nfat"], ["validate", "c.nfat", "bad.nfat", "missing.nfat", "--json"], ["validate", "dir", "-q"],
@@ -193,6 +193,7 @@ _DECLINED = [
     ["extract", "c.nfat", "--name", "cpu", "--prefer", "cpu", "-o", "x"],
     ["extract", "c.nfat", "--name", "cpu", "-o", "x", "--data-out", "./x"], ["validate"],
     ["extract", "c.nfat", "--name", "cpu", "-o", "c.nfat", "-f", "--data-out", "c.nfat"],
+    ["extract", "c.nfat", "--name", "cpu", "-o", "c.nfat"],  # -o is FILE itself: a usage error, click's
 ]
 
 

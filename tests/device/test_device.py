@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import subprocess
 import sys
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -151,6 +153,25 @@ def test_missing_devices_dir_is_an_io_error(tmp_path: Path, monkeypatch: pytest.
         DeviceProfile.names()
     assert info.value.code is ErrorCode.IO_ERROR
     assert D.DEVICES_DIR_ENV in str(info.value)
+
+
+def test_named_profiles_are_package_data_also_in_a_zip(tmp_path: Path) -> None:
+    """The profiles ship inside the package (fatpte/device/profiles/, linked from specs/devices/);
+    from a package imported out of a zip file they are read through importlib.resources."""
+    assert (SPECS / "devices").resolve() == (ROOT / "fatpte" / "device" / "profiles").resolve()
+    archive = tmp_path / "fatpte.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for path in sorted((ROOT / "fatpte").rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                z.write(path, path.relative_to(ROOT).as_posix())
+    code = (f"import fatpte.device.profile as p; assert p.__file__.startswith({str(archive)!r}), p.__file__; "
+            "print(p.DeviceProfile.names()); print(p.DeviceProfile.load('x86-64-v3').to_json_text(), end='')")
+    env = {k: v for k, v in os.environ.items() if k != D.DEVICES_DIR_ENV} | {"PYTHONPATH": str(archive)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          check=True)
+    names, profile = done.stdout.split("\n", 1)
+    assert names == repr(sorted(EXPECTED))
+    assert profile == (SPECS / "devices" / "x86-64-v3.json").read_text()
 
 
 # -- files ------------------------------------------------------------------------------------

@@ -10,7 +10,11 @@ Skipped where torch and executorch are not installed (the normal .venv never has
   NFAT delegate fatpte thinned for a device;
 - a program whose named data fatpte moved into the container (share_named_data), extracted with the
   .ptd fatpte writes for it (entry_data_file), runs with outputs equal to eager PyTorch, and fails
-  without that .ptd; weights packed from a .ptd come back out as a .ptd the runtime loads.
+  without that .ptd; weights packed from a .ptd come back out as a .ptd the runtime loads;
+- ExecuTorch's Python loaders refuse the memoryview `c.payload()` returns and take bytes of it
+  (docs/python-api.md says so);
+- a .ptn packed whole extracts byte for byte, and ExecuTorch's own reader (with safetensors) finds
+  the tensors fatpte's reader locates.
 """
 
 from __future__ import annotations
@@ -229,6 +233,49 @@ def test_ptd_weights_packed_then_written_again_load(tmp_path: Path) -> None:
     module = portable_lib._load_for_executorch(str(out), str(written.path))
     for g, w in zip(_run(module, "mlp"), _eager("mlp"), strict=True):
         torch.testing.assert_close(g, w)
+
+
+def test_executorch_python_loaders_take_bytes_not_the_zero_copy_view(tmp_path: Path) -> None:
+    """docs/python-api.md: `c.payload(...)` is a memoryview, which ExecuTorch's Python loaders
+    refuse; `bytes(view)` is what they take."""
+    from executorch.runtime import Runtime
+
+    out = fatpte.pack([pte_specialization(ET_FIXTURES / "add_portable.pte")], tmp_path / "m.nfat")
+    with fatpte.open(out) as c:
+        chosen = fatpte.select(c, fatpte.DeviceProfile.host()).chosen
+        view = c.payload(chosen, verify=True)
+        with pytest.raises(TypeError):
+            portable_lib._load_for_executorch_from_buffer(view)
+        with pytest.raises(TypeError):
+            Runtime.get().load_program(view)
+        program = bytes(view)
+    x, y = (_tensor(t) for t in FILES["add_portable.pte"]["calls"][0]["inputs"])
+    (got,) = Runtime.get().load_program(program).load_method("forward").execute([x, y])
+    assert torch.equal(got, x + y)
+
+
+@pytest.mark.parametrize("name", ["add.ptn", "buffer.ptn", "mlp.ptn", "tied.ptn"])
+def test_a_packed_ptn_extracts_to_what_executorch_reads(tmp_path: Path, name: str) -> None:
+    """A .ptn packed whole comes back byte for byte, and ExecuTorch's own reader finds in it the
+    tensors fatpte's reader locates (aliases resolved to their owner's bytes)."""
+    from executorch.exir._serialize._ptn import read_ptn as et_read_ptn
+
+    from fatpte.executorch import read_ptn
+    from fatpte.ops.pte_specialize import ptn_specialization
+
+    out = fatpte.pack([ptn_specialization(ET_FIXTURES / name)], tmp_path / "p.nfat")
+    fatpte.extract(out, "native", tmp_path / "x.ptn")
+    data = (tmp_path / "x.ptn").read_bytes()
+    assert data == (ET_FIXTURES / name).read_bytes()
+    ptg, constants = et_read_ptn(str(tmp_path / "x.ptn"))
+    package = read_ptn(data)
+    member = package.member("program.ptg")
+    assert member is not None and data[member.offset:member.offset + member.size] == ptg
+    assert {t.key for t in package.tensors} == set(constants)
+    for t in package.tensors:
+        expected = constants[t.key].contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        assert data[t.offset:t.offset + t.size] == expected
+        assert list(constants[t.key].shape) == list(t.shape)
 
 
 def test_fatpte_device_lists_the_runtimes_backends_and_selection_uses_them(tmp_path: Path) -> None:

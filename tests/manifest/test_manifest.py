@@ -394,7 +394,7 @@ def test_an_unnamed_signature_does_not_reconcile_two_names(tmp_path: Path) -> No
     with pytest.raises(FatpteError) as info:
         pack(specs, tmp_path / "x.nfat")
     assert info.value.code is ErrorCode.SIGNATURE_MISMATCH
-    assert info.value.field == "specializations[2].signature"
+    assert info.value.field == "specialization[2].signature"
     assert "'b' and 'c'" in info.value.message and "'total'" in info.value.message and "'count'" in info.value.message
     _pack_unchecked(specs, tmp_path / "x.nfat")
     [f] = fatpte.validate(tmp_path / "x.nfat").errors

@@ -59,7 +59,7 @@ def test_one_key_with_two_contents_fails_naming_the_key_and_both_sources(tmp_pat
     err = info.value
     assert err.code is ErrorCode.NAMED_DATA_CONFLICT
     assert "'layer.0.weight'" in err.message
-    assert str(first) in err.message and "specializations[1].named_data['layer.0.weight']" in err.message
+    assert str(first) in err.message and "specialization[1].named_data['layer.0.weight']" in err.message
     assert not (tmp_path / "x.pte").exists()
 
 
@@ -144,5 +144,5 @@ def test_a_bad_layout_names_its_key(tmp_path: Path) -> None:
     with pytest.raises(FatpteError) as info:
         pack([Specialization("a", b"1", named_data={"w": bad})], tmp_path / "x.nfat")
     assert info.value.code is ErrorCode.INVALID_ARGUMENT
-    assert info.value.field == "specializations[0].named_data['w'].layout.stride"
+    assert info.value.field == "specialization[0].named_data['w'].layout.stride"
     assert "unknown key 'stride'" in info.value.message

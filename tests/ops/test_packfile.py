@@ -119,7 +119,7 @@ def test_not_toml_and_bad_requirement(tmp_path: Path) -> None:
     with pytest.raises(FatpteError) as info:
         pack_from_file(tmp_path / "pack.toml", tmp_path / "out.pte")
     assert info.value.code is ErrorCode.INVALID_ARGUMENT
-    assert info.value.field == "specializations[0].requires.cpu_features[0]"
+    assert info.value.field == "specialization[0].requires.cpu_features[0]"
     assert info.value.source == str(tmp_path / "pack.toml")
 
 
@@ -189,7 +189,7 @@ def test_from_payload_bad_pack_file(tmp_path: Path, extra: str, field: str) -> N
     assert info.value.code is ErrorCode.BAD_PACK_FILE, info.value
     assert info.value.field == field and info.value.source == str(tmp_path / "pack.toml")
     if extra.startswith('signature = "from'):
-        assert "b'NFAT'" in str(info.value) and "b'ET12'" in str(info.value)
+        assert "b'NFAT'" in str(info.value) and "ET12" in str(info.value) and "(.ptn)" in str(info.value)
 
 
 @pytest.mark.parametrize(("extra", "field"), [
@@ -280,14 +280,14 @@ def test_signature_decision_in_pack_toml(tmp_path: Path, top: str, check: str) -
 def test_documented_program_example_packs(tmp_path: Path) -> None:
     blocks = re.findall(r"```toml\n(.*?)```", DOC.read_text(), re.DOTALL)
     toml = next(b for b in blocks if "from-payload" in b)
-    for name in re.findall(r'"([\w.]+\.pt[ed])"', toml):
+    for name in re.findall(r'"([\w.]+\.pt[edn])"', toml):
         (tmp_path / name).write_bytes((ET / name).read_bytes())
     (tmp_path / "pack.toml").write_text(toml)
     out = pack_from_file(tmp_path / "pack.toml", tmp_path / "m.nfat")
     assert fatpte.validate(out).ok
     with fatpte.open(out) as c:
         assert [(e.name, e.backend_id) for e in c.entries] == [
-            ("portable", "portable"), ("xnnpack", "xnnpack"), ("native-ext", "native")]
+            ("portable", "portable"), ("xnnpack", "xnnpack"), ("native-ext", "native"), ("native", "native")]
         assert c.manifest is not None
         entry = c.manifest.entry("native-ext")
         assert entry is not None and sorted(entry.named_data) == ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]

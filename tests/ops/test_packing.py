@@ -129,27 +129,27 @@ def test_output_replaces_existing_file_with_normal_permissions(tmp_path: Path) -
     [
         ([], {}, ErrorCode.NO_SPECIALIZATIONS, None),
         ([Specialization("cpu", b"x")], {"version": 3}, ErrorCode.INVALID_ARGUMENT, "version"),
-        ([Specialization("", b"x")], {}, ErrorCode.BAD_NAME, "specializations[0].name"),
-        ([Specialization("cpu", b"x", name="bad name")], {}, ErrorCode.BAD_NAME, "specializations[0].name"),
-        ([Specialization("c/u", b"x", name="ok")], {}, ErrorCode.BAD_BACKEND_ID, "specializations[0].backend_id"),
-        ([Specialization("x" * 33, b"x")], {}, ErrorCode.BAD_NAME, "specializations[0].name"),
+        ([Specialization("", b"x")], {}, ErrorCode.BAD_NAME, "specialization[0].name"),
+        ([Specialization("cpu", b"x", name="bad name")], {}, ErrorCode.BAD_NAME, "specialization[0].name"),
+        ([Specialization("c/u", b"x", name="ok")], {}, ErrorCode.BAD_BACKEND_ID, "specialization[0].backend_id"),
+        ([Specialization("x" * 33, b"x")], {}, ErrorCode.BAD_NAME, "specialization[0].name"),
         ([Specialization("cpu", b"x"), Specialization("cpu", b"y")], {}, ErrorCode.DUPLICATE_NAME,
-         "specializations[1].name"),
-        ([Specialization("cpu", b"x", alignment=3)], {}, ErrorCode.BAD_ALIGNMENT, "specializations[0].alignment"),
+         "specialization[1].name"),
+        ([Specialization("cpu", b"x", alignment=3)], {}, ErrorCode.BAD_ALIGNMENT, "specialization[0].alignment"),
         ([Specialization("cpu", b"x", alignment=1 << 17)], {}, ErrorCode.BAD_ALIGNMENT,
-         "specializations[0].alignment"),
+         "specialization[0].alignment"),
         ([Specialization("cpu", b"x")], {"alignment": 0}, ErrorCode.BAD_ALIGNMENT, "alignment"),
         ([Specialization("cpu", b"x", priority=1 << 31)], {}, ErrorCode.INVALID_ARGUMENT,
-         "specializations[0].priority"),
-        ([Specialization("cpu", 12)], {}, ErrorCode.INVALID_ARGUMENT, "specializations[0].payload"),  # type: ignore[arg-type]
+         "specialization[0].priority"),
+        ([Specialization("cpu", 12)], {}, ErrorCode.INVALID_ARGUMENT, "specialization[0].payload"),  # type: ignore[arg-type]
         ([Specialization("cpu", b"x", name="other")], {"version": 1}, ErrorCode.NOT_REPRESENTABLE_IN_V1,
-         "specializations[0].name"),
+         "specialization[0].name"),
         ([Specialization("cpu", b"x", priority=1)], {"version": 1}, ErrorCode.NOT_REPRESENTABLE_IN_V1,
-         "specializations[0]"),
+         "specialization[0]"),
         ([Specialization("cpu", b"x")], {"version": 1, "alignment": 64}, ErrorCode.NOT_REPRESENTABLE_IN_V1,
-         "specializations[0]"),
-        ([Specialization("cpu\0", b"x")], {"version": 1}, ErrorCode.V1_BAD_ID, "specializations[0].backend_id"),
-        ([Specialization("caf\u00e9", b"x")], {"version": 1}, ErrorCode.V1_BAD_ID, "specializations[0].backend_id"),
+         "specialization[0]"),
+        ([Specialization("cpu\0", b"x")], {"version": 1}, ErrorCode.V1_BAD_ID, "specialization[0].backend_id"),
+        ([Specialization("caf\u00e9", b"x")], {"version": 1}, ErrorCode.V1_BAD_ID, "specialization[0].backend_id"),
     ],
 )
 def test_bad_arguments(tmp_path: Path, specs: list[Specialization], kwargs: dict[str, int], code: ErrorCode,
@@ -197,7 +197,7 @@ def _ties(tmp_path: Path, specs: list[Specialization]) -> list[str]:
 def test_entries_only_the_table_order_tells_apart_are_a_warning(tmp_path: Path) -> None:
     S = Specialization
     [tie] = _ties(tmp_path, [S("cpu", b"a"), S("gpu", b"b")])
-    assert tie.startswith("E0709 (specializations): entries 'cpu' and 'gpu' can both be eligible on one device")
+    assert tie.startswith("E0709 (specialization): entries 'cpu' and 'gpu' can both be eligible on one device")
     assert "only their place in the table chooses 'cpu'" in tie
     # A priority, a delegation or a requirement breaks the tie; so do requirements no one device meets
     # together (another architecture, another OS, features of two architectures).

@@ -83,12 +83,12 @@ typedef enum fatpte_status {
   FATPTE_E_ET_BAD_REFERENCE = 1006, /* E1006: an index in an ExecuTorch program points at no value, segment or payload */
   FATPTE_E_ET_SEGMENT_OUT_OF_BOUNDS = 1007, /* E1007: an ExecuTorch segment or payload extends past the end of its file */
   FATPTE_E_ET_BAD_VALUE = 1008, /* E1008: an ExecuTorch field holds a value its schema does not allow */
+  FATPTE_E_ET_BAD_PACKAGE = 1009, /* E1009: a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules */
   FATPTE_E_PROGRAM_SIGNATURE_MISMATCH = 1101, /* E1101: an ExecuTorch program's signature disagrees with its manifest entry's */
   FATPTE_E_BACKEND_ID_CONTRADICTS_PROGRAM = 1102, /* E1102: a backend id names an ExecuTorch backend its program does not use */
   FATPTE_E_EXECUTORCH_BACKENDS_MISMATCH = 1103, /* E1103: an entry's executorch_backends differ from its program's delegates */
   FATPTE_E_PROGRAM_DIGEST_MISMATCH = 1104, /* E1104: an ExecuTorch program's SHA-256 differs from its entry's provenance */
   FATPTE_E_NAMED_DATA_UNUSED = 1105, /* E1105: an entry lists named data its ExecuTorch program never loads */
-  FATPTE_E_NAMED_DATA_NOT_HELD = 1106, /* E1106: an ExecuTorch program loads named data neither it nor its entry holds */
 } fatpte_status;
 
 #ifdef __cplusplus
@@ -294,12 +294,12 @@ enum class Error : std::int32_t {
   ET_BAD_REFERENCE = 1006,
   ET_SEGMENT_OUT_OF_BOUNDS = 1007,
   ET_BAD_VALUE = 1008,
+  ET_BAD_PACKAGE = 1009,
   PROGRAM_SIGNATURE_MISMATCH = 1101,
   BACKEND_ID_CONTRADICTS_PROGRAM = 1102,
   EXECUTORCH_BACKENDS_MISMATCH = 1103,
   PROGRAM_DIGEST_MISMATCH = 1104,
   NAMED_DATA_UNUSED = 1105,
-  NAMED_DATA_NOT_HELD = 1106,
 };
 
 struct ErrorInfo {
@@ -387,12 +387,12 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1006, "ET_BAD_REFERENCE", "E1006", "an index in an ExecuTorch program points at no value, segment or payload", "invalid", false},
     {1007, "ET_SEGMENT_OUT_OF_BOUNDS", "E1007", "an ExecuTorch segment or payload extends past the end of its file", "invalid", false},
     {1008, "ET_BAD_VALUE", "E1008", "an ExecuTorch field holds a value its schema does not allow", "invalid", false},
+    {1009, "ET_BAD_PACKAGE", "E1009", "a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules", "invalid", false},
     {1101, "PROGRAM_SIGNATURE_MISMATCH", "E1101", "an ExecuTorch program's signature disagrees with its manifest entry's", "invalid", false},
     {1102, "BACKEND_ID_CONTRADICTS_PROGRAM", "E1102", "a backend id names an ExecuTorch backend its program does not use", "invalid", false},
     {1103, "EXECUTORCH_BACKENDS_MISMATCH", "E1103", "an entry's executorch_backends differ from its program's delegates", "invalid", false},
     {1104, "PROGRAM_DIGEST_MISMATCH", "E1104", "an ExecuTorch program's SHA-256 differs from its entry's provenance", "invalid", false},
     {1105, "NAMED_DATA_UNUSED", "E1105", "an entry lists named data its ExecuTorch program never loads", "invalid", true},
-    {1106, "NAMED_DATA_NOT_HELD", "E1106", "an ExecuTorch program loads named data neither it nor its entry holds", "invalid", true},
 };
 inline constexpr std::size_t kErrorCount = 81;
 
