@@ -16,10 +16,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from fatpte.cli.exit_codes import EXIT_INVALID, EXIT_OK, error_line, exit_code
+from fatpte.cli.exit_codes import EXIT_INVALID, EXIT_OK, error_line, exit_code, warning_line
 from fatpte.errors import ErrorCode, FatpteError, SelectionError
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from fatpte.cli.progress import Progress
     from fatpte.device.profile import DeviceProfile
 
@@ -84,6 +86,35 @@ def progress(label: str, quiet: bool, total: int | None = None) -> Progress:
     return Progress(stream, label, total=total, enabled=wanted(stream, quiet))
 
 
+class printed_warnings:
+    """While active, each FatpteWarning the library issues (`warnings.warn`) is printed on stderr
+    as `fatpte: warning: E0709 (...): ...` when it comes, once per message; other warnings as
+    Python prints them. (A class, not contextlib, which the read path does not import.)"""
+
+    def __enter__(self) -> None:
+        import warnings
+
+        from fatpte.errors import FatpteWarning
+
+        self._catch = warnings.catch_warnings()
+        self._catch.__enter__()
+        warnings.simplefilter("default", FatpteWarning)
+        python_shows = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: Any = None, line: str | None = None) -> None:
+            if isinstance(message, FatpteWarning):
+                echo(warning_line(message), err=True)
+            else:
+                python_shows(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self._catch.__exit__(kind, error, trace)
+
+
 def words(values: Sequence[str]) -> tuple[str, ...]:
     """`--prefer a,b --prefer c` as ("a", "b", "c")."""
     return tuple(w.strip() for v in values for w in v.split(",") if w.strip())
@@ -135,7 +166,7 @@ def info(file: str, show_map: bool, as_json: bool) -> int:
 
 
 def select(file: str, device: str, prefer: Sequence[str], exclude: Sequence[str], explain: bool,
-           as_json: bool) -> int:
+           as_json: bool, strict: bool = False) -> int:
     """`fatpte select`."""
     from fatpte.cli.executorch_files import is_program, select_program
     from fatpte.container.locations import open as open_container
@@ -153,7 +184,7 @@ def select(file: str, device: str, prefer: Sequence[str], exclude: Sequence[str]
         return EXIT_OK
     with open_container(file) as container:
         try:
-            chosen = select_entry(container, profile, prefer=words(prefer), exclude=words(exclude))
+            chosen = select_entry(container, profile, prefer=words(prefer), exclude=words(exclude), strict=strict)
         except SelectionError as exc:
             if as_json and exc.report is not None:
                 emit_json(exc.report)  # every verdict on stdout; the error and exit 3 follow

@@ -22,10 +22,24 @@ import click
 
 from fatpte import __version__
 from fatpte.cli import commands as bodies
-from fatpte.cli.commands import UsageProblem, check_inputs, check_output, emit_json, load_device
+from fatpte.cli.commands import (
+    UsageProblem,
+    check_inputs,
+    check_output,
+    emit_json,
+    load_device,
+    printed_warnings,
+)
 from fatpte.cli.commands import progress as _progress
 from fatpte.cli.commands import words as _words
-from fatpte.cli.exit_codes import EXIT_INVALID, EXIT_IO, EXIT_NO_FIT, EXIT_OK, error_line, exit_code
+from fatpte.cli.exit_codes import (
+    EXIT_INVALID,
+    EXIT_IO,
+    EXIT_NO_FIT,
+    EXIT_OK,
+    error_line,
+    exit_code,
+)
 from fatpte.errors import ErrorCode, FatpteError
 
 if TYPE_CHECKING:
@@ -47,15 +61,16 @@ class FatpteGroup(click.Group):
     """The group whose `invoke` is the single error boundary of the command line."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except FatpteError as exc:
-            click.echo(error_line(exc), err=True)
-            ctx.exit(exit_code(exc))
-        except OSError as exc:
-            # The library wraps its own I/O; this catches writing results (a closed pipe).
-            click.echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
-            ctx.exit(EXIT_IO)
+        with printed_warnings():
+            try:
+                return super().invoke(ctx)
+            except FatpteError as exc:
+                click.echo(error_line(exc), err=True)
+                ctx.exit(exit_code(exc))
+            except OSError as exc:
+                # The library wraps its own I/O; this catches writing results (a closed pipe).
+                click.echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
+                ctx.exit(EXIT_IO)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,10 +194,16 @@ def main() -> None:
               help="Default payload alignment, a power of two from 1 to 65536 (version 2; default 64).")
 @click.option("--from", "from_toml", type=click.Path(dir_okay=False), metavar="PACK_TOML",
               help="Pack what a pack.toml describes (docs/pack-toml.md) instead of arguments.")
+@click.option("--signature-from", "signature_from", metavar="NAME", default=None,
+              help="Give every entry the program signature of entry NAME instead of checking that they "
+                   "agree; recorded in each entry's provenance (fatpte.signature_check).")
+@click.option("--no-signature-check", "no_signature_check", is_flag=True,
+              help="Store no program signature and check none; recorded in each entry's provenance.")
 @_force_option
 @_quiet_option
 def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_named_data: bool,
-         format_version: str | None, align: int | None, from_toml: str | None, force: bool, quiet: bool) -> None:
+         format_version: str | None, align: int | None, from_toml: str | None, signature_from: str | None,
+         no_signature_check: bool, force: bool, quiet: bool) -> None:
     """Pack payloads into a container.
 
     Each argument is BACKEND=PAYLOAD (the entry is named after its backend id) or
@@ -195,16 +216,25 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     may be given as a bare PROGRAM.pte: the backend id is then derived from its delegates
     (`portable` when none, XnnpackBackend gives `xnnpack`). An ExecuTorch native package (.ptn)
     is packed whole the same way, its signature read from its program.ptg (a bare PACKAGE.ptn
-    gets the backend id `native`). --data moves a .ptd's tensors into
-    the container's shared named data (docs/executorch.md); --share-pte-named-data moves the
-    named data stored in the programs there too, rewriting them (extract then no longer gives
-    the input file back byte for byte), and the tensors of each .ptn (extract writes the package
-    whole again).
+    gets the backend id `native`). Two programs are the same program when their user inputs,
+    user outputs and state (mutable buffers) agree in dtype and shape, buffer names compared
+    only where both record them (the default export records none); when you know better,
+    --signature-from NAME or --no-signature-check, recorded in the container. Any program is
+    checked against what is said of it: a backend id that names a backend the program does not
+    delegate to (`portable` for an XNNPACK program) is refused (E1102). --data moves a .ptd's
+    tensors into the container's shared named data (docs/executorch.md); --share-pte-named-data
+    moves the named data stored in the programs there too, rewriting them (extract then no
+    longer gives the input file back byte for byte), and the tensors of each .ptn (extract
+    writes the package whole again).
     """
+    if signature_from is not None and no_signature_check:
+        raise click.UsageError("--signature-from and --no-signature-check exclude each other")
     if from_toml is not None:
-        if specs or data or share_pte_named_data or format_version is not None or align is not None:
+        if (specs or data or share_pte_named_data or format_version is not None or align is not None
+                or signature_from is not None or no_signature_check):
             raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
-                                   "--format-version or --align: the pack.toml states them")
+                                   "--format-version, --align, --signature-from or --no-signature-check: the "
+                                   "pack.toml states them")
         from fatpte.cli.executorch_files import unresolved_warnings
         from fatpte.ops.packfile import pack_from_file
 
@@ -227,7 +257,8 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         warnings = unresolved_warnings(parsed)
         with _progress(f"packing {output}", quiet) as progress:
             pack_specs(parsed, output, version=int(format_version or "2"), alignment=align,
-                       progress=progress.update)
+                       progress=progress.update, signature_from=signature_from,
+                       check_signatures=not no_signature_check)
     _wrote_container(output)
     for line in warnings:
         click.echo(line, err=True)
@@ -285,6 +316,10 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
 def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, allow_empty: bool, as_json: bool,
              quiet: bool) -> None:
     """Check containers against every rule of the spec, checksums included.
+
+    In a container that passes them, each entry that is an ExecuTorch program is then checked
+    against its manifest entry: its signature, backend id, ExecuTorch backends, program digest
+    and named data (E1101-E1105, specs/executorch.md section 7).
 
     FILES may be directories: they are searched recursively (skipping directories whose name
     starts with a dot) for *.nfat files, and for *.pte files that start with the magic NFAT or
@@ -347,15 +382,23 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
 @_device_option(required=True)
 @_preference_options
 @click.option("--explain", is_flag=True, help="Show every entry: its rank, or every requirement it fails.")
+@click.option("--strict", is_flag=True,
+              help="A --prefer or --exclude word that names no entry and no backend id is an error (exit 2), "
+                   "not a warning.")
 @_json_option
 def select(file: str, device: str, prefer: tuple[str, ...], exclude: tuple[str, ...], explain: bool,
-           as_json: bool) -> None:
+           strict: bool, as_json: bool) -> None:
     """Print the name of the entry DEVICE gets from FILE.
 
-    Eligible entries are those whose every requirement holds on the device; they rank by
-    priority, then --prefer order, then specificity, then table order (specs/nfat-manifest.md).
-    When no entry fits, exits 3 and lists on stderr every entry and every requirement it fails,
-    with what the device has instead (--json still prints the verdicts, with `chosen` null).
+    Eligible entries are those whose every requirement holds on the device, and whose
+    ExecuTorch program's backends are in the device's runtime when the profile lists them
+    (`fatpte device` does where ExecuTorch's runtime is installed). They rank by priority, then
+    --prefer order, then a program that delegates to a backend (XNNPACK, ...) before one of
+    portable operators, then specificity, then table order (specs/nfat-manifest.md). A --prefer
+    or --exclude word that names no entry and no backend id is a warning listing those that
+    exist (an error with --strict). When no entry fits, exits 3 and lists on stderr every entry
+    and every requirement it fails, with what the device has instead (--json still prints the
+    verdicts, with `chosen` null).
 
     FILE may be an ExecuTorch program (.pte) with NFAT delegates: the entry is chosen in each,
     one name per line in program order (--json: `path` and a `delegates` list). A program
@@ -365,7 +408,7 @@ def select(file: str, device: str, prefer: tuple[str, ...], exclude: tuple[str, 
     reads.
     """
     _run_body(bodies.select, file=file, device=device, prefer=prefer, exclude=exclude,
-              explain=explain, as_json=as_json)
+              explain=explain, strict=strict, as_json=as_json)
 
 
 @main.command(epilog=EXIT_HELP)
@@ -434,6 +477,8 @@ def _device_text(profile: DeviceProfile) -> str:
         f"accelerators: {accs or '-'}",
         f"memory:       {size(profile.memory_bytes) if profile.memory_bytes else 'unknown'}",
         f"backends:     {backends or '-'}",
+        "executorch:   " + ("not known" if profile.executorch_backends is None
+                            else ", ".join(sorted(profile.executorch_backends)) or "no backend (portable operators)"),
     ])
 
 
@@ -450,11 +495,19 @@ def _show_device(profile: DeviceProfile, as_json: bool) -> None:
 def device(ctx: click.Context, as_json: bool) -> None:
     """Show this machine's device profile (what `--device host` means).
 
+    When ExecuTorch's Python runtime is installed, the profile also lists the backends registered
+    in it (`executorch_backends`), so that selection rejects entries whose program needs one it
+    lacks. Asking the runtime imports torch (seconds), so `--device host` does not: save this
+    command's --json output and give that file as --device to select with them.
+
     With --json, the canonical profile JSON (specs/device-profile.md), byte for byte what the
-    C++ loader's `fatpte-run --device-json` prints.
+    C++ loader's `fatpte-run --device-json` prints for the same facts (each lists the ExecuTorch
+    backends of the runtime it asked, if any).
     """
     if ctx.invoked_subcommand is None:
-        _show_device(load_device("host"), as_json)
+        from fatpte.device.profile import DeviceProfile
+
+        _show_device(DeviceProfile.host(executorch=True), as_json)
 
 
 @device.command("list", epilog=EXIT_HELP)
@@ -597,7 +650,11 @@ def diff(a: str, b: str, exit_code: bool, as_json: bool) -> None:
 @_force_option
 @_quiet_option
 def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
-    """Write FILE with more entries appended to OUT."""
+    """Write FILE with more entries appended to OUT.
+
+    An added ExecuTorch program is checked as `fatpte pack` checks one: its signature must agree
+    with the container's entries (E0411), its backend id with its delegates (E1102).
+    """
     from fatpte.ops.edit import add as add_entries
 
     parsed = [parse_spec(s) for s in specs]
@@ -635,7 +692,12 @@ def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: b
 @_force_option
 @_quiet_option
 def replace(file: str, payload: str, name: str, output: str, force: bool, quiet: bool) -> None:
-    """Write FILE with the payload of entry NAME replaced by PAYLOAD to OUT."""
+    """Write FILE with the payload of entry NAME replaced by PAYLOAD to OUT.
+
+    The entry's manifest record is derived again from PAYLOAD, as `fatpte pack` derives it (a
+    payload SHA-256; for an ExecuTorch program its signature, ExecuTorch backends, program digest
+    and the named data it needs), and checked the same way: another model's program is refused.
+    """
     from fatpte.ops.edit import replace as replace_payload
 
     check_inputs(file, payload)

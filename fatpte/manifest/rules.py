@@ -11,15 +11,32 @@ from typing import Any
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.format import layout as L
 from fatpte.manifest.codec import decode
-from fatpte.manifest.model import Manifest, ManifestEntry, Signature
+from fatpte.manifest.model import Manifest, ManifestEntry, Signature, TensorSpec
 
 # ---------------------------------------------------------------------------------------------
 # Consistency (specs/nfat-manifest.md section "Consistency"), shared by validate and pack
 # ---------------------------------------------------------------------------------------------
 
 
+# The hint a difference in unnamed buffers carries: ExecuTorch keeps the names of a program's own
+# mutable buffers only when asked to, and a name is what tells two buffers of one shape apart.
+NAMES_HINT = ("buffers without a name were exported without their names; "
+              "ExecutorchBackendConfig(emit_mutable_buffer_names=True) keeps them")
+
+
+def tensors_agree(a: TensorSpec, b: TensorSpec) -> bool:
+    """Same dtype and dims, and the same name where both have one (specs/nfat-manifest.md 5)."""
+    return a.dtype == b.dtype and a.shape == b.shape and (a.name is None or b.name is None or a.name == b.name)
+
+
+def _texts(tensors: Sequence[TensorSpec]) -> str:
+    return "[" + ", ".join(t.text() for t in tensors) + "]"
+
+
 def signature_difference(a: Signature, b: Signature) -> str | None:
-    """The first difference between two signatures, in words, or None when they agree."""
+    """The first difference between two signatures, in words, or None when they agree: the same
+    method names, and per method inputs, outputs and buffers that agree position by position
+    (`tensors_agree`)."""
     names_a, names_b = [m.name for m in a.methods], [m.name for m in b.methods]
     if sorted(names_a) != sorted(names_b):
         return f"methods {sorted(names_a)} differ from {sorted(names_b)}"
@@ -28,10 +45,52 @@ def signature_difference(a: Signature, b: Signature) -> str | None:
         assert mb is not None
         for part in ("inputs", "outputs", "buffers"):
             ta, tb = getattr(ma, part), getattr(mb, part)
-            if ta != tb:
-                return (f"method {ma.name!r} {part} differ: [{', '.join(t.text() for t in ta)}] vs "
-                f"[{', '.join(t.text() for t in tb)}]")
+            if len(ta) != len(tb):
+                what = f"{len(ta)} vs {len(tb)} {part}"
+            else:
+                j = next((j for j, (x, y) in enumerate(zip(ta, tb)) if not tensors_agree(x, y)), None)
+                if j is None:
+                    continue
+                what = f"{part}[{j}] is {ta[j].text()} vs {tb[j].text()}"
+            text = f"method {ma.name!r} {part} differ ({what}): {_texts(ta)} vs {_texts(tb)}"
+            if part == "buffers" and any(t.name is None for t in (*ta, *tb)):
+                text += f" ({NAMES_HINT})"
+            return text
     return None
+
+
+def signature_problems(signed: Sequence[tuple[int, ManifestEntry]]) -> list[tuple[int, str]]:
+    """E0411 for the (index, entry) pairs that state a signature, as (index, message): each
+    entry's dtypes and dims against the first entry's, and each name against the first entry
+    that names that position. Comparing every pair would say the same (agreeing dtypes and dims
+    are transitive, and two entries disagree on a name only where both name it) in linear work."""
+    out: list[tuple[int, str]] = []
+    first: ManifestEntry | None = None
+    namers: dict[tuple[str, str, int], tuple[str, str]] = {}  # (method, part, position) -> (name, entry)
+    for i, e in signed:
+        assert e.signature is not None
+        if first is None:
+            first = e
+        else:
+            assert first.signature is not None
+            diff = signature_difference(first.signature, e.signature)
+            if diff is not None:
+                out.append((i, f"entries {first.name!r} and {e.name!r} declare different program signatures: {diff}"))
+                continue
+        clash = None
+        for m in e.signature.methods:
+            for part in ("inputs", "outputs", "buffers"):
+                for j, t in enumerate(getattr(m, part)):
+                    if t.name is None:
+                        continue
+                    name, who = namers.setdefault((m.name, part, j), (t.name, e.name))
+                    if name != t.name and clash is None:
+                        clash = (f"entries {who!r} and {e.name!r} declare different program signatures: method "
+                                 f"{m.name!r} {part}[{j}] is named {name!r} by {who!r} and {t.name!r} by "
+                                 f"{e.name!r}")
+        if clash is not None:
+            out.append((i, clash))
+    return out
 
 
 def consistency_problems(
@@ -88,19 +147,11 @@ def consistency_problems(
                 add(ErrorCode.NAMED_DATA_KEY_MISSING, f"manifest.entries[{i}].named_data[{k}]",
                     f"entry {e.name!r} needs named-data key {key!r}, which the manifest does not define",
                     e.position)
-    first_sig: ManifestEntry | None = None
+    problems = dict(signature_problems([(i, e) for i, e in enumerate(manifest.entries) if e.signature is not None]))
     first_digest: ManifestEntry | None = None
     for i, e in enumerate(manifest.entries):
-        if e.signature is not None:
-            if first_sig is None:
-                first_sig = e
-            else:
-                assert first_sig.signature is not None
-                diff = signature_difference(first_sig.signature, e.signature)
-                if diff is not None:
-                    add(ErrorCode.SIGNATURE_MISMATCH, f"manifest.entries[{i}].signature",
-                        f"entries {first_sig.name!r} and {e.name!r} declare different program "
-                        f"signatures: {diff}", e.position)
+        if i in problems:
+            add(ErrorCode.SIGNATURE_MISMATCH, f"manifest.entries[{i}].signature", problems[i], e.position)
         if e.source_digest is not None:
             if first_digest is None:
                 first_digest = e

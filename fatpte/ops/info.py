@@ -99,6 +99,12 @@ def executorch_payload(container: Container, entry: Entry, recorded: tuple[str, 
         view.release()
 
 
+def _signature_check_key() -> str:
+    from fatpte.manifest.model import SIGNATURE_CHECK_KEY  # loaded with the manifest, not before
+
+    return SIGNATURE_CHECK_KEY
+
+
 def summary(container: Container) -> dict[str, Any]:
     """The container as `fatpte info --json` prints it."""
     # Only decoded when present: a container without one never loads the manifest codec.
@@ -122,6 +128,7 @@ def summary(container: Container) -> dict[str, Any]:
         row["source_digest"] = None if m is None else m.source_digest
         row["payload_sha256"] = None if m is None or m.payload_sha256 is None else m.payload_sha256.hex()
         row["provenance"] = {} if m is None else dict(m.provenance)
+        row["signature_check"] = None if m is None else dict(m.provenance).get(_signature_check_key())
         entries.append(row)
     distinct = {(e.offset, e.size) for e in container.entries}
     stored = sum(size for _, size in distinct)

@@ -68,15 +68,27 @@ std::string canonical_json(const DeviceProfile& p) {
     o << "  ],\n";
   }
   o << "  \"memory_bytes\": " << p.memory_bytes << ",\n";
+  const char* after_backends = p.executorch_backends ? ",\n" : "\n";
   if (p.backends.empty()) {
-    o << "  \"backends\": {}\n";
+    o << "  \"backends\": {}" << after_backends;
   } else {
     o << "  \"backends\": {\n";
     std::size_t k = 0;
     for (const auto& kv : p.backends) {
       o << "    " << detail::json_quote(kv.first) << ": " << kv.second << (++k < p.backends.size() ? ",\n" : "\n");
     }
-    o << "  }\n";
+    o << "  }" << after_backends;
+  }
+  if (p.executorch_backends) {  // only when known; a std::set is sorted bytewise, like sorted()
+    const std::set<std::string>& et = *p.executorch_backends;
+    if (et.empty()) {
+      o << "  \"executorch_backends\": []\n";
+    } else {
+      o << "  \"executorch_backends\": [\n";
+      std::size_t k = 0;
+      for (const std::string& b : et) o << "    " << detail::json_quote(b) << (++k < et.size() ? ",\n" : "\n");
+      o << "  ]\n";
+    }
   }
   o << "}\n";
   return o.str();

@@ -182,7 +182,8 @@ struct TensorV {
   std::string dtype;
   std::vector<DimV> shape;
   std::optional<std::string> name;
-  bool operator==(const TensorV& o) const { return dtype == o.dtype && shape == o.shape && name == o.name; }
+  // specs/nfat-manifest.md section 5: the same dtype and dims, and the same name where both have one.
+  bool agrees(const TensorV& o) const { return dtype == o.dtype && shape == o.shape && (!name || !o.name || name == o.name); }
 };
 struct MethodV {
   std::string name;
@@ -251,8 +252,8 @@ class Builder {
     for (::flatbuffers::uoffset_t j = 0; j < v->size(); ++j) {
       const M::TensorSpec* t = v->Get(j);
       const std::string tp = path + "[" + std::to_string(j) + "]";
-      if (buffers && (t->name() == nullptr || t->name()->size() == 0)) {
-        return invalid(t, tp + ".name", "a mutable buffer must have a name");
+      if (buffers && t->name() != nullptr && t->name()->size() == 0) {
+        return invalid(t, tp + ".name", "a mutable buffer's name, when present, must not be empty");
       }
       TensorV tv;
       if (t->shape() != nullptr) {
@@ -373,6 +374,8 @@ class Builder {
   std::uint64_t file_offset_;
 };
 
+// dtypes and dims (and names where both have one) position by position, methods in any order:
+// rules.signature_difference.
 bool same_signature(const std::vector<MethodV>& a, const std::vector<MethodV>& b) {
   std::multiset<std::string> na, nb;
   for (const auto& m : a) na.insert(m.name);
@@ -382,7 +385,10 @@ bool same_signature(const std::vector<MethodV>& a, const std::vector<MethodV>& b
     for (const auto& mb : b) {
       if (mb.name != ma.name) continue;
       for (int k = 0; k < 3; ++k) {
-        if (!(ma.parts[k] == mb.parts[k])) return false;
+        if (ma.parts[k].size() != mb.parts[k].size()) return false;
+        for (std::size_t j = 0; j < ma.parts[k].size(); ++j) {
+          if (!ma.parts[k][j].agrees(mb.parts[k][j])) return false;
+        }
       }
       break;
     }
@@ -495,16 +501,32 @@ Status check_manifest_contents(Bytes buf, const Structure& st) {
   }
   const EntryV* first_sig = nullptr;
   const EntryV* first_digest = nullptr;
+  // (method, part, position) -> (name, entry naming it first): rules.signature_problems.
+  std::map<std::tuple<std::string, int, std::size_t>, std::pair<std::string, std::string>> namers;
+  static const char* const kParts[3] = {"inputs", "outputs", "buffers"};
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const EntryV& e = entries[i];
     if (e.signature) {
+      const std::string path = "manifest.entries[" + std::to_string(i) + "].signature";
       if (first_sig == nullptr) {
         first_sig = &e;
       } else {
         FATPTE_CHECK(same_signature(*first_sig->signature, *e.signature), Error::SIGNATURE_MISMATCH,
-                     base + e.position, "manifest.entries[" + std::to_string(i) + "].signature",
-                     "entries '%s' and '%s' declare different program signatures", first_sig->name.c_str(),
-                     e.name.c_str());
+                     base + e.position, path, "entries '%s' and '%s' declare different program signatures",
+                     first_sig->name.c_str(), e.name.c_str());
+      }
+      for (const MethodV& m : *e.signature) {
+        for (int k = 0; k < 3; ++k) {
+          for (std::size_t j = 0; j < m.parts[k].size(); ++j) {
+            if (!m.parts[k][j].name) continue;
+            const auto got = namers.emplace(std::make_tuple(m.name, k, j), std::make_pair(*m.parts[k][j].name, e.name));
+            const auto& [name, who] = got.first->second;
+            FATPTE_CHECK(name == *m.parts[k][j].name, Error::SIGNATURE_MISMATCH, base + e.position, path,
+                         "entries '%s' and '%s' declare different program signatures: method '%s' %s[%zu] is "
+                         "named '%s' by '%s' and '%s' by '%s'", who.c_str(), e.name.c_str(), m.name.c_str(),
+                         kParts[k], j, name.c_str(), who.c_str(), m.parts[k][j].name->c_str(), e.name.c_str());
+          }
+        }
       }
     }
     if (e.source_digest) {

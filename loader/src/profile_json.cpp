@@ -36,6 +36,7 @@ namespace {
 
 constexpr std::size_t kMaxProfileBytes = 1u << 20;  // device.MAX_PROFILE_BYTES
 constexpr std::size_t kMaxAccelerators = 64;        // device.MAX_ACCELERATORS
+constexpr std::size_t kMaxExecutorchBackends = 64;  // fields.MAX_EXECUTORCH_BACKENDS
 // Deep enough that every document Python's json reads without RecursionError (about 1000
 // levels) up to here is read too, so the error names the same field; bounded for the stack.
 constexpr int kMaxNesting = 512;
@@ -320,11 +321,13 @@ const Value* member(const Value& obj, const char* key) {
 }
 
 // Unknown keys first (in document order), then missing ones (in the listed order), as
-// device.py's _check_keys, so both name the same field.
-Status keys(const Value& obj, std::initializer_list<const char*> want, const std::string& path) {
+// fields.check_keys, so both name the same field; the keys of `optional` may be absent.
+Status keys(const Value& obj, std::initializer_list<const char*> want, const std::string& path,
+            std::initializer_list<const char*> optional = {}) {
   for (const auto& m : obj.members) {
     bool known = false;
     for (const char* k : want) known = known || m.first == k;
+    for (const char* k : optional) known = known || m.first == k;
     if (!known) return invalid(path.empty() ? m.first : path + "." + m.first, "is not a field of a device profile");
   }
   for (const char* k : want) {
@@ -383,6 +386,15 @@ bool is_backend_id(const std::string& s) {
   if (s.empty() || s.size() > format::kIdFieldSize) return false;
   for (char c : s) {
     if (c == '\0' || std::strchr(format::kIdAlphabet, c) == nullptr) return false;
+  }
+  return true;
+}
+
+// fields.EXECUTORCH_BACKEND_PATTERN, [!-~]{1,256}.
+bool is_executorch_backend(const std::string& s) {
+  if (s.empty() || s.size() > 256) return false;
+  for (unsigned char c : s) {
+    if (c < 0x21 || c > 0x7E) return false;
   }
   return true;
 }
@@ -449,8 +461,8 @@ Result<DeviceProfile> profile_from_json(const std::string& json) {
   Parser parser(json);
   FATPTE_RETURN_IF_ERROR(parser.parse(root));
   if (root.kind != Value::kObject) return invalid("$", "a device profile must be a JSON object");
-  FATPTE_RETURN_IF_ERROR(
-      keys(root, {"name", "os", "arch", "cpu_features", "accelerators", "memory_bytes", "backends"}, ""));
+  FATPTE_RETURN_IF_ERROR(keys(root, {"name", "os", "arch", "cpu_features", "accelerators", "memory_bytes", "backends"},
+                              "", {"executorch_backends"}));
   DeviceProfile p;
   FATPTE_RETURN_IF_ERROR(text(member(root, "name"), "name", p.name));
   FATPTE_RETURN_IF_ERROR(text(member(root, "os"), "os", p.os));
@@ -482,6 +494,26 @@ Result<DeviceProfile> profile_from_json(const std::string& json) {
     std::uint64_t v = 0;
     FATPTE_RETURN_IF_ERROR(integer(&m.second, "backends." + m.first, 0xFFFFFFFFu, v));
     p.backends[m.first] = static_cast<std::uint32_t>(v);
+  }
+  if (const Value* et = member(root, "executorch_backends")) {
+    if (et->kind != Value::kArray) return invalid("executorch_backends", "must be an array of strings");
+    if (et->items.size() > kMaxExecutorchBackends) {
+      return invalid("executorch_backends", "lists more than 64 backends");
+    }
+    std::vector<std::string> ids(et->items.size());
+    for (std::size_t i = 0; i < et->items.size(); ++i) {
+      FATPTE_RETURN_IF_ERROR(text(&et->items[i], "executorch_backends[" + std::to_string(i) + "]", ids[i]));
+    }
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const std::string path = "executorch_backends[" + std::to_string(i) + "]";
+      if (!is_executorch_backend(ids[i])) {
+        return invalid(path, "'" + ids[i] + "' is not an ExecuTorch backend id (1 to 256 printable ASCII "
+                       "characters, no space)");
+      }
+      if (!seen.insert(ids[i]).second) return invalid(path, "'" + ids[i] + "' is listed twice");
+    }
+    p.executorch_backends = std::move(seen);
   }
   if (!is_profile_name(p.name)) return invalid("name", "'" + p.name + "' must be 1 to 64 characters from [A-Za-z0-9_.-]");
   if (!one_of(p.os, kOsNames)) return invalid("os", "'" + p.os + "' is not an operating system of the vocabulary");

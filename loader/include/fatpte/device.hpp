@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@ struct DeviceProfile {
   std::vector<Accelerator> accelerators;
   std::uint64_t memory_bytes = 0;
   std::map<std::string, std::uint32_t> backends;  // backend id -> ABI version
+  // The ExecuTorch backend ids registered in the device's runtime ("XnnpackBackend", ...); empty:
+  // none (portable operators only); absent: not known (specs/device-profile.md section 5.1).
+  std::optional<std::set<std::string>> executorch_backends;
 };
 
 // json.dumps(profile.to_json(), indent=2) + "\n": keys in the canonical order, features and

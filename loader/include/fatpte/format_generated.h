@@ -71,6 +71,8 @@ typedef enum fatpte_status {
   FATPTE_E_NAMED_DATA_CONFLICT = 706, /* E0706: one named-data key was given two different contents */
   FATPTE_E_NAMED_DATA_NOT_FOUND = 707, /* E0707: the container has no named data under that key */
   FATPTE_E_BAD_PACK_FILE = 708, /* E0708: a pack.toml file breaks a rule of docs/pack-toml.md */
+  FATPTE_E_RANKING_TIE = 709, /* E0709: entries one device can both run tie on every ranking key but table position */
+  FATPTE_E_UNKNOWN_WORD = 710, /* E0710: a prefer or exclude word names no entry and no backend id of the container */
   FATPTE_E_IO_ERROR = 801, /* E0801: reading or writing a file failed */
   FATPTE_E_REMOTE_UNSUPPORTED = 802, /* E0802: no reader for this URL's scheme is installed (pip install 'fatpte[remote]') */
   FATPTE_E_REMOTE_RANGE_IGNORED = 803, /* E0803: the server did not answer a range request with the range asked for */
@@ -91,6 +93,11 @@ typedef enum fatpte_status {
   FATPTE_E_ET_SEGMENT_OUT_OF_BOUNDS = 1007, /* E1007: an ExecuTorch segment or payload extends past the end of its file */
   FATPTE_E_ET_BAD_VALUE = 1008, /* E1008: an ExecuTorch field holds a value its schema does not allow */
   FATPTE_E_ET_BAD_PACKAGE = 1009, /* E1009: a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules */
+  FATPTE_E_PROGRAM_SIGNATURE_MISMATCH = 1101, /* E1101: an ExecuTorch program's signature disagrees with its manifest entry's */
+  FATPTE_E_BACKEND_ID_CONTRADICTS_PROGRAM = 1102, /* E1102: a backend id names an ExecuTorch backend its program does not use */
+  FATPTE_E_EXECUTORCH_BACKENDS_MISMATCH = 1103, /* E1103: an entry's executorch_backends differ from its program's delegates */
+  FATPTE_E_PROGRAM_DIGEST_MISMATCH = 1104, /* E1104: an ExecuTorch program's SHA-256 differs from its entry's provenance */
+  FATPTE_E_NAMED_DATA_UNUSED = 1105, /* E1105: an entry lists named data its ExecuTorch program never loads */
 } fatpte_status;
 
 #ifdef __cplusplus
@@ -284,6 +291,8 @@ enum class Error : std::int32_t {
   NAMED_DATA_CONFLICT = 706,
   NAMED_DATA_NOT_FOUND = 707,
   BAD_PACK_FILE = 708,
+  RANKING_TIE = 709,
+  UNKNOWN_WORD = 710,
   IO_ERROR = 801,
   REMOTE_UNSUPPORTED = 802,
   REMOTE_RANGE_IGNORED = 803,
@@ -304,6 +313,11 @@ enum class Error : std::int32_t {
   ET_SEGMENT_OUT_OF_BOUNDS = 1007,
   ET_BAD_VALUE = 1008,
   ET_BAD_PACKAGE = 1009,
+  PROGRAM_SIGNATURE_MISMATCH = 1101,
+  BACKEND_ID_CONTRADICTS_PROGRAM = 1102,
+  EXECUTORCH_BACKENDS_MISMATCH = 1103,
+  PROGRAM_DIGEST_MISMATCH = 1104,
+  NAMED_DATA_UNUSED = 1105,
 };
 
 struct ErrorInfo {
@@ -379,6 +393,8 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {706, "NAMED_DATA_CONFLICT", "E0706", "one named-data key was given two different contents", "usage", false},
     {707, "NAMED_DATA_NOT_FOUND", "E0707", "the container has no named data under that key", "usage", false},
     {708, "BAD_PACK_FILE", "E0708", "a pack.toml file breaks a rule of docs/pack-toml.md", "usage", false},
+    {709, "RANKING_TIE", "E0709", "entries one device can both run tie on every ranking key but table position", "usage", true},
+    {710, "UNKNOWN_WORD", "E0710", "a prefer or exclude word names no entry and no backend id of the container", "usage", true},
     {801, "IO_ERROR", "E0801", "reading or writing a file failed", "io", false},
     {802, "REMOTE_UNSUPPORTED", "E0802", "no reader for this URL's scheme is installed (pip install 'fatpte[remote]')", "io", false},
     {803, "REMOTE_RANGE_IGNORED", "E0803", "the server did not answer a range request with the range asked for", "io", false},
@@ -399,8 +415,13 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1007, "ET_SEGMENT_OUT_OF_BOUNDS", "E1007", "an ExecuTorch segment or payload extends past the end of its file", "invalid", false},
     {1008, "ET_BAD_VALUE", "E1008", "an ExecuTorch field holds a value its schema does not allow", "invalid", false},
     {1009, "ET_BAD_PACKAGE", "E1009", "a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules", "invalid", false},
+    {1101, "PROGRAM_SIGNATURE_MISMATCH", "E1101", "an ExecuTorch program's signature disagrees with its manifest entry's", "invalid", false},
+    {1102, "BACKEND_ID_CONTRADICTS_PROGRAM", "E1102", "a backend id names an ExecuTorch backend its program does not use", "invalid", false},
+    {1103, "EXECUTORCH_BACKENDS_MISMATCH", "E1103", "an entry's executorch_backends differ from its program's delegates", "invalid", false},
+    {1104, "PROGRAM_DIGEST_MISMATCH", "E1104", "an ExecuTorch program's SHA-256 differs from its entry's provenance", "invalid", false},
+    {1105, "NAMED_DATA_UNUSED", "E1105", "an entry lists named data its ExecuTorch program never loads", "invalid", true},
 };
-inline constexpr std::size_t kErrorCount = 83;
+inline constexpr std::size_t kErrorCount = 90;
 
 }  // namespace fatpte
 #endif  // __cplusplus

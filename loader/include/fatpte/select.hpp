@@ -1,13 +1,16 @@
 // select.hpp: choosing the entry for a device, the rule of specs/nfat-manifest.md section 6,
 // exactly as fatpte/device/selection.py applies it: eligibility (every requirement of the entry's
-// manifest entry holds and the caller did not exclude it), then ranking by priority, the caller's
-// preference, specificity and table position. Choosing is a pure function of the container's
+// manifest entry holds, its program's ExecuTorch backends are in the device's runtime when the
+// profile says, and the caller did not exclude it), then ranking by priority, the caller's
+// preference, delegation (a program that delegates to a backend first), specificity and table
+// position. Choosing is a pure function of the container's
 // table and manifest, the device profile and the caller's words; it reads no payload and loads
 // nothing.
 #ifndef FATPTE_SELECT_HPP_
 #define FATPTE_SELECT_HPP_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +44,10 @@ struct Verdict {
   std::vector<std::string> notes;  // what selection could not check (an unlisted backend ABI)
   int specificity = 0;
   std::uint32_t rank = 0;  // 1 for the chosen entry; 0 when not eligible
+  // What the manifest says the entry's program needs (executorch_backends; absent: not known).
+  std::optional<std::vector<std::string>> executorch_backends;
+  // The entry's program delegates to a backend: ranked above one that does not (section 6.2).
+  bool delegates() const { return executorch_backends && !executorch_backends->empty(); }
   // The entry's backend_abi requirement, which the loader checks against the backend library's
   // table when it loads it (specs/nfat-manifest.md 4.2), whether or not the profile listed it.
   bool has_backend_abi = false;
