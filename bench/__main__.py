@@ -15,7 +15,19 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import op_api, op_extract, op_info_select, op_loader, op_pack, op_scale, op_sign, op_startup, op_validate
+from bench import (
+    op_api,
+    op_extract,
+    op_info_select,
+    op_loader,
+    op_pack,
+    op_remote,
+    op_runtime,
+    op_scale,
+    op_sign,
+    op_startup,
+    op_validate,
+)
 from bench.commands import Commands
 from bench.harness import ROOT, Context, Section, machine
 
@@ -33,6 +45,8 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "scale": op_scale.measure,
     "loader": op_loader.measure,
     "sign": op_sign.measure,
+    "remote": op_remote.measure,
+    "runtime": op_runtime.measure,
 }
 
 

@@ -28,6 +28,7 @@ import hashlib
 import json
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -419,6 +420,16 @@ def valid_vectors() -> list[Vector]:
           source_digest=digest, payload_sha256=True),
     ], named_data={"w.a": blob("nd-s0", 96), "w.b": blob("nd-s1", 10)}),
         "two entries sharing named data in two segments, with signatures, source digests and payload SHA-256")
+    def state(name: str | None) -> dict[str, object]:
+        buffer: dict[str, object] = {"dtype": "float32", "shape": [1, 8, 4]}
+        return {"methods": [{**signature["methods"][0], "buffers": [{"name": name, **buffer} if name else buffer]}]}
+
+    add("v2-signature-state", packed([
+        S("portable", blob("st-e0", 40), signature=state(None)),
+        S("xnnpack", blob("st-e1", 40), signature=state("k_cache")),
+        S("native", blob("st-e2", 40), signature=state("k_cache")),
+    ]), "three entries with one buffer each, named by two of them only: names are compared only where "
+        "both entries have one, so they agree")
     layout = {"dtype": "float32", "sizes": [2, 3, 4], "dim_order": [0, 2, 1]}
     add("v2-manifest-revision-2", packed([
         S("accel", blob("r2-e0", 40), name="accel", named_data=["w.a", "w.b"],
@@ -427,6 +438,12 @@ def valid_vectors() -> list[Vector]:
     ], named_data={"w.a": fatpte.NamedData(blob("r2-s0", 96), layout=layout), "w.b": blob("r2-s1", 10)}),
         "manifest revision 2: each entry's ExecuTorch backends (two, and none), a named-data key with a "
         "tensor layout (float32[2, 3, 4], dim order 0, 2, 1: 96 bytes) and one of raw bytes")
+    add("v2-executorch-delegation", packed([
+        S("portable", blob("dl-p", 40), executorch_backends=[]),
+        S("xnnpack", blob("dl-x", 40), executorch_backends=["XnnpackBackend"]),
+        S("native", blob("dl-n", 40), executorch_backends=["NativeBackend"], priority=-1),
+    ]), "portable first in the table, then a program that delegates to XNNPACK: with equal priorities the "
+        "one that delegates ranks first on every device (the native one, priority -1, last)")
     add("v2-header-size-grown", assemble([Part("cpu", "xnnpack", blob("grow-h", 40))], header_size=72,
                                          entry_size=L.V2_ENTRY_SIZE, segment_entry_size=L.V2_SEGMENT_SIZE),
         "header_size 72: 8 bytes of fields from a later revision (zero), which a reader skips")
@@ -715,6 +732,12 @@ def invalid_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
     yield mfield("entries[1].signature.methods[0].inputs[0].dtype", b"float16", "v2-signature-mismatch",
                  "entry 'gpu' takes a float16 input where 'cpu' takes float32", C.SIGNATURE_MISMATCH,
                  where("entries[1]"), "manifest.entries[1].signature")
+    yield edit(by["v2-signature-state"],
+               lambda e: e.set_manifest("entries[2].signature.methods[0].buffers[0].name", b"v_cache"),
+               "v2-signature-buffer-renamed", "entry 'native' names its buffer 'v_cache' where 'xnnpack' "
+               "names it 'k_cache'; each agrees with the unnamed 'portable', not with each other",
+               C.SIGNATURE_MISMATCH, Edit(by["v2-signature-state"]).manifest_field("entries[2]")[0],
+               "manifest.entries[2].signature", seal=False)
     yield mfield("entries[1].source_digest", lambda old: old[:-1] + (b"0" if old[-1:] != b"0" else b"1"),
                  "v2-source-digest-mismatch", "entry 'gpu' names another source program digest than 'cpu'",
                  C.SOURCE_DIGEST_MISMATCH, where("entries[1]"), "manifest.entries[1].source_digest")
@@ -1323,6 +1346,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=VECTORS, help="directory to write (default specs/vectors)")
     args = parser.parse_args(argv)
+    # The vectors are made on purpose as they are: what pack would warn about (entries that tie,
+    # named data nobody loads) is part of what some of them test.
+    warnings.simplefilter("ignore", fatpte.FatpteWarning)
     vectors = all_vectors()
     problems = [p for v in vectors for p in check(v)]
     if problems:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from fatpte.errors import Category, ErrorCode, FatpteError
+from fatpte.errors import Category, ErrorCode, FatpteError, FatpteWarning
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -46,3 +46,8 @@ def error_line(error: FatpteError) -> str:
                             offset=error.offset, field=error.field, expected=error.expected, actual=error.actual)
     text = str(error)
     return text if error.source is not None else f"fatpte: {text}"
+
+
+def warning_line(warning: FatpteWarning) -> str:
+    """`fatpte: warning: E0709 (specializations): ...`: a FatpteWarning as the command line prints it."""
+    return f"fatpte: warning: {warning}"

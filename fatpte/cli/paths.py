@@ -70,10 +70,18 @@ def containers(paths: Iterable[str | os.PathLike[str]], *, skip_plain_pte: bool 
     spelled as given (a directory's files as DIRECTORY/NAME). With `skip_plain_pte`, a named
     `*.pte` file that holds no container is skipped too (pre-commit passes every staged `*.pte`
     file by name). `a.nfat` and `./a.nfat` are the same file, checked once. Each directory in
-    which the walk finds no container is appended to `empty`, when given."""
+    which the walk finds no container is appended to `empty`, when given. A URL is checked as
+    one file."""
+    from fatpte.fileio.url import is_url
+
     seen: set[str] = set()
     for p in paths:
         path = os.fspath(p)
+        if is_url(path):  # a URL is one file, checked as given
+            if path not in seen:
+                seen.add(path)
+                yield path
+            continue
         is_dir = os.path.isdir(path)
         found = _walk(path) if is_dir else iter((path,))
         any_found = False

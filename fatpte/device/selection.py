@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from fatpte.container.reader import Container
 from fatpte.device.profile import DeviceProfile
-from fatpte.errors import ErrorCode, FatpteError, SelectionError
+from fatpte.errors import ErrorCode, FatpteError, FatpteWarning, SelectionError
 from fatpte.format.model import Entry
 from fatpte.manifest.model import AcceleratorRequirement, Requirements
 
@@ -37,7 +37,8 @@ class Failure(NamedTuple):
 
 
 class Verdict(NamedTuple):
-    """The outcome for one entry. `rank` is 1 for the chosen entry, None when not eligible."""
+    """The outcome for one entry. `rank` is 1 for the chosen entry, None when not eligible.
+    `executorch_backends` is what the manifest says the entry's program needs (None: not known)."""
 
     entry: Entry
     eligible: bool
@@ -45,15 +46,27 @@ class Verdict(NamedTuple):
     notes: tuple[str, ...]
     specificity: int
     rank: int | None
+    executorch_backends: tuple[str, ...] | None = None
+
+    @property
+    def delegates(self) -> bool:
+        """The entry's program delegates to a backend: ranked above one that does not (6.2)."""
+        return bool(self.executorch_backends)
 
     def to_json(self) -> dict[str, Any]:
+        et = self.executorch_backends
         return {"entry": self.entry.name, "backend_id": self.entry.backend_id, "eligible": self.eligible,
                 "rank": self.rank, "priority": self.entry.priority, "specificity": self.specificity,
+                "executorch_backends": None if et is None else list(et),
                 "failures": [f.to_json() for f in self.failures], "notes": list(self.notes)}
 
     def line(self) -> str:
         head = f"{self.entry.name} [{self.entry.backend_id}]"
-        detail = f"priority {self.entry.priority}, specificity {self.specificity}"
+        delegation = ""
+        if self.executorch_backends is not None:
+            delegation = (f", delegates to {', '.join(self.executorch_backends)}" if self.executorch_backends
+                          else ", portable operators")
+        detail = f"priority {self.entry.priority}{delegation}, specificity {self.specificity}"
         if self.eligible:
             text = f"#{self.rank} {head}: eligible ({detail})"
         else:
@@ -148,37 +161,90 @@ def evaluate(entry: Entry, req: Requirements, device: DeviceProfile) -> tuple[li
     return failures, notes
 
 
+def runtime_check(needs: Sequence[str] | None, device: DeviceProfile) -> tuple[list[Failure], list[str]]:
+    """The entry's program needs the ExecuTorch backends `needs` (the manifest's
+    executorch_backends, None: not known); the device's runtime has `device.executorch_backends`
+    (None: not known). A backend it lacks fails the entry; when the profile does not say, the
+    need is noted as not checked (specs/nfat-manifest.md 6.1)."""
+    if not needs:
+        return [], []
+    have = device.executorch_backends
+    if have is None:
+        note = (f"ExecuTorch backends {', '.join(needs)} not checked: the profile does not list the backends its "
+                "runtime has (`fatpte device` lists them where ExecuTorch's runtime is installed)")
+        return [], [note]
+    missing = [b for b in needs if b not in have]
+    if not missing:
+        return [], []
+    return [Failure("executorch_backends", ", ".join(needs),
+                    f"no {', '.join(missing)} (its runtime has {', '.join(sorted(have)) or 'no backend'})")], []
+
+
 def _matches(entry: Entry, word: str) -> bool:
     return word in (entry.name, entry.backend_id)
 
 
+def _unknown_words(container: Container, prefer: tuple[str, ...], exclude: tuple[str, ...],
+                   strict: bool) -> None:
+    """Warn (FatpteWarning E0710), or with `strict` raise INVALID_ARGUMENT, for each caller word
+    that names no entry and no backend id of the container: a typo never passes for a choice."""
+    names = [e.name for e in container.entries]
+    ids = list(dict.fromkeys(e.backend_id for e in container.entries))
+    for label, words in (("prefer", prefer), ("exclude", exclude)):
+        unknown = [w for w in dict.fromkeys(words) if w not in names and w not in ids]
+        if not unknown:
+            continue
+        message = (f"{label} {', '.join(map(repr, unknown))} {'names' if len(unknown) == 1 else 'name'} no entry "
+                   f"and no backend id of the container (entries: {', '.join(names)}; backend ids: "
+                   f"{', '.join(ids)})")
+        if strict:
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, message, source=container.source, field=label,
+                              actual=unknown)
+        import warnings
+
+        warnings.warn(FatpteWarning(ErrorCode.UNKNOWN_WORD, message, field=label), stacklevel=3)
+
+
 def select(
-    container: Container, device: DeviceProfile, *, prefer: Sequence[str] = (), exclude: Sequence[str] = ()
+    container: Container, device: DeviceProfile, *, prefer: Sequence[str] = (), exclude: Sequence[str] = (),
+    strict: bool = False,
 ) -> Selection:
-    """Choose the entry for `device`; raises SelectionError listing every entry and why when none fits."""
+    """Choose the entry for `device`; raises SelectionError listing every entry and why when none fits.
+
+    A word of `prefer` or `exclude` that names no entry and no backend id of the container is a
+    FatpteWarning (E0710) listing those that exist; with `strict`, an INVALID_ARGUMENT error."""
     for label, words in (("prefer", prefer), ("exclude", exclude)):
         if isinstance(words, str) or not all(isinstance(w, str) for w in words):
             raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{label} must be a sequence of names or backend ids",
                               field=label, actual=words)
     prefer, exclude = tuple(prefer), tuple(exclude)
+    if prefer or exclude:
+        _unknown_words(container, prefer, exclude, strict)
     manifest = container.manifest
-    evaluated: list[tuple[Entry, list[Failure], list[str], int]] = []
+    evaluated: list[tuple[Entry, list[Failure], list[str], int, tuple[str, ...] | None]] = []
     for e in container.entries:
         me = None if manifest is None else manifest.entry(e.name)
         req = Requirements() if me is None else me.requires
         failures, notes = evaluate(e, req, device)
+        needs = None if me is None else me.executorch_backends
+        more_failures, more_notes = runtime_check(needs, device)
+        failures += more_failures
+        notes += more_notes
         if any(_matches(e, w) for w in exclude):
             failures.append(Failure("exclude", "not to be excluded by the caller",
                                     f"exclude={', '.join(exclude)}"))
-        evaluated.append((e, failures, notes, req.specificity))
+        evaluated.append((e, failures, notes, req.specificity, needs))
 
     def preference(e: Entry) -> int:
         return next((i for i, w in enumerate(prefer) if _matches(e, w)), len(prefer))
 
     eligible = [x for x in evaluated if not x[1]]
-    eligible.sort(key=lambda x: (-x[0].priority, preference(x[0]), -x[3], x[0].index))
+    # specs/nfat-manifest.md 6.2: priority, the caller's preference, a program that delegates to a
+    # backend before one of portable operators (or not known), specificity, table position.
+    eligible.sort(key=lambda x: (-x[0].priority, preference(x[0]), -bool(x[4]), -x[3], x[0].index))
     ranks = {x[0].index: r for r, x in enumerate(eligible, 1)}
-    verdicts = tuple(Verdict(e, not f, tuple(f), tuple(n), s, ranks.get(e.index)) for e, f, n, s in evaluated)
+    verdicts = tuple(Verdict(e, not f, tuple(f), tuple(n), s, ranks.get(e.index), et)
+                     for e, f, n, s, et in evaluated)
     if not eligible:
         lines = "\n".join("  " + v.line() for v in verdicts)
         error = SelectionError(ErrorCode.NO_SPECIALIZATION_FITS,

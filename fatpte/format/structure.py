@@ -11,6 +11,8 @@ raises the first error.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fatpte.errors import ErrorCode, Finding, Severity, finding
 from fatpte.fileio.buffers import BytesLike
 from fatpte.fileio.checksum import crc32c
@@ -124,9 +126,11 @@ def id_problem(raw: bytes) -> str | None:
     return None
 
 
-def read_structure(buf: BytesLike, *, source: str | None = None) -> Structure:
-    """Run every structural check on `buf`, a whole container."""
-    st = Structure(source=source, size=len(buf))
+def read_structure(buf: BytesLike, *, source: str | None = None, size: int | None = None) -> Structure:
+    """Run every structural check on `buf`, a whole container; or, with `size`, on a file of
+    `size` bytes of which `buf` holds the first bytes, at least the ranges `metadata_ranges`
+    names below the end of the tables (a file read by ranges, fatpte/container/remote.py)."""
+    st = Structure(source=source, size=len(buf) if size is None else size)
     n = st.size
     if n < 4:
         st.add(_short(n, 4, "magic"))
@@ -166,6 +170,36 @@ def read_structure(buf: BytesLike, *, source: str | None = None) -> Structure:
     return st
 
 
+def metadata_ranges(head: BytesLike, size: int) -> list[tuple[int, int]]:
+    """The byte ranges `[start, end)` of a file of `size` bytes that opening it reads: the header
+    and tables that `read_structure` checks, then the manifest that `Container.manifest` decodes.
+    `head` holds the file's first bytes, at least min(size, 64) of them.
+
+    A reader that fetches a file by ranges fetches these, then runs `read_structure` on them:
+    the tables are named only when the header's sizes and counts pass the very checks that
+    `read_structure` makes before it reads them (`_v1_table_end`, `_v2_table_end`), so it never
+    reads past what was fetched, and a hostile header costs no more than its first bytes. The
+    manifest's range is named when it lies inside the file and within the size limit."""
+    st = Structure(source=None, size=size)
+    if size < L.PREAMBLE_SIZE or len(head) < L.PREAMBLE_SIZE or bytes(head[0:4]) != L.MAGIC:
+        return [(0, min(size, len(head)))]
+    version = int.from_bytes(head[4:8], "little")
+    if version == L.VERSION_1:
+        counted = _v1_table_end(head, st)
+        return [(0, min(size, len(head)) if counted is None else counted[1])]
+    if version != L.VERSION_2:
+        return [(0, min(size, len(head)))]
+    bounded = _v2_table_end(head, st)
+    if bounded is None:
+        return [(0, min(size, len(head)))]
+    h, table_end = bounded
+    ranges = [(0, table_end)]
+    offset, length = h["manifest_offset"], h["manifest_size"]
+    if 0 < length <= L.MAX_MANIFEST_SIZE and in_bounds(offset, length, size):
+        ranges.append((offset, offset + length))
+    return ranges
+
+
 def _short(n: int, need: int, what: str) -> Finding:
     return finding(
         ErrorCode.TRUNCATED_HEADER,
@@ -183,25 +217,35 @@ def _short(n: int, need: int, what: str) -> Finding:
 # ---------------------------------------------------------------------------------------------
 
 
-def _read_v1(buf: BytesLike, st: Structure) -> None:
+def _v1_table_end(buf: BytesLike, st: Structure) -> tuple[int, int] | None:
+    """(entry_count, end of the entry table) when the header's counts hold; else a finding."""
     n = st.size
     if n < _V1_HEADER.size:
         st.add(_short(n, _V1_HEADER.size, "entry_count"))
-        return
+        return None
     h = decode(_V1_HEADER, buf, 0, "header", source=st.source)
     count = h["entry_count"]
     count_at = _V1_HEADER.offsets["entry_count"][0]
     if count == 0:
         st.add(finding(ErrorCode.NO_ENTRIES, "entry_count is 0: the container holds nothing", offset=count_at,
                        field="header.entry_count", actual=0))
-        return
+        return None
     if count > L.MAX_ENTRIES:
         st.add(_too_many(ErrorCode.TOO_MANY_ENTRIES, count, L.MAX_ENTRIES, count_at, "header.entry_count"))
-        return
+        return None
     data_start = _V1_HEADER.size + count * _V1_ENTRY.size
     if data_start > n:
         st.add(_table_past_end(data_start, n, count_at, "header.entry_count", f"{count} entries of 48 bytes"))
+        return None
+    return count, data_start
+
+
+def _read_v1(buf: BytesLike, st: Structure) -> None:
+    n = st.size
+    counted = _v1_table_end(buf, st)
+    if counted is None:
         return
+    count, data_start = counted
     st.header = Header(
         version=1, header_size=_V1_HEADER.size, entry_size=_V1_ENTRY.size, entry_count=count,
         segment_entry_size=0, segment_count=0, flags=0, container_size=n, manifest_offset=0,
@@ -300,11 +344,13 @@ def _table_past_end(end: int, total: int, at: int, path: str, what: str) -> Find
                    offset=at, field=path, expected=f"<= {total}", actual=end)
 
 
-def _read_v2(buf: BytesLike, st: Structure) -> None:
+def _v2_table_end(buf: BytesLike, st: Structure) -> tuple[dict[str, Any], int] | None:
+    """(the header's fields, end of the tables) when the header's sizes and counts hold and the
+    tables lie inside the file; else a finding. Reads the 64 bytes of the header only."""
     n = st.size
     if n < _V2_HEADER.size:
         st.add(_short(n, _V2_HEADER.size, "container_size"))
-        return
+        return None
     h = decode(_V2_HEADER, buf, 0, "header", source=st.source)
     total = h["container_size"]
     at, path = _hfield("container_size")
@@ -313,13 +359,13 @@ def _read_v2(buf: BytesLike, st: Structure) -> None:
                        f"the header says the container is {total} bytes ({total:#x}) but the file has {n} "
                        f"({n:#x}): it was cut short, e.g. by an interrupted copy or download",
                        offset=at, field=path, expected=total, actual=n))
-        return
+        return None
     if total < n:
         st.add(finding(ErrorCode.TRAILING_BYTES,
                        f"the header says the container is {total} bytes ({total:#x}) but the file has {n} "
                        f"({n:#x}): {n - total} bytes follow the container",
                        offset=total, field=path, expected=n, actual=total))
-        return
+        return None
     for name, minimum, code in (
         ("header_size", _V2_HEADER.size, ErrorCode.BAD_HEADER_SIZE),
         ("entry_size", _V2_ENTRY.size, ErrorCode.BAD_ENTRY_SIZE),
@@ -329,33 +375,44 @@ def _read_v2(buf: BytesLike, st: Structure) -> None:
         if problem:
             at, path = _hfield(name)
             st.add(finding(code, f"{name} {problem}", offset=at, field=path, actual=h[name]))
-            return
+            return None
     unknown = h["flags"] & ~L.HEADER_FLAGS_KNOWN
     if unknown:
         at, path = _hfield("flags")
         st.add(finding(ErrorCode.UNKNOWN_HEADER_FLAGS,
                        f"flags sets bits {unknown:#x}, which this revision does not define; a newer fatpte may "
                        f"read this file", offset=at, field=path, expected=0, actual=h["flags"]))
-        return
+        return None
     count, seg_count = h["entry_count"], h["segment_count"]
     if count == 0:
         at, path = _hfield("entry_count")
         st.add(finding(ErrorCode.NO_ENTRIES, "entry_count is 0: the container holds nothing", offset=at,
                        field=path, actual=0))
-        return
+        return None
     if count > L.MAX_ENTRIES:
         st.add(_too_many(ErrorCode.TOO_MANY_ENTRIES, count, L.MAX_ENTRIES, *_hfield("entry_count")))
-        return
+        return None
     if seg_count > L.MAX_SEGMENTS:
         st.add(_too_many(ErrorCode.TOO_MANY_SEGMENTS, seg_count, L.MAX_SEGMENTS, *_hfield("segment_count")))
-        return
+        return None
     entries_at = h["header_size"]
     segments_at = entries_at + count * h["entry_size"]
     table_end = segments_at + seg_count * h["segment_entry_size"]
     if table_end > total:
         st.add(_table_past_end(table_end, total, *_hfield("entry_count"),
                                f"{count} entries and {seg_count} segments"))
+        return None
+    return h, table_end
+
+
+def _read_v2(buf: BytesLike, st: Structure) -> None:
+    bounded = _v2_table_end(buf, st)
+    if bounded is None:
         return
+    h, table_end = bounded
+    total, count, seg_count = h["container_size"], h["entry_count"], h["segment_count"]
+    entries_at = h["header_size"]
+    segments_at = entries_at + count * h["entry_size"]
     stored = h["header_checksum"]
     ck_at = L.HEADER_CHECKSUM_OFFSET
     actual = crc32c(buf, 0, ck_at)

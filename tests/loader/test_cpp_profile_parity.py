@@ -175,6 +175,18 @@ def targeted() -> list[tuple[str, bytes]]:
         add(f"backend id {key!r}", edited(("backends",), {key: 1}))
     add("backend bad value before bad id", edited(("backends",), {"a b": 1, "ok": -1}))
     add("many backends", edited(("backends",), {f"b{i}": i for i in range(2000)}))
+    # ExecuTorch backends: optional, an array of unique printable ASCII words without space.
+    for value in [[], ["XnnpackBackend"], ["XnnpackBackend", "NativeBackend"], ["a" * 256], ["a" * 257], [""],
+                  [" x"], ["a b"], ["é"], ["\u007f"], ["x", "x"], ["x", 1], [1, "x", "x"], ["ok", "a b", "ok"],
+                  ["b"] * 65, [f"b{i}" for i in range(64)], [f"b{i}" for i in range(65)], "XnnpackBackend",
+                  None, {}, 3, [["x"]], ["~!\"\\"]]:
+        add(f"executorch_backends={value!r}"[:80], {**base(), "executorch_backends": value})
+    add("executorch_backends and an unknown key", {**base(), "executorch_backends": [], "extra": 1})
+    obj = base()
+    del obj["name"]
+    add("executorch_backends and a missing key", {**obj, "executorch_backends": ["x"]})
+    add("executorch_backends first", {"executorch_backends": ["b", "a"], **base()})
+    add("bad executorch_backends and a bad os", {**base(), "os": "beos", "executorch_backends": ["a b"]})
     add("top level array", [base()])
     add("top level string", "profile")
     add("top level null", None)

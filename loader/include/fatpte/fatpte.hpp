@@ -182,6 +182,11 @@ Result<Structure> read_structure(Bytes buf);
 Status check_integrity(Bytes buf, const Structure& st);
 // Both passes: OK, or the first error Python's validate_buffer(...).first_error reports.
 Status validate_buffer(Bytes buf);
+// The content checks of one payload (CRC32C, then payload kind; nothing for a version 1 entry)
+// and of one segment (CRC32C), with the codes, offsets and messages check_integrity gives, so a
+// loader can check exactly the bytes it is about to hand out.
+Status check_payload_integrity(Bytes buf, const Header& header, const Entry& entry);
+Status check_segment_integrity(Bytes buf, const Header& header, const Segment& segment);
 
 // CRC32C (Castagnoli) of data[0:size], continuing from `value` like Python's crc32c(data, value).
 std::uint32_t crc32c(const void* data, std::size_t size, std::uint32_t value = 0) noexcept;

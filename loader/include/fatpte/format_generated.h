@@ -71,7 +71,18 @@ typedef enum fatpte_status {
   FATPTE_E_NAMED_DATA_CONFLICT = 706, /* E0706: one named-data key was given two different contents */
   FATPTE_E_NAMED_DATA_NOT_FOUND = 707, /* E0707: the container has no named data under that key */
   FATPTE_E_BAD_PACK_FILE = 708, /* E0708: a pack.toml file breaks a rule of docs/pack-toml.md */
+  FATPTE_E_RANKING_TIE = 709, /* E0709: entries one device can both run tie on every ranking key but table position */
+  FATPTE_E_UNKNOWN_WORD = 710, /* E0710: a prefer or exclude word names no entry and no backend id of the container */
   FATPTE_E_IO_ERROR = 801, /* E0801: reading or writing a file failed */
+  FATPTE_E_REMOTE_UNSUPPORTED = 802, /* E0802: no reader for this URL's scheme is installed (pip install 'fatpte[remote]') */
+  FATPTE_E_REMOTE_RANGE_IGNORED = 803, /* E0803: the server did not answer a range request with the range asked for */
+  FATPTE_E_REMOTE_CHANGED = 804, /* E0804: the remote file changed between two requests (size, ETag or Last-Modified) */
+  FATPTE_E_REMOTE_SHORT_READ = 805, /* E0805: a response ended before the bytes it was to carry, on every retry */
+  FATPTE_E_REMOTE_DENIED = 806, /* E0806: the server refused access (HTTP 401 or 403, or the store's access denied) */
+  FATPTE_E_REMOTE_NOT_FOUND = 807, /* E0807: the server has nothing at that URL (HTTP 404 or 410, or no such key) */
+  FATPTE_E_REMOTE_TOO_MANY_REDIRECTS = 808, /* E0808: the server redirected more times than the limit allows */
+  FATPTE_E_REMOTE_TIMEOUT = 809, /* E0809: the server did not answer within the time limit, on every retry */
+  FATPTE_E_REMOTE_FAILED = 810, /* E0810: the server kept failing (HTTP 5xx or a dropped connection), on every retry */
   FATPTE_E_NO_SPECIALIZATION_FITS = 901, /* E0901: no entry's requirements hold on the device */
   FATPTE_E_ET_BAD_IDENTIFIER = 1001, /* E1001: an ExecuTorch file's flatbuffer identifier (bytes 4..8) is not the expected one */
   FATPTE_E_ET_TRUNCATED = 1002, /* E1002: an ExecuTorch file ends before its header or flatbuffer root */
@@ -82,6 +93,11 @@ typedef enum fatpte_status {
   FATPTE_E_ET_SEGMENT_OUT_OF_BOUNDS = 1007, /* E1007: an ExecuTorch segment or payload extends past the end of its file */
   FATPTE_E_ET_BAD_VALUE = 1008, /* E1008: an ExecuTorch field holds a value its schema does not allow */
   FATPTE_E_ET_BAD_PACKAGE = 1009, /* E1009: a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules */
+  FATPTE_E_PROGRAM_SIGNATURE_MISMATCH = 1101, /* E1101: an ExecuTorch program's signature disagrees with its manifest entry's */
+  FATPTE_E_BACKEND_ID_CONTRADICTS_PROGRAM = 1102, /* E1102: a backend id names an ExecuTorch backend its program does not use */
+  FATPTE_E_EXECUTORCH_BACKENDS_MISMATCH = 1103, /* E1103: an entry's executorch_backends differ from its program's delegates */
+  FATPTE_E_PROGRAM_DIGEST_MISMATCH = 1104, /* E1104: an ExecuTorch program's SHA-256 differs from its entry's provenance */
+  FATPTE_E_NAMED_DATA_UNUSED = 1105, /* E1105: an entry lists named data its ExecuTorch program never loads */
   FATPTE_E_SIGNATURE_TOO_LARGE = 1201, /* E1201: signature_size exceeds the limit of 64 MiB */
   FATPTE_E_SIGNATURE_OUT_OF_BOUNDS = 1202, /* E1202: the signature region extends past the end of the container */
   FATPTE_E_MISALIGNED_SIGNATURE = 1203, /* E1203: signature_offset is not a multiple of 8 */
@@ -305,7 +321,18 @@ enum class Error : std::int32_t {
   NAMED_DATA_CONFLICT = 706,
   NAMED_DATA_NOT_FOUND = 707,
   BAD_PACK_FILE = 708,
+  RANKING_TIE = 709,
+  UNKNOWN_WORD = 710,
   IO_ERROR = 801,
+  REMOTE_UNSUPPORTED = 802,
+  REMOTE_RANGE_IGNORED = 803,
+  REMOTE_CHANGED = 804,
+  REMOTE_SHORT_READ = 805,
+  REMOTE_DENIED = 806,
+  REMOTE_NOT_FOUND = 807,
+  REMOTE_TOO_MANY_REDIRECTS = 808,
+  REMOTE_TIMEOUT = 809,
+  REMOTE_FAILED = 810,
   NO_SPECIALIZATION_FITS = 901,
   ET_BAD_IDENTIFIER = 1001,
   ET_TRUNCATED = 1002,
@@ -316,6 +343,11 @@ enum class Error : std::int32_t {
   ET_SEGMENT_OUT_OF_BOUNDS = 1007,
   ET_BAD_VALUE = 1008,
   ET_BAD_PACKAGE = 1009,
+  PROGRAM_SIGNATURE_MISMATCH = 1101,
+  BACKEND_ID_CONTRADICTS_PROGRAM = 1102,
+  EXECUTORCH_BACKENDS_MISMATCH = 1103,
+  PROGRAM_DIGEST_MISMATCH = 1104,
+  NAMED_DATA_UNUSED = 1105,
   SIGNATURE_TOO_LARGE = 1201,
   SIGNATURE_OUT_OF_BOUNDS = 1202,
   MISALIGNED_SIGNATURE = 1203,
@@ -407,7 +439,18 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {706, "NAMED_DATA_CONFLICT", "E0706", "one named-data key was given two different contents", "usage", false},
     {707, "NAMED_DATA_NOT_FOUND", "E0707", "the container has no named data under that key", "usage", false},
     {708, "BAD_PACK_FILE", "E0708", "a pack.toml file breaks a rule of docs/pack-toml.md", "usage", false},
+    {709, "RANKING_TIE", "E0709", "entries one device can both run tie on every ranking key but table position", "usage", true},
+    {710, "UNKNOWN_WORD", "E0710", "a prefer or exclude word names no entry and no backend id of the container", "usage", true},
     {801, "IO_ERROR", "E0801", "reading or writing a file failed", "io", false},
+    {802, "REMOTE_UNSUPPORTED", "E0802", "no reader for this URL's scheme is installed (pip install 'fatpte[remote]')", "io", false},
+    {803, "REMOTE_RANGE_IGNORED", "E0803", "the server did not answer a range request with the range asked for", "io", false},
+    {804, "REMOTE_CHANGED", "E0804", "the remote file changed between two requests (size, ETag or Last-Modified)", "io", false},
+    {805, "REMOTE_SHORT_READ", "E0805", "a response ended before the bytes it was to carry, on every retry", "io", false},
+    {806, "REMOTE_DENIED", "E0806", "the server refused access (HTTP 401 or 403, or the store's access denied)", "io", false},
+    {807, "REMOTE_NOT_FOUND", "E0807", "the server has nothing at that URL (HTTP 404 or 410, or no such key)", "io", false},
+    {808, "REMOTE_TOO_MANY_REDIRECTS", "E0808", "the server redirected more times than the limit allows", "io", false},
+    {809, "REMOTE_TIMEOUT", "E0809", "the server did not answer within the time limit, on every retry", "io", false},
+    {810, "REMOTE_FAILED", "E0810", "the server kept failing (HTTP 5xx or a dropped connection), on every retry", "io", false},
     {901, "NO_SPECIALIZATION_FITS", "E0901", "no entry's requirements hold on the device", "selection", false},
     {1001, "ET_BAD_IDENTIFIER", "E1001", "an ExecuTorch file's flatbuffer identifier (bytes 4..8) is not the expected one", "invalid", false},
     {1002, "ET_TRUNCATED", "E1002", "an ExecuTorch file ends before its header or flatbuffer root", "invalid", false},
@@ -418,6 +461,11 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1007, "ET_SEGMENT_OUT_OF_BOUNDS", "E1007", "an ExecuTorch segment or payload extends past the end of its file", "invalid", false},
     {1008, "ET_BAD_VALUE", "E1008", "an ExecuTorch field holds a value its schema does not allow", "invalid", false},
     {1009, "ET_BAD_PACKAGE", "E1009", "a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules", "invalid", false},
+    {1101, "PROGRAM_SIGNATURE_MISMATCH", "E1101", "an ExecuTorch program's signature disagrees with its manifest entry's", "invalid", false},
+    {1102, "BACKEND_ID_CONTRADICTS_PROGRAM", "E1102", "a backend id names an ExecuTorch backend its program does not use", "invalid", false},
+    {1103, "EXECUTORCH_BACKENDS_MISMATCH", "E1103", "an entry's executorch_backends differ from its program's delegates", "invalid", false},
+    {1104, "PROGRAM_DIGEST_MISMATCH", "E1104", "an ExecuTorch program's SHA-256 differs from its entry's provenance", "invalid", false},
+    {1105, "NAMED_DATA_UNUSED", "E1105", "an entry lists named data its ExecuTorch program never loads", "invalid", true},
     {1201, "SIGNATURE_TOO_LARGE", "E1201", "signature_size exceeds the limit of 64 MiB", "invalid", false},
     {1202, "SIGNATURE_OUT_OF_BOUNDS", "E1202", "the signature region extends past the end of the container", "invalid", false},
     {1203, "MISALIGNED_SIGNATURE", "E1203", "signature_offset is not a multiple of 8", "invalid", false},
@@ -435,7 +483,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1310, "SIGNED_NAMED_DATA_MISMATCH", "E1310", "a named-data key's bytes or layout differ from the signed ones", "unverified", false},
     {1311, "SIGNED_PAYLOAD_MISMATCH", "E1311", "the SHA-256 of a payload differs from the signed one", "unverified", false},
 };
-inline constexpr std::size_t kErrorCount = 90;
+inline constexpr std::size_t kErrorCount = 106;
 
 }  // namespace fatpte
 #endif  // __cplusplus
