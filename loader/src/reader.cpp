@@ -317,7 +317,7 @@ fatpte_status fatpte_reader_fetch_signature(fatpte_reader* r, fatpte_error* erro
       return FATPTE_OK;
     }
     const std::uint8_t* slot = h + F::kSignatureSlotOffset;
-    const std::uint64_t size = read_u64le(slot + F::kV2SignatureSlot_signature_size_offset);
+    const std::uint64_t size = read_u32le(slot + F::kV2SignatureSlot_signature_size_offset);
     if (size == 0) return FATPTE_OK;
     return fetch_checked(r, read_u64le(slot + F::kV2SignatureSlot_signature_offset_offset), size,
                          read_u32le(slot + F::kV2SignatureSlot_signature_checksum_offset),

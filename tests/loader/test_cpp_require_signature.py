@@ -122,11 +122,11 @@ def test_a_fallback_is_verified_before_it_is_loaded(build: Path, packed: tuple[P
     signed = signing.sign(container, key, tmp_path / "signed.nfat")
     only = tmp_path / "backends"
     only.mkdir()
-    shutil.copy(build / "backends" / "libfatpte_backend_portable.so", only)
+    shutil.copy(build / "backends" / "libfatpte_backend_dense_ref.so", only)
     r = subprocess.run([str(build / "fatpte-run"), str(signed), "--input", str(inp), "--backend-path", str(only),
                         "--require-signature", "--trusted-key", str(pub), "--explain"],
                        check=False, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert outputs(r.stdout)[0].startswith("ran: portable")
-    assert "signature: entry 'portable' and its named data hash as signed" in r.stdout
+    assert outputs(r.stdout)[0].startswith("ran: dense_ref")
+    assert "signature: entry 'dense_ref' and its named data hash as signed" in r.stdout
     assert close(outputs(r.stdout)[1], reference)
