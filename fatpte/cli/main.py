@@ -15,6 +15,7 @@ that the console script (fatpte/cli/launch.py) runs their plain forms without im
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 

@@ -128,7 +128,7 @@ def test_every_signature_rule_has_a_vector() -> None:
     validation error or verification outcome."""
     said = {row["error"]["code"] for row in INDEX.values() if not row["valid"]}
     said |= {row["verify"]["code"] for row in INDEX.values() if "verify" in row}
-    missing = [c.tag for c in ErrorCode if 1100 <= c.value < 1300 and c.tag not in said]
+    missing = [c.tag for c in ErrorCode if 1200 <= c.value < 1400 and c.tag not in said]
     assert not missing, f"signature rules without a vector: {missing}"
 
 
