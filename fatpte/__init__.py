@@ -16,11 +16,14 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "Container": "fatpte.container.reader",
-    "open": "fatpte.container.reader",
+    "open": "fatpte.container.locations",
+    "open_remote": "fatpte.container.remote",
+    "RemoteContainer": "fatpte.container.remote",
+    "validate_remote": "fatpte.container.remote",
     "Specialization": "fatpte.ops.specialization",
     "pack": "fatpte.ops.packing",
-    "validate": "fatpte.container.validation",
-    "validate_buffer": "fatpte.container.validation",
+    "validate": "fatpte.ops.validation",
+    "validate_buffer": "fatpte.ops.validation",
     "Report": "fatpte.container.validation",
     "extract": "fatpte.ops.extraction",
     "Entry": "fatpte.format.model",
@@ -28,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "Header": "fatpte.format.model",
     "ErrorCode": "fatpte.errors",
     "FatpteError": "fatpte.errors",
+    "FatpteWarning": "fatpte.errors",
     "SelectionError": "fatpte.errors",
     "Finding": "fatpte.errors",
     "Severity": "fatpte.errors",
@@ -57,11 +61,13 @@ __all__ = [
     "ErrorCode",
     "Failure",
     "FatpteError",
+    "FatpteWarning",
     "Finding",
     "Header",
     "Manifest",
     "ManifestEntry",
     "NamedData",
+    "RemoteContainer",
     "Report",
     "Requirements",
     "Segment",
@@ -73,6 +79,7 @@ __all__ = [
     "Verdict",
     "extract",
     "open",
+    "open_remote",
     "pack",
     "pack_from_file",
     "pte_specialization",
@@ -81,14 +88,16 @@ __all__ = [
     "thin",
     "validate",
     "validate_buffer",
+    "validate_remote",
 ]
 
 if TYPE_CHECKING:
+    from fatpte.container.locations import open as open
     from fatpte.container.reader import Container as Container
-    from fatpte.container.reader import open as open
+    from fatpte.container.remote import RemoteContainer as RemoteContainer
+    from fatpte.container.remote import open_remote as open_remote
+    from fatpte.container.remote import validate_remote as validate_remote
     from fatpte.container.validation import Report as Report
-    from fatpte.container.validation import validate as validate
-    from fatpte.container.validation import validate_buffer as validate_buffer
     from fatpte.device.accelerator import Accelerator as Accelerator
     from fatpte.device.profile import DeviceProfile as DeviceProfile
     from fatpte.device.selection import Failure as Failure
@@ -97,6 +106,7 @@ if TYPE_CHECKING:
     from fatpte.device.selection import select as select
     from fatpte.errors import ErrorCode as ErrorCode
     from fatpte.errors import FatpteError as FatpteError
+    from fatpte.errors import FatpteWarning as FatpteWarning
     from fatpte.errors import Finding as Finding
     from fatpte.errors import SelectionError as SelectionError
     from fatpte.errors import Severity as Severity
@@ -115,6 +125,8 @@ if TYPE_CHECKING:
     from fatpte.ops.specialization import NamedData as NamedData
     from fatpte.ops.specialization import Specialization as Specialization
     from fatpte.ops.thinning import thin as thin
+    from fatpte.ops.validation import validate as validate
+    from fatpte.ops.validation import validate_buffer as validate_buffer
 
 
 def __getattr__(name: str) -> Any:

@@ -3,7 +3,8 @@
 Codes are pinned: a value never changes meaning once published, because CI logs, scripts and the
 C++ loader (through the generated format header) match on them. They are grouped by what they
 are about: 1xx header, 2xx entries, 3xx named-data segments, 4xx manifest, 5xx version 1 quirks,
-6xx the regions of the file as a whole, 7xx how fatpte was called, 8xx I/O, 9xx device selection.
+6xx the regions of the file as a whole, 7xx how fatpte was called, 8xx I/O, 9xx device selection,
+10xx ExecuTorch files, 12xx the signature region of a container, 13xx signature verification.
 Each code is one rule of specs/nfat.md (section 7 lists them; a test keeps the two in step).
 """
 
@@ -23,6 +24,7 @@ class Category(enum.Enum):
     USAGE = "usage"  # the caller asked for something impossible
     IO = "io"  # the operating system refused a read or a write
     SELECTION = "selection"  # no specialization fits the device
+    UNVERIFIED = "unverified"  # a signature is missing, untrusted, or does not match the container
 
 
 class ErrorCode(enum.IntEnum):
@@ -97,9 +99,20 @@ class ErrorCode(enum.IntEnum):
     NAMED_DATA_CONFLICT = 706
     NAMED_DATA_NOT_FOUND = 707
     BAD_PACK_FILE = 708
+    RANKING_TIE = 709
+    UNKNOWN_WORD = 710
     # 8xx I/O
     IO_ERROR = 801
-    NOT_A_FILE = 802
+    REMOTE_UNSUPPORTED = 802
+    REMOTE_RANGE_IGNORED = 803
+    REMOTE_CHANGED = 804
+    REMOTE_SHORT_READ = 805
+    REMOTE_DENIED = 806
+    REMOTE_NOT_FOUND = 807
+    REMOTE_TOO_MANY_REDIRECTS = 808
+    REMOTE_TIMEOUT = 809
+    REMOTE_FAILED = 810
+    NOT_A_FILE = 811
     # 9xx selection
     NO_SPECIALIZATION_FITS = 901
     # 10xx ExecuTorch files read by fatpte.executorch (.pte, .ptd, delegate payloads)
@@ -112,6 +125,30 @@ class ErrorCode(enum.IntEnum):
     ET_SEGMENT_OUT_OF_BOUNDS = 1007
     ET_BAD_VALUE = 1008
     ET_BAD_PACKAGE = 1009
+    # 11xx an ExecuTorch program entry of a container against its manifest record (specs/executorch.md 7)
+    PROGRAM_SIGNATURE_MISMATCH = 1101
+    BACKEND_ID_CONTRADICTS_PROGRAM = 1102
+    EXECUTORCH_BACKENDS_MISMATCH = 1103
+    PROGRAM_DIGEST_MISMATCH = 1104
+    NAMED_DATA_UNUSED = 1105
+    # 12xx the signature region (specs/nfat.md section 4.9)
+    SIGNATURE_TOO_LARGE = 1201
+    SIGNATURE_OUT_OF_BOUNDS = 1202
+    MISALIGNED_SIGNATURE = 1203
+    SIGNATURE_CHECKSUM_MISMATCH = 1204
+    ABSENT_SIGNATURE_NOT_ZERO = 1205
+    # 13xx signature verification (specs/nfat-signature.md)
+    SIGNATURE_REQUIRED = 1301
+    SIGNATURE_MALFORMED = 1302
+    SIGNATURE_UNSUPPORTED = 1303
+    SIGNATURE_INVALID = 1304
+    SIGNATURE_UNTRUSTED = 1305
+    SIGNATURE_NOT_FOR_CONTAINER = 1306
+    ENTRY_NOT_SIGNED = 1307
+    SIGNED_RECORD_MISMATCH = 1308
+    NAMED_DATA_NOT_SIGNED = 1309
+    SIGNED_NAMED_DATA_MISMATCH = 1310
+    SIGNED_PAYLOAD_MISMATCH = 1311
 
     @property
     def tag(self) -> str:
@@ -133,7 +170,10 @@ class ErrorCode(enum.IntEnum):
 
     @property
     def category(self) -> Category:
-        if self.value >= 1000:  # 10xx: an ExecuTorch file breaks its published layout
+        if self.value >= 1300:  # 13xx: the signature does not vouch for the container
+            return Category.UNVERIFIED
+        if self.value >= 1000:  # 10xx: an ExecuTorch file breaks its layout; 11xx: a program entry its record;
+            # 12xx: the signature region breaks the container's layout
             return Category.INVALID
         if self.value >= 900:
             return Category.SELECTION
@@ -211,7 +251,18 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.NAMED_DATA_CONFLICT: ("one named-data key was given two different contents", _E),
     ErrorCode.NAMED_DATA_NOT_FOUND: ("the container has no named data under that key", _E),
     ErrorCode.BAD_PACK_FILE: ("a pack.toml file breaks a rule of docs/pack-toml.md", _E),
+    ErrorCode.RANKING_TIE: ("entries one device can both run tie on every ranking key but table position", _W),
+    ErrorCode.UNKNOWN_WORD: ("a prefer or exclude word names no entry and no backend id of the container", _W),
     ErrorCode.IO_ERROR: ("reading or writing a file failed", _E),
+    ErrorCode.REMOTE_UNSUPPORTED: ("no reader for this URL's scheme is installed (pip install 'fatpte[remote]')", _E),
+    ErrorCode.REMOTE_RANGE_IGNORED: ("the server did not answer a range request with the range asked for", _E),
+    ErrorCode.REMOTE_CHANGED: ("the remote file changed between two requests (size, ETag or Last-Modified)", _E),
+    ErrorCode.REMOTE_SHORT_READ: ("a response ended before the bytes it was to carry, on every retry", _E),
+    ErrorCode.REMOTE_DENIED: ("the server refused access (HTTP 401 or 403, or the store's access denied)", _E),
+    ErrorCode.REMOTE_NOT_FOUND: ("the server has nothing at that URL (HTTP 404 or 410, or no such key)", _E),
+    ErrorCode.REMOTE_TOO_MANY_REDIRECTS: ("the server redirected more times than the limit allows", _E),
+    ErrorCode.REMOTE_TIMEOUT: ("the server did not answer within the time limit, on every retry", _E),
+    ErrorCode.REMOTE_FAILED: ("the server kept failing (HTTP 5xx or a dropped connection), on every retry", _E),
     ErrorCode.NOT_A_FILE: ("the path names a directory, device, FIFO or socket, not a regular file", _E),
     ErrorCode.NO_SPECIALIZATION_FITS: ("no entry's requirements hold on the device", _E),
     ErrorCode.ET_BAD_IDENTIFIER: ("an ExecuTorch file's flatbuffer identifier (bytes 4..8) is not the expected one", _E),
@@ -224,6 +275,29 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.ET_SEGMENT_OUT_OF_BOUNDS: ("an ExecuTorch segment or payload extends past the end of its file", _E),
     ErrorCode.ET_BAD_VALUE: ("an ExecuTorch field holds a value its schema does not allow", _E),
     ErrorCode.ET_BAD_PACKAGE: ("a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules", _E),
+    ErrorCode.PROGRAM_SIGNATURE_MISMATCH: ("an ExecuTorch program's signature disagrees with its manifest entry's", _E),
+    ErrorCode.BACKEND_ID_CONTRADICTS_PROGRAM: ("a backend id names an ExecuTorch backend its program does not use", _E),
+    ErrorCode.EXECUTORCH_BACKENDS_MISMATCH: ("an entry's executorch_backends differ from its program's delegates", _E),
+    ErrorCode.PROGRAM_DIGEST_MISMATCH: ("an ExecuTorch program's SHA-256 differs from its entry's provenance", _E),
+    ErrorCode.NAMED_DATA_UNUSED: ("an entry lists named data its ExecuTorch program never loads", _W),
+    ErrorCode.SIGNATURE_TOO_LARGE: ("signature_size exceeds the limit of 64 MiB", _E),
+    ErrorCode.SIGNATURE_OUT_OF_BOUNDS: ("the signature region extends past the end of the container", _E),
+    ErrorCode.MISALIGNED_SIGNATURE: ("signature_offset is not a multiple of 8", _E),
+    ErrorCode.SIGNATURE_CHECKSUM_MISMATCH: ("the CRC32C of the signature region does not match signature_checksum", _E),
+    ErrorCode.ABSENT_SIGNATURE_NOT_ZERO: ("signature_size is 0 but signature_offset or signature_checksum is not", _E),
+    ErrorCode.SIGNATURE_REQUIRED: ("a signature is required but the container has none (embedded or detached)", _E),
+    ErrorCode.SIGNATURE_MALFORMED: ("the signature bundle, envelope or statement is not of the documented shape", _E),
+    ErrorCode.SIGNATURE_UNSUPPORTED: ("the signature uses a payload type, statement or predicate this reader does not know",
+                                      _E),
+    ErrorCode.SIGNATURE_INVALID: ("the signature does not verify with the trusted key it names", _E),
+    ErrorCode.SIGNATURE_UNTRUSTED: ("no trusted key verifies the signature", _E),
+    ErrorCode.SIGNATURE_NOT_FOR_CONTAINER: ("the signed statement names none of the container's entries", _E),
+    ErrorCode.ENTRY_NOT_SIGNED: ("an entry of the container is not in the signed statement", _E),
+    ErrorCode.SIGNED_RECORD_MISMATCH: ("an entry's table fields, order or manifest record differ from the signed ones",
+                                       _E),
+    ErrorCode.NAMED_DATA_NOT_SIGNED: ("a named-data key of the container is not in the signed statement", _E),
+    ErrorCode.SIGNED_NAMED_DATA_MISMATCH: ("a named-data key's bytes or layout differ from the signed ones", _E),
+    ErrorCode.SIGNED_PAYLOAD_MISMATCH: ("the SHA-256 of a payload differs from the signed one", _E),
 }
 
 
@@ -401,3 +475,18 @@ class SelectionError(FatpteError):
     whether or not an entry fits."""
 
     report: dict[str, Any] | None = None
+
+
+class FatpteWarning(UserWarning):
+    """Something fatpte did as asked but that deserves a look (a code of warning severity):
+    issued with `warnings.warn`, printed by the command line as `fatpte: warning: E0709 ...`."""
+
+    def __init__(self, code: ErrorCode, message: str, *, field: str | None = None) -> None:
+        self.code = code
+        self.message = message
+        self.field = field
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        what = "" if self.field is None else f" ({self.field})"
+        return f"{self.code.tag}{what}: {self.message}"

@@ -79,6 +79,10 @@ def device_profiles(draw: st.DrawFn) -> D.DeviceProfile:
         memory_bytes=draw(st.integers(min_value=0, max_value=DF.MAX_MEMORY_BYTES)),
         backends=draw(st.dictionaries(v2_ids, st.integers(min_value=0, max_value=DF.MAX_ABI_VERSION),
                                       max_size=3)),
+        executorch_backends=draw(st.none() | st.frozensets(
+            st.sampled_from(["XnnpackBackend", "NativeBackend", "QnnBackend", "CudaBackend", "Vulkan_2.0"])
+            | st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=8),
+            max_size=4)),
     )
 
 

@@ -64,6 +64,7 @@ fatpte thin model_fat.pte --device raspberry-pi-5 -o model_pi.pte   # a .pte wit
 that is not there or is ambiguous, something version 1 cannot hold |
   | 3 | no specialization fits the device |
   | 4 | I/O error: a file cannot be read or written |
+  | 5 | not verified (`verify`): no signature, one no trusted key made, or content the signature does not vouch for |
 
   The code follows the error's category (`fatpte.errors.Category`; the mapping is
   `fatpte.cli.exit_codes.EXIT_CODES`): {ranges}.
@@ -73,7 +74,7 @@ that is not there or is ambiguous, something version 1 cannot hold |
   signal, as it would have without fatpte); only SIGKILL or a crash of the machine can leave one,
   and the next write of the same NAME in that folder removes those whose process is gone.
 - **Inputs are regular files**: a container, payload, profile or pack.toml that is a directory,
-  device, FIFO or socket is E0802 (exit 4), found before anything is read, so a FIFO never makes a
+  device, FIFO or socket is E0811 (exit 4), found before anything is read, so a FIFO never makes a
   command wait. A payload whose size changes while it is packed, or that reports 0 bytes but has
   content (files of `/proc`), is E0801: nothing is written.
 - **Text output is safe for a terminal**: every string that comes from a file (names, backend ids,

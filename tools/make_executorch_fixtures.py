@@ -16,6 +16,13 @@ every file what torch.export said about the program (user inputs and outputs wit
 shape, mutated buffers), the sample inputs and the eager outputs of two successive calls, so the
 tests can check what our readers derive from the bytes against what the exporter knew, without
 torch. The output is deterministic for fixed versions; VERSIONS.txt records them.
+
+Those files keep the names of mutable buffers (emit_mutable_buffer_names=True). The stateful
+models are also exported as users export them, with ExecuTorch's defaults, which record no such
+name (`<model>_<backend>_default.pte`: buffer, kvcache and kvpair, a model with two caches and a
+counter, portable, XNNPACK and native), kvpair also with names kept, and kvpair16 (kvpair with 16
+cache rows) as a program that must not pack with kvpair. `buffer_names` in fixtures.json says
+which export made a file.
 """
 
 from __future__ import annotations
@@ -129,6 +136,25 @@ class KvCache(torch.nn.Module):
         k = self.proj(x)
         self.k_cache.index_copy_(1, pos, k)
         return torch.matmul(k, self.k_cache.transpose(1, 2))
+
+
+class KvPair(torch.nn.Module):
+    """Two caches written at a position (`index_put_` and `index_copy_`) and a step counter,
+    registered in another order than they are used, so that the order of the state is tested."""
+
+    def __init__(self, rows: int = 8) -> None:
+        super().__init__()
+        self.register_buffer("v_cache", torch.zeros(1, rows, 4))
+        self.register_buffer("k_cache", torch.zeros(1, rows, 4))
+        self.register_buffer("a_step", torch.zeros(1))
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        k = self.proj(x)
+        self.k_cache.index_put_((torch.zeros_like(pos), pos), k[0])
+        self.v_cache.index_copy_(1, pos, k * 2.0)
+        self.a_step.add_(1.0)
+        return torch.matmul(k, self.k_cache.transpose(1, 2)) + self.v_cache.sum() + self.a_step
 
 
 def _models() -> dict[str, tuple[Callable[[], torch.nn.Module], list[tuple[torch.Tensor, ...]]]]:
@@ -265,6 +291,95 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _write_fixture(out: Path, index: dict[str, Any], stem: str, model_name: str, backend: str,
+                   ctor: Callable[[], torch.nn.Module], calls: list[tuple[torch.Tensor, ...]],
+                   lower: Callable[[ExportedProgram], ExecutorchProgramManager], *, buffer_names: bool,
+                   **extra: Any) -> None:
+    """Export `ctor()` on the first call's inputs, lower it with `lower`, write `stem`.pte (and
+    its .ptd files) and record it in `index` with the exporter's signature and eager outputs."""
+    torch.manual_seed(0)  # identical weights for every lowering of one model
+    model = ctor().eval()
+    ep = export(model, calls[0], strict=True)
+    # Export keeps in-place ops; the functional form (what to_edge lowers) lists the
+    # buffer-mutation outputs that the signature must put among the buffers.
+    signature = _signature(ep.run_decompositions({}))
+    torch.manual_seed(0)
+    eager = ctor().eval()
+    expected = [_tensor_json(eager(*c)) for c in calls]
+
+    prog = lower(ep)
+    pte = out / f"{stem}.pte"
+    pte.write_bytes(prog.buffer)
+    data_files = []
+    with tempfile.TemporaryDirectory() as tmp:
+        prog.write_tensor_data_to_file(tmp)
+        for written in sorted(Path(tmp).glob("*.ptd")):
+            # The runtime finds a .ptd by the name the program records, not the file name,
+            # so prefixing the stem keeps fixtures of different models apart safely.
+            ptd = out / f"{stem}.{written.name}"
+            ptd.write_bytes(written.read_bytes())
+            data_files.append(ptd.name)
+    index["files"][pte.name] = {
+        "model": model_name,
+        "backend": backend,
+        "external_data": data_files,
+        "signature": signature,
+        "buffer_names": buffer_names,
+        "calls": [{"inputs": [_tensor_json(t) for t in c], "outputs": [e]} for c, e in zip(calls, expected)],
+        **extra,
+    }
+    print(f"wrote {pte} ({pte.stat().st_size} bytes)" + "".join(f" + {d}" for d in data_files))
+
+
+# -- stateful models as users export them (issue 14) -------------------------------------------
+
+
+def _lower_state(ep: ExportedProgram, backend: str, keep_names: bool) -> ExecutorchProgramManager:
+    """ExecuTorch's default export (`keep_names` False: no emit_mutable_buffer_names, so the
+    program records no name for its own mutable buffers), or the same with names kept. The one
+    pass added either way stores each buffer's initial value, which calls compared with eager
+    PyTorch need; it records no name."""
+    config = ExecutorchBackendConfig(
+        emit_mutable_buffer_names=keep_names,
+        passes=[InitializedMutableBufferPass(["total", "k_cache", "v_cache", "a_step"])],
+    )
+    if backend == "portable":
+        return to_edge(ep).to_executorch(config)
+    if backend == "xnnpack":
+        return to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch(config)
+    if backend == "native":
+        part = NativePartitioner(external_constants_tag=None)
+        return to_edge_transform_and_lower(ep, partitioner=[part]).to_executorch(config)
+    raise ValueError(backend)
+
+
+def _state_models() -> dict[str, tuple[Callable[[], torch.nn.Module], list[tuple[torch.Tensor, ...]]]]:
+    """The models only the state fixtures use, as _models(): name -> (constructor, two calls)."""
+    g = torch.Generator().manual_seed(1)
+    step = [(torch.rand(1, 1, 4, generator=g), torch.tensor([p], dtype=torch.long)) for p in (0, 1)]
+    return {"kvpair": (KvPair, step), "kvpair16": (lambda: KvPair(rows=16), step)}
+
+
+def _state_fixtures(out: Path, index: dict[str, Any], backends: list[str]) -> None:
+    """Every model with state, exported with ExecuTorch's defaults (`<model>_<backend>_default.pte`)
+    for each lowering, `kvpair` also with names kept (`kvpair_<backend>.pte`, as the older models'
+    files are), and `kvpair16`, the same model with 16 cache rows instead of 8, for refusals."""
+    models = {**_models(), **_state_models()}
+    lowerings = [b for b in backends if b != "nfat"]
+    for model_name in ("buffer", "kvcache", "kvpair"):
+        ctor, calls = models[model_name]
+        for backend in lowerings:
+            _write_fixture(out, index, f"{model_name}_{backend}_default", model_name, backend, ctor, calls,
+                           lambda ep, b=backend: _lower_state(ep, b, False), buffer_names=False)
+    ctor, calls = models["kvpair"]
+    for backend in lowerings:
+        _write_fixture(out, index, f"kvpair_{backend}", "kvpair", backend, ctor, calls,
+                       lambda ep, b=backend: _lower_state(ep, b, True), buffer_names=True)
+    ctor, calls = models["kvpair16"]
+    _write_fixture(out, index, "kvpair16_xnnpack_default", "kvpair16", "xnnpack", ctor, calls,
+                   lambda ep: _lower_state(ep, "xnnpack", False), buffer_names=False, variant_of="kvpair")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("tests/fixtures/executorch"))
@@ -282,37 +397,10 @@ def main(argv: list[str] | None = None) -> int:
 
     for model_name, backend, external in jobs:
         ctor, calls = _models()[model_name]
-        torch.manual_seed(0)  # identical weights for every lowering of one model
-        model = ctor().eval()
-        ep = export(model, calls[0], strict=True)
-        # Export keeps in-place ops; the functional form (what to_edge lowers) lists the
-        # buffer-mutation outputs that the signature must put among the buffers.
-        signature = _signature(ep.run_decompositions({}))
-        torch.manual_seed(0)
-        eager = ctor().eval()
-        expected = [_tensor_json(eager(*c)) for c in calls]
-
-        prog = _lower(ep, backend, external)
         stem = f"{model_name}_{backend}" + ("_external" if external else "")
-        pte = out / f"{stem}.pte"
-        pte.write_bytes(prog.buffer)
-        data_files = []
-        with tempfile.TemporaryDirectory() as tmp:
-            prog.write_tensor_data_to_file(tmp)
-            for written in sorted(Path(tmp).glob("*.ptd")):
-                # The runtime finds a .ptd by the name the program records, not the file name,
-                # so prefixing the stem keeps fixtures of different models apart safely.
-                ptd = out / f"{stem}.{written.name}"
-                ptd.write_bytes(written.read_bytes())
-                data_files.append(ptd.name)
-        index["files"][pte.name] = {
-            "model": model_name,
-            "backend": backend,
-            "external_data": data_files,
-            "signature": signature,
-            "calls": [{"inputs": [_tensor_json(t) for t in c], "outputs": [e]} for c, e in zip(calls, expected)],
-        }
-        print(f"wrote {pte} ({pte.stat().st_size} bytes)" + "".join(f" + {d}" for d in data_files))
+        _write_fixture(out, index, stem, model_name, backend, ctor, calls,
+                       lambda ep, b=backend, x=external: _lower(ep, b, x), buffer_names=True)
+    _state_fixtures(out, index, backends)
 
     if to_native is not None:
         write_ptn_fixtures(out, index)

@@ -16,10 +16,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from fatpte.cli.exit_codes import EXIT_INVALID, EXIT_OK, error_line, exit_code
+from fatpte.cli.exit_codes import EXIT_INVALID, EXIT_OK, error_line, exit_code, warning_line
 from fatpte.errors import ErrorCode, FatpteError, SelectionError, Severity, printable, quoted, terminal_safe
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from fatpte.cli.progress import Progress
     from fatpte.device.profile import DeviceProfile
 
@@ -53,15 +55,17 @@ def emit_json(value: Any) -> None:
 
 def check_inputs(*paths: str | os.PathLike[str] | None) -> None:
     """Refuse an input file that is missing, unreadable or no regular file (a directory, FIFO,
-    device: E0802, as every reader refuses it), before anything else (the output's existence
-    included): what the user must fix first is named first."""
+    device: E0811, as every reader refuses it), before anything else (the output's existence
+    included): what the user must fix first is named first. A URL is checked by its first request
+    (docs/remote.md)."""
     import stat
 
     from fatpte.fileio.atomic import io_error
     from fatpte.fileio.mapping import what_file
+    from fatpte.fileio.url import is_url
 
     for path in paths:
-        if path is None:
+        if path is None or is_url(path):
             continue
         try:
             st = os.stat(path)
@@ -86,6 +90,35 @@ def progress(label: str, quiet: bool, total: int | None = None) -> Progress:
     return Progress(stream, label, total=total, enabled=wanted(stream, quiet))
 
 
+class printed_warnings:
+    """While active, each FatpteWarning the library issues (`warnings.warn`) is printed on stderr
+    as `fatpte: warning: E0709 (...): ...` when it comes, once per message; other warnings as
+    Python prints them. (A class, not contextlib, which the read path does not import.)"""
+
+    def __enter__(self) -> None:
+        import warnings
+
+        from fatpte.errors import FatpteWarning
+
+        self._catch = warnings.catch_warnings()
+        self._catch.__enter__()
+        warnings.simplefilter("default", FatpteWarning)
+        python_shows = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: Any = None, line: str | None = None) -> None:
+            if isinstance(message, FatpteWarning):
+                echo(warning_line(message), err=True)
+            else:
+                python_shows(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self._catch.__exit__(kind, error, trace)
+
+
 def words(values: Sequence[str]) -> tuple[str, ...]:
     """`--prefer a,b --prefer c` as ("a", "b", "c")."""
     return tuple(w.strip() for v in values for w in v.split(",") if w.strip())
@@ -106,8 +139,9 @@ def load_device(value: str) -> DeviceProfile:
 def info(file: str, show_map: bool, as_json: bool) -> int:
     """`fatpte info`."""
     from fatpte.cli.executorch_files import describe_json, describe_text, executorch_kind
+    from fatpte.fileio.url import is_url
 
-    if executorch_kind(file) is not None:
+    if not is_url(file) and executorch_kind(file) is not None:
         if show_map:
             raise UsageProblem(f"{file} is an ExecuTorch file, not a container: --map shows a container's "
                                "regions")
@@ -117,7 +151,7 @@ def info(file: str, show_map: bool, as_json: bool) -> int:
             echo(describe_text(file))
         return EXIT_OK
     from fatpte.cli.render import info_text, map_text
-    from fatpte.container.reader import open as open_container
+    from fatpte.container.locations import open as open_container
     from fatpte.ops.info import byte_map, summary
 
     with open_container(file) as container:
@@ -136,14 +170,15 @@ def info(file: str, show_map: bool, as_json: bool) -> int:
 
 
 def select(file: str, device: str, prefer: Sequence[str], exclude: Sequence[str], explain: bool,
-           as_json: bool) -> int:
+           as_json: bool, strict: bool = False) -> int:
     """`fatpte select`."""
     from fatpte.cli.executorch_files import is_program, select_program
-    from fatpte.container.reader import open as open_container
+    from fatpte.container.locations import open as open_container
     from fatpte.device.selection import select as select_entry
+    from fatpte.fileio.url import is_url
 
     profile = load_device(device)
-    if is_program(file):
+    if not is_url(file) and is_program(file):
         result, text = select_program(file, profile, prefer=words(prefer), exclude=words(exclude),
                                       explain=explain)
         if as_json:
@@ -153,7 +188,7 @@ def select(file: str, device: str, prefer: Sequence[str], exclude: Sequence[str]
         return EXIT_OK
     with open_container(file) as container:
         try:
-            chosen = select_entry(container, profile, prefer=words(prefer), exclude=words(exclude))
+            chosen = select_entry(container, profile, prefer=words(prefer), exclude=words(exclude), strict=strict)
         except SelectionError as exc:
             if as_json and exc.report is not None:
                 emit_json(exc.report)  # every verdict on stdout; the error and exit 3 follow
@@ -170,7 +205,7 @@ def select(file: str, device: str, prefer: Sequence[str], exclude: Sequence[str]
 def extract(file: str, name: str | None, backend: str | None, device: str | None, prefer: Sequence[str],
             exclude: Sequence[str], output: str, data_out: str | None, force: bool, quiet: bool) -> int:
     """`fatpte extract`."""
-    from fatpte.container.reader import open as open_container
+    from fatpte.container.locations import open as open_container
     from fatpte.ops.extraction import extract_entry
 
     if sum(x is not None for x in (name, backend, device)) != 1:
@@ -237,6 +272,8 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, allow_emp
 
     from fatpte.cli.executorch_files import file_reports
     from fatpte.cli.paths import containers
+    from fatpte.container.locations import validate as validate_url
+    from fatpte.fileio.url import is_url
 
     empty: list[str] = []
     paths = list(containers(files, skip_plain_pte=skip_plain_pte, empty=empty))
@@ -250,7 +287,10 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, allow_emp
         within = bar.update if len(paths) == 1 else None
         for path in paths:
             try:
-                reports = file_reports(path, progress=within)
+                if is_url(path):  # a container at a URL, read once, streaming (docs/remote.md)
+                    reports = [validate_url(path, progress=within)]
+                else:
+                    reports = file_reports(path, progress=within)
             except FatpteError as exc:
                 unreadable.append(exc)
                 echo(error_line(exc), err=True)

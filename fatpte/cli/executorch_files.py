@@ -259,7 +259,7 @@ def file_reports(path: PathArg, *, progress: Callable[[int, int], None] | None =
     """What `fatpte validate` reports for one file: a container's report, each NFAT delegate's
     for an ExecuTorch program (`program_reports`), and for any other file one error saying what
     it is instead of a container."""
-    from fatpte.container.validation import validate
+    from fatpte.ops.validation import validate  # the container rules, then its ExecuTorch programs
 
     if is_program(path):
         return program_reports(path)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 
-from fatpte.errors import Category, ErrorCode, FatpteError, terminal_safe
+from fatpte.errors import Category, ErrorCode, FatpteError, FatpteWarning, terminal_safe
 
 EXIT_OK = 0
 EXIT_INVALID = 1
 EXIT_USAGE = 2
 EXIT_NO_FIT = 3
 EXIT_IO = 4
+EXIT_UNVERIFIED = 5
 
 # The one place that maps an error category to an exit status.
 EXIT_CODES: dict[Category, int] = {
@@ -24,6 +25,7 @@ EXIT_CODES: dict[Category, int] = {
     Category.USAGE: EXIT_USAGE,
     Category.SELECTION: EXIT_NO_FIT,
     Category.IO: EXIT_IO,
+    Category.UNVERIFIED: EXIT_UNVERIFIED,
 }
 
 
@@ -51,3 +53,9 @@ def out_of_memory_line() -> str:
     """What a command prints when the machine runs out of memory (MemoryError): E0801, as the C++
     loader reports std::bad_alloc, never a traceback."""
     return f"fatpte: {ErrorCode.IO_ERROR.tag}: out of memory"
+
+
+def warning_line(warning: FatpteWarning) -> str:
+    """`fatpte: warning: E0709 (specializations): ...`: a FatpteWarning as the command line prints it,
+    its control characters escaped (errors.terminal_safe)."""
+    return f"fatpte: warning: {terminal_safe(str(warning))}"

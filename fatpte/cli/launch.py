@@ -42,7 +42,8 @@ _PREFERENCE = {"--prefer": "prefer", "--exclude": "exclude"}
 VERBS: dict[str, Verb] = {
     "info": Verb("file", False, {"--map": "show_map", "--json": "as_json"}, {}, {}, frozenset(),
                  {"file": True}),
-    "select": Verb("file", False, {"--explain": "explain", "--json": "as_json"}, {"--device": "device"},
+    "select": Verb("file", False, {"--explain": "explain", "--strict": "strict", "--json": "as_json"},
+                   {"--device": "device"},
                    _PREFERENCE, frozenset({"device"}), {"file": True}),
     "extract": Verb("file", False, {"-f": "force", "--force": "force", "-q": "quiet", "--quiet": "quiet"},
                     {"--name": "name", "--backend": "backend", "--device": "device", "-o": "output",
@@ -160,13 +161,14 @@ def run(args: Sequence[str]) -> int | None:
     if parsed is None:
         return None
     command, kwargs = parsed
-    from fatpte.cli.commands import UsageProblem, echo
+    from fatpte.cli.commands import UsageProblem, echo, printed_warnings
     from fatpte.cli.exit_codes import EXIT_IO, error_line, exit_code, out_of_memory_line
     from fatpte.errors import ErrorCode, FatpteError
     from fatpte.fileio.atomic import Terminated, end_by_signal
 
     try:
-        return _body(command)(**kwargs)
+        with printed_warnings():
+            return _body(command)(**kwargs)
     except UsageProblem:
         return None  # found before anything was written; click reports it with the usage line
     except FatpteError as exc:

@@ -23,7 +23,15 @@ import click
 
 from fatpte import __version__
 from fatpte.cli import commands as bodies
-from fatpte.cli.commands import UsageProblem, check_inputs, check_output, echo, emit_json, load_device
+from fatpte.cli.commands import (
+    UsageProblem,
+    check_inputs,
+    check_output,
+    echo,
+    emit_json,
+    load_device,
+    printed_warnings,
+)
 from fatpte.cli.commands import progress as _progress
 from fatpte.cli.commands import words as _words
 from fatpte.cli.exit_codes import (
@@ -35,7 +43,7 @@ from fatpte.cli.exit_codes import (
     exit_code,
     out_of_memory_line,
 )
-from fatpte.errors import ErrorCode, FatpteError, listed, quoted
+from fatpte.errors import ErrorCode, FatpteError, listed, printable, quoted
 from fatpte.fileio.atomic import Terminated, end_by_signal
 
 if TYPE_CHECKING:
@@ -48,7 +56,8 @@ Exit codes:
   1  invalid container, or a failed finding
   2  usage error
   3  no specialization fits the device
-  4  I/O error (a file cannot be read or written)"""
+  4  I/O error (a file cannot be read or written)
+  5  not verified: no signature, an untrusted one, or content it does not vouch for (verify)"""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,21 +66,22 @@ class FatpteGroup(click.Group):
     """The group whose `invoke` is the single error boundary of the command line."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except FatpteError as exc:
-            echo(error_line(exc), err=True)
-            ctx.exit(exit_code(exc))
-        except OSError as exc:
-            # The library wraps its own I/O; this catches writing results (a closed pipe).
-            echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
-            ctx.exit(EXIT_IO)
-        except MemoryError:
-            echo(out_of_memory_line(), err=True)  # as the launcher (fatpte/cli/launch.py) does
-            ctx.exit(EXIT_IO)
-        except Terminated as exc:
-            end_by_signal(exc)  # the outputs are cleaned up: die by the signal, as the launcher does
-            ctx.exit(128 + exc.signum)
+        with printed_warnings():
+            try:
+                return super().invoke(ctx)
+            except FatpteError as exc:
+                echo(error_line(exc), err=True)
+                ctx.exit(exit_code(exc))
+            except OSError as exc:
+                # The library wraps its own I/O; this catches writing results (a closed pipe).
+                echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
+                ctx.exit(EXIT_IO)
+            except MemoryError:
+                echo(out_of_memory_line(), err=True)  # as the launcher (fatpte/cli/launch.py) does
+                ctx.exit(EXIT_IO)
+            except Terminated as exc:
+                end_by_signal(exc)  # the outputs are cleaned up: die by the signal, as the launcher does
+                ctx.exit(128 + exc.signum)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,10 +205,16 @@ def main() -> None:
               help="Default payload alignment, a power of two from 1 to 65536 (version 2; default 64).")
 @click.option("--from", "from_toml", type=click.Path(dir_okay=False), metavar="PACK_TOML",
               help="Pack what a pack.toml describes (docs/pack-toml.md) instead of arguments.")
+@click.option("--signature-from", "signature_from", metavar="NAME", default=None,
+              help="Give every entry the program signature of entry NAME instead of checking that they "
+                   "agree; recorded in each entry's provenance (fatpte.signature_check).")
+@click.option("--no-signature-check", "no_signature_check", is_flag=True,
+              help="Store no program signature and check none; recorded in each entry's provenance.")
 @_force_option
 @_quiet_option
 def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_named_data: bool,
-         format_version: str | None, align: int | None, from_toml: str | None, force: bool, quiet: bool) -> None:
+         format_version: str | None, align: int | None, from_toml: str | None, signature_from: str | None,
+         no_signature_check: bool, force: bool, quiet: bool) -> None:
     """Pack payloads into a container.
 
     Each argument is BACKEND=PAYLOAD (the entry is named after its backend id) or
@@ -211,16 +227,25 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     may be given as a bare PROGRAM.pte: the backend id is then derived from its delegates
     (`portable` when none, XnnpackBackend gives `xnnpack`). An ExecuTorch native package (.ptn)
     is packed whole the same way, its signature read from its program.ptg (a bare PACKAGE.ptn
-    gets the backend id `native`). --data moves a .ptd's tensors into
-    the container's shared named data (docs/executorch.md); --share-pte-named-data moves the
-    named data stored in the programs there too, rewriting them (extract then no longer gives
-    the input file back byte for byte), and the tensors of each .ptn (extract writes the package
-    whole again).
+    gets the backend id `native`). Two programs are the same program when their user inputs,
+    user outputs and state (mutable buffers) agree in dtype and shape, buffer names compared
+    only where both record them (the default export records none); when you know better,
+    --signature-from NAME or --no-signature-check, recorded in the container. Any program is
+    checked against what is said of it: a backend id that names a backend the program does not
+    delegate to (`portable` for an XNNPACK program) is refused (E1102). --data moves a .ptd's
+    tensors into the container's shared named data (docs/executorch.md); --share-pte-named-data
+    moves the named data stored in the programs there too, rewriting them (extract then no
+    longer gives the input file back byte for byte), and the tensors of each .ptn (extract
+    writes the package whole again).
     """
+    if signature_from is not None and no_signature_check:
+        raise click.UsageError("--signature-from and --no-signature-check exclude each other")
     if from_toml is not None:
-        if specs or data or share_pte_named_data or format_version is not None or align is not None:
+        if (specs or data or share_pte_named_data or format_version is not None or align is not None
+                or signature_from is not None or no_signature_check):
             raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
-                                   "--format-version or --align: the pack.toml states them")
+                                   "--format-version, --align, --signature-from or --no-signature-check: the "
+                                   "pack.toml states them")
         from fatpte.cli.executorch_files import unresolved_warnings
         from fatpte.ops.packfile import pack_from_file
 
@@ -243,10 +268,11 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         warnings = unresolved_warnings(parsed)
         with _progress(f"packing {output}", quiet) as progress:
             pack_specs(parsed, output, version=int(format_version or "2"), alignment=align,
-                       progress=progress.update)
+                       progress=progress.update, signature_from=signature_from,
+                       check_signatures=not no_signature_check)
     _wrote_container(output)
     for line in warnings:
-        click.echo(line, err=True)
+        echo(line, err=True)
 
 
 def _wrote_container(path: str) -> None:
@@ -276,6 +302,9 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
     delegates are described inside), a .ptd (named data keys and sizes), a .ptn native package
     (recognised by its zip header: members, program signature, tensors), or a bare NPTG or
     XH00 delegate payload. --map is for containers only.
+
+    FILE may be the URL of a container (https://, s3://, any scheme fsspec reads;
+    docs/remote.md): one request fetches its header, tables and manifest, nothing more.
     """
     _run_body(bodies.info, file=file, show_map=show_map, as_json=as_json)
 
@@ -299,6 +328,10 @@ def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, allow_e
              quiet: bool) -> None:
     """Check containers against every rule of the spec, checksums included.
 
+    In a container that passes them, each entry that is an ExecuTorch program is then checked
+    against its manifest entry: its signature, backend id, ExecuTorch backends, program digest
+    and named data (E1101-E1105, specs/executorch.md section 7).
+
     FILES may be directories: they are searched recursively (skipping directories whose name
     starts with a dot) for *.nfat files, and for *.pte files that start with the magic NFAT or
     are ExecuTorch programs with an NFAT delegate. In an ExecuTorch program, each NFAT delegate
@@ -311,6 +344,8 @@ def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, allow_e
     and no summary. Exits 1 when any file is invalid (with --strict, also when any has a
     warning) or a directory holds no container, and 4 when a file cannot be read (the others are
     still checked).
+
+    A FILE that is a URL (docs/remote.md) is read once, streaming, in range requests.
     """
     _run_body(bodies.validate, files=files, strict=strict, skip_plain_pte=skip_plain_pte,
               allow_empty=allow_empty, as_json=as_json, quiet=quiet)
@@ -340,6 +375,9 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
     The entry is the one named --name, the only one with backend id --backend, or the one
     --device gets (as `fatpte select` chooses it; exit 3 when none fits). --data-out writes the
     entry's named data (checked against the segment CRC32Cs) as a .ptd (docs/executorch.md).
+
+    FILE may be a URL (docs/remote.md): the entry is chosen from the header, tables and
+    manifest, then only its payload is fetched, in range requests, hashed as it arrives.
     """
     _run_body(bodies.extract, file=file, name=name, backend=backend, device=device, prefer=prefer,
               exclude=exclude, output=output, data_out=data_out, force=force, quiet=quiet)
@@ -355,22 +393,33 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
 @_device_option(required=True)
 @_preference_options
 @click.option("--explain", is_flag=True, help="Show every entry: its rank, or every requirement it fails.")
+@click.option("--strict", is_flag=True,
+              help="A --prefer or --exclude word that names no entry and no backend id is an error (exit 2), "
+                   "not a warning.")
 @_json_option
 def select(file: str, device: str, prefer: tuple[str, ...], exclude: tuple[str, ...], explain: bool,
-           as_json: bool) -> None:
+           strict: bool, as_json: bool) -> None:
     """Print the name of the entry DEVICE gets from FILE.
 
-    Eligible entries are those whose every requirement holds on the device; they rank by
-    priority, then --prefer order, then specificity, then table order (specs/nfat-manifest.md).
-    When no entry fits, exits 3 and lists on stderr every entry and every requirement it fails,
-    with what the device has instead (--json still prints the verdicts, with `chosen` null).
+    Eligible entries are those whose every requirement holds on the device, and whose
+    ExecuTorch program's backends are in the device's runtime when the profile lists them
+    (`fatpte device` does where ExecuTorch's runtime is installed). They rank by priority, then
+    --prefer order, then a program that delegates to a backend (XNNPACK, ...) before one of
+    portable operators, then specificity, then table order (specs/nfat-manifest.md). A --prefer
+    or --exclude word that names no entry and no backend id is a warning listing those that
+    exist (an error with --strict). When no entry fits, exits 3 and lists on stderr every entry
+    and every requirement it fails, with what the device has instead (--json still prints the
+    verdicts, with `chosen` null).
 
     FILE may be an ExecuTorch program (.pte) with NFAT delegates: the entry is chosen in each,
     one name per line in program order (--json: `path` and a `delegates` list). A program
     without one is an error (exit 2).
+
+    FILE may be the URL of a container (docs/remote.md): one request fetches what selection
+    reads.
     """
     _run_body(bodies.select, file=file, device=device, prefer=prefer, exclude=exclude,
-              explain=explain, as_json=as_json)
+              explain=explain, strict=strict, as_json=as_json)
 
 
 @main.command(epilog=EXIT_HELP)
@@ -391,10 +440,15 @@ def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[st
     FILE may be an ExecuTorch program (.pte) whose delegate payloads are NFAT containers: OUT
     is then a .pte whose NFAT delegates keep only those entries, every segment offset of the
     program rewritten (docs/executorch.md). A program without one is an error (exit 2).
+
+    FILE may be the URL of a container (docs/remote.md): only the kept payloads and named data
+    are fetched, each checked against its CRC32C as it arrives.
     """
     from fatpte.cli.executorch_files import is_program, thin_program
-    from fatpte.container.reader import open as open_container
-    from fatpte.ops.thinning import thin as thin_file
+    from fatpte.container.locations import open as open_container
+    from fatpte.container.reader import open as open_path
+    from fatpte.fileio.url import is_url
+    from fatpte.ops.thinning import thin_container
 
     if device is None and not names:
         raise click.UsageError("give --device, --name, or both")
@@ -403,18 +457,18 @@ def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[st
     check_inputs(file)
     check_output(output, force)
     profile = None if device is None else load_device(device)
-    if is_program(file):
+    if not is_url(file) and is_program(file):
         with _progress(f"writing {output}", quiet):
             line = thin_program(file, output, device=profile, names=list(names) or None, prefer=_words(prefer),
                                 exclude=_words(exclude))
         echo(line)
         return
-    with _progress(f"writing {output}", quiet):
-        thin_file(file, output, device=profile, names=list(names) or None, prefer=_words(prefer),
-                  exclude=_words(exclude))
-    with open_container(output) as c:
+    with open_container(file) as source, _progress(f"writing {output}", quiet):
+        thin_container(source, output, device=profile, names=list(names) or None, prefer=_words(prefer),
+                       exclude=_words(exclude))
+    with open_path(output) as c:
         kept = listed([quoted(e.name) for e in c.entries])
-        echo(f"wrote {output}: kept {kept}; {c.size} bytes (was {os.stat(file).st_size})")
+        echo(f"wrote {output}: kept {kept}; {c.size} bytes (was {source.size})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -434,6 +488,8 @@ def _device_text(profile: DeviceProfile) -> str:
         f"accelerators: {accs or '-'}",
         f"memory:       {size(profile.memory_bytes) if profile.memory_bytes else 'unknown'}",
         f"backends:     {backends or '-'}",
+        "executorch:   " + ("not known" if profile.executorch_backends is None
+                            else ", ".join(sorted(profile.executorch_backends)) or "no backend (portable operators)"),
     ])
 
 
@@ -450,11 +506,19 @@ def _show_device(profile: DeviceProfile, as_json: bool) -> None:
 def device(ctx: click.Context, as_json: bool) -> None:
     """Show this machine's device profile (what `--device host` means).
 
+    When ExecuTorch's Python runtime is installed, the profile also lists the backends registered
+    in it (`executorch_backends`), so that selection rejects entries whose program needs one it
+    lacks. Asking the runtime imports torch (seconds), so `--device host` does not: save this
+    command's --json output and give that file as --device to select with them.
+
     With --json, the canonical profile JSON (specs/device-profile.md), byte for byte what the
-    C++ loader's `fatpte-run --device-json` prints.
+    C++ loader's `fatpte-run --device-json` prints for the same facts (each lists the ExecuTorch
+    backends of the runtime it asked, if any).
     """
     if ctx.invoked_subcommand is None:
-        _show_device(load_device("host"), as_json)
+        from fatpte.device.profile import DeviceProfile
+
+        _show_device(DeviceProfile.host(executorch=True), as_json)
 
 
 @device.command("list", epilog=EXIT_HELP)
@@ -501,8 +565,8 @@ def coverage(file: str, devices: str | None, prefer: tuple[str, ...], exclude: t
     """Show which entry each device gets, which devices get none, and the bytes each device
     would download after thinning.
 
-    The download size is measured: each distinct chosen entry is thinned once into a temporary
-    directory (up to the container's size of free space there, freed at once).
+    The download size is computed from the tables: the size of the container `fatpte thin`
+    writes for that entry. FILE may be the URL of a container (docs/remote.md).
     """
     from fatpte.ops.coverage import coverage as device_coverage
     from fatpte.ops.coverage import device_profiles
@@ -567,9 +631,12 @@ def unpack(file: str, directory: str, no_verify: bool, force: bool, quiet: bool,
 @click.option("--exit-code", is_flag=True, help="Exit 1 when the entries differ.")
 @_json_option
 def diff(a: str, b: str, exit_code: bool, as_json: bool) -> None:
-    """Show entries added, removed or changed from A to B, and the size delta."""
+    """Show entries added, removed or changed from A to B, and the size delta.
+
+    A and B may be URLs of containers (docs/remote.md).
+    """
     from fatpte.cli.render import diff_text
-    from fatpte.container.reader import open as open_container
+    from fatpte.container.locations import open as open_container
     from fatpte.ops.diff import compare
 
     with open_container(a) as ca, open_container(b) as cb:
@@ -594,7 +661,11 @@ def diff(a: str, b: str, exit_code: bool, as_json: bool) -> None:
 @_force_option
 @_quiet_option
 def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
-    """Write FILE with more entries appended to OUT."""
+    """Write FILE with more entries appended to OUT.
+
+    An added ExecuTorch program is checked as `fatpte pack` checks one: its signature must agree
+    with the container's entries (E0411), its backend id with its delegates (E1102).
+    """
     from fatpte.ops.edit import add as add_entries
 
     parsed = [parse_spec(s) for s in specs]
@@ -632,7 +703,12 @@ def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: b
 @_force_option
 @_quiet_option
 def replace(file: str, payload: str, name: str, output: str, force: bool, quiet: bool) -> None:
-    """Write FILE with the payload of entry NAME replaced by PAYLOAD to OUT."""
+    """Write FILE with the payload of entry NAME replaced by PAYLOAD to OUT.
+
+    The entry's manifest record is derived again from PAYLOAD, as `fatpte pack` derives it (a
+    payload SHA-256; for an ExecuTorch program its signature, ExecuTorch backends, program digest
+    and the named data it needs), and checked the same way: another model's program is refused.
+    """
     from fatpte.ops.edit import replace as replace_payload
 
     check_inputs(file, payload)
@@ -663,6 +739,102 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
     with _progress(f"writing {output}", quiet):
         convert_file(file, output, int(to_version))
     echo(f"wrote {output}: version {to_version}")
+
+
+# ---------------------------------------------------------------------------------------------
+# sign, verify, unsign (specs/nfat-signature.md)
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.option("--key", "key", required=True, metavar="PRIVATE.pem", type=click.Path(dir_okay=False),
+              help="ECDSA P-256 or Ed25519 private key (PEM).")
+@click.option("-o", "--output", "output", metavar="OUT", type=click.Path(dir_okay=False),
+              help="File to write (default: FILE itself, or FILE.sig with --detached).")
+@click.option("--detached", is_flag=True, help="Write the signature to a file beside FILE instead of into it.")
+@_force_option
+@_quiet_option
+def sign(file: str, key: str, output: str | None, detached: bool, force: bool, quiet: bool) -> None:
+    """Sign FILE: a statement of every entry (name, backend id, kind, priority, alignment, SHA-256
+    of its payload and of its manifest record) and named-data key, signed with KEY and stored in
+    the container's signature region (or, with --detached, in FILE.sig).
+
+    The statement names entries, not offsets, so `fatpte thin` keeps it valid. FILE must be a
+    valid version 2 container; a signature it already has is replaced.
+    """
+    from fatpte.ops.signing import DETACHED_SUFFIX
+    from fatpte.ops.signing import sign as sign_file
+
+    target = output if output is not None else (file + DETACHED_SUFFIX if detached else file)
+    if output is not None or detached:
+        check_output(target, force)
+    with _progress(f"signing {file}", quiet) as progress:
+        written = sign_file(file, key, output, detached=detached, progress=progress.update)
+    what = "signature" if detached else "signed container"
+    echo(f"wrote {written}: {what}, {os.stat(written).st_size} bytes")
+
+
+def _verify_text(report: Any) -> str:
+    lines = [f"{report.source}: {'verified' if report.ok else 'NOT verified'}"
+             + (f" (signature: {report.signature}, key {report.key_id[:16]}...)" if report.key_id else "")]
+    for e in report.entries:
+        lines.append(f"  {e.status:<9} {printable(e.name)} ({printable(e.backend_id)})")
+    for name in report.thinned:
+        lines.append(f"  {'thinned':<9} {printable(name)}")
+    if report.named_data or report.thinned_named_data:
+        lines.append(f"  named data: {report.named_data} key(s) verified, {len(report.thinned_named_data)} thinned")
+    lines += [f"  {f.describe()}" for f in report.findings]
+    return "\n".join(lines)
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.option("--key", "keys", multiple=True, metavar="PUBLIC.pem", type=click.Path(dir_okay=False),
+              help="Trusted public key (PEM); repeat for several.")
+@click.option("--trust", "trust", multiple=True, metavar="DIR", type=click.Path(file_okay=False),
+              help="Folder whose *.pem files are trusted public keys.")
+@click.option("--signature", "signature", metavar="SIG", type=click.Path(dir_okay=False),
+              help="Detached signature to use (default: the embedded one, else FILE.sig).")
+@_json_option
+@_quiet_option
+def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: str | None, as_json: bool,
+           quiet: bool) -> None:
+    """Verify FILE's signature against trusted keys, then every entry and named-data key it holds:
+    each must match the signed statement. Signed entries FILE no longer holds (thinned) are listed,
+    and are not an error. Exit 5 when verification fails, naming the entry or field.
+    """
+    from fatpte.ops.signing import load_trusted_keys
+    from fatpte.ops.signing import verify as verify_file
+
+    if not keys and not trust:
+        raise click.UsageError("give --key PUBLIC.pem or --trust DIR")
+    trusted = load_trusted_keys(keys, trust)
+    with _progress(f"verifying {file}", quiet) as progress:
+        report = verify_file(file, trusted, signature=signature, progress=progress.update)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        echo(_verify_text(report))
+    if not report.ok:
+        assert report.first_error is not None
+        _exit(exit_code(FatpteError.from_finding(report.first_error, file)))
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.option("-o", "--output", "output", metavar="OUT", type=click.Path(dir_okay=False),
+              help="File to write (default: FILE itself).")
+@_force_option
+def unsign(file: str, output: str | None, force: bool) -> None:
+    """Remove FILE's embedded signature. A container signed by `fatpte sign` gets back the exact
+    bytes it had before."""
+    from fatpte.ops.signing import unsign as unsign_file
+
+    if output is not None:
+        check_output(output, force)
+    written = unsign_file(file, output)
+    echo(f"wrote {written}: no signature, {os.stat(written).st_size} bytes")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ def _holds_containers(path: str) -> bool:
         try:
             fd = open_regular(path)  # a FIFO named *.pte must not stop the walk
         except FatpteError:
-            return True  # validate then reports it (E0802), as it reports an unreadable file
+            return True  # validate then reports it (E0811), as it reports an unreadable file
         with os.fdopen(fd, "rb") as f:
             head = f.read(8)
             if head[: len(L.MAGIC)] == L.MAGIC:
@@ -76,10 +76,18 @@ def containers(paths: Iterable[str | os.PathLike[str]], *, skip_plain_pte: bool 
     spelled as given (a directory's files as DIRECTORY/NAME). With `skip_plain_pte`, a named
     `*.pte` file that holds no container is skipped too (pre-commit passes every staged `*.pte`
     file by name). `a.nfat` and `./a.nfat` are the same file, checked once. Each directory in
-    which the walk finds no container is appended to `empty`, when given."""
+    which the walk finds no container is appended to `empty`, when given. A URL is checked as
+    one file."""
+    from fatpte.fileio.url import is_url
+
     seen: set[str] = set()
     for p in paths:
         path = os.fspath(p)
+        if is_url(path):  # a URL is one file, checked as given
+            if path not in seen:
+                seen.add(path)
+                yield path
+            continue
         is_dir = os.path.isdir(path)
         found = _walk(path) if is_dir else iter((path,))
         any_found = False

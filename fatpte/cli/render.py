@@ -84,6 +84,13 @@ def info_text(info: dict[str, Any]) -> str:
             for e in info["entries"]]
     header = ("name", "backend", "kind", "offset", "size", "align", "priority", "crc32c", "requires")
     out = [head, table(header, rows, indent="  ")]
+    checks = {e["signature_check"] for e in info["entries"] if e.get("signature_check")}
+    for check in sorted(checks):
+        who = [e["name"] for e in info["entries"] if e.get("signature_check") == check]
+        what = ("no signature stored or checked" if check == "skipped" else
+                f"the signature of {check.removeprefix('from:')!r} given to every entry, not checked against "
+                "their programs" if check.startswith("from:") else f"{check!r}")
+        out.append(f"  signature check: {what} (packed so on purpose; entries {', '.join(who)})")
     saved = info["payload_bytes"] - info["payload_bytes_stored"]
     if saved:
         out.append(f"  identical payloads are stored once: {size(saved)} saved")

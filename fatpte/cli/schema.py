@@ -57,6 +57,9 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
         ("payload_sha256", "the payload's SHA-256 the manifest records (hex), null when none"),
         ("provenance", ("the manifest's provenance pairs: e.g. `executorch.pte.sha256` (the input file), "
                         "`executorch.pte.named_data` = `shared` (the program was rewritten); {} when none")),
+        ("signature_check", ("null, or the decision the packer recorded about the program signature "
+                             "(provenance `fatpte.signature_check`): `skipped` (no signature stored or "
+                             "checked) or `from:NAME` (every entry states entry NAME's)")),
     ]),
     "info.named_data[]": ("A named-data key of `info`", [
         ("key", "the key"),
@@ -171,8 +174,11 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
         ("rank", "1 for the chosen entry, 2 for the next, ...; null when not eligible"),
         ("priority", "the entry's priority"),
         ("specificity", "number of requirements the entry states"),
+        ("executorch_backends", ("the ExecuTorch backends the entry's program needs (manifest `executorch_backends`); "
+                                 "[] for portable operators; null when not known")),
         ("failures", "each failed requirement: {requirement, needed, has}"),
-        ("notes", "what could not be checked from the profile, e.g. a backend ABI it does not list"),
+        ("notes", ("what could not be checked from the profile, e.g. a backend ABI or the ExecuTorch backends "
+                   "it does not list")),
     ]),
     "select.pte": ("`fatpte select --json` on an ExecuTorch program with NFAT delegates: one object", [
         ("path", "the file, as given"),
@@ -188,6 +194,9 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
         ("accelerators", "list of {kind, name, version, memory_bytes}"),
         ("memory_bytes", "physical memory"),
         ("backends", "backend id -> ABI version the device runtime provides (keys sorted)"),
+        ("executorch_backends", ("sorted ExecuTorch backend ids registered in the device's runtime; the key is "
+                                 "absent when not known (`fatpte device` fills it where ExecuTorch's Python "
+                                 "runtime is installed)")),
     ]),
     "coverage": ("`fatpte coverage --json`: one object", [
         ("path", "the container"),

@@ -3,12 +3,17 @@
 Opening reads and checks the header and every table record (the structural pass) and raises the
 first error; payload bytes are touched only when asked for, so opening a 100 GB container costs
 what opening a 1 MB one does. `validate` runs the content checks too.
+
+`Container` is also the base of a container read by byte ranges (fatpte/container/remote.py):
+what the operations need of payload bytes goes through `read`, `stream` and `copy_range`, which
+a remote container answers with range requests.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
@@ -20,18 +25,27 @@ from fatpte.format.model import Entry, Header, Segment
 from fatpte.format.structure import Structure, read_structure
 
 if TYPE_CHECKING:
+    from fatpte.fileio.streams import Advance
     from fatpte.manifest.model import Manifest
 
 
 class Container:
     """An open container. Use as a context manager; views it hands out stay valid until close."""
 
-    def __init__(self, buf: BytesLike, *, source: str | None = None, fd: int | None = None) -> None:
+    # Whether payload bytes cost requests (a container at a URL): operations that would read
+    # them only to describe the container leave them unread (fatpte/container/remote.py).
+    is_remote = False
+
+    def __init__(self, buf: BytesLike, *, source: str | None = None, fd: int | None = None,
+                 size: int | None = None) -> None:
+        """`buf` is the whole container; or, with `size`, the first bytes of a file of `size`
+        bytes, holding at least the ranges `structure.metadata_ranges` names (a subclass reads
+        the rest)."""
         self._buf: BytesLike | None = buf
         self._fd = fd
         self.source = source
         try:
-            self._structure = read_structure(buf, source=source)
+            self._structure = read_structure(buf, source=source, size=size)
         except MemoryError:
             self.close()
             raise out_of_memory(source, "opening the container") from None
@@ -111,16 +125,48 @@ class Container:
     def payload(self, entry: str | Entry, *, verify: bool = False) -> memoryview:
         """The payload bytes, zero-copy and read-only. With verify, its CRC32C is checked first."""
         e = entry if isinstance(entry, Entry) else self.entry(entry)
-        view = memoryview(self.buffer)[e.offset : e.end]
+        view = self.read(e.offset, e.size)
         if verify and e.checksum is not None:
             actual = crc32c(view)
             if actual != e.checksum:
-                view.release()
                 raise FatpteError(ErrorCode.PAYLOAD_CHECKSUM_MISMATCH,
                                   f"payload of {quoted(e.name)} has CRC32C {actual:08x}, but its entry says "
                                   f"{e.checksum:08x}", source=self.source, field=f"entries[{e.index}].checksum",
                                   expected=e.checksum, actual=actual)
-        return view.toreadonly()
+        return view
+
+    def read(self, offset: int, size: int) -> memoryview:
+        """The bytes [offset, offset + size), read-only (zero-copy from a mapping)."""
+        self._check_range(offset, size)
+        return memoryview(self.buffer)[offset : offset + size].toreadonly()
+
+    def stream(self, offset: int, size: int, step: int = 1 << 20) -> Iterator[memoryview]:
+        """The bytes [offset, offset + size) in order, at most `step` at a time, never all held."""
+        self._check_range(offset, size)
+        view = memoryview(self.buffer)
+        try:
+            for pos in range(offset, offset + size, step):
+                yield view[pos : min(offset + size, pos + step)].toreadonly()
+        finally:
+            view.release()
+
+    def copy_range(self, offset: int, size: int, dst_fd: int, dst_offset: int, *,
+                   advance: Advance | None = None) -> int:
+        """Write the bytes [offset, offset + size) to `dst_fd` at `dst_offset` and return their
+        CRC32C, hashed on the way (from a file: `streams.copy_range_crc`; else what `stream`
+        gives, written behind on a second thread: `streams.write_crc`)."""
+        from fatpte.fileio.streams import copy_range_crc, write_crc
+
+        self._check_range(offset, size)
+        if self._fd is not None:
+            return copy_range_crc(self._fd, offset, dst_fd, dst_offset, size, advance=advance)
+        return write_crc(self.stream(offset, size), dst_fd, dst_offset, advance=advance)
+
+    def _check_range(self, offset: int, size: int) -> None:
+        if size < 0 or offset < 0 or size > self.size or offset > self.size - size:
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT,
+                              f"bytes {offset:#x}..{offset + size:#x} lie outside the container of {self.size} "
+                              "bytes", source=self.source, offset=offset)
 
     @functools.cached_property
     def manifest(self) -> Manifest | None:
@@ -171,6 +217,12 @@ def open(path: str | os.PathLike[str]) -> Container:
 
 def lookup(container: Container, key: str) -> memoryview:
     """The bytes of `key` in `container`, zero-copy and read-only."""
+    seg = segment_of(container, key)
+    return container.read(seg.offset, seg.size)
+
+
+def segment_of(container: Container, key: str) -> Segment:
+    """The segment that holds the named data `key`."""
     manifest = container.manifest
     index = None if manifest is None else manifest.keys.get(key)
     if index is None:
@@ -184,5 +236,4 @@ def lookup(container: Container, key: str) -> memoryview:
                           f"named-data key {quoted(key)} points at segment {index}, but the segment table has "
                           f"{len(container.segments)}", source=container.source, field="manifest.named_data",
                           actual=index)
-    seg = container.segments[index]
-    return memoryview(container.buffer)[seg.offset : seg.end].toreadonly()
+    return container.segments[index]

@@ -1,6 +1,7 @@
 """Devices and choosing for them: profile field rules (`fields`), `accelerator`, the host probes
-(`probe_linux`, `probe_macos`, `probe_cuda`, gathered by `host`), `profile` (DeviceProfile: JSON,
-named profiles, the host's profile built from the probes) and `selection`, a pure function of a
+(`probe_linux`, `probe_macos`, `probe_cuda`, gathered by `host`; `probe_executorch`, ExecuTorch's
+registered backends, asked by `profile` on request), `profile` (DeviceProfile: JSON, named
+profiles, the host's profile built from the probes) and `selection`, a pure function of a
 container's metadata, a profile and the caller's preferences.
 
 Within the package: fields < accelerator < probe_* < host < profile < selection.

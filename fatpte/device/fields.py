@@ -17,6 +17,10 @@ ACCELERATOR_NAME_PATTERN: Final = r"[ -~]{1,256}"
 _COMPONENT = r"(?:0|[1-9][0-9]{0,3})"
 CUDA_VERSION_PATTERN: Final = rf"{_COMPONENT}\.{_COMPONENT}"  # compute capability X.Y
 API_VERSION_PATTERN: Final = rf"{_COMPONENT}(?:\.{_COMPONENT}){{0,2}}"  # 1 to 3 components
+# An ExecuTorch backend id as its runtime registers it (`XnnpackBackend`): printable ASCII without
+# spaces; ExecuTorch's registry holds at most 16, so 64 leaves room and bounds the work.
+EXECUTORCH_BACKEND_PATTERN: Final = r"[!-~]{1,256}"
+MAX_EXECUTORCH_BACKENDS: Final = 64
 MAX_MEMORY_BYTES: Final = (1 << 63) - 1  # an int64 on the C++ side
 MAX_ABI_VERSION: Final = (1 << 32) - 1  # a uint32, as in the manifest
 
@@ -25,11 +29,14 @@ def invalid(path: str, message: str, actual: Any = None) -> FatpteError:
     return FatpteError(ErrorCode.INVALID_ARGUMENT, message, field=path, actual=actual)
 
 
-def check_keys(obj: dict[Any, Any], allowed: tuple[str, ...], path: str) -> None:
+def check_keys(obj: dict[Any, Any], allowed: tuple[str, ...], path: str, optional: tuple[str, ...] = ()) -> None:
+    """Unknown keys first (in document order), then missing ones (in `allowed` order); the keys
+    of `optional` may be absent."""
     prefix = f"{path}." if path else ""
     for key in obj:
-        if key not in allowed:
-            raise invalid(f"{prefix}{key}", f"unknown key {key!r}; the keys are {', '.join(allowed)}", key)
+        if key not in allowed and key not in optional:
+            keys = ", ".join((*allowed, *optional))
+            raise invalid(f"{prefix}{key}", f"unknown key {key!r}; the keys are {keys}", key)
     for key in allowed:
         if key not in obj:
             raise invalid(f"{prefix}{key}", f"the key {key!r} is missing")

@@ -1,6 +1,7 @@
 """`DeviceProfile`: what a device offers (OS, CPU architecture and features, accelerators, memory,
-backend ABI versions), read strictly from JSON, written in one canonical form, named profiles
-looked up, and `DeviceProfile.host()` built from what the probes (fatpte.device.host) report.
+backend ABI versions, the ExecuTorch backends its runtime has), read strictly from JSON, written
+in one canonical form, named profiles looked up, and `DeviceProfile.host()` built from what the
+probes (fatpte.device.host) report.
 
 The words come from fatpte.format.vocabulary; specs/device-profile.md and
 specs/device_profile.schema.json define them. Standard library only (and fatpte.errors), so a bare
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
 
 from fatpte.device.accelerator import Accelerator
 from fatpte.device.fields import (
+    EXECUTORCH_BACKEND_PATTERN,
     MAX_ABI_VERSION,
+    MAX_EXECUTORCH_BACKENDS,
     MAX_MEMORY_BYTES,
     check_keys,
     integer,
@@ -47,6 +50,7 @@ DEVICES_DIR_ENV: Final = "FATPTE_DEVICES_DIR"
 HOST_NAME: Final = "host"
 
 _PROFILE_KEYS: Final = ("name", "os", "arch", "cpu_features", "accelerators", "memory_bytes", "backends")
+_OPTIONAL_KEYS: Final = ("executorch_backends",)  # absent: not known
 
 
 # The profile records are NamedTuples, not dataclasses: `fatpte select` builds one on every run,
@@ -66,11 +70,14 @@ class _DeviceProfileFields(NamedTuple):
     accelerators: tuple[Accelerator, ...] = ()
     memory_bytes: int = 0
     backends: Mapping[str, int] = _NO_BACKENDS
+    executorch_backends: frozenset[str] | None = None
 
 
 class DeviceProfile(_DeviceProfileFields):
     """What a device offers; `backends` maps a backend id to the ABI version its runtime provides
-    (empty: unknown). `memory_bytes` is total physical RAM (0: unknown)."""
+    (empty: unknown). `memory_bytes` is total physical RAM (0: unknown). `executorch_backends`
+    holds the ExecuTorch backend ids registered in the device's runtime (`XnnpackBackend`, ...;
+    empty: none, portable operators only; None: not known)."""
 
     __slots__ = ()
 
@@ -83,13 +90,18 @@ class DeviceProfile(_DeviceProfileFields):
         accelerators: Iterable[Accelerator] = (),
         memory_bytes: int = 0,
         backends: Mapping[str, int] = _NO_BACKENDS,
+        executorch_backends: Iterable[str] | None = None,
     ) -> Self:
         # Accept any iterable or mapping from Python callers but store immutable copies, so a
         # profile cannot change after it has been checked.
         if isinstance(cpu_features, str):
             raise invalid("cpu_features", "must be a collection of feature names, not one string", cpu_features)
+        if isinstance(executorch_backends, str):
+            raise invalid("executorch_backends", "must be a collection of backend ids, not one string",
+                          executorch_backends)
+        et = None if executorch_backends is None else frozenset(executorch_backends)
         profile = super().__new__(cls, name, os, arch, frozenset(cpu_features), tuple(accelerators), memory_bytes,
-                                  MappingProxyType(dict(backends)))
+                                  MappingProxyType(dict(backends)), et)
         _check_profile(profile)
         return profile
 
@@ -114,7 +126,7 @@ class DeviceProfile(_DeviceProfileFields):
     def _from_json(cls, obj: Any) -> DeviceProfile:
         if not isinstance(obj, dict):
             raise invalid("$", f"a device profile must be a JSON object, not {kind_of(obj)}", obj)
-        check_keys(obj, _PROFILE_KEYS, "")
+        check_keys(obj, _PROFILE_KEYS, "", _OPTIONAL_KEYS)
         name = string(obj["name"], "name")
         os_name = string(obj["os"], "os")
         arch = string(obj["arch"], "arch")
@@ -129,12 +141,7 @@ class DeviceProfile(_DeviceProfileFields):
             if word in seen:
                 raise invalid(f"cpu_features[{i}]", f"{word!r} is listed twice", word)
             seen.add(word)
-        accs_raw = obj["accelerators"]
-        if not isinstance(accs_raw, list):
-            raise invalid("accelerators", f"must be an array of objects, not {kind_of(accs_raw)}")
-        if len(accs_raw) > MAX_ACCELERATORS:
-            raise invalid("accelerators", f"lists {len(accs_raw)} accelerators, more than the limit of "
-                           f"{MAX_ACCELERATORS}", len(accs_raw))
+        accs_raw = _bounded_array(obj["accelerators"], "accelerators", "objects", "accelerators", MAX_ACCELERATORS)
         accelerators = tuple(Accelerator.from_json(a, f"accelerators[{i}]") for i, a in enumerate(accs_raw))
         memory = integer(obj["memory_bytes"], "memory_bytes", 0, MAX_MEMORY_BYTES)
         backends_raw = obj["backends"]
@@ -142,10 +149,17 @@ class DeviceProfile(_DeviceProfileFields):
             raise invalid("backends", f"must be an object mapping backend ids to ABI versions, not "
                            f"{kind_of(backends_raw)}")
         backends = {key: integer(v, f"backends.{key}", 0, MAX_ABI_VERSION) for key, v in backends_raw.items()}
+        et: frozenset[str] | None = None
+        if "executorch_backends" in obj:
+            et_raw = _bounded_array(obj["executorch_backends"], "executorch_backends", "strings", "backends",
+                                    MAX_EXECUTORCH_BACKENDS)
+            words = [string(w, f"executorch_backends[{i}]") for i, w in enumerate(et_raw)]
+            _check_executorch_backends(words)
+            et = frozenset(words)
         # tuple.__new__ skips `__new__`: the values are already copies, and the check below is given
         # the features in file order so that an error names the index the file has.
         profile = tuple.__new__(cls, (name, os_name, arch, frozenset(features), accelerators, memory,
-                                      MappingProxyType(backends)))
+                                      MappingProxyType(backends), et))
         _check_profile(profile, feature_order=features)
         return profile
 
@@ -174,13 +188,23 @@ class DeviceProfile(_DeviceProfileFields):
         return cls.from_json(_read_json(path), source=path)
 
     @classmethod
-    def host(cls) -> DeviceProfile:
-        """Probe the machine this runs on (see specs/device-profile.md, "Probing the host")."""
+    def host(cls, *, executorch: bool = False) -> DeviceProfile:
+        """Probe the machine this runs on (see specs/device-profile.md, "Probing the host").
+
+        With `executorch`, also ask ExecuTorch's Python runtime, when it can be imported, which
+        backends it has registered (`executorch_backends`; left out when it cannot be): that
+        imports torch, seconds of work, so `fatpte device` asks and `--device host` does not."""
         from fatpte.device import host  # the probes are only needed here
 
         facts = host.probe()
+        et = None
+        if executorch:
+            from fatpte.device.probe_executorch import registered_backends
+
+            et = registered_backends()
         return cls(name=HOST_NAME, os=facts.os, arch=facts.arch, cpu_features=facts.cpu_features,
-                   accelerators=facts.accelerators, memory_bytes=facts.memory_bytes, backends={})
+                   accelerators=facts.accelerators, memory_bytes=facts.memory_bytes, backends={},
+                   executorch_backends=et)
 
     @staticmethod
     def names() -> list[str]:
@@ -190,8 +214,9 @@ class DeviceProfile(_DeviceProfileFields):
     # -- output -------------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        """The canonical object: fixed key order, sorted features and backends."""
-        return {
+        """The canonical object: fixed key order, sorted features and backends;
+        `executorch_backends` (sorted) only when known."""
+        out = {
             "name": self.name,
             "os": self.os,
             "arch": self.arch,
@@ -200,6 +225,9 @@ class DeviceProfile(_DeviceProfileFields):
             "memory_bytes": self.memory_bytes,
             "backends": {key: self.backends[key] for key in sorted(self.backends)},
         }
+        if self.executorch_backends is not None:
+            out["executorch_backends"] = sorted(self.executorch_backends)
+        return out
 
     def to_json_text(self) -> str:
         """The canonical text, byte-for-byte what `fatpte device --json` and the C++ loader print."""
@@ -208,7 +236,7 @@ class DeviceProfile(_DeviceProfileFields):
     def __hash__(self) -> int:
         # Written out because `backends` is a read-only mapping, which is not hashable.
         return hash((self.name, self.os, self.arch, self.cpu_features, self.accelerators, self.memory_bytes,
-                     tuple(sorted(self.backends.items()))))
+                     tuple(sorted(self.backends.items())), self.executorch_backends))
 
 
 def canonical_text(obj: Mapping[str, Any]) -> str:
@@ -248,6 +276,31 @@ def _check_profile(p: DeviceProfile, feature_order: list[str] | None = None) -> 
     for key in sorted(p.backends, key=str):
         _check_backend_id(key)
         integer(p.backends[key], f"backends.{key}", 0, MAX_ABI_VERSION)
+    if p.executorch_backends is not None:
+        if len(p.executorch_backends) > MAX_EXECUTORCH_BACKENDS:
+            raise invalid("executorch_backends", f"lists {len(p.executorch_backends)} backends, more than the "
+                          f"limit of {MAX_EXECUTORCH_BACKENDS}", len(p.executorch_backends))
+        _check_executorch_backends(sorted(p.executorch_backends, key=str))
+
+
+def _bounded_array(value: Any, path: str, items: str, noun: str, limit: int) -> list[Any]:
+    """A JSON array of at most `limit` elements, else INVALID_ARGUMENT naming `path`."""
+    if not isinstance(value, list):
+        raise invalid(path, f"must be an array of {items}, not {kind_of(value)}")
+    if len(value) > limit:
+        raise invalid(path, f"lists {len(value)} {noun}, more than the limit of {limit}", len(value))
+    return value
+
+
+def _check_executorch_backends(words: Iterable[object]) -> None:
+    seen: set[str] = set()
+    for i, word in enumerate(words):
+        if not isinstance(word, str) or not re.fullmatch(EXECUTORCH_BACKEND_PATTERN, word):
+            raise invalid(f"executorch_backends[{i}]", f"{word!r} is not an ExecuTorch backend id (1 to 256 printable "
+                          "ASCII characters, no space)", word)
+        if word in seen:
+            raise invalid(f"executorch_backends[{i}]", f"{word!r} is listed twice", word)
+        seen.add(word)
 
 
 def _check_backend_id(key: object) -> None:

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from fatpte.container.reader import Container
 from fatpte.device.profile import DeviceProfile
-from fatpte.errors import ErrorCode, FatpteError, SelectionError, clipped
+from fatpte.errors import ErrorCode, FatpteError, FatpteWarning, SelectionError, clipped, listed, quoted
 from fatpte.format.model import Entry
 from fatpte.manifest.model import AcceleratorRequirement, Requirements
 
@@ -39,7 +39,8 @@ class Failure(NamedTuple):
 
 
 class Verdict(NamedTuple):
-    """The outcome for one entry. `rank` is 1 for the chosen entry, None when not eligible."""
+    """The outcome for one entry. `rank` is 1 for the chosen entry, None when not eligible.
+    `executorch_backends` is what the manifest says the entry's program needs (None: not known)."""
 
     entry: Entry
     eligible: bool
@@ -47,15 +48,27 @@ class Verdict(NamedTuple):
     notes: tuple[str, ...]
     specificity: int
     rank: int | None
+    executorch_backends: tuple[str, ...] | None = None
+
+    @property
+    def delegates(self) -> bool:
+        """The entry's program delegates to a backend: ranked above one that does not (6.2)."""
+        return bool(self.executorch_backends)
 
     def to_json(self) -> dict[str, Any]:
+        et = self.executorch_backends
         return {"entry": self.entry.name, "backend_id": self.entry.backend_id, "eligible": self.eligible,
                 "rank": self.rank, "priority": self.entry.priority, "specificity": self.specificity,
+                "executorch_backends": None if et is None else list(et),
                 "failures": [f.to_json() for f in self.failures], "notes": list(self.notes)}
 
     def line(self) -> str:
         head = f"{clipped(self.entry.name)} [{clipped(self.entry.backend_id)}]"
-        detail = f"priority {self.entry.priority}, specificity {self.specificity}"
+        delegation = ""
+        if self.executorch_backends is not None:
+            delegation = (f", delegates to {', '.join(clipped(b) for b in self.executorch_backends)}"
+                          if self.executorch_backends else ", portable operators")
+        detail = f"priority {self.entry.priority}{delegation}, specificity {self.specificity}"
         if self.eligible:
             text = f"#{self.rank} {head}: eligible ({detail})"
         else:
@@ -151,15 +164,67 @@ def evaluate(entry: Entry, req: Requirements, device: DeviceProfile) -> tuple[li
     return failures, notes
 
 
+def runtime_check(needs: Sequence[str] | None, device: DeviceProfile) -> tuple[list[Failure], list[str]]:
+    """The entry's program needs the ExecuTorch backends `needs` (the manifest's
+    executorch_backends, None: not known); the device's runtime has `device.executorch_backends`
+    (None: not known). A backend it lacks fails the entry; when the profile does not say, the
+    need is noted as not checked (specs/nfat-manifest.md 6.1)."""
+    if not needs:
+        return [], []
+    have = device.executorch_backends
+    shown = ", ".join(clipped(b) for b in needs)
+    if have is None:
+        note = (f"ExecuTorch backends {shown} not checked: the profile does not list the backends its "
+                "runtime has (`fatpte device` lists them where ExecuTorch's runtime is installed)")
+        return [], [note]
+    present = frozenset(have)
+    missing = [b for b in needs if b not in present]
+    if not missing:
+        return [], []
+    return [Failure("executorch_backends", ", ".join(needs),
+                    f"no {', '.join(clipped(b) for b in missing)} (its runtime has "
+                    f"{', '.join(clipped(b) for b in sorted(have)) or 'no backend'})")], []
+
+
+def _unknown_words(container: Container, prefer: tuple[str, ...], exclude: tuple[str, ...],
+                   strict: bool) -> None:
+    """Warn (FatpteWarning E0710), or with `strict` raise INVALID_ARGUMENT, for each caller word
+    that names no entry and no backend id of the container: a typo never passes for a choice.
+    Linear in the entries and the words (thin excludes every entry but those it keeps), and the
+    message lists a bounded number of each."""
+    names = [e.name for e in container.entries]
+    ids = list(dict.fromkeys(e.backend_id for e in container.entries))
+    known = frozenset(names) | frozenset(ids)
+    for label, words in (("prefer", prefer), ("exclude", exclude)):
+        unknown = [w for w in dict.fromkeys(words) if w not in known]
+        if not unknown:
+            continue
+        message = (f"{label} {listed([quoted(w) for w in unknown])} {'names' if len(unknown) == 1 else 'name'} no "
+                   f"entry and no backend id of the container (entries: {listed([clipped(n) for n in names])}; "
+                   f"backend ids: {listed([clipped(i) for i in ids])})")
+        if strict:
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, message, source=container.source, field=label,
+                              actual=unknown)
+        import warnings
+
+        warnings.warn(FatpteWarning(ErrorCode.UNKNOWN_WORD, message, field=label), stacklevel=3)
+
+
 def select(
-    container: Container, device: DeviceProfile, *, prefer: Sequence[str] = (), exclude: Sequence[str] = ()
+    container: Container, device: DeviceProfile, *, prefer: Sequence[str] = (), exclude: Sequence[str] = (),
+    strict: bool = False,
 ) -> Selection:
-    """Choose the entry for `device`; raises SelectionError listing every entry and why when none fits."""
+    """Choose the entry for `device`; raises SelectionError listing every entry and why when none fits.
+
+    A word of `prefer` or `exclude` that names no entry and no backend id of the container is a
+    FatpteWarning (E0710) listing those that exist; with `strict`, an INVALID_ARGUMENT error."""
     for label, words in (("prefer", prefer), ("exclude", exclude)):
         if isinstance(words, str) or not all(isinstance(w, str) for w in words):
             raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{label} must be a sequence of names or backend ids",
                               field=label, actual=words)
     prefer, exclude = tuple(prefer), tuple(exclude)
+    if prefer or exclude:
+        _unknown_words(container, prefer, exclude, strict)
     manifest = container.manifest
     # Indexed once: a container may hold 65536 entries, and so may the caller's lists (thin
     # excludes every entry but the named ones).
@@ -168,24 +233,31 @@ def select(
     rank_of: dict[str, int] = {}
     for i, w in enumerate(prefer):
         rank_of.setdefault(w, i)
-    evaluated: list[tuple[Entry, list[Failure], list[str], int]] = []
+    evaluated: list[tuple[Entry, list[Failure], list[str], int, tuple[str, ...] | None]] = []
     for e in container.entries:
         me = described.get(e.name)
         req = Requirements() if me is None else me.requires
         failures, notes = evaluate(e, req, device)
+        needs = None if me is None else me.executorch_backends
+        more_failures, more_notes = runtime_check(needs, device)
+        failures += more_failures
+        notes += more_notes
         if e.name in excluded or e.backend_id in excluded:
             # The word that excludes it, not the whole list (which thin makes as long as the table).
             word = e.name if e.name in excluded else e.backend_id
             failures.append(Failure("exclude", "not to be excluded by the caller", f"exclude={word}"))
-        evaluated.append((e, failures, notes, req.specificity))
+        evaluated.append((e, failures, notes, req.specificity, needs))
 
     def preference(e: Entry) -> int:
         return min(rank_of.get(e.name, len(prefer)), rank_of.get(e.backend_id, len(prefer)))
 
     eligible = [x for x in evaluated if not x[1]]
-    eligible.sort(key=lambda x: (-x[0].priority, preference(x[0]), -x[3], x[0].index))
+    # specs/nfat-manifest.md 6.2: priority, the caller's preference, a program that delegates to a
+    # backend before one of portable operators (or not known), specificity, table position.
+    eligible.sort(key=lambda x: (-x[0].priority, preference(x[0]), -bool(x[4]), -x[3], x[0].index))
     ranks = {x[0].index: r for r, x in enumerate(eligible, 1)}
-    verdicts = tuple(Verdict(e, not f, tuple(f), tuple(n), s, ranks.get(e.index)) for e, f, n, s in evaluated)
+    verdicts = tuple(Verdict(e, not f, tuple(f), tuple(n), s, ranks.get(e.index), et)
+                     for e, f, n, s, et in evaluated)
     if not eligible:
         lines = "\n".join("  " + v.line() for v in verdicts)
         error = SelectionError(ErrorCode.NO_SPECIALIZATION_FITS,

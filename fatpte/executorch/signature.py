@@ -2,7 +2,8 @@
 
 The result is the mapping fatpte.manifest.Signature.from_mapping reads:
 `{"methods": [{"name", "inputs", "outputs", "buffers"}]}`, tensors as `{"dtype", "shape"}` and
-buffers with a `name`. The rule (docs/executorch.md explains it):
+buffers with a `name` when the program records one. The rule (specs/nfat-manifest.md section 5
+and docs/executorch.md explain it):
 
 - user inputs are the execution plan's inputs, user outputs its outputs;
 - a mutable buffer of the program itself is a memory-planned tensor value (it has
@@ -14,6 +15,14 @@ buffers with a `name`. The rule (docs/executorch.md explains it):
 - a delegate that owns state declares it in its payload: for an NPTG payload, each
   buffer-mutation output and each mutable_buffers entry is a buffer of the method that calls it;
   a fat delegate (an NFAT payload) declares it in the NPTG payloads of its entries.
+
+The buffers are listed in the program's order, which every lowering of one export shares: the
+program's own in value order (the emitter allocates them in the exported graph's order), then
+those of each delegate in call order, each in the order its payload declares them (the graph's
+buffer-mutation order). A buffer's name is the fully qualified name the file records; ExecuTorch
+records none for the program's own buffers unless the export asks for them
+(`emit_mutable_buffer_names=True`), and the buffer is then unnamed rather than given a name that
+depends on the lowering.
 """
 
 from __future__ import annotations
@@ -30,20 +39,21 @@ from fatpte.format.layout import MAGIC as NFAT_MAGIC
 _WRITE_BACK_OPS = ("aten::copy_",)
 
 
-def mutable_buffer_values(plan: MethodPlan) -> dict[int, str]:
-    """Value index -> buffer name for the program-level mutable buffers of one method."""
+def mutable_buffer_values(plan: MethodPlan) -> dict[int, str | None]:
+    """Value index -> buffer name (None when the file records none) for the program-level
+    mutable buffers of one method, in value order."""
     inputs = set(plan.inputs)
-    found: dict[int, str] = {}
+    found: set[int] = set()
     for call in plan.kernel_calls:
         if call.operator.split(".")[0] in _WRITE_BACK_OPS and call.args and call.args[0] == call.args[-1]:
             target = call.args[0]
             t = plan.tensors.get(target)
             if t is not None and t.memory_planned and target not in inputs:
-                found[target] = t.fqn or f"value[{target}]"
+                found.add(target)
     for i, t in plan.tensors.items():
         if t.fqn and t.memory_planned and i not in inputs:
-            found.setdefault(i, t.fqn)
-    return found
+            found.add(i)
+    return {i: plan.tensors[i].fqn for i in sorted(found)}
 
 
 def _native_payloads(program: Program, delegate: Delegate) -> list[tuple[bytes | memoryview, int]]:
@@ -69,22 +79,28 @@ def _value_spec(plan: MethodPlan, index: int) -> dict[str, Any]:
 
 def method_signature(program: Program, plan: MethodPlan) -> dict[str, Any]:
     buffers = mutable_buffer_values(plan)
-    entries: dict[str, dict[str, Any]] = {}
+    state: list[dict[str, Any]] = []
+    named: set[str] = set()
     for index, name in buffers.items():
-        entries[name] = {"name": name, **_value_spec(plan, index)}
-    called = sorted({d for d, _ in plan.delegate_calls})
+        state.append(({"name": name} if name else {}) | _value_spec(plan, index))
+        if name:
+            named.add(name)
+    # Delegates in the order the method first calls them; a buffer declared by several delegates
+    # (or by the entries of a fat delegate, each a specialization of one graph) counts once.
+    called = list(dict.fromkeys(d for d, _ in plan.delegate_calls))
     for d in called:
         for payload, base in _native_payloads(program, plan.delegates[d]):
             native = read_nptg(payload, source=program.source, base=base)
             for m in native.methods:
                 for b in m.buffers:
-                    if b.dtype is not None and b.shape is not None:
-                        entries.setdefault(b.fqn, {"name": b.fqn, "dtype": b.dtype, "shape": list(b.shape)})
+                    if b.dtype is not None and b.shape is not None and b.fqn not in named:
+                        named.add(b.fqn)
+                        state.append({"name": b.fqn, "dtype": b.dtype, "shape": list(b.shape)})
     return {
         "name": plan.name,
         "inputs": [_value_spec(plan, i) for i in plan.inputs],
         "outputs": [_value_spec(plan, i) for i in plan.outputs if i not in buffers],
-        "buffers": [entries[k] for k in sorted(entries)],
+        "buffers": state,
     }
 
 

@@ -17,7 +17,7 @@ from fatpte.fileio.buffers import BytesLike
 
 
 def open_regular(path: str | os.PathLike[str]) -> int:
-    """A read-only descriptor of `path`, which must be a regular file: E0802 NOT_A_FILE for a
+    """A read-only descriptor of `path`, which must be a regular file: E0811 NOT_A_FILE for a
     directory, device, FIFO or socket, decided by fstat after an O_NONBLOCK open, so that a FIFO
     without a writer is refused at once instead of blocking the caller forever."""
     try:

@@ -19,7 +19,7 @@ import errno
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Self
 
 from fatpte.fileio.checksum import crc32c, extend_zeros
@@ -138,7 +138,7 @@ def _copy_small_crc(
     data = os.pread(src_fd, count, src_offset)
     if len(data) != count:
         raise OSError(errno.EIO, f"unexpected end of input at {src_offset + len(data):#x}")
-    _write_all(dst_fd, memoryview(data), dst_offset)
+    write_all(dst_fd, memoryview(data), dst_offset)
     if advance is not None:
         advance(count)
     return crc32c(data)
@@ -192,14 +192,56 @@ class _Writer:
             buf, n, at = item
             try:
                 if not self._failure:
-                    _write_all(self._fd, buf[:n], at)
+                    write_all(self._fd, buf[:n], at)
             except BaseException as exc:  # noqa: BLE001 - raised on the reading thread, which must not wait forever
                 self._failure.append(exc)
             finally:
                 self._free.put(buf)
 
 
-def _write_all(fd: int, data: memoryview, offset: int) -> None:
+def write_crc(chunks: Iterable[bytes | memoryview], dst_fd: int, dst_offset: int, *,
+              advance: Advance | None = None) -> int:
+    """Write `chunks` one after the other to `dst_fd` from `dst_offset` and return their CRC32C.
+
+    For bytes that arrive rather than being read (a range request's body): the calling thread
+    takes each chunk and hashes it while it is in the CPU cache, and a second thread writes the
+    chunks behind it, at most PIPE_DEPTH of them waiting, so receiving, hashing and writing
+    overlap (as in copy_range_crc). A write error stops the copy and is raised here."""
+    pending: queue.Queue[tuple[bytes | memoryview, int] | None] = queue.Queue(PIPE_DEPTH)
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        while (item := pending.get()) is not None:
+            if not failure:
+                try:
+                    write_all(dst_fd, item[0], item[1])
+                except BaseException as exc:  # noqa: BLE001 - raised on the calling thread
+                    failure.append(exc)
+
+    writer = threading.Thread(target=run, name="fatpte-writer", daemon=True)
+    writer.start()
+    value = 0
+    at = dst_offset
+    try:
+        for chunk in chunks:
+            if failure:
+                break
+            value = crc32c(chunk, value=value)
+            pending.put((chunk, at))
+            at += len(chunk)
+            if advance is not None:
+                advance(len(chunk))
+    finally:
+        pending.put(None)
+        writer.join()
+    if failure:
+        raise failure[0]
+    return int(value)
+
+
+def write_all(fd: int, data: bytes | memoryview, offset: int) -> None:
+    """pwrite all of `data` at `offset`, however many calls it takes."""
+    data = memoryview(data)
     done = 0
     while done < len(data):
         n = os.pwrite(fd, data[done:], offset + done)

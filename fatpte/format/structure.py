@@ -11,6 +11,8 @@ raises the first error.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fatpte.errors import MAX_FINDINGS_PER_CODE, ErrorCode, Finding, Severity, finding
 from fatpte.fileio.buffers import BytesLike
 from fatpte.fileio.checksum import crc32c
@@ -23,6 +25,12 @@ _V1_ENTRY = L.RECORDS["v1_entry"]
 _V2_HEADER = L.RECORDS["v2_header"]
 _V2_ENTRY = L.RECORDS["v2_entry"]
 _V2_SEGMENT = L.RECORDS["v2_segment"]
+_V2_SLOT = L.RECORDS["v2_signature_slot"]
+
+# Ranks of the overlap sweep (specs/nfat.md 6.3 step 31): header, entries, segments, manifest,
+# signature.
+MANIFEST_RANK = 1 + L.MAX_ENTRIES + L.MAX_SEGMENTS
+SIGNATURE_RANK = MANIFEST_RANK + 1
 
 
 class Structure:
@@ -43,6 +51,7 @@ class Structure:
         "placed_segments",
         "regions",
         "segments",
+        "signature_placed",
         "size",
         "source",
     )
@@ -59,6 +68,7 @@ class Structure:
         placed_entries: set[int] | None = None,
         placed_segments: set[int] | None = None,
         manifest_placed: bool = False,
+        signature_placed: bool = False,
     ) -> None:
         self.source = source
         self.size = size
@@ -74,6 +84,7 @@ class Structure:
         # At most MAX_FINDINGS_PER_CODE findings of a code are kept; the rest are counted here.
         self.kept: dict[ErrorCode, int] = {}
         self.omitted: dict[ErrorCode, int] = {}
+        self.signature_placed = signature_placed
 
     def __repr__(self) -> str:
         return (
@@ -129,9 +140,11 @@ def id_problem(raw: bytes) -> str | None:
     return None
 
 
-def read_structure(buf: BytesLike, *, source: str | None = None) -> Structure:
-    """Run every structural check on `buf`, a whole container."""
-    st = Structure(source=source, size=len(buf))
+def read_structure(buf: BytesLike, *, source: str | None = None, size: int | None = None) -> Structure:
+    """Run every structural check on `buf`, a whole container; or, with `size`, on a file of
+    `size` bytes of which `buf` holds the first bytes, at least the ranges `metadata_ranges`
+    names below the end of the tables (a file read by ranges, fatpte/container/remote.py)."""
+    st = Structure(source=source, size=len(buf) if size is None else size)
     n = st.size
     if n < 4:
         st.add(_short(n, 4, "magic"))
@@ -171,6 +184,36 @@ def read_structure(buf: BytesLike, *, source: str | None = None) -> Structure:
     return st
 
 
+def metadata_ranges(head: BytesLike, size: int) -> list[tuple[int, int]]:
+    """The byte ranges `[start, end)` of a file of `size` bytes that opening it reads: the header
+    and tables that `read_structure` checks, then the manifest that `Container.manifest` decodes.
+    `head` holds the file's first bytes, at least min(size, 64) of them.
+
+    A reader that fetches a file by ranges fetches these, then runs `read_structure` on them:
+    the tables are named only when the header's sizes and counts pass the very checks that
+    `read_structure` makes before it reads them (`_v1_table_end`, `_v2_table_end`), so it never
+    reads past what was fetched, and a hostile header costs no more than its first bytes. The
+    manifest's range is named when it lies inside the file and within the size limit."""
+    st = Structure(source=None, size=size)
+    if size < L.PREAMBLE_SIZE or len(head) < L.PREAMBLE_SIZE or bytes(head[0:4]) != L.MAGIC:
+        return [(0, min(size, len(head)))]
+    version = int.from_bytes(head[4:8], "little")
+    if version == L.VERSION_1:
+        counted = _v1_table_end(head, st)
+        return [(0, min(size, len(head)) if counted is None else counted[1])]
+    if version != L.VERSION_2:
+        return [(0, min(size, len(head)))]
+    bounded = _v2_table_end(head, st)
+    if bounded is None:
+        return [(0, min(size, len(head)))]
+    h, table_end = bounded
+    ranges = [(0, table_end)]
+    offset, length = h["manifest_offset"], h["manifest_size"]
+    if 0 < length <= L.MAX_MANIFEST_SIZE and in_bounds(offset, length, size):
+        ranges.append((offset, offset + length))
+    return ranges
+
+
 def _short(n: int, need: int, what: str) -> Finding:
     return finding(
         ErrorCode.TRUNCATED_HEADER,
@@ -188,25 +231,35 @@ def _short(n: int, need: int, what: str) -> Finding:
 # ---------------------------------------------------------------------------------------------
 
 
-def _read_v1(buf: BytesLike, st: Structure) -> None:
+def _v1_table_end(buf: BytesLike, st: Structure) -> tuple[int, int] | None:
+    """(entry_count, end of the entry table) when the header's counts hold; else a finding."""
     n = st.size
     if n < _V1_HEADER.size:
         st.add(_short(n, _V1_HEADER.size, "entry_count"))
-        return
+        return None
     h = decode(_V1_HEADER, buf, 0, "header", source=st.source)
     count = h["entry_count"]
     count_at = _V1_HEADER.offsets["entry_count"][0]
     if count == 0:
         st.add(finding(ErrorCode.NO_ENTRIES, "entry_count is 0: the container holds nothing", offset=count_at,
                        field="header.entry_count", actual=0))
-        return
+        return None
     if count > L.MAX_ENTRIES:
         st.add(_too_many(ErrorCode.TOO_MANY_ENTRIES, count, L.MAX_ENTRIES, count_at, "header.entry_count"))
-        return
+        return None
     data_start = _V1_HEADER.size + count * _V1_ENTRY.size
     if data_start > n:
         st.add(_table_past_end(data_start, n, count_at, "header.entry_count", f"{count} entries of 48 bytes"))
+        return None
+    return count, data_start
+
+
+def _read_v1(buf: BytesLike, st: Structure) -> None:
+    n = st.size
+    counted = _v1_table_end(buf, st)
+    if counted is None:
         return
+    count, data_start = counted
     st.header = Header(
         version=1, header_size=_V1_HEADER.size, entry_size=_V1_ENTRY.size, entry_count=count,
         segment_entry_size=0, segment_count=0, flags=0, container_size=n, manifest_offset=0,
@@ -305,11 +358,13 @@ def _table_past_end(end: int, total: int, at: int, path: str, what: str) -> Find
                    offset=at, field=path, expected=f"<= {total}", actual=end)
 
 
-def _read_v2(buf: BytesLike, st: Structure) -> None:
+def _v2_table_end(buf: BytesLike, st: Structure) -> tuple[dict[str, Any], int] | None:
+    """(the header's fields, end of the tables) when the header's sizes and counts hold and the
+    tables lie inside the file; else a finding. Reads the 64 bytes of the header only."""
     n = st.size
     if n < _V2_HEADER.size:
         st.add(_short(n, _V2_HEADER.size, "container_size"))
-        return
+        return None
     h = decode(_V2_HEADER, buf, 0, "header", source=st.source)
     total = h["container_size"]
     at, path = _hfield("container_size")
@@ -318,13 +373,13 @@ def _read_v2(buf: BytesLike, st: Structure) -> None:
                        f"the header says the container is {total} bytes ({total:#x}) but the file has {n} "
                        f"({n:#x}): it was cut short, e.g. by an interrupted copy or download",
                        offset=at, field=path, expected=total, actual=n))
-        return
+        return None
     if total < n:
         st.add(finding(ErrorCode.TRAILING_BYTES,
                        f"the header says the container is {total} bytes ({total:#x}) but the file has {n} "
                        f"({n:#x}): {n - total} bytes follow the container",
                        offset=total, field=path, expected=n, actual=total))
-        return
+        return None
     for name, minimum, code in (
         ("header_size", _V2_HEADER.size, ErrorCode.BAD_HEADER_SIZE),
         ("entry_size", _V2_ENTRY.size, ErrorCode.BAD_ENTRY_SIZE),
@@ -334,33 +389,44 @@ def _read_v2(buf: BytesLike, st: Structure) -> None:
         if problem:
             at, path = _hfield(name)
             st.add(finding(code, f"{name} {problem}", offset=at, field=path, actual=h[name]))
-            return
+            return None
     unknown = h["flags"] & ~L.HEADER_FLAGS_KNOWN
     if unknown:
         at, path = _hfield("flags")
         st.add(finding(ErrorCode.UNKNOWN_HEADER_FLAGS,
                        f"flags sets bits {unknown:#x}, which this revision does not define; a newer fatpte may "
                        f"read this file", offset=at, field=path, expected=0, actual=h["flags"]))
-        return
+        return None
     count, seg_count = h["entry_count"], h["segment_count"]
     if count == 0:
         at, path = _hfield("entry_count")
         st.add(finding(ErrorCode.NO_ENTRIES, "entry_count is 0: the container holds nothing", offset=at,
                        field=path, actual=0))
-        return
+        return None
     if count > L.MAX_ENTRIES:
         st.add(_too_many(ErrorCode.TOO_MANY_ENTRIES, count, L.MAX_ENTRIES, *_hfield("entry_count")))
-        return
+        return None
     if seg_count > L.MAX_SEGMENTS:
         st.add(_too_many(ErrorCode.TOO_MANY_SEGMENTS, seg_count, L.MAX_SEGMENTS, *_hfield("segment_count")))
-        return
+        return None
     entries_at = h["header_size"]
     segments_at = entries_at + count * h["entry_size"]
     table_end = segments_at + seg_count * h["segment_entry_size"]
     if table_end > total:
         st.add(_table_past_end(table_end, total, *_hfield("entry_count"),
                                f"{count} entries and {seg_count} segments"))
+        return None
+    return h, table_end
+
+
+def _read_v2(buf: BytesLike, st: Structure) -> None:
+    bounded = _v2_table_end(buf, st)
+    if bounded is None:
         return
+    h, table_end = bounded
+    total, count, seg_count = h["container_size"], h["entry_count"], h["segment_count"]
+    entries_at = h["header_size"]
+    segments_at = entries_at + count * h["entry_size"]
     stored = h["header_checksum"]
     ck_at = L.HEADER_CHECKSUM_OFFSET
     actual = crc32c(buf, 0, ck_at)
@@ -372,16 +438,22 @@ def _read_v2(buf: BytesLike, st: Structure) -> None:
                        f"header_checksum says {stored:08x}: the header or a table entry was altered or damaged",
                        offset=ck_at, field="header.header_checksum", expected=stored, actual=actual))
         return
+    slot = {"signature_offset": 0, "signature_size": 0, "signature_checksum": 0}
+    if h["header_size"] >= L.SIGNED_HEADER_SIZE:
+        slot = decode(_V2_SLOT, buf, L.SIGNATURE_SLOT_OFFSET, "header", source=st.source)
     st.header = Header(
         version=2, header_size=h["header_size"], entry_size=h["entry_size"], entry_count=count,
         segment_entry_size=h["segment_entry_size"], segment_count=seg_count, flags=h["flags"],
         container_size=total, manifest_offset=h["manifest_offset"], manifest_size=h["manifest_size"],
         manifest_checksum=h["manifest_checksum"], header_checksum=stored, table_end=table_end,
+        signature_offset=slot["signature_offset"], signature_size=slot["signature_size"],
+        signature_checksum=slot["signature_checksum"],
     )
     st.regions.append(Region(0, table_end, "header and tables", "header.header_size", 8, 0))
     _read_v2_entries(buf, st, entries_at)
     _read_v2_segments(buf, st, segments_at)
     _check_manifest_fields(st)
+    _check_signature_fields(st)
     _check_duplicate_names(st, entries_at)
     _check_overlaps(st)
 
@@ -521,7 +593,47 @@ def _check_manifest_fields(st: Structure) -> None:
         return
     st.manifest_placed = True
     at, path = _hfield("manifest_offset")
-    st.regions.append(Region(off, off + size, "manifest", path, at, 1 + L.MAX_ENTRIES + L.MAX_SEGMENTS))
+    st.regions.append(Region(off, off + size, "manifest", path, at, MANIFEST_RANK))
+
+
+def _sfield(name: str) -> tuple[int, str]:
+    return L.SIGNATURE_SLOT_OFFSET + _V2_SLOT.offsets[name][0], f"header.{name}"
+
+
+def _check_signature_fields(st: Structure) -> None:
+    """The signature slot (specs/nfat.md 4.9), only in a header long enough to hold it."""
+    assert st.header is not None
+    h = st.header
+    if h.header_size < L.SIGNED_HEADER_SIZE:
+        return
+    off, size = h.signature_offset, h.signature_size
+    if size == 0:
+        if off or h.signature_checksum:
+            at, path = _sfield("signature_offset" if off else "signature_checksum")
+            st.add(finding(ErrorCode.ABSENT_SIGNATURE_NOT_ZERO,
+                           f"signature_size is 0 (no signature) but signature_offset is {off:#x} and "
+                           f"signature_checksum is {h.signature_checksum:08x}; both must be 0",
+                           offset=at, field=path, expected=0))
+        return
+    if size > L.MAX_SIGNATURE_SIZE:
+        st.add(_too_many(ErrorCode.SIGNATURE_TOO_LARGE, size, L.MAX_SIGNATURE_SIZE, *_sfield("signature_size")))
+        return
+    if not in_bounds(off, size, h.container_size):
+        at, path = _sfield("signature_size")
+        st.add(finding(ErrorCode.SIGNATURE_OUT_OF_BOUNDS,
+                       f"the signature region ends at {off + size:#x}, past the end of the container at "
+                       f"{h.container_size:#x}", offset=at, field=path, expected=f"<= {h.container_size}",
+                       actual=off + size))
+        return
+    if off % L.SIGNATURE_ALIGNMENT:
+        at, path = _sfield("signature_offset")
+        st.add(finding(ErrorCode.MISALIGNED_SIGNATURE,
+                       f"signature_offset {off:#x} is not a multiple of {L.SIGNATURE_ALIGNMENT}", offset=at,
+                       field=path, expected=f"multiple of {L.SIGNATURE_ALIGNMENT}", actual=off))
+        return
+    st.signature_placed = True
+    at, path = _sfield("signature_offset")
+    st.regions.append(Region(off, off + size, "signature", path, at, SIGNATURE_RANK))
 
 
 def _check_duplicate_names(st: Structure, entries_at: int) -> None:

@@ -384,8 +384,8 @@ def _signature(obj: dict[str, Any], path: str) -> Signature:
             specs = []
             for j, t in enumerate(m[part] or ()):
                 tp = f"{p}.{part}[{j}]"
-                if part == "buffers" and not t["name"]:
-                    _invalid(t, f"{tp}.name", "a mutable buffer must have a name")
+                if part == "buffers" and t["name"] is not None and not t["name"]:
+                    _invalid(t, f"{tp}.name", "a mutable buffer's name, when present, must not be empty")
                 dims = []
                 for k, d in enumerate(t["shape"] or ()):
                     if d["symbol"] is not None and (d["size"] or not d["symbol"]):

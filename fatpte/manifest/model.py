@@ -33,6 +33,9 @@ EXPANSION_ALLOWANCE: Final = 1 << 20
 def work_budget(size: int) -> int:
     """The most a manifest of `size` bytes may expand to (specs/nfat-manifest.md 2.3)."""
     return EXPANSION_FACTOR * size + EXPANSION_ALLOWANCE
+# The provenance key that records a packer's decision about the signature check: "skipped" (no
+# entry states a signature) or "from:NAME" (every entry states entry NAME's); spec section 3.2.
+SIGNATURE_CHECK_KEY: Final = "fatpte.signature_check"
 
 
 class VersionMatch(enum.IntEnum):
@@ -272,8 +275,9 @@ class Method(NamedTuple):
 
 
 class Signature(NamedTuple):
-    """The program's methods. Two signatures agree (`signature_difference` is None) when their
-    methods do, in any order; `==` compares the methods in order."""
+    """The program's methods. Two signatures agree (`fatpte.manifest.rules.signature_difference`
+    is None) when their methods do, in any order, names of tensors compared only where both
+    sides have one (specs/nfat-manifest.md section 5); `==` compares everything, in order."""
 
     methods: tuple[Method, ...] = ()
 
@@ -286,7 +290,7 @@ class Signature(NamedTuple):
     @classmethod
     def from_mapping(cls, obj: Any, path: str = "signature") -> Signature:
         """`{"methods": [{"name", "inputs", "outputs", "buffers"}]}`; tensors are
-        `{"name"?, "dtype", "shape": [int | "symbol", ...]}`."""
+        `{"name"?, "dtype", "shape": [int | "symbol", ...]}`, buffers in the program's order."""
         if isinstance(obj, Signature):
             return obj
         if not isinstance(obj, Mapping):
@@ -304,7 +308,7 @@ class Signature(NamedTuple):
             name = _text(m.get("name"), f"{p}.name")
             if any(x.name == name for x in methods):
                 raise _arg(f"{p}.name", f"method {name!r} is listed twice", name)
-            lists = [tuple(_tensor(t, f"{p}.{part}[{j}]", part == "buffers") for j, t in
+            lists = [tuple(_tensor(t, f"{p}.{part}[{j}]") for j, t in
                            enumerate(_list(m.get(part, ()), f"{p}.{part}"))) for part in ("inputs", "outputs",
                                                                                          "buffers")]
             methods.append(Method(name, *lists))
@@ -538,24 +542,20 @@ def _uint(value: Any, path: str, high: int) -> int:
     return value
 
 
-def _tensor(obj: Any, path: str, named: bool) -> TensorSpec:
+def _tensor(obj: Any, path: str) -> TensorSpec:
     if isinstance(obj, TensorSpec):
-        spec = obj
-    else:
-        if not isinstance(obj, Mapping):
-            raise _arg(path, "must be a mapping with dtype and shape", obj)
-        _only(obj, ("name", "dtype", "shape"), path)
-        name = None if obj.get("name") is None else _text(obj.get("name"), f"{path}.name")
-        dims: list[Dim] = []
-        for k, d in enumerate(_list(obj.get("shape", ()), f"{path}.shape")):
-            if isinstance(d, str):
-                dims.append(Dim(0, _text(d, f"{path}.shape[{k}]")))
-            else:
-                dims.append(Dim(_uint(d, f"{path}.shape[{k}]", _U64)))
-        spec = TensorSpec(_text(obj.get("dtype"), f"{path}.dtype"), tuple(dims), name)
-    if named and spec.name is None:
-        raise _arg(f"{path}.name", "a mutable buffer must have a name", None)
-    return spec
+        return obj
+    if not isinstance(obj, Mapping):
+        raise _arg(path, "must be a mapping with dtype and shape", obj)
+    _only(obj, ("name", "dtype", "shape"), path)
+    name = None if obj.get("name") is None else _text(obj.get("name"), f"{path}.name")
+    dims: list[Dim] = []
+    for k, d in enumerate(_list(obj.get("shape", ()), f"{path}.shape")):
+        if isinstance(d, str):
+            dims.append(Dim(0, _text(d, f"{path}.shape[{k}]")))
+        else:
+            dims.append(Dim(_uint(d, f"{path}.shape[{k}]", _U64)))
+    return TensorSpec(_text(obj.get("dtype"), f"{path}.dtype"), tuple(dims), name)
 
 
 

@@ -11,15 +11,32 @@ from typing import Any
 from fatpte.errors import LIST_LIMIT, MAX_FINDINGS_PER_CODE, ErrorCode, FatpteError, clipped, listed, quoted
 from fatpte.format import layout as L
 from fatpte.manifest.codec import decode
-from fatpte.manifest.model import Manifest, ManifestEntry, Signature
+from fatpte.manifest.model import Manifest, ManifestEntry, Signature, TensorSpec
 
 # ---------------------------------------------------------------------------------------------
 # Consistency (specs/nfat-manifest.md section "Consistency"), shared by validate and pack
 # ---------------------------------------------------------------------------------------------
 
 
+# The hint a difference in unnamed buffers carries: ExecuTorch keeps the names of a program's own
+# mutable buffers only when asked to, and a name is what tells two buffers of one shape apart.
+NAMES_HINT = ("buffers without a name were exported without their names; "
+              "ExecutorchBackendConfig(emit_mutable_buffer_names=True) keeps them")
+
+
+def tensors_agree(a: TensorSpec, b: TensorSpec) -> bool:
+    """Same dtype and dims, and the same name where both have one (specs/nfat-manifest.md 5)."""
+    return a.dtype == b.dtype and a.shape == b.shape and (a.name is None or b.name is None or a.name == b.name)
+
+
+def _texts(tensors: Sequence[TensorSpec]) -> str:
+    return "[" + ", ".join(t.text() for t in tensors) + "]"
+
+
 def signature_difference(a: Signature, b: Signature) -> str | None:
-    """The first difference between two signatures, in words, or None when they agree."""
+    """The first difference between two signatures, in words, or None when they agree: the same
+    method names, and per method inputs, outputs and buffers that agree position by position
+    (`tensors_agree`)."""
     names_a, names_b = [m.name for m in a.methods], [m.name for m in b.methods]
     if sorted(names_a) != sorted(names_b):
         return f"methods {sorted(names_a)} differ from {sorted(names_b)}"
@@ -28,9 +45,17 @@ def signature_difference(a: Signature, b: Signature) -> str | None:
         assert mb is not None
         for part in ("inputs", "outputs", "buffers"):
             ta, tb = getattr(ma, part), getattr(mb, part)
-            if ta != tb:
-                return (f"method {ma.name!r} {part} differ: [{', '.join(t.text() for t in ta)}] vs "
-                f"[{', '.join(t.text() for t in tb)}]")
+            if len(ta) != len(tb):
+                what = f"{len(ta)} vs {len(tb)} {part}"
+            else:
+                j = next((j for j, (x, y) in enumerate(zip(ta, tb)) if not tensors_agree(x, y)), None)
+                if j is None:
+                    continue
+                what = f"{part}[{j}] is {ta[j].text()} vs {tb[j].text()}"
+            text = f"method {ma.name!r} {part} differ ({what}): {_texts(ta)} vs {_texts(tb)}"
+            if part == "buffers" and any(t.name is None for t in (*ta, *tb)):
+                text += f" ({NAMES_HINT})"
+            return text
     return None
 
 
@@ -53,6 +78,40 @@ class Problems:
 
     def add(self, code: ErrorCode, path: str, message: str, position: int | None) -> None:
         self.found.append((code, path, message, position))
+
+
+def signature_problems(signed: Sequence[tuple[int, ManifestEntry]]) -> list[tuple[int, str]]:
+    """E0411 for the (index, entry) pairs that state a signature, as (index, message): each
+    entry's dtypes and dims against the first entry's, and each name against the first entry
+    that names that position. Comparing every pair would say the same (agreeing dtypes and dims
+    are transitive, and two entries disagree on a name only where both name it) in linear work."""
+    out: list[tuple[int, str]] = []
+    first: ManifestEntry | None = None
+    namers: dict[tuple[str, str, int], tuple[str, str]] = {}  # (method, part, position) -> (name, entry)
+    for i, e in signed:
+        assert e.signature is not None
+        if first is None:
+            first = e
+        else:
+            assert first.signature is not None
+            diff = signature_difference(first.signature, e.signature)
+            if diff is not None:
+                out.append((i, f"entries {quoted(first.name)} and {quoted(e.name)} declare different program signatures: {diff}"))
+                continue
+        clash = None
+        for m in e.signature.methods:
+            for part in ("inputs", "outputs", "buffers"):
+                for j, t in enumerate(getattr(m, part)):
+                    if t.name is None:
+                        continue
+                    name, who = namers.setdefault((m.name, part, j), (t.name, e.name))
+                    if name != t.name and clash is None:
+                        clash = (f"entries {quoted(who)} and {quoted(e.name)} declare different program signatures: "
+                                 f"method {quoted(m.name)} {part}[{j}] is named {quoted(name)} by {quoted(who)} and "
+                                 f"{quoted(t.name)} by {quoted(e.name)}")
+        if clash is not None:
+            out.append((i, clash))
+    return out
 
 
 def consistency_problems(
@@ -119,19 +178,11 @@ def consistency(manifest: Manifest, table_names: Sequence[str], segment_sizes: S
                 out.add(C.NAMED_DATA_KEY_MISSING, f"manifest.entries[{i}].named_data[{k}]",
                         f"entry {quoted(e.name)} needs named-data key {quoted(key)}, which the manifest does not "
                         "define", e.position)
-    first_sig: ManifestEntry | None = None
+    problems = dict(signature_problems([(i, e) for i, e in enumerate(manifest.entries) if e.signature is not None]))
     first_digest: ManifestEntry | None = None
     for i, e in enumerate(manifest.entries):
-        if e.signature is not None:
-            if first_sig is None:
-                first_sig = e
-            else:
-                assert first_sig.signature is not None
-                diff = signature_difference(first_sig.signature, e.signature)
-                if diff is not None and out.wants(C.SIGNATURE_MISMATCH):
-                    out.add(C.SIGNATURE_MISMATCH, f"manifest.entries[{i}].signature",
-                            f"entries {quoted(first_sig.name)} and {quoted(e.name)} declare different program "
-                            f"signatures: {diff}", e.position)
+        if i in problems and out.wants(C.SIGNATURE_MISMATCH):
+            out.add(C.SIGNATURE_MISMATCH, f"manifest.entries[{i}].signature", problems[i], e.position)
         if e.source_digest is not None:
             if first_digest is None:
                 first_digest = e
@@ -142,15 +193,17 @@ def consistency(manifest: Manifest, table_names: Sequence[str], segment_sizes: S
     return out
 
 
-def read_manifest(buf: Any, header: Any, *, source: str | None = None) -> Manifest | None:
+def read_manifest(buf: Any, header: Any, *, source: str | None = None, base: int = 0) -> Manifest | None:
     """The manifest of a structurally sound v2 container (None when it has none), after checking
-    its CRC32C: bounds-checked, FatpteError on any defect."""
+    its CRC32C: bounds-checked, FatpteError on any defect. `buf` holds the file's bytes from
+    offset `base` on (a range read on its own, fatpte/container/remote.py); offsets in errors stay
+    the file's."""
     if header is None or header.version != L.VERSION_2 or header.manifest_size == 0:
         return None
     from fatpte.fileio.checksum import crc32c
 
     start, end = header.manifest_offset, header.manifest_offset + header.manifest_size
-    actual = crc32c(buf, start, end)
+    actual = crc32c(buf, start - base, end - base)
     if actual != header.manifest_checksum:
         raise FatpteError(ErrorCode.MANIFEST_CHECKSUM_MISMATCH,
                           f"the manifest ({start:#x}..{end:#x}) has CRC32C {actual:08x}, but manifest_checksum "
@@ -159,16 +212,15 @@ def read_manifest(buf: Any, header: Any, *, source: str | None = None) -> Manife
                           expected=header.manifest_checksum, actual=actual)
     view = memoryview(buf)
     try:
-        return decode(view[start:end], base=start, source=source)
+        return decode(view[start - base : end - base], base=start, source=source)
     finally:
         view.release()
 
 
-def check_container(buf: Any, st: Any) -> None:
+def check_container(src: Any, st: Any) -> None:
     """Append the manifest findings of a v2 container to `st.findings` (the last checks of the
-    canonical order): decoding, then the consistency rules, then payload SHA-256 digests."""
-    import hashlib
-
+    canonical order): decoding, then the consistency rules, then payload SHA-256 digests. `src`
+    answers for the file's bytes (a RangeReader, fatpte/fileio/ranges.py)."""
     from fatpte.errors import finding
 
     h = st.header
@@ -186,7 +238,8 @@ def check_container(buf: Any, st: Any) -> None:
                                                 ErrorCode.BAD_MANIFEST_IDENTIFIER) for f in st.findings):
         return
     try:
-        manifest = read_manifest(buf, h, source=st.source)
+        start = h.manifest_offset
+        manifest = read_manifest(src.bytes(start, start + h.manifest_size), h, source=st.source, base=start)
     except FatpteError as exc:
         st.add(exc.finding)
         return
@@ -206,23 +259,17 @@ def check_container(buf: Any, st: Any) -> None:
         st.add(finding(code, message, offset=offset, field=path))
     by_name = {e.name: e for e in st.entries}
     # Each payload is hashed once, however many manifest entries (repeated names, E0410) claim it.
-    digests: dict[int, Any] = {}
+    digests: dict[int, bytes] = {}
     for i, me in enumerate(manifest.entries):
         e = by_name.get(me.name)
         if me.payload_sha256 is None or e is None or e.index not in st.placed_entries:
             continue
         digest = digests.get(e.index)
         if digest is None:
-            digest = digests[e.index] = hashlib.sha256()
-            view = memoryview(buf)
-            try:
-                for pos in range(e.offset, e.end, 8 << 20):
-                    digest.update(view[pos : min(e.end, pos + (8 << 20))])
-            finally:
-                view.release()
-        if digest.digest() != me.payload_sha256:
+            digest = digests[e.index] = src.sha256(e.offset, e.end)
+        if digest != me.payload_sha256:
             st.add(finding(ErrorCode.PAYLOAD_DIGEST_MISMATCH,
-                           f"payload of {e.name!r} has SHA-256 {digest.hexdigest()}, but its manifest entry says "
+                           f"payload of {quoted(e.name)} has SHA-256 {digest.hex()}, but its manifest entry says "
                            f"{me.payload_sha256.hex()}", offset=h.manifest_offset + me.position,
                            field=f"manifest.entries[{i}].payload_sha256", expected=me.payload_sha256.hex(),
-                           actual=digest.hexdigest()))
+                           actual=digest.hex()))

@@ -1,9 +1,10 @@
 """Operations on containers, each a library function with explicit arguments that the command line
 calls: `packing` (pack, with `specialization`, `named_data` planning and `pack_manifest`),
 `packfile` (pack.toml), `thinning`, `extraction`, `edit` (add, remove, replace, convert), `diff`,
-`unpack`, `coverage`, `info`; and the ExecuTorch ones: `pte_specialize` (a .pte as a
-specialization), `fat_delegate` (fat delegates inside a .pte) and `ptd_export` (an entry's named
-data as a .ptd).
+`unpack`, `coverage`, `info`, `validation` (`fatpte.validate`); and the ExecuTorch ones:
+`program_entry` (a program's record and the checks every write path and validate make),
+`pte_specialize` (a .pte as a specialization), `fat_delegate` (fat delegates inside a .pte) and
+`ptd_export` (an entry's named data as a .ptd).
 
 May use: fatpte.executorch, fatpte.device, fatpte.container, fatpte.manifest, fatpte.format,
 fatpte.fileio, fatpte.errors.

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fatpte.container.reader import open as open_container
+from fatpte.container.locations import open as open_container
 from fatpte.device.profile import HOST_NAME, DeviceProfile
 from fatpte.device.selection import select
 from fatpte.errors import SelectionError

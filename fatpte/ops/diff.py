@@ -31,7 +31,7 @@ def _entry_views(container: Container) -> dict[str, dict[str, Any]]:
 
 
 def _entry_view(container: Container, e: Entry, m: ManifestEntry | None) -> dict[str, Any]:
-    checksum = e.checksum if e.checksum is not None else crc32c(container.buffer, e.offset, e.end)
+    checksum = e.checksum if e.checksum is not None else _crc32c(container, e)
     return {
         "backend_id": e.backend_id,
         "size": e.size,
@@ -45,6 +45,14 @@ def _entry_view(container: Container, e: Entry, m: ManifestEntry | None) -> dict
         "source_digest": None if m is None else m.source_digest,
         "payload_sha256": None if m is None or m.payload_sha256 is None else m.payload_sha256.hex(),
     }
+
+
+def _crc32c(container: Container, e: Entry) -> int:
+    """The CRC32C of a payload that states none (version 1), read in bounded chunks."""
+    value = 0
+    for chunk in container.stream(e.offset, e.size):
+        value = crc32c(chunk, value=value)
+    return value
 
 
 def _named_data_view(container: Container) -> dict[str, dict[str, Any]]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from fatpte.container.reader import Container
 from fatpte.container.reader import open as open_container
 from fatpte.errors import ErrorCode, FatpteError
+from fatpte.fileio.mapping import map_view
 from fatpte.fileio.sources import PayloadSource
 from fatpte.format import layout as L
 from fatpte.format.model import Entry
@@ -108,11 +109,39 @@ def remove(path: PathLike, dest: PathLike, names: Sequence[str]) -> Path:
 
 def replace(path: PathLike, dest: PathLike, name: str, payload: PayloadSource) -> Path:
     """Write to `dest` the container at `path` with the payload of entry `name` replaced.
-    A SHA-256 of the payload in the manifest is recomputed for the new payload."""
+
+    The entry keeps its name, backend id, priority, alignment, requirements and source digest;
+    what its manifest record said of the old payload is derived again from the new one, as `pack`
+    derives it: a SHA-256 of the payload is recomputed, and when the new payload is an ExecuTorch
+    program, its signature, ExecuTorch backends and program digest are its own and its named data
+    is the keys it loads that the container holds (specs/executorch.md section 7). The new payload
+    passes the checks `pack` makes (a backend id that contradicts its delegates, a signature the
+    other entries do not share, are refused)."""
     with _opened(path) as (container, specs, views):
         i = container.entry(name).index
-        specs[i] = dataclasses.replace(specs[i], payload=payload)
+        specs[i] = _renewed(container, specs[i], payload)
         return _repack(container, specs, dest, views)
+
+
+def _renewed(container: Container, old: Specialization, payload: PayloadSource) -> Specialization:
+    """`old` with `payload`, forgetting what its record said about the old payload."""
+    from fatpte.ops import program_entry as pe
+
+    provenance = {k: v for k, v in (old.provenance or {}).items() if k not in (pe.SHA256_KEY, pe.NAMED_DATA_KEY)}
+    named = old.named_data
+    data = map_view(payload) if isinstance(payload, (str, os.PathLike)) else payload
+    if pe.is_program(data):
+        try:
+            facts = pe.program_facts(data, source=os.fspath(payload) if isinstance(payload, (str, os.PathLike))
+                                     else None)
+        except FatpteError:
+            facts = None  # opaque bytes that say ET12: packed as any payload
+        if facts is not None and container.manifest is not None:
+            held = container.manifest.keys
+            kept = [k for k in (named if isinstance(named, list) else []) if k in facts.needed]
+            named = kept + sorted((facts.needed - set(kept)) & set(held), key=lambda k: held[k]) or None
+    return dataclasses.replace(old, payload=payload, signature=None, executorch_backends=None,
+                               provenance=provenance or None, named_data=named)
 
 
 def v1_obstacles(container: Container) -> list[str]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from fatpte.container.reader import open as open_container
+from fatpte.container.locations import open as open_container
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.atomic import atomic_output
-from fatpte.fileio.streams import Progress, copy_range_crc, progress_counter
+from fatpte.fileio.streams import Progress, progress_counter
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -25,10 +25,11 @@ def extract(
     progress: Progress | None = None,
 ) -> Path:
     """Write the payload of the entry named `name_or_backend_id` (else the only entry with that
-    backend id) to `dest`.
+    backend id) of the container at `path` (a path or a URL) to `dest`.
 
     The payload passes once through a few 1 MiB buffers into a temporary file, hashed while
     each buffer is in the CPU cache and written by a second thread (`streams.copy_range_crc`).
+    From a URL, range requests of bounded size stream it the same way (docs/remote.md).
     A payload whose CRC32C differs from its entry's is never published: the temporary file is
     removed and `dest` is left as it was.
     `progress(done, total)` is called as bytes are copied."""
@@ -49,16 +50,12 @@ def extract_entry(
     *,
     progress: Progress | None = None,
 ) -> None:
-    """`extract` of an entry of a container already open from a file (the command line has
-    opened it to choose the entry), so the header and table are not read twice."""
-    fd = container.fileno
-    if fd is None:
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "extract copies from a file, not a buffer",
-                          source=container.source)
+    """`extract` of an entry of a container already open (the command line has opened it to
+    choose the entry), so the header and table are not read twice."""
     with atomic_output(dest) as out:
         out.flush()
         advance = None if progress is None else progress_counter(progress, entry.size)
-        actual = copy_range_crc(fd, entry.offset, out.fileno(), 0, entry.size, advance=advance)
+        actual = container.copy_range(entry.offset, entry.size, out.fileno(), 0, advance=advance)
         if entry.checksum is not None and actual != entry.checksum:
             raise FatpteError(
                 ErrorCode.PAYLOAD_CHECKSUM_MISMATCH,

@@ -70,7 +70,11 @@ def executorch_payload(container: Container, entry: Entry, recorded: tuple[str, 
     ExecuTorch backend ids it needs registered, sorted: `recorded` when the manifest records them
     (revision 2), else derived: a program's delegates' (`[]`: portable kernels only), the native
     backend for a package; None when it is neither, or cannot be read as one (`fatpte validate`
-    reports what is wrong)."""
+    reports what is wrong). A container at a URL is described from its table and manifest alone,
+    as reading each payload would cost requests (docs/remote.md): `pte` when the table's
+    payload_kind says so, with the backends the manifest records."""
+    if container.is_remote:
+        return ("pte" if entry.payload_kind == PTE_KIND else None), None if recorded is None else list(recorded)
     view = container.payload(entry)
     try:
         if recorded is not None:  # the manifest says: only the kind is read, from bytes 0..64
@@ -98,6 +102,12 @@ def executorch_payload(container: Container, entry: Entry, recorded: tuple[str, 
         return None, None
     finally:
         view.release()
+
+
+def _signature_check_key() -> str:
+    from fatpte.manifest.model import SIGNATURE_CHECK_KEY  # loaded with the manifest, not before
+
+    return SIGNATURE_CHECK_KEY
 
 
 def summary(container: Container) -> dict[str, Any]:
@@ -130,6 +140,7 @@ def summary(container: Container) -> dict[str, Any]:
         row["source_digest"] = None if m is None else m.source_digest
         row["payload_sha256"] = None if m is None or m.payload_sha256 is None else m.payload_sha256.hex()
         row["provenance"] = {} if m is None else dict(m.provenance)
+        row["signature_check"] = None if m is None else dict(m.provenance).get(_signature_check_key())
         entries.append(row)
     distinct = {(e.offset, e.size) for e in container.entries}
     stored = sum(size for _, size in distinct)

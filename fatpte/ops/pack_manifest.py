@@ -1,16 +1,21 @@
 """The manifest `pack` writes: one record per specialization (requirements, signature, named-data
-keys, digests, provenance), checked with the same consistency rules `validate` applies.
+keys, digests, provenance), checked with the same consistency rules `validate` applies. An entry
+whose payload is an ExecuTorch program gets its record derived from the program and checked
+against it (fatpte.ops.program_entry), whichever way the specialization was made.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, FatpteWarning
 from fatpte.format import layout as L
 from fatpte.manifest.codec import encode
 from fatpte.manifest.model import (
+    SIGNATURE_CHECK_KEY,
     Manifest,
     ManifestEntry,
     Requirements,
@@ -22,23 +27,55 @@ from fatpte.manifest.model import (
 from fatpte.manifest.rules import consistency_problems
 
 
+def _program(s: Any, src: Any, label: str) -> Any:
+    """The ProgramFacts of a specialization whose payload is an ExecuTorch program, else None. A
+    payload that says `ET12` but does not read as a program is opaque bytes, unless the
+    specialization claims a program (executorch_backends, or a recorded program digest): then the
+    reader's error stands."""
+    from fatpte.ops import program_entry as pe
+
+    if not pe.is_program(src.buf):
+        return None
+    source = os.fspath(s.payload) if isinstance(s.payload, (str, os.PathLike)) else f"{label}.payload"
+    try:
+        return pe.program_facts(src.buf, source=source)
+    except FatpteError:
+        claims = s.executorch_backends is not None or pe.SHA256_KEY in dict(s.provenance or {})
+        if claims:
+            raise
+        return None
+
+
 def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> bytes:
     """The manifest bytes `pack` writes, or b"" when no specialization asks for one."""
     import hashlib
 
-    wanted = bool(nd.segments) or any(
+    programs = [_program(s, src, f"specialization[{i}]") for i, (s, src) in enumerate(zip(specs, sources))]
+    wanted = bool(nd.segments) or any(p is not None for p in programs) or any(
         s.requires or s.named_data or s.signature or s.source_digest or s.provenance or s.payload_sha256
         or s.executorch_backends is not None for s in specs)
     if not wanted:
+        warn_ranking_ties([(s.entry_name, s.priority, Requirements(), None) for s in specs])
         return b""
+    names = [s.entry_name for s in specs]
+    stated = [None if s.signature is None else Signature.from_mapping(s.signature, f"specialization[{i}].signature")
+              for i, s in enumerate(specs)]
     entries: list[ManifestEntry] = []
     for i, (s, src) in enumerate(zip(specs, sources)):
         label = f"specialization[{i}]"
         digest = parse_source_digest(s.source_digest, f"{label}.source_digest")
         prov = parse_provenance(s.provenance, f"{label}.provenance")
         backends = parse_executorch_backends(s.executorch_backends, f"{label}.executorch_backends")
+        signature = stated[i]
+        if programs[i] is not None:
+            signature, backends, prov = _program_record(i, s, programs[i], nd.entry_keys[i], stated, programs,
+                                                        names, backends, prov)
+        elif prov:
+            signature = _decided_signature(i, prov, stated, programs, names)
         sha = None
-        if s.payload_sha256:
+        if s.payload_sha256 and programs[i] is not None:
+            sha = bytes.fromhex(programs[i].sha256)  # the program's digest is the payload's, computed once
+        elif s.payload_sha256:
             h = hashlib.sha256()
             view = memoryview(src.buf)
             try:
@@ -50,7 +87,7 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
         entries.append(ManifestEntry(
             name=s.entry_name,
             requires=Requirements.from_mapping(s.requires, f"{label}.requires"),
-            signature=None if s.signature is None else Signature.from_mapping(s.signature, f"{label}.signature"),
+            signature=signature,
             named_data=nd.entry_keys[i], source_digest=digest, payload_sha256=sha, provenance=prov,
             executorch_backends=backends))
     named = tuple(sorted(nd.key_segment.items(), key=lambda kv: kv[0].encode("utf-8")))
@@ -61,6 +98,7 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
     if problems:
         code, path, message, _ = problems[0]
         raise FatpteError(code, message, field=path.replace("manifest.entries", "specialization"))
+    warn_ranking_ties([(e.name, s.priority, e.requires, e.executorch_backends) for s, e in zip(specs, entries)])
     data = encode(manifest)
     if len(data) > L.MAX_MANIFEST_SIZE:
         raise FatpteError(ErrorCode.MANIFEST_TOO_LARGE, f"the manifest would be {len(data)} bytes, above the "
@@ -68,3 +106,99 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
     return data
 
 
+def _decided_signature(i: int, prov: Sequence[tuple[str, str]], stated: Sequence[Signature | None],
+                       programs: Sequence[Any], names: Sequence[str]) -> Signature | None:
+    """The signature entry `i` states under its recorded signature decision (program_entry)."""
+    from fatpte.ops import program_entry as pe
+
+    decision = pe.signature_decision(prov)
+    if decision is None:
+        return stated[i]
+    source = pe.check_decision(decision, names, f"specialization[{i}].provenance")
+    if source is None:
+        return None
+    k = names.index(source)
+    own = stated[k] if stated[k] is not None else (None if programs[k] is None else programs[k].signature)
+    if own is None:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"specialization[{i}]: {SIGNATURE_CHECK_KEY} takes the "
+                          f"signature of entry {source!r}, which states none and is no ExecuTorch program",
+                          field=f"specialization[{i}].provenance", actual=decision)
+    return own
+
+
+def _program_record(i: int, s: Any, facts: Any, keys: Sequence[str], stated: Sequence[Signature | None],
+                    programs: Sequence[Any], names: Sequence[str], backends: tuple[str, ...] | None,
+                    prov: tuple[tuple[str, str], ...]) -> tuple[Signature | None, tuple[str, ...],
+                                                             tuple[tuple[str, str], ...]]:
+    """(signature, executorch_backends, provenance) of entry `i`, whose payload is a program:
+    derived from it, what was stated checked against it (specs/executorch.md section 7)."""
+    from fatpte.ops import program_entry as pe
+
+    label = f"specialization[{i}]"
+
+    def refuse(code: ErrorCode, field: str, why: str) -> FatpteError:
+        return FatpteError(code, f"{label} ({names[i]!r}): {why}", field=f"{label}.{field}")
+
+    why = pe.backend_problem(s.backend_id, facts.executorch_backends)
+    if why is not None:
+        raise refuse(ErrorCode.BACKEND_ID_CONTRADICTS_PROGRAM, "backend_id", why)
+    if backends is None:
+        backends = facts.executorch_backends
+    elif tuple(sorted(backends)) != facts.executorch_backends:
+        raise refuse(ErrorCode.EXECUTORCH_BACKENDS_MISMATCH, "executorch_backends",
+                     f"executorch_backends {', '.join(backends) or 'none'} are not its program's delegates "
+                     f"({', '.join(facts.executorch_backends) or 'none'})")
+    why = pe.digest_problem(prov, facts)
+    if why is not None:
+        raise refuse(ErrorCode.PROGRAM_DIGEST_MISMATCH, "provenance", why)
+    if pe.SHA256_KEY not in dict(prov):
+        prov = (*prov, (pe.SHA256_KEY, facts.sha256))
+    why = pe.named_data_problem(keys, facts)
+    if why is not None:
+        warnings.warn(FatpteWarning(ErrorCode.NAMED_DATA_UNUSED, f"{label} ({names[i]!r}): {why}",
+                                    field=f"{label}.named_data"), stacklevel=2)
+    decision = pe.signature_decision(prov)
+    given = stated[i]
+    if decision is None and given is not None:
+        why = pe.stated_signature_problem(given, facts.signature)
+        if why is not None:
+            raise refuse(ErrorCode.PROGRAM_SIGNATURE_MISMATCH, "signature", why)
+    signature = _decided_signature(i, prov, stated, programs, names)
+    if decision is None and signature is None:
+        signature = facts.signature
+    return signature, backends, prov
+
+
+def _together(a: Requirements, b: Requirements) -> bool:
+    """Whether one device can meet both `a` and `b` (specs/nfat-manifest.md 6.2): their os lists and
+    arch lists overlap where both state one, and some allowed architecture has every CPU feature
+    either requires. Accelerators, memory and ABI never keep two entries apart."""
+    from fatpte.format.vocabulary import ARCHES, CPU_FEATURES
+
+    if a.os and b.os and not set(a.os) & set(b.os):
+        return False
+    arches = set(ARCHES)
+    for r in (a, b):
+        if r.arch:
+            arches &= set(r.arch)
+    features = set(a.cpu_features) | set(b.cpu_features)
+    return any(features <= CPU_FEATURES[arch] for arch in arches)
+
+
+def warn_ranking_ties(rows: Sequence[tuple[str, int, Requirements, Sequence[str] | None]]) -> None:
+    """A FatpteWarning (E0709) for each pair of entries one device can make eligible together that
+    tie on priority, delegation and specificity: only their place in the table would choose."""
+    first: dict[tuple[int, bool, int], list[tuple[str, Requirements]]] = {}
+    for name, priority, req, backends in rows:
+        key = (priority, bool(backends), req.specificity)
+        group = first.setdefault(key, [])
+        other = next((n for n, r in group if _together(r, req)), None)
+        group.append((name, req))
+        if other is None:
+            continue
+        delegation = "both delegate to a backend" if key[1] else "neither delegates to a backend"
+        warnings.warn(FatpteWarning(
+            ErrorCode.RANKING_TIE, f"entries {other!r} and {name!r} can both be eligible on one device and tie on "
+            f"priority ({priority}), delegation ({delegation}) and specificity ({key[2]}): only their place in "
+            f"the table chooses {other!r}; give the one to prefer a higher priority", field="specialization"),
+            stacklevel=2)

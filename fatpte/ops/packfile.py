@@ -29,7 +29,7 @@ from fatpte.ops.packing import pack
 from fatpte.ops.specialization import NamedData, Specialization
 
 _TOP = ("version", "alignment", "segment_alignment", "signature", "source_digest", "named_data",
-        "specialization")
+        "specialization", "signature_from", "check_signatures")
 _SPEC = ("backend_id", "payload", "name", "priority", "alignment", "requires", "named_data", "signature",
          "source_digest", "provenance", "payload_sha256", "data", "share_named_data", "executorch_backends")
 FROM_PAYLOAD = "from-payload"  # `signature = "from-payload"`: read the signature from the .pte payload
@@ -154,6 +154,14 @@ def _load(ctx: _Ctx, doc: dict[str, Any]) -> tuple[list[Specialization], dict[st
     for key in ("version", "alignment", "segment_alignment"):
         if key in doc:
             kwargs[key] = ctx.integer(doc[key], key)
+    if "signature_from" in doc:
+        if not isinstance(doc["signature_from"], str):
+            raise ctx.bad("signature_from", "must be the name of an entry", doc["signature_from"])
+        kwargs["signature_from"] = doc["signature_from"]
+    if "check_signatures" in doc:
+        if not isinstance(doc["check_signatures"], bool):
+            raise ctx.bad("check_signatures", "must be true or false", doc["check_signatures"])
+        kwargs["check_signatures"] = doc["check_signatures"]
     shared_raw = doc.get("named_data", {})
     shared = ctx.keys(shared_raw, tuple(shared_raw) if isinstance(shared_raw, Mapping) else (), "named_data")
     kwargs["named_data"] = {k: _named_value(ctx, v, f"named_data.{k}") for k, v in shared.items()} or None

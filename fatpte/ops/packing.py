@@ -93,6 +93,8 @@ def pack(
     named_data: Any = None,
     segment_alignment: int | None = None,
     progress: Progress | None = None,
+    signature_from: str | None = None,
+    check_signatures: bool = True,
 ) -> Path:
     """Write a container holding `specializations` to `dest` and return its path.
 
@@ -105,10 +107,19 @@ def pack(
     the default segment alignment (64 when None).
 
     `progress(done, total)` is called as payload and segment bytes are written.
+
+    An entry whose payload is an ExecuTorch program gets its signature, ExecuTorch backends and
+    program digest from the program, and what the specialization states of them is checked
+    against it (fatpte.ops.program_entry); entries must state agreeing signatures (E0411). When
+    the caller knows better: `signature_from=NAME` gives every entry entry NAME's signature, and
+    `check_signatures=False` stores none; either is recorded in each entry's provenance
+    (`fatpte.signature_check`), and `fatpte info` shows it.
     """
     specs = list(specializations)
     if not specs:
         raise FatpteError(ErrorCode.NO_SPECIALIZATIONS, "nothing to pack: give at least one specialization")
+    if signature_from is not None or not check_signatures:
+        specs = _decide_signatures(specs, signature_from, check_signatures)
     if version not in L.SUPPORTED_VERSIONS:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"version must be 1 or 2, not {version!r}",
                           field="version", actual=version)
@@ -132,6 +143,26 @@ def pack(
         with atomic_output(target) as out:
             _write(out, layout, progress)
     return target
+
+
+def _decide_signatures(specs: list[Specialization], signature_from: str | None,
+                       check_signatures: bool) -> list[Specialization]:
+    """`specs` with the caller's signature decision recorded in each one's provenance."""
+    import dataclasses
+
+    from fatpte.manifest.model import SIGNATURE_CHECK_KEY
+    from fatpte.ops.program_entry import FROM, SKIPPED
+
+    if signature_from is not None and not check_signatures:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "signature_from and check_signatures=False exclude each "
+                          "other: take one entry's signature, or store none", field="signature_from")
+    names = [s.entry_name for s in specs]
+    if signature_from is not None and signature_from not in names:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"signature_from names no entry: {signature_from!r} is not "
+                          f"one of {', '.join(map(repr, names))}", field="signature_from", actual=signature_from)
+    value = SKIPPED if signature_from is None else FROM + signature_from
+    return [dataclasses.replace(s, provenance={**dict(s.provenance or {}), SIGNATURE_CHECK_KEY: value})
+            for s in specs]
 
 
 def _write(out: BinaryIO, layout: _Layout, progress: Progress | None) -> None:
@@ -205,7 +236,8 @@ def _reject_manifest_in_v1(specs: list[Specialization], named_data: Any) -> None
         if stated:
             said = stated[0] if len(stated) == 1 else f"{', '.join(stated[:-1])} and {stated[-1]}"
             why = ""
-            if s.signature and s.provenance and any(k.startswith("executorch.") for k in s.provenance):
+            derived = s.executorch_backends is not None or any(k.startswith("executorch.") for k in s.provenance or {})
+            if s.signature and derived:
                 # What fatpte itself derived from an ExecuTorch file, not what the caller wrote.
                 why = (": a .pte or .ptn is packed with the signature and provenance fatpte reads from it, and "
                        "version 1 has no place for them; pack into version 2 (the default)")

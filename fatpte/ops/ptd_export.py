@@ -19,13 +19,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fatpte.container.reader import open as open_container
+from fatpte.container.locations import open as open_container
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.ptd import read_ptd
 from fatpte.executorch.ptd_write import TensorLayout, external_layouts, plan_ptd
 from fatpte.executorch.pte import IDENTIFIER, read_program
 from fatpte.fileio.atomic import atomic_output
-from fatpte.fileio.streams import copy_range_crc
 from fatpte.format.model import Segment
 
 
@@ -55,7 +54,7 @@ def entry_data_file(
         keys = () if found is None else tuple(found.named_data)
         if not keys:
             return EntryData(None, entry.name, (), 0)
-        assert manifest is not None and c.fileno is not None  # keys come from the manifest of a file
+        assert manifest is not None  # keys come from the manifest
         segments: list[Segment] = []
         local: dict[int, int] = {}  # container segment index -> .ptd segment index
         key_segment: dict[str, int] = {}
@@ -74,7 +73,7 @@ def entry_data_file(
             out.write(plan.prefix)
             out.flush()
             for seg, at in zip(segments, plan.offsets, strict=True):
-                actual = copy_range_crc(c.fileno, seg.offset, out.fileno(), at, seg.size)
+                actual = c.copy_range(seg.offset, seg.size, out.fileno(), at)
                 if actual != seg.checksum:
                     raise FatpteError(
                         ErrorCode.SEGMENT_CHECKSUM_MISMATCH,

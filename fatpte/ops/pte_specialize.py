@@ -36,21 +36,20 @@ from fatpte.executorch.rewrite import remove_named_data
 from fatpte.executorch.signature import native_signature, program_signature
 from fatpte.fileio.mapping import map_view
 from fatpte.manifest.model import LAYOUT_DTYPES, TensorLayout
+from fatpte.ops.program_entry import NAMED_DATA_KEY, SHA256_KEY, backend_word
 from fatpte.ops.specialization import NamedData, Specialization
 
 if TYPE_CHECKING:
     from fatpte.manifest.model import Requirements
     from fatpte.ops.specialization import RequirementsMapping, SignatureMapping
 
-_SUFFIX = re.compile(r"(?:_?backend)$", re.IGNORECASE)
 _NOT_ID = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 def backend_id_of(program: Program) -> str:
     """`portable` for a program with no delegate; else its delegates' ids, lowercased with the
     `Backend` suffix dropped (`XnnpackBackend` -> `xnnpack`), sorted and joined with `-`."""
-    ids = sorted({_SUFFIX.sub("", d.backend_id).lower() or d.backend_id.lower()
-                  for m in program.methods for d in m.delegates})
+    ids = sorted({backend_word(d.backend_id) for m in program.methods for d in m.delegates})
     if not ids:
         return "portable"
     text = _NOT_ID.sub("_", "-".join(ids))
@@ -191,13 +190,15 @@ def pte_specialization(
     layouts: dict[str, TensorLayout] = {}
     origin: dict[str, str] = {}
     payload: str | bytes = source
-    provenance_extra = {"executorch.pte.sha256": hashlib.sha256(data).hexdigest()}
+    # pack records the program's SHA-256 (executorch.pte.sha256) as it checks the payload; only a
+    # rewritten program records the input file's here, with a word saying the payload is not it.
+    provenance_extra: dict[str, str] = {}
     if share_named_data and program.named_data:
         # A program without named data stays the file itself, streamed and extracted unchanged.
         payload, moved = remove_named_data(bytes(data), source=source)  # a rewritten copy: in memory
         named.update(moved)
         origin.update(dict.fromkeys(moved, source))
-        provenance_extra["executorch.pte.named_data"] = "shared"
+        provenance_extra = {SHA256_KEY: hashlib.sha256(data).hexdigest(), NAMED_DATA_KEY: SHARED}
     for ptd in data_files:
         for key, (blob, layout) in ptd_tensors(ptd).items():
             if key in named and named[key] != blob:

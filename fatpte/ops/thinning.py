@@ -4,6 +4,9 @@ they use.
 Payload and segment bytes are copied by the kernel from the source file (never read into Python),
 keep their alignment, and keep their CRC32C and SHA-256 values: nothing is recomputed over them.
 Only the header, the tables and the manifest (which index the kept regions) are written anew.
+From a URL only those regions are fetched, with range requests, and each is checked against its
+CRC32C as it arrives: bytes that crossed a network are hashed at no cost next to the transfer,
+and a damaged one publishes nothing.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fatpte.container.locations import open as open_container
 from fatpte.container.reader import Container
-from fatpte.container.reader import open as open_container
 from fatpte.device.profile import DeviceProfile
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.atomic import atomic_output
@@ -56,20 +59,31 @@ def thin(
     prefer: Sequence[str] = (),
     exclude: Sequence[str] = (),
 ) -> Path:
-    """Write to `dest` a container with the entry `device` gets (or the entries `names`)."""
-    target = Path(dest)
+    """Write to `dest` a container with the entry `device` gets (or the entries `names`) of the
+    container at `path` (a path or a URL)."""
     with open_container(path) as c:
-        keep = _chosen(c, device, names, prefer, exclude)
-        if c.version == L.VERSION_1:
-            from fatpte.ops.packing import pack
-            from fatpte.ops.specialization import Specialization
+        return thin_container(c, dest, device=device, names=names, prefer=prefer, exclude=exclude)
 
-            return pack([Specialization(e.backend_id, c.payload(e)) for e in keep], target, version=L.VERSION_1)
-        manifest = c.manifest
-        fd = c.fileno
-        if fd is None:
-            raise FatpteError(ErrorCode.INVALID_ARGUMENT, "thin reads from a file, not a buffer", source=c.source)
-        _write_v2(_plan_v2(c, keep, manifest), fd, target)
+
+def thin_container(
+    c: Container,
+    dest: str | os.PathLike[str],
+    *,
+    device: DeviceProfile | None = None,
+    names: Sequence[str] | None = None,
+    prefer: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> Path:
+    """`thin` of a container already open (the command line reports its size too). From a
+    version 1 container at a URL, the kept payloads are held in memory while they are packed."""
+    target = Path(dest)
+    keep = _chosen(c, device, names, prefer, exclude)
+    if c.version == L.VERSION_1:
+        from fatpte.ops.packing import pack
+        from fatpte.ops.specialization import Specialization
+
+        return pack([Specialization(e.backend_id, c.payload(e)) for e in keep], target, version=L.VERSION_1)
+    _write_v2(_plan_v2(c, keep, c.manifest), c, target)
     return target
 
 
@@ -84,9 +98,21 @@ def thinned_size(c: Container, names: Sequence[str]) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class _Copy:
+    """One region to copy, with the CRC32C it must have and the field that states it."""
+
+    src: int
+    dst: int
+    size: int
+    checksum: int
+    field: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
 class _Plan:
     prefix: bytes  # header, tables, padding and manifest, written at offset 0
-    copies: list[tuple[int, int, int]]  # (source offset, dest offset, size)
+    copies: list[_Copy]
     total: int  # the container's size
 
 
@@ -103,13 +129,18 @@ def _plan_v2(c: Container, keep: list[Entry], manifest: Manifest | None) -> _Pla
         named = tuple((k, renumber[s]) for k, s in manifest.named_data if k in used)
         layouts = tuple((k, lay) for k, lay in manifest.layouts if k in used)
         new_manifest = encode_manifest(Manifest(manifest.revision, entries, named, layouts))
-    table_end = L.V2_HEADER_SIZE + len(keep) * L.V2_ENTRY_SIZE + len(segments) * L.V2_SEGMENT_SIZE
+    # A signature travels with the entries it describes (specs/nfat-signature.md): the region is
+    # copied unchanged, after every other region, and the statement still matches what is kept.
+    h = c.header
+    signed = h.signature_size > 0
+    header_size = L.SIGNED_HEADER_SIZE if signed else L.V2_HEADER_SIZE
+    table_end = header_size + len(keep) * L.V2_ENTRY_SIZE + len(segments) * L.V2_SEGMENT_SIZE
     cursor = table_end
     manifest_at = 0
     if new_manifest:
         manifest_at = cursor = _align_up(cursor, L.MANIFEST_ALIGNMENT)
         cursor += len(new_manifest)
-    copies: list[tuple[int, int, int]] = []  # (source offset, dest offset, size)
+    copies: list[_Copy] = []
     placed: dict[tuple[int, int], int] = {}  # entries sharing one payload region keep sharing it
     rows = []
     for e in keep:
@@ -118,25 +149,37 @@ def _plan_v2(c: Container, keep: list[Entry], manifest: Manifest | None) -> _Pla
             align = max(x.alignment for x in keep if (x.offset, x.size) == region)
             placed[region] = _align_up(cursor, align)
             cursor = placed[region] + e.size
-            copies.append((e.offset, placed[region], e.size))
+            assert e.checksum is not None  # version 2
+            copies.append(_Copy(e.offset, placed[region], e.size, e.checksum, f"entries[{e.index}].checksum",
+                                f"payload of {e.name!r}"))
         rows.append(e._replace(offset=placed[region]))
     seg_rows = []
     for old in segments:
         s = c.segments[old]
         at = _align_up(cursor, s.alignment)
         cursor = at + s.size
-        copies.append((s.offset, at, s.size))
+        copies.append(_Copy(s.offset, at, s.size, s.checksum, f"segments[{s.index}].checksum", f"segment {s.index}"))
         seg_rows.append({"offset": at, "size": s.size, "alignment": s.alignment, "checksum": s.checksum,
                          "flags": s.flags, "reserved": 0})
+    signature_at = 0
+    if signed:
+        signature_at = _align_up(cursor, L.SIGNATURE_ALIGNMENT)
+        cursor = signature_at + h.signature_size
+        copies.append(_Copy(h.signature_offset, signature_at, h.signature_size, h.signature_checksum,
+                            "header.signature_checksum", "signature region"))
     total = cursor
     header = {
-        "magic": L.MAGIC, "version": L.VERSION_2, "header_size": L.V2_HEADER_SIZE,
+        "magic": L.MAGIC, "version": L.VERSION_2, "header_size": header_size,
         "entry_size": L.V2_ENTRY_SIZE, "entry_count": len(keep), "segment_entry_size": L.V2_SEGMENT_SIZE,
         "segment_count": len(segments), "flags": 0, "container_size": total, "manifest_offset": manifest_at,
         "manifest_size": len(new_manifest), "manifest_checksum": crc32c(new_manifest) if new_manifest else 0,
         "header_checksum": 0,
     }
     prefix = bytearray(encode(L.RECORDS["v2_header"], header, "header"))
+    if signed:
+        prefix += encode(L.RECORDS["v2_signature_slot"], {
+            "signature_offset": signature_at, "signature_size": h.signature_size,
+            "signature_checksum": h.signature_checksum}, "header")
     for i, e in enumerate(rows):
         assert e.payload_kind is not None and e.checksum is not None
         name = e.name.encode("ascii").ljust(L.ID_FIELD_SIZE, b"\0")
@@ -154,13 +197,24 @@ def _plan_v2(c: Container, keep: list[Entry], manifest: Manifest | None) -> _Pla
     return _Plan(bytes(prefix), copies, total)
 
 
-def _write_v2(plan: _Plan, fd: int, target: Path) -> None:
+def _write_v2(plan: _Plan, c: Container, target: Path) -> None:
     from fatpte.fileio.streams import copy_range
 
     with atomic_output(target) as out:
         out.write(plan.prefix)
         out.flush()
-        for src, dst, size in plan.copies:
-            copy_range(fd, src, out.fileno(), dst, size)
+        for copy in plan.copies:
+            if c.fileno is not None:
+                copy_range(c.fileno, copy.src, out.fileno(), copy.dst, copy.size)
+                continue
+            actual = c.copy_range(copy.src, copy.size, out.fileno(), copy.dst)
+            if actual != copy.checksum:
+                code = (ErrorCode.PAYLOAD_CHECKSUM_MISMATCH if copy.field.startswith("entries")
+                        else ErrorCode.SIGNATURE_CHECKSUM_MISMATCH if copy.field.startswith("header")
+                        else ErrorCode.SEGMENT_CHECKSUM_MISMATCH)
+                raise FatpteError(code, f"the {copy.label} ({copy.src:#x}..{copy.src + copy.size:#x}) arrived with "
+                                  f"CRC32C {actual:08x}, but the table says {copy.checksum:08x}: nothing was "
+                                  "written", source=c.source, field=copy.field, expected=copy.checksum,
+                                  actual=actual)
         # Padding is never written: the file system reads the gaps as zero, as the spec requires.
         os.ftruncate(out.fileno(), plan.total)

@@ -1,7 +1,7 @@
 // Test backends that the loader must refuse without calling them: built three times, as
 // libfatpte_backend_wrong_abi.so (abi_version FATPTE_BACKEND_ABI_VERSION + 1), as
-// libfatpte_backend_wrong_id.so (whose table says it is `portable`) and as
-// libfatpte_backend_abi_range.so (a well-formed `x86_avx2` table of this loader's ABI version,
+// libfatpte_backend_wrong_id.so (whose table says it is `dense_ref`) and as
+// libfatpte_backend_abi_range.so (a well-formed `dense_avx2` table of this loader's ABI version,
 // installed by the test for an entry whose manifest backend_abi range excludes that version).
 // Every function aborts, so a loader that called one would crash the test.
 #include <cstdlib>
@@ -18,9 +18,9 @@ void unload(void*) { std::abort(); }
 #if defined(FATPTE_REFUSED_WRONG_ABI)
 const fatpte_backend kTable = {FATPTE_BACKEND_ABI_VERSION + 1, "wrong_abi", is_available, load, run, unload};
 #elif defined(FATPTE_REFUSED_ABI_RANGE)
-const fatpte_backend kTable = {FATPTE_BACKEND_ABI_VERSION, "x86_avx2", is_available, load, run, unload};
+const fatpte_backend kTable = {FATPTE_BACKEND_ABI_VERSION, "dense_avx2", is_available, load, run, unload};
 #else
-const fatpte_backend kTable = {FATPTE_BACKEND_ABI_VERSION, "portable", is_available, load, run, unload};
+const fatpte_backend kTable = {FATPTE_BACKEND_ABI_VERSION, "dense_ref", is_available, load, run, unload};
 #endif
 
 }  // namespace

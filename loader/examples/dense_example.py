@@ -1,10 +1,15 @@
-"""The example network of issue 5: a small dense network packed for the `portable` and
-`x86_avx2` example backends, with its weights stored once as named data both entries share.
+"""The example network of issue 5: a small dense network packed for the `dense_ref` and
+`dense_avx2` example backends, with its weights stored once as named data both entries share.
 
 `pack_example(dest)` writes the container; `reference(inputs)` computes the network in Python
 (float64) for comparison with the backends (float32). Run as a script to write
 `<dir>/dense.nfat` and `<dir>/dense-input.txt`; with `--aarch64` the container also has an
-`aarch64_neon` entry (`make test-aarch64`).
+`dense_neon` entry (`make test-aarch64`).
+
+It is the example of a payload that is not an ExecuTorch program: the loader runs it through
+fatpte's own example backend ABI (loader/include/fatpte/backend.h), a toy of one float32 tensor in
+and one out. The backend ids are `dense_*` so that none is taken for an ExecuTorch lowering
+(`portable`, `xnnpack`) in a container that holds both kinds.
 """
 
 from __future__ import annotations
@@ -64,9 +69,9 @@ def payload() -> bytes:
 
 
 def pack_example(dest: str | Path, avx2_abi: tuple[int, int] | None = None, neon: bool = False) -> Path:
-    """Pack the network for `portable` and, preferred where the CPU has AVX2 and FMA, `x86_avx2`;
-    `avx2_abi` (min, max) adds a backend_abi requirement to the `x86_avx2` entry. `neon` adds an
-    `aarch64_neon` entry, preferred on aarch64 with ASIMD (`make test-aarch64`)."""
+    """Pack the network for `dense_ref` and, preferred where the CPU has AVX2 and FMA, `dense_avx2`;
+    `avx2_abi` (min, max) adds a backend_abi requirement to the `dense_avx2` entry. `neon` adds a
+    `dense_neon` entry, preferred on aarch64 with ASIMD (`make test-aarch64`)."""
     data = {key: _f32(values) for key, values in weights().items()}
     keys = sorted(data)
     body = payload()
@@ -74,11 +79,11 @@ def pack_example(dest: str | Path, avx2_abi: tuple[int, int] | None = None, neon
     if avx2_abi is not None:
         avx2["backend_abi"] = {"min": avx2_abi[0], "max": avx2_abi[1]}
     entries = [
-        Specialization("portable", body, name="portable", named_data=keys),
-        Specialization("x86_avx2", body, name="x86_avx2", priority=1, named_data=keys, requires=avx2),
+        Specialization("dense_ref", body, name="dense_ref", named_data=keys),
+        Specialization("dense_avx2", body, name="dense_avx2", priority=1, named_data=keys, requires=avx2),
     ]
     if neon:
-        entries.append(Specialization("aarch64_neon", body, name="aarch64_neon", priority=1, named_data=keys,
+        entries.append(Specialization("dense_neon", body, name="dense_neon", priority=1, named_data=keys,
                                       requires={"arch": ["aarch64"], "cpu_features": ["asimd"]}))
     return pack(
         entries,
@@ -104,14 +109,14 @@ def reference(inputs: list[float]) -> list[float]:
 
 
 def main(argv: list[str]) -> int:
-    """`dense_example.py [--aarch64] [DIR]`: `--aarch64` adds the `aarch64_neon` entry."""
+    """`dense_example.py [--aarch64] [DIR]`: `--aarch64` adds the `dense_neon` entry."""
     neon = "--aarch64" in argv[1:]
     args = [a for a in argv[1:] if a != "--aarch64"]
     out = Path(args[0] if args else ".")
     out.mkdir(parents=True, exist_ok=True)
     path = pack_example(out / "dense.nfat", neon=neon)
     (out / "dense-input.txt").write_text(" ".join(f"{v:.9g}" for v in example_input()) + "\n")
-    backends = "portable, x86_avx2, aarch64_neon" if neon else "portable, x86_avx2"
+    backends = "dense_ref, dense_avx2, dense_neon" if neon else "dense_ref, dense_avx2"
     print(f"packed {path} ({backends}; weights shared as named data)")
     print("reference output:", " ".join(f"{v:.9g}" for v in reference(example_input())))
     return 0

@@ -26,7 +26,7 @@ Container::~Container() {
 }
 
 Result<std::unique_ptr<Container>> Container::open_file(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it (E0802, as Python).
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it (E0811, as Python).
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return io_error(path, "cannot open", errno);
   struct stat sb;

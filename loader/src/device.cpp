@@ -2,17 +2,20 @@
 // and the canonical JSON printer (fatpte/device/profile.py canonical_text).
 #include "fatpte/device.hpp"
 
+#include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+#include <sstream>  // canonical_json
 
 #include "text.hpp"
 
 #if defined(__linux__) || defined(__APPLE__)
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -65,15 +68,27 @@ std::string canonical_json(const DeviceProfile& p) {
     o << "  ],\n";
   }
   o << "  \"memory_bytes\": " << p.memory_bytes << ",\n";
+  const char* after_backends = p.executorch_backends ? ",\n" : "\n";
   if (p.backends.empty()) {
-    o << "  \"backends\": {}\n";
+    o << "  \"backends\": {}" << after_backends;
   } else {
     o << "  \"backends\": {\n";
     std::size_t k = 0;
     for (const auto& kv : p.backends) {
       o << "    " << detail::json_quote(kv.first) << ": " << kv.second << (++k < p.backends.size() ? ",\n" : "\n");
     }
-    o << "  }\n";
+    o << "  }" << after_backends;
+  }
+  if (p.executorch_backends) {  // only when known; a std::set is sorted bytewise, like sorted()
+    const std::set<std::string>& et = *p.executorch_backends;
+    if (et.empty()) {
+      o << "  \"executorch_backends\": []\n";
+    } else {
+      o << "  \"executorch_backends\": [\n";
+      std::size_t k = 0;
+      for (const std::string& b : et) o << "    " << detail::json_quote(b) << (++k < et.size() ? ",\n" : "\n");
+      o << "  ]\n";
+    }
   }
   o << "}\n";
   return o.str();
@@ -134,21 +149,32 @@ std::set<std::string> arm_hwcap_features(std::uint64_t hwcap, std::uint64_t hwca
 }
 
 std::uint64_t meminfo_total(const std::string& meminfo) {
-  std::istringstream in(meminfo);
-  std::string line;
-  while (std::getline(in, line)) {
+  // Parsed by hand, not with string streams: their locale set-up cost each run a tenth of a
+  // millisecond before it could load anything.
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; };
+  std::size_t start = 0;
+  while (start < meminfo.size()) {
+    std::size_t end = meminfo.find('\n', start);
+    if (end == std::string::npos) end = meminfo.size();
+    const std::string line = meminfo.substr(start, end - start);
+    start = end + 1;
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
     std::string name = line.substr(0, colon);
     const auto a = name.find_first_not_of(" \t");
     const auto b = name.find_last_not_of(" \t");
     if (a == std::string::npos || name.substr(a, b - a + 1) != "MemTotal") continue;
-    std::istringstream rest(line.substr(colon + 1));
-    std::string number, unit, extra;
-    rest >> number >> unit;
-    if (number.empty() || unit != "kB" || (rest >> extra)) return 0;
+    // The words after the colon: exactly a number and "kB".
+    std::vector<std::string> words;
+    for (std::size_t i = colon + 1; i < line.size();) {
+      while (i < line.size() && space(line[i])) ++i;
+      const std::size_t w = i;
+      while (i < line.size() && !space(line[i])) ++i;
+      if (i > w) words.push_back(line.substr(w, i - w));
+    }
+    if (words.size() != 2 || words[1] != "kB") return 0;
     std::uint64_t kb = 0;
-    for (char c : number) {
+    for (char c : words[0]) {
       if (c < '0' || c > '9' || kb > (~std::uint64_t{0} - 9) / 10 / 1024) return 0;
       kb = kb * 10 + static_cast<std::uint64_t>(c - '0');
     }
@@ -253,11 +279,24 @@ probe::X86Words read_x86_words() {
 #endif
 
 std::string read_text(const char* path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::string out(4u << 20, '\0');  // bounded, like probe_linux._read_text
-  in.read(&out[0], static_cast<std::streamsize>(out.size()));
-  out.resize(static_cast<std::size_t>(in.gcount()));
+  // POSIX reads rather than an ifstream: the first ifstream of a process sets up its locale, a
+  // tenth of a millisecond that every run paid before it could load anything.
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  // Bounded at 4 MiB, like probe_linux._read_text, and read in pieces: zero-filling the whole
+  // bound up front made every probe touch 4 MiB (the peak RSS of a fatpte-run run).
+  constexpr std::size_t kLimit = 4u << 20;
+  std::string out(4096, '\0');  // /proc files report no size: grow as they fill it
+  std::size_t used = 0;
+  while (used < kLimit) {
+    if (used == out.size()) out.resize(std::min(out.size() * 2, kLimit));
+    const ssize_t n = ::read(fd, &out[used], out.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    used += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  out.resize(used);
   return out;
 }
 
@@ -345,7 +384,9 @@ void probe_macos(DeviceProfile& p) {
 
 }  // namespace
 
-DeviceProfile probe_host() {
+DeviceProfile probe_host() { return probe_host(true); }
+
+DeviceProfile probe_host(bool accelerators) {
   DeviceProfile p;
   p.name = "host";
 #if defined(__x86_64__)
@@ -387,6 +428,7 @@ DeviceProfile probe_host() {
 #endif
   probe_macos(p);
 #endif
+  if (!accelerators) return p;
   std::vector<Accelerator> cuda = probe_cuda();
   p.accelerators.insert(p.accelerators.end(), cuda.begin(), cuda.end());
   return p;

@@ -64,8 +64,30 @@ std::string entry_path(std::uint32_t i, const char* field) {
   return "entries[" + std::to_string(i) + "]." + field;
 }
 
+// The payload's CRC32C against its entry (`actual` computed by the caller), then its kind.
+Status payload_status(Bytes buf, const Header& h, const Entry& e, std::uint32_t actual) {
+  const std::uint64_t base = std::uint64_t{h.header_size} + std::uint64_t{e.index} * h.entry_size;
+  FATPTE_CHECK(actual == e.checksum, Error::PAYLOAD_CHECKSUM_MISMATCH, base + F::kV2Entry_checksum_offset,
+               entry_path(e.index, "checksum"),
+               "payload of '%s' (%#" PRIx64 "..%#" PRIx64 ") has CRC32C %08x, but its entry says %08x: the "
+               "payload bytes were altered or damaged",
+               e.name.c_str(), e.offset, e.end(), actual, e.checksum);
+  static const std::uint8_t kZero[4] = {0, 0, 0, 0};
+  if (std::memcmp(e.payload_kind.data(), kZero, 4) != 0) {
+    const bool same = e.size >= 8 && std::memcmp(buf.data + e.offset + 4, e.payload_kind.data(), 4) == 0;
+    if (!same) {
+      const std::string want = detail::escape_bytes(e.payload_kind.data(), 4);
+      const std::string got = e.size >= 8 ? detail::escape_bytes(buf.data + e.offset + 4, 4) : "''";
+      return fail(Error::PAYLOAD_KIND_MISMATCH, base + F::kV2Entry_payload_kind_offset,
+                  entry_path(e.index, "payload_kind"),
+                  "entry '%s' says its payload kind is %s, but the payload's bytes 4..8 are %s", e.name.c_str(),
+                  want.c_str(), got.c_str());
+    }
+  }
+  return Status();
+}
+
 Status check_payloads(Bytes buf, const Structure& st) {
-  const Header& h = st.header;
   // A payload shared by several entries is hashed once.
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint32_t> computed;
   for (const Entry& e : st.entries) {
@@ -73,43 +95,43 @@ Status check_payloads(Bytes buf, const Structure& st) {
     const auto key = std::make_pair(e.offset, e.size);
     auto it = computed.find(key);
     if (it == computed.end()) it = computed.emplace(key, crc32c(buf.data + e.offset, e.size)).first;
-    const std::uint64_t base = std::uint64_t{h.header_size} + std::uint64_t{e.index} * h.entry_size;
-    FATPTE_CHECK(it->second == e.checksum, Error::PAYLOAD_CHECKSUM_MISMATCH, base + F::kV2Entry_checksum_offset,
-                 entry_path(e.index, "checksum"),
-                 "payload of '%s' (%#" PRIx64 "..%#" PRIx64 ") has CRC32C %08x, but its entry says %08x: the "
-                 "payload bytes were altered or damaged",
-                 e.name.c_str(), e.offset, e.end(), it->second, e.checksum);
-    static const std::uint8_t kZero[4] = {0, 0, 0, 0};
-    if (std::memcmp(e.payload_kind.data(), kZero, 4) != 0) {
-      const bool same = e.size >= 8 && std::memcmp(buf.data + e.offset + 4, e.payload_kind.data(), 4) == 0;
-      if (!same) {
-        const std::string want = detail::escape_bytes(e.payload_kind.data(), 4);
-        const std::string got = e.size >= 8 ? detail::escape_bytes(buf.data + e.offset + 4, 4) : "''";
-        return fail(Error::PAYLOAD_KIND_MISMATCH, base + F::kV2Entry_payload_kind_offset,
-                    entry_path(e.index, "payload_kind"),
-                    "entry '%s' says its payload kind is %s, but the payload's bytes 4..8 are %s", e.name.c_str(),
-                    want.c_str(), got.c_str());
-      }
-    }
+    FATPTE_RETURN_IF_ERROR(payload_status(buf, st.header, e, it->second));
   }
   return Status();
 }
 
 Status check_segments(Bytes buf, const Structure& st) {
+  for (const Segment& s : st.segments) FATPTE_RETURN_IF_ERROR(check_segment_integrity(buf, st.header, s));
+  return Status();
+}
+
+Status check_signature_region(Bytes buf, const Structure& st) {
   const Header& h = st.header;
-  const std::uint64_t base = std::uint64_t{h.header_size} + std::uint64_t{h.entry_count} * h.entry_size;
-  for (const Segment& s : st.segments) {
-    const std::uint32_t actual = crc32c(buf.data + s.offset, s.size);
-    FATPTE_CHECK(actual == s.checksum, Error::SEGMENT_CHECKSUM_MISMATCH,
-                 base + std::uint64_t{s.index} * h.segment_entry_size + F::kV2Segment_checksum_offset,
-                 "segments[" + std::to_string(s.index) + "].checksum",
-                 "segment %u (%#" PRIx64 "..%#" PRIx64 ") has CRC32C %08x, but its entry says %08x", s.index,
-                 s.offset, s.end(), actual, s.checksum);
-  }
+  const std::uint32_t actual = crc32c(buf.data + h.signature_offset, h.signature_size);
+  FATPTE_CHECK(actual == h.signature_checksum, Error::SIGNATURE_CHECKSUM_MISMATCH,
+               F::kSignatureSlotOffset + F::kV2SignatureSlot_signature_checksum_offset, "header.signature_checksum",
+               "the signature region (%#" PRIx64 "..%#" PRIx64 ") has CRC32C %08x, but signature_checksum says %08x",
+               h.signature_offset, h.signature_offset + h.signature_size, actual, h.signature_checksum);
   return Status();
 }
 
 }  // namespace
+
+Status check_payload_integrity(Bytes buf, const Header& h, const Entry& e) {
+  if (!e.has_checksum) return Status();
+  return payload_status(buf, h, e, crc32c(buf.data + e.offset, e.size));
+}
+
+Status check_segment_integrity(Bytes buf, const Header& h, const Segment& s) {
+  const std::uint64_t base = std::uint64_t{h.header_size} + std::uint64_t{h.entry_count} * h.entry_size;
+  const std::uint32_t actual = crc32c(buf.data + s.offset, s.size);
+  FATPTE_CHECK(actual == s.checksum, Error::SEGMENT_CHECKSUM_MISMATCH,
+               base + std::uint64_t{s.index} * h.segment_entry_size + F::kV2Segment_checksum_offset,
+               "segments[" + std::to_string(s.index) + "].checksum",
+               "segment %u (%#" PRIx64 "..%#" PRIx64 ") has CRC32C %08x, but its entry says %08x", s.index,
+               s.offset, s.end(), actual, s.checksum);
+  return Status();
+}
 
 Status check_integrity(Bytes buf, const Structure& st) {
   if (st.header.version != F::kVersion2) return Status();
@@ -117,6 +139,7 @@ Status check_integrity(Bytes buf, const Structure& st) {
   if (st.manifest_placed) FATPTE_RETURN_IF_ERROR(check_manifest(buf, st));
   FATPTE_RETURN_IF_ERROR(check_payloads(buf, st));
   FATPTE_RETURN_IF_ERROR(check_segments(buf, st));
+  if (st.signature_placed) FATPTE_RETURN_IF_ERROR(check_signature_region(buf, st));
   // Last in the canonical order: the manifest's own rules and its consistency with the tables.
   FATPTE_RETURN_IF_ERROR(check_manifest_contents(buf, st));
   return Status();

@@ -17,11 +17,33 @@
 
 #include "fatpte/fatpte.hpp"
 #include "manifest_verify.hpp"
+#include "manifest_view.hpp"
 #include "nfat_manifest_generated.h"
 #include "sha256.hpp"
 #include "text.hpp"
 
 namespace fatpte {
+
+// manifest.LAYOUT_DTYPES: the dtypes a TensorLayout may name and the bytes of one element
+// (specs/nfat-manifest.md 3.3).
+// With each, ExecuTorch's ScalarType number (runtime/core/portable_type/scalar_type.h), which the
+// runner's NamedDataMap answers get_tensor_layout with.
+constexpr LayoutDtype kLayoutDtypes[] = {
+    {"uint8", 1, 0},           {"int8", 1, 1},           {"int16", 2, 2},          {"int32", 4, 3},
+    {"int64", 8, 4},           {"float16", 2, 5},        {"float32", 4, 6},        {"float64", 8, 7},
+    {"bool", 1, 11},           {"qint8", 1, 12},         {"quint8", 1, 13},        {"qint32", 4, 14},
+    {"bfloat16", 2, 15},       {"bits16", 2, 22},        {"float8_e5m2", 1, 23},   {"float8_e4m3fn", 1, 24},
+    {"float8_e5m2fnuz", 1, 25}, {"float8_e4m3fnuz", 1, 26}, {"uint16", 2, 27},     {"uint32", 4, 28},
+    {"uint64", 8, 29},
+};
+
+const LayoutDtype* layout_dtype(const char* name) {
+  for (const LayoutDtype& d : kLayoutDtypes) {
+    if (std::strcmp(name, d.name) == 0) return &d;
+  }
+  return nullptr;
+}
+
 namespace {
 
 namespace M = nfat::manifest;
@@ -30,26 +52,10 @@ namespace F = format;
 constexpr std::size_t kMaxTextBytes = manifest_schema::kMaxTextBytes;
 constexpr std::size_t kSha256Size = manifest_schema::kSha256Size;
 
-// manifest.LAYOUT_DTYPES: the dtypes a TensorLayout may name and the bytes of one element
-// (specs/nfat-manifest.md 3.3).
-struct LayoutDtype {
-  const char* name;
-  std::uint64_t bytes;
-};
-constexpr LayoutDtype kLayoutDtypes[] = {
-    {"uint8", 1},    {"int8", 1},          {"int16", 2},         {"int32", 4},           {"int64", 8},
-    {"float16", 2},  {"float32", 4},       {"float64", 8},       {"bool", 1},            {"qint8", 1},
-    {"quint8", 1},   {"qint32", 4},        {"bfloat16", 2},      {"bits16", 2},          {"float8_e5m2", 1},
-    {"float8_e4m3fn", 1}, {"float8_e5m2fnuz", 1}, {"float8_e4m3fnuz", 1}, {"uint16", 2}, {"uint32", 4},
-    {"uint64", 8},
-};
-
 std::optional<std::uint64_t> layout_element_bytes(const ::flatbuffers::String* dtype) {
-  if (dtype == nullptr) return std::nullopt;
-  for (const LayoutDtype& d : kLayoutDtypes) {
-    if (dtype->str() == d.name) return d.bytes;
-  }
-  return std::nullopt;
+  const LayoutDtype* d = dtype == nullptr ? nullptr : layout_dtype(dtype->c_str());
+  if (d == nullptr) return std::nullopt;
+  return d->bytes;
 }
 
 // The tensor's bytes (manifest.TensorLayout.nbytes), saturating: a product past 2^64 - 1 can equal
@@ -78,7 +84,8 @@ struct TensorV {
   std::string dtype;
   std::vector<DimV> shape;
   std::optional<std::string> name;
-  bool operator==(const TensorV& o) const { return dtype == o.dtype && shape == o.shape && name == o.name; }
+  // specs/nfat-manifest.md section 5: the same dtype and dims, and the same name where both have one.
+  bool agrees(const TensorV& o) const { return dtype == o.dtype && shape == o.shape && (!name || !o.name || name == o.name); }
 };
 struct MethodV {
   std::string name;
@@ -147,8 +154,8 @@ class Builder {
     for (::flatbuffers::uoffset_t j = 0; j < v->size(); ++j) {
       const M::TensorSpec* t = v->Get(j);
       const std::string tp = path + "[" + std::to_string(j) + "]";
-      if (buffers && (t->name() == nullptr || t->name()->size() == 0)) {
-        return invalid(t, tp + ".name", "a mutable buffer must have a name");
+      if (buffers && t->name() != nullptr && t->name()->size() == 0) {
+        return invalid(t, tp + ".name", "a mutable buffer's name, when present, must not be empty");
       }
       TensorV tv;
       if (t->shape() != nullptr) {
@@ -269,6 +276,8 @@ class Builder {
   std::uint64_t file_offset_;
 };
 
+// dtypes and dims (and names where both have one) position by position, methods in any order:
+// rules.signature_difference.
 bool same_signature(const std::vector<MethodV>& a, const std::vector<MethodV>& b) {
   std::multiset<std::string> na, nb;
   for (const auto& m : a) na.insert(m.name);
@@ -278,7 +287,10 @@ bool same_signature(const std::vector<MethodV>& a, const std::vector<MethodV>& b
     for (const auto& mb : b) {
       if (mb.name != ma.name) continue;
       for (int k = 0; k < 3; ++k) {
-        if (!(ma.parts[k] == mb.parts[k])) return false;
+        if (ma.parts[k].size() != mb.parts[k].size()) return false;
+        for (std::size_t j = 0; j < ma.parts[k].size(); ++j) {
+          if (!ma.parts[k][j].agrees(mb.parts[k][j])) return false;
+        }
       }
       break;
     }
@@ -401,16 +413,32 @@ Status check_manifest_contents(Bytes buf, const Structure& st) {
   }
   const EntryV* first_sig = nullptr;
   const EntryV* first_digest = nullptr;
+  // (method, part, position) -> (name, entry naming it first): rules.signature_problems.
+  std::map<std::tuple<std::string, int, std::size_t>, std::pair<std::string, std::string>> namers;
+  static const char* const kParts[3] = {"inputs", "outputs", "buffers"};
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const EntryV& e = entries[i];
     if (e.signature) {
+      const std::string path = "manifest.entries[" + std::to_string(i) + "].signature";
       if (first_sig == nullptr) {
         first_sig = &e;
       } else {
         FATPTE_CHECK(same_signature(*first_sig->signature, *e.signature), Error::SIGNATURE_MISMATCH,
-                     base + e.position, "manifest.entries[" + std::to_string(i) + "].signature",
-                     "entries '%s' and '%s' declare different program signatures", first_sig->name.c_str(),
-                     e.name.c_str());
+                     base + e.position, path, "entries '%s' and '%s' declare different program signatures",
+                     first_sig->name.c_str(), e.name.c_str());
+      }
+      for (const MethodV& m : *e.signature) {
+        for (int k = 0; k < 3; ++k) {
+          for (std::size_t j = 0; j < m.parts[k].size(); ++j) {
+            if (!m.parts[k][j].name) continue;
+            const auto got = namers.emplace(std::make_tuple(m.name, k, j), std::make_pair(*m.parts[k][j].name, e.name));
+            const auto& [name, who] = got.first->second;
+            FATPTE_CHECK(name == *m.parts[k][j].name, Error::SIGNATURE_MISMATCH, base + e.position, path,
+                         "entries '%s' and '%s' declare different program signatures: method '%s' %s[%zu] is "
+                         "named '%s' by '%s' and '%s' by '%s'", who.c_str(), e.name.c_str(), m.name.c_str(),
+                         kParts[k], j, name.c_str(), who.c_str(), m.parts[k][j].name->c_str(), e.name.c_str());
+          }
+        }
       }
     }
     if (e.source_digest) {

@@ -2,12 +2,15 @@
 // arrays, strings, numbers, true/false/null) and the profile's shape rules, so the
 // loader reads the same profiles as Python's DeviceProfile.from_json. Errors are
 // INVALID_ARGUMENT naming the field path.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <cstdio>
@@ -24,6 +27,13 @@
 #include "fatpte/select.hpp"
 #include "text.hpp"
 
+#ifndef FATPTE_DEVICES_DIR
+#define FATPTE_DEVICES_DIR "specs/devices"
+#endif
+#ifndef FATPTE_INSTALLED_DEVICES_DIR
+#define FATPTE_INSTALLED_DEVICES_DIR "/usr/local/share/fatpte/devices"
+#endif
+
 namespace fatpte {
 namespace {
 
@@ -34,6 +44,7 @@ constexpr std::size_t kMaxAccelerators = 64;        // device.MAX_ACCELERATORS
 constexpr int kMaxNesting = 64;
 // device.MAX_INTEGER_DIGITS: an integer literal of more digits is not read (Python's int() limit).
 constexpr std::size_t kMaxIntegerDigits = 4300;
+constexpr std::size_t kMaxExecutorchBackends = 64;  // fields.MAX_EXECUTORCH_BACKENDS
 
 struct Value {
   enum Kind { kNull, kBool, kInt, kNumber, kString, kArray, kObject } kind = kNull;
@@ -291,11 +302,13 @@ const Value* member(const Value& obj, const char* key) {
 }
 
 // Unknown keys first (in document order), then missing ones (in the listed order), as
-// device.py's _check_keys, so both name the same field.
-Status keys(const Value& obj, std::initializer_list<const char*> want, const std::string& path) {
+// fields.check_keys, so both name the same field; the keys of `optional` may be absent.
+Status keys(const Value& obj, std::initializer_list<const char*> want, const std::string& path,
+            std::initializer_list<const char*> optional = {}) {
   for (const auto& m : obj.members) {
     bool known = false;
     for (const char* k : want) known = known || m.first == k;
+    for (const char* k : optional) known = known || m.first == k;
     if (!known) return invalid(path.empty() ? m.first : path + "." + m.first, "is not a field of a device profile");
   }
   for (const char* k : want) {
@@ -354,6 +367,15 @@ bool is_backend_id(const std::string& s) {
   if (s.empty() || s.size() > format::kIdFieldSize) return false;
   for (char c : s) {
     if (c == '\0' || std::strchr(format::kIdAlphabet, c) == nullptr) return false;
+  }
+  return true;
+}
+
+// fields.EXECUTORCH_BACKEND_PATTERN, [!-~]{1,256}.
+bool is_executorch_backend(const std::string& s) {
+  if (s.empty() || s.size() > 256) return false;
+  for (unsigned char c : s) {
+    if (c < 0x21 || c > 0x7E) return false;
   }
   return true;
 }
@@ -420,8 +442,8 @@ Result<DeviceProfile> profile_from_json(const std::string& json) {
   Parser parser(json);
   FATPTE_RETURN_IF_ERROR(parser.parse(root));
   if (root.kind != Value::kObject) return invalid("$", "a device profile must be a JSON object");
-  FATPTE_RETURN_IF_ERROR(
-      keys(root, {"name", "os", "arch", "cpu_features", "accelerators", "memory_bytes", "backends"}, ""));
+  FATPTE_RETURN_IF_ERROR(keys(root, {"name", "os", "arch", "cpu_features", "accelerators", "memory_bytes", "backends"},
+                              "", {"executorch_backends"}));
   DeviceProfile p;
   FATPTE_RETURN_IF_ERROR(text(member(root, "name"), "name", p.name));
   FATPTE_RETURN_IF_ERROR(text(member(root, "os"), "os", p.os));
@@ -453,6 +475,26 @@ Result<DeviceProfile> profile_from_json(const std::string& json) {
     std::uint64_t v = 0;
     FATPTE_RETURN_IF_ERROR(integer(&m.second, "backends." + m.first, 0xFFFFFFFFu, v));
     p.backends[m.first] = static_cast<std::uint32_t>(v);
+  }
+  if (const Value* et = member(root, "executorch_backends")) {
+    if (et->kind != Value::kArray) return invalid("executorch_backends", "must be an array of strings");
+    if (et->items.size() > kMaxExecutorchBackends) {
+      return invalid("executorch_backends", "lists more than 64 backends");
+    }
+    std::vector<std::string> ids(et->items.size());
+    for (std::size_t i = 0; i < et->items.size(); ++i) {
+      FATPTE_RETURN_IF_ERROR(text(&et->items[i], "executorch_backends[" + std::to_string(i) + "]", ids[i]));
+    }
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const std::string path = "executorch_backends[" + std::to_string(i) + "]";
+      if (!is_executorch_backend(ids[i])) {
+        return invalid(path, "'" + ids[i] + "' is not an ExecuTorch backend id (1 to 256 printable ASCII "
+                       "characters, no space)");
+      }
+      if (!seen.insert(ids[i]).second) return invalid(path, "'" + ids[i] + "' is listed twice");
+    }
+    p.executorch_backends = std::move(seen);
   }
   if (!is_profile_name(p.name)) return invalid("name", "'" + p.name + "' must be 1 to 64 characters from [A-Za-z0-9_.-]");
   if (!one_of(p.os, kOsNames)) return invalid("os", "'" + p.os + "' is not an operating system of the vocabulary");
@@ -515,6 +557,46 @@ Result<DeviceProfile> profile_from_file(const std::string& path) {
                 r.error().message().c_str());
   }
   return r;
+}
+
+const char* devices_dir() noexcept {
+  const char* env = std::getenv("FATPTE_DEVICES_DIR");
+  if (env != nullptr && env[0] != '\0') return env;
+  // The source tree's profiles when this build runs from it, else the installed copy.
+  struct stat sb;
+  if (stat(FATPTE_DEVICES_DIR, &sb) == 0 && S_ISDIR(sb.st_mode)) return FATPTE_DEVICES_DIR;
+  return FATPTE_INSTALLED_DEVICES_DIR;
+}
+
+Result<DeviceProfile> load_profile(const std::string& word) {
+  if (word == "host") return probe_host();
+  // As Python's DeviceProfile.load: a word of the name pattern that does not end in .json is a
+  // name in the devices folder; anything else is a path.
+  const bool is_name = !word.empty() && word.size() <= 64 &&
+                       word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") ==
+                           std::string::npos &&
+                       !(word.size() >= 5 && word.compare(word.size() - 5, 5, ".json") == 0);
+  if (!is_name) return profile_from_file(word);
+  const std::string dir = devices_dir();
+  const std::string path = dir + "/" + word + ".json";
+  struct stat present;
+  if (stat(path.c_str(), &present) != 0) {  // stat, not open: a FIFO of that name must not block
+    std::vector<std::string> names;
+    if (DIR* d = opendir(dir.c_str())) {
+      while (const dirent* ent = readdir(d)) {
+        const std::string f = ent->d_name;
+        if (f.size() > 5 && f.compare(f.size() - 5, 5, ".json") == 0) names.push_back(f.substr(0, f.size() - 5));
+      }
+      closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    std::string known;
+    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, "device",
+                "no device profile named '%s' in %s; known profiles: %s (or give a path to a profile JSON file)",
+                word.c_str(), dir.c_str(), known.empty() ? "none" : known.c_str());
+  }
+  return profile_from_file(path);
 }
 
 }  // namespace fatpte

@@ -6,12 +6,13 @@
 #include <cinttypes>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "manifest_verify.hpp"
+#include "manifest_view.hpp"
 #include "nfat_manifest_generated.h"
 #include "text.hpp"
 
@@ -60,6 +61,9 @@ struct Requirements {
   std::uint64_t min_memory_bytes = 0;
   bool has_abi = false;
   std::uint32_t abi_min = 0, abi_max = kU32Max;
+  // Not a requirement of `requires` but the entry's manifest record: the ExecuTorch backends its
+  // program needs, in manifest order (absent: not known).
+  std::optional<std::vector<std::string>> executorch_backends;
 
   int specificity() const {
     std::vector<std::string> distinct(cpu_features);
@@ -118,24 +122,31 @@ Requirements decode(const M::Requirements* r) {
 // Python's Manifest.entry), after the manifest's CRC32C, identifier and verification have passed.
 Result<std::map<std::string, Requirements>> manifest_requirements(const Container& c) {
   std::map<std::string, Requirements> out;
-  const Header& h = c.header();
-  if (h.version != format::kVersion2 || h.manifest_size == 0) return out;
-  const std::uint8_t* m = c.bytes().data + h.manifest_offset;
-  const std::uint32_t actual = crc32c(m, static_cast<std::size_t>(h.manifest_size));
-  FATPTE_CHECK(actual == h.manifest_checksum, Error::MANIFEST_CHECKSUM_MISMATCH,
-               format::kV2Header_manifest_checksum_offset, "header.manifest_checksum",
-               "the manifest has CRC32C %08x, but manifest_checksum says %08x", actual, h.manifest_checksum);
-  FATPTE_CHECK(h.manifest_size >= 8 && M::ManifestBufferHasIdentifier(m), Error::BAD_MANIFEST_IDENTIFIER,
-               h.manifest_offset + 4, "manifest", "the manifest's bytes 4..8 are not the identifier 'NFMF'");
-  FATPTE_RETURN_IF_ERROR(detail::check_manifest_buffer(m, h.manifest_size, h.manifest_offset));
-  const M::Manifest* root = M::GetManifest(m);
-  if (root->entries() != nullptr) {
+  auto manifest = verified_manifest(c);
+  if (!manifest.ok()) return manifest.error();
+  const M::Manifest* root = manifest.value();
+  if (root != nullptr && root->entries() != nullptr) {
     for (const auto* e : *root->entries()) {
-      out.emplace(e->name()->str(), decode(e->requires_()));  // emplace keeps the first
+      Requirements req = decode(e->requires_());
+      if (e->executorch_backends() != nullptr) req.executorch_backends = strings(e->executorch_backends());
+      out.emplace(e->name()->str(), std::move(req));  // emplace keeps the first
     }
   }
   return out;
 }
+
+}  // namespace
+
+bool requires_accelerators(const Container& c) {
+  auto reqs = manifest_requirements(c);
+  if (!reqs.ok()) return true;
+  for (const auto& kv : reqs.value()) {
+    if (!kv.second.accelerators.empty()) return true;
+  }
+  return false;
+}
+
+namespace {
 
 std::pair<std::uint64_t, std::uint64_t> version_pair(const std::string& text) {
   const char* p = text.c_str();
@@ -215,9 +226,43 @@ void evaluate(const Entry& e, const Requirements& req, const DeviceProfile& d, V
 
 // Names, requirement words and what the device has are shown through detail::clipped: control
 // characters escaped and long text cut, as fatpte/device/selection.py shows them.
+std::string clipped_list(const std::vector<std::string>& words) {
+  std::vector<std::string> shown;
+  shown.reserve(words.size());
+  for (const std::string& w : words) shown.push_back(detail::clipped(w));
+  return join(shown, ", ");
+}
+
+// selection.runtime_check: an ExecuTorch backend the entry's program needs and the device's
+// runtime lacks fails the entry; a profile that does not say leaves a note.
+void runtime_check(const Requirements& req, const DeviceProfile& d, Verdict& v) {
+  if (!req.executorch_backends || req.executorch_backends->empty()) return;
+  const std::vector<std::string>& needs = *req.executorch_backends;
+  if (!d.executorch_backends) {
+    v.notes.push_back("ExecuTorch backends " + clipped_list(needs) + " not checked: the profile does not list the "
+                      "backends its runtime has (`fatpte device` lists them where ExecuTorch's runtime is installed)");
+    return;
+  }
+  std::vector<std::string> missing;
+  for (const std::string& b : needs) {
+    if (d.executorch_backends->count(b) == 0) missing.push_back(b);
+  }
+  if (missing.empty()) return;
+  const std::vector<std::string> has(d.executorch_backends->begin(), d.executorch_backends->end());
+  v.failures.push_back({"executorch_backends", join(needs, ", "),
+                        "no " + clipped_list(missing) + " (its runtime has " +
+                            (has.empty() ? "no backend" : clipped_list(has)) + ")"});
+}
+
 std::string line(const Entry& e, const Verdict& v) {
   const std::string head = detail::clipped(e.name) + " [" + detail::clipped(e.backend_id) + "]";
-  const std::string detail = "priority " + std::to_string(e.priority) + ", specificity " + std::to_string(v.specificity);
+  std::string delegation;
+  if (v.executorch_backends) {
+    delegation = v.executorch_backends->empty() ? ", portable operators"
+                                                : ", delegates to " + clipped_list(*v.executorch_backends);
+  }
+  const std::string detail =
+      "priority " + std::to_string(e.priority) + delegation + ", specificity " + std::to_string(v.specificity);
   std::string text;
   if (v.eligible) {
     text = "#" + std::to_string(v.rank) + " " + head + ": eligible (" + detail + ")";
@@ -277,7 +322,9 @@ Result<Selection> assess(const Container& c, const DeviceProfile& d, const std::
     const Requirements& req = it == reqs.value().end() ? kNone : it->second;
     Verdict v;
     v.index = e.index;
+    v.executorch_backends = req.executorch_backends;
     evaluate(e, req, d, v);
+    runtime_check(req, d, v);
     // The word that excludes it, not the whole list (Python's selection says the same).
     const bool by_name = excluded.count(e.name) != 0;
     if (by_name || excluded.count(e.backend_id) != 0) {
@@ -303,6 +350,7 @@ Result<Selection> assess(const Container& c, const DeviceProfile& d, const std::
     if (ea.priority != eb.priority) return ea.priority > eb.priority;
     const std::size_t pa = preference(ea), pb = preference(eb);
     if (pa != pb) return pa < pb;
+    if (a->delegates() != b->delegates()) return a->delegates();
     if (a->specificity != b->specificity) return a->specificity > b->specificity;
     return a->index < b->index;
   });
@@ -336,7 +384,8 @@ std::string selection_json(const Container& c, const Selection& s) {
     o << "    {\n      \"entry\": " << detail::json_quote(e.name) << ",\n      \"backend_id\": " << detail::json_quote(e.backend_id)
       << ",\n      \"eligible\": " << (v.eligible ? "true" : "false") << ",\n      \"rank\": "
       << (v.eligible ? std::to_string(v.rank) : "null") << ",\n      \"priority\": " << e.priority
-      << ",\n      \"specificity\": " << v.specificity << ",\n      \"failures\": ";
+      << ",\n      \"specificity\": " << v.specificity << ",\n      \"executorch_backends\": "
+      << (v.executorch_backends ? string_list(*v.executorch_backends, "      ") : "null") << ",\n      \"failures\": ";
     if (v.failures.empty()) {
       o << "[]";
     } else {

@@ -193,6 +193,8 @@ std::string json_quote(const std::string& s) {
   return out + "\"";
 }
 
+bool valid_utf8(const std::uint8_t* p, std::size_t n) noexcept { return first_invalid_utf8(p, n) < 0; }
+
 }  // namespace detail
 std::string printable(const std::string& text) { return detail::printable(text); }
 

@@ -80,6 +80,12 @@ std::vector<std::uint8_t> build_v2(const std::vector<Spec>& specs) {
 
 std::vector<std::uint8_t> build_v2_named(const std::vector<Spec>& specs,
                                          const std::vector<std::pair<std::string, std::vector<std::uint8_t>>>& named) {
+  return build_v2_named(specs, named, {});
+}
+
+std::vector<std::uint8_t> build_v2_named(const std::vector<Spec>& specs,
+                                         const std::vector<std::pair<std::string, std::vector<std::uint8_t>>>& named,
+                                         const std::map<std::string, Layout>& layouts) {
   namespace M = nfat::manifest;
   ::flatbuffers::FlatBufferBuilder fbb;
   std::vector<::flatbuffers::Offset<M::Entry>> entries;
@@ -89,8 +95,16 @@ std::vector<std::uint8_t> build_v2_named(const std::vector<Spec>& specs,
     entries.push_back(M::CreateEntryDirect(fbb, s.name.c_str(), 0, 0, &keys));
   }
   std::vector<::flatbuffers::Offset<M::NamedData>> nd;
-  for (std::uint32_t i = 0; i < named.size(); ++i) nd.push_back(M::CreateNamedDataDirect(fbb, named[i].first.c_str(), i));
-  M::FinishManifestBuffer(fbb, M::CreateManifestDirect(fbb, 1, &entries, &nd));
+  for (std::uint32_t i = 0; i < named.size(); ++i) {
+    auto it = layouts.find(named[i].first);
+    ::flatbuffers::Offset<M::TensorLayout> layout = 0;
+    if (it != layouts.end()) {
+      layout = M::CreateTensorLayoutDirect(fbb, it->second.dtype.c_str(), &it->second.sizes,
+                                           it->second.dim_order.empty() ? nullptr : &it->second.dim_order);
+    }
+    nd.push_back(M::CreateNamedDataDirect(fbb, named[i].first.c_str(), i, layout));
+  }
+  M::FinishManifestBuffer(fbb, M::CreateManifestDirect(fbb, layouts.empty() ? 1 : 2, &entries, &nd));
   const std::vector<std::uint8_t> manifest(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 
   const auto count = static_cast<std::uint32_t>(specs.size());

@@ -4,6 +4,7 @@
 #define FATPTE_TESTS_BUILDER_HPP_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,15 @@ std::vector<std::uint8_t> build_v1(const std::vector<Spec>& specs);
 // stored in its own segment; every entry lists every key. Keys must be sorted bytewise.
 std::vector<std::uint8_t> build_v2_named(const std::vector<Spec>& specs,
                                          const std::vector<std::pair<std::string, std::vector<std::uint8_t>>>& named);
+// The same with a TensorLayout (manifest revision 2) for the keys of `layouts`.
+struct Layout {
+  std::string dtype;
+  std::vector<std::int32_t> sizes;
+  std::vector<std::uint8_t> dim_order;  // empty: contiguous
+};
+std::vector<std::uint8_t> build_v2_named(const std::vector<Spec>& specs,
+                                         const std::vector<std::pair<std::string, std::vector<std::uint8_t>>>& named,
+                                         const std::map<std::string, Layout>& layouts);
 // Recompute header_checksum after a test edited the header or a table record.
 void reseal(std::vector<std::uint8_t>& buf);
 // Offset of field `field_offset` of entry `index` in a container built by build_v2.

@@ -67,6 +67,35 @@ TEST(ProfileJson, RejectsWhatPythonRejectsNamingTheField) {
   expect_bad("{\"name\": \"x\"", "$");
 }
 
+TEST(ProfileJson, ExecutorchBackendsAreOptionalSortedAndPrintedLast) {
+  auto none = profile_from_json(kProfile);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none.value().executorch_backends.has_value());  // absent: not known
+  EXPECT_EQ(canonical_json(none.value()).find("executorch_backends"), std::string::npos);
+  std::string text = kProfile;
+  text.replace(text.rfind('}'), 1, R"(, "executorch_backends": ["XnnpackBackend", "NativeBackend"]})");
+  auto two = profile_from_json(text);
+  ASSERT_TRUE(two.ok()) << two.error().describe();
+  ASSERT_TRUE(two.value().executorch_backends.has_value());
+  EXPECT_EQ(two.value().executorch_backends->count("NativeBackend"), 1u);
+  const std::string json = canonical_json(two.value());
+  EXPECT_NE(json.find("  \"backends\": {\n    \"cuda\": 3\n  },\n  \"executorch_backends\": [\n    \"NativeBackend\",\n"
+                      "    \"XnnpackBackend\"\n  ]\n}\n"),
+            std::string::npos)
+      << json;
+  std::string empty = kProfile;
+  empty.replace(empty.rfind('}'), 1, R"(, "executorch_backends": []})");
+  auto zero = profile_from_json(empty);
+  ASSERT_TRUE(zero.ok());
+  EXPECT_TRUE(zero.value().executorch_backends.has_value() && zero.value().executorch_backends->empty());
+  EXPECT_NE(canonical_json(zero.value()).find("  \"executorch_backends\": []\n}"), std::string::npos);
+  std::string twice = kProfile;
+  twice.replace(twice.rfind('}'), 1, R"(, "executorch_backends": ["A", "A"]})");
+  auto bad = profile_from_json(twice);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().field(), "executorch_backends[1]");
+}
+
 std::unique_ptr<Container> open(const std::vector<std::uint8_t>& buf) {
   auto r = Container::open_memory(buf.data(), buf.size());
   EXPECT_TRUE(r.ok()) << r.error().describe();

@@ -1,58 +1,91 @@
-// fatpte-run: the loader's command line.
-//
-//   fatpte-run --device-json
-//       print this machine's device profile as canonical JSON (the bytes of `fatpte device --json`)
-//   fatpte-run --check-profile PROFILE.json...
-//       only read each device profile: print one line per file, `OK`, or `E0702 FIELD` (the code
-//       and the field path of the first bad value, `-` when none, bytes outside printable ASCII
-//       and `\` written `\xNN`) with the full message on stderr;
-//       exit 0 when all are valid, else the exit code of the first that is not
-//   fatpte-run FILE [--device host|PROFILE.json] [--backend-path DIR]... [--prefer W]...
-//              [--exclude W]... [--explain] --input FILE
-//       choose the entry for the device (specs/nfat-manifest.md section 6), load its payload into
-//       its backend library (include/fatpte/backend.h), falling back to the next eligible entry
-//       when that fails, run it on the float32 values of the input file (text, whitespace
-//       separated) and print `ran: NAME [BACKEND_ID]` and `output: V...`. --explain first prints
-//       the selection and every dispatch attempt.
-//   fatpte-run FILE --select-only [--device ...] [--prefer W]... [--exclude W]... [--explain] [--json]
-//       choose only: print `NAME [BACKEND_ID]`, the explanation (--explain) or the selection as
-//       JSON (--json, the bytes of Python's json.dumps(Selection.to_json(), indent=2); when no
-//       entry fits, those of SelectionError.report, `chosen` null, before the error and exit 3).
-//
-// Exit codes as the Python CLI: 0 ok, 1 invalid container, 2 usage, 3 no specialization fits,
-// 4 I/O error.
+// fatpte-run: the loader's command line. `fatpte-run --help` prints the text below (kHelp); the
+// run mode goes through the C API end to end (open, select, load, execute), so the tests of
+// fatpte-run exercise the interface a C caller uses.
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "fatpte/device.hpp"
+#include "fatpte/dispatch.hpp"
 #include "fatpte/fatpte.h"
 #include "fatpte/fatpte.hpp"
 #include "fatpte/select.hpp"
+#include "fatpte/signature.h"
+#include "fatpte/tensor.hpp"
+#include "text.hpp"
 
 namespace {
 
-int usage(const char* why) {
-  std::fprintf(stderr,
-               "fatpte-run: %s\n"
-               "usage: fatpte-run --device-json\n"
-               "       fatpte-run --check-profile PROFILE.json...\n"
-               "       fatpte-run FILE [--device host|PROFILE.json] [--backend-path DIR]... [--prefer W]... "
-               "[--exclude W]... [--explain] --input FILE\n"
-               "       fatpte-run FILE --select-only [--device host|PROFILE.json] [--prefer W]... "
-               "[--exclude W]... [--explain] [--json]\n",
-               why);
+const char kHelp[] = R"(usage: fatpte-run FILE --inputs CALLS.json [options]  select, load and run the entry for this device
+       fatpte-run FILE --select-only [--device D] [--prefer W]... [--exclude W]... [--explain] [--json]
+       fatpte-run --device-json                 print this machine's device profile
+       fatpte-run --check-profile PROFILE.json...  only read device profiles
+       fatpte-run --help
+
+Run mode: choose the entry of the NFAT container FILE for the device (specs/nfat-manifest.md
+section 6), load it, falling back to the next eligible entry when it cannot be loaded, and run
+its method on each call of --inputs in order, on one loaded method (state such as a mutable
+buffer or a KV cache carries from one call to the next). ExecuTorch programs (payload kind ET12)
+run on ExecuTorch's runtime with the backend libraries their delegates need, loaded at run time;
+other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.so).
+
+  --device host|NAME|PROFILE.json  the device to choose for: this machine (default), a named
+                          profile of specs/devices/ ($FATPTE_DEVICES_DIR), or a profile file
+  --method NAME           the program's method to load (default forward)
+  --inputs CALLS.json     the calls (required, or --input): a JSON list of {"inputs": [tensor, ...]}, each tensor
+                          {"dtype": "float32", "shape": [2, 3], "values": [...]} (the `calls` of
+                          tests/fixtures/executorch/fixtures.json; other keys are ignored)
+  --input VALUES.txt      one call with one float32 tensor: whitespace-separated numbers
+  --backend-lib ID=PATH   the library of ExecuTorch backend ID (XnnpackBackend, ...) or of the
+                          operators (kernels, kernels_*): a file name searched in the backend
+                          path, or a path; ID= withholds it (repeatable)
+  --backend-map MAP.json  {"search_path": [...], "libraries": {"ID": "PATH", ...}}
+  --backend-path DIR      search DIR for backend libraries (repeatable); then FATPTE_BACKEND_PATH
+                          (':'-separated), then this build's ExecuTorch library folder
+  --no-default-backends   neither search this build's ExecuTorch library folder nor load its CPU
+                          kernels unless --backend-lib kernels=PATH names them
+  --prefer W, --exclude W entry names or backend ids to prefer or leave out (repeatable, or
+                          comma-separated)
+  --explain               print the selection and every loading step first
+  --json                  print {"chosen": NAME, "backend_id": ID, "method": M, "dispatch":
+                          [lines], "calls": [{"outputs": [tensor, ...]}, ...]} instead of text
+  --executorch-log        also print ExecuTorch's own log lines (stderr)
+  --require-signature     verify the container's signature against the --trusted-key keys before
+                          selection (specs/nfat-signature.md steps 1 to 8) and hash each entry's
+                          payload and named data just before it is loaded, a fallback included
+                          (steps 9 and 10): nothing unverified reaches a backend (exit 5)
+  --trusted-key PUBLIC.pem  a trusted public key (PEM; repeatable; needs --require-signature)
+
+Text output: `ran: NAME [BACKEND_ID]`, then `call N: output K: DTYPE [SHAPE] VALUES...` per
+output (with --input: `output: VALUES...`). An empty list of calls (`[]`) loads the entry and
+runs nothing.
+
+A backend id without --backend-lib is looked up as ExecuTorch names its libraries
+(XnnpackBackend -> libexecutorch_backend_xnnpack.so); `kernels` defaults to
+libexecutorch_kernels_optimized.so. Libraries are never taken from the container.
+
+Exit codes as the Python CLI: 0 ok, 1 invalid container, 2 usage (a call that does not fit the
+method), 3 no specialization fits or none that fits could be loaded, 4 I/O error, 5 not
+verified (--require-signature).
+)";
+
+int usage(const std::string& why) {
+  // The synopsis: kHelp up to its first blank line.
+  const std::string help = kHelp;
+  std::fprintf(stderr, "fatpte-run: %s\n%s\n", why.c_str(), help.substr(0, help.find("\n\n") + 1).c_str());
   return 2;
 }
 
+// The exit code of an error's category, as the Python CLI maps them.
 int exit_code(fatpte::Error code) {
-  const int v = static_cast<int>(code);
-  if (v >= 900) return 3;
-  if (v >= 800) return 4;
-  if (v >= 700) return 2;
+  const fatpte::ErrorInfo* info = fatpte::error_info(code);
+  const std::string category = info != nullptr ? info->category : "usage";
+  if (category == "selection") return 3;
+  if (category == "io") return 4;
+  if (category == "usage") return 2;
+  if (category == "unverified") return 5;
   return 1;
 }
 
@@ -76,177 +109,368 @@ std::vector<const char*> c_strings(const std::vector<std::string>& words) {
 }
 
 int fail_with(const std::string& file, const fatpte_error& err) {
-  std::fprintf(stderr, "%s\n", fatpte::terminal_safe(file + ": " + err.message).c_str());
+  // The whole message: a failed load lists every entry tried, past the 511 bytes of err.message.
+  const char* full = fatpte_last_message();
+  std::fprintf(stderr, "%s\n", fatpte::terminal_safe(file + ": " + (full[0] != '\0' ? full : err.message)).c_str());
   return exit_code(static_cast<fatpte::Error>(err.code));
 }
 
-// The run mode goes through the C API end to end (open, select, load, run), so the tests of
-// fatpte-run exercise the interface a C caller uses.
-int run_with_c_api(const std::string& file, const std::string& device, const std::vector<std::string>& prefer,
-                   const std::vector<std::string>& exclude, const std::vector<std::string>& dirs,
-                   const std::string& input_path, bool explain) {
-  std::vector<float> input;
-  std::ifstream in(input_path);
-  if (!in) {
-    std::fprintf(stderr, "fatpte-run: cannot read the input %s\n", input_path.c_str());
-    return 4;
+int fail_with(const std::string& file, const fatpte::Status& s) {
+  std::fprintf(stderr, "%s\n", fatpte::terminal_safe(file + ": " + s.describe()).c_str());
+  return exit_code(s.code());
+}
+
+struct RunArgs {
+  std::string file;
+  std::string device = "host";
+  std::string method;
+  std::string inputs_json;
+  std::string input_text;
+  std::vector<std::string> prefer, exclude, dirs, libraries, maps, trusted_keys;
+  bool explain = false;
+  bool json = false;
+  bool defaults = true;
+};
+
+// --input: one float32 tensor from whitespace-separated numbers.
+fatpte::Result<std::vector<fatpte::Call>> text_call(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return fatpte::fail(fatpte::Error::IO_ERROR, fatpte::kNoOffset, "", "cannot read the input %s", path.c_str());
+  std::vector<float> values;
+  for (float v; in >> v;) values.push_back(v);
+  if (!in.eof()) {
+    return fatpte::fail(fatpte::Error::INVALID_ARGUMENT, fatpte::kNoOffset, "--input",
+                        "the input %s is not whitespace-separated numbers", path.c_str());
   }
-  for (float v; in >> v;) input.push_back(v);
-  if (!in.eof()) return usage(("the input " + input_path + " is not whitespace-separated numbers").c_str());
-  std::string profile_json;
-  if (device != "host") {
-    // The file itself first, as --select-only reads it: a directory, FIFO or device is E0802.
-    const auto checked = fatpte::profile_from_file(device);
-    if (!checked.ok() && (checked.error().code() == fatpte::Error::NOT_A_FILE ||
-                          checked.error().code() == fatpte::Error::IO_ERROR)) {
-      std::fprintf(stderr, "fatpte-run: %s\n", fatpte::terminal_safe(checked.error().describe()).c_str());
-      return exit_code(checked.error().code());
+  fatpte::Tensor t;
+  t.dtype = fatpte::DType::kFloat32;
+  t.shape = {static_cast<std::int64_t>(values.size())};
+  t.data.resize(values.size() * sizeof(float));
+  if (!values.empty()) std::memcpy(t.data.data(), values.data(), t.data.size());
+  return std::vector<fatpte::Call>{fatpte::Call{{t}}};
+}
+
+fatpte::Tensor from_c(const fatpte_tensor& c) {
+  fatpte::Tensor t;
+  if (c.dtype == FATPTE_DTYPE_NONE) {
+    t.none = true;
+    return t;
+  }
+  t.dtype = static_cast<fatpte::DType>(c.dtype);
+  t.shape.assign(c.shape, c.shape + c.rank);
+  const auto* bytes = static_cast<const std::uint8_t*>(c.data);
+  t.data.assign(bytes, bytes + c.nbytes);
+  return t;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::string line;
+  for (char ch : text) {
+    if (ch == '\n') {
+      out.push_back(line);
+      line.clear();
+    } else {
+      line += ch;
     }
-    std::ifstream p(device, std::ios::binary);
-    if (!p) {
-      std::fprintf(stderr, "fatpte-run: cannot read the device profile %s\n", device.c_str());
-      return 4;
-    }
-    profile_json.assign(std::istreambuf_iterator<char>(p), std::istreambuf_iterator<char>());
   }
-  fatpte_error err;
-  fatpte_container* c = nullptr;
-  if (fatpte_open_file(file.c_str(), &c, &err) != FATPTE_OK) return fail_with(file, err);
-  const auto p = c_strings(prefer), x = c_strings(exclude), d = c_strings(dirs);
-  fatpte_selection* sel = nullptr;
-  if (fatpte_select(c, device == "host" ? nullptr : profile_json.c_str(), p.data(), p.size(), x.data(), x.size(),
-                    &sel, &err) != FATPTE_OK) {
-    fatpte_close(c);
-    return fail_with(file, err);
-  }
-  if (explain) std::printf("%s\n", fatpte::terminal_safe(fatpte_selection_explain(sel)).c_str());
-  fatpte_loaded* loaded = nullptr;
-  const fatpte_status st = fatpte_load(c, sel, d.data(), d.size(), &loaded, &err);
-  fatpte_selection_free(sel);
+  if (!line.empty()) out.push_back(line);
+  return out;
+}
+
+// --require-signature: verify the signature before selecting, then hash each entry just before
+// it is loaded. The fallback of fatpte_load_with is kept, one entry at a time: a selection with
+// every other entry excluded is loaded, and when it cannot be loaded the next choice is verified
+// and tried, so only the entries actually handed to a backend are hashed.
+fatpte_status load_signed(fatpte_container* c, const char* device_json, const RunArgs& a,
+                          const fatpte_load_options* options, fatpte_loaded** loaded, fatpte_error* err) {
+  const auto keys = c_strings(a.trusted_keys);
+  fatpte_trust* trust = nullptr;
+  fatpte_status st = fatpte_trust_load(keys.data(), keys.size(), &trust, err);
+  if (st != FATPTE_OK) return st;
+  fatpte_signature_report* report = nullptr;
+  st = fatpte_verify_signature(c, trust, nullptr, 0, &report, err);
+  fatpte_trust_free(trust);
   if (st != FATPTE_OK) {
-    fatpte_close(c);
-    return fail_with(file, err);
+    fatpte_signature_report_free(report);
+    return st;
   }
-  if (explain) std::printf("%s\n", fatpte::terminal_safe(fatpte_loaded_explain(loaded)).c_str());
+  const bool say = a.explain && !a.json;
+  if (say) std::printf("signature: verified with key %s\n", fatpte_signature_key_id(report));
+  uint32_t count = 0;
+  fatpte_entry_count(c, &count);
+  fatpte_error last = *err;
+  bool tried = false;
+  std::vector<std::string> exclude = a.exclude;
+  const auto p = c_strings(a.prefer);
+  while (true) {
+    const auto x = c_strings(exclude);
+    fatpte_selection* sel = nullptr;
+    st = fatpte_select(c, device_json, p.data(), p.size(), x.data(), x.size(), &sel, err);
+    if (st != FATPTE_OK) {
+      if (tried) *err = last;  // nothing left to fall back to: report the last refusal
+      break;
+    }
+    if (say && !tried) std::printf("%s\n", fatpte::terminal_safe(fatpte_selection_explain(sel)).c_str());
+    uint32_t chosen = 0;
+    fatpte_selection_chosen(sel, &chosen);
+    fatpte_selection_free(sel);
+    st = fatpte_signature_verify_entry(c, report, chosen, err);
+    const char* name = "";
+    fatpte_entry_name(c, chosen, &name);
+    if (st != FATPTE_OK) break;
+    if (say) std::printf("signature: entry '%s' and its named data hash as signed\n", fatpte::printable(name).c_str());
+    std::vector<std::string> only = exclude;
+    for (uint32_t i = 0; i < count; ++i) {
+      const char* other = "";
+      fatpte_entry_name(c, i, &other);
+      if (i != chosen) only.emplace_back(other);
+    }
+    const auto xo = c_strings(only);
+    st = fatpte_select(c, device_json, p.data(), p.size(), xo.data(), xo.size(), &sel, err);
+    if (st == FATPTE_OK) {
+      st = fatpte_load_with(c, sel, options, loaded, err);
+      fatpte_selection_free(sel);
+    }
+    if (st == FATPTE_OK) break;
+    if (say) {
+      std::printf("signature: entry '%s' was not loaded: %s\n", fatpte::printable(name).c_str(),
+                  fatpte::terminal_safe(err->message).c_str());
+    }
+    last = *err;
+    tried = true;
+    exclude.emplace_back(name);
+  }
+  fatpte_signature_report_free(report);
+  return st;
+}
+
+int run_with_c_api(const RunArgs& a) {
+  // Everything the caller gave is read before the container is touched.
+  std::vector<fatpte::Call> calls;
+  const bool text_mode = !a.input_text.empty();
+  if (!a.inputs_json.empty() || text_mode) {
+    auto c = text_mode ? text_call(a.input_text) : fatpte::calls_from_file(a.inputs_json);
+    if (!c.ok()) return fail_with(text_mode ? a.input_text : a.inputs_json, c.error());
+    calls = std::move(c).value();
+  }
+  std::string profile_json;
+  if (a.device != "host") {
+    auto p = fatpte::load_profile(a.device);
+    if (!p.ok()) return fail_with("fatpte-run", p.error());
+    profile_json = fatpte::canonical_json(p.value());
+  }
+  fatpte_load_options* options = nullptr;
+  fatpte_error err;
+  fatpte_load_options_new(&options);
+  std::unique_ptr<fatpte_load_options, void (*)(fatpte_load_options*)> own_options(options, fatpte_load_options_free);
+  for (const std::string& m : a.maps) {
+    if (fatpte_load_options_read_map(options, m.c_str(), &err) != FATPTE_OK) return fail_with(m, err);
+  }
+  for (const std::string& d : a.dirs) fatpte_load_options_add_search_dir(options, d.c_str());
+  for (const std::string& lib : a.libraries) {
+    const std::size_t eq = lib.find('=');
+    const std::string id = eq == std::string::npos ? lib : lib.substr(0, eq);
+    const std::string path = eq == std::string::npos ? "" : lib.substr(eq + 1);
+    if (eq == std::string::npos || fatpte_load_options_set_library(options, id.c_str(), path.c_str()) != FATPTE_OK) {
+      return usage("--backend-lib takes ID=PATH (an ExecuTorch backend id such as XnnpackBackend, or kernels), or "
+                   "ID= to withhold it; got '" + lib + "'");
+    }
+  }
+  if (!a.method.empty()) fatpte_load_options_set_method(options, a.method.c_str());
+  fatpte_load_options_set_defaults(options, a.defaults ? 1 : 0, 1);
+
+  fatpte_container* c = nullptr;
+  if (fatpte_open_file(a.file.c_str(), &c, &err) != FATPTE_OK) return fail_with(a.file, err);
+  std::unique_ptr<fatpte_container, void (*)(fatpte_container*)> own_container(c, fatpte_close);
+  const char* device_json = a.device == "host" ? nullptr : profile_json.c_str();
+  fatpte_loaded* loaded = nullptr;
+  if (!a.trusted_keys.empty()) {
+    if (load_signed(c, device_json, a, options, &loaded, &err) != FATPTE_OK) return fail_with(a.file, err);
+  } else {
+    const auto p = c_strings(a.prefer), x = c_strings(a.exclude);
+    fatpte_selection* sel = nullptr;
+    if (fatpte_select(c, device_json, p.data(), p.size(), x.data(), x.size(), &sel, &err) != FATPTE_OK) {
+      return fail_with(a.file, err);
+    }
+    if (a.explain && !a.json) std::printf("%s\n", fatpte::terminal_safe(fatpte_selection_explain(sel)).c_str());
+    const fatpte_status st = fatpte_load_with(c, sel, options, &loaded, &err);
+    fatpte_selection_free(sel);
+    if (st != FATPTE_OK) return fail_with(a.file, err);
+  }
+  std::unique_ptr<fatpte_loaded, void (*)(fatpte_loaded*)> own_loaded(loaded, fatpte_unload);
+  if (a.explain && !a.json) std::printf("%s\n", fatpte::terminal_safe(fatpte_loaded_explain(loaded)).c_str());
   uint32_t index = 0;
   const char* name = "";
   const char* backend = "";
   fatpte_loaded_entry(loaded, &index);
   fatpte_entry_name(c, index, &name);
   fatpte_entry_backend_id(c, index, &backend);
-  std::vector<float> output(1u << 16);
-  size_t count = 0;
-  int rc = 0;
-  if (fatpte_run_f32(loaded, input.data(), input.size(), output.data(), output.size(), &count, &err) != FATPTE_OK) {
-    rc = fail_with(file, err);
-  } else {
-    std::printf("ran: %s [%s]\noutput:", fatpte::printable(name).c_str(), fatpte::printable(backend).c_str());
-    for (size_t i = 0; i < count; ++i) std::printf(" %.9g", static_cast<double>(output[i]));
-    std::printf("\n");
-    rc = std::fflush(stdout) == 0 ? 0 : 4;
+  if (!a.json) std::printf("ran: %s [%s]\n", fatpte::printable(name).c_str(), fatpte::printable(backend).c_str());
+
+  std::string calls_json;
+  for (std::size_t k = 0; k < calls.size(); ++k) {
+    const auto& inputs = calls[k].inputs;
+    std::vector<fatpte_tensor> in(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      in[i] = fatpte_tensor{static_cast<int32_t>(inputs[i].dtype), static_cast<uint32_t>(inputs[i].shape.size()),
+                            inputs[i].shape.data(), inputs[i].data.data(), inputs[i].data.size()};
+    }
+    if (fatpte_execute(loaded, in.data(), in.size(), &err) != FATPTE_OK) {
+      const char* full = fatpte_last_message();
+      std::fprintf(stderr, "%s\n",
+                   fatpte::terminal_safe(a.file + ": call " + std::to_string(k) + ": " +
+                                         (full[0] != '\0' ? full : err.message)).c_str());
+      return exit_code(static_cast<fatpte::Error>(err.code));
+    }
+    std::size_t count = 0;
+    fatpte_output_count(loaded, &count);
+    calls_json += std::string(k ? ", " : "") + "{\"outputs\": [";
+    for (std::size_t o = 0; o < count; ++o) {
+      fatpte_tensor out;
+      fatpte_output(loaded, o, &out);
+      const fatpte::Tensor t = from_c(out);
+      calls_json += (o ? ", " : "") + fatpte::tensor_json(t);
+      if (a.json) continue;
+      if (text_mode) {
+        std::printf("output:");
+        for (std::size_t i = 0; i < t.data.size() / sizeof(float); ++i) std::printf(" %.9g", t.as_double(i));
+        std::printf("\n");
+      } else {
+        std::printf("call %zu: output %zu: %s\n", k, o, fatpte::tensor_text(t).c_str());
+      }
+    }
+    calls_json += "]}";
   }
-  fatpte_unload(loaded);
-  fatpte_close(c);
-  return rc;
+  if (a.json) {
+    std::string dispatch;
+    for (const std::string& line : lines_of(fatpte_loaded_explain(loaded))) {
+      dispatch += (dispatch.empty() ? "\n    " : ",\n    ") + fatpte::detail::json_quote(line.substr(line.find_first_not_of(' ')));
+    }
+    std::printf("{\n  \"chosen\": %s,\n  \"backend_id\": %s,\n  \"method\": %s,\n  \"dispatch\": [%s\n  ],\n"
+                "  \"calls\": [%s]\n}\n",
+                fatpte::detail::json_quote(name).c_str(), fatpte::detail::json_quote(backend).c_str(),
+                fatpte::detail::json_quote(fatpte_loaded_method(loaded)).c_str(), dispatch.c_str(), calls_json.c_str());
+  }
+  return std::fflush(stdout) == 0 ? 0 : 4;
+}
+
+int select_only(const RunArgs& a) {
+  auto profile = fatpte::load_profile(a.device);
+  if (!profile.ok()) return fail_with("fatpte-run", profile.error());
+  auto opened = fatpte::Container::open_file(a.file);
+  if (!opened.ok()) return fail_with(a.file, opened.error());
+  const fatpte::Container& c = *opened.value();
+  auto sel = fatpte::select(c, profile.value(), a.prefer, a.exclude);
+  if (!sel.ok()) {
+    if (a.json && sel.error().code() == fatpte::Error::NO_SPECIALIZATION_FITS) {
+      // As `fatpte select --json`: every verdict on stdout, `chosen` null; the error follows.
+      auto assessed = fatpte::assess(c, profile.value(), a.prefer, a.exclude);
+      if (assessed.ok()) std::fputs(fatpte::selection_json(c, assessed.value()).c_str(), stdout);
+    }
+    return fail_with(a.file, sel.error());
+  }
+  if (a.json) {
+    std::fputs(fatpte::selection_json(c, sel.value()).c_str(), stdout);
+  } else if (a.explain) {
+    std::printf("%s\n", fatpte::terminal_safe(fatpte::explain(c, sel.value())).c_str());
+  } else {
+    const fatpte::Entry& e = c.entries()[sel.value().chosen];
+    std::printf("%s [%s]\n", fatpte::printable(e.name).c_str(), fatpte::printable(e.backend_id).c_str());
+  }
+  return std::fflush(stdout) == 0 ? 0 : 4;
+}
+
+int check_profiles(int argc, char** argv) {
+  // Exactly the reader --device uses (tests/loader/test_cpp_profile_parity.py compares it with Python).
+  int rc = 0;
+  for (int i = 2; i < argc; ++i) {
+    auto p = fatpte::profile_from_file(argv[i]);
+    if (p.ok()) {
+      std::printf("OK\n");
+      continue;
+    }
+    // The field path can hold any key of the file: bytes outside printable ASCII (and the
+    // backslash) are written \xNN so the output stays one line per file.
+    std::string field;
+    for (unsigned char ch : p.error().field()) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", ch);
+      field += ch >= 0x20 && ch < 0x7F && ch != '\\' ? std::string(1, static_cast<char>(ch)) : std::string(hex);
+    }
+    std::printf("%s %s\n", fatpte::error_tag(p.error().code()), field.empty() ? "-" : field.c_str());
+    std::fprintf(stderr, "fatpte-run: %s\n", fatpte::terminal_safe(p.error().describe()).c_str());
+    if (rc == 0) rc = exit_code(p.error().code());
+  }
+  return std::fflush(stdout) == 0 ? rc : 4;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::strcmp(argv[1], "--device-json") == 0) {
-    const std::string json = fatpte::canonical_json(fatpte::probe_host());
-    std::fwrite(json.data(), 1, json.size(), stdout);
-    return std::fflush(stdout) == 0 ? 0 : 4;
-  }
-  if (argc >= 3 && std::strcmp(argv[1], "--check-profile") == 0) {
-    // Exactly the reader --device uses (tests/loader/test_cpp_profile_parity.py compares it with Python).
-    int rc = 0;
-    for (int i = 2; i < argc; ++i) {
-      auto p = fatpte::profile_from_file(argv[i]);
-      if (p.ok()) {
-        std::printf("OK\n");
-        continue;
-      }
-      // The field path can hold any key of the file: bytes outside printable ASCII (and the
-      // backslash) are written \xNN so the output stays one line per file.
-      std::string field;
-      for (unsigned char c : p.error().field()) {
-        char hex[8];
-        std::snprintf(hex, sizeof hex, "\\x%02x", c);
-        field += c >= 0x20 && c < 0x7F && c != '\\' ? std::string(1, static_cast<char>(c)) : std::string(hex);
-      }
-      std::printf("%s %s\n", fatpte::error_tag(p.error().code()), field.empty() ? "-" : field.c_str());
-      std::fprintf(stderr, "fatpte-run: %s\n", fatpte::terminal_safe(p.error().describe()).c_str());
-      if (rc == 0) rc = exit_code(p.error().code());
-    }
-    return std::fflush(stdout) == 0 ? rc : 4;
-  }
-  std::string file, device = "host", input_path;
-  std::vector<std::string> prefer, exclude, backend_dirs;
-  bool select_only = false, explain = false, json = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (a == "--select-only") {
-      select_only = true;
-    } else if (a == "--explain") {
-      explain = true;
-    } else if (a == "--json") {
-      json = true;
-    } else if ((a == "--device" || a == "--prefer" || a == "--exclude" || a == "--backend-path" || a == "--input") &&
-               has_value) {
-      const char* v = argv[++i];
-      if (a == "--backend-path") backend_dirs.push_back(v);
-      if (a == "--input") input_path = v;
-      if (a == "--device") device = v;
-      if (a == "--prefer") split_into(v, prefer);
-      if (a == "--exclude") split_into(v, exclude);
-    } else if (!a.empty() && a[0] != '-' && file.empty()) {
-      file = a;
-    } else {
-      return usage(("unexpected argument '" + a + "'").c_str());
-    }
-  }
-  if (file.empty()) return usage("no container given");
-  if (!select_only && input_path.empty()) return usage("give the network's input with --input FILE");
-  if (!select_only) return run_with_c_api(file, device, prefer, exclude, backend_dirs, input_path, explain);
   try {
-    fatpte::DeviceProfile profile;
-    if (device == "host") {
-      profile = fatpte::probe_host();
-    } else {
-      auto p = fatpte::profile_from_file(device);
-      if (!p.ok()) {
-        std::fprintf(stderr, "fatpte-run: %s\n", fatpte::terminal_safe(p.error().describe()).c_str());
-        return exit_code(p.error().code());
+    if (argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+      std::fputs(kHelp, stdout);
+      return std::fflush(stdout) == 0 ? 0 : 4;
+    }
+    if (argc == 2 && std::strcmp(argv[1], "--device-json") == 0) {
+      const std::string json = fatpte::canonical_json(fatpte::probe_host());
+      std::fwrite(json.data(), 1, json.size(), stdout);
+      return std::fflush(stdout) == 0 ? 0 : 4;
+    }
+    if (argc >= 3 && std::strcmp(argv[1], "--check-profile") == 0) return check_profiles(argc, argv);
+    RunArgs a;
+    bool select = false, executorch_log = false, require_signature = false;
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      const bool has_value = i + 1 < argc;
+      if (arg == "--select-only") {
+        select = true;
+      } else if (arg == "--explain") {
+        a.explain = true;
+      } else if (arg == "--json") {
+        a.json = true;
+      } else if (arg == "--no-default-backends") {
+        a.defaults = false;
+      } else if (arg == "--executorch-log") {
+        executorch_log = true;
+      } else if (arg == "--require-signature") {
+        require_signature = true;
+      } else if (arg == "--trusted-key" && has_value) {
+        a.trusted_keys.push_back(argv[++i]);
+      } else if ((arg == "--device" || arg == "--prefer" || arg == "--exclude" || arg == "--backend-path" ||
+                  arg == "--input" || arg == "--inputs" || arg == "--method" || arg == "--backend-lib" ||
+                  arg == "--backend-map") &&
+                 has_value) {
+        const char* v = argv[++i];
+        if (arg == "--backend-path") a.dirs.push_back(v);
+        if (arg == "--input") a.input_text = v;
+        if (arg == "--inputs") a.inputs_json = v;
+        if (arg == "--method") a.method = v;
+        if (arg == "--backend-lib") a.libraries.push_back(v);
+        if (arg == "--backend-map") a.maps.push_back(v);
+        if (arg == "--device") a.device = v;
+        if (arg == "--prefer") split_into(v, a.prefer);
+        if (arg == "--exclude") split_into(v, a.exclude);
+      } else if (!arg.empty() && arg[0] != '-' && a.file.empty()) {
+        a.file = arg;
+      } else {
+        return usage("unexpected argument '" + arg + "'");
       }
-      profile = p.value();
     }
-    auto opened = fatpte::Container::open_file(file);
-    if (!opened.ok()) {
-      std::fprintf(stderr, "%s\n", fatpte::terminal_safe(file + ": " + opened.error().describe()).c_str());
-      return exit_code(opened.error().code());
+    if (a.file.empty()) return usage("no container given");
+    if (require_signature != !a.trusted_keys.empty()) {
+      return usage("--require-signature needs --trusted-key PUBLIC.pem, and --trusted-key needs --require-signature");
     }
-    const fatpte::Container& c = *opened.value();
-    auto sel = fatpte::select(c, profile, prefer, exclude);
-    if (!sel.ok()) {
-      if (json && sel.error().code() == fatpte::Error::NO_SPECIALIZATION_FITS) {
-        // As `fatpte select --json`: every verdict on stdout, `chosen` null; the error follows.
-        auto assessed = fatpte::assess(c, profile, prefer, exclude);
-        if (assessed.ok()) std::fputs(fatpte::selection_json(c, assessed.value()).c_str(), stdout);
-      }
-      std::fprintf(stderr, "%s\n", fatpte::terminal_safe(file + ": " + sel.error().describe()).c_str());
-      return exit_code(sel.error().code());
+    if (require_signature && select) {
+      return usage("--require-signature verifies what is run: it does not go with --select-only");
     }
-    if (json) {
-      std::fputs(fatpte::selection_json(c, sel.value()).c_str(), stdout);
-    } else if (explain) {
-      std::printf("%s\n", fatpte::terminal_safe(fatpte::explain(c, sel.value())).c_str());
-    } else {
-      const fatpte::Entry& e = c.entries()[sel.value().chosen];
-      std::printf("%s [%s]\n", fatpte::printable(e.name).c_str(), fatpte::printable(e.backend_id).c_str());
+    if (select) return select_only(a);
+    if (a.input_text.empty() == a.inputs_json.empty()) {
+      return usage("give the calls with --inputs CALLS.json (or one float32 input with --input VALUES.txt), not both");
     }
-    return std::fflush(stdout) == 0 ? 0 : 4;
+    fatpte::set_executorch_log(executorch_log);
+    return run_with_c_api(a);
   } catch (const std::exception& exc) {
     std::fprintf(stderr, "fatpte-run: %s\n", exc.what());
     return 4;

@@ -39,6 +39,16 @@ def _tensor(t: dict[str, Any]) -> str:
     return f"{t['dtype']}[{', '.join(str(d) for d in t['shape'])}]"
 
 
+TIE_NATIVE_XNNPACK = ("fatpte: warning: E0709 (specialization): entries 'native' and 'xnnpack' can both be eligible "
+                      "on one device and tie on priority (0), delegation (both delegate to a backend) and "
+                      "specificity (0): only their place in the table chooses 'native'; give the one to prefer a "
+                      "higher priority\n")
+TIE_XNNPACK_NATIVE = ("fatpte: warning: E0709 (specialization): entries 'xnnpack' and 'native' can both be eligible "
+                      "on one device and tie on priority (0), delegation (both delegate to a backend) and "
+                      "specificity (0): only their place in the table chooses 'xnnpack'; give the one to prefer a "
+                      "higher priority\n")
+
+
 # ---------------------------------------------------------------------------------------------
 # info
 # ---------------------------------------------------------------------------------------------
@@ -60,7 +70,9 @@ def test_info_prints_methods_delegates_named_data_and_the_signature(name: str) -
     top = lines.index(next(line for line in lines if line.startswith("method forward: ")))
     assert lines[top + 1] == "  inputs:  " + ", ".join(_tensor(t) for t in sig["user_inputs"])
     assert lines[top + 2] == "  outputs: " + ", ".join(_tensor(t) for t in sig["user_outputs"])
-    buffers = ", ".join(f"{b['name']}: {_tensor(b)}" for b in sig["mutable_buffers"]) or "none"
+    # Named where the file records a name (docs/executorch.md, "The program signature").
+    named = INDEX[name]["buffer_names"] or INDEX[name]["backend"] in ("native", "nfat")
+    buffers = ", ".join(f"{b['name']}: " * named + _tensor(b) for b in sig["mutable_buffers"]) or "none"
     assert lines[top + 3] == f"  mutable buffers: {buffers}"
     delegates = data["methods"][0]["delegates"]
     assert (INDEX[name]["backend"] == "portable") == (delegates == [])
@@ -255,6 +267,80 @@ def test_pack_keeps_the_name_and_backend_given(tmp_path: Path) -> None:
         assert [(e.name, e.backend_id) for e in c.entries] == [("cpu", "portable"), ("native", "native")]
 
 
+@pytest.mark.parametrize("model", ["buffer", "kvcache", "kvpair"])
+def test_pack_default_exports_of_a_stateful_model_with_nothing_but_the_file_names(tmp_path: Path,
+                                                                                  model: str) -> None:
+    """ExecuTorch's default export keeps no buffer names; portable, XNNPACK and native still pack."""
+    out = tmp_path / "m.nfat"
+    files = [ET_FIXTURES / f"{model}_{b}_default.pte" for b in ("portable", "xnnpack", "native")]
+    code, stdout, err = run("pack", "-o", out, *files)
+    # XNNPACK and native both delegate: on a device whose runtime has both, only table order
+    # chooses between them, which pack says; the portable one ranks below either.
+    assert (code, err) == (0, TIE_XNNPACK_NATIVE), err
+    assert stdout == f"wrote {out}: version 2, 3 entries, {out.stat().st_size} bytes\n"
+    assert run("validate", out)[0] == 0
+    with fatpte.open(out) as c:
+        assert [e.backend_id for e in c.entries] == ["portable", "xnnpack", "native"]
+
+
+def test_pack_refuses_a_changed_cache_naming_the_difference(tmp_path: Path) -> None:
+    out = tmp_path / "x.nfat"
+    code, stdout, err = run("pack", "-o", out, ET_FIXTURES / "kvpair_portable_default.pte",
+                            ET_FIXTURES / "kvpair16_xnnpack_default.pte")
+    assert (code, stdout) == (1, "")
+    assert err.startswith("fatpte: E0411 ") and "'portable' and 'xnnpack'" in err
+    assert "float32[1, 1, 8] vs float32[1, 1, 16]" in err
+    assert not out.exists()
+
+
+def test_pack_refuses_backend_ids_that_contradict_the_programs(tmp_path: Path) -> None:
+    out = tmp_path / "x.nfat"
+    code, stdout, err = run("pack", "-o", out, f"portable={ET_FIXTURES / 'mlp_xnnpack.pte'}",
+                            f"xnnpack={ET_FIXTURES / 'mlp_portable.pte'}")
+    assert (code, stdout) == (1, "")
+    assert err.startswith("fatpte: E1102 (specialization[0].backend_id): ")
+    assert "backend id 'portable' names the portable operators, but the program delegates to XnnpackBackend" in err
+    assert not out.exists()
+
+
+def test_add_and_replace_refuse_another_models_program(tmp_path: Path) -> None:
+    base = tmp_path / "mlp.nfat"
+    assert run("pack", "-o", base, ET_FIXTURES / "mlp_portable.pte", ET_FIXTURES / "mlp_xnnpack.pte")[0] == 0
+    code, _, err = run("add", base, f"native={ET_FIXTURES / 'add_native.pte'}", "-o", tmp_path / "a.nfat")
+    assert code == 1 and "E0411" in err and not (tmp_path / "a.nfat").exists()
+    code, _, err = run("replace", base, ET_FIXTURES / "add_xnnpack.pte", "--name", "xnnpack", "-o", tmp_path / "r.nfat")
+    assert code == 1 and "E0411" in err and not (tmp_path / "r.nfat").exists()
+    code, _, err = run("replace", base, ET_FIXTURES / "mlp_xnnpack.pte", "--name", "xnnpack", "-o", tmp_path / "r.nfat")
+    assert (code, err) == (0, "")
+
+
+def test_pack_signature_escape_hatches_are_recorded(tmp_path: Path) -> None:
+    files = [ET_FIXTURES / "kvpair_portable_default.pte", ET_FIXTURES / "kvpair16_xnnpack_default.pte"]
+    assert run("pack", "-o", tmp_path / "x.nfat", *files)[0] == 1
+    code, _, err = run("pack", "-o", tmp_path / "from.nfat", "--signature-from", "portable", *files)
+    assert (code, err) == (0, "")
+    code, out, _ = run("info", tmp_path / "from.nfat")
+    assert "signature check: the signature of 'portable' given to every entry" in out
+    code, _, err = run("pack", "-o", tmp_path / "none.nfat", "--no-signature-check", *files)
+    assert (code, err) == (0, "")
+    data = json.loads(run("info", "--json", tmp_path / "none.nfat")[1])
+    assert [e["signature_check"] for e in data["entries"]] == ["skipped", "skipped"]
+    assert run("validate", "--strict", tmp_path / "none.nfat", tmp_path / "from.nfat")[0] == 0
+    code, _, err = run("pack", "-o", tmp_path / "y.nfat", "--no-signature-check", "--signature-from", "portable",
+                       *files)
+    assert code == 2 and "exclude each other" in err
+    code, _, err = run("pack", "-o", tmp_path / "y.nfat", "--signature-from", "gpu", *files)
+    assert code == 2 and "E0702" in err and "'gpu'" in err
+
+
+def test_pack_prints_warnings_and_still_packs(tmp_path: Path) -> None:
+    out = tmp_path / "w.nfat"
+    program = ET_FIXTURES / "mlp_portable.pte"
+    code, stdout, err = run("pack", "-o", out, f"portable={program}", f"cpu:portable={program}")
+    assert code == 0 and stdout.startswith(f"wrote {out}")
+    assert err.startswith("fatpte: warning: E0709 (specialization): entries 'portable' and 'cpu' ")
+
+
 def test_pack_refuses_two_different_programs_showing_both_signatures(tmp_path: Path) -> None:
     out = tmp_path / "x.nfat"
     code, stdout, err = run("pack", "-o", out, ET_FIXTURES / "mlp_portable.pte", ET_FIXTURES / "add_xnnpack.pte")
@@ -379,7 +465,7 @@ def test_pack_share_pte_named_data_then_extract_with_data_out(tmp_path: Path) ->
     out = tmp_path / "m.nfat"
     code, _, err = run("pack", "-q", "-o", out, "--share-pte-named-data", ET_FIXTURES / "mlp_portable.pte",
                        f"xnnpack={ET_FIXTURES / 'mlp_xnnpack.pte'}", ET_FIXTURES / "mlp_native.pte")
-    assert (code, err) == (0, ""), err
+    assert (code, err) == (0, TIE_XNNPACK_NATIVE), err
     info = json.loads(run("info", "--json", out)[1])
     assert info["segment_count"] == 4 and len(info["named_data"]) == 8
     original = (ET_FIXTURES / "mlp_native.pte").read_bytes()
@@ -392,7 +478,7 @@ def test_pack_share_pte_named_data_then_extract_with_data_out(tmp_path: Path) ->
     assert {t.key: data[t.offset : t.offset + t.size] for t in read_ptd(data).named_data} == want
     assert read_program((tmp_path / "n.pte").read_bytes()).named_data == ()
     # The portable entry has no named data: no data file is written, and the line says why.
-    code, text, err = run("extract", "-q", out, "--device", "x86-64-v2", "-o", tmp_path / "p.pte",
+    code, text, err = run("extract", "-q", out, "--name", "portable", "-o", tmp_path / "p.pte",
                           "--data-out", tmp_path / "p.ptd")
     assert (code, err) == (0, ""), err
     assert "wrote no " in text.splitlines()[1] and not (tmp_path / "p.ptd").exists()
@@ -568,7 +654,7 @@ def test_info_shows_signature_backends_data_needs_and_provenance(tmp_path: Path)
     code, _, err = run("pack", "-o", out, f"cpu:portable={ET_FIXTURES / 'mlp_portable_external.pte'}", "--data",
                        f"cpu={ET_FIXTURES / 'mlp_portable_external._default_external_constant.ptd'}",
                        ET_FIXTURES / "mlp.ptn", ET_FIXTURES / "mlp_xnnpack.pte", "--share-pte-named-data")
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, TIE_NATIVE_XNNPACK)  # both delegate: only table order chooses
     lines = run("info", out)[1].splitlines()
     first = lines.index("  cpu:")
     pte, ptn, xnn = _sha("mlp_portable_external.pte"), _sha("mlp.ptn"), _sha("mlp_xnnpack.pte")
@@ -646,7 +732,7 @@ def test_pack_share_moves_ptn_tensors_and_extract_puts_them_back(tmp_path: Path)
     out = tmp_path / "s.nfat"
     code, _, err = run("pack", "-o", out, ET_FIXTURES / "mlp.ptn", ET_FIXTURES / "mlp_xnnpack.pte",
                        "--share-pte-named-data")
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, TIE_NATIVE_XNNPACK)
     info = json.loads(run("info", "--json", out)[1])
     assert info["segment_count"] == 4  # the package's and the XNNPACK program's weights: one copy
     native = info["entries"][0]
@@ -673,3 +759,60 @@ def test_container_commands_on_a_ptn_say_what_it_is(tmp_path: Path) -> None:
                  ["thin", ptn, "--device", "host", "-o", tmp_path / "y"]):
         code, out, err = run(*args)
         assert (code, out, err) == (1, "", expected), args
+
+
+# ---------------------------------------------------------------------------------------------
+# selection that knows the runtime
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(__import__("platform").machine().lower() not in ("x86_64", "amd64"), reason="an x86_64 host")
+def test_select_host_on_portable_and_xnnpack_packed_with_no_options_chooses_xnnpack(tmp_path: Path) -> None:
+    out = tmp_path / "m.nfat"
+    assert run("pack", "-o", out, ET_FIXTURES / "kvpair_portable_default.pte",
+               ET_FIXTURES / "kvpair_xnnpack_default.pte") == (0, f"wrote {out}: version 2, 2 entries, "
+                                                                f"{out.stat().st_size} bytes\n", "")
+    assert run("select", out, "--device", "host") == (0, "xnnpack\n", "")
+    # The console script's plain form (no click) says the same.
+    proc = subprocess.run([sys.executable, "-m", "fatpte", "select", str(out), "--device", "host"],
+                          capture_output=True, text=True, check=False)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "xnnpack\n", "")
+
+
+def test_a_runtime_without_native_backend_never_gets_the_native_entry(tmp_path: Path) -> None:
+    out = tmp_path / "m.nfat"
+    files = [ET_FIXTURES / f"kvpair_{b}_default.pte" for b in ("portable", "xnnpack", "native")]
+    assert run("pack", "-o", out, "native=" + str(files[2]), *files[:2])[0] == 0  # native first in the table
+    profile = tmp_path / "runtime.json"
+    device = fatpte.DeviceProfile.load("x86-64-v3")._replace(name="runtime", executorch_backends=["XnnpackBackend"])
+    profile.write_text(device.to_json_text())
+    assert run("select", out, "--device", profile, "--prefer", "native")[:2] == (0, "xnnpack\n")
+    code, text, _ = run("select", out, "--device", profile, "--explain")
+    assert code == 0
+    assert ("  -  native [native]: rejected: executorch_backends: needs NativeBackend; the device has no "
+            "NativeBackend (its runtime has XnnpackBackend)") in text.splitlines()
+    # A profile that does not say: native is a candidate again (first in the table), with a note.
+    code, text, _ = run("select", out, "--device", "x86-64-v3", "--explain")
+    assert "     note: ExecuTorch backends NativeBackend not checked: the profile does not list the backends" in text
+    # With no backend in the runtime, only the portable program runs.
+    profile.write_text(device._replace(executorch_backends=[]).to_json_text())
+    assert run("select", out, "--device", profile)[:2] == (0, "portable\n")
+
+
+def test_unknown_prefer_words_warn_or_fail_with_strict(tmp_path: Path) -> None:
+    out = tmp_path / "m.nfat"
+    assert run("pack", "-q", "-o", out, ET_FIXTURES / "mlp_portable.pte", ET_FIXTURES / "mlp_xnnpack.pte")[0] == 0
+    code, stdout, err = run("select", out, "--device", "x86-64-v2", "--prefer", "xnnpak")
+    assert (code, stdout) == (0, "xnnpack\n")
+    assert err == ("fatpte: warning: E0710 (prefer): prefer 'xnnpak' names no entry and no backend id of the "
+                   "container (entries: portable, xnnpack; backend ids: portable, xnnpack)\n")
+    code, stdout, err = run("select", out, "--device", "x86-64-v2", "--exclude", "xnnpak", "--strict")
+    assert (code, stdout) == (2, "") and err.startswith(f"{out}: E0702 (exclude): exclude 'xnnpak' names no entry")
+    # The console script's plain form prints the same warning, and extract and thin warn too.
+    proc = subprocess.run([sys.executable, "-m", "fatpte", "select", str(out), "--device", "x86-64-v2",
+                           "--prefer", "xnnpak"], capture_output=True, text=True, check=False)
+    assert (proc.returncode, proc.stdout) == (0, "xnnpack\n") and proc.stderr.startswith("fatpte: warning: E0710")
+    code, _, err = run("extract", "-q", out, "--device", "x86-64-v2", "--prefer", "xnnpak", "-o", tmp_path / "x")
+    assert code == 0 and err.startswith("fatpte: warning: E0710")
+    code, _, err = run("thin", "-q", out, "--device", "x86-64-v2", "--exclude", "nope", "-o", tmp_path / "t")
+    assert code == 0 and err.startswith("fatpte: warning: E0710 (exclude)")

@@ -317,7 +317,7 @@ def test_a_new_write_removes_the_temporaries_a_killed_writer_left(tmp_path: Path
 @pytest.mark.parametrize("kind", ["fifo", "dev-null", "dev-zero", "directory"])
 def test_inputs_that_are_not_regular_files_are_refused_at_once_in_both(tmp_path: Path, kind: str) -> None:
     """validate, info and select (and fatpte-validate) refuse a FIFO, a device or a directory with
-    E0802 before reading a byte: a FIFO without a writer never blocks them."""
+    E0811 before reading a byte: a FIFO without a writer never blocks them."""
     import os
 
     if kind == "fifo":
@@ -333,10 +333,10 @@ def test_inputs_that_are_not_regular_files_are_refused_at_once_in_both(tmp_path:
         commands.append(["validate", str(path)])
     for args in commands:
         result = CliRunner().invoke(main, args)
-        assert result.exit_code == 4 and "E0802" in result.stderr, (args, result.output)
+        assert result.exit_code == 4 and "E0811" in result.stderr, (args, result.output)
     proc = subprocess.run([str(loader_tool("fatpte-validate")), str(path)], capture_output=True, text=True,
                           timeout=60, check=False)
-    assert proc.stdout.split() == ["E0802", "-", "-"]
+    assert proc.stdout.split() == ["E0811", "-", "-"]
 
 
 def test_a_payload_whose_size_is_not_its_content_is_refused(tmp_path: Path) -> None:

@@ -211,3 +211,79 @@ def test_selection_reads_no_payload(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     with fatpte.open(path) as c:
         assert select(c, profile()).chosen.name == "a"
+
+
+# -- the runtime's ExecuTorch backends, delegation, and the caller's words ------------------------
+
+
+def _programs(tmp_path: Path) -> Container:
+    """Three lowerings of one program as the manifest describes them, portable first in the table."""
+    return fatpte.open(pack([
+        Specialization("portable", b"p" * 8, executorch_backends=[]),
+        Specialization("xnnpack", b"x" * 8, executorch_backends=["XnnpackBackend"]),
+        Specialization("native", b"n" * 8, executorch_backends=["NativeBackend"], priority=-1),
+    ], tmp_path / "et.nfat"))
+
+
+def _runtime(backends: list[str] | None) -> DeviceProfile:
+    return DeviceProfile.load("x86-64-v2")._replace(name="runtime", executorch_backends=backends)
+
+
+def test_a_program_that_delegates_ranks_above_the_portable_one(tmp_path: Path) -> None:
+    with _programs(tmp_path) as c:
+        sel = select(c, DeviceProfile.load("x86-64-v2"))
+        assert sel.chosen.name == "xnnpack"
+        assert [v.entry.name for v in sel.ranked] == ["xnnpack", "portable", "native"]  # priority first
+        assert sel.verdicts[1].delegates and not sel.verdicts[0].delegates
+        # The caller's preference still comes before it, and so does a priority.
+        assert select(c, DeviceProfile.load("x86-64-v2"), prefer=["portable"]).chosen.name == "portable"
+        lines = sel.explain().splitlines()
+        assert "  #2 portable [portable]: eligible (priority 0, portable operators, specificity 0)" in lines
+        assert "  #1 xnnpack [xnnpack]: eligible (priority 0, delegates to XnnpackBackend, specificity 0)" in lines
+
+
+def test_a_runtime_without_the_backend_never_gets_the_entry(tmp_path: Path) -> None:
+    with _programs(tmp_path) as c:
+        sel = select(c, _runtime(["XnnpackBackend"]), prefer=["native"])
+        assert sel.chosen.name == "xnnpack"
+        (native,) = [v for v in sel.verdicts if v.entry.name == "native"]
+        assert not native.eligible
+        assert [f.text() for f in native.failures] == [
+            "executorch_backends: needs NativeBackend; the device has no NativeBackend (its runtime has "
+            "XnnpackBackend)"]
+        assert "native [native]: rejected: executorch_backends: needs NativeBackend" in sel.explain()
+        assert sel.to_json()["verdicts"][2]["executorch_backends"] == ["NativeBackend"]
+        # A runtime with no backend at all runs only the portable program.
+        assert select(c, _runtime([])).chosen.name == "portable"
+        with pytest.raises(SelectionError) as e:
+            select(c, _runtime([]), exclude=["portable"])
+        assert "its runtime has no backend" in e.value.message
+
+
+def test_a_profile_that_does_not_say_checks_nothing_and_notes_it(tmp_path: Path) -> None:
+    with _programs(tmp_path) as c:
+        sel = select(c, DeviceProfile.load("x86-64-v2"))
+        (native,) = [v for v in sel.verdicts if v.entry.name == "native"]
+        assert native.eligible and native.rank == 3
+        assert native.notes == ("ExecuTorch backends NativeBackend not checked: the profile does not list the "
+                                "backends its runtime has (`fatpte device` lists them where ExecuTorch's runtime is "
+                                "installed)",)
+        assert sel.verdicts[0].notes == ()  # nothing to check for the portable program
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_unknown_prefer_and_exclude_words(tmp_path: Path, strict: bool) -> None:
+    with _programs(tmp_path) as c:
+        if strict:
+            with pytest.raises(FatpteError) as e:
+                select(c, DeviceProfile.load("x86-64-v2"), prefer=["xnnpak"], strict=True)
+            assert e.value.code is ErrorCode.INVALID_ARGUMENT and e.value.field == "prefer"
+            assert "'xnnpak' names no entry" in e.value.message
+            return
+        with pytest.warns(fatpte.FatpteWarning) as caught:
+            sel = select(c, DeviceProfile.load("x86-64-v2"), prefer=["xnnpak", "portable"], exclude=["xnnpak"])
+        assert sel.chosen.name == "portable"  # the known word still counts
+        assert [(w.message.code, w.message.field) for w in caught if isinstance(w.message, fatpte.FatpteWarning)] == [
+            (ErrorCode.UNKNOWN_WORD, "prefer"), (ErrorCode.UNKNOWN_WORD, "exclude")]
+        assert ("prefer 'xnnpak' names no entry and no backend id of the container (entries: portable, xnnpack, "
+                "native; backend ids: portable, xnnpack, native)") in str(caught[0].message)

@@ -26,16 +26,21 @@ PAYLOAD_KINDS = {"xnnpack": "XH00", "native": "NPTG", "nfat": "NFAT"}
 
 
 def test_fixtures_cover_every_model_and_lowering() -> None:
-    seen = {(f["model"], f["backend"]) for f in FILES.values()}
+    seen = {(f["model"], f["backend"], f["buffer_names"]) for f in FILES.values()}
     for model in ("add", "mlp", "buffer", "kvcache"):
         for backend in ("portable", "xnnpack", "native", "nfat"):
-            assert (model, backend) in seen
+            assert (model, backend, True) in seen
+    # Every model with state, exported as users do (no buffer names kept) and with names kept.
+    for model in ("buffer", "kvcache", "kvpair"):
+        for backend in ("portable", "xnnpack", "native"):
+            assert (model, backend, False) in seen and (model, backend, True) in seen
     assert sum((ET_FIXTURES / n).stat().st_size for n in FILES) < 5 * 1024 * 1024
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
 def test_signature_matches_the_exporter(name: str) -> None:
-    expected = FILES[name]["signature"]
+    info = FILES[name]
+    expected = info["signature"]
     d = describe(ET_FIXTURES / name)
     assert d.kind == "pte"
     (method,) = d.detail["signature"]["methods"]
@@ -43,7 +48,19 @@ def test_signature_matches_the_exporter(name: str) -> None:
     assert method["inputs"] == expected["user_inputs"]
     # Buffer-mutation outputs are state write-backs: they are buffers, never user outputs.
     assert method["outputs"] == expected["user_outputs"]
-    assert method["buffers"] == expected["mutable_buffers"]
+    # The state in the exporter's order. A buffer is named when the file records its name: the
+    # native payload always does, the program only when the export kept the names.
+    named = info["buffer_names"] or info["backend"] in ("native", "nfat")
+    assert method["buffers"] == [b if named else {k: v for k, v in b.items() if k != "name"}
+                                 for b in expected["mutable_buffers"]]
+
+
+def test_the_state_is_in_the_exporters_order_not_the_registration_order() -> None:
+    """kvpair registers v_cache, k_cache, a_step; the exported graph (and every lowering) uses
+    k_cache, v_cache, a_step. Sorting by name would give a_step first."""
+    for backend in ("portable", "xnnpack", "native"):
+        (m,) = program_signature(read_program((ET_FIXTURES / f"kvpair_{backend}.pte").read_bytes()))["methods"]
+        assert [b["name"] for b in m["buffers"]] == ["k_cache", "v_cache", "a_step"]
 
 
 @pytest.mark.parametrize("name", sorted(FILES))

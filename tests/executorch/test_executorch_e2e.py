@@ -38,6 +38,7 @@ from tests.paths import ET_FIXTURES
 from tests.scripts import load_script
 
 FILES: dict[str, Any] = json.loads((ET_FIXTURES / "fixtures.json").read_text())["files"]
+STATEFUL = ("buffer", "kvcache", "kvpair", "kvpair16")
 RUNNABLE = sorted(n for n, f in FILES.items() if f["backend"] in ("portable", "xnnpack") and not f["external_data"])
 
 
@@ -52,9 +53,14 @@ def _tensor(t: dict[str, Any]) -> Any:
     return torch.tensor(t["values"], dtype=getattr(torch, t["dtype"])).reshape(t["shape"])
 
 
+def _model(name: str) -> tuple[Any, list[Any]]:
+    """The fixture script's model `name`: (constructor, the inputs of two calls)."""
+    return {**TOOL._models(), **TOOL._state_models()}[name]
+
+
 def _eager(model: str) -> list[Any]:
     """Outputs of two successive eager calls, computed now with the fixture's own model."""
-    ctor, calls = TOOL._models()[model]
+    ctor, calls = _model(model)
     torch.manual_seed(0)
     m = ctor().eval()
     with torch.no_grad():
@@ -62,7 +68,7 @@ def _eager(model: str) -> list[Any]:
 
 
 def _run(module: Any, model: str) -> list[Any]:
-    _, calls = TOOL._models()[model]
+    _, calls = _model(model)
     outs = []
     for c in calls:
         (out,) = module.forward(list(c))
@@ -77,7 +83,7 @@ def test_runtime_matches_eager_over_two_calls(name: str) -> None:
     want = _eager(model)
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w)
-    if model in ("buffer", "kvcache"):
+    if model in STATEFUL:
         assert not torch.equal(got[0], got[1])  # the second call saw the state the first one left
 
 
@@ -97,6 +103,29 @@ def test_packed_then_extracted_for_avx2_runs(tmp_path: Path, model: str) -> None
     got = _run(portable_lib._load_for_executorch(str(out)), model)
     for g, w in zip(got, _eager(model), strict=True):
         torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("model", ["buffer", "kvcache", "kvpair"])
+def test_default_exports_pack_by_file_name_and_the_extracted_programs_run(tmp_path: Path, model: str) -> None:
+    """ExecuTorch's default export (no buffer names): `fatpte pack` takes the portable, XNNPACK and
+    native files with nothing else, and the portable and XNNPACK entries extracted from the container
+    run with outputs equal to eager PyTorch over two calls (the native backend is not registered
+    in the 1.5.1 Python runtime)."""
+    from click.testing import CliRunner
+
+    from fatpte.cli.main import main
+
+    files = {b: ET_FIXTURES / f"{model}_{b}_default.pte" for b in ("portable", "xnnpack", "native")}
+    dest = tmp_path / "m.nfat"
+    result = CliRunner().invoke(main, ["pack", "-o", str(dest), *map(str, files.values())])
+    assert result.exit_code == 0, result.output
+    for backend in ("portable", "xnnpack"):
+        out = fatpte.extract(dest, backend, tmp_path / f"{backend}.pte")
+        assert out.read_bytes() == files[backend].read_bytes()
+        got = _run(portable_lib._load_for_executorch(str(out)), model)
+        for g, w in zip(got, _eager(model), strict=True):
+            torch.testing.assert_close(g, w)
+        assert not torch.equal(got[0], got[1])
 
 
 def test_external_weights_load_from_the_ptd() -> None:
@@ -149,8 +178,8 @@ def test_thinned_fat_delegate_parses_with_executorch(tmp_path: Path, model: str)
 
 # Programs whose named data the XNNPACK lowering puts in the .pte (the native backend, whose
 # programs have named data too, is not registered in the 1.5.1 Python runtime, so cannot run).
-SHARED = sorted(f["model"] for n, f in FILES.items()
-                if f["backend"] == "xnnpack" and read_program((ET_FIXTURES / n).read_bytes()).named_data)
+SHARED = sorted(f["model"] for n, f in FILES.items() if f["backend"] == "xnnpack" and f["buffer_names"]
+                and f["model"] != "kvpair" and read_program((ET_FIXTURES / n).read_bytes()).named_data)
 
 
 def test_the_shared_named_data_cases_cover_several_delegates_and_state() -> None:
@@ -247,3 +276,31 @@ def test_a_packed_ptn_extracts_to_what_executorch_reads(tmp_path: Path, name: st
         expected = constants[t.key].contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
         assert data[t.offset:t.offset + t.size] == expected
         assert list(constants[t.key].shape) == list(t.shape)
+
+
+def test_fatpte_device_lists_the_runtimes_backends_and_selection_uses_them(tmp_path: Path) -> None:
+    """`fatpte device` asks ExecuTorch's Python runtime; its XNNPACK backend is registered and the
+    native backend is not (1.5.1), so a profile made there never gets the native entry."""
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from fatpte.cli.main import main
+    from fatpte.device.profile import DeviceProfile
+
+    result = CliRunner().invoke(main, ["device", "--json"])
+    assert result.exit_code == 0, result.output
+    profile = DeviceProfile.from_json(_json.loads(result.stdout))
+    assert profile.executorch_backends is not None
+    assert set(profile.executorch_backends) == set(portable_lib._get_registered_backend_names())
+    assert "XnnpackBackend" in profile.executorch_backends and "NativeBackend" not in profile.executorch_backends
+    host = tmp_path / "host.json"
+    host.write_text(result.stdout)
+    files = [str(ET_FIXTURES / f"kvpair_{b}_default.pte") for b in ("native", "portable", "xnnpack")]
+    dest = tmp_path / "m.nfat"
+    assert CliRunner().invoke(main, ["pack", "-o", str(dest), *files]).exit_code == 0
+    chosen = CliRunner().invoke(main, ["select", str(dest), "--device", str(host), "--prefer", "native",
+                                       "--explain"])
+    assert chosen.exit_code == 0
+    assert chosen.stdout.splitlines()[1] == "chosen: xnnpack [xnnpack]"
+    assert "executorch_backends: needs NativeBackend; the device has no NativeBackend" in chosen.stdout

@@ -213,7 +213,7 @@ def test_copy_range_crc_stops_on_any_writer_failure(tmp_path: Path, monkeypatch:
         calls += 1
         raise MemoryError("writer broke")
 
-    monkeypatch.setattr(streams, "_write_all", failing)
+    monkeypatch.setattr(streams, "write_all", failing)
     src, dst = _fd(tmp_path / "src"), _fd(tmp_path / "dst", os.O_RDWR)
     try:
         with pytest.raises(MemoryError, match="writer broke"):

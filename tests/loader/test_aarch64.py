@@ -1,10 +1,10 @@
-"""The `aarch64_neon` example backend, cross-built for Linux aarch64 and run under qemu-aarch64.
+"""The `dense_neon` example backend, cross-built for Linux aarch64 and run under qemu-aarch64.
 
 `make test-aarch64` (not part of `make test`) installs Debian's cross compiler and qemu-user,
-builds fatpte-run and the `portable` and `aarch64_neon` backends into build/loader-aarch64 with
+builds fatpte-run and the `dense_ref` and `dense_neon` backends into build/loader-aarch64 with
 loader/cmake/aarch64-linux-gnu.cmake, then runs this file. Checked here: with the Raspberry Pi 5
-profile (aarch64 + asimd) `aarch64_neon` is chosen, loads and runs, and its output equals a
-forced `portable` run and the Python reference within 1e-5; the host probe of the cross-built
+profile (aarch64 + asimd) `dense_neon` is chosen, loads and runs, and its output equals a
+forced `dense_ref` run and the Python reference within 1e-5; the host probe of the cross-built
 loader, run under qemu, reports aarch64 with asimd. Skipped with the reason when the cross build
 or qemu is missing.
 """
@@ -40,7 +40,7 @@ def run(qemu: list[str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*qemu, *args], check=False, capture_output=True, text=True, timeout=120)
 
 
-def test_neon_runs_and_matches_portable_and_python(qemu: list[str], tmp_path: Path) -> None:
+def test_neon_runs_and_matches_dense_ref_and_python(qemu: list[str], tmp_path: Path) -> None:
     ex = _example()
     container = ex.pack_example(tmp_path / "dense.nfat", neon=True)
     values = ex.example_input()
@@ -52,13 +52,13 @@ def test_neon_runs_and_matches_portable_and_python(qemu: list[str], tmp_path: Pa
     best = run(qemu, *common, "--explain")
     assert best.returncode == 0, best.stderr
     ran, got = outputs(best.stdout)
-    assert ran == "ran: aarch64_neon [aarch64_neon]"
-    assert "dispatch: aarch64_neon [aarch64_neon]: loaded" in best.stdout
+    assert ran == "ran: dense_neon [dense_neon]"
+    assert "dispatch: dense_neon [dense_neon]: loaded" in best.stdout
 
-    forced = run(qemu, *common, "--exclude", "aarch64_neon")
+    forced = run(qemu, *common, "--exclude", "dense_neon")
     assert forced.returncode == 0, forced.stderr
     ran_p, got_p = outputs(forced.stdout)
-    assert ran_p == "ran: portable [portable]"
+    assert ran_p == "ran: dense_ref [dense_ref]"
 
     assert close(got, want), (got, want)
     assert close(got_p, want), (got_p, want)

@@ -23,6 +23,7 @@ import json
 import random
 import struct
 import subprocess
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -373,7 +374,27 @@ def _selection_containers(tmp: Path) -> list[Path]:
     # Version 1 ids may hold any byte from 0x01 to 0x7f: both explain them escaped alike.
     hostile = [S("\x1b[31mred\x1b[0m", b"p" * 3), S("two\nlines\\x7f", b"a" * 3), S("del\x7f", b"d" * 3)]
     return [pack(specs, tmp / "requires.nfat"), pack(plain, tmp / "plain.nfat"),
-            pack(v1, tmp / "v1.nfat", version=1), pack(hostile, tmp / "v1-control-bytes.nfat", version=1)]
+            pack(v1, tmp / "v1.nfat", version=1), pack(hostile, tmp / "v1-control-bytes.nfat", version=1),
+            _executorch_container(tmp)]
+
+
+def _executorch_container(tmp: Path) -> Path:
+    """Lowerings of one program as the manifest describes them (executorch_backends): portable
+    first in the table, one that needs two backends, one whose need is not known."""
+    S = Specialization
+    return pack([
+        S("portable", b"p" * 4, name="cpu", executorch_backends=[]),
+        S("x86_avx2", b"a" * 4, name="avx2", executorch_backends=["XnnpackBackend"],
+          requires={"arch": ["x86_64"], "cpu_features": ["avx2", "fma"]}),
+        S("gpu", b"g" * 4, name="gpu", executorch_backends=["VulkanBackend", "XnnpackBackend"]),
+        S("arm", b"n" * 4, name="arm", executorch_backends=["NativeBackend"], priority=-1),
+        S("opaque", b"o" * 4, name="opaque", priority=-2),
+    ], tmp / "executorch.nfat")
+
+
+# The runtimes a profile may state (None: the profile does not say).
+_RUNTIMES: tuple[tuple[str, ...] | None, ...] = (None, (), ("XnnpackBackend",), ("NativeBackend", "XnnpackBackend"),
+                                               ("VulkanBackend", "XnnpackBackend", "QnnBackend"))
 
 
 def test_loader_selects_like_python_for_every_named_profile(tmp_path: Path) -> None:
@@ -381,7 +402,7 @@ def test_loader_selects_like_python_for_every_named_profile(tmp_path: Path) -> N
     # ASan build runs selection in test_cpp_dispatch.py and its own ctest suite.
     from fatpte.device.profile import DeviceProfile, devices_dir
     from fatpte.device.selection import select
-    from fatpte.errors import SelectionError
+    from fatpte.errors import FatpteWarning, SelectionError
 
     exe = tool("release").parent / "fatpte-run"
     names = DeviceProfile.names()
@@ -390,9 +411,13 @@ def test_loader_selects_like_python_for_every_named_profile(tmp_path: Path) -> N
     compared = no_fit = 0
     for path in _selection_containers(tmp_path):
         with open_container(path) as container:
-            for name in names:
+            for name, runtime in [(n, r) for n in names for r in (_RUNTIMES if path.stem == "executorch" else (None,))]:
                 profile = devices_dir() / f"{name}.json"
                 device = DeviceProfile.load(name)
+                if runtime is not None:  # the named profile with the ExecuTorch backends of a runtime
+                    device = device._replace(executorch_backends=runtime)
+                    profile = tmp_path / f"{name}-{len(runtime)}-{'-'.join(runtime)}.json"
+                    profile.write_text(device.to_json_text())
                 for prefer, exclude in _PREFERENCES:
                     args = [str(exe), str(path), "--select-only", "--device", str(profile)]
                     args += [a for w in prefer for a in ("--prefer", w)]
@@ -404,7 +429,9 @@ def test_loader_selects_like_python_for_every_named_profile(tmp_path: Path) -> N
                     label = f"{path.name} on {name} prefer={prefer} exclude={exclude}"
                     compared += 1
                     try:
-                        sel = select(container, device, prefer=prefer, exclude=exclude)
+                        with warnings.catch_warnings():  # words the container lacks are only a warning
+                            warnings.simplefilter("ignore", FatpteWarning)
+                            sel = select(container, device, prefer=prefer, exclude=exclude)
                     except SelectionError as exc:
                         if as_json.returncode != 3 or exc.message not in as_json.stderr:
                             mismatches.append(f"{label}: python raised {exc.message!r}, loader "

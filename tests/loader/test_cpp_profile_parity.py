@@ -177,6 +177,18 @@ def targeted() -> list[tuple[str, bytes]]:
         add(f"backend id {key!r}", edited(("backends",), {key: 1}))
     add("backend bad value before bad id", edited(("backends",), {"a b": 1, "ok": -1}))
     add("many backends", edited(("backends",), {f"b{i}": i for i in range(2000)}))
+    # ExecuTorch backends: optional, an array of unique printable ASCII words without space.
+    for value in [[], ["XnnpackBackend"], ["XnnpackBackend", "NativeBackend"], ["a" * 256], ["a" * 257], [""],
+                  [" x"], ["a b"], ["é"], ["\u007f"], ["x", "x"], ["x", 1], [1, "x", "x"], ["ok", "a b", "ok"],
+                  ["b"] * 65, [f"b{i}" for i in range(64)], [f"b{i}" for i in range(65)], "XnnpackBackend",
+                  None, {}, 3, [["x"]], ["~!\"\\"]]:
+        add(f"executorch_backends={value!r}"[:80], {**base(), "executorch_backends": value})
+    add("executorch_backends and an unknown key", {**base(), "executorch_backends": [], "extra": 1})
+    obj = base()
+    del obj["name"]
+    add("executorch_backends and a missing key", {**obj, "executorch_backends": ["x"]})
+    add("executorch_backends first", {"executorch_backends": ["b", "a"], **base()})
+    add("bad executorch_backends and a bad os", {**base(), "os": "beos", "executorch_backends": ["a b"]})
     add("top level array", [base()])
     add("top level string", "profile")
     add("top level null", None)
@@ -297,7 +309,7 @@ def test_hostile_profiles_agree(exe: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["directory", "fifo", "device"])
 def test_a_profile_that_is_not_a_regular_file_is_refused_alike(exe: Path, tmp_path: Path, kind: str) -> None:
-    """E0802 from both readers, at once (a FIFO with no writer never blocks), exit 4."""
+    """E0811 from both readers, at once (a FIFO with no writer never blocks), exit 4."""
     import os
 
     if kind == "directory":
@@ -308,10 +320,10 @@ def test_a_profile_that_is_not_a_regular_file_is_refused_alike(exe: Path, tmp_pa
         os.mkfifo(path)
     else:
         path = Path("/dev/null")
-    assert python_verdict(path).split()[0] == "E0802"
+    assert python_verdict(path).split()[0] == "E0811"
     proc = subprocess.run([str(exe), "--check-profile", str(path)], check=False, capture_output=True, text=True,
                           timeout=60)
-    assert proc.stdout.split()[0] == "E0802" and proc.returncode == 4
+    assert proc.stdout.split()[0] == "E0811" and proc.returncode == 4
     container = tmp_path / "c.nfat"
     from fatpte.ops.packing import pack
     from fatpte.ops.specialization import Specialization
@@ -322,9 +334,9 @@ def test_a_profile_that_is_not_a_regular_file_is_refused_alike(exe: Path, tmp_pa
     for args in (["--select-only"], ["--input", str(numbers)]):
         run = subprocess.run([str(exe), str(container), "--device", str(path), *args], check=False,
                              capture_output=True, text=True, timeout=60)
-        assert run.returncode == 4 and "E0802" in run.stderr, run.stderr
+        assert run.returncode == 4 and "E0811" in run.stderr, run.stderr
     result = CliRunner().invoke(main, ["select", str(container), "--device", str(path)])
-    assert result.exit_code == 4 and "E0802" in result.stderr
+    assert result.exit_code == 4 and "E0811" in result.stderr
 
 
 def test_named_profiles_agree(exe: Path, tmp_path: Path) -> None:

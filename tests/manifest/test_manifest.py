@@ -19,6 +19,7 @@ from fatpte.errors import ErrorCode, FatpteError
 from fatpte.format import layout as L
 from fatpte.manifest import codec as MC
 from fatpte.manifest import model as M
+from fatpte.manifest.rules import signature_difference
 from fatpte.ops import pack_manifest
 from fatpte.ops.packing import pack
 from fatpte.ops.specialization import NamedData, Specialization
@@ -268,12 +269,20 @@ def test_value_rules() -> None:
         (M.ManifestEntry("a", payload_sha256=b"\1" * 31), "payload_sha256"),
         (M.ManifestEntry("a", source_digest="SHA256:00"), "source_digest"),
         (M.ManifestEntry("a", signature=M.Signature((M.Method("f"), M.Method("f")))), "name"),
-        (M.ManifestEntry("a", signature=M.Signature((M.Method("f", buffers=(M.TensorSpec("f32"),)),))), "name"),
+        (M.ManifestEntry("a", signature=M.Signature((M.Method("f", buffers=(M.TensorSpec("f32", (), ""),)),))),
+         "buffers[0].name"),
         (M.ManifestEntry("a", signature=M.Signature((M.Method("f", (M.TensorSpec("f32", (M.Dim(3, "n"),)),)),))),
          "shape[0]"),
     ]:
         err = _expect(MC.encode(M.Manifest(entries=(entry,))), ErrorCode.MANIFEST_VALUE_INVALID)
         assert err.field is not None and err.field.endswith(field), err
+
+
+def test_a_buffer_may_be_unnamed() -> None:
+    """ExecuTorch records a program's own buffer names only when the export asks for them."""
+    entry = M.ManifestEntry("a", signature=M.Signature((M.Method("f", buffers=(M.TensorSpec("f32", (M.Dim(4),)),)),)))
+    manifest = M.Manifest(entries=(entry,))
+    assert MC.decode(MC.encode(manifest)) == manifest
 
 
 def test_named_data_keys_must_be_sorted_and_unique() -> None:
@@ -377,6 +386,45 @@ def test_pack_refuses_and_validate_reports_a_buffer_output_listed_as_user_output
     with fatpte.open(tmp_path / "x.pte") as c:
         assert c.manifest is not None
         assert f.offset == c.header.manifest_offset + c.manifest.entries[1].position
+
+
+def _state(*buffers: tuple[str | None, str, list[int]]) -> dict[str, Any]:
+    return {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 4]}],
+                         "buffers": [{"dtype": d, "shape": s} | ({"name": n} if n else {}) for n, d, s in buffers]}]}
+
+
+def test_buffer_names_are_compared_only_where_both_sides_have_them() -> None:
+    unnamed = M.Signature.from_mapping(_state((None, "float32", [1, 8, 4]), (None, "float32", [1, 8, 4])))
+    named = M.Signature.from_mapping(_state(("k", "float32", [1, 8, 4]), ("v", "float32", [1, 8, 4])))
+    swapped = M.Signature.from_mapping(_state(("v", "float32", [1, 8, 4]), ("k", "float32", [1, 8, 4])))
+    assert signature_difference(unnamed, named) is None
+    assert signature_difference(named, unnamed) is None
+    diff = signature_difference(named, swapped)
+    assert diff is not None and "buffers[0] is k: float32[1, 8, 4] vs v: float32[1, 8, 4]" in diff
+    longer = M.Signature.from_mapping(_state((None, "float32", [1, 16, 4]), (None, "float32", [1, 8, 4])))
+    diff = signature_difference(named, longer)
+    assert diff is not None and "buffers[0] is k: float32[1, 8, 4] vs float32[1, 16, 4]" in diff
+    assert "emit_mutable_buffer_names=True" in diff  # the export can keep the names
+    fewer = M.Signature.from_mapping(_state(("k", "float32", [1, 8, 4])))
+    diff = signature_difference(named, fewer)
+    assert diff is not None and "2 vs 1 buffers" in diff and "emit_mutable_buffer_names" not in diff
+
+
+def test_an_unnamed_signature_does_not_reconcile_two_names(tmp_path: Path) -> None:
+    """Each agrees with the unnamed first entry, but 'b' and 'c' name one buffer differently: every
+    pair of entries must agree, so the container is refused, naming the two that do not."""
+    specs = [Specialization(n, n.encode() * 8, signature=_state((name, "float32", [4])))
+             for n, name in (("a", None), ("b", "total"), ("c", "count"))]
+    with pytest.raises(FatpteError) as info:
+        pack(specs, tmp_path / "x.nfat")
+    assert info.value.code is ErrorCode.SIGNATURE_MISMATCH
+    assert info.value.field == "specialization[2].signature"
+    assert "'b' and 'c'" in info.value.message and "'total'" in info.value.message and "'count'" in info.value.message
+    _pack_unchecked(specs, tmp_path / "x.nfat")
+    [f] = fatpte.validate(tmp_path / "x.nfat").errors
+    assert f.code is ErrorCode.SIGNATURE_MISMATCH and f.field == "manifest.entries[2].signature"
+    pack(specs[:2], tmp_path / "ab.nfat")
+    assert fatpte.validate(tmp_path / "ab.nfat").ok
 
 
 def test_source_digest_mismatch(tmp_path: Path) -> None:

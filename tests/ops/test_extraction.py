@@ -66,7 +66,7 @@ def test_missing_destination_folder_is_an_io_error(container: Path, tmp_path: Pa
     assert info.value.code is ErrorCode.IO_ERROR
 
 
-def test_extract_entry_copies_from_an_open_container_and_refuses_a_buffer(tmp_path: Path) -> None:
+def test_extract_entry_copies_from_an_open_container_or_a_buffer(tmp_path: Path) -> None:
     from fatpte.container.reader import Container
     from fatpte.ops.extraction import extract_entry
 
@@ -75,7 +75,15 @@ def test_extract_entry_copies_from_an_open_container_and_refuses_a_buffer(tmp_pa
     with fatpte.open(path) as c:
         extract_entry(c, c.find("b"), tmp_path / "b.bin")
     assert (tmp_path / "b.bin").read_bytes() == b"beta" * 100
-    buffered = Container.from_buffer(path.read_bytes(), source="mem")
+    # A container over bytes in memory has no descriptor: its bytes are streamed and hashed.
+    data = bytearray(path.read_bytes())
+    buffered = Container.from_buffer(bytes(data), source="mem")
+    extract_entry(buffered, buffered.find("a"), tmp_path / "a.bin")
+    assert (tmp_path / "a.bin").read_bytes() == b"alpha"
+    entry = buffered.find("b")
+    assert data[entry.offset] == ord("b")
+    data[entry.offset] ^= 0xFF
+    damaged = Container.from_buffer(bytes(data), source="mem")
     with pytest.raises(fatpte.FatpteError) as info:
-        extract_entry(buffered, buffered.find("a"), tmp_path / "a.bin")
-    assert info.value.code is fatpte.ErrorCode.INVALID_ARGUMENT and not (tmp_path / "a.bin").exists()
+        extract_entry(damaged, damaged.find("b"), tmp_path / "b2.bin")
+    assert info.value.code is fatpte.ErrorCode.PAYLOAD_CHECKSUM_MISMATCH and not (tmp_path / "b2.bin").exists()

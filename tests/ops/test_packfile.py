@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fatpte
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, FatpteWarning
 from fatpte.ops.packfile import pack_from_file
 from fatpte.ops.packing import pack
 from fatpte.ops.specialization import NamedData, Specialization
@@ -237,7 +237,8 @@ def test_share_named_data_then_unpack_and_pack_again_is_byte_identical(tmp_path:
         + _entry("mlp_portable.pte")
         + _entry("mlp_xnnpack.pte", "share_named_data = true\npriority = 10\n" + AVX2_TOML)
         + _entry("mlp_native.pte", 'share_named_data = true\nnamed_data = ["extra"]\n'))
-    out = pack_from_file(tmp_path / "pack.toml", tmp_path / "c.nfat")
+    with pytest.warns(FatpteWarning, match="'extra', which its program never loads"):
+        out = pack_from_file(tmp_path / "pack.toml", tmp_path / "c.nfat")
     xnn = read_program((ET / "mlp_xnnpack.pte").read_bytes())
     native = read_program((ET / "mlp_native.pte").read_bytes())
     with fatpte.open(out) as c:
@@ -249,12 +250,33 @@ def test_share_named_data_then_unpack_and_pack_again_is_byte_identical(tmp_path:
         assert read_program(bytes(c.payload("xnnpack"))).named_data == ()
         # The XNNPACK and native lowerings hold the same weights under different keys: stored once.
         assert len(c.segments) == len(xnn.named_data) + 1
-    unpacked = unpack_to_dir(out, tmp_path / "un")
+    unpacked = unpack_to_dir(out, tmp_path / "un")  # its check repacks, quietly
     assert unpacked.reproducible
     text = unpacked.pack_toml.read_text()
     assert "from-payload" not in text and "share_named_data" not in text
-    again = pack_from_file(unpacked.pack_toml, tmp_path / "again.nfat")
+    with pytest.warns(FatpteWarning, match="'extra', which its program never loads"):
+        again = pack_from_file(unpacked.pack_toml, tmp_path / "again.nfat")
     assert again.read_bytes() == out.read_bytes()
+
+
+@pytest.mark.parametrize(("top", "check"), [('signature_from = "portable"\n', "from:portable"),
+                                            ("check_signatures = false\n", "skipped")])
+def test_signature_decision_in_pack_toml(tmp_path: Path, top: str, check: str) -> None:
+    _programs(tmp_path, "kvpair_portable_default.pte", "kvpair16_xnnpack_default.pte")
+    body = _entry("kvpair_portable_default.pte") + _entry("kvpair16_xnnpack_default.pte")
+    (tmp_path / "refused.toml").write_text(body)
+    with pytest.raises(FatpteError) as info:
+        pack_from_file(tmp_path / "refused.toml", tmp_path / "x.nfat")
+    assert info.value.code is ErrorCode.SIGNATURE_MISMATCH
+    (tmp_path / "pack.toml").write_text(top + body)
+    out = pack_from_file(tmp_path / "pack.toml", tmp_path / "c.nfat")
+    with fatpte.open(out) as c:
+        assert c.manifest is not None
+        assert [dict(e.provenance)["fatpte.signature_check"] for e in c.manifest.entries] == [check, check]
+    (tmp_path / "bad.toml").write_text('check_signatures = "no"\n' + body)
+    with pytest.raises(FatpteError) as info:
+        pack_from_file(tmp_path / "bad.toml", tmp_path / "y.nfat")
+    assert info.value.code is ErrorCode.BAD_PACK_FILE and info.value.field == "check_signatures"
 
 
 def test_documented_program_example_packs(tmp_path: Path) -> None:

@@ -177,3 +177,39 @@ def test_limit_on_entries_is_checked_before_opening_payloads(tmp_path: Path) -> 
     with pytest.raises(FatpteError) as info:
         fatpte.pack(specs, tmp_path / "x")
     assert info.value.code is ErrorCode.TOO_MANY_ENTRIES
+
+
+# -- ranking ties (specs/nfat-manifest.md 6.2) ---------------------------------------------------
+
+
+def _ties(tmp_path: Path, specs: list[Specialization]) -> list[str]:
+    import warnings
+
+    from fatpte.errors import ErrorCode, FatpteWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fatpte.pack(specs, tmp_path / "t.nfat")
+    return [str(w.message) for w in caught
+            if isinstance(w.message, FatpteWarning) and w.message.code is ErrorCode.RANKING_TIE]
+
+
+def test_entries_only_the_table_order_tells_apart_are_a_warning(tmp_path: Path) -> None:
+    S = Specialization
+    [tie] = _ties(tmp_path, [S("cpu", b"a"), S("gpu", b"b")])
+    assert tie.startswith("E0709 (specialization): entries 'cpu' and 'gpu' can both be eligible on one device")
+    assert "only their place in the table chooses 'cpu'" in tie
+    # A priority, a delegation or a requirement breaks the tie; so do requirements no one device meets
+    # together (another architecture, another OS, features of two architectures).
+    assert _ties(tmp_path, [S("cpu", b"a"), S("gpu", b"b", priority=1)]) == []
+    assert _ties(tmp_path, [S("portable", b"a", executorch_backends=[]),
+                            S("xnnpack", b"b", executorch_backends=["XnnpackBackend"])]) == []
+    assert _ties(tmp_path, [S("cpu", b"a"), S("avx2", b"b", requires={"cpu_features": ["avx2"]})]) == []
+    assert _ties(tmp_path, [S("x", b"a", requires={"arch": "x86_64"}), S("y", b"b", requires={"arch": "aarch64"})]) == []
+    assert _ties(tmp_path, [S("x", b"a", requires={"os": "linux"}), S("y", b"b", requires={"os": "macos"})]) == []
+    assert _ties(tmp_path, [S("x", b"a", requires={"cpu_features": ["avx2"]}),
+                            S("y", b"b", requires={"cpu_features": ["sve2"]})]) == []
+    # Two that delegate, with the same requirements count, still tie.
+    assert len(_ties(tmp_path, [S("xnnpack", b"a", executorch_backends=["XnnpackBackend"]),
+                                S("native", b"b", executorch_backends=["NativeBackend"])])) == 1
+    assert len(_ties(tmp_path, [S("a", b"a"), S("b", b"b"), S("c", b"c")])) == 2  # b and c, each with a

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import json
+import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import fatpte
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, FatpteWarning
 from fatpte.executorch import read_program, read_ptd
 from fatpte.ops.pte_specialize import ptd_named_data, ptd_tensors, pte_specialization
 from fatpte.ops.specialization import NamedData
 from tests.paths import ET_FIXTURES
 
 AVX2 = {"arch": ["x86_64"], "cpu_features": ["avx2", "fma"]}
+FILES: dict[str, Any] = json.loads((ET_FIXTURES / "fixtures.json").read_text())["files"]
+MODELS = sorted({f["model"] for f in FILES.values()})
 
 
 def _pack(tmp_path: Path, model: str) -> Path:
@@ -137,7 +144,13 @@ def test_share_named_data_moves_the_programs_named_data(tmp_path: Path) -> None:
     program = read_program(data)
     assert shared.named_data == {n.key: data[n.offset : n.offset + n.size] for n in program.named_data}
     assert shared.signature == plain.signature == program_signature(read_program(shared.payload))
-    assert shared.provenance == plain.provenance | {"executorch.pte.named_data": "shared"}
+    # The rewritten program records the input file's digest, and says it is not that file; pack
+    # records the digest of a program packed whole as it checks the payload.
+    digest = hashlib.sha256(data).hexdigest()
+    assert shared.provenance == {"executorch.pte.sha256": digest, "executorch.pte.named_data": "shared"}
+    assert plain.provenance == {}
+    with fatpte.open(fatpte.pack([plain], tmp_path / "p.nfat")) as c:
+        assert c.manifest is not None and dict(c.manifest.entries[0].provenance) == {"executorch.pte.sha256": digest}
     # Extracting no longer gives the input file: the documented price of the opt-in.
     dest = fatpte.pack([shared], tmp_path / "m.nfat")
     assert fatpte.extract(dest, "xnnpack", tmp_path / "m.pte").read_bytes() == shared.payload != data
@@ -195,6 +208,70 @@ def test_programs_and_weights_are_mapped_not_read(tmp_path: Path, monkeypatch: p
     assert fatpte.validate(dest).ok
     with fatpte.open(dest) as c:
         assert {k: bytes(c.named_data(k)) for k in c.named_data_keys} == expected
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_every_pairing_of_one_models_lowerings_packs(tmp_path: Path, model: str) -> None:
+    """Portable, XNNPACK, native and fat lowerings, exported with ExecuTorch's defaults (no buffer
+    names) or with names kept, weights inside or in a .ptd: any two of one model are one program."""
+    files = sorted(n for n, f in FILES.items() if f["model"] == model)
+    assert len(files) >= 2 or model == "kvpair16"
+    for a, b in itertools.combinations(files, 2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dest = fatpte.pack([pte_specialization(ET_FIXTURES / a, name="a"),
+                                pte_specialization(ET_FIXTURES / b, name="b")], tmp_path / "m.nfat")
+        assert fatpte.validate(dest).ok, (a, b)
+        # Two entries that both delegate, or both do not, tie: only table order would choose.
+        tie = (FILES[a]["backend"] == "portable") == (FILES[b]["backend"] == "portable")
+        assert [w.message.code for w in caught if isinstance(w.message, FatpteWarning)] == (
+            [ErrorCode.RANKING_TIE] * tie)
+
+
+def _one_per_model() -> dict[str, str]:
+    """A default export of each model (its portable file when it has one)."""
+    out: dict[str, str] = {}
+    for name, f in sorted(FILES.items(), key=lambda kv: (kv[1]["backend"] != "portable", kv[0])):
+        out.setdefault(f["model"], name)
+    return out
+
+
+@pytest.mark.parametrize(("a", "b"), list(itertools.combinations(sorted(_one_per_model().values()), 2)))
+def test_every_pairing_across_models_is_refused(tmp_path: Path, a: str, b: str) -> None:
+    with pytest.raises(FatpteError) as e:
+        fatpte.pack([pte_specialization(ET_FIXTURES / a, name="a"), pte_specialization(ET_FIXTURES / b, name="b")],
+                    tmp_path / "m.nfat")
+    assert e.value.code is ErrorCode.SIGNATURE_MISMATCH
+    assert "entries 'a' and 'b' declare different program signatures: method 'forward'" in e.value.message
+    assert not (tmp_path / "m.nfat").exists()
+
+
+def test_a_changed_cache_shape_is_refused_naming_it(tmp_path: Path) -> None:
+    """kvpair16 is kvpair with 16 cache rows: the same model, another program."""
+    assert FILES["kvpair16_xnnpack_default.pte"]["variant_of"] == "kvpair"
+    for other in ("kvpair_xnnpack_default.pte", "kvpair_portable.pte", "kvpair_native_default.pte"):
+        with pytest.raises(FatpteError) as e:
+            fatpte.pack([pte_specialization(ET_FIXTURES / other, name="a"),
+                         pte_specialization(ET_FIXTURES / "kvpair16_xnnpack_default.pte", name="b")],
+                        tmp_path / "m.nfat")
+        assert e.value.code is ErrorCode.SIGNATURE_MISMATCH
+        # The outputs come first: a longer cache makes a longer score row.
+        assert "outputs differ (outputs[0] is float32[1, 1, 8] vs float32[1, 1, 16])" in e.value.message
+
+
+def test_a_changed_cache_shape_in_the_state_names_the_buffer_and_the_hint() -> None:
+    from fatpte.executorch import program_signature, read_program
+    from fatpte.manifest.model import Signature
+    from fatpte.manifest.rules import signature_difference
+
+    def state(name: str) -> Signature:
+        (m,) = program_signature(read_program((ET_FIXTURES / name).read_bytes()))["methods"]
+        return Signature.from_mapping({"methods": [{**m, "outputs": []}]})
+
+    diff = signature_difference(state("kvpair_portable.pte"), state("kvpair16_xnnpack_default.pte"))
+    assert diff is not None
+    assert "buffers[0] is k_cache: float32[1, 8, 4] vs float32[1, 16, 4]" in diff
+    assert "emit_mutable_buffer_names=True" in diff
 
 
 def test_the_executorch_backends_come_from_the_programs_delegates(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@ struct DeviceProfile {
   std::vector<Accelerator> accelerators;
   std::uint64_t memory_bytes = 0;
   std::map<std::string, std::uint32_t> backends;  // backend id -> ABI version
+  // The ExecuTorch backend ids registered in the device's runtime ("XnnpackBackend", ...); empty:
+  // none (portable operators only); absent: not known (specs/device-profile.md section 5.1).
+  std::optional<std::set<std::string>> executorch_backends;
 };
 
 // json.dumps(profile.to_json(), indent=2) + "\n": keys in the canonical order, features and
@@ -40,6 +44,10 @@ std::string canonical_json(const DeviceProfile& profile);
 
 // Probe the running machine; the profile is named "host".
 DeviceProfile probe_host();
+// The same without looking for accelerators (`accelerators` false): looking for the CUDA driver
+// where there is none searches the library path, about 0.2 ms, which a selection that no entry's
+// accelerator requirement depends on can skip (fatpte_select does, requires_accelerators()).
+DeviceProfile probe_host(bool accelerators);
 
 namespace probe {
 

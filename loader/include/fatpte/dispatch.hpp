@@ -1,12 +1,25 @@
-// dispatch.hpp: loading the chosen entry's payload into its backend kernel library (backend.h).
+// dispatch.hpp: loading the chosen entry of a container into the runtime that runs it, with
+// fallback to the next eligible entry, and running it.
 //
-// Libraries are looked up by file name, libfatpte_backend_<backend_id>.so (.dylib on macOS), in
-// the directories the caller gives and then in FATPTE_BACKEND_PATH (':'-separated), never at a
-// path from the container. The eligible entries are tried in rank order; an entry whose library
-// is missing, cannot be opened, reports an ABI version outside the entry's manifest backend_abi
-// range (specs/nfat-manifest.md 4.2), speaks another ABI version than this loader, names another
-// backend id, is not available on this machine, or fails to load its payload is skipped with the
-// reason recorded, and the next one is tried. A refused library is never called.
+// Two kinds of payload are run:
+// - ExecuTorch programs (payload kind ET12, or a version 1 payload whose bytes 4..8 are ET12):
+//   loaded with ExecuTorch's own runtime (libexecutorch.so, linked) from the container's mapping,
+//   zero-copy, the shared named data served through ExecuTorch's NamedDataMap interface. The
+//   ExecuTorch backends a method needs are read from the program's delegates first; their
+//   libraries are loaded at run time (dlopen RTLD_LAZY | RTLD_GLOBAL) from what the caller
+//   configures, and ExecuTorch's registry is asked whether each one is registered and available.
+//   Built only with the ExecuTorch SDK (CMake option FATPTE_EXECUTORCH); without it such entries
+//   are skipped with that reason.
+// - Any other payload: fatpte's example backend ABI (backend.h), a library
+//   libfatpte_backend_<backend_id>.so that runs one float32 tensor in, one out.
+//
+// Libraries are looked up only where the caller says (LoadOptions), never at a path taken from
+// the container. The eligible entries are tried in rank order; an entry is skipped, with the
+// reason recorded, when a library it needs is withheld, missing, cannot be opened or is refused,
+// when a backend is not registered or not available, or when the runtime refuses the program or
+// fails to load the method (ExecuTorch's error code and log line are kept). Damage is not a
+// reason to fall back: a payload or named-data segment whose CRC32C does not match stops the
+// load with that error (E0208, E0305) before the runtime sees a byte of it.
 #ifndef FATPTE_DISPATCH_HPP_
 #define FATPTE_DISPATCH_HPP_
 
@@ -19,55 +32,106 @@
 #include "fatpte/backend.h"
 #include "fatpte/fatpte.hpp"
 #include "fatpte/select.hpp"
+#include "fatpte/tensor.hpp"
 
 namespace fatpte {
 
-struct Attempt {
-  std::uint32_t index = 0;  // entry tried
-  std::string library;      // path found, or the file name looked for
-  std::string outcome;      // "loaded", or why the entry was skipped
+// Where backend libraries come from. The search path is `search_path`, then each folder of
+// FATPTE_BACKEND_PATH (':'-separated, when use_environment); for ExecuTorch libraries, then the
+// build's default folder (the ExecuTorch SDK's library folder, when use_build_default).
+//
+// `libraries` maps an ExecuTorch backend id (as a program's delegates name it, e.g.
+// "XnnpackBackend") to its library: a file name searched in the search path, or a path (it
+// contains a '/'). An empty value withholds the backend: entries that need it are skipped. A
+// backend id not in the map is looked up by ExecuTorch's naming of its shipped libraries:
+// `FooBackend` -> libexecutorch_backend_foo.so (the id without "Backend", lowercased). The key
+// "kernels", and any key starting with "kernels_", names an operator library, loaded before the
+// first ExecuTorch program so that operators outside delegates can run; with use_build_default,
+// "kernels" defaults to libexecutorch_kernels_optimized.so (ExecuTorch's portable and optimized
+// CPU kernels).
+struct LoadOptions {
+  std::string method = "forward";  // the method of an ExecuTorch program to load
+  std::vector<std::string> search_path;
+  std::map<std::string, std::string> libraries;
+  bool use_environment = true;
+  bool use_build_default = true;
+  // Bounds of the memory ExecuTorch gets for one loaded method (loader/README.md, "Memory"): the
+  // method allocator holds the method's values, tensor headers and delegate handles; the temp
+  // allocator the scratch memory kernels ask for during one execute; planned memory the
+  // buffers MethodMeta asks for (activations, inputs, outputs, mutable state).
+  std::uint64_t method_allocator_limit = std::uint64_t{256} << 20;
+  std::uint64_t temp_allocator_limit = std::uint64_t{256} << 20;
+  std::uint64_t planned_memory_limit = std::uint64_t{64} << 30;
 };
 
-// A payload loaded into its backend; unloads on destruction. Must not outlive the Container.
-class LoadedBackend {
+// "ID=PATH" (as `--backend-lib` gives it) into options.libraries; "ID=" withholds ID.
+Status set_backend_library(LoadOptions& options, const std::string& assignment);
+// A backend map file: {"search_path": ["dir", ...], "libraries": {"ID": "file or path", ...}}.
+// Relative paths in it are taken from the file's folder; its entries override earlier ones and
+// its folders come after those already configured. INVALID_ARGUMENT naming the field.
+Status read_backend_map(LoadOptions& options, const std::string& path);
+// The folders searched, in order: for example backend libraries, and for ExecuTorch's.
+std::vector<std::string> backend_search_path(const LoadOptions& options);
+std::vector<std::string> executorch_search_path(const LoadOptions& options);
+// The library file of an ExecuTorch backend id by ExecuTorch's naming (see LoadOptions).
+std::string executorch_library_name(const std::string& backend_id);
+// The library file name of a backend id of fatpte's example ABI on this platform.
+std::string backend_library_name(const std::string& backend_id);
+// The ExecuTorch SDK's library folder this build was configured with; "" without the SDK.
+const char* build_executorch_library_dir() noexcept;
+// Whether this build runs ExecuTorch programs.
+bool has_executorch() noexcept;
+// Whether the lines ExecuTorch logs also reach the log handler it had before libfatpte's (its
+// default prints them on stderr); default yes. The Error lines logged while an entry loads are
+// kept in the attempt's reason either way.
+void set_executorch_log(bool forward);
+
+// One entry tried.
+struct Attempt {
+  std::uint32_t index = 0;            // entry tried
+  std::string outcome;                // "loaded", or why the entry was skipped
+  std::string library;                // the library that decided (path or file name), or ""
+  std::vector<std::string> details;   // the steps, for an explanation
+};
+
+// A loaded entry: one method of a program, ready to run; keeps its state (mutable buffers, KV
+// caches) from one run to the next. Not thread-safe. Must not outlive the Container.
+class Loaded {
  public:
-  ~LoadedBackend();
-  LoadedBackend(const LoadedBackend&) = delete;
-  LoadedBackend& operator=(const LoadedBackend&) = delete;
+  virtual ~Loaded() = default;
+  Loaded(const Loaded&) = delete;
+  Loaded& operator=(const Loaded&) = delete;
   std::uint32_t index() const noexcept { return index_; }
-  // Run once; `output` receives what the backend writes.
-  Status run(const std::vector<float>& input, std::vector<float>& output) const;
+  const std::string& method() const noexcept { return method_; }
+  // One call: `inputs` in the method's order; the outputs, copied out of the runtime's memory.
+  virtual Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) = 0;
+
+ protected:
+  Loaded(std::uint32_t index, std::string method) : index_(index), method_(std::move(method)) {}
 
  private:
-  friend struct DispatchAccess;
-  LoadedBackend() = default;
-  std::uint32_t index_ = 0;
-  void* library_ = nullptr;
-  const fatpte_backend* table_ = nullptr;
-  void* model_ = nullptr;
-  std::shared_ptr<void> named_data_;  // the lookup context the backend may keep using
+  std::uint32_t index_;
+  std::string method_;
 };
 
 struct Dispatch {
-  std::unique_ptr<LoadedBackend> backend;
+  std::unique_ptr<Loaded> loaded;
   std::vector<Attempt> attempts;  // in the order tried, the last one "loaded"
+  std::vector<std::string> notes;  // process-wide steps: operator libraries loaded or missing
 };
 
 // Every named-data key of the container and the bytes of its segment (zero-copy, in the
-// mapping), read from the manifest after the flatbuffers verifier passed; empty without one.
+// mapping), read from the manifest after its checksum and the flatbuffers verifier passed; empty
+// without one.
 Result<std::map<std::string, Bytes>> named_data_map(const Container& container);
 
-// The directories searched: `configured` first, then each entry of FATPTE_BACKEND_PATH.
-std::vector<std::string> backend_search_path(const std::vector<std::string>& configured);
-// The library file name of a backend id on this platform.
-std::string backend_library_name(const std::string& backend_id);
-
-// Load the best eligible entry of `selection` that its backend accepts. When none can be loaded:
-// NO_SPECIALIZATION_FITS, the message listing every attempt and why it failed.
-Result<Dispatch> load_backend(const Container& container, const Selection& selection, const DeviceProfile& device,
-                              const std::vector<std::string>& configured_dirs);
-// The attempts as lines for an explanation: `dispatch: NAME [ID]: OUTCOME (LIBRARY)`.
-std::string explain_dispatch(const Container& container, const std::vector<Attempt>& attempts);
+// Load the best eligible entry of `selection` that loads. When none does: NO_SPECIALIZATION_FITS,
+// the message listing every attempt and why it failed. A damaged payload or segment: its error.
+Result<Dispatch> load(const Container& container, const Selection& selection, const DeviceProfile& device,
+                      const LoadOptions& options);
+// The attempts as lines for an explanation: `dispatch: NAME [ID]: OUTCOME (LIBRARY)`, each
+// followed by its details indented, after the notes.
+std::string explain_dispatch(const Container& container, const Dispatch& dispatch);
 
 }  // namespace fatpte
 

@@ -46,6 +46,11 @@ typedef struct fatpte_error {
 
 typedef struct fatpte_container fatpte_container;
 
+/* The whole message of the last call on this thread that filled a fatpte_error (whose `message`
+ * is cut at 511 bytes; a failed load lists every entry tried): "" after a success. Valid until the
+ * next such call on this thread. */
+FATPTE_API const char* fatpte_last_message(void) FATPTE_NOEXCEPT;
+
 /* The one-line meaning of a status ("the file ends inside the fixed header"); never NULL. */
 FATPTE_API const char* fatpte_status_message(fatpte_status status) FATPTE_NOEXCEPT;
 /* The status as printed: "E0203", "OK" for FATPTE_OK, "E????" for an unknown value. */
@@ -134,26 +139,134 @@ FATPTE_API fatpte_status fatpte_selection_chosen(const fatpte_selection* selecti
 FATPTE_API const char* fatpte_selection_explain(const fatpte_selection* selection) FATPTE_NOEXCEPT;
 FATPTE_API void fatpte_selection_free(fatpte_selection* selection) FATPTE_NOEXCEPT;
 
-/* ---- dispatch through backend libraries (fatpte/backend.h) ---- */
+/* ---- loading and running (fatpte/dispatch.hpp, loader/README.md) ---- */
 
 typedef struct fatpte_loaded fatpte_loaded;
+typedef struct fatpte_load_options fatpte_load_options;
 
-/* Load the best eligible entry of `selection` into its backend library, searched in `dirs` and
- * then FATPTE_BACKEND_PATH; an entry whose library is missing or refused, unavailable or failing
- * to load is skipped with the reason recorded and the next one is tried. None loads:
- * FATPTE_E_NO_SPECIALIZATION_FITS. Must not outlive the container. */
+/* Where backend libraries come from, and what to load: method "forward", the build's defaults
+ * (the ExecuTorch SDK's library folder, its CPU kernels) and FATPTE_BACKEND_PATH in use. */
+FATPTE_API fatpte_status fatpte_load_options_new(fatpte_load_options** out) FATPTE_NOEXCEPT;
+FATPTE_API void fatpte_load_options_free(fatpte_load_options* options) FATPTE_NOEXCEPT;
+/* The method of an ExecuTorch program to load (default "forward"). */
+FATPTE_API fatpte_status fatpte_load_options_set_method(fatpte_load_options* options,
+                                                        const char* method) FATPTE_NOEXCEPT;
+/* A folder to search for backend libraries, after those added before. */
+FATPTE_API fatpte_status fatpte_load_options_add_search_dir(fatpte_load_options* options,
+                                                            const char* dir) FATPTE_NOEXCEPT;
+/* The library of an ExecuTorch backend id ("XnnpackBackend"), or of operators ("kernels",
+ * "kernels_*"): a file name to search for, or a path; NULL or "" withholds it. */
+FATPTE_API fatpte_status fatpte_load_options_set_library(fatpte_load_options* options, const char* backend_id,
+                                                         const char* library) FATPTE_NOEXCEPT;
+/* A backend map file ({"search_path": [...], "libraries": {...}}), merged into the options. */
+FATPTE_API fatpte_status fatpte_load_options_read_map(fatpte_load_options* options, const char* path,
+                                                      fatpte_error* error) FATPTE_NOEXCEPT;
+/* Whether to use the build's defaults and FATPTE_BACKEND_PATH (both 1 by default). */
+FATPTE_API fatpte_status fatpte_load_options_set_defaults(fatpte_load_options* options, int use_build_default,
+                                                          int use_environment) FATPTE_NOEXCEPT;
+
+/* Load the best eligible entry of `selection` that loads: an ExecuTorch program with ExecuTorch's
+ * runtime and the backend libraries its delegates need, or another payload into its example
+ * backend library (fatpte/backend.h). An entry that cannot be loaded is skipped with the reason
+ * recorded and the next one is tried; none loads: FATPTE_E_NO_SPECIALIZATION_FITS, the message
+ * listing every attempt. A damaged payload or named-data segment stops with its checksum error.
+ * `options` may be NULL (the defaults). Must not outlive the container. */
+FATPTE_API fatpte_status fatpte_load_with(const fatpte_container* container, const fatpte_selection* selection,
+                                          const fatpte_load_options* options, fatpte_loaded** out,
+                                          fatpte_error* error) FATPTE_NOEXCEPT;
+/* fatpte_load_with with the default options and `dirs` as search folders. */
 FATPTE_API fatpte_status fatpte_load(const fatpte_container* container, const fatpte_selection* selection,
                                      const char* const* dirs, size_t dir_count, fatpte_loaded** out,
                                      fatpte_error* error) FATPTE_NOEXCEPT;
 /* The entry that was loaded. */
 FATPTE_API fatpte_status fatpte_loaded_entry(const fatpte_loaded* loaded, uint32_t* index) FATPTE_NOEXCEPT;
-/* One line per entry tried: `dispatch: NAME [ID]: OUTCOME (LIBRARY)`; valid until unloaded. */
+/* The method loaded ("forward"); valid until unloaded. */
+FATPTE_API const char* fatpte_loaded_method(const fatpte_loaded* loaded) FATPTE_NOEXCEPT;
+/* Every step: operator libraries, then per entry tried `dispatch: NAME [ID]: OUTCOME (LIBRARY)`
+ * and its details; valid until unloaded. */
 FATPTE_API const char* fatpte_loaded_explain(const fatpte_loaded* loaded) FATPTE_NOEXCEPT;
-/* Run once on `input_count` floats; at most `output_capacity` floats are written to `output`. */
-FATPTE_API fatpte_status fatpte_run_f32(const fatpte_loaded* loaded, const float* input, size_t input_count,
+
+/* A tensor: `dtype` is a PyTorch ScalarType code (FATPTE_DTYPE_*), `shape` has `rank` sizes,
+ * `data` holds the elements contiguous in row-major order (`nbytes` bytes). */
+typedef struct fatpte_tensor {
+  int32_t dtype;
+  uint32_t rank;
+  const int64_t* shape;
+  const void* data;
+  uint64_t nbytes;
+} fatpte_tensor;
+
+#define FATPTE_DTYPE_UINT8 0
+#define FATPTE_DTYPE_INT8 1
+#define FATPTE_DTYPE_INT16 2
+#define FATPTE_DTYPE_INT32 3
+#define FATPTE_DTYPE_INT64 4
+#define FATPTE_DTYPE_FLOAT16 5
+#define FATPTE_DTYPE_FLOAT32 6
+#define FATPTE_DTYPE_FLOAT64 7
+#define FATPTE_DTYPE_BOOL 11
+#define FATPTE_DTYPE_BFLOAT16 15
+#define FATPTE_DTYPE_UINT16 27
+#define FATPTE_DTYPE_UINT32 28
+#define FATPTE_DTYPE_UINT64 29
+/* A method output that is no tensor (None): rank 0, no data. */
+#define FATPTE_DTYPE_NONE (-1)
+
+/* "float32", ...; NULL for a code that is no dtype. */
+FATPTE_API const char* fatpte_dtype_name(int32_t dtype) FATPTE_NOEXCEPT;
+
+/* Run the loaded method once on `inputs` (in the method's order); its state (mutable buffers)
+ * carries over to the next call. The outputs stay readable until the next execute or unload. */
+FATPTE_API fatpte_status fatpte_execute(fatpte_loaded* loaded, const fatpte_tensor* inputs, size_t input_count,
+                                        fatpte_error* error) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_output_count(const fatpte_loaded* loaded, size_t* count) FATPTE_NOEXCEPT;
+/* Output `index` of the last execute; its pointers stay valid until the next execute or unload. */
+FATPTE_API fatpte_status fatpte_output(const fatpte_loaded* loaded, size_t index, fatpte_tensor* out) FATPTE_NOEXCEPT;
+
+/* One float32 tensor of `input_count` elements in; the first output, which must be float32, out:
+ * at most `output_capacity` floats are written to `output`. */
+FATPTE_API fatpte_status fatpte_run_f32(fatpte_loaded* loaded, const float* input, size_t input_count,
                                         float* output, size_t output_capacity, size_t* output_count,
                                         fatpte_error* error) FATPTE_NOEXCEPT;
 FATPTE_API void fatpte_unload(fatpte_loaded* loaded) FATPTE_NOEXCEPT;
+
+/* ---- reading through a callback (specs/remote.md): a container at a URL, read by ranges ---- */
+
+/* The first read: the header and, in practice, the tables and the manifest (specs/remote.md 2;
+ * tests/remote/test_remote_cpp.py checks it equals Python's fatpte.fileio.remote.PREFIX_SIZE). */
+#define FATPTE_PREFIX_SIZE 65536
+
+/* The caller's reader: copy the file's `size` bytes at `offset` into `buffer` (an HTTP range
+ * request, a read from flash, ...) and return FATPTE_OK, or a status such as FATPTE_E_IO_ERROR or
+ * FATPTE_E_REMOTE_TIMEOUT, which the reader reports with the range. Called with ranges inside the
+ * file only, one at a time. */
+typedef fatpte_status (*fatpte_read_at_fn)(void* user, uint64_t offset, void* buffer, size_t size);
+
+typedef struct fatpte_reader fatpte_reader;
+
+/* Open the container of `file_size` bytes (from the first response's Content-Range, or a HEAD)
+ * that `read_at` reads: it reads the first FATPTE_PREFIX_SIZE bytes, then the rest of the
+ * header, tables and manifest in at most one more call for a container fatpte wrote, and checks
+ * them as fatpte_open_memory does. Nothing else is read until an entry is fetched. */
+FATPTE_API fatpte_status fatpte_reader_open(fatpte_read_at_fn read_at, void* user, uint64_t file_size,
+                                            fatpte_reader** out, fatpte_error* error) FATPTE_NOEXCEPT;
+/* The container, for every query, fatpte_select and fatpte_load; valid until the reader is
+ * closed. Its bytes that were never fetched are unreadable: a payload pointer is usable after
+ * fatpte_reader_fetch_entry, and fatpte_load may try only entries that were fetched (select
+ * with the others excluded, or fetch each entry it may fall back to). */
+FATPTE_API const fatpte_container* fatpte_reader_container(const fatpte_reader* reader) FATPTE_NOEXCEPT;
+/* Read entry `index`'s payload and the named data its manifest entry lists, each checked against
+ * its CRC32C (FATPTE_E_PAYLOAD_CHECKSUM_MISMATCH, FATPTE_E_SEGMENT_CHECKSUM_MISMATCH). */
+FATPTE_API fatpte_status fatpte_reader_fetch_entry(fatpte_reader* reader, uint32_t index,
+                                                   fatpte_error* error) FATPTE_NOEXCEPT;
+/* Read the signature region the header places (nothing when it places none), checked against
+ * signature_checksum (FATPTE_E_SIGNATURE_CHECKSUM_MISMATCH): call it before
+ * fatpte_verify_signature on the reader's container (include/fatpte/signature.h). */
+FATPTE_API fatpte_status fatpte_reader_fetch_signature(fatpte_reader* reader, fatpte_error* error) FATPTE_NOEXCEPT;
+/* The bytes read and the read_at calls made so far. */
+FATPTE_API fatpte_status fatpte_reader_stats(const fatpte_reader* reader, uint64_t* bytes_read,
+                                             uint64_t* calls) FATPTE_NOEXCEPT;
+FATPTE_API void fatpte_reader_close(fatpte_reader* reader) FATPTE_NOEXCEPT;
 
 #ifdef __cplusplus
 }

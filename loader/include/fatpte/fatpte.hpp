@@ -123,6 +123,10 @@ struct Header {
   std::uint32_t manifest_checksum = 0;
   std::uint32_t header_checksum = 0;
   std::uint64_t table_end = 0;  // first byte after the header and its tables
+  // The signature slot (header bytes 64..80 when header_size >= 80); all 0 without one.
+  std::uint64_t signature_offset = 0;
+  std::uint32_t signature_size = 0;
+  std::uint32_t signature_checksum = 0;
 };
 
 // One specialization; offsets are absolute in both versions. Version 1 has no name, alignment,
@@ -170,6 +174,7 @@ struct Structure {
   std::vector<Segment> segments;
   std::vector<Region> regions;  // placed regions in table order
   bool manifest_placed = false;
+  bool signature_placed = false;
 };
 
 // A read-only byte range: a whole container, or a payload inside one.
@@ -184,6 +189,11 @@ Result<Structure> read_structure(Bytes buf);
 Status check_integrity(Bytes buf, const Structure& st);
 // Both passes: OK, or the first error Python's validate_buffer(...).first_error reports.
 Status validate_buffer(Bytes buf);
+// The content checks of one payload (CRC32C, then payload kind; nothing for a version 1 entry)
+// and of one segment (CRC32C), with the codes, offsets and messages check_integrity gives, so a
+// loader can check exactly the bytes it is about to hand out.
+Status check_payload_integrity(Bytes buf, const Header& header, const Entry& entry);
+Status check_segment_integrity(Bytes buf, const Header& header, const Segment& segment);
 
 // CRC32C (Castagnoli) of data[0:size], continuing from `value` like Python's crc32c(data, value).
 std::uint32_t crc32c(const void* data, std::size_t size, std::uint32_t value = 0) noexcept;

@@ -73,8 +73,19 @@ typedef enum fatpte_status {
   FATPTE_E_NAMED_DATA_CONFLICT = 706, /* E0706: one named-data key was given two different contents */
   FATPTE_E_NAMED_DATA_NOT_FOUND = 707, /* E0707: the container has no named data under that key */
   FATPTE_E_BAD_PACK_FILE = 708, /* E0708: a pack.toml file breaks a rule of docs/pack-toml.md */
+  FATPTE_E_RANKING_TIE = 709, /* E0709: entries one device can both run tie on every ranking key but table position */
+  FATPTE_E_UNKNOWN_WORD = 710, /* E0710: a prefer or exclude word names no entry and no backend id of the container */
   FATPTE_E_IO_ERROR = 801, /* E0801: reading or writing a file failed */
-  FATPTE_E_NOT_A_FILE = 802, /* E0802: the path names a directory, device, FIFO or socket, not a regular file */
+  FATPTE_E_REMOTE_UNSUPPORTED = 802, /* E0802: no reader for this URL's scheme is installed (pip install 'fatpte[remote]') */
+  FATPTE_E_REMOTE_RANGE_IGNORED = 803, /* E0803: the server did not answer a range request with the range asked for */
+  FATPTE_E_REMOTE_CHANGED = 804, /* E0804: the remote file changed between two requests (size, ETag or Last-Modified) */
+  FATPTE_E_REMOTE_SHORT_READ = 805, /* E0805: a response ended before the bytes it was to carry, on every retry */
+  FATPTE_E_REMOTE_DENIED = 806, /* E0806: the server refused access (HTTP 401 or 403, or the store's access denied) */
+  FATPTE_E_REMOTE_NOT_FOUND = 807, /* E0807: the server has nothing at that URL (HTTP 404 or 410, or no such key) */
+  FATPTE_E_REMOTE_TOO_MANY_REDIRECTS = 808, /* E0808: the server redirected more times than the limit allows */
+  FATPTE_E_REMOTE_TIMEOUT = 809, /* E0809: the server did not answer within the time limit, on every retry */
+  FATPTE_E_REMOTE_FAILED = 810, /* E0810: the server kept failing (HTTP 5xx or a dropped connection), on every retry */
+  FATPTE_E_NOT_A_FILE = 811, /* E0811: the path names a directory, device, FIFO or socket, not a regular file */
   FATPTE_E_NO_SPECIALIZATION_FITS = 901, /* E0901: no entry's requirements hold on the device */
   FATPTE_E_ET_BAD_IDENTIFIER = 1001, /* E1001: an ExecuTorch file's flatbuffer identifier (bytes 4..8) is not the expected one */
   FATPTE_E_ET_TRUNCATED = 1002, /* E1002: an ExecuTorch file ends before its header or flatbuffer root */
@@ -85,6 +96,27 @@ typedef enum fatpte_status {
   FATPTE_E_ET_SEGMENT_OUT_OF_BOUNDS = 1007, /* E1007: an ExecuTorch segment or payload extends past the end of its file */
   FATPTE_E_ET_BAD_VALUE = 1008, /* E1008: an ExecuTorch field holds a value its schema does not allow */
   FATPTE_E_ET_BAD_PACKAGE = 1009, /* E1009: a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules */
+  FATPTE_E_PROGRAM_SIGNATURE_MISMATCH = 1101, /* E1101: an ExecuTorch program's signature disagrees with its manifest entry's */
+  FATPTE_E_BACKEND_ID_CONTRADICTS_PROGRAM = 1102, /* E1102: a backend id names an ExecuTorch backend its program does not use */
+  FATPTE_E_EXECUTORCH_BACKENDS_MISMATCH = 1103, /* E1103: an entry's executorch_backends differ from its program's delegates */
+  FATPTE_E_PROGRAM_DIGEST_MISMATCH = 1104, /* E1104: an ExecuTorch program's SHA-256 differs from its entry's provenance */
+  FATPTE_E_NAMED_DATA_UNUSED = 1105, /* E1105: an entry lists named data its ExecuTorch program never loads */
+  FATPTE_E_SIGNATURE_TOO_LARGE = 1201, /* E1201: signature_size exceeds the limit of 64 MiB */
+  FATPTE_E_SIGNATURE_OUT_OF_BOUNDS = 1202, /* E1202: the signature region extends past the end of the container */
+  FATPTE_E_MISALIGNED_SIGNATURE = 1203, /* E1203: signature_offset is not a multiple of 8 */
+  FATPTE_E_SIGNATURE_CHECKSUM_MISMATCH = 1204, /* E1204: the CRC32C of the signature region does not match signature_checksum */
+  FATPTE_E_ABSENT_SIGNATURE_NOT_ZERO = 1205, /* E1205: signature_size is 0 but signature_offset or signature_checksum is not */
+  FATPTE_E_SIGNATURE_REQUIRED = 1301, /* E1301: a signature is required but the container has none (embedded or detached) */
+  FATPTE_E_SIGNATURE_MALFORMED = 1302, /* E1302: the signature bundle, envelope or statement is not of the documented shape */
+  FATPTE_E_SIGNATURE_UNSUPPORTED = 1303, /* E1303: the signature uses a payload type, statement or predicate this reader does not know */
+  FATPTE_E_SIGNATURE_INVALID = 1304, /* E1304: the signature does not verify with the trusted key it names */
+  FATPTE_E_SIGNATURE_UNTRUSTED = 1305, /* E1305: no trusted key verifies the signature */
+  FATPTE_E_SIGNATURE_NOT_FOR_CONTAINER = 1306, /* E1306: the signed statement names none of the container's entries */
+  FATPTE_E_ENTRY_NOT_SIGNED = 1307, /* E1307: an entry of the container is not in the signed statement */
+  FATPTE_E_SIGNED_RECORD_MISMATCH = 1308, /* E1308: an entry's table fields, order or manifest record differ from the signed ones */
+  FATPTE_E_NAMED_DATA_NOT_SIGNED = 1309, /* E1309: a named-data key of the container is not in the signed statement */
+  FATPTE_E_SIGNED_NAMED_DATA_MISMATCH = 1310, /* E1310: a named-data key's bytes or layout differ from the signed ones */
+  FATPTE_E_SIGNED_PAYLOAD_MISMATCH = 1311, /* E1311: the SHA-256 of a payload differs from the signed one */
 } fatpte_status;
 
 #ifdef __cplusplus
@@ -107,6 +139,9 @@ inline constexpr std::uint32_t kV1EntrySize = 48;  // layout.V1_ENTRY_SIZE
 inline constexpr std::uint32_t kV2HeaderSize = 64;  // layout.V2_HEADER_SIZE
 inline constexpr std::uint32_t kV2EntrySize = 104;  // layout.V2_ENTRY_SIZE
 inline constexpr std::uint32_t kV2SegmentSize = 32;  // layout.V2_SEGMENT_SIZE
+inline constexpr std::uint32_t kV2SignatureSlotSize = 16;  // layout.V2_SIGNATURE_SLOT_SIZE
+inline constexpr std::uint32_t kSignatureSlotOffset = 64;  // layout.SIGNATURE_SLOT_OFFSET
+inline constexpr std::uint32_t kSignedHeaderSize = 80;  // layout.SIGNED_HEADER_SIZE
 inline constexpr std::uint32_t kPreambleSize = 8;  // layout.PREAMBLE_SIZE
 inline constexpr std::uint32_t kIdFieldSize = 32;  // layout.ID_FIELD_SIZE
 inline constexpr char kIdAlphabet[] = "-.0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz";  // layout.ID_ALPHABET
@@ -119,6 +154,8 @@ inline constexpr std::uint32_t kMaxAlignment = 65536;  // layout.MAX_ALIGNMENT
 inline constexpr std::uint32_t kDefaultAlignment = 64;  // layout.DEFAULT_ALIGNMENT
 inline constexpr std::uint32_t kManifestAlignment = 8;  // layout.MANIFEST_ALIGNMENT
 inline constexpr std::uint32_t kMaxManifestSize = 67108864;  // layout.MAX_MANIFEST_SIZE
+inline constexpr std::uint32_t kSignatureAlignment = 8;  // layout.SIGNATURE_ALIGNMENT
+inline constexpr std::uint32_t kMaxSignatureSize = 67108864;  // layout.MAX_SIGNATURE_SIZE
 inline constexpr std::uint32_t kHeaderFlagsKnown = 0;  // layout.HEADER_FLAGS_KNOWN
 inline constexpr std::uint32_t kEntryFlagsKnown = 0;  // layout.ENTRY_FLAGS_KNOWN
 inline constexpr std::uint32_t kSegmentFlagsKnown = 0;  // layout.SEGMENT_FLAGS_KNOWN
@@ -171,6 +208,15 @@ inline constexpr std::uint32_t kV2Header_manifest_checksum_offset = 56;
 inline constexpr std::uint32_t kV2Header_manifest_checksum_size = 4;
 inline constexpr std::uint32_t kV2Header_header_checksum_offset = 60;
 inline constexpr std::uint32_t kV2Header_header_checksum_size = 4;
+
+// v2_signature_slot: 16 bytes (layout.structures()["v2_signature_slot"])
+static_assert(kV2SignatureSlotSize == 16, "layout.V2_SIGNATURE_SLOT_SIZE");
+inline constexpr std::uint32_t kV2SignatureSlot_signature_offset_offset = 0;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_offset_size = 8;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_size_offset = 8;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_size_size = 4;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_checksum_offset = 12;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_checksum_size = 4;
 
 // v2_entry: 104 bytes (layout.structures()["v2_entry"])
 static_assert(kV2EntrySize == 104, "layout.V2_ENTRY_SIZE");
@@ -396,8 +442,19 @@ enum class Error : std::int32_t {
   NAMED_DATA_CONFLICT = 706,
   NAMED_DATA_NOT_FOUND = 707,
   BAD_PACK_FILE = 708,
+  RANKING_TIE = 709,
+  UNKNOWN_WORD = 710,
   IO_ERROR = 801,
-  NOT_A_FILE = 802,
+  REMOTE_UNSUPPORTED = 802,
+  REMOTE_RANGE_IGNORED = 803,
+  REMOTE_CHANGED = 804,
+  REMOTE_SHORT_READ = 805,
+  REMOTE_DENIED = 806,
+  REMOTE_NOT_FOUND = 807,
+  REMOTE_TOO_MANY_REDIRECTS = 808,
+  REMOTE_TIMEOUT = 809,
+  REMOTE_FAILED = 810,
+  NOT_A_FILE = 811,
   NO_SPECIALIZATION_FITS = 901,
   ET_BAD_IDENTIFIER = 1001,
   ET_TRUNCATED = 1002,
@@ -408,6 +465,27 @@ enum class Error : std::int32_t {
   ET_SEGMENT_OUT_OF_BOUNDS = 1007,
   ET_BAD_VALUE = 1008,
   ET_BAD_PACKAGE = 1009,
+  PROGRAM_SIGNATURE_MISMATCH = 1101,
+  BACKEND_ID_CONTRADICTS_PROGRAM = 1102,
+  EXECUTORCH_BACKENDS_MISMATCH = 1103,
+  PROGRAM_DIGEST_MISMATCH = 1104,
+  NAMED_DATA_UNUSED = 1105,
+  SIGNATURE_TOO_LARGE = 1201,
+  SIGNATURE_OUT_OF_BOUNDS = 1202,
+  MISALIGNED_SIGNATURE = 1203,
+  SIGNATURE_CHECKSUM_MISMATCH = 1204,
+  ABSENT_SIGNATURE_NOT_ZERO = 1205,
+  SIGNATURE_REQUIRED = 1301,
+  SIGNATURE_MALFORMED = 1302,
+  SIGNATURE_UNSUPPORTED = 1303,
+  SIGNATURE_INVALID = 1304,
+  SIGNATURE_UNTRUSTED = 1305,
+  SIGNATURE_NOT_FOR_CONTAINER = 1306,
+  ENTRY_NOT_SIGNED = 1307,
+  SIGNED_RECORD_MISMATCH = 1308,
+  NAMED_DATA_NOT_SIGNED = 1309,
+  SIGNED_NAMED_DATA_MISMATCH = 1310,
+  SIGNED_PAYLOAD_MISMATCH = 1311,
 };
 
 struct ErrorInfo {
@@ -484,8 +562,19 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {706, "NAMED_DATA_CONFLICT", "E0706", "one named-data key was given two different contents", "usage", false},
     {707, "NAMED_DATA_NOT_FOUND", "E0707", "the container has no named data under that key", "usage", false},
     {708, "BAD_PACK_FILE", "E0708", "a pack.toml file breaks a rule of docs/pack-toml.md", "usage", false},
+    {709, "RANKING_TIE", "E0709", "entries one device can both run tie on every ranking key but table position", "usage", true},
+    {710, "UNKNOWN_WORD", "E0710", "a prefer or exclude word names no entry and no backend id of the container", "usage", true},
     {801, "IO_ERROR", "E0801", "reading or writing a file failed", "io", false},
-    {802, "NOT_A_FILE", "E0802", "the path names a directory, device, FIFO or socket, not a regular file", "io", false},
+    {802, "REMOTE_UNSUPPORTED", "E0802", "no reader for this URL's scheme is installed (pip install 'fatpte[remote]')", "io", false},
+    {803, "REMOTE_RANGE_IGNORED", "E0803", "the server did not answer a range request with the range asked for", "io", false},
+    {804, "REMOTE_CHANGED", "E0804", "the remote file changed between two requests (size, ETag or Last-Modified)", "io", false},
+    {805, "REMOTE_SHORT_READ", "E0805", "a response ended before the bytes it was to carry, on every retry", "io", false},
+    {806, "REMOTE_DENIED", "E0806", "the server refused access (HTTP 401 or 403, or the store's access denied)", "io", false},
+    {807, "REMOTE_NOT_FOUND", "E0807", "the server has nothing at that URL (HTTP 404 or 410, or no such key)", "io", false},
+    {808, "REMOTE_TOO_MANY_REDIRECTS", "E0808", "the server redirected more times than the limit allows", "io", false},
+    {809, "REMOTE_TIMEOUT", "E0809", "the server did not answer within the time limit, on every retry", "io", false},
+    {810, "REMOTE_FAILED", "E0810", "the server kept failing (HTTP 5xx or a dropped connection), on every retry", "io", false},
+    {811, "NOT_A_FILE", "E0811", "the path names a directory, device, FIFO or socket, not a regular file", "io", false},
     {901, "NO_SPECIALIZATION_FITS", "E0901", "no entry's requirements hold on the device", "selection", false},
     {1001, "ET_BAD_IDENTIFIER", "E1001", "an ExecuTorch file's flatbuffer identifier (bytes 4..8) is not the expected one", "invalid", false},
     {1002, "ET_TRUNCATED", "E1002", "an ExecuTorch file ends before its header or flatbuffer root", "invalid", false},
@@ -496,8 +585,29 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1007, "ET_SEGMENT_OUT_OF_BOUNDS", "E1007", "an ExecuTorch segment or payload extends past the end of its file", "invalid", false},
     {1008, "ET_BAD_VALUE", "E1008", "an ExecuTorch field holds a value its schema does not allow", "invalid", false},
     {1009, "ET_BAD_PACKAGE", "E1009", "a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules", "invalid", false},
+    {1101, "PROGRAM_SIGNATURE_MISMATCH", "E1101", "an ExecuTorch program's signature disagrees with its manifest entry's", "invalid", false},
+    {1102, "BACKEND_ID_CONTRADICTS_PROGRAM", "E1102", "a backend id names an ExecuTorch backend its program does not use", "invalid", false},
+    {1103, "EXECUTORCH_BACKENDS_MISMATCH", "E1103", "an entry's executorch_backends differ from its program's delegates", "invalid", false},
+    {1104, "PROGRAM_DIGEST_MISMATCH", "E1104", "an ExecuTorch program's SHA-256 differs from its entry's provenance", "invalid", false},
+    {1105, "NAMED_DATA_UNUSED", "E1105", "an entry lists named data its ExecuTorch program never loads", "invalid", true},
+    {1201, "SIGNATURE_TOO_LARGE", "E1201", "signature_size exceeds the limit of 64 MiB", "invalid", false},
+    {1202, "SIGNATURE_OUT_OF_BOUNDS", "E1202", "the signature region extends past the end of the container", "invalid", false},
+    {1203, "MISALIGNED_SIGNATURE", "E1203", "signature_offset is not a multiple of 8", "invalid", false},
+    {1204, "SIGNATURE_CHECKSUM_MISMATCH", "E1204", "the CRC32C of the signature region does not match signature_checksum", "invalid", false},
+    {1205, "ABSENT_SIGNATURE_NOT_ZERO", "E1205", "signature_size is 0 but signature_offset or signature_checksum is not", "invalid", false},
+    {1301, "SIGNATURE_REQUIRED", "E1301", "a signature is required but the container has none (embedded or detached)", "unverified", false},
+    {1302, "SIGNATURE_MALFORMED", "E1302", "the signature bundle, envelope or statement is not of the documented shape", "unverified", false},
+    {1303, "SIGNATURE_UNSUPPORTED", "E1303", "the signature uses a payload type, statement or predicate this reader does not know", "unverified", false},
+    {1304, "SIGNATURE_INVALID", "E1304", "the signature does not verify with the trusted key it names", "unverified", false},
+    {1305, "SIGNATURE_UNTRUSTED", "E1305", "no trusted key verifies the signature", "unverified", false},
+    {1306, "SIGNATURE_NOT_FOR_CONTAINER", "E1306", "the signed statement names none of the container's entries", "unverified", false},
+    {1307, "ENTRY_NOT_SIGNED", "E1307", "an entry of the container is not in the signed statement", "unverified", false},
+    {1308, "SIGNED_RECORD_MISMATCH", "E1308", "an entry's table fields, order or manifest record differ from the signed ones", "unverified", false},
+    {1309, "NAMED_DATA_NOT_SIGNED", "E1309", "a named-data key of the container is not in the signed statement", "unverified", false},
+    {1310, "SIGNED_NAMED_DATA_MISMATCH", "E1310", "a named-data key's bytes or layout differ from the signed ones", "unverified", false},
+    {1311, "SIGNED_PAYLOAD_MISMATCH", "E1311", "the SHA-256 of a payload differs from the signed one", "unverified", false},
 };
-inline constexpr std::size_t kErrorCount = 76;
+inline constexpr std::size_t kErrorCount = 108;
 
 }  // namespace fatpte
 #endif  // __cplusplus

@@ -1,13 +1,16 @@
 // select.hpp: choosing the entry for a device, the rule of specs/nfat-manifest.md section 6,
 // exactly as fatpte/device/selection.py applies it: eligibility (every requirement of the entry's
-// manifest entry holds and the caller did not exclude it), then ranking by priority, the caller's
-// preference, specificity and table position. Choosing is a pure function of the container's
+// manifest entry holds, its program's ExecuTorch backends are in the device's runtime when the
+// profile says, and the caller did not exclude it), then ranking by priority, the caller's
+// preference, delegation (a program that delegates to a backend first), specificity and table
+// position. Choosing is a pure function of the container's
 // table and manifest, the device profile and the caller's words; it reads no payload and loads
 // nothing.
 #ifndef FATPTE_SELECT_HPP_
 #define FATPTE_SELECT_HPP_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,13 @@ namespace fatpte {
 // INVALID_ARGUMENT naming the field when it is not one.
 Result<DeviceProfile> profile_from_json(const std::string& json);
 Result<DeviceProfile> profile_from_file(const std::string& path);
+// `host` (this machine, probed), a named profile (`x86-64-v3`: a word of [A-Za-z0-9_.-] not
+// ending in .json, read from devices_dir()), or a path to a profile JSON file, as Python's
+// DeviceProfile.load reads them.
+Result<DeviceProfile> load_profile(const std::string& host_name_or_path);
+// The folder of the named profiles: $FATPTE_DEVICES_DIR, else the one the build was configured
+// with (the source tree's specs/devices, or share/fatpte/devices where installed).
+const char* devices_dir() noexcept;
 
 struct Failure {
   std::string requirement;  // "os", "arch", "cpu_features", "accelerators[0]", "min_memory_bytes", ...
@@ -34,6 +44,10 @@ struct Verdict {
   std::vector<std::string> notes;  // what selection could not check (an unlisted backend ABI)
   int specificity = 0;
   std::uint32_t rank = 0;  // 1 for the chosen entry; 0 when not eligible
+  // What the manifest says the entry's program needs (executorch_backends; absent: not known).
+  std::optional<std::vector<std::string>> executorch_backends;
+  // The entry's program delegates to a backend: ranked above one that does not (section 6.2).
+  bool delegates() const { return executorch_backends && !executorch_backends->empty(); }
   // The entry's backend_abi requirement, which the loader checks against the backend library's
   // table when it loads it (specs/nfat-manifest.md 4.2), whether or not the profile listed it.
   bool has_backend_abi = false;
@@ -60,6 +74,9 @@ Result<Selection> select(const Container& container, const DeviceProfile& device
 // eligible (what `--select-only --json` prints then, as Python's SelectionError.report).
 Result<Selection> assess(const Container& container, const DeviceProfile& device,
                          const std::vector<std::string>& prefer, const std::vector<std::string>& exclude);
+// Whether any entry of the container states an accelerator requirement (true when the manifest
+// cannot be read, so that select() reports its error on a fully probed device).
+bool requires_accelerators(const Container& container);
 // Python's Selection.explain(): the device, the chosen entry, and one line per entry.
 std::string explain(const Container& container, const Selection& selection);
 // The same from the container's entries, for a caller that keeps them beyond the container.

@@ -1,4 +1,4 @@
-// Example backend `portable`: the dense network in plain C++, available everywhere.
+// Example backend `dense_ref`: the dense network in plain C++, available everywhere.
 #include "dense_model.hpp"
 
 namespace {
@@ -11,7 +11,7 @@ float dot(const float* w, const float* x, std::uint32_t n) {
 
 int is_available(const char*, char*, size_t) { return 0; }
 
-const fatpte_backend kTable = {FATPTE_BACKEND_ABI_VERSION, "portable", is_available, fatpte_example::load,
+const fatpte_backend kTable = {FATPTE_BACKEND_ABI_VERSION, "dense_ref", is_available, fatpte_example::load,
                                 fatpte_example::run<dot>, fatpte_example::unload};
 
 }  // namespace

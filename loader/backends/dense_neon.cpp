@@ -1,4 +1,4 @@
-// Example backend `aarch64_neon`: the dense network with Advanced SIMD (NEON) intrinsics. Built
+// Example backend `dense_neon`: the dense network with Advanced SIMD (NEON) intrinsics. Built
 // only when CMake targets aarch64 (loader/CMakeLists.txt); is_available still asks the OS, since
 // a kernel may hide ASIMD from user space.
 #include <arm_neon.h>
@@ -42,7 +42,7 @@ int is_available(const char*, char* why, size_t why_size) {
   return 0;
 }
 
-const fatpte_backend kTable = {FATPTE_BACKEND_ABI_VERSION, "aarch64_neon", is_available, fatpte_example::load,
+const fatpte_backend kTable = {FATPTE_BACKEND_ABI_VERSION, "dense_neon", is_available, fatpte_example::load,
                                 fatpte_example::run<dot>, fatpte_example::unload};
 
 }  // namespace

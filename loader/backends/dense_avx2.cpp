@@ -1,4 +1,4 @@
-// Example backend `x86_avx2`: the dense network with AVX2 + FMA intrinsics. This file alone is
+// Example backend `dense_avx2`: the dense network with AVX2 + FMA intrinsics. This file alone is
 // compiled with -mavx2 -mfma; is_available refuses to run where the CPU or the OS lacks them.
 #include <immintrin.h>
 
@@ -24,7 +24,7 @@ int is_available(const char*, char* why, size_t why_size) {
   return fatpte_example::say(why, why_size, "this CPU (or its OS) does not provide AVX2 and FMA");
 }
 
-const fatpte_backend kTable = {FATPTE_BACKEND_ABI_VERSION, "x86_avx2", is_available, fatpte_example::load,
+const fatpte_backend kTable = {FATPTE_BACKEND_ABI_VERSION, "dense_avx2", is_available, fatpte_example::load,
                                 fatpte_example::run<dot>, fatpte_example::unload};
 
 }  // namespace

@@ -1,0 +1,481 @@
+"""Reading a file at a URL by byte ranges: `RemoteFile`, checked response by response.
+
+A range reader must see each response's status and headers before it reads a byte of the body:
+a server that ignores `Range` answers 200 with the whole file, and a reader that reads first and
+checks after has downloaded the 3 GiB it meant to avoid. So for `http://` and `https://` the
+requests are made here, on the aiohttp session of fsspec's HTTPFileSystem (which brings the
+storage options: headers, auth, client_kwargs); for every other scheme (`s3://` through s3fs,
+`gs://`, `memory://`, ...) the scheme's fsspec filesystem reads each range through its file
+object, uncached (s3fs sends `If-Match` with the ETag it saw first, so a replaced object fails
+with 412 instead of mixing two versions).
+
+What every response is checked for, and the error each failure raises (specs/remote.md):
+- the range asked for, no other (`Content-Range`; a 200 with more bytes than asked is E0803);
+- the same file as the first response (size, ETag, Last-Modified; E0804);
+- as many body bytes as it announced (E0805, after the retries);
+- access (401/403: E0806), existence (404/410: E0807), redirects (E0808), time (E0809).
+Transient failures (a dropped connection, a short body, a timeout, 408, 429, 5xx) are retried,
+`Policy.attempts` tries in all per range, resuming after the last byte received, with
+exponential backoff from `Policy.backoff` seconds; the rest fail at once.
+
+fsspec, aiohttp and asyncio are imported only here, and this module only when a URL is given:
+they cost more start-up than a whole local `fatpte info`.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+from fatpte.errors import ErrorCode, FatpteError
+
+# The first request's size: the header (64 bytes), the tables and the manifest of a container
+# with up to about a hundred entries and a thousand named-data keys (docs/remote.md measures the
+# examples), in one round trip. At 1 Mbit/s it costs half a second; a container whose
+# metadata is larger costs one more request, sized from the header.
+PREFIX_SIZE = 64 << 10
+
+# Bytes per range request while streaming a payload: each request is one retry's worth of work
+# and one object a CDN caches; 16 MiB keeps requests per GiB at 64 (about a hundredth of a
+# second of round trips on a LAN) while a retry repeats at most a fraction of a second.
+RANGE_SIZE = 16 << 20
+
+# Bytes per buffer handed to the reader, and how many may wait: what a streaming read holds.
+CHUNK = 1 << 20
+DEPTH = 4
+
+class Policy(NamedTuple):
+    """How patient a remote read is, and how large its range requests. The environment sets
+    them for the command line: FATPTE_REMOTE_TIMEOUT (seconds), FATPTE_REMOTE_ATTEMPTS,
+    FATPTE_REMOTE_MAX_REDIRECTS, FATPTE_REMOTE_RANGE_SIZE (bytes)."""
+
+    timeout: float = 30.0  # seconds to connect, and between two reads of a response
+    attempts: int = 4  # tries per range request, the first included
+    backoff: float = 0.25  # seconds before the first retry; doubled before each next one
+    max_redirects: int = 5
+    range_size: int = RANGE_SIZE
+
+    @classmethod
+    def from_environment(cls) -> Policy:
+        """The defaults, changed by the environment variables above."""
+        base = cls()
+        return cls(timeout=_env_number("FATPTE_REMOTE_TIMEOUT", base.timeout, float, 0.0),
+                   attempts=int(_env_number("FATPTE_REMOTE_ATTEMPTS", base.attempts, int, 1)),
+                   max_redirects=int(_env_number("FATPTE_REMOTE_MAX_REDIRECTS", base.max_redirects, int, 0)),
+                   range_size=int(_env_number("FATPTE_REMOTE_RANGE_SIZE", base.range_size, int, CHUNK)))
+
+
+def _env_number(name: str, default: float, kind: Callable[[str], float], minimum: float) -> float:
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        value = minimum - 1
+    if not value >= minimum:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{name}={text!r} is not a number of at least {minimum:g}",
+                          field=name, actual=text)
+    return value
+
+
+class Stats:
+    """What a RemoteFile asked for and received."""
+
+    __slots__ = ("received", "requests", "retries")
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.received = 0  # body bytes
+        self.retries = 0
+
+    def __repr__(self) -> str:
+        return f"Stats(requests={self.requests}, received={self.received}, retries={self.retries})"
+
+
+class _Transient(Exception):
+    """A failure worth another try: (code of the last one, message)."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class RemoteFile:
+    """A file at a URL, read by byte ranges. `head()` makes the first request, which also
+    learns the file's size and identity; every later response must match them."""
+
+    def __init__(self, url: str, *, policy: Policy | None = None, **storage_options: Any) -> None:
+        self.url = url
+        self.policy = policy or Policy()
+        self.stats = Stats()
+        self.size: int | None = None
+        self._identity: dict[str, str] = {}
+        self._backend: _Http | _Fsspec = _open_backend(self, storage_options)
+
+    def error(self, code: ErrorCode, message: str, **kw: Any) -> FatpteError:
+        return FatpteError(code, message, source=self.url, **kw)
+
+    def head(self, count: int = PREFIX_SIZE) -> bytes:
+        """The first `count` bytes (fewer when the file is shorter): the first request."""
+        if self.size is not None:
+            return self.read(0, min(count, self.size))
+        return b"".join(self._retrying(0, count, first=True))
+
+    def read(self, offset: int, size: int) -> bytes:
+        """Exactly `size` bytes from `offset`, in one request when they fit one range."""
+        if size == 0:
+            return b""
+        return b"".join(self.stream(offset, size))
+
+    def stream(self, offset: int, size: int) -> Iterator[bytes]:
+        """The bytes [offset, offset + size) in order, in buffers of at most CHUNK bytes, with
+        range requests of at most `policy.range_size` bytes; at most DEPTH buffers wait."""
+        if self.size is None:
+            self.head(0)
+        assert self.size is not None
+        if size < 0 or offset < 0 or size > self.size or offset > self.size - size:
+            raise self.error(ErrorCode.INVALID_ARGUMENT,
+                             f"bytes {offset:#x}..{offset + size:#x} lie outside the file of {self.size} bytes",
+                             offset=offset)
+        end = offset + size
+        pos = offset
+        while pos < end:
+            stop = min(end, pos + self.policy.range_size)
+            yield from self._retrying(pos, stop, first=False)
+            pos = stop
+
+    def _retrying(self, start: int, end: int, *, first: bool) -> Iterator[bytes]:
+        """One range, retried from the last byte received while the failures are transient."""
+        pos = start
+        attempt = 0
+        while True:
+            try:
+                for chunk in self._backend.fetch(pos, end, first):
+                    pos += len(chunk)
+                    yield chunk
+                    first = False
+                return
+            except _Transient as exc:
+                attempt += 1
+                if attempt >= self.policy.attempts:
+                    tries = f"{attempt} {'try' if attempt == 1 else 'tries'}"
+                    raise self.error(exc.code, f"{exc.message} ({tries}, the limit)") from None
+                self.stats.retries += 1
+                time.sleep(self.policy.backoff * (1 << (attempt - 1)))
+                if self.size is not None and first:
+                    first, end = False, min(end, self.size)  # the first answer came, its body did not
+
+    @property
+    def identity(self) -> dict[str, str]:
+        """What the first response said identifies the file (ETag, Last-Modified, ...)."""
+        return dict(self._identity)
+
+    # -- called by the backends ---------------------------------------------------------------
+
+    def learn(self, size: int, identity: dict[str, str]) -> None:
+        """Record what the first response said of the file."""
+        self.size = size
+        self._identity = {k: v for k, v in identity.items() if v}
+
+    def check_same(self, size: int | None, identity: dict[str, str]) -> None:
+        """Raise E0804 when a later response describes another file than the first did."""
+        if size is not None and self.size is not None and size != self.size:
+            raise self.error(ErrorCode.REMOTE_CHANGED,
+                             f"the file was {self.size} bytes at the first request and is now {size}: it "
+                             "changed while being read", expected=self.size, actual=size)
+        for key, was in self._identity.items():
+            now = identity.get(key)
+            if now and now != was:
+                raise self.error(ErrorCode.REMOTE_CHANGED,
+                                 f"the file's {key} was {was} at the first request and is now {now}: it changed "
+                                 "while being read", field=key, expected=was, actual=now)
+
+    def close(self) -> None:
+        self._backend.close()
+
+
+def _open_backend(remote: RemoteFile, storage_options: dict[str, Any]) -> _Http | _Fsspec:
+    scheme = remote.url.split("://", 1)[0].lower()
+    try:
+        import fsspec
+    except ImportError as exc:
+        raise remote.error(ErrorCode.REMOTE_UNSUPPORTED,
+                           f"reading {scheme}:// URLs needs fsspec: pip install 'fatpte[remote]' ({exc})") from exc
+    try:
+        fs, path = fsspec.core.url_to_fs(remote.url, **storage_options)
+    except (ImportError, ValueError) as exc:
+        # fsspec names the package a scheme needs (s3fs, gcsfs, ...) in its message.
+        raise remote.error(ErrorCode.REMOTE_UNSUPPORTED, f"cannot read {scheme}:// URLs here: {exc}") from exc
+    if scheme in ("http", "https"):
+        return _Http(remote, fs)
+    return _Fsspec(remote, fs, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# http(s): requests made here, on fsspec's aiohttp session
+# ---------------------------------------------------------------------------------------------
+
+_CONTENT_RANGE = re.compile(r"^\s*bytes\s+(?:(\d+)-(\d+)|\*)/(\d+|\*)\s*$", re.IGNORECASE)
+_IDENTITY = ("ETag", "Last-Modified")
+_DONE = object()
+
+
+class _Http:
+    def __init__(self, remote: RemoteFile, fs: Any) -> None:
+        import asyncio
+
+        import aiohttp
+
+        self._asyncio = asyncio
+        self._aiohttp = aiohttp
+        self._remote = remote
+        self._fs = fs
+        self._loop = fs.loop
+        self._session: Any = asyncio.run_coroutine_threadsafe(fs.set_session(), self._loop).result()
+        self._options = dict(fs.kwargs)  # request options from the storage options
+        self._headers = dict(self._options.pop("headers", None) or {})
+        p = remote.policy
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=p.timeout, sock_read=p.timeout)
+
+    def close(self) -> None:
+        pass  # the session belongs to the fsspec filesystem, which fsspec caches and closes
+
+    def fetch(self, start: int, end: int, first: bool) -> Iterator[bytes]:
+        """One GET of [start, end); its body in buffers as they arrive."""
+        if end <= start:
+            if first:
+                end = start + 1  # `head(0)`: ask for one byte to learn the size
+            else:
+                return
+        slots = self._asyncio.Semaphore(DEPTH)
+        out: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        task = self._asyncio.run_coroutine_threadsafe(self._get(start, end, first, slots, out), self._loop)
+        try:
+            while True:
+                item = out.get()
+                if item is _DONE:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                self._loop.call_soon_threadsafe(slots.release)
+                yield item
+        finally:
+            if not task.done():
+                task.cancel()
+                self._loop.call_soon_threadsafe(_release_all, slots)
+
+    async def _get(self, start: int, end: int, first: bool, slots: Any, out: queue.SimpleQueue[Any]) -> None:
+        try:
+            await self._get_body(start, end, first, slots, out)
+            out.put(_DONE)
+        except BaseException as exc:  # every outcome goes to the reading thread, which raises it
+            out.put(self._classify(exc, start, end))
+            if isinstance(exc, self._asyncio.CancelledError):
+                raise
+
+    async def _get_body(self, start: int, end: int, first: bool, slots: Any, out: queue.SimpleQueue[Any]) -> None:
+        remote = self._remote
+        headers = {**self._headers, "Range": f"bytes={start}-{end - 1}"}
+        etag = remote.identity.get("ETag") if not first else None
+        if etag and not etag.startswith("W/"):
+            headers["If-Match"] = etag  # a strong ETag: a replaced file answers 412, not other bytes
+        remote.stats.requests += 1
+        # aiohttp's max_redirects counts the redirect it refuses: N + 1 follows N.
+        redirects = remote.policy.max_redirects
+        async with self._session.get(self._fs.encode_url(remote.url), headers=headers, timeout=self._timeout,
+                                     allow_redirects=redirects > 0, max_redirects=redirects + 1,
+                                     read_bufsize=CHUNK, **self._options) as r:
+            count = self._check_response(r, start, end, first)
+            left = count
+            while left:
+                await slots.acquire()
+                chunk = await r.content.readexactly(min(CHUNK, left))
+                left -= len(chunk)
+                remote.stats.received += len(chunk)
+                out.put(chunk)
+
+    def _check_response(self, r: Any, start: int, end: int, first: bool) -> int:
+        """The number of body bytes to read, after every check a response must pass."""
+        remote = self._remote
+        status = r.status
+        identity = {k: r.headers.get(k, "") for k in _IDENTITY}
+        asked = f"bytes {start}-{end - 1}"
+        if status == 206:
+            m = _CONTENT_RANGE.match(r.headers.get("Content-Range", ""))
+            if m is None or m.group(1) is None:
+                raise remote.error(ErrorCode.REMOTE_RANGE_IGNORED,
+                                   f"asked for {asked}, the server answered 206 with Content-Range "
+                                   f"{r.headers.get('Content-Range')!r}", expected=asked,
+                                   actual=r.headers.get("Content-Range"))
+            got_start, got_end = int(m.group(1)), int(m.group(2)) + 1
+            total = None if m.group(3) == "*" else int(m.group(3))
+            if first:
+                if total is None:
+                    raise remote.error(ErrorCode.REMOTE_RANGE_IGNORED,
+                                       "the server's first answer does not state the file's size "
+                                       f"(Content-Range {r.headers.get('Content-Range')!r})")
+                remote.learn(total, identity)
+                end = min(end, total)
+            else:
+                remote.check_same(total, identity)
+            if (got_start, got_end) != (start, end):
+                raise remote.error(ErrorCode.REMOTE_RANGE_IGNORED,
+                                   f"asked for bytes {start}-{end - 1}, the server answered bytes "
+                                   f"{got_start}-{got_end - 1}", expected=f"{start}-{end - 1}",
+                                   actual=f"{got_start}-{got_end - 1}")
+            return self._announced(r, end - start)
+        if status == 200:
+            length = r.headers.get("Content-Length")
+            if first and length is not None and length.isdigit() and int(length) <= end - start:
+                # A server that ignores Range, for a file no larger than the bytes asked for: the
+                # whole file is exactly what the plan would read.
+                remote.learn(int(length), identity)
+                return int(length)
+            raise remote.error(ErrorCode.REMOTE_RANGE_IGNORED,
+                               f"asked for {asked}, the server answered 200 with the whole file "
+                               f"({length or 'unknown'} bytes): it ignores Range requests; nothing more "
+                               "was read", expected=asked, actual=f"200, {length} bytes")
+        if status == 416:
+            m = _CONTENT_RANGE.match(r.headers.get("Content-Range", ""))
+            if first and m is not None and m.group(3) == "0":
+                remote.learn(0, identity)  # an empty file: the reader reports it as truncated
+                return 0
+            raise remote.error(ErrorCode.REMOTE_CHANGED,
+                               f"asked for {asked} of a file of {remote.size} bytes, the server answered 416 "
+                               "(range not satisfiable): the file changed while being read",
+                               expected=asked, actual=r.headers.get("Content-Range"))
+        reason = f"HTTP {status} {r.reason or ''}".rstrip()
+        if 300 <= status < 400 and r.headers.get("Location"):
+            raise remote.error(ErrorCode.REMOTE_TOO_MANY_REDIRECTS,
+                               f"{reason} to {r.headers['Location']}, but redirects are not followed "
+                               "(max_redirects is 0)", expected=0)
+        if status in (401, 403):
+            raise remote.error(ErrorCode.REMOTE_DENIED, f"{reason}: the server refused access; check the "
+                               "credentials or headers given", actual=status)
+        if status in (404, 410):
+            raise remote.error(ErrorCode.REMOTE_NOT_FOUND, f"{reason}: the server has nothing at this URL",
+                               actual=status)
+        if status == 412:
+            raise remote.error(ErrorCode.REMOTE_CHANGED,
+                               f"{reason}: the file no longer has the ETag {remote.identity.get('ETag')} it had "
+                               "at the first request: it changed while being read", actual=status)
+        if status in (408, 429) or status >= 500:
+            raise _Transient(ErrorCode.REMOTE_FAILED, f"{reason} for {asked}")
+        raise remote.error(ErrorCode.REMOTE_FAILED, f"{reason} for {asked}", actual=status)
+
+    def _announced(self, r: Any, count: int) -> int:
+        length = r.headers.get("Content-Length")
+        if length is not None and length.isdigit() and int(length) != count:
+            raise self._remote.error(ErrorCode.REMOTE_RANGE_IGNORED,
+                                     f"the response announces {length} bytes for a range of {count}",
+                                     expected=count, actual=int(length))
+        return count
+
+    def _classify(self, exc: BaseException, start: int, end: int) -> BaseException:
+        """What the reading thread raises for `exc`: a FatpteError, or _Transient to retry."""
+        aiohttp, asyncio = self._aiohttp, self._asyncio
+        url = self._remote.url
+        if isinstance(exc, (FatpteError, _Transient)):
+            return exc
+        if isinstance(exc, aiohttp.TooManyRedirects):
+            return self._remote.error(ErrorCode.REMOTE_TOO_MANY_REDIRECTS,
+                                      f"redirected more than {self._remote.policy.max_redirects} times "
+                                      f"(the last to {exc.history[-1].headers.get('Location') if exc.history else '?'})",
+                                      expected=self._remote.policy.max_redirects)
+        if isinstance(exc, asyncio.TimeoutError):
+            return _Transient(ErrorCode.REMOTE_TIMEOUT,
+                              f"no answer for {self._remote.policy.timeout:g} s while reading bytes {start}-{end - 1}")
+        if isinstance(exc, (asyncio.IncompleteReadError, aiohttp.ClientPayloadError)):
+            return _Transient(ErrorCode.REMOTE_SHORT_READ,
+                              f"the response for bytes {start}-{end - 1} ended early: {exc}")
+        if isinstance(exc, aiohttp.InvalidURL):
+            return self._remote.error(ErrorCode.INVALID_ARGUMENT, f"{url} is not a valid URL: {exc}")
+        if isinstance(exc, (aiohttp.ClientError, OSError)):
+            return _Transient(ErrorCode.REMOTE_FAILED, f"{type(exc).__name__}: {exc}")
+        return exc
+
+
+def _release_all(slots: Any) -> None:
+    for _ in range(DEPTH):
+        slots.release()
+
+
+# ---------------------------------------------------------------------------------------------
+# every other scheme: the fsspec filesystem's own file object, uncached
+# ---------------------------------------------------------------------------------------------
+
+
+class _Fsspec:
+    def __init__(self, remote: RemoteFile, fs: Any, path: str) -> None:
+        self._remote = remote
+        self._fs = fs
+        self._path = path
+        self._file: Any = None
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _open(self) -> Any:
+        remote = self._remote
+        try:
+            remote.stats.requests += 1  # the file's metadata (a HEAD for s3://)
+            f = self._fs.open(self._path, "rb", cache_type="none", block_size=remote.policy.range_size)
+        except BaseException as exc:
+            raise self._classify(exc) from exc
+        details = getattr(f, "details", None) or {}
+        identity = {k: str(details[k]) for k in ("ETag", "LastModified", "mtime", "VersionId") if details.get(k)}
+        remote.learn(int(f.size), identity)
+        self._file = f
+        return f
+
+    def _read(self, f: Any, start: int, end: int) -> bytes:
+        self._remote.stats.requests += 1
+        try:
+            f.seek(start)
+            data: bytes = f.read(end - start)
+        except BaseException as exc:
+            raise self._classify(exc) from exc
+        self._remote.stats.received += len(data)
+        return data
+
+    def fetch(self, start: int, end: int, first: bool) -> Iterator[bytes]:
+        f = self._file if self._file is not None else self._open()
+        remote = self._remote
+        assert remote.size is not None
+        end = min(end, remote.size)
+        if end <= start:
+            return
+        data = self._read(f, start, end)
+        if len(data) != end - start:
+            raise _Transient(ErrorCode.REMOTE_SHORT_READ,
+                             f"asked for bytes {start}-{end - 1}, received {len(data)} bytes")
+        view = memoryview(data)
+        for pos in range(0, len(data), CHUNK):
+            yield bytes(view[pos : pos + CHUNK])
+
+    def _classify(self, exc: BaseException) -> BaseException:
+        remote = self._remote
+        if isinstance(exc, FatpteError):
+            return exc
+        name = type(exc).__name__
+        text = f"{name}: {exc}"
+        if isinstance(exc, FileNotFoundError):
+            return remote.error(ErrorCode.REMOTE_NOT_FOUND, f"no such file: {exc}")
+        if isinstance(exc, PermissionError):
+            return remote.error(ErrorCode.REMOTE_DENIED, f"access refused: {exc}")
+        if name == "FileExpired" or "PreconditionFailed" in str(exc) or "pre-conditions" in str(exc):
+            return remote.error(ErrorCode.REMOTE_CHANGED,
+                                f"the object changed while being read (its ETag no longer matches): {exc}")
+        if "Timeout" in name or isinstance(exc, TimeoutError):
+            return _Transient(ErrorCode.REMOTE_TIMEOUT, text)
+        if isinstance(exc, OSError):
+            return _Transient(ErrorCode.REMOTE_FAILED, text)
+        return exc

@@ -1,0 +1,349 @@
+// The ExecuTorch runner's parts, on their own: the reader of a program's delegates (on the
+// committed fixture programs and damaged copies of them), the container's NamedDataMap
+// (zero-copy, checksums checked once before the bytes are handed out, unknown keys noted), and the
+// bounded allocator. Built only with the ExecuTorch SDK (FATPTE_EXECUTORCH).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bounded_allocator.hpp"
+#include "builder.hpp"
+#include "et_named_data.hpp"
+#include "et_program.hpp"
+#include "fatpte/fatpte.h"
+#include "fatpte/fatpte.hpp"
+#include "program_generated.h"
+
+namespace {
+
+using fatpte::Bytes;
+using fatpte::Error;
+using EtError = executorch::runtime::Error;
+
+std::vector<std::uint8_t> fixture(const std::string& name) {
+  std::ifstream in(std::string(FATPTE_FIXTURES_DIR) + "/" + name, std::ios::binary);
+  EXPECT_TRUE(in.good()) << name;
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+fatpte::Result<fatpte::et::ProgramInfo> read(const std::vector<std::uint8_t>& p, std::uint64_t at = 0x1000) {
+  return fatpte::et::read_program(Bytes{p.data(), p.size()}, at, "entries[3].payload");
+}
+
+TEST(EtProgram, ReadsTheBackendIdsOfEachMethod) {
+  auto x = read(fixture("mlp_xnnpack.pte"));
+  ASSERT_TRUE(x.ok()) << x.error().describe();
+  ASSERT_EQ(x.value().methods.size(), 1u);
+  EXPECT_EQ(x.value().methods[0].name, "forward");
+  // Three delegates in the KV cache program, one backend.
+  auto kv = read(fixture("kvcache_xnnpack.pte"));
+  ASSERT_TRUE(kv.ok());
+  EXPECT_EQ(kv.value().method("forward")->backend_ids, std::vector<std::string>{"XnnpackBackend"});
+  EXPECT_EQ(x.value().method("forward")->backend_ids, std::vector<std::string>{"XnnpackBackend"});
+  auto p = read(fixture("buffer_portable.pte"));
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p.value().method("forward")->backend_ids.empty());
+  EXPECT_EQ(p.value().method("decode"), nullptr);
+  auto n = read(fixture("add_native.pte"));
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value().method("forward")->backend_ids, std::vector<std::string>{"NativeBackend"});
+}
+
+TEST(EtProgram, RefusesDamagedProgramsWithFileOffsets) {
+  const std::vector<std::uint8_t> good = fixture("mlp_portable.pte");  // one with an extended header
+  ASSERT_GE(good.size(), 64u);
+  auto truncated = read(std::vector<std::uint8_t>(good.begin(), good.begin() + 6));
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_EQ(truncated.error().code(), Error::ET_TRUNCATED);
+  EXPECT_EQ(truncated.error().field(), "entries[3].payload");
+
+  std::vector<std::uint8_t> ident = good;
+  ASSERT_EQ(std::memcmp(&ident[4], "ET12", 4), 0);
+  ident[7] = '3';
+  auto r = read(ident);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Error::ET_BAD_IDENTIFIER);
+  EXPECT_EQ(r.error().offset(), 0x1004u);
+
+  std::vector<std::uint8_t> header = good;
+  ASSERT_EQ(std::memcmp(&header[8], "eh00", 4), 0);
+  fatpte::testing::put_u32le(header, 12, 8);  // extended header length below 24
+  r = read(header);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Error::ET_BAD_HEADER);
+  EXPECT_EQ(r.error().offset(), 0x100Cu);
+
+  std::vector<std::uint8_t> size = good;
+  fatpte::testing::put_u64le(size, 16, good.size() + 1);  // program_size past the payload
+  r = read(size);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Error::ET_BAD_HEADER);
+  EXPECT_EQ(r.error().offset(), 0x1010u);
+
+  std::vector<std::uint8_t> root = good;
+  fatpte::testing::put_u32le(root, 0, static_cast<std::uint32_t>(good.size() + 4));  // root past the end
+  r = read(root);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Error::ET_FLATBUFFER_OUT_OF_BOUNDS);
+  EXPECT_NE(r.error().describe().find("E1004 at 0x1000 (entries[3].payload): the program is not a well-formed"),
+            std::string::npos);
+}
+
+class NamedDataMapTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    named_ = {{"a.bias", std::vector<std::uint8_t>(12, 7)}, {"b.weight", std::vector<std::uint8_t>(40, 9)}};
+    buf_ = fatpte::testing::build_v2_named({{"cpu", "portable", std::vector<std::uint8_t>(10, 1)}}, named_);
+    open();
+  }
+  void open() {
+    auto c = fatpte::Container::open_memory(buf_.data(), buf_.size());
+    ASSERT_TRUE(c.ok()) << c.error().describe();
+    container_ = std::move(c).value();
+    auto keys = fatpte::et::entry_named_data(*container_, container_->entries()[0]);
+    ASSERT_TRUE(keys.ok()) << keys.error().describe();
+    keys_ = keys.value();
+  }
+  std::vector<std::pair<std::string, std::vector<std::uint8_t>>> named_;
+  std::vector<std::uint8_t> buf_;
+  std::unique_ptr<fatpte::Container> container_;
+  std::vector<std::pair<std::string, std::uint32_t>> keys_;
+};
+
+TEST_F(NamedDataMapTest, ServesTheEntrysKeysZeroCopy) {
+  ASSERT_EQ(keys_.size(), 2u);
+  EXPECT_EQ(keys_[1], (std::pair<std::string, std::uint32_t>{"b.weight", 1}));
+  fatpte::et::ContainerDataMap map(*container_, keys_, {});
+  ASSERT_EQ(map.get_num_keys().get(), 2u);
+  EXPECT_STREQ(map.get_key(0).get(), "a.bias");
+  EXPECT_EQ(map.get_key(2).error(), EtError::InvalidArgument);
+  auto data = map.get_data("b.weight");
+  ASSERT_TRUE(data.ok());
+  const fatpte::Segment& s = container_->segments()[1];
+  EXPECT_EQ(data->data(), buf_.data() + s.offset);  // a pointer into the container's bytes
+  EXPECT_EQ(data->size(), 40u);
+  std::vector<std::uint8_t> copy(12, 0);
+  EXPECT_EQ(map.load_data_into("a.bias", copy.data(), copy.size()), EtError::Ok);
+  EXPECT_EQ(copy, named_[0].second);
+  EXPECT_EQ(map.load_data_into("a.bias", copy.data(), 13), EtError::InvalidArgument);
+  // A key the entry does not list: NotFound (ExecuTorch then asks the program's own data), noted.
+  EXPECT_EQ(map.get_data("c.missing").error(), EtError::NotFound);
+  EXPECT_EQ(map.get_tensor_layout("c.missing").error(), EtError::NotFound);
+  EXPECT_EQ(map.asked_missing(), std::vector<std::string>{"c.missing"});
+  // A key without a layout is raw bytes: ExecuTorch is told so, and the key is noted.
+  EXPECT_EQ(map.get_tensor_layout("a.bias").error(), EtError::NotImplemented);
+  EXPECT_EQ(map.layouts_missing(), std::vector<std::string>{"a.bias"});
+  EXPECT_TRUE(map.damage().ok());
+}
+
+TEST_F(NamedDataMapTest, ChecksEachSegmentOnceBeforeHandingItOut) {
+  const fatpte::Segment s = container_->segments()[1];
+  ASSERT_EQ(buf_[s.offset + 3], 9);
+  buf_[s.offset + 3] = 8;  // damage b.weight; the container still opens (checksums are content)
+  open();
+  fatpte::et::ContainerDataMap map(*container_, keys_, {});
+  EXPECT_TRUE(map.get_data("a.bias").ok());
+  EXPECT_EQ(map.get_data("b.weight").error(), EtError::InvalidExternalData);
+  const fatpte::Status damage = map.damage();
+  EXPECT_EQ(damage.code(), Error::SEGMENT_CHECKSUM_MISMATCH);
+  EXPECT_EQ(damage.field(), "segments[1].checksum");
+  // The verdict is kept: repairing the bytes now does not make the segment servable.
+  buf_[s.offset + 3] = 9;
+  EXPECT_EQ(map.get_data("b.weight").error(), EtError::InvalidExternalData);
+  std::vector<std::uint8_t> out(40);
+  EXPECT_EQ(map.load_data_into("b.weight", out.data(), out.size()), EtError::InvalidExternalData);
+}
+
+TEST(NamedDataLayouts, AreReadFromTheManifestAndCheckedAgainstTheirSegment) {
+  const std::vector<std::pair<std::string, std::vector<std::uint8_t>>> named = {
+      {"a.bias", std::vector<std::uint8_t>(12, 7)}, {"b.weight", std::vector<std::uint8_t>(48, 9)}};
+  const std::vector<fatpte::testing::Spec> specs = {{"cpu", "portable", std::vector<std::uint8_t>(10, 1)}};
+  auto layouts_of = [&](const std::map<std::string, fatpte::testing::Layout>& layouts) {
+    static std::vector<std::uint8_t> buf;
+    buf = fatpte::testing::build_v2_named(specs, named, layouts);
+    auto c = fatpte::Container::open_memory(buf.data(), buf.size());
+    EXPECT_TRUE(c.ok());
+    auto keys = fatpte::et::entry_named_data(*c.value(), c.value()->entries()[0]);
+    return fatpte::et::recorded_layouts(*c.value(), keys.value());
+  };
+  // b.weight: 2 x 3 x 2 float32 stored channels-last (dim order 0, 2, 1); a.bias: raw bytes.
+  auto ok = layouts_of({{"b.weight", {"float32", {2, 3, 2}, {0, 2, 1}}}});
+  ASSERT_TRUE(ok.ok()) << ok.error().describe();
+  ASSERT_EQ(ok.value().size(), 1u);
+  const fatpte::et::Layout& l = ok.value().at("b.weight");
+  EXPECT_EQ(l.scalar_type, 6);  // ExecuTorch's ScalarType::Float
+  EXPECT_EQ(l.sizes, (std::vector<std::int32_t>{2, 3, 2}));
+  EXPECT_EQ(l.dim_order, (std::vector<std::uint8_t>{0, 2, 1}));
+  auto contiguous = layouts_of({{"a.bias", {"int32", {3}, {}}}});
+  ASSERT_TRUE(contiguous.ok());
+  EXPECT_EQ(contiguous.value().at("a.bias").dim_order, std::vector<std::uint8_t>{0});
+  // What ExecuTorch would read past: a layout of 4 float32 over a 12-byte segment.
+  auto wrong = layouts_of({{"a.bias", {"float32", {4}, {}}}});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().code(), Error::NAMED_DATA_LAYOUT_MISMATCH);
+  EXPECT_EQ(wrong.error().field(), "manifest.named_data.a.bias.layout");
+  auto perm = layouts_of({{"b.weight", {"float32", {2, 3, 2}, {0, 1, 1}}}});
+  ASSERT_FALSE(perm.ok());
+  EXPECT_EQ(perm.error().code(), Error::MANIFEST_VALUE_INVALID);
+  // The map answers ExecuTorch with the recorded layout.
+  std::vector<std::uint8_t> buf = fatpte::testing::build_v2_named(specs, named, {{"b.weight", {"float32", {2, 3, 2}, {}}}});
+  auto c = fatpte::Container::open_memory(buf.data(), buf.size());
+  ASSERT_TRUE(c.ok());
+  auto keys = fatpte::et::entry_named_data(*c.value(), c.value()->entries()[0]).value();
+  fatpte::et::ContainerDataMap map(*c.value(), keys, fatpte::et::recorded_layouts(*c.value(), keys).value());
+  auto layout = map.get_tensor_layout("b.weight");
+  ASSERT_TRUE(layout.ok());
+  EXPECT_EQ(layout->nbytes(), 48u);
+  EXPECT_EQ(layout->sizes().size(), 3u);
+  EXPECT_EQ(static_cast<int>(layout->scalar_type()), 6);
+}
+
+TEST(BoundedAllocator, GrowsInBlocksUpToItsLimit) {
+  fatpte::et::BoundedAllocator a(256 * 1024);
+  void* p = a.allocate(10, 64);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u);
+  void* q = a.allocate(100, 16);
+  ASSERT_NE(q, nullptr);
+  EXPECT_GE(static_cast<std::uint8_t*>(q), static_cast<std::uint8_t*>(p) + 10);
+  EXPECT_EQ(a.used_size(), 110u);
+  EXPECT_EQ(a.allocate(8, 3), nullptr);  // not a power of two
+  void* big = a.allocate(150 * 1024, 8);  // a block of its own
+  ASSERT_NE(big, nullptr);
+  std::memset(big, 1, 150 * 1024);
+  EXPECT_EQ(a.allocate(100 * 1024, 8), nullptr);  // 64 KiB + 150 KiB reserved: 100 KiB more passes the limit
+  EXPECT_TRUE(a.exceeded());
+  EXPECT_LE(a.peak(), 256u * 1024);
+  a.reset();  // keeps the first block only
+  EXPECT_EQ(a.used_size(), 0u);
+  EXPECT_NE(a.allocate(100 * 1024, 8), nullptr);
+  fatpte::et::BoundedAllocator none(0);
+  EXPECT_EQ(none.allocate(1, 1), nullptr);
+}
+
+// The C API end to end on containers with no manifest data: a version 2 container of the XNNPACK
+// and portable lowerings of one model (no payload kinds, requirements or signatures: the programs'
+// own identifiers and delegates decide), and a version 1 container, whose payload is not aligned.
+struct CRun {
+  uint32_t entry = 99;
+  std::string explain;
+  std::vector<std::vector<float>> outputs;  // per call, the first output
+};
+
+CRun run_c(const std::vector<std::uint8_t>& buf, bool withhold_xnnpack, const std::vector<float>& input,
+          std::int64_t rows, std::int64_t cols, int calls) {
+  CRun out;
+  fatpte_error err;
+  fatpte_container* c = nullptr;
+  EXPECT_EQ(fatpte_open_memory(buf.data(), buf.size(), &c, &err), FATPTE_OK) << err.message;
+  fatpte_selection* s = nullptr;
+  EXPECT_EQ(fatpte_select(c, nullptr, nullptr, 0, nullptr, 0, &s, &err), FATPTE_OK) << err.message;
+  fatpte_load_options* o = nullptr;
+  EXPECT_EQ(fatpte_load_options_new(&o), FATPTE_OK);
+  if (withhold_xnnpack) {
+    EXPECT_EQ(fatpte_load_options_set_library(o, "XnnpackBackend", nullptr), FATPTE_OK);
+  }
+  fatpte_loaded* l = nullptr;
+  EXPECT_EQ(fatpte_load_with(c, s, o, &l, &err), FATPTE_OK) << fatpte_last_message();
+  if (l != nullptr) {
+    fatpte_loaded_entry(l, &out.entry);
+    out.explain = fatpte_loaded_explain(l);
+    EXPECT_STREQ(fatpte_loaded_method(l), "forward");
+    const std::int64_t shape[2] = {rows, cols};
+    const fatpte_tensor in{FATPTE_DTYPE_FLOAT32, 2, shape, input.data(), input.size() * sizeof(float)};
+    for (int k = 0; k < calls; ++k) {
+      EXPECT_EQ(fatpte_execute(l, &in, 1, &err), FATPTE_OK) << err.message;
+      size_t n = 0;
+      EXPECT_EQ(fatpte_output_count(l, &n), FATPTE_OK);
+      EXPECT_EQ(n, 1u);
+      fatpte_tensor t;
+      EXPECT_EQ(fatpte_output(l, 0, &t), FATPTE_OK);
+      EXPECT_EQ(t.dtype, FATPTE_DTYPE_FLOAT32);
+      EXPECT_EQ(fatpte_output(l, 1, &t), FATPTE_E_ENTRY_NOT_FOUND);
+      fatpte_output(l, 0, &t);
+      const auto* f = static_cast<const float*>(t.data);
+      out.outputs.emplace_back(f, f + t.nbytes / sizeof(float));
+    }
+    // A call that does not fit: the wrong dtype, named, and nothing run.
+    const fatpte_tensor wrong{FATPTE_DTYPE_INT32, 2, shape, input.data(), input.size() * sizeof(float)};
+    EXPECT_EQ(fatpte_execute(l, &wrong, 1, &err), FATPTE_E_INVALID_ARGUMENT);
+    EXPECT_STREQ(err.field, "inputs[0]");
+    const fatpte_tensor two[2] = {in, in};
+    EXPECT_EQ(fatpte_execute(l, two, 2, &err), FATPTE_E_INVALID_ARGUMENT);  // two inputs for one
+  }
+  fatpte_unload(l);
+  fatpte_load_options_free(o);
+  fatpte_selection_free(s);
+  fatpte_close(c);
+  return out;
+}
+
+bool close(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::abs(a[i] - b[i]) > 1e-5f * std::max(1.0f, std::abs(b[i]))) return false;
+  }
+  return true;
+}
+
+TEST(EtCApi, ProgramsWithoutManifestDataRunAndFallBack) {
+  const std::vector<float> x = {0.41940832f, 0.55290705f, 0.95273811f, 0.03616482f};
+  const auto buf = fatpte::testing::build_v2(
+      {{"xnnpack", "xnnpack", fixture("mlp_xnnpack.pte")}, {"portable", "portable", fixture("mlp_portable.pte")}});
+  const CRun fast = run_c(buf, false, x, 1, 4, 1);
+  EXPECT_EQ(fast.entry, 0u);
+  EXPECT_NE(fast.explain.find("dispatch: xnnpack [xnnpack]: loaded"), std::string::npos) << fast.explain;
+  const CRun fallback = run_c(buf, true, x, 1, 4, 1);
+  EXPECT_EQ(fallback.entry, 1u);
+  EXPECT_NE(fallback.explain.find("needs ExecuTorch backend XnnpackBackend: withheld by the caller"),
+            std::string::npos);
+  ASSERT_EQ(fast.outputs.size(), 1u);
+  ASSERT_EQ(fallback.outputs.size(), 1u);
+  EXPECT_EQ(fast.outputs[0].size(), 3u);
+  EXPECT_TRUE(close(fast.outputs[0], fallback.outputs[0]));
+}
+
+TEST(EtCApi, ABackendIdFromTheProgramNeverBecomesAPath) {
+  std::vector<std::uint8_t> program = fixture("add_xnnpack.pte");
+  const auto* id = executorch_flatbuffer::GetProgram(program.data())->execution_plan()->Get(0)->delegates()->Get(0)->id();
+  ASSERT_EQ(id->str(), "XnnpackBackend");
+  const std::size_t at = reinterpret_cast<const std::uint8_t*>(id->c_str()) - program.data();
+  std::memcpy(&program[at], "../../../evil_", 14);  // the same length: the flatbuffer stays valid
+  const auto buf = fatpte::testing::build_v2({{"xnnpack", "xnnpack", program}});
+  fatpte_error err;
+  fatpte_container* c = nullptr;
+  ASSERT_EQ(fatpte_open_memory(buf.data(), buf.size(), &c, &err), FATPTE_OK);
+  fatpte_selection* s = nullptr;
+  ASSERT_EQ(fatpte_select(c, nullptr, nullptr, 0, nullptr, 0, &s, &err), FATPTE_OK);
+  fatpte_loaded* l = nullptr;
+  EXPECT_EQ(fatpte_load_with(c, s, nullptr, &l, &err), FATPTE_E_NO_SPECIALIZATION_FITS);
+  EXPECT_NE(std::string(fatpte_last_message())
+                .find("needs ExecuTorch backend '../../../evil_': no library is looked up for an id that is not "
+                      "letters, digits and '_'"),
+            std::string::npos)
+      << fatpte_last_message();
+  fatpte_selection_free(s);
+  fatpte_close(c);
+}
+
+TEST(EtCApi, VersionOneContainersAndStateAcrossCalls) {
+  const std::vector<float> x(6, 0.5f);
+  // Version 1 packs payloads back to back after 12 + 48 bytes of tables: not aligned to 16.
+  const auto buf = fatpte::testing::build_v1({{"", "portable", fixture("buffer_portable.pte")}});
+  const CRun r = run_c(buf, false, x, 2, 3, 2);
+  EXPECT_EQ(r.entry, 0u);
+  EXPECT_NE(r.explain.find("copied into an aligned buffer"), std::string::npos) << r.explain;
+  ASSERT_EQ(r.outputs.size(), 2u);
+  // The buffer model adds its input to a running total it returns: the second call sees the first.
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_NE(r.outputs[0][i], r.outputs[1][i]);
+}
+
+}  // namespace

@@ -1,0 +1,245 @@
+// fatpte_reader: a container read through a read_at callback reads the planned bytes only
+// (specs/remote.md), gives what fatpte_open_memory gives, and checks what it fetches.
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "builder.hpp"
+#include "fatpte/fatpte.h"
+#include "fatpte/signature.h"
+
+namespace {
+
+using fatpte::testing::Spec;
+
+// A file in memory that counts what is read from it.
+struct Source {
+  std::vector<std::uint8_t> data;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> reads;  // (offset, size)
+  fatpte_status fail_with = FATPTE_OK;
+  std::uint64_t bytes() const {
+    std::uint64_t n = 0;
+    for (const auto& r : reads) n += r.second;
+    return n;
+  }
+};
+
+fatpte_status read_at(void* user, std::uint64_t offset, void* buffer, std::size_t size) {
+  auto* s = static_cast<Source*>(user);
+  s->reads.emplace_back(offset, size);
+  if (s->fail_with != FATPTE_OK) return s->fail_with;
+  if (offset > s->data.size() || size > s->data.size() - offset) return FATPTE_E_IO_ERROR;
+  std::memcpy(buffer, s->data.data() + offset, size);
+  return FATPTE_OK;
+}
+
+std::vector<std::uint8_t> bytes_of(std::size_t n, std::uint8_t seed) {
+  std::vector<std::uint8_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>(seed + i * 7 + (i >> 9));
+  return v;
+}
+
+std::uint64_t u64_at(const std::vector<std::uint8_t>& d, std::size_t at) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | d[at + static_cast<std::size_t>(i)];
+  return v;
+}
+
+// build_v2_named puts the manifest last, after the payloads (a layout fatpte's writers never
+// use): the reader then fetches it by a read of its own.
+std::pair<std::uint64_t, std::uint64_t> manifest_range(const std::vector<std::uint8_t>& d) {
+  return {u64_at(d, 40), u64_at(d, 48)};
+}
+
+Source named_container() {
+  Source s;
+  s.data = fatpte::testing::build_v2_named(
+      {Spec{"cpu", "portable", bytes_of(100000, 1)}, Spec{"fast", "xnnpack", bytes_of(300000, 2), 64, 5}},
+      {{"w.a", bytes_of(50000, 3)}, {"w.b", bytes_of(70000, 4)}});
+  return s;
+}
+
+TEST(Reader, OpensAndSelectsFromThePrefixAlone) {
+  Source s = named_container();
+  ASSERT_GT(s.data.size(), 4u * FATPTE_PREFIX_SIZE);
+  fatpte_reader* r = nullptr;
+  fatpte_error err;
+  ASSERT_EQ(fatpte_reader_open(read_at, &s, s.data.size(), &r, &err), FATPTE_OK) << err.message;
+  const auto manifest = manifest_range(s.data);
+  ASSERT_GT(manifest.first, static_cast<std::uint64_t>(4 * FATPTE_PREFIX_SIZE));
+  ASSERT_EQ(s.reads.size(), 2u);
+  EXPECT_EQ(s.reads[0], (std::pair<std::uint64_t, std::uint64_t>(0, FATPTE_PREFIX_SIZE)));
+  EXPECT_EQ(s.reads[1], manifest);
+  const std::uint64_t opened = FATPTE_PREFIX_SIZE + manifest.second;
+  const fatpte_container* c = fatpte_reader_container(r);
+  fatpte_selection* sel = nullptr;
+  ASSERT_EQ(fatpte_select(c, nullptr, nullptr, 0, nullptr, 0, &sel, &err), FATPTE_OK) << err.message;
+  std::uint32_t chosen = 99;
+  ASSERT_EQ(fatpte_selection_chosen(sel, &chosen), FATPTE_OK);
+  EXPECT_EQ(chosen, 1u);  // priority 5
+  fatpte_selection_free(sel);
+  std::uint32_t keys = 0;
+  ASSERT_EQ(fatpte_named_data_count(c, &keys), FATPTE_OK);
+  EXPECT_EQ(keys, 2u);
+  EXPECT_EQ(s.bytes(), opened);  // selecting read nothing more
+
+  // The slice: the payload and both segments, each read once, nothing else.
+  ASSERT_EQ(fatpte_reader_fetch_entry(r, chosen, &err), FATPTE_OK) << err.message;
+  std::uint64_t offset = 0, size = 0;
+  fatpte_entry_offset(c, chosen, &offset);
+  fatpte_entry_size(c, chosen, &size);
+  const void* a = nullptr;
+  const void* b = nullptr;
+  std::uint64_t a_size = 0, b_size = 0;
+  ASSERT_EQ(fatpte_named_data_get(c, "w.a", &a, &a_size), FATPTE_OK);
+  ASSERT_EQ(fatpte_named_data_get(c, "w.b", &b, &b_size), FATPTE_OK);
+  EXPECT_EQ(s.bytes(), opened + size + a_size + b_size);
+  EXPECT_EQ(s.reads.size(), 5u);
+  const void* payload = nullptr;
+  ASSERT_EQ(fatpte_entry_payload(c, chosen, &payload, &size), FATPTE_OK);
+  EXPECT_EQ(std::memcmp(payload, s.data.data() + offset, size), 0);
+  EXPECT_EQ(std::memcmp(b, bytes_of(70000, 4).data(), b_size), 0);
+  std::uint64_t counted = 0, calls = 0;
+  ASSERT_EQ(fatpte_reader_stats(r, &counted, &calls), FATPTE_OK);
+  EXPECT_EQ(counted, s.bytes());
+  EXPECT_EQ(calls, s.reads.size());
+  // Fetching again reads nothing.
+  ASSERT_EQ(fatpte_reader_fetch_entry(r, chosen, &err), FATPTE_OK);
+  EXPECT_EQ(s.reads.size(), 5u);
+  fatpte_reader_close(r);
+}
+
+TEST(Reader, ADamagedPayloadIsRefusedByItsChecksum) {
+  Source s = named_container();
+  fatpte_reader* r = nullptr;
+  fatpte_error err;
+  ASSERT_EQ(fatpte_reader_open(read_at, &s, s.data.size(), &r, &err), FATPTE_OK);
+  std::uint64_t offset = 0;
+  fatpte_entry_offset(fatpte_reader_container(r), 1, &offset);
+  const std::uint8_t before = s.data[offset + 1000];
+  s.data[offset + 1000] = static_cast<std::uint8_t>(before ^ 0x40);  // damaged in transit
+  EXPECT_EQ(fatpte_reader_fetch_entry(r, 1, &err), FATPTE_E_PAYLOAD_CHECKSUM_MISMATCH);
+  EXPECT_STREQ(err.field, "entries[1].checksum");
+  EXPECT_NE(std::string(err.message).find("arrived with CRC32C"), std::string::npos) << err.message;
+  fatpte_reader_close(r);
+}
+
+TEST(Reader, TheCallersErrorIsReportedWithTheRange) {
+  Source s = named_container();
+  s.fail_with = FATPTE_E_REMOTE_TIMEOUT;
+  fatpte_reader* r = nullptr;
+  fatpte_error err;
+  EXPECT_EQ(fatpte_reader_open(read_at, &s, s.data.size(), &r, &err), FATPTE_E_REMOTE_TIMEOUT);
+  EXPECT_EQ(r, nullptr);
+  EXPECT_NE(std::string(err.message).find("read_at(0, 65536) failed"), std::string::npos) << err.message;
+}
+
+// Tables that overflow the prefix and a manifest far from them: the one layout that costs a third
+// read (Python's tests/remote/test_remote_http.py shows fatpte's own layout costing one more).
+TEST(Reader, TablesPastThePrefixAndAManifestElsewhereCostTwoMoreReads) {
+  std::vector<std::pair<std::string, std::vector<std::uint8_t>>> named;
+  for (int i = 0; i < 4000; ++i) {
+    char key[64];
+    std::snprintf(key, sizeof key, "weights.layer%05d.some-long-tensor-name", i);
+    named.emplace_back(key, bytes_of(8, static_cast<std::uint8_t>(i)));
+  }
+  Source s;
+  s.data = fatpte::testing::build_v2_named({Spec{"cpu", "portable", bytes_of(1000, 1)}}, named);
+  fatpte_reader* r = nullptr;
+  fatpte_error err;
+  ASSERT_EQ(fatpte_reader_open(read_at, &s, s.data.size(), &r, &err), FATPTE_OK) << err.message;
+  ASSERT_EQ(s.reads.size(), 3u);
+  EXPECT_EQ(s.reads[1].first, static_cast<std::uint64_t>(FATPTE_PREFIX_SIZE));
+  EXPECT_EQ(s.reads[2], manifest_range(s.data));
+  std::uint32_t keys = 0;
+  ASSERT_EQ(fatpte_named_data_count(fatpte_reader_container(r), &keys), FATPTE_OK);
+  EXPECT_EQ(keys, 4000u);
+  fatpte_reader_close(r);
+}
+
+// Every conformance vector opens through the reader with the status fatpte_open_memory gives,
+// reading only what the plan fetched (a byte never fetched is unreadable: reading one would crash).
+TEST(Reader, EveryVectorOpensAsFromMemory) {
+  DIR* dir = opendir(FATPTE_SPEC_VECTORS);
+  ASSERT_NE(dir, nullptr);
+  int seen = 0;
+  while (dirent* d = readdir(dir)) {
+    const std::string name = d->d_name;
+    if (name.size() < 5 || name.substr(name.size() - 5) != ".nfat") continue;
+    std::ifstream f(std::string(FATPTE_SPEC_VECTORS) + "/" + name, std::ios::binary);
+    Source s;
+    s.data.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    fatpte_container* c = nullptr;
+    fatpte_error expected;
+    const fatpte_status want = fatpte_open_memory(s.data.data(), s.data.size(), &c, &expected);
+    fatpte_close(c);
+    fatpte_reader* r = nullptr;
+    fatpte_error got;
+    EXPECT_EQ(fatpte_reader_open(read_at, &s, s.data.size(), &r, &got), want) << name;
+    if (want != FATPTE_OK) {
+      EXPECT_EQ(got.offset, expected.offset) << name;
+      EXPECT_STREQ(got.message, expected.message) << name;
+    }
+    EXPECT_LE(s.reads.size(), 2u) << name;
+    fatpte_reader_close(r);
+    ++seen;
+  }
+  closedir(dir);
+  EXPECT_GT(seen, 20);
+}
+
+Source vector(const std::string& name) {
+  std::ifstream f(std::string(FATPTE_SPEC_VECTORS) + "/" + name, std::ios::binary);
+  Source s;
+  s.data.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  return s;
+}
+
+// A signature is read only when asked for (select needs none of it), checked against its CRC32C,
+// and then verifies through the reader's container as it does from memory.
+TEST(Reader, TheSignatureIsFetchedOnRequestAndVerifiesAsFromMemory) {
+  const std::string keys[] = {std::string(FATPTE_SPEC_VECTORS) + "/trusted-ed25519.pub.pem",
+                              std::string(FATPTE_SPEC_VECTORS) + "/trusted-p256.pub.pem"};
+  const char* paths[] = {keys[0].c_str(), keys[1].c_str()};
+  fatpte_error err;
+  fatpte_trust* trust = nullptr;
+  ASSERT_EQ(fatpte_trust_load(paths, 2, &trust, &err), FATPTE_OK) << err.message;
+  Source s = vector("v2-signed.nfat");
+  fatpte_reader* r = nullptr;
+  ASSERT_EQ(fatpte_reader_open(read_at, &s, s.data.size(), &r, &err), FATPTE_OK) << err.message;
+  const std::size_t opened = s.reads.size();
+  ASSERT_EQ(fatpte_reader_fetch_signature(r, &err), FATPTE_OK) << err.message;
+  EXPECT_EQ(s.reads.size(), opened);  // the vector is shorter than the prefix: it came whole
+  fatpte_signature_report* report = nullptr;
+  fatpte_container* mem = nullptr;
+  ASSERT_EQ(fatpte_open_memory(s.data.data(), s.data.size(), &mem, &err), FATPTE_OK);
+  fatpte_signature_report* expected = nullptr;
+  const fatpte_status want = fatpte_verify_signature(mem, trust, nullptr, 0, &expected, &err);
+  EXPECT_EQ(fatpte_verify_signature(fatpte_reader_container(r), trust, nullptr, 0, &report, &err), want);
+  fatpte_signature_report_free(report);
+  fatpte_signature_report_free(expected);
+  fatpte_close(mem);
+  fatpte_reader_close(r);
+
+  Source flipped = vector("v2-signature-byte-flipped.nfat");
+  ASSERT_EQ(fatpte_reader_open(read_at, &flipped, flipped.data.size(), &r, &err), FATPTE_OK) << err.message;
+  EXPECT_EQ(fatpte_reader_fetch_signature(r, &err), FATPTE_E_SIGNATURE_CHECKSUM_MISMATCH);
+  EXPECT_STREQ(err.field, "header.signature_checksum");
+  fatpte_reader_close(r);
+
+  Source plain = named_container();
+  ASSERT_EQ(fatpte_reader_open(read_at, &plain, plain.data.size(), &r, &err), FATPTE_OK) << err.message;
+  const std::size_t before = plain.reads.size();
+  EXPECT_EQ(fatpte_reader_fetch_signature(r, &err), FATPTE_OK);  // none placed: nothing read
+  EXPECT_EQ(plain.reads.size(), before);
+  fatpte_reader_close(r);
+  fatpte_trust_free(trust);
+}
+
+}  // namespace

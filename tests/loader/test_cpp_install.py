@@ -1,0 +1,70 @@
+"""libfatpte for C and C++ users: `cmake --install` of the release build puts the shared and the
+static library, the headers, the tools, the named device profiles and a `fatpte-config.cmake`
+package in a prefix; a small consumer project (loader/tests/consumer/) configures against that
+prefix with `find_package(fatpte)`, builds one program per library, and both run a real model
+(the mlp fixture, packed XNNPACK + portable) with the eager output torch recorded.
+
+Skipped with the reason when the release loader is not built (`make test` builds it first).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.paths import ROOT
+from tests.scripts import load_script
+
+BUILD = ROOT / "build" / "loader"
+
+
+def _example() -> ModuleType:
+    return load_script("loader/examples/executorch_example.py")
+
+
+@pytest.fixture(scope="module")
+def prefix(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (BUILD / "libfatpte.so").exists() or shutil.which("cmake") is None:
+        pytest.skip("build/loader is not built: run `make loader` (make test builds it first)")
+    out = tmp_path_factory.mktemp("prefix")
+    subprocess.run(["cmake", "--install", str(BUILD), "--prefix", str(out)], check=True, capture_output=True)
+    return out
+
+
+def test_install_holds_the_libraries_headers_tools_and_package(prefix: Path) -> None:
+    for path in ("lib/libfatpte.so", "lib/libfatpte.a", "include/fatpte/fatpte.h", "include/fatpte/dispatch.hpp",
+                 "include/fatpte/tensor.hpp", "include/fatpte/format_generated.h", "bin/fatpte-run",
+                 "bin/fatpte-validate", "share/fatpte/devices/x86-64-v3.json", "lib/cmake/fatpte/fatpte-config.cmake",
+                 "lib/cmake/fatpte/fatpte-config-version.cmake", "lib/cmake/fatpte/fatpte-targets.cmake"):
+        assert (prefix / path).exists(), path
+    # The installed headers stand alone: no private header of the source tree is included.
+    for header in (prefix / "include" / "fatpte").iterdir():
+        for line in header.read_text().splitlines():
+            if line.startswith("#include \""):
+                assert line.split('"')[1].startswith("fatpte/"), (header.name, line)
+
+
+def test_a_consumer_finds_the_package_builds_and_runs_a_model(prefix: Path, tmp_path: Path) -> None:
+    build = tmp_path / "consumer-build"
+    subprocess.run(["cmake", "-S", str(ROOT / "loader" / "tests" / "consumer"), "-B", str(build),
+                    f"-DCMAKE_PREFIX_PATH={prefix}"], check=True, capture_output=True, text=True)
+    subprocess.run(["cmake", "--build", str(build), "-j2"], check=True, capture_output=True, text=True)
+    ex = _example()
+    container = ex.pack("mlp", tmp_path / "mlp.nfat")
+    call = ex.fixture("mlp_portable.pte")["calls"][0]
+    (tensor,) = call["inputs"]
+    want = call["outputs"][0]["values"]
+    for program in ("consumer_shared", "consumer_static"):
+        proc = subprocess.run([str(build / program), str(container), *map(str, tensor["shape"]),
+                               *(repr(v) for v in tensor["values"])], check=False, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        lines = proc.stdout.splitlines()
+        assert lines[0] == "entry xnnpack"
+        got = [float(v) for v in lines[1:]]
+        assert ex.mismatches([[{"dtype": "float32", "shape": [1, 3], "values": got}]],
+                             [[{"dtype": "float32", "shape": [1, 3], "values": want}]]) == []
