@@ -185,16 +185,29 @@ def _together(a: Requirements, b: Requirements) -> bool:
     return any(features <= CPU_FEATURES[arch] for arch in arches)
 
 
+# At most this many E0709 warnings name their pair; the rest are counted in one more. A tie is looked
+# for among the first TIE_SCAN entries of equal priority, delegation and specificity, so a table of
+# 65,536 entries costs linear work (the warning is advice: a tie past them is not named).
+TIE_WARNINGS = 16
+TIE_SCAN = 64
+
+
 def warn_ranking_ties(rows: Sequence[tuple[str, int, Requirements, Sequence[str] | None]]) -> None:
     """A FatpteWarning (E0709) for each pair of entries one device can make eligible together that
-    tie on priority, delegation and specificity: only their place in the table would choose."""
+    tie on priority, delegation and specificity: only their place in the table would choose. The
+    first TIE_WARNINGS pairs are named; one more warning counts the rest."""
     first: dict[tuple[int, bool, int], list[tuple[str, Requirements]]] = {}
+    ties = 0
     for name, priority, req, backends in rows:
         key = (priority, bool(backends), req.specificity)
         group = first.setdefault(key, [])
         other = next((n for n, r in group if _together(r, req)), None)
-        group.append((name, req))
+        if len(group) < TIE_SCAN:
+            group.append((name, req))
         if other is None:
+            continue
+        ties += 1
+        if ties > TIE_WARNINGS:
             continue
         delegation = "both delegate to a backend" if key[1] else "neither delegates to a backend"
         warnings.warn(FatpteWarning(
@@ -202,3 +215,7 @@ def warn_ranking_ties(rows: Sequence[tuple[str, int, Requirements, Sequence[str]
             f"priority ({priority}), delegation ({delegation}) and specificity ({key[2]}): only their place in "
             f"the table chooses {other!r}; give the one to prefer a higher priority", field="specialization"),
             stacklevel=2)
+    if ties > TIE_WARNINGS:
+        warnings.warn(FatpteWarning(
+            ErrorCode.RANKING_TIE, f"{ties - TIE_WARNINGS} more entries tie with an earlier entry in the same way "
+            f"({ties} in all; the first {TIE_WARNINGS} are named above)", field="specialization"), stacklevel=2)

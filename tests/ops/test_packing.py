@@ -213,3 +213,14 @@ def test_entries_only_the_table_order_tells_apart_are_a_warning(tmp_path: Path) 
     assert len(_ties(tmp_path, [S("xnnpack", b"a", executorch_backends=["XnnpackBackend"]),
                                 S("native", b"b", executorch_backends=["NativeBackend"])])) == 1
     assert len(_ties(tmp_path, [S("a", b"a"), S("b", b"b"), S("c", b"c")])) == 2  # b and c, each with a
+
+
+def test_ranking_tie_warnings_are_capped_and_counted(tmp_path: Path) -> None:
+    """65 entries that all tie: 16 warnings name their pair, one more counts the other 48."""
+    from fatpte.ops.pack_manifest import TIE_WARNINGS
+
+    ties = _ties(tmp_path, [Specialization("portable", bytes([i]) * 8, name=f"e{i:02d}") for i in range(65)])
+    assert len(ties) == TIE_WARNINGS + 1
+    assert ties[0].startswith("E0709 (specialization): entries 'e00' and 'e01' can both be eligible")
+    assert ties[-1] == ("E0709 (specialization): 48 more entries tie with an earlier entry in the same way (64 in "
+                        "all; the first 16 are named above)")
