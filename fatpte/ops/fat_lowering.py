@@ -77,9 +77,12 @@ def _backend_details(name: str) -> Any:
 
 def _nested_program(edge_program: Any) -> bytes:
     """The partition as a whole ExecuTorch program of portable operators."""
-    from executorch.exir import EdgeProgramManager, ExecutorchBackendConfig
+    from executorch.exir import EdgeCompileConfig, EdgeProgramManager, ExecutorchBackendConfig
 
-    manager = EdgeProgramManager({"forward": copy.deepcopy(edge_program)})
+    # The partition is in the edge dialect already, with the operators the partitioner asked
+    # to keep whole (aten.linear for XNNPACK); the runtime's kernels run those as they are.
+    manager = EdgeProgramManager({"forward": copy.deepcopy(edge_program)},
+                                 compile_config=EdgeCompileConfig(_check_ir_validity=False))
     return bytes(manager.to_executorch(ExecutorchBackendConfig()).buffer)
 
 
@@ -89,8 +92,13 @@ def _program_backends(payload: bytes) -> list[str]:
 
 
 def fat_payload(edge_program: Any, lowerings: Sequence[Lowering],
-                compile_specs: Mapping[str, Sequence[Any]] | None = None) -> bytes:
-    """The NFAT container of `edge_program` lowered each way of `lowerings`, in their order."""
+                compile_specs: Mapping[str, Sequence[Any]] | None = None) -> tuple[bytes, Any]:
+    """The NFAT container of `edge_program` lowered each way of `lowerings`, in their order, and
+    the named data the backend payloads look up at run time (a NamedDataStoreOutput: XNNPACK keeps
+    its weights there), which the outer program stores and the fat delegate passes on."""
+    from executorch.exir._serialize._named_data_store import NamedDataStore
+
+    store = NamedDataStore()
     if not lowerings:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, "a fat delegate needs at least one lowering", field="lowerings")
     specs = []
@@ -103,11 +111,13 @@ def fat_payload(edge_program: Any, lowerings: Sequence[Lowering],
             details = _backend_details(lowering.backend)
             inner = (compile_specs or {}).get(lowering.backend, [])
             result = details.preprocess(copy.deepcopy(edge_program), list(inner))
+            if result.data_store_output is not None:
+                store.merge_named_data_store(result.data_store_output)
             specs.append(Specialization(lowering.name, bytes(result.processed_bytes), name=lowering.name,
                                         priority=lowering.priority, requires=lowering.requires,
                                         executorch_backends=[lowering.backend]))
     with tempfile.TemporaryDirectory() as tmp:
-        return pack(specs, Path(tmp) / "delegate.nfat").read_bytes()
+        return pack(specs, Path(tmp) / "delegate.nfat").read_bytes(), store.get_named_data_store_output()
 
 
 def _fat_backend_class() -> Any:
@@ -126,7 +136,8 @@ def _fat_backend_class() -> Any:
                 raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"the fat delegate's compile specs carry no {PLAN_KEY}",
                                   field="compile_specs")
             lowerings = [Lowering(p["name"], p["backend"], p["priority"], p["requires"]) for p in plan]
-            return PreprocessResult(processed_bytes=fat_payload(edge_program, lowerings))
+            payload, named_data = fat_payload(edge_program, lowerings)
+            return PreprocessResult(processed_bytes=payload, data_store_output=named_data)
 
     _made.append(FatpteBackend)  # BackendDetails.__subclasses__() holds classes weakly
     return FatpteBackend

@@ -24,6 +24,7 @@
 #include <executorch/runtime/executor/program.h>
 
 #include "bounded_allocator.hpp"
+#include "et_fat_backend.hpp"
 #include "et_named_data.hpp"
 #include "et_program.hpp"
 #include "et_runtime.hpp"
@@ -519,6 +520,16 @@ Status load_entry(const Container& c, const Entry& e, const LoadOptions& options
     if (!why.empty()) {
       attempt.outcome = why;
       return Status();
+    }
+  }
+  // A fat delegate chooses among the backends registered in this process when it initialises: the
+  // backend libraries the caller names (--backend-lib ID=LIB) are loaded for it, each optional.
+  if (std::find(method->backend_ids.begin(), method->backend_ids.end(), kFatBackendId) != method->backend_ids.end()) {
+    for (const auto& kv : options.libraries) {
+      if (is_operator_key(kv.first) || kv.second.empty() || kv.first == kFatBackendId) continue;
+      std::string library;
+      const std::string why = backend_ready(kv.first, options, dirs, library, attempt.details);
+      if (!why.empty()) attempt.details.push_back("for the fat delegate: " + why);
     }
   }
   auto keys = entry_named_data(c, e);
