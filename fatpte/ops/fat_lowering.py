@@ -96,11 +96,11 @@ def fat_payload(edge_program: Any, lowerings: Sequence[Lowering],
     """The NFAT container of `edge_program` lowered each way of `lowerings`, in their order, and
     the named data the backend payloads look up at run time (a NamedDataStoreOutput: XNNPACK keeps
     its weights there), which the outer program stores and the fat delegate passes on."""
+    if not lowerings:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "a fat delegate needs at least one lowering", field="lowerings")
     from executorch.exir._serialize._named_data_store import NamedDataStore
 
     store = NamedDataStore()
-    if not lowerings:
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "a fat delegate needs at least one lowering", field="lowerings")
     specs = []
     for lowering in lowerings:
         if lowering.backend is None:
@@ -149,11 +149,11 @@ _made: list[Any] = []
 def fat_partitioner(partitioner: Any, lowerings: Sequence[Lowering]) -> Any:
     """`partitioner` (an ExecuTorch Partitioner) whose partitions become fat delegates of
     `lowerings`: pass the result to `to_edge_transform_and_lower(..., partitioner=[...])`."""
+    if not lowerings:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "a fat delegate needs at least one lowering", field="lowerings")
     from executorch.exir.backend.compile_spec_schema import CompileSpec
     from executorch.exir.backend.partitioner import DelegationSpec
 
-    if not lowerings:
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "a fat delegate needs at least one lowering", field="lowerings")
     _fat_backend_class()
     plan = json.dumps([lw.to_json() for lw in lowerings], sort_keys=True).encode()
     wrapped = copy.copy(partitioner)
