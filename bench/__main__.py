@@ -18,6 +18,7 @@ from pathlib import Path
 from bench import (
     op_api,
     op_extract,
+    op_fat_delegate,
     op_info_select,
     op_loader,
     op_pack,
@@ -45,6 +46,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "loader": op_loader.measure,
     "remote": op_remote.measure,
     "runtime": op_runtime.measure,
+    "fat_delegate": op_fat_delegate.measure,
 }
 
 
