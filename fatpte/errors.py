@@ -3,7 +3,8 @@
 Codes are pinned: a value never changes meaning once published, because CI logs, scripts and the
 C++ loader (through the generated format header) match on them. They are grouped by what they
 are about: 1xx header, 2xx entries, 3xx named-data segments, 4xx manifest, 5xx version 1 quirks,
-6xx the regions of the file as a whole, 7xx how fatpte was called, 8xx I/O, 9xx device selection.
+6xx the regions of the file as a whole, 7xx how fatpte was called, 8xx I/O, 9xx device selection,
+10xx ExecuTorch files, 12xx the signature region of a container, 13xx signature verification.
 Each code is one rule of specs/nfat.md (section 7 lists them; a test keeps the two in step).
 """
 
@@ -23,6 +24,7 @@ class Category(enum.Enum):
     USAGE = "usage"  # the caller asked for something impossible
     IO = "io"  # the operating system refused a read or a write
     SELECTION = "selection"  # no specialization fits the device
+    UNVERIFIED = "unverified"  # a signature is missing, untrusted, or does not match the container
 
 
 class ErrorCode(enum.IntEnum):
@@ -127,6 +129,24 @@ class ErrorCode(enum.IntEnum):
     EXECUTORCH_BACKENDS_MISMATCH = 1103
     PROGRAM_DIGEST_MISMATCH = 1104
     NAMED_DATA_UNUSED = 1105
+    # 12xx the signature region (specs/nfat.md section 4.9)
+    SIGNATURE_TOO_LARGE = 1201
+    SIGNATURE_OUT_OF_BOUNDS = 1202
+    MISALIGNED_SIGNATURE = 1203
+    SIGNATURE_CHECKSUM_MISMATCH = 1204
+    ABSENT_SIGNATURE_NOT_ZERO = 1205
+    # 13xx signature verification (specs/nfat-signature.md)
+    SIGNATURE_REQUIRED = 1301
+    SIGNATURE_MALFORMED = 1302
+    SIGNATURE_UNSUPPORTED = 1303
+    SIGNATURE_INVALID = 1304
+    SIGNATURE_UNTRUSTED = 1305
+    SIGNATURE_NOT_FOR_CONTAINER = 1306
+    ENTRY_NOT_SIGNED = 1307
+    SIGNED_RECORD_MISMATCH = 1308
+    NAMED_DATA_NOT_SIGNED = 1309
+    SIGNED_NAMED_DATA_MISMATCH = 1310
+    SIGNED_PAYLOAD_MISMATCH = 1311
 
     @property
     def tag(self) -> str:
@@ -148,7 +168,10 @@ class ErrorCode(enum.IntEnum):
 
     @property
     def category(self) -> Category:
-        if self.value >= 1000:  # 10xx: an ExecuTorch file breaks its layout; 11xx: a program entry its record
+        if self.value >= 1300:  # 13xx: the signature does not vouch for the container
+            return Category.UNVERIFIED
+        if self.value >= 1000:  # 10xx: an ExecuTorch file breaks its layout; 11xx: a program entry its record;
+            # 12xx: the signature region breaks the container's layout
             return Category.INVALID
         if self.value >= 900:
             return Category.SELECTION
@@ -252,6 +275,24 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.EXECUTORCH_BACKENDS_MISMATCH: ("an entry's executorch_backends differ from its program's delegates", _E),
     ErrorCode.PROGRAM_DIGEST_MISMATCH: ("an ExecuTorch program's SHA-256 differs from its entry's provenance", _E),
     ErrorCode.NAMED_DATA_UNUSED: ("an entry lists named data its ExecuTorch program never loads", _W),
+    ErrorCode.SIGNATURE_TOO_LARGE: ("signature_size exceeds the limit of 64 MiB", _E),
+    ErrorCode.SIGNATURE_OUT_OF_BOUNDS: ("the signature region extends past the end of the container", _E),
+    ErrorCode.MISALIGNED_SIGNATURE: ("signature_offset is not a multiple of 8", _E),
+    ErrorCode.SIGNATURE_CHECKSUM_MISMATCH: ("the CRC32C of the signature region does not match signature_checksum", _E),
+    ErrorCode.ABSENT_SIGNATURE_NOT_ZERO: ("signature_size is 0 but signature_offset or signature_checksum is not", _E),
+    ErrorCode.SIGNATURE_REQUIRED: ("a signature is required but the container has none (embedded or detached)", _E),
+    ErrorCode.SIGNATURE_MALFORMED: ("the signature bundle, envelope or statement is not of the documented shape", _E),
+    ErrorCode.SIGNATURE_UNSUPPORTED: ("the signature uses a payload type, statement or predicate this reader does not know",
+                                      _E),
+    ErrorCode.SIGNATURE_INVALID: ("the signature does not verify with the trusted key it names", _E),
+    ErrorCode.SIGNATURE_UNTRUSTED: ("no trusted key verifies the signature", _E),
+    ErrorCode.SIGNATURE_NOT_FOR_CONTAINER: ("the signed statement names none of the container's entries", _E),
+    ErrorCode.ENTRY_NOT_SIGNED: ("an entry of the container is not in the signed statement", _E),
+    ErrorCode.SIGNED_RECORD_MISMATCH: ("an entry's table fields, order or manifest record differ from the signed ones",
+                                       _E),
+    ErrorCode.NAMED_DATA_NOT_SIGNED: ("a named-data key of the container is not in the signed statement", _E),
+    ErrorCode.SIGNED_NAMED_DATA_MISMATCH: ("a named-data key's bytes or layout differ from the signed ones", _E),
+    ErrorCode.SIGNED_PAYLOAD_MISMATCH: ("the SHA-256 of a payload differs from the signed one", _E),
 }
 
 

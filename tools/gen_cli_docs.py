@@ -64,6 +64,7 @@ fatpte thin model_fat.pte --device raspberry-pi-5 -o model_pi.pte   # a .pte wit
 that is not there or is ambiguous, something version 1 cannot hold |
   | 3 | no specialization fits the device |
   | 4 | I/O error: a file cannot be read or written |
+  | 5 | not verified (`verify`): no signature, one no trusted key made, or content the signature does not vouch for |
 
   The code follows the error's category (`fatpte.errors.Category`; the mapping is
   `fatpte.cli.exit_codes.EXIT_CODES`): {ranges}.

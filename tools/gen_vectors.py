@@ -75,6 +75,7 @@ CONTENT_CODES = frozenset({
     ErrorCode.PAYLOAD_DIGEST_MISMATCH,
     ErrorCode.MANIFEST_VALUE_INVALID,
     ErrorCode.NAMED_DATA_LAYOUT_MISMATCH,
+    ErrorCode.SIGNATURE_CHECKSUM_MISMATCH,
 })
 
 U64_MAX = (1 << 64) - 1
@@ -197,6 +198,10 @@ class Vector:
     field: str | None = None
     warnings: tuple[ErrorCode, ...] = ()
     changed: list[tuple[int, int]] = dc_field(default_factory=list)
+    # Signed vectors: what `verify` with the trusted keys says (code, offset, field), and the
+    # entries it reports as thinned. None: not a signing vector.
+    verify: tuple[ErrorCode | None, int | None, str | None] | None = None
+    thinned: tuple[str, ...] = ()
 
     @property
     def file(self) -> str:
@@ -851,6 +856,318 @@ def invalid_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Signing vectors (specs/nfat-signature.md)
+# ---------------------------------------------------------------------------------------------
+
+TRUSTED_KEY_FILES = ("trusted-ed25519.pub.pem", "trusted-p256.pub.pem")
+
+
+def _seed(label: str) -> bytes:
+    return hashlib.sha256(f"fatpte conformance key {label}".encode()).digest()
+
+
+def test_key(label: str) -> Any:
+    """A private key derived from a fixed seed, so the vectors are the same on every run (Ed25519
+    and RFC 6979 ECDSA signatures are deterministic): for these vectors only, never for signing."""
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
+    if label.startswith("p256"):
+        order = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+        return ec.derive_private_key(int.from_bytes(_seed(label), "big") % (order - 1) + 1, ec.SECP256R1())
+    return ed25519.Ed25519PrivateKey.from_private_bytes(_seed(label))
+
+
+def trusted_keys() -> list[Any]:
+    return [test_key("ed25519"), test_key("p256")]
+
+
+def _public_pem(private: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    pem: bytes = private.public_key().public_bytes(serialization.Encoding.PEM,
+                                                    serialization.PublicFormat.SubjectPublicKeyInfo)
+    return pem
+
+
+def verify_outcome(data: bytes) -> tuple[tuple[ErrorCode | None, int | None, str | None], tuple[str, ...], str]:
+    """What verifying `data` with the trusted keys reports first, the entries it finds thinned,
+    and the first error's message. A container that does not open reports its structural error
+    (specs/nfat-signature.md section 6)."""
+    from fatpte.ops.signing import TrustedKey, key_id, verify_buffer
+
+    keys = [TrustedKey(key_id(k.public_key()), k.public_key(), name) for k, name in
+            zip(trusted_keys(), TRUSTED_KEY_FILES)]
+    try:
+        report = verify_buffer(data, keys)
+    except fatpte.FatpteError as exc:
+        return (exc.code, exc.offset, exc.field), (), str(exc)
+    first = report.first_error
+    if first is None:
+        return (None, None, None), report.thinned, ""
+    return (first.code, first.offset, first.field), report.thinned, first.describe()
+
+
+def signed(data: bytes, key: Any) -> bytes:
+    from fatpte.ops.signing import sign
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dest = Path(tmp) / "c.nfat", Path(tmp) / "s.nfat"
+        src.write_bytes(data)
+        sign(src, key, dest)
+        return dest.read_bytes()
+
+
+def region(data: bytes) -> tuple[int, int]:
+    slot = L.SIGNATURE_SLOT_OFFSET
+    return _u(data, slot, 8), _u(data, slot + 8, 4)
+
+
+def bundle_of(data: bytes) -> bytes:
+    off, size = region(data)
+    return data[off : off + size]
+
+
+def with_bundle(data: bytes, bundle: bytes) -> bytearray:
+    """`data`, a signed container whose signature region is last, with `bundle` in that region."""
+    off, _ = region(data)
+    buf = bytearray(data[:off]) + bundle
+    slot = L.SIGNATURE_SLOT_OFFSET
+    buf[slot + 8 : slot + 12] = len(bundle).to_bytes(4, "little")
+    buf[slot + 12 : slot + 16] = crc32c(bundle).to_bytes(4, "little")
+    buf[_hat("container_size") : _hat("container_size") + 8] = len(buf).to_bytes(8, "little")
+    reseal(buf)
+    return buf
+
+
+def rebundle(bundle: bytes, change: Callable[[dict[str, Any]], None]) -> bytes:
+    """The bundle with its JSON changed by `change` (the signature is left as it was)."""
+    doc = json.loads(bundle)
+    change(doc)
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def restate(bundle: bytes, change: Callable[[dict[str, Any]], None]) -> bytes:
+    """The bundle with its statement changed by `change`, not signed again."""
+    import base64
+
+    def edit_payload(doc: dict[str, Any]) -> None:
+        env = doc["dsseEnvelope"]
+        statement = json.loads(base64.b64decode(env["payload"]))
+        change(statement)
+        env["payload"] = base64.b64encode(json.dumps(statement, separators=(",", ":")).encode()).decode()
+
+    return rebundle(bundle, edit_payload)
+
+
+def signed_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
+    """Signed containers (valid, and verifying) and one vector per threat of issue 18."""
+    C = ErrorCode
+    S = fatpte.Specialization
+    ed, p256, stranger = test_key("ed25519"), test_key("p256"), test_key("untrusted")
+    ok: tuple[None, None, None] = (None, None, None)
+
+    base = signed(by["v2-named-data"].data, ed)
+    yield Vector("v2-signed", base, "v2-named-data signed with Ed25519: two entries, two named-data keys", verify=ok)
+    r2 = signed(by["v2-manifest-revision-2"].data, p256)
+    yield Vector("v2-signed-p256", r2, "v2-manifest-revision-2 signed with ECDSA P-256",
+                 verify=ok)
+    req = signed(by["v2-manifest"].data, ed)
+    yield Vector("v2-signed-requirements", req, "v2-manifest (requirements on both entries) signed with Ed25519", verify=ok)
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "s.nfat").write_bytes(base)
+        fatpte.thin(Path(tmp) / "s.nfat", Path(tmp) / "t.nfat", names=["gpu"])
+        thin = (Path(tmp) / "t.nfat").read_bytes()
+    yield Vector("v2-signed-thinned", thin, "v2-signed thinned to entry 'gpu': the statement still vouches for "
+                 "it; 'cpu' and key 'w.b' are reported as thinned", verify=ok,
+                 thinned=("cpu",))
+
+    def sv(src: bytes, base_name: str, fn: Callable[[Edit], object], name: str, description: str,
+           code: ErrorCode | None, offset: int | None, fld: str | None,
+           verify: tuple[ErrorCode | None, int | None, str | None] | None = None, *, seal: bool = True,
+           derived: bool = True) -> Vector:
+        """A copy of `src` changed by `fn`. Derived: one defect of the valid vector `base_name`,
+        its changed bytes declared; else (a threat that changes several fields) not derived."""
+        e = Edit(Vector(base_name, src, ""))
+        fn(e)
+        if seal:
+            e.seal()
+        v = e.vector(name, description, code, offset, fld)
+        v.verify = verify if verify is not None else ok
+        if not derived:
+            v.base, v.changed = None, []
+        return v
+
+    sig_off, sig_size = region(base)
+    slot = L.SIGNATURE_SLOT_OFFSET
+    # -- 12xx the signature region (validate) -----------------------------------------------
+    yield sv(base, "v2-signed", lambda e: e.put_int(slot + 8, 4, L.MAX_SIGNATURE_SIZE + 1), "v2-signature-too-large",
+             "signature_size is 64 MiB + 1", C.SIGNATURE_TOO_LARGE, slot + 8, "header.signature_size",
+             (C.SIGNATURE_TOO_LARGE, slot + 8, "header.signature_size"))
+    yield sv(base, "v2-signed", lambda e: e.put_int(slot + 8, 4, sig_size + 8), "v2-signature-past-end",
+             "the signature region reaches 8 bytes past the end", C.SIGNATURE_OUT_OF_BOUNDS, slot + 8,
+             "header.signature_size", (C.SIGNATURE_OUT_OF_BOUNDS, slot + 8, "header.signature_size"))
+    yield sv(base, "v2-signed", lambda e: e.put_int(slot, 8, sig_off - 4) and e.put_int(slot + 8, 4, sig_size + 4),
+             "v2-misaligned-signature", "the signature region starts 4 bytes earlier, off its 8-byte alignment",
+             C.MISALIGNED_SIGNATURE, slot, "header.signature_offset",
+             (C.MISALIGNED_SIGNATURE, slot, "header.signature_offset"))
+    flip = sig_off + 20
+    yield sv(base, "v2-signed", lambda e: e.put(flip, bytes([base[flip] ^ 0x20])), "v2-signature-byte-flipped",
+             "one bit of the bundle flipped, its CRC32C not updated (verify, which does not validate, reads "
+             "the flipped mediaType)", C.SIGNATURE_CHECKSUM_MISMATCH, slot + 12, "header.signature_checksum",
+             (C.SIGNATURE_UNSUPPORTED, sig_off, "signature.mediaType"), seal=False)
+    grown_empty = sv(base, "v2-signed", lambda e: e.put_int(slot + 8, 4, 0) and e.put_int(slot + 12, 4, 0),
+                     "v2-absent-signature-offset-not-zero",
+                     "signature_size and signature_checksum are 0 but signature_offset is not",
+                     C.ABSENT_SIGNATURE_NOT_ZERO, slot, "header.signature_offset",
+                     (C.ABSENT_SIGNATURE_NOT_ZERO, slot, "header.signature_offset"))
+    yield grown_empty
+    first = Edit(Vector("v2-signed", base, "")).entry(0, "offset")
+    yield sv(base, "v2-signed", lambda e: e.put_int(slot, 8, first), "v2-signature-overlaps-payload",
+             "the signature region placed on entry 0's payload", C.REGIONS_OVERLAP, slot, "header.signature_offset",
+             (C.REGIONS_OVERLAP, slot, "header.signature_offset"))
+
+    # -- 13xx threats (valid containers that must not verify) ------------------------------
+    be = Edit(Vector("v2-signed", base, ""))
+    p0 = be.entry(0, "offset")
+
+    def payload_changed(e: Edit) -> None:
+        e.put(p0 + 3, bytes([base[p0 + 3] ^ 1]))
+        e.set_entry(0, "checksum", crc32c(bytes(e.buf[p0 : p0 + e.entry(0, "size")])))
+        # The manifest's payload_sha256 of 'cpu' would catch it too: the attacker rewrites it.
+        digest = hashlib.sha256(bytes(e.buf[p0 : p0 + e.entry(0, "size")])).digest()
+        at, _ = e.manifest_field("entries[0].payload_sha256[0]")
+        e.put(at, digest)
+        e.reseal_manifest()
+
+    yield sv(base, "v2-signed", payload_changed, "v2-sig-payload-modified",
+             "entry 'cpu''s payload changed after signing, with its CRC32C and manifest SHA-256 recomputed: "
+             "the manifest record differs too, and is reported first", None, None, None,
+             (C.SIGNED_RECORD_MISMATCH, be.header("manifest_offset") + _entry_position(base, 0),
+              "manifest.entries[0]"), derived=False)
+    r2e = Edit(Vector("v2-signed-p256", r2, ""))
+    q0 = r2e.entry(0, "offset")
+
+    def payload_only(e: Edit) -> None:
+        e.put(q0 + 9, bytes([r2[q0 + 9] ^ 0x40]))
+        e.set_entry(0, "checksum", crc32c(bytes(e.buf[q0 : q0 + e.entry(0, "size")])))
+
+    yield sv(r2, "v2-signed-p256", payload_only, "v2-sig-payload-bytes-modified",
+             "entry 'accel''s payload changed after signing, its CRC32C recomputed", None, None, None,
+             (C.SIGNED_PAYLOAD_MISMATCH, r2e.entry_at(0, "offset"), "entries[0].offset"))
+    s1 = be.segment_at(1, "offset")
+    seg1 = _u(base, s1, 8)
+
+    def segment_changed(e: Edit) -> None:
+        e.put(seg1 + 2, bytes([base[seg1 + 2] ^ 4]))
+        e.set_segment(1, "checksum", crc32c(bytes(e.buf[seg1 : seg1 + _u(base, s1 + 8, 8)])))
+
+    yield sv(base, "v2-signed", segment_changed, "v2-sig-named-data-modified",
+             "the bytes of key 'w.b' (segment 1) changed after signing, its CRC32C recomputed", None, None, None,
+             (C.SIGNED_NAMED_DATA_MISMATCH, s1, "segments[1].offset"))
+    yield sv(r2, "v2-signed-p256", lambda e: e.set_manifest("entries[0].executorch_backends[0]", b"MpxBackend"),
+             "v2-sig-manifest-record-modified",
+             "entry 'accel''s ExecuTorch backend renamed in the manifest after signing", None, None, None,
+             (C.SIGNED_RECORD_MISMATCH, r2e.header("manifest_offset") + _entry_position(r2, 0),
+              "manifest.entries[0]"), seal=False)
+    rq = Edit(Vector("v2-signed-requirements", req, ""))
+    yield sv(req, "v2-signed-requirements", lambda e: e.set_manifest("entries[0].requires.cpu_features[0]",
+                                                                     b"sse2"),
+             "v2-sig-requirements-modified",
+             "entry 'cpu' now requires sse2 instead of avx2, changed after signing", None, None, None,
+             (C.SIGNED_RECORD_MISMATCH, rq.header("manifest_offset") + _entry_position(req, 0),
+              "manifest.entries[0]"), seal=False)
+    yield sv(req, "v2-signed-requirements", lambda e: e.set_entry(1, "priority", 100), "v2-sig-priority-modified",
+             "entry 'gpu''s priority raised to 100 after signing", None, None, None,
+             (C.SIGNED_RECORD_MISMATCH, rq.entry_at(1, "priority"), "entries[1].priority"))
+
+    def swapped(e: Edit) -> None:
+        for fld in ("offset", "checksum"):
+            a, b = e.entry(0, fld), e.entry(1, fld)
+            e.set_entry(0, fld, b)
+            e.set_entry(1, fld, a)
+
+    yield sv(r2, "v2-signed-p256", swapped, "v2-sig-entries-swapped",
+             "entries 'accel' and 'portable' point at each other's payload", None, None, None,
+             (C.SIGNED_PAYLOAD_MISMATCH, r2e.entry_at(0, "offset"), "entries[0].offset"), derived=False)
+    grown3 = packed([*_named_data_specs(), S("cuda", blob("added", 40), name="extra")],
+                    named_data={"w.a": blob("nd-s0", 96), "w.b": blob("nd-s1", 10)})
+    added = bytes(with_bundle(signed(grown3, ed), bundle_of(base)))
+    more_keys = packed(_named_data_specs(), named_data={"w.a": blob("nd-s0", 96), "w.b": blob("nd-s1", 10),
+                                                         "w.c": blob("extra-key", 16)})
+    key_added = bytes(with_bundle(signed(more_keys, ed), bundle_of(base)))
+    with fatpte.Container.from_buffer(key_added) as c:
+        assert c.manifest is not None and [k for k, _ in c.manifest.named_data] == ["w.a", "w.b", "w.c"]
+        key_at = c.header.manifest_offset
+    yield Vector("v2-sig-named-data-added", key_added, "v2-signed with a named-data key 'w.c' added and the "
+                 "original signature kept", verify=(C.NAMED_DATA_NOT_SIGNED, key_at, "manifest.named_data[2]"))
+    ae = Edit(Vector("x", added, ""))
+    yield Vector("v2-sig-entry-added", added, "v2-signed with an entry 'extra' added and the original "
+                 "signature kept", verify=(C.ENTRY_NOT_SIGNED, ae.entry_at(2, "name"),
+                                                             "entries[2].name"))
+    other = signed(by["v2-many-entries"].data, ed)
+    replayed = bytes(with_bundle(base, bundle_of(other)))
+    yield Vector("v2-sig-replayed", replayed, "v2-signed carrying the signature of v2-many-entries (signed by a "
+                 "trusted key)", verify=(C.SIGNATURE_NOT_FOR_CONTAINER, sig_off, "signature"))
+    untrusted = signed(by["v2-named-data"].data, stranger)
+    yield Vector("v2-sig-untrusted-key", untrusted, "v2-named-data signed by a key that is not trusted", verify=(C.SIGNATURE_UNTRUSTED, sig_off,
+                                               "signature.dsseEnvelope.signatures[0].sig"))
+    yield Vector("v2-sig-stripped", by["v2-named-data"].data, "v2-signed with its signature region removed "
+                 "(fatpte unsign gives back v2-named-data byte for byte)",
+                 verify=(C.SIGNATURE_REQUIRED, None, "signature"))
+
+    def threat(name: str, bundle: bytes, description: str, code: ErrorCode, fld: str) -> Vector:
+        return Vector(name, bytes(with_bundle(base, bundle)), description,
+                      verify=(code, sig_off, fld))
+
+    b0 = bundle_of(base)
+    yield threat("v2-sig-statement-modified", restate(b0, lambda st: st["predicate"]["entries"][1].update(
+        priority=50)), "the statement raises 'gpu''s priority without being signed again", C.SIGNATURE_INVALID,
+        "signature.dsseEnvelope.signatures[0].sig")
+    yield threat("v2-sig-bad-base64", rebundle(b0, lambda d: d["dsseEnvelope"].update(
+        payload="!" + d["dsseEnvelope"]["payload"][1:])), "the envelope's payload is not base64",
+        C.SIGNATURE_MALFORMED, "signature.dsseEnvelope.payload")
+    yield threat("v2-sig-wrong-payload-type", rebundle(b0, lambda d: d["dsseEnvelope"].update(
+        payloadType="application/json")), "the envelope's payloadType is application/json",
+        C.SIGNATURE_UNSUPPORTED, "signature.dsseEnvelope.payloadType")
+    yield threat("v2-sig-wrong-media-type", rebundle(b0, lambda d: d.update(
+        mediaType="application/vnd.dev.sigstore.bundle.v0.1+json")), "the bundle's media type is v0.1",
+        C.SIGNATURE_UNSUPPORTED, "signature.mediaType")
+    yield threat("v2-sig-huge-signature-field", rebundle(b0, lambda d: d["dsseEnvelope"]["signatures"][0].update(
+        sig="A" * (1 << 20))), "a 1 MiB sig field: refused by its length before it is decoded",
+        C.SIGNATURE_MALFORMED, "signature.dsseEnvelope.signatures[0].sig")
+    yield threat("v2-sig-too-many-signatures", rebundle(b0, lambda d: d["dsseEnvelope"].update(
+        signatures=d["dsseEnvelope"]["signatures"] * 17)), "17 signatures in the envelope",
+        C.SIGNATURE_MALFORMED, "signature.dsseEnvelope.signatures")
+    yield threat("v2-sig-deep-json", b'{"mediaType":' + b"[" * 5000 + b"]" * 5000 + b"}",
+                 "JSON nested 5000 levels deep", C.SIGNATURE_MALFORMED, "signature")
+    yield threat("v2-sig-duplicate-key", b0[:-2] + b',"mediaType":"x"}\n',
+                 "the bundle names mediaType twice", C.SIGNATURE_MALFORMED, "signature")
+    yield threat("v2-sig-not-json", b"\x00\x01 this is not a bundle", "the region holds bytes that are not JSON",
+                 C.SIGNATURE_MALFORMED, "signature")
+    yield threat("v2-sig-float", rebundle(b0, lambda d: d.update(extra=1.5)), "a member holds the number 1.5",
+                 C.SIGNATURE_MALFORMED, "signature")
+
+
+def _named_data_specs() -> list[fatpte.Specialization]:
+    """The two entries of v2-named-data, to pack again with something added."""
+    S = fatpte.Specialization
+    signature = {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 3]}],
+                              "outputs": [{"dtype": "float32", "shape": [1]}]}]}
+    digest = "sha256:" + hashlib.sha256(b"source program").hexdigest()
+    return [S("xnnpack", blob("nd-e0", 40), name="cpu", alignment=8, named_data=["w.a", "w.b"], signature=signature,
+              source_digest=digest, payload_sha256=True),
+            S("vulkan", blob("nd-e1", 40), name="gpu", alignment=128, named_data=["w.a"], signature=signature,
+              source_digest=digest, payload_sha256=True)]
+
+
+def _entry_position(data: bytes, index: int) -> int:
+    """The position, in the manifest, of the table of manifest entry `index`."""
+    with fatpte.Container.from_buffer(data) as c:
+        assert c.manifest is not None
+        return c.manifest.entries[index].position
+
+
+# ---------------------------------------------------------------------------------------------
 # Checking and writing
 # ---------------------------------------------------------------------------------------------
 
@@ -858,7 +1175,7 @@ def invalid_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
 def all_vectors() -> list[Vector]:
     valid = valid_vectors()
     by = {v.name: v for v in valid}
-    vectors = valid + list(_v1_quirks(by)) + list(invalid_vectors(by))
+    vectors = valid + list(_v1_quirks(by)) + list(invalid_vectors(by)) + list(signed_vectors(by))
     names = [v.name for v in vectors]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
@@ -919,6 +1236,12 @@ def check(v: Vector) -> list[str]:
     expect_open = v.code if v.code is not None and v.code not in CONTENT_CODES else None
     if got["open_code"] != expect_open:
         problems.append(f"open should raise {expect_open!r}, raised {got['open_code']!r}")
+    if v.verify is not None:
+        said, thinned, message = verify_outcome(v.data)
+        if said != v.verify:
+            problems.append(f"declared verify {v.verify}, verify says {said}: {message}")
+        if thinned != v.thinned:
+            problems.append(f"declared thinned {v.thinned}, verify says {thinned}")
     return [f"{v.file}: {p}" for p in problems]
 
 
@@ -934,6 +1257,16 @@ def index_of(vectors: Sequence[Vector]) -> dict[str, Any]:
         if v.base is not None:
             row["base"] = v.base + SUFFIX
             row["changed"] = [list(r) for r in v.changed]
+        if v.verify is not None:
+            code, offset, fld = v.verify
+            row["verify"] = {
+                "keys": list(TRUSTED_KEY_FILES),
+                "code": None if code is None else code.tag,
+                "name": None if code is None else code.name,
+                "offset": offset,
+                "field": fld,
+                "thinned": list(v.thinned),
+            }
         if v.code is None:
             row["warnings"] = [c.tag for c in v.warnings]
             row["entries"] = _entries(v.data)
@@ -985,6 +1318,14 @@ or tables changed, `header_checksum`; a file shorter than its base was cut).
   (field path such as `entries[0].alignment`, or null), and `open_raises`: false when the error
   is found only by reading payload, segment, manifest or padding bytes, which opening a
   container does not do.
+- signing vectors (`v2-signed-*`, `v2-sig-*`): `verify`, what verifying the file against the
+  public keys `keys` (the `*.pub.pem` files here, test keys derived from fixed seeds by the
+  generator; never trust them elsewhere) reports first, in the order of specs/nfat-signature.md
+  section 6: `code` (null when it verifies), `name`, `offset`, `field`, and `thinned`, the
+  signed entries the file no longer holds. The threats of issue 18 each have one: a payload,
+  named data, a manifest record or requirement changed after signing, an entry added, two
+  entries' bytes swapped, a signature replayed from another container, an untrusted key, the
+  region stripped, malformed bundles.
 """
 
 
@@ -994,6 +1335,8 @@ def write(out: Path, vectors: Sequence[Vector]) -> None:
         old.unlink()
     for v in vectors:
         (out / v.file).write_bytes(v.data)
+    for name, key in zip(TRUSTED_KEY_FILES, trusted_keys()):
+        (out / name).write_bytes(_public_pem(key))
     (out / INDEX).write_text(render_index(vectors))
     valid = sum(v.code is None for v in vectors)
     (out / "README.md").write_text(README.format(count=len(vectors), valid=valid, invalid=len(vectors) - valid))

@@ -31,6 +31,11 @@ RECORD_FORMATS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
         ("manifest_checksum", "L"),
         ("header_checksum", "L"),
     ),
+    "v2_signature_slot": (
+        ("signature_offset", "Q"),
+        ("signature_size", "L"),
+        ("signature_checksum", "L"),
+    ),
     "v2_entry": (
         ("name", "32s"),
         ("backend_id", "32s"),

@@ -17,6 +17,7 @@ EXIT_INVALID = 1
 EXIT_USAGE = 2
 EXIT_NO_FIT = 3
 EXIT_IO = 4
+EXIT_UNVERIFIED = 5
 
 # The one place that maps an error category to an exit status.
 EXIT_CODES: dict[Category, int] = {
@@ -24,6 +25,7 @@ EXIT_CODES: dict[Category, int] = {
     Category.USAGE: EXIT_USAGE,
     Category.SELECTION: EXIT_NO_FIT,
     Category.IO: EXIT_IO,
+    Category.UNVERIFIED: EXIT_UNVERIFIED,
 }
 
 

@@ -15,6 +15,7 @@ that the console script (fatpte/cli/launch.py) runs their plain forms without im
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -52,7 +53,8 @@ Exit codes:
   1  invalid container, or a failed finding
   2  usage error
   3  no specialization fits the device
-  4  I/O error (a file cannot be read or written)"""
+  4  I/O error (a file cannot be read or written)
+  5  not verified: no signature, an untrusted one, or content it does not vouch for (verify)"""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -728,6 +730,102 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
     with _progress(f"writing {output}", quiet):
         convert_file(file, output, int(to_version))
     click.echo(f"wrote {output}: version {to_version}")
+
+
+# ---------------------------------------------------------------------------------------------
+# sign, verify, unsign (specs/nfat-signature.md)
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.option("--key", "key", required=True, metavar="PRIVATE.pem", type=click.Path(dir_okay=False),
+              help="ECDSA P-256 or Ed25519 private key (PEM).")
+@click.option("-o", "--output", "output", metavar="OUT", type=click.Path(dir_okay=False),
+              help="File to write (default: FILE itself, or FILE.sig with --detached).")
+@click.option("--detached", is_flag=True, help="Write the signature to a file beside FILE instead of into it.")
+@_force_option
+@_quiet_option
+def sign(file: str, key: str, output: str | None, detached: bool, force: bool, quiet: bool) -> None:
+    """Sign FILE: a statement of every entry (name, backend id, kind, priority, alignment, SHA-256
+    of its payload and of its manifest record) and named-data key, signed with KEY and stored in
+    the container's signature region (or, with --detached, in FILE.sig).
+
+    The statement names entries, not offsets, so `fatpte thin` keeps it valid. FILE must be a
+    valid version 2 container; a signature it already has is replaced.
+    """
+    from fatpte.ops.signing import DETACHED_SUFFIX
+    from fatpte.ops.signing import sign as sign_file
+
+    target = output if output is not None else (file + DETACHED_SUFFIX if detached else file)
+    if output is not None or detached:
+        check_output(target, force)
+    with _progress(f"signing {file}", quiet) as progress:
+        written = sign_file(file, key, output, detached=detached, progress=progress.update)
+    what = "signature" if detached else "signed container"
+    click.echo(f"wrote {written}: {what}, {os.stat(written).st_size} bytes")
+
+
+def _verify_text(report: Any) -> str:
+    lines = [f"{report.source}: {'verified' if report.ok else 'NOT verified'}"
+             + (f" (signature: {report.signature}, key {report.key_id[:16]}...)" if report.key_id else "")]
+    for e in report.entries:
+        lines.append(f"  {e.status:<9} {e.name} ({e.backend_id})")
+    for name in report.thinned:
+        lines.append(f"  {'thinned':<9} {name}")
+    if report.named_data or report.thinned_named_data:
+        lines.append(f"  named data: {report.named_data} key(s) verified, {len(report.thinned_named_data)} thinned")
+    lines += [f"  {f.describe()}" for f in report.findings]
+    return "\n".join(lines)
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.option("--key", "keys", multiple=True, metavar="PUBLIC.pem", type=click.Path(dir_okay=False),
+              help="Trusted public key (PEM); repeat for several.")
+@click.option("--trust", "trust", multiple=True, metavar="DIR", type=click.Path(file_okay=False),
+              help="Folder whose *.pem files are trusted public keys.")
+@click.option("--signature", "signature", metavar="SIG", type=click.Path(dir_okay=False),
+              help="Detached signature to use (default: the embedded one, else FILE.sig).")
+@_json_option
+@_quiet_option
+def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: str | None, as_json: bool,
+           quiet: bool) -> None:
+    """Verify FILE's signature against trusted keys, then every entry and named-data key it holds:
+    each must match the signed statement. Signed entries FILE no longer holds (thinned) are listed,
+    and are not an error. Exit 5 when verification fails, naming the entry or field.
+    """
+    from fatpte.ops.signing import load_trusted_keys
+    from fatpte.ops.signing import verify as verify_file
+
+    if not keys and not trust:
+        raise click.UsageError("give --key PUBLIC.pem or --trust DIR")
+    trusted = load_trusted_keys(keys, trust)
+    with _progress(f"verifying {file}", quiet) as progress:
+        report = verify_file(file, trusted, signature=signature, progress=progress.update)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        click.echo(_verify_text(report))
+    if not report.ok:
+        assert report.first_error is not None
+        _exit(exit_code(FatpteError.from_finding(report.first_error, file)))
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.option("-o", "--output", "output", metavar="OUT", type=click.Path(dir_okay=False),
+              help="File to write (default: FILE itself).")
+@_force_option
+def unsign(file: str, output: str | None, force: bool) -> None:
+    """Remove FILE's embedded signature. A container signed by `fatpte sign` gets back the exact
+    bytes it had before."""
+    from fatpte.ops.signing import unsign as unsign_file
+
+    if output is not None:
+        check_output(output, force)
+    written = unsign_file(file, output)
+    click.echo(f"wrote {written}: no signature, {os.stat(written).st_size} bytes")
 
 
 # ---------------------------------------------------------------------------------------------

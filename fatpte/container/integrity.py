@@ -37,6 +37,8 @@ def check_integrity(src: BufferRanges | ScannedRanges | BytesLike, st: Structure
         _check_manifest(reader, st, advance)
     _check_payloads(reader, st, advance)
     _check_segments(reader, st, advance)
+    if st.signature_placed:
+        _check_signature(reader, st, advance)
     # Last in the canonical order: the manifest's own rules and its consistency with the tables.
     from fatpte.manifest.rules import check_container
 
@@ -63,6 +65,8 @@ def scan_questions(st: Structure, manifest: Manifest | None) -> list[Question]:
             if e.size >= 8:
                 out.append(Question("bytes", e.offset + 4, e.offset + 8))
     out += [Question("crc32c", s.offset, s.end) for s in st.segments if s.index in st.placed_segments]
+    if st.signature_placed:
+        out.append(Question("crc32c", h.signature_offset, h.signature_offset + h.signature_size))
     if manifest is not None:
         by_name = {e.name: e for e in st.entries}
         for me in manifest.entries:
@@ -104,6 +108,7 @@ def _hashed_bytes(st: Structure) -> int:
     payloads = {(e.offset, e.size) for e in st.entries if e.index in st.placed_entries}
     total = sum(size for _, size in payloads)
     total += sum(s.size for s in st.segments if s.index in st.placed_segments)
+    total += st.header.signature_size if st.signature_placed else 0
     return total + (st.header.manifest_size if st.manifest_placed else 0)
 
 
@@ -173,3 +178,16 @@ def _check_segments(src: RangeReader, st: Structure, advance: Advance | None) ->
                            f"entry says {s.checksum:08x}",
                            offset=base + s.index * h.segment_entry_size + rec.offsets["checksum"][0],
                            field=f"segments[{s.index}].checksum", expected=s.checksum, actual=actual))
+
+
+def _check_signature(src: RangeReader, st: Structure, advance: Advance | None) -> None:
+    assert st.header is not None
+    h = st.header
+    end = h.signature_offset + h.signature_size
+    actual = src.crc32c(h.signature_offset, end, advance=advance)
+    if actual != h.signature_checksum:
+        at = L.SIGNATURE_SLOT_OFFSET + L.RECORDS["v2_signature_slot"].offsets["signature_checksum"][0]
+        st.add(finding(ErrorCode.SIGNATURE_CHECKSUM_MISMATCH,
+                       f"the signature region ({h.signature_offset:#x}..{end:#x}) has CRC32C {actual:08x}, but "
+                       f"signature_checksum says {h.signature_checksum:08x}",
+                       offset=at, field="header.signature_checksum", expected=h.signature_checksum, actual=actual))

@@ -70,6 +70,14 @@ def structures() -> dict[str, cs.Struct]:
             "manifest_checksum" / cs.Int32ul,
             "header_checksum" / cs.Int32ul,
         ),
+        # Appended to the v2 header at byte 64 when header_size is at least 80: where the
+        # signature region lies (specs/nfat.md section 4.9). A container without one keeps
+        # header_size 64, and so its exact bytes.
+        "v2_signature_slot": cs.Struct(
+            "signature_offset" / cs.Int64ul,
+            "signature_size" / cs.Int32ul,
+            "signature_checksum" / cs.Int32ul,
+        ),
         "v2_entry": cs.Struct(
             "name" / cs.Bytes(32),
             "backend_id" / cs.Bytes(32),
@@ -172,6 +180,10 @@ V1_ENTRY_SIZE: Final[int] = RECORDS["v1_entry"].size
 V2_HEADER_SIZE: Final[int] = RECORDS["v2_header"].size
 V2_ENTRY_SIZE: Final[int] = RECORDS["v2_entry"].size
 V2_SEGMENT_SIZE: Final[int] = RECORDS["v2_segment"].size
+V2_SIGNATURE_SLOT_SIZE: Final[int] = RECORDS["v2_signature_slot"].size
+# The header of a signed container: the fixed v2 header, then the signature slot at its end.
+SIGNATURE_SLOT_OFFSET: Final[int] = V2_HEADER_SIZE
+SIGNED_HEADER_SIZE: Final[int] = V2_HEADER_SIZE + V2_SIGNATURE_SLOT_SIZE
 
 # The 8 bytes every version shares, enough to dispatch on the version.
 PREAMBLE_SIZE: Final = 8
@@ -193,6 +205,8 @@ MAX_ALIGNMENT: Final = 65536  # 64 KiB: the largest page size of a supported OS
 DEFAULT_ALIGNMENT: Final = 64  # a cache line; enough for every SIMD load width in use
 MANIFEST_ALIGNMENT: Final = 8  # flatbuffers' largest scalar
 MAX_MANIFEST_SIZE: Final = 64 << 20  # 100k named-data keys need about 8 MiB
+SIGNATURE_ALIGNMENT: Final = 8  # keeps every region of a v2 container 8-byte aligned or less
+MAX_SIGNATURE_SIZE: Final = 64 << 20  # a statement for 100k named-data keys needs about 40 MiB
 
 # Flag bits. No flag is defined in this revision: every bit is reserved and a reader rejects a
 # container that sets one, so a later revision can give a bit a meaning old readers must honour.

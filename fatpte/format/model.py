@@ -26,6 +26,10 @@ class Header(NamedTuple):
     manifest_checksum: int
     header_checksum: int
     table_end: int  # first byte after the header and its tables
+    # The signature slot (header bytes 64..80 when header_size >= 80); all 0 without one.
+    signature_offset: int = 0
+    signature_size: int = 0
+    signature_checksum: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self._fields}

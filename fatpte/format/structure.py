@@ -25,6 +25,12 @@ _V1_ENTRY = L.RECORDS["v1_entry"]
 _V2_HEADER = L.RECORDS["v2_header"]
 _V2_ENTRY = L.RECORDS["v2_entry"]
 _V2_SEGMENT = L.RECORDS["v2_segment"]
+_V2_SLOT = L.RECORDS["v2_signature_slot"]
+
+# Ranks of the overlap sweep (specs/nfat.md 6.3 step 31): header, entries, segments, manifest,
+# signature.
+MANIFEST_RANK = 1 + L.MAX_ENTRIES + L.MAX_SEGMENTS
+SIGNATURE_RANK = MANIFEST_RANK + 1
 
 
 class Structure:
@@ -43,6 +49,7 @@ class Structure:
         "placed_segments",
         "regions",
         "segments",
+        "signature_placed",
         "size",
         "source",
     )
@@ -59,6 +66,7 @@ class Structure:
         placed_entries: set[int] | None = None,
         placed_segments: set[int] | None = None,
         manifest_placed: bool = False,
+        signature_placed: bool = False,
     ) -> None:
         self.source = source
         self.size = size
@@ -71,6 +79,7 @@ class Structure:
         self.placed_entries: set[int] = set() if placed_entries is None else placed_entries
         self.placed_segments: set[int] = set() if placed_segments is None else placed_segments
         self.manifest_placed = manifest_placed
+        self.signature_placed = signature_placed
 
     def __repr__(self) -> str:
         return (
@@ -415,16 +424,22 @@ def _read_v2(buf: BytesLike, st: Structure) -> None:
                        f"header_checksum says {stored:08x}: the header or a table entry was altered or damaged",
                        offset=ck_at, field="header.header_checksum", expected=stored, actual=actual))
         return
+    slot = {"signature_offset": 0, "signature_size": 0, "signature_checksum": 0}
+    if h["header_size"] >= L.SIGNED_HEADER_SIZE:
+        slot = decode(_V2_SLOT, buf, L.SIGNATURE_SLOT_OFFSET, "header", source=st.source)
     st.header = Header(
         version=2, header_size=h["header_size"], entry_size=h["entry_size"], entry_count=count,
         segment_entry_size=h["segment_entry_size"], segment_count=seg_count, flags=h["flags"],
         container_size=total, manifest_offset=h["manifest_offset"], manifest_size=h["manifest_size"],
         manifest_checksum=h["manifest_checksum"], header_checksum=stored, table_end=table_end,
+        signature_offset=slot["signature_offset"], signature_size=slot["signature_size"],
+        signature_checksum=slot["signature_checksum"],
     )
     st.regions.append(Region(0, table_end, "header and tables", "header.header_size", 8, 0))
     _read_v2_entries(buf, st, entries_at)
     _read_v2_segments(buf, st, segments_at)
     _check_manifest_fields(st)
+    _check_signature_fields(st)
     _check_duplicate_names(st, entries_at)
     _check_overlaps(st)
 
@@ -564,7 +579,47 @@ def _check_manifest_fields(st: Structure) -> None:
         return
     st.manifest_placed = True
     at, path = _hfield("manifest_offset")
-    st.regions.append(Region(off, off + size, "manifest", path, at, 1 + L.MAX_ENTRIES + L.MAX_SEGMENTS))
+    st.regions.append(Region(off, off + size, "manifest", path, at, MANIFEST_RANK))
+
+
+def _sfield(name: str) -> tuple[int, str]:
+    return L.SIGNATURE_SLOT_OFFSET + _V2_SLOT.offsets[name][0], f"header.{name}"
+
+
+def _check_signature_fields(st: Structure) -> None:
+    """The signature slot (specs/nfat.md 4.9), only in a header long enough to hold it."""
+    assert st.header is not None
+    h = st.header
+    if h.header_size < L.SIGNED_HEADER_SIZE:
+        return
+    off, size = h.signature_offset, h.signature_size
+    if size == 0:
+        if off or h.signature_checksum:
+            at, path = _sfield("signature_offset" if off else "signature_checksum")
+            st.add(finding(ErrorCode.ABSENT_SIGNATURE_NOT_ZERO,
+                           f"signature_size is 0 (no signature) but signature_offset is {off:#x} and "
+                           f"signature_checksum is {h.signature_checksum:08x}; both must be 0",
+                           offset=at, field=path, expected=0))
+        return
+    if size > L.MAX_SIGNATURE_SIZE:
+        st.add(_too_many(ErrorCode.SIGNATURE_TOO_LARGE, size, L.MAX_SIGNATURE_SIZE, *_sfield("signature_size")))
+        return
+    if not in_bounds(off, size, h.container_size):
+        at, path = _sfield("signature_size")
+        st.add(finding(ErrorCode.SIGNATURE_OUT_OF_BOUNDS,
+                       f"the signature region ends at {off + size:#x}, past the end of the container at "
+                       f"{h.container_size:#x}", offset=at, field=path, expected=f"<= {h.container_size}",
+                       actual=off + size))
+        return
+    if off % L.SIGNATURE_ALIGNMENT:
+        at, path = _sfield("signature_offset")
+        st.add(finding(ErrorCode.MISALIGNED_SIGNATURE,
+                       f"signature_offset {off:#x} is not a multiple of {L.SIGNATURE_ALIGNMENT}", offset=at,
+                       field=path, expected=f"multiple of {L.SIGNATURE_ALIGNMENT}", actual=off))
+        return
+    st.signature_placed = True
+    at, path = _sfield("signature_offset")
+    st.regions.append(Region(off, off + size, "signature", path, at, SIGNATURE_RANK))
 
 
 def _check_duplicate_names(st: Structure, entries_at: int) -> None:

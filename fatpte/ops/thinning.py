@@ -129,7 +129,12 @@ def _plan_v2(c: Container, keep: list[Entry], manifest: Manifest | None) -> _Pla
         named = tuple((k, renumber[s]) for k, s in manifest.named_data if k in used)
         layouts = tuple((k, lay) for k, lay in manifest.layouts if k in used)
         new_manifest = encode_manifest(Manifest(manifest.revision, entries, named, layouts))
-    table_end = L.V2_HEADER_SIZE + len(keep) * L.V2_ENTRY_SIZE + len(segments) * L.V2_SEGMENT_SIZE
+    # A signature travels with the entries it describes (specs/nfat-signature.md): the region is
+    # copied unchanged, after every other region, and the statement still matches what is kept.
+    h = c.header
+    signed = h.signature_size > 0
+    header_size = L.SIGNED_HEADER_SIZE if signed else L.V2_HEADER_SIZE
+    table_end = header_size + len(keep) * L.V2_ENTRY_SIZE + len(segments) * L.V2_SEGMENT_SIZE
     cursor = table_end
     manifest_at = 0
     if new_manifest:
@@ -156,15 +161,25 @@ def _plan_v2(c: Container, keep: list[Entry], manifest: Manifest | None) -> _Pla
         copies.append(_Copy(s.offset, at, s.size, s.checksum, f"segments[{s.index}].checksum", f"segment {s.index}"))
         seg_rows.append({"offset": at, "size": s.size, "alignment": s.alignment, "checksum": s.checksum,
                          "flags": s.flags, "reserved": 0})
+    signature_at = 0
+    if signed:
+        signature_at = _align_up(cursor, L.SIGNATURE_ALIGNMENT)
+        cursor = signature_at + h.signature_size
+        copies.append(_Copy(h.signature_offset, signature_at, h.signature_size, h.signature_checksum,
+                            "header.signature_checksum", "signature region"))
     total = cursor
     header = {
-        "magic": L.MAGIC, "version": L.VERSION_2, "header_size": L.V2_HEADER_SIZE,
+        "magic": L.MAGIC, "version": L.VERSION_2, "header_size": header_size,
         "entry_size": L.V2_ENTRY_SIZE, "entry_count": len(keep), "segment_entry_size": L.V2_SEGMENT_SIZE,
         "segment_count": len(segments), "flags": 0, "container_size": total, "manifest_offset": manifest_at,
         "manifest_size": len(new_manifest), "manifest_checksum": crc32c(new_manifest) if new_manifest else 0,
         "header_checksum": 0,
     }
     prefix = bytearray(encode(L.RECORDS["v2_header"], header, "header"))
+    if signed:
+        prefix += encode(L.RECORDS["v2_signature_slot"], {
+            "signature_offset": signature_at, "signature_size": h.signature_size,
+            "signature_checksum": h.signature_checksum}, "header")
     for i, e in enumerate(rows):
         assert e.payload_kind is not None and e.checksum is not None
         name = e.name.encode("ascii").ljust(L.ID_FIELD_SIZE, b"\0")
@@ -195,6 +210,7 @@ def _write_v2(plan: _Plan, c: Container, target: Path) -> None:
             actual = c.copy_range(copy.src, copy.size, out.fileno(), copy.dst)
             if actual != copy.checksum:
                 code = (ErrorCode.PAYLOAD_CHECKSUM_MISMATCH if copy.field.startswith("entries")
+                        else ErrorCode.SIGNATURE_CHECKSUM_MISMATCH if copy.field.startswith("header")
                         else ErrorCode.SEGMENT_CHECKSUM_MISMATCH)
                 raise FatpteError(code, f"the {copy.label} ({copy.src:#x}..{copy.src + copy.size:#x}) arrived with "
                                   f"CRC32C {actual:08x}, but the table says {copy.checksum:08x}: nothing was "

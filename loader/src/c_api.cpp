@@ -591,3 +591,14 @@ fatpte_status fatpte_run_f32(fatpte_loaded* l, const float* input, size_t input_
 void fatpte_unload(fatpte_loaded* l) noexcept { delete l; }
 
 }  // extern "C"
+
+// For the C API defined in other files (signature_c_api.cpp), declared in c_handles.hpp.
+namespace fatpte {
+namespace capi {
+
+const Container* container_of(const fatpte_container* c) noexcept { return c == nullptr ? nullptr : c->impl.get(); }
+
+fatpte_status to_status(const Status& s, fatpte_error* error) noexcept { return report(s, error); }
+
+}  // namespace capi
+}  // namespace fatpte

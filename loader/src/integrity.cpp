@@ -105,6 +105,16 @@ Status check_segments(Bytes buf, const Structure& st) {
   return Status();
 }
 
+Status check_signature_region(Bytes buf, const Structure& st) {
+  const Header& h = st.header;
+  const std::uint32_t actual = crc32c(buf.data + h.signature_offset, h.signature_size);
+  FATPTE_CHECK(actual == h.signature_checksum, Error::SIGNATURE_CHECKSUM_MISMATCH,
+               F::kSignatureSlotOffset + F::kV2SignatureSlot_signature_checksum_offset, "header.signature_checksum",
+               "the signature region (%#" PRIx64 "..%#" PRIx64 ") has CRC32C %08x, but signature_checksum says %08x",
+               h.signature_offset, h.signature_offset + h.signature_size, actual, h.signature_checksum);
+  return Status();
+}
+
 }  // namespace
 
 Status check_payload_integrity(Bytes buf, const Header& h, const Entry& e) {
@@ -129,6 +139,7 @@ Status check_integrity(Bytes buf, const Structure& st) {
   if (st.manifest_placed) FATPTE_RETURN_IF_ERROR(check_manifest(buf, st));
   FATPTE_RETURN_IF_ERROR(check_payloads(buf, st));
   FATPTE_RETURN_IF_ERROR(check_segments(buf, st));
+  if (st.signature_placed) FATPTE_RETURN_IF_ERROR(check_signature_region(buf, st));
   // Last in the canonical order: the manifest's own rules and its consistency with the tables.
   FATPTE_RETURN_IF_ERROR(check_manifest_contents(buf, st));
   return Status();

@@ -17,6 +17,7 @@
 #include "manifest_view.hpp"
 #include "nfat_manifest_generated.h"
 #include "sha256.hpp"
+#include "text.hpp"
 
 namespace fatpte {
 
@@ -71,40 +72,7 @@ std::uint64_t layout_nbytes(const M::TensorLayout& lay, std::uint64_t element) {
 // ---- UTF-8: Python decodes every string of the manifest and rejects invalid text ----
 
 bool valid_utf8(const ::flatbuffers::String* s) {
-  if (s == nullptr) return true;
-  const auto* p = reinterpret_cast<const unsigned char*>(s->data());
-  const std::size_t n = s->size();
-  for (std::size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    std::size_t len;
-    std::uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + len > n) return false;
-    for (std::size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    // Overlong forms, surrogates (Python's strict UTF-8 rejects them) and values past U+10FFFF.
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += len;
-  }
-  return true;
+  return s == nullptr || detail::valid_utf8(reinterpret_cast<const std::uint8_t*>(s->data()), s->size());
 }
 
 template <typename T>

@@ -303,6 +303,32 @@ fatpte_status fatpte_reader_fetch_entry(fatpte_reader* r, uint32_t index, fatpte
   }
 }
 
+fatpte_status fatpte_reader_fetch_signature(fatpte_reader* r, fatpte_error* error) noexcept {
+  if (r == nullptr || r->container == nullptr) {
+    set_error(error, FATPTE_E_INVALID_ARGUMENT, FATPTE_NO_OFFSET, "", "no reader");
+    return FATPTE_E_INVALID_ARGUMENT;
+  }
+  try {
+    uint32_t version = 0;
+    fatpte_version(r->container, &version);
+    const std::uint8_t* h = r->region;
+    // Opening checked the slot's placement (structure.cpp), and the slot lies in the prefix.
+    if (version != F::kVersion2 || read_u32le(h + F::kV2Header_header_size_offset) < F::kSignedHeaderSize) {
+      return FATPTE_OK;
+    }
+    const std::uint8_t* slot = h + F::kSignatureSlotOffset;
+    const std::uint64_t size = read_u32le(slot + F::kV2SignatureSlot_signature_size_offset);
+    if (size == 0) return FATPTE_OK;
+    return fetch_checked(r, read_u64le(slot + F::kV2SignatureSlot_signature_offset_offset), size,
+                         read_u32le(slot + F::kV2SignatureSlot_signature_checksum_offset),
+                         FATPTE_E_SIGNATURE_CHECKSUM_MISMATCH, "header.signature_checksum", "the signature region",
+                         error);
+  } catch (...) {
+    set_error(error, FATPTE_E_IO_ERROR, FATPTE_NO_OFFSET, "", "out of memory");
+    return FATPTE_E_IO_ERROR;
+  }
+}
+
 fatpte_status fatpte_reader_stats(const fatpte_reader* r, uint64_t* bytes_read, uint64_t* calls) noexcept {
   if (r == nullptr) return FATPTE_E_INVALID_ARGUMENT;
   if (bytes_read != nullptr) *bytes_read = r->bytes_read;

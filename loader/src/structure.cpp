@@ -265,6 +265,46 @@ Status check_manifest_fields(Structure& st) {
   return Status();
 }
 
+// The signature slot (specs/nfat.md 4.9), only in a header long enough to hold it.
+Status check_signature_fields(Structure& st) {
+  const Header& h = st.header;
+  if (h.header_size < F::kSignedHeaderSize) return Status();
+  constexpr std::uint64_t kOffsetAt = F::kSignatureSlotOffset + F::kV2SignatureSlot_signature_offset_offset;
+  constexpr std::uint64_t kSizeAt = F::kSignatureSlotOffset + F::kV2SignatureSlot_signature_size_offset;
+  constexpr std::uint64_t kChecksumAt = F::kSignatureSlotOffset + F::kV2SignatureSlot_signature_checksum_offset;
+  const std::uint64_t off = h.signature_offset, size = h.signature_size;
+  if (size == 0) {
+    if (off != 0 || h.signature_checksum != 0) {
+      const bool by_off = off != 0;
+      return fail(Error::ABSENT_SIGNATURE_NOT_ZERO, by_off ? kOffsetAt : kChecksumAt,
+                  by_off ? "header.signature_offset" : "header.signature_checksum",
+                  "signature_size is 0 (no signature) but signature_offset is %#" PRIx64
+                  " and signature_checksum is %08x; both must be 0",
+                  off, h.signature_checksum);
+    }
+    return Status();
+  }
+  if (size > F::kMaxSignatureSize) {
+    return too_many(Error::SIGNATURE_TOO_LARGE, size, F::kMaxSignatureSize, kSizeAt, "signature_size");
+  }
+  FATPTE_CHECK(in_bounds(off, size, h.container_size), Error::SIGNATURE_OUT_OF_BOUNDS, kSizeAt,
+               "header.signature_size",
+               "the signature region (offset %#" PRIx64 ", size %#" PRIx64 ") ends past the end of the container at %#" PRIx64,
+               off, size, h.container_size);
+  FATPTE_CHECK(off % F::kSignatureAlignment == 0, Error::MISALIGNED_SIGNATURE, kOffsetAt, "header.signature_offset",
+               "signature_offset %#" PRIx64 " is not a multiple of %u", off, F::kSignatureAlignment);
+  st.signature_placed = true;
+  Region reg;
+  reg.start = off;
+  reg.end = off + size;
+  reg.label = "signature";
+  reg.field = "header.signature_offset";
+  reg.field_offset = kOffsetAt;
+  reg.rank = 2 + std::uint64_t{F::kMaxEntries} + F::kMaxSegments;
+  st.regions.push_back(std::move(reg));
+  return Status();
+}
+
 Status check_duplicate_names(const Structure& st) {
   std::unordered_map<std::string, std::uint32_t> seen;
   seen.reserve(st.entries.size());
@@ -379,6 +419,12 @@ Result<Structure> read_v2(Bytes buf) {
                "the header or a table entry was altered or damaged",
                table_end, actual, h.header_checksum);
   h.table_end = table_end;
+  if (h.header_size >= F::kSignedHeaderSize) {
+    const std::uint8_t* slot = p + F::kSignatureSlotOffset;
+    h.signature_offset = read_u64le(slot + F::kV2SignatureSlot_signature_offset_offset);
+    h.signature_size = read_u32le(slot + F::kV2SignatureSlot_signature_size_offset);
+    h.signature_checksum = read_u32le(slot + F::kV2SignatureSlot_signature_checksum_offset);
+  }
   Region head;
   head.start = 0;
   head.end = table_end;
@@ -390,6 +436,7 @@ Result<Structure> read_v2(Bytes buf) {
   FATPTE_RETURN_IF_ERROR(read_v2_entries(buf, st));
   FATPTE_RETURN_IF_ERROR(read_v2_segments(buf, st, segments_at));
   FATPTE_RETURN_IF_ERROR(check_manifest_fields(st));
+  FATPTE_RETURN_IF_ERROR(check_signature_fields(st));
   FATPTE_RETURN_IF_ERROR(check_duplicate_names(st));
   FATPTE_RETURN_IF_ERROR(check_overlaps(st));
   return st;

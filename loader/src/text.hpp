@@ -22,6 +22,9 @@ std::string escape_bytes(const std::uint8_t* raw, std::size_t size);
 // prints is byte-identical to fatpte's: \" \\ \n \r \t \b \f, other control and non-ASCII
 // bytes as \u00XX (each byte on its own: the texts printed are ASCII by the rules of their fields).
 std::string json_quote(const std::string& s);
+// Whether data[0:size] is UTF-8 as Python's strict decoder reads it: no overlong forms, no
+// surrogates, nothing past U+10FFFF.
+bool valid_utf8(const std::uint8_t* data, std::size_t size) noexcept;
 
 }  // namespace detail
 }  // namespace fatpte

@@ -12,6 +12,7 @@
 
 #include "builder.hpp"
 #include "fatpte/fatpte.h"
+#include "fatpte/signature.h"
 
 namespace {
 
@@ -191,6 +192,54 @@ TEST(Reader, EveryVectorOpensAsFromMemory) {
   }
   closedir(dir);
   EXPECT_GT(seen, 20);
+}
+
+Source vector(const std::string& name) {
+  std::ifstream f(std::string(FATPTE_SPEC_VECTORS) + "/" + name, std::ios::binary);
+  Source s;
+  s.data.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  return s;
+}
+
+// A signature is read only when asked for (select needs none of it), checked against its CRC32C,
+// and then verifies through the reader's container as it does from memory.
+TEST(Reader, TheSignatureIsFetchedOnRequestAndVerifiesAsFromMemory) {
+  const std::string keys[] = {std::string(FATPTE_SPEC_VECTORS) + "/trusted-ed25519.pub.pem",
+                              std::string(FATPTE_SPEC_VECTORS) + "/trusted-p256.pub.pem"};
+  const char* paths[] = {keys[0].c_str(), keys[1].c_str()};
+  fatpte_error err;
+  fatpte_trust* trust = nullptr;
+  ASSERT_EQ(fatpte_trust_load(paths, 2, &trust, &err), FATPTE_OK) << err.message;
+  Source s = vector("v2-signed.nfat");
+  fatpte_reader* r = nullptr;
+  ASSERT_EQ(fatpte_reader_open(read_at, &s, s.data.size(), &r, &err), FATPTE_OK) << err.message;
+  const std::size_t opened = s.reads.size();
+  ASSERT_EQ(fatpte_reader_fetch_signature(r, &err), FATPTE_OK) << err.message;
+  EXPECT_EQ(s.reads.size(), opened);  // the vector is shorter than the prefix: it came whole
+  fatpte_signature_report* report = nullptr;
+  fatpte_container* mem = nullptr;
+  ASSERT_EQ(fatpte_open_memory(s.data.data(), s.data.size(), &mem, &err), FATPTE_OK);
+  fatpte_signature_report* expected = nullptr;
+  const fatpte_status want = fatpte_verify_signature(mem, trust, nullptr, 0, &expected, &err);
+  EXPECT_EQ(fatpte_verify_signature(fatpte_reader_container(r), trust, nullptr, 0, &report, &err), want);
+  fatpte_signature_report_free(report);
+  fatpte_signature_report_free(expected);
+  fatpte_close(mem);
+  fatpte_reader_close(r);
+
+  Source flipped = vector("v2-signature-byte-flipped.nfat");
+  ASSERT_EQ(fatpte_reader_open(read_at, &flipped, flipped.data.size(), &r, &err), FATPTE_OK) << err.message;
+  EXPECT_EQ(fatpte_reader_fetch_signature(r, &err), FATPTE_E_SIGNATURE_CHECKSUM_MISMATCH);
+  EXPECT_STREQ(err.field, "header.signature_checksum");
+  fatpte_reader_close(r);
+
+  Source plain = named_container();
+  ASSERT_EQ(fatpte_reader_open(read_at, &plain, plain.data.size(), &r, &err), FATPTE_OK) << err.message;
+  const std::size_t before = plain.reads.size();
+  EXPECT_EQ(fatpte_reader_fetch_signature(r, &err), FATPTE_OK);  // none placed: nothing read
+  EXPECT_EQ(plain.reads.size(), before);
+  fatpte_reader_close(r);
+  fatpte_trust_free(trust);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "fatpte/fatpte.h"
 #include "fatpte/fatpte.hpp"
 #include "fatpte/select.hpp"
+#include "fatpte/signature.h"
 #include "fatpte/tensor.hpp"
 #include "text.hpp"
 
@@ -53,6 +54,11 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
   --json                  print {"chosen": NAME, "backend_id": ID, "method": M, "dispatch":
                           [lines], "calls": [{"outputs": [tensor, ...]}, ...]} instead of text
   --executorch-log        also print ExecuTorch's own log lines (stderr)
+  --require-signature     verify the container's signature against the --trusted-key keys before
+                          selection (specs/nfat-signature.md steps 1 to 8) and hash each entry's
+                          payload and named data just before it is loaded, a fallback included
+                          (steps 9 and 10): nothing unverified reaches a backend (exit 5)
+  --trusted-key PUBLIC.pem  a trusted public key (PEM; repeatable; needs --require-signature)
 
 Text output: `ran: NAME [BACKEND_ID]`, then `call N: output K: DTYPE [SHAPE] VALUES...` per
 output (with --input: `output: VALUES...`). An empty list of calls (`[]`) loads the entry and
@@ -63,7 +69,8 @@ A backend id without --backend-lib is looked up as ExecuTorch names its librarie
 libexecutorch_kernels_optimized.so. Libraries are never taken from the container.
 
 Exit codes as the Python CLI: 0 ok, 1 invalid container, 2 usage (a call that does not fit the
-method), 3 no specialization fits or none that fits could be loaded, 4 I/O error.
+method), 3 no specialization fits or none that fits could be loaded, 4 I/O error, 5 not
+verified (--require-signature).
 )";
 
 int usage(const std::string& why) {
@@ -80,6 +87,7 @@ int exit_code(fatpte::Error code) {
   if (category == "selection") return 3;
   if (category == "io") return 4;
   if (category == "usage") return 2;
+  if (category == "unverified") return 5;
   return 1;
 }
 
@@ -120,7 +128,7 @@ struct RunArgs {
   std::string method;
   std::string inputs_json;
   std::string input_text;
-  std::vector<std::string> prefer, exclude, dirs, libraries, maps;
+  std::vector<std::string> prefer, exclude, dirs, libraries, maps, trusted_keys;
   bool explain = false;
   bool json = false;
   bool defaults = true;
@@ -172,6 +180,70 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
+// --require-signature: verify the signature before selecting, then hash each entry just before
+// it is loaded. The fallback of fatpte_load_with is kept, one entry at a time: a selection with
+// every other entry excluded is loaded, and when it cannot be loaded the next choice is verified
+// and tried, so only the entries actually handed to a backend are hashed.
+fatpte_status load_signed(fatpte_container* c, const char* device_json, const RunArgs& a,
+                          const fatpte_load_options* options, fatpte_loaded** loaded, fatpte_error* err) {
+  const auto keys = c_strings(a.trusted_keys);
+  fatpte_trust* trust = nullptr;
+  fatpte_status st = fatpte_trust_load(keys.data(), keys.size(), &trust, err);
+  if (st != FATPTE_OK) return st;
+  fatpte_signature_report* report = nullptr;
+  st = fatpte_verify_signature(c, trust, nullptr, 0, &report, err);
+  fatpte_trust_free(trust);
+  if (st != FATPTE_OK) {
+    fatpte_signature_report_free(report);
+    return st;
+  }
+  const bool say = a.explain && !a.json;
+  if (say) std::printf("signature: verified with key %s\n", fatpte_signature_key_id(report));
+  uint32_t count = 0;
+  fatpte_entry_count(c, &count);
+  fatpte_error last = *err;
+  bool tried = false;
+  std::vector<std::string> exclude = a.exclude;
+  const auto p = c_strings(a.prefer);
+  while (true) {
+    const auto x = c_strings(exclude);
+    fatpte_selection* sel = nullptr;
+    st = fatpte_select(c, device_json, p.data(), p.size(), x.data(), x.size(), &sel, err);
+    if (st != FATPTE_OK) {
+      if (tried) *err = last;  // nothing left to fall back to: report the last refusal
+      break;
+    }
+    if (say && !tried) std::printf("%s\n", fatpte_selection_explain(sel));
+    uint32_t chosen = 0;
+    fatpte_selection_chosen(sel, &chosen);
+    fatpte_selection_free(sel);
+    st = fatpte_signature_verify_entry(c, report, chosen, err);
+    const char* name = "";
+    fatpte_entry_name(c, chosen, &name);
+    if (st != FATPTE_OK) break;
+    if (say) std::printf("signature: entry '%s' and its named data hash as signed\n", name);
+    std::vector<std::string> only = exclude;
+    for (uint32_t i = 0; i < count; ++i) {
+      const char* other = "";
+      fatpte_entry_name(c, i, &other);
+      if (i != chosen) only.emplace_back(other);
+    }
+    const auto xo = c_strings(only);
+    st = fatpte_select(c, device_json, p.data(), p.size(), xo.data(), xo.size(), &sel, err);
+    if (st == FATPTE_OK) {
+      st = fatpte_load_with(c, sel, options, loaded, err);
+      fatpte_selection_free(sel);
+    }
+    if (st == FATPTE_OK) break;
+    if (say) std::printf("signature: entry '%s' was not loaded: %s\n", name, err->message);
+    last = *err;
+    tried = true;
+    exclude.emplace_back(name);
+  }
+  fatpte_signature_report_free(report);
+  return st;
+}
+
 int run_with_c_api(const RunArgs& a) {
   // Everything the caller gave is read before the container is touched.
   std::vector<fatpte::Call> calls;
@@ -210,17 +282,21 @@ int run_with_c_api(const RunArgs& a) {
   fatpte_container* c = nullptr;
   if (fatpte_open_file(a.file.c_str(), &c, &err) != FATPTE_OK) return fail_with(a.file, err);
   std::unique_ptr<fatpte_container, void (*)(fatpte_container*)> own_container(c, fatpte_close);
-  const auto p = c_strings(a.prefer), x = c_strings(a.exclude);
-  fatpte_selection* sel = nullptr;
-  if (fatpte_select(c, a.device == "host" ? nullptr : profile_json.c_str(), p.data(), p.size(), x.data(), x.size(),
-                    &sel, &err) != FATPTE_OK) {
-    return fail_with(a.file, err);
-  }
-  if (a.explain && !a.json) std::printf("%s\n", fatpte_selection_explain(sel));
+  const char* device_json = a.device == "host" ? nullptr : profile_json.c_str();
   fatpte_loaded* loaded = nullptr;
-  const fatpte_status st = fatpte_load_with(c, sel, options, &loaded, &err);
-  fatpte_selection_free(sel);
-  if (st != FATPTE_OK) return fail_with(a.file, err);
+  if (!a.trusted_keys.empty()) {
+    if (load_signed(c, device_json, a, options, &loaded, &err) != FATPTE_OK) return fail_with(a.file, err);
+  } else {
+    const auto p = c_strings(a.prefer), x = c_strings(a.exclude);
+    fatpte_selection* sel = nullptr;
+    if (fatpte_select(c, device_json, p.data(), p.size(), x.data(), x.size(), &sel, &err) != FATPTE_OK) {
+      return fail_with(a.file, err);
+    }
+    if (a.explain && !a.json) std::printf("%s\n", fatpte_selection_explain(sel));
+    const fatpte_status st = fatpte_load_with(c, sel, options, &loaded, &err);
+    fatpte_selection_free(sel);
+    if (st != FATPTE_OK) return fail_with(a.file, err);
+  }
   std::unique_ptr<fatpte_loaded, void (*)(fatpte_loaded*)> own_loaded(loaded, fatpte_unload);
   if (a.explain && !a.json) std::printf("%s\n", fatpte_loaded_explain(loaded));
   uint32_t index = 0;
@@ -341,7 +417,7 @@ int main(int argc, char** argv) {
     }
     if (argc >= 3 && std::strcmp(argv[1], "--check-profile") == 0) return check_profiles(argc, argv);
     RunArgs a;
-    bool select = false, executorch_log = false;
+    bool select = false, executorch_log = false, require_signature = false;
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       const bool has_value = i + 1 < argc;
@@ -355,6 +431,10 @@ int main(int argc, char** argv) {
         a.defaults = false;
       } else if (arg == "--executorch-log") {
         executorch_log = true;
+      } else if (arg == "--require-signature") {
+        require_signature = true;
+      } else if (arg == "--trusted-key" && has_value) {
+        a.trusted_keys.push_back(argv[++i]);
       } else if ((arg == "--device" || arg == "--prefer" || arg == "--exclude" || arg == "--backend-path" ||
                   arg == "--input" || arg == "--inputs" || arg == "--method" || arg == "--backend-lib" ||
                   arg == "--backend-map") &&
@@ -376,6 +456,12 @@ int main(int argc, char** argv) {
       }
     }
     if (a.file.empty()) return usage("no container given");
+    if (require_signature != !a.trusted_keys.empty()) {
+      return usage("--require-signature needs --trusted-key PUBLIC.pem, and --trusted-key needs --require-signature");
+    }
+    if (require_signature && select) {
+      return usage("--require-signature verifies what is run: it does not go with --select-only");
+    }
     if (select) return select_only(a);
     if (a.input_text.empty() == a.inputs_json.empty()) {
       return usage("give the calls with --inputs CALLS.json (or one float32 input with --input VALUES.txt), not both");

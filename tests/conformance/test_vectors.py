@@ -99,6 +99,39 @@ def test_vector(name: str) -> None:
             assert c.entries
 
 
+SIGNED = [n for n in FILES if "verify" in INDEX[n]]
+
+
+@pytest.mark.parametrize("name", SIGNED)
+def test_signed_vector_verifies_as_the_index_says(name: str) -> None:
+    """`fatpte.verify` with the index's trusted keys reports the declared first error (or none)
+    and the declared thinned entries (specs/nfat-signature.md section 6)."""
+    from fatpte.ops.signing import load_trusted_keys, verify
+
+    want = INDEX[name]["verify"]
+    keys = load_trusted_keys([VECTORS / k for k in want["keys"]])
+    try:
+        report = verify(VECTORS / name, keys)
+    except fatpte.FatpteError as exc:
+        said = (exc.code.tag, exc.offset, exc.field)
+        thinned: list[str] = []
+    else:
+        first = report.first_error
+        said = (None, None, None) if first is None else (first.code.tag, first.offset, first.field)
+        thinned = list(report.thinned)
+    assert said == (want["code"], want["offset"], want["field"])
+    assert thinned == want["thinned"]
+
+
+def test_every_signature_rule_has_a_vector() -> None:
+    """Each code of the signature region (12xx) and of verification (13xx) is some vector's
+    validation error or verification outcome."""
+    said = {row["error"]["code"] for row in INDEX.values() if not row["valid"]}
+    said |= {row["verify"]["code"] for row in INDEX.values() if "verify" in row}
+    missing = [c.tag for c in ErrorCode if 1200 <= c.value < 1400 and c.tag not in said]
+    assert not missing, f"signature rules without a vector: {missing}"
+
+
 @pytest.mark.parametrize("name", [n for n in FILES if "base" in INDEX[n]])
 def test_derived_vector_changes_only_its_declared_bytes(name: str) -> None:
     """A vector made from a valid one differs from it only inside the ranges the index declares

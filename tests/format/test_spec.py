@@ -513,7 +513,8 @@ def test_open_runs_the_structural_pass_only() -> None:
 
 def grown(header_extra: int, entry_extra: int, segment_entry_size: int = L.V2_SEGMENT_SIZE) -> bytes:
     """The v2 example rewritten as a later revision might write it: records longer than this
-    revision's, the extra bytes holding fields this revision does not know (0xA5 filler)."""
+    revision's, the extra bytes holding fields this revision does not know (0xA5 filler). A header
+    of 80 bytes or more holds revision 2.1's signature slot at 64..80, empty (zero) here."""
     hdr, ent = L.RECORDS["v2_header"], L.RECORDS["v2_entry"]
     data = spec_example.example_bytes(2)
     h = dict(zip(hdr.fields, hdr.codec.unpack_from(data)))
@@ -530,7 +531,8 @@ def grown(header_extra: int, entry_extra: int, segment_entry_size: int = L.V2_SE
     table = b"".join(ent.build(e) + b"\xa5" * entry_extra for e in entries)
     h.update(header_size=header_size, entry_size=entry_size, segment_entry_size=segment_entry_size,
              container_size=cursor, header_checksum=0)
-    prefix = hdr.build(h) + b"\xa5" * header_extra + table
+    slot = L.V2_SIGNATURE_SLOT_SIZE if header_extra >= L.V2_SIGNATURE_SLOT_SIZE else 0
+    prefix = hdr.build(h) + bytes(slot) + b"\xa5" * (header_extra - slot) + table
     at = L.HEADER_CHECKSUM_OFFSET
     prefix = prefix[:at] + crc32c(prefix).to_bytes(4, "little") + prefix[at + 4 :]
     return prefix + payloads

@@ -276,7 +276,11 @@ def _patch_payload(container: Path, name: str, patch: Callable[[bytearray], None
     ck = L.HEADER_CHECKSUM_OFFSET
     struct.pack_into("<I", data, ck, crc32c.crc32c(bytes(data[:ck]) + b"\0\0\0\0" + bytes(data[ck + 4:end])))
     container.write_bytes(bytes(data))
-    assert subprocess.run([*FATPTE, "validate", str(container)], capture_output=True, check=False).returncode == 0
+    # The container itself stays valid: fatpte's only finding is the program's own layout (10xx),
+    # which the runner leaves to ExecuTorch's loader, whose refusal is what these tests watch.
+    proc = subprocess.run([*FATPTE, "validate", "--json", str(container)], capture_output=True, check=False)
+    findings = json.loads(proc.stdout)["findings"]
+    assert findings and all(1000 <= int(f["code"][1:]) < 1100 for f in findings), findings
 
 
 def test_a_program_executorch_refuses_falls_back_with_its_error(exe: Path, tmp_path: Path) -> None:

@@ -259,6 +259,10 @@ FATPTE_API const fatpte_container* fatpte_reader_container(const fatpte_reader* 
  * its CRC32C (FATPTE_E_PAYLOAD_CHECKSUM_MISMATCH, FATPTE_E_SEGMENT_CHECKSUM_MISMATCH). */
 FATPTE_API fatpte_status fatpte_reader_fetch_entry(fatpte_reader* reader, uint32_t index,
                                                    fatpte_error* error) FATPTE_NOEXCEPT;
+/* Read the signature region the header places (nothing when it places none), checked against
+ * signature_checksum (FATPTE_E_SIGNATURE_CHECKSUM_MISMATCH): call it before
+ * fatpte_verify_signature on the reader's container (include/fatpte/signature.h). */
+FATPTE_API fatpte_status fatpte_reader_fetch_signature(fatpte_reader* reader, fatpte_error* error) FATPTE_NOEXCEPT;
 /* The bytes read and the read_at calls made so far. */
 FATPTE_API fatpte_status fatpte_reader_stats(const fatpte_reader* reader, uint64_t* bytes_read,
                                              uint64_t* calls) FATPTE_NOEXCEPT;

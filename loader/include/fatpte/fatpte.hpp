@@ -116,6 +116,10 @@ struct Header {
   std::uint32_t manifest_checksum = 0;
   std::uint32_t header_checksum = 0;
   std::uint64_t table_end = 0;  // first byte after the header and its tables
+  // The signature slot (header bytes 64..80 when header_size >= 80); all 0 without one.
+  std::uint64_t signature_offset = 0;
+  std::uint32_t signature_size = 0;
+  std::uint32_t signature_checksum = 0;
 };
 
 // One specialization; offsets are absolute in both versions. Version 1 has no name, alignment,
@@ -163,6 +167,7 @@ struct Structure {
   std::vector<Segment> segments;
   std::vector<Region> regions;  // placed regions in table order
   bool manifest_placed = false;
+  bool signature_placed = false;
 };
 
 // A read-only byte range: a whole container, or a payload inside one.

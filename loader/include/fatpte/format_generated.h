@@ -98,6 +98,22 @@ typedef enum fatpte_status {
   FATPTE_E_EXECUTORCH_BACKENDS_MISMATCH = 1103, /* E1103: an entry's executorch_backends differ from its program's delegates */
   FATPTE_E_PROGRAM_DIGEST_MISMATCH = 1104, /* E1104: an ExecuTorch program's SHA-256 differs from its entry's provenance */
   FATPTE_E_NAMED_DATA_UNUSED = 1105, /* E1105: an entry lists named data its ExecuTorch program never loads */
+  FATPTE_E_SIGNATURE_TOO_LARGE = 1201, /* E1201: signature_size exceeds the limit of 64 MiB */
+  FATPTE_E_SIGNATURE_OUT_OF_BOUNDS = 1202, /* E1202: the signature region extends past the end of the container */
+  FATPTE_E_MISALIGNED_SIGNATURE = 1203, /* E1203: signature_offset is not a multiple of 8 */
+  FATPTE_E_SIGNATURE_CHECKSUM_MISMATCH = 1204, /* E1204: the CRC32C of the signature region does not match signature_checksum */
+  FATPTE_E_ABSENT_SIGNATURE_NOT_ZERO = 1205, /* E1205: signature_size is 0 but signature_offset or signature_checksum is not */
+  FATPTE_E_SIGNATURE_REQUIRED = 1301, /* E1301: a signature is required but the container has none (embedded or detached) */
+  FATPTE_E_SIGNATURE_MALFORMED = 1302, /* E1302: the signature bundle, envelope or statement is not of the documented shape */
+  FATPTE_E_SIGNATURE_UNSUPPORTED = 1303, /* E1303: the signature uses a payload type, statement or predicate this reader does not know */
+  FATPTE_E_SIGNATURE_INVALID = 1304, /* E1304: the signature does not verify with the trusted key it names */
+  FATPTE_E_SIGNATURE_UNTRUSTED = 1305, /* E1305: no trusted key verifies the signature */
+  FATPTE_E_SIGNATURE_NOT_FOR_CONTAINER = 1306, /* E1306: the signed statement names none of the container's entries */
+  FATPTE_E_ENTRY_NOT_SIGNED = 1307, /* E1307: an entry of the container is not in the signed statement */
+  FATPTE_E_SIGNED_RECORD_MISMATCH = 1308, /* E1308: an entry's table fields, order or manifest record differ from the signed ones */
+  FATPTE_E_NAMED_DATA_NOT_SIGNED = 1309, /* E1309: a named-data key of the container is not in the signed statement */
+  FATPTE_E_SIGNED_NAMED_DATA_MISMATCH = 1310, /* E1310: a named-data key's bytes or layout differ from the signed ones */
+  FATPTE_E_SIGNED_PAYLOAD_MISMATCH = 1311, /* E1311: the SHA-256 of a payload differs from the signed one */
 } fatpte_status;
 
 #ifdef __cplusplus
@@ -120,6 +136,9 @@ inline constexpr std::uint32_t kV1EntrySize = 48;  // layout.V1_ENTRY_SIZE
 inline constexpr std::uint32_t kV2HeaderSize = 64;  // layout.V2_HEADER_SIZE
 inline constexpr std::uint32_t kV2EntrySize = 104;  // layout.V2_ENTRY_SIZE
 inline constexpr std::uint32_t kV2SegmentSize = 32;  // layout.V2_SEGMENT_SIZE
+inline constexpr std::uint32_t kV2SignatureSlotSize = 16;  // layout.V2_SIGNATURE_SLOT_SIZE
+inline constexpr std::uint32_t kSignatureSlotOffset = 64;  // layout.SIGNATURE_SLOT_OFFSET
+inline constexpr std::uint32_t kSignedHeaderSize = 80;  // layout.SIGNED_HEADER_SIZE
 inline constexpr std::uint32_t kPreambleSize = 8;  // layout.PREAMBLE_SIZE
 inline constexpr std::uint32_t kIdFieldSize = 32;  // layout.ID_FIELD_SIZE
 inline constexpr char kIdAlphabet[] = "-.0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz";  // layout.ID_ALPHABET
@@ -132,6 +151,8 @@ inline constexpr std::uint32_t kMaxAlignment = 65536;  // layout.MAX_ALIGNMENT
 inline constexpr std::uint32_t kDefaultAlignment = 64;  // layout.DEFAULT_ALIGNMENT
 inline constexpr std::uint32_t kManifestAlignment = 8;  // layout.MANIFEST_ALIGNMENT
 inline constexpr std::uint32_t kMaxManifestSize = 67108864;  // layout.MAX_MANIFEST_SIZE
+inline constexpr std::uint32_t kSignatureAlignment = 8;  // layout.SIGNATURE_ALIGNMENT
+inline constexpr std::uint32_t kMaxSignatureSize = 67108864;  // layout.MAX_SIGNATURE_SIZE
 inline constexpr std::uint32_t kHeaderFlagsKnown = 0;  // layout.HEADER_FLAGS_KNOWN
 inline constexpr std::uint32_t kEntryFlagsKnown = 0;  // layout.ENTRY_FLAGS_KNOWN
 inline constexpr std::uint32_t kSegmentFlagsKnown = 0;  // layout.SEGMENT_FLAGS_KNOWN
@@ -184,6 +205,15 @@ inline constexpr std::uint32_t kV2Header_manifest_checksum_offset = 56;
 inline constexpr std::uint32_t kV2Header_manifest_checksum_size = 4;
 inline constexpr std::uint32_t kV2Header_header_checksum_offset = 60;
 inline constexpr std::uint32_t kV2Header_header_checksum_size = 4;
+
+// v2_signature_slot: 16 bytes (layout.structures()["v2_signature_slot"])
+static_assert(kV2SignatureSlotSize == 16, "layout.V2_SIGNATURE_SLOT_SIZE");
+inline constexpr std::uint32_t kV2SignatureSlot_signature_offset_offset = 0;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_offset_size = 8;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_size_offset = 8;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_size_size = 4;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_checksum_offset = 12;
+inline constexpr std::uint32_t kV2SignatureSlot_signature_checksum_size = 4;
 
 // v2_entry: 104 bytes (layout.structures()["v2_entry"])
 static_assert(kV2EntrySize == 104, "layout.V2_ENTRY_SIZE");
@@ -318,6 +348,22 @@ enum class Error : std::int32_t {
   EXECUTORCH_BACKENDS_MISMATCH = 1103,
   PROGRAM_DIGEST_MISMATCH = 1104,
   NAMED_DATA_UNUSED = 1105,
+  SIGNATURE_TOO_LARGE = 1201,
+  SIGNATURE_OUT_OF_BOUNDS = 1202,
+  MISALIGNED_SIGNATURE = 1203,
+  SIGNATURE_CHECKSUM_MISMATCH = 1204,
+  ABSENT_SIGNATURE_NOT_ZERO = 1205,
+  SIGNATURE_REQUIRED = 1301,
+  SIGNATURE_MALFORMED = 1302,
+  SIGNATURE_UNSUPPORTED = 1303,
+  SIGNATURE_INVALID = 1304,
+  SIGNATURE_UNTRUSTED = 1305,
+  SIGNATURE_NOT_FOR_CONTAINER = 1306,
+  ENTRY_NOT_SIGNED = 1307,
+  SIGNED_RECORD_MISMATCH = 1308,
+  NAMED_DATA_NOT_SIGNED = 1309,
+  SIGNED_NAMED_DATA_MISMATCH = 1310,
+  SIGNED_PAYLOAD_MISMATCH = 1311,
 };
 
 struct ErrorInfo {
@@ -420,8 +466,24 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1103, "EXECUTORCH_BACKENDS_MISMATCH", "E1103", "an entry's executorch_backends differ from its program's delegates", "invalid", false},
     {1104, "PROGRAM_DIGEST_MISMATCH", "E1104", "an ExecuTorch program's SHA-256 differs from its entry's provenance", "invalid", false},
     {1105, "NAMED_DATA_UNUSED", "E1105", "an entry lists named data its ExecuTorch program never loads", "invalid", true},
+    {1201, "SIGNATURE_TOO_LARGE", "E1201", "signature_size exceeds the limit of 64 MiB", "invalid", false},
+    {1202, "SIGNATURE_OUT_OF_BOUNDS", "E1202", "the signature region extends past the end of the container", "invalid", false},
+    {1203, "MISALIGNED_SIGNATURE", "E1203", "signature_offset is not a multiple of 8", "invalid", false},
+    {1204, "SIGNATURE_CHECKSUM_MISMATCH", "E1204", "the CRC32C of the signature region does not match signature_checksum", "invalid", false},
+    {1205, "ABSENT_SIGNATURE_NOT_ZERO", "E1205", "signature_size is 0 but signature_offset or signature_checksum is not", "invalid", false},
+    {1301, "SIGNATURE_REQUIRED", "E1301", "a signature is required but the container has none (embedded or detached)", "unverified", false},
+    {1302, "SIGNATURE_MALFORMED", "E1302", "the signature bundle, envelope or statement is not of the documented shape", "unverified", false},
+    {1303, "SIGNATURE_UNSUPPORTED", "E1303", "the signature uses a payload type, statement or predicate this reader does not know", "unverified", false},
+    {1304, "SIGNATURE_INVALID", "E1304", "the signature does not verify with the trusted key it names", "unverified", false},
+    {1305, "SIGNATURE_UNTRUSTED", "E1305", "no trusted key verifies the signature", "unverified", false},
+    {1306, "SIGNATURE_NOT_FOR_CONTAINER", "E1306", "the signed statement names none of the container's entries", "unverified", false},
+    {1307, "ENTRY_NOT_SIGNED", "E1307", "an entry of the container is not in the signed statement", "unverified", false},
+    {1308, "SIGNED_RECORD_MISMATCH", "E1308", "an entry's table fields, order or manifest record differ from the signed ones", "unverified", false},
+    {1309, "NAMED_DATA_NOT_SIGNED", "E1309", "a named-data key of the container is not in the signed statement", "unverified", false},
+    {1310, "SIGNED_NAMED_DATA_MISMATCH", "E1310", "a named-data key's bytes or layout differ from the signed ones", "unverified", false},
+    {1311, "SIGNED_PAYLOAD_MISMATCH", "E1311", "the SHA-256 of a payload differs from the signed one", "unverified", false},
 };
-inline constexpr std::size_t kErrorCount = 90;
+inline constexpr std::size_t kErrorCount = 106;
 
 }  // namespace fatpte
 #endif  // __cplusplus

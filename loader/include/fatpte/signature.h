@@ -1,0 +1,78 @@
+/* signature.h: the C API for signed containers (specs/nfat-signature.md), beside fatpte.h.
+ *
+ * A loader verifies before it selects and hashes only what it loads:
+ *
+ *   fatpte_trust* trust;                        fatpte_trust_load(paths, n, &trust, &err);
+ *   fatpte_signature_report* report;            fatpte_verify_signature(c, trust, NULL, 0, &report, &err);
+ *     -> steps 1 to 8: the bundle, the signature, the statement, every entry's table fields and
+ *        manifest record, every named-data key; no payload or segment byte is read. Per entry:
+ *        fatpte_signature_entry_state.
+ *   ... fatpte_select(...) ...
+ *   fatpte_signature_verify_entry(c, report, chosen, &err);
+ *     -> steps 9 and 10 for the chosen entry and the keys it lists, before its bytes reach a
+ *        backend.
+ *
+ * Functions return a fatpte_status and never let an exception escape. A library built without
+ * OpenSSL (-DFATPTE_SIGNATURES=OFF) returns FATPTE_E_SIGNATURE_UNSUPPORTED from each of them.
+ */
+#ifndef FATPTE_SIGNATURE_H_
+#define FATPTE_SIGNATURE_H_
+
+#include "fatpte/fatpte.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fatpte_trust fatpte_trust;
+typedef struct fatpte_signature_report fatpte_signature_report;
+
+/* What an entry is, as far as the signature says. */
+typedef enum fatpte_entry_signature {
+  FATPTE_ENTRY_UNSIGNED = 0, /* not in the signed statement (E1307) */
+  FATPTE_ENTRY_SIGNED = 1,   /* its table fields and manifest record match; bytes not hashed yet */
+  FATPTE_ENTRY_VERIFIED = 2, /* and its payload and named data hash as signed */
+  FATPTE_ENTRY_TAMPERED = 3  /* a field, its record or its bytes differ from the statement */
+} fatpte_entry_signature;
+
+/* 1 when this library verifies signatures (built with OpenSSL), else 0. */
+FATPTE_API int fatpte_signatures_supported(void) FATPTE_NOEXCEPT;
+
+/* The trusted public keys: `count` PEM files (ECDSA P-256 or Ed25519 SubjectPublicKeyInfo). */
+FATPTE_API fatpte_status fatpte_trust_load(const char* const* pem_paths, size_t count, fatpte_trust** out,
+                                           fatpte_error* error) FATPTE_NOEXCEPT;
+FATPTE_API void fatpte_trust_free(fatpte_trust* trust) FATPTE_NOEXCEPT;
+
+/* Steps 1 to 8 of the verification. `detached` (NULL when `detached_size` is 0) is a detached
+ * signature; otherwise the embedded one is used. Returns the first error: steps 1 to 6 leave *out
+ * NULL (no signature, an untrusted or invalid one, a malformed bundle, a signature of another
+ * container); steps 7 and 8 (an entry or key added or changed) still fill *out, with every entry's
+ * state. The report must be freed and must not outlive the container. */
+FATPTE_API fatpte_status fatpte_verify_signature(const fatpte_container* container, const fatpte_trust* trust,
+                                                 const void* detached, size_t detached_size,
+                                                 fatpte_signature_report** out, fatpte_error* error) FATPTE_NOEXCEPT;
+/* Steps 9 and 10 for entry `index`: the SHA-256 of its payload and of the named data it lists.
+ * Its state becomes FATPTE_ENTRY_VERIFIED, or FATPTE_ENTRY_TAMPERED with the error. */
+FATPTE_API fatpte_status fatpte_signature_verify_entry(const fatpte_container* container,
+                                                       fatpte_signature_report* report, uint32_t index,
+                                                       fatpte_error* error) FATPTE_NOEXCEPT;
+/* Steps 9 and 10 for every signed entry and key, as `fatpte verify` runs them. */
+FATPTE_API fatpte_status fatpte_signature_verify_all(const fatpte_container* container,
+                                                     fatpte_signature_report* report,
+                                                     fatpte_error* error) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_signature_entry_state(const fatpte_signature_report* report, uint32_t index,
+                                                      fatpte_entry_signature* out) FATPTE_NOEXCEPT;
+/* The id (SHA-256 of the DER public key, hex) of the trusted key that verified the signature. */
+FATPTE_API const char* fatpte_signature_key_id(const fatpte_signature_report* report) FATPTE_NOEXCEPT;
+/* Signed entries the container no longer holds (thinned), in statement order. */
+FATPTE_API fatpte_status fatpte_signature_thinned_count(const fatpte_signature_report* report,
+                                                        uint32_t* out) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_signature_thinned_name(const fatpte_signature_report* report, uint32_t index,
+                                                       const char** out) FATPTE_NOEXCEPT;
+FATPTE_API void fatpte_signature_report_free(fatpte_signature_report* report) FATPTE_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FATPTE_SIGNATURE_H_ */

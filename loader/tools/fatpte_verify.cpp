@@ -1,0 +1,101 @@
+// fatpte-verify FILE --trusted-key PUBLIC.pem [--trusted-key ...] [--signature SIG]: the whole
+// verification of specs/nfat-signature.md section 6 through the C API (fatpte/signature.h), as
+// `fatpte verify` runs it. Prints `OK` or the first error as `E1311 <offset> <field>` (`-` for
+// none), then `thinned: a,b` (the signed entries FILE no longer holds); the message on stderr.
+// Exit 0 when verified, 5 when not, 1 when FILE cannot be opened, 2 on a usage error.
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "fatpte/signature.h"
+
+namespace {
+
+int line(fatpte_status s, const fatpte_error& err, const char* file) {
+  std::printf("%s ", fatpte_status_tag(s));
+  if (err.offset == FATPTE_NO_OFFSET) {
+    std::printf("-");
+  } else {
+    std::printf("%" PRIu64, err.offset);
+  }
+  std::printf(" %s\n", err.field[0] != '\0' ? err.field : "-");
+  std::fprintf(stderr, "%s: %s\n", file, err.message);
+  return s >= 1300 ? 5 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* file = nullptr;
+  const char* signature = nullptr;
+  std::vector<const char*> keys;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--trusted-key") == 0 && i + 1 < argc) {
+      keys.push_back(argv[++i]);
+    } else if (std::strcmp(argv[i], "--signature") == 0 && i + 1 < argc) {
+      signature = argv[++i];
+    } else if (file == nullptr && argv[i][0] != '-') {
+      file = argv[i];
+    } else {
+      file = nullptr;
+      break;
+    }
+  }
+  if (file == nullptr || keys.empty()) {
+    std::fprintf(stderr, "usage: fatpte-verify FILE --trusted-key PUBLIC.pem [--trusted-key ...] [--signature SIG]\n");
+    return 2;
+  }
+  fatpte_error err;
+  fatpte_trust* trust = nullptr;
+  fatpte_status s = fatpte_trust_load(keys.data(), keys.size(), &trust, &err);
+  if (s != FATPTE_OK) {
+    std::fprintf(stderr, "%s\n", err.message);
+    return 2;
+  }
+  std::string detached;
+  if (signature != nullptr) {
+    std::ifstream in(signature, std::ios::binary);
+    detached.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  fatpte_container* c = nullptr;
+  s = fatpte_open_file(file, &c, &err);
+  int rc = 0;
+  if (s != FATPTE_OK) {
+    rc = line(s, err, file);
+    std::printf("thinned: \n");
+  } else {
+    fatpte_signature_report* report = nullptr;
+    s = fatpte_verify_signature(c, trust, detached.empty() ? nullptr : detached.data(), detached.size(), &report,
+                                &err);
+    if (report != nullptr) {
+      fatpte_error bytes_err;
+      const fatpte_status b = fatpte_signature_verify_all(c, report, &bytes_err);
+      if (s == FATPTE_OK && b != FATPTE_OK) {
+        s = b;
+        err = bytes_err;
+      }
+    }
+    if (s == FATPTE_OK) {
+      std::printf("OK\n");
+    } else {
+      rc = line(s, err, file);
+    }
+    std::string thinned;
+    uint32_t n = 0;
+    if (report != nullptr && s == FATPTE_OK) fatpte_signature_thinned_count(report, &n);
+    for (uint32_t i = 0; i < n; ++i) {
+      const char* name = nullptr;
+      fatpte_signature_thinned_name(report, i, &name);
+      thinned += (i ? "," : "") + std::string(name);
+    }
+    std::printf("thinned: %s\n", thinned.c_str());
+    fatpte_signature_report_free(report);
+    fatpte_close(c);
+  }
+  fatpte_trust_free(trust);
+  return rc;
+}

@@ -1,0 +1,229 @@
+"""fatpte/ops/signing.py and fatpte/manifest/canonical.py: sign, verify, unsign, thinning a signed
+container, detached signatures, the command line, and bounded work on hostile bundles."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
+import fatpte
+from fatpte.cli.main import main as cli
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.format import layout as L
+from fatpte.manifest.canonical import entry_record, named_data_record
+from fatpte.manifest.codec import decode, encode
+from fatpte.ops import signing
+
+S = fatpte.Specialization
+SIG = {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, "batch"]}],
+                    "outputs": [{"dtype": "float32", "shape": [4]}]}]}
+
+
+def _key(kind: str) -> Any:
+    return ed25519.Ed25519PrivateKey.generate() if kind == "ed25519" else ec.generate_private_key(ec.SECP256R1())
+
+
+def _trusted(key: Any) -> list[signing.TrustedKey]:
+    public = key.public_key()
+    return [signing.TrustedKey(signing.key_id(public), public, "test")]
+
+
+def _write_keys(tmp: Path, key: Any, name: str = "k") -> tuple[Path, Path]:
+    private, public = tmp / f"{name}.pem", tmp / f"{name}.pub.pem"
+    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
+    return private, public
+
+
+def _container(tmp: Path, name: str = "m.nfat", alignment: int = 64) -> Path:
+    return fatpte.pack([
+        S("xnnpack", os.urandom(1000), name="cpu", requires={"arch": ["x86_64"]}, named_data=["w0", "w1"],
+          signature=SIG, payload_sha256=True, provenance={"tool": "test"}),
+        S("cuda", os.urandom(3000), name="gpu", alignment=alignment, named_data=["w0"],
+          requires={"accelerators": [{"kind": "cuda", "targets": ["sm_80"]}]}),
+        S("portable", os.urandom(10), name="any", priority=-5),
+    ], tmp / name, named_data={"w0": os.urandom(500), "w1": os.urandom(70)})
+
+
+@pytest.mark.parametrize("kind", ["ed25519", "p256"])
+@pytest.mark.parametrize("alignment", [8, 64, 4096])
+def test_sign_verify_unsign_round_trip(tmp_path: Path, kind: str, alignment: int) -> None:
+    src = _container(tmp_path, alignment=alignment)
+    original = src.read_bytes()
+    key = _key(kind)
+    signed = signing.sign(src, key, tmp_path / "s.nfat")
+    assert fatpte.validate(signed).ok
+    with fatpte.open(signed) as c:
+        assert c.header.header_size == L.SIGNED_HEADER_SIZE and c.header.signature_size > 0
+        assert [bytes(c.payload(e)) for e in c.entries] == [bytes(fatpte.open(src).payload(e.name))
+                                                             for e in c.entries]
+    report = signing.verify(signed, _trusted(key))
+    assert report.ok, report.findings
+    assert [(e.name, e.status) for e in report.entries] == [("cpu", "verified"), ("gpu", "verified"),
+                                                            ("any", "verified")]
+    assert report.named_data == 2
+    # Deterministic: the same container and key give the same bytes (RFC 6979, Ed25519).
+    assert signing.sign(src, key, tmp_path / "again.nfat").read_bytes() == signed.read_bytes()
+    signing.unsign(signed, tmp_path / "u.nfat")
+    assert (tmp_path / "u.nfat").read_bytes() == original
+
+
+def test_signing_again_replaces_the_signature(tmp_path: Path) -> None:
+    src = _container(tmp_path)
+    first, second = _key("ed25519"), _key("p256")
+    signed = signing.sign(src, first, tmp_path / "s.nfat")
+    again = signing.sign(signed, second, tmp_path / "s2.nfat")
+    assert signing.verify(again, _trusted(second)).ok
+    assert signing.verify(again, _trusted(first)).first_error.code is ErrorCode.SIGNATURE_UNTRUSTED  # type: ignore[union-attr]
+    assert signing.unsign(again, tmp_path / "u.nfat").read_bytes() == src.read_bytes()
+
+
+def test_thinning_keeps_the_signature_and_reports_what_it_dropped(tmp_path: Path) -> None:
+    key = _key("ed25519")
+    signed = signing.sign(_container(tmp_path), key, tmp_path / "s.nfat")
+    thin = fatpte.thin(signed, tmp_path / "t.nfat", names=["gpu"])
+    assert fatpte.validate(thin).ok
+    report = signing.verify(thin, _trusted(key))
+    assert report.ok, report.findings
+    assert [e.name for e in report.entries] == ["gpu"]
+    assert report.thinned == ("cpu", "any")
+    assert report.thinned_named_data == ("w1",)
+    # Thinning twice, down to nothing but one entry with no named data, still verifies.
+    thinner = fatpte.thin(thin, tmp_path / "t2.nfat", names=["gpu"])
+    assert signing.verify(thinner, _trusted(key)).ok
+
+
+def test_thin_by_device_keeps_the_signature(tmp_path: Path) -> None:
+    key = _key("p256")
+    signed = signing.sign(_container(tmp_path), key, tmp_path / "s.nfat")
+    thin = fatpte.thin(signed, tmp_path / "t.nfat", device=fatpte.DeviceProfile.load("jetson-orin"))
+    report = signing.verify(thin, _trusted(key))
+    assert report.ok and len(report.entries) == 1 and len(report.thinned) == 2
+
+
+def test_detached_signature(tmp_path: Path) -> None:
+    key = _key("ed25519")
+    src = _container(tmp_path)
+    before = src.read_bytes()
+    sig = signing.sign(src, key, detached=True)
+    assert sig == Path(str(src) + ".sig") and src.read_bytes() == before
+    json.loads(sig.read_bytes())  # the bundle is plain JSON
+    report = signing.verify(src, _trusted(key))
+    assert report.ok and report.signature == str(sig)
+    moved = tmp_path / "elsewhere.sig"
+    sig.rename(moved)
+    assert signing.verify(src, _trusted(key)).first_error.code is ErrorCode.SIGNATURE_REQUIRED  # type: ignore[union-attr]
+    assert signing.verify(src, _trusted(key), signature=moved).ok
+
+
+def test_what_cannot_be_signed(tmp_path: Path) -> None:
+    v1 = fatpte.pack([S("cpu", b"12345678")], tmp_path / "v1.nfat", version=1)
+    with pytest.raises(FatpteError) as info:
+        signing.sign(v1, _key("ed25519"), tmp_path / "s.nfat")
+    assert info.value.code is ErrorCode.INVALID_ARGUMENT and "convert" in info.value.message
+    with pytest.raises(FatpteError) as info:
+        signing.unsign(_container(tmp_path), tmp_path / "u.nfat")
+    assert info.value.code is ErrorCode.INVALID_ARGUMENT
+
+
+def test_a_reader_of_revision_2_0_reads_a_signed_container(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """specs/nfat.md 4.9: a reader that predates the slot skips header bytes 64..80, reads every
+    entry, and (as a validator) sees the region as padding."""
+    from fatpte.format import structure
+
+    signed = signing.sign(_container(tmp_path), _key("ed25519"), tmp_path / "s.nfat")
+    monkeypatch.setattr(structure, "_check_signature_fields", lambda st: None)
+    with fatpte.open(signed) as c:
+        assert [e.name for e in c.entries] == ["cpu", "gpu", "any"]
+        assert all(c.payload(e, verify=True) for e in c.entries if e.size)
+        assert bytes(c.named_data("w0"))
+    codes = [f.code for f in fatpte.validate(signed).findings]
+    assert codes == [ErrorCode.PADDING_NOT_ZERO]
+
+
+def test_canonical_records_survive_re_encoding_and_change_with_every_field(tmp_path: Path) -> None:
+    src = _container(tmp_path)
+    with fatpte.open(src) as c:
+        m = c.manifest
+        assert m is not None
+        again = decode(encode(m))
+        for a, b in zip(m.entries, again.entries):
+            assert entry_record(a) == entry_record(b)
+        base = m.entries[0]
+        variants = [base._replace(requires=base.requires._replace(arch=("aarch64",))),
+                    base._replace(signature=None), base._replace(named_data=("w0",)),
+                    base._replace(provenance=(("tool", "other"),)), base._replace(executorch_backends=()),
+                    base._replace(payload_sha256=None), base._replace(source_digest="sha256:00")]
+        records = {entry_record(v) for v in variants} | {entry_record(base), entry_record(None)}
+        assert len(records) == len(variants) + 2
+        assert named_data_record("w0", None) != named_data_record("w1", None)
+
+
+def test_statement_names_entries_and_keys_not_offsets(tmp_path: Path) -> None:
+    with fatpte.open(_container(tmp_path)) as c:
+        st = signing.statement_of(c)
+        subjects = [s["name"] for s in st["subject"]]
+        assert subjects == ["entries/cpu", "entries/gpu", "entries/any", "named_data/w0", "named_data/w1"]
+        assert st["subject"][0]["digest"]["sha256"] == hashlib.sha256(bytes(c.payload("cpu"))).hexdigest()
+        assert [e["priority"] for e in st["predicate"]["entries"]] == [0, 0, -5]
+        assert "offset" not in json.dumps(st)
+
+
+@pytest.mark.parametrize("size", [1 << 20, 4 << 20, 16 << 20])
+def test_a_huge_field_costs_memory_linear_in_the_bundle(size: int) -> None:
+    """A hostile bundle with one huge sig field is refused by its length, before decoding: the
+    peak memory of reading it is a small multiple of its size."""
+    bundle = json.dumps({"mediaType": signing.BUNDLE_MEDIA_TYPE, "dsseEnvelope": {
+        "payloadType": signing.PAYLOAD_TYPE, "payload": "", "signatures": [{"sig": "A" * size}]}}).encode()
+    tracemalloc.start()
+    try:
+        with pytest.raises(Exception) as info:
+            signing.read_bundle(bundle)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "signatures[0].sig" in getattr(info.value, "field", "")
+    assert peak < 4 * len(bundle) + (1 << 20)
+
+
+def test_command_line(tmp_path: Path) -> None:
+    runner = CliRunner()
+    key = _key("ed25519")
+    private, public = _write_keys(tmp_path, key)
+    src = _container(tmp_path)
+    out = tmp_path / "s.nfat"
+    r = runner.invoke(cli, ["sign", str(src), "--key", str(private), "-o", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(cli, ["verify", str(out), "--key", str(public), "-q"])
+    assert r.exit_code == 0 and "verified  cpu (xnnpack)" in r.output, r.output
+    trust = tmp_path / "trust"
+    trust.mkdir()
+    (trust / "a.pem").write_bytes(public.read_bytes())
+    r = runner.invoke(cli, ["verify", str(out), "--trust", str(trust), "--json", "-q"])
+    assert r.exit_code == 0 and json.loads(r.output)["ok"] is True
+    thin = tmp_path / "t.nfat"
+    assert runner.invoke(cli, ["thin", str(out), "--name", "cpu", "-o", str(thin), "-q"]).exit_code == 0
+    r = runner.invoke(cli, ["verify", str(thin), "--key", str(public), "-q"])
+    assert r.exit_code == 0 and "thinned   gpu" in r.output and "thinned   any" in r.output, r.output
+    _, other = _write_keys(tmp_path, _key("p256"), "other")
+    r = runner.invoke(cli, ["verify", str(out), "--key", str(other), "-q"])
+    assert r.exit_code == 5 and "E1305" in r.output
+    r = runner.invoke(cli, ["unsign", str(out), "-o", str(tmp_path / "u.nfat")])
+    assert r.exit_code == 0 and (tmp_path / "u.nfat").read_bytes() == src.read_bytes()
+    r = runner.invoke(cli, ["verify", str(tmp_path / "u.nfat"), "--key", str(public), "-q"])
+    assert r.exit_code == 5 and "E1301" in r.output
+    r = runner.invoke(cli, ["verify", str(out)])
+    assert r.exit_code == 2
+    r = runner.invoke(cli, ["sign", str(src), "--key", str(public)])
+    assert r.exit_code == 2 and "private key" in r.output
