@@ -26,6 +26,7 @@
 #include <executorch/runtime/platform/log.h>
 
 #include "bounded_allocator.hpp"
+#include "et_memory.hpp"
 #include "et_program.hpp"
 #include "et_runtime.hpp"
 #include "fatpte/device.hpp"
@@ -44,27 +45,7 @@ namespace R = executorch::runtime;
 constexpr std::uint64_t kMethodAllocatorLimit = std::uint64_t{256} << 20;
 constexpr std::uint64_t kTempAllocatorLimit = std::uint64_t{256} << 20;
 constexpr std::uint64_t kPlannedMemoryLimit = std::uint64_t{64} << 30;
-constexpr std::size_t kPlannedAlignment = 64;
 constexpr std::size_t kMaxIdBytes = 128;
-
-struct FreeDeleter {
-  void operator()(std::uint8_t* p) const noexcept { std::free(p); }
-};
-using Buffer = std::unique_ptr<std::uint8_t, FreeDeleter>;
-
-Buffer aligned_zeroed(std::size_t size) {
-  const std::size_t rounded =
-      (std::max<std::size_t>(size, 1) + kPlannedAlignment - 1) / kPlannedAlignment * kPlannedAlignment;
-  auto* p = static_cast<std::uint8_t*>(std::aligned_alloc(kPlannedAlignment, rounded));
-  if (p != nullptr) std::memset(p, 0, rounded);
-  return Buffer(p);
-}
-
-std::string reason(const char* what, R::Error error, const Capture& capture) {
-  std::string out = std::string(what) + ": error " + error_text(static_cast<int>(error));
-  if (!capture.lines().empty()) out += ": " + capture.text();
-  return out;
-}
 
 // Each line of `text` as one log line, so a reader of the log can grep the entry's name.
 void log_lines(const std::string& text) {
@@ -152,7 +133,7 @@ class NestedProgram {
   std::string load(const char* wanted, const R::NamedDataMap* named_data) {
     Capture capture;
     R::Result<R::Program> program = R::Program::load(&loader_, R::Program::Verification::InternalConsistency);
-    if (!program.ok()) return reason("ExecuTorch refused the nested program (Program::load)", program.error(), capture);
+    if (!program.ok()) return et_reason("ExecuTorch refused the nested program (Program::load)", program.error(), capture);
     program_.emplace(std::move(program.get()));
     // The outer method's name when the nested program has it, else its only method.
     std::string name = wanted != nullptr ? wanted : "forward";
@@ -162,26 +143,15 @@ class NestedProgram {
     }
     name_ = name;
     R::Result<R::MethodMeta> meta = program_->method_meta(name_.c_str());
-    if (!meta.ok()) return reason("the nested program's method cannot be described", meta.error(), capture);
+    if (!meta.ok()) return et_reason("the nested program's method cannot be described", meta.error(), capture);
     std::uint64_t total = 0;
-    for (std::size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
-      R::Result<int64_t> size = meta->memory_planned_buffer_size(i);
-      if (!size.ok() || size.get() < 0) return "the nested program's planned buffer " + std::to_string(i) + " has no size";
-      const auto n = static_cast<std::uint64_t>(size.get());
-      if (n > kPlannedMemoryLimit - std::min(kPlannedMemoryLimit, total)) {
-        return "the nested program asks for more planned memory than the limit of 64 GiB";
-      }
-      total += n;
-      Buffer b = aligned_zeroed(static_cast<std::size_t>(n));
-      if (!b) return "cannot allocate the nested program's planned buffer " + std::to_string(i);
-      spans_.emplace_back(b.get(), static_cast<size_t>(n));
-      planned_.push_back(std::move(b));
-    }
+    const std::string why = plan_memory(meta.get(), name_, kPlannedMemoryLimit, planned_, spans_, total);
+    if (!why.empty()) return "the nested program: " + why;
     planned_allocator_ =
         std::make_unique<R::HierarchicalAllocator>(R::Span<R::Span<uint8_t>>(spans_.data(), spans_.size()));
     memory_ = std::make_unique<R::MemoryManager>(&method_allocator_, planned_allocator_.get(), &temp_allocator_);
     R::Result<R::Method> method = program_->load_method(name_.c_str(), memory_.get(), nullptr, named_data);
-    if (!method.ok()) return reason(("ExecuTorch could not load the nested method '" + name_ + "'").c_str(), method.error(), capture);
+    if (!method.ok()) return et_reason(("ExecuTorch could not load the nested method '" + name_ + "'").c_str(), method.error(), capture);
     method_.emplace(std::move(method.get()));
     return "";
   }
@@ -386,7 +356,7 @@ class FatBackend final : public R::BackendInterface {
     R::FreeableBuffer view(payload.data, static_cast<size_t>(payload.size), nullptr);
     Capture capture;
     R::Result<R::DelegateHandle*> inner = backend->init(context, &view, compile_specs);
-    if (!inner.ok()) return reason((id + " could not initialise the payload (init)").c_str(), inner.error(), capture);
+    if (!inner.ok()) return et_reason((id + " could not initialise the payload (init)").c_str(), inner.error(), capture);
     handle.backend = backend;
     handle.inner = inner.get();
     if (view.data() == nullptr) processed->Free();
@@ -397,7 +367,7 @@ class FatBackend final : public R::BackendInterface {
     // ExecuTorch reads the program in place and needs it aligned like any flatbuffer it reads.
     Buffer copy;
     if (reinterpret_cast<std::uintptr_t>(payload.data) % alignof(std::max_align_t) != 0) {
-      copy = aligned_zeroed(static_cast<std::size_t>(payload.size));
+      copy = zeroed(static_cast<std::size_t>(payload.size));
       if (!copy) return "cannot allocate an aligned copy of the nested program";
       std::memcpy(copy.get(), payload.data, static_cast<std::size_t>(payload.size));
     }
