@@ -174,7 +174,7 @@ docs: $(STAMP)
 # seeded from specs/vectors in fuzz/corpus-work/ (kept between runs, ignored by git); crashes are
 # saved to fuzz/corpus-work/crashes/. `make fuzz-smoke` (part of `make test`) replays the vectors
 # through every Python target, then fuzzes each target for FUZZ_SMOKE_SECONDS: under 60 s in all.
-FUZZ_TARGETS       ?= open validate select manifest structured differential executorch loader
+FUZZ_TARGETS       ?= open validate select manifest structured differential executorch hostile hostile_differential loader
 FUZZ_SECONDS       ?= 60
 FUZZ_SMOKE_SECONDS ?= 3
 FUZZ_WORK          := fuzz/corpus-work
@@ -200,7 +200,13 @@ $(FUZZ_LOADER): fuzz/cpp/fuzz_loader.cpp $(wildcard loader/CMakeLists.txt loader
 
 # Only what the chosen targets need: the loader library for `differential`, the libFuzzer
 # binary for `loader`.
-FUZZ_DEPS = $(STAMP) $(if $(filter differential,$(FUZZ_TARGETS)),loader) \
+# Targets whose input drives a generator (fuzz/fuzz_hostile*.py): a file is a choice sequence, not
+# a container, so the vectors are not replayed through them.
+FUZZ_BUILDERS := hostile hostile_differential
+# Their inputs are built files of up to a few hundred KB, read by every reader under tracemalloc and
+# atheris' instrumentation (about 10x slower than plain Python): a minute per input, not ten seconds.
+FUZZ_BUILDER_FLAGS := -timeout=60
+FUZZ_DEPS = $(STAMP) $(if $(filter differential hostile_differential,$(FUZZ_TARGETS)),loader) \
 	$(if $(filter loader,$(FUZZ_TARGETS)),$(FUZZ_LOADER))
 
 fuzz: $(FUZZ_DEPS)
@@ -208,12 +214,13 @@ fuzz: $(FUZZ_DEPS)
 		mkdir -p $(FUZZ_WORK)/$$t $(FUZZ_WORK)/crashes && \
 		$(PY) fuzz/seed_corpus.py $$t $(FUZZ_WORK)/$$t && \
 		if [ $$t = loader ]; then run=$(FUZZ_LOADER); else run="$(PY) fuzz/fuzz_$$t.py"; fi && \
-		$$run $(FUZZ_WORK)/$$t $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) \
+		case " $(FUZZ_BUILDERS) " in *" $$t "*) more="$(FUZZ_BUILDER_FLAGS)";; *) more="";; esac && \
+		$$run $(FUZZ_WORK)/$$t $(FUZZ_FLAGS) $$more -max_total_time=$(FUZZ_SECONDS) \
 			-artifact_prefix=$(FUZZ_WORK)/crashes/$$t- || exit 1; \
 	done
 
 fuzz-smoke: $(FUZZ_DEPS)
-	@for t in $(filter-out loader,$(FUZZ_TARGETS)); do $(PY) fuzz/replay.py $$t specs/vectors || exit 1; done
+	@for t in $(filter-out loader $(FUZZ_BUILDERS),$(FUZZ_TARGETS)); do $(PY) fuzz/replay.py $$t specs/vectors || exit 1; done
 	@if echo " $(FUZZ_TARGETS) " | grep -q " executorch "; then $(PY) fuzz/replay.py executorch tests/fixtures/executorch tests/fixtures/fuzz; fi
 	@mkdir -p $(FUZZ_WORK)
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) >$(FUZZ_WORK)/smoke.log 2>&1 || \

@@ -47,8 +47,10 @@ class Sample:
 TIME = "/usr/bin/time"  # GNU time: forks the command from its own small process
 
 
-def run_cmd(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None) -> Sample:
-    """Run argv to completion; its wall time and peak RSS. A failure raises with its stderr.
+def run_cmd(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
+            accept: tuple[int, ...] = (0,)) -> Sample:
+    """Run argv to completion; its wall time and peak RSS. An exit status outside `accept` raises
+    with its stderr (a command timed on a file it must refuse accepts its error status).
 
     Peak RSS: a child started straight from this process (vfork + exec) inherits this process's
     high-water mark in ru_maxrss, which would credit `cp` with the harness's memory. GNU time
@@ -66,7 +68,7 @@ def run_cmd(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path
         seconds = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         proc.stderr.close()
-        if proc.returncode != 0:
+        if proc.returncode not in accept:
             raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: "
                                f"{err.decode(errors='replace')[-2000:]}")
         text = rss.read().strip()

@@ -39,6 +39,9 @@ def measure(ctx: Context) -> Section:
                       f"`open_select` is {what}. Linear means the time grows no faster than the count "
                       f"(x{SLACK} for noise and cache effects; the per-item column shows the cost directly).")
     section.lines += table("entries", data["entries"], "entries") + [""]
+    from bench.op_hostile import entries_table
+
+    section.lines += entries_table(ctx) + [""]
     if isinstance(data["keys"], str):
         section.lines.append(f"Named-data keys: **not measured**: {data['keys']}.")
     else:

@@ -79,6 +79,7 @@ class ErrorCode(enum.IntEnum):
     PAYLOAD_DIGEST_MISMATCH = 417
     MANIFEST_VALUE_INVALID = 418
     NAMED_DATA_LAYOUT_MISMATCH = 419
+    MANIFEST_OVER_BUDGET = 420
     # 5xx version 1
     V1_BAD_ID = 501
     V1_ID_PADDING_NOT_ZERO = 502
@@ -111,6 +112,7 @@ class ErrorCode(enum.IntEnum):
     REMOTE_TOO_MANY_REDIRECTS = 808
     REMOTE_TIMEOUT = 809
     REMOTE_FAILED = 810
+    NOT_A_FILE = 811
     # 9xx selection
     NO_SPECIALIZATION_FITS = 901
     # 10xx ExecuTorch files read by fatpte.executorch (.pte, .ptd, delegate payloads)
@@ -232,6 +234,7 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.PAYLOAD_DIGEST_MISMATCH: ("the SHA-256 of a payload does not match its manifest entry", _E),
     ErrorCode.MANIFEST_VALUE_INVALID: ("a manifest field holds a value its rule forbids", _E),
     ErrorCode.NAMED_DATA_LAYOUT_MISMATCH: ("a named-data layout does not describe its segment's bytes", _E),
+    ErrorCode.MANIFEST_OVER_BUDGET: ("the manifest's references expand past its work budget", _E),
     ErrorCode.V1_BAD_ID: ("a v1 backend id is empty or has a byte outside ASCII 0x01..0x7f", _E),
     ErrorCode.V1_ID_PADDING_NOT_ZERO: ("a v1 backend id has non-zero bytes after its terminating NUL", _W),
     ErrorCode.V1_OVERLAPPING_PAYLOADS: ("two v1 payloads share bytes", _W),
@@ -260,12 +263,14 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.REMOTE_TOO_MANY_REDIRECTS: ("the server redirected more times than the limit allows", _E),
     ErrorCode.REMOTE_TIMEOUT: ("the server did not answer within the time limit, on every retry", _E),
     ErrorCode.REMOTE_FAILED: ("the server kept failing (HTTP 5xx or a dropped connection), on every retry", _E),
+    ErrorCode.NOT_A_FILE: ("the path names a directory, device, FIFO or socket, not a regular file", _E),
     ErrorCode.NO_SPECIALIZATION_FITS: ("no entry's requirements hold on the device", _E),
     ErrorCode.ET_BAD_IDENTIFIER: ("an ExecuTorch file's flatbuffer identifier (bytes 4..8) is not the expected one", _E),
     ErrorCode.ET_TRUNCATED: ("an ExecuTorch file ends before its header or flatbuffer root", _E),
     ErrorCode.ET_BAD_HEADER: ("an ExecuTorch header (eh00, FH01, XH00) has a length or field out of range", _E),
     ErrorCode.ET_FLATBUFFER_OUT_OF_BOUNDS: ("a flatbuffer offset, vtable, vector or string lies outside the buffer", _E),
-    ErrorCode.ET_FLATBUFFER_TOO_COMPLEX: ("a flatbuffer nests deeper or holds more objects than the reader's limits", _E),
+    ErrorCode.ET_FLATBUFFER_TOO_COMPLEX: ("a flatbuffer is deeper, larger or more repetitive than the reader's limits",
+                                          _E),
     ErrorCode.ET_BAD_REFERENCE: ("an index in an ExecuTorch program points at no value, segment or payload", _E),
     ErrorCode.ET_SEGMENT_OUT_OF_BOUNDS: ("an ExecuTorch segment or payload extends past the end of its file", _E),
     ErrorCode.ET_BAD_VALUE: ("an ExecuTorch field holds a value its schema does not allow", _E),
@@ -294,6 +299,70 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.SIGNED_NAMED_DATA_MISMATCH: ("a named-data key's bytes or layout differ from the signed ones", _E),
     ErrorCode.SIGNED_PAYLOAD_MISMATCH: ("the SHA-256 of a payload differs from the signed one", _E),
 }
+
+
+# ---------------------------------------------------------------------------------------------
+# Text from a file, as messages and text output show it
+# ---------------------------------------------------------------------------------------------
+
+# Characters a terminal may act on rather than show: C0 controls (newline included: a file must not
+# forge an output line), DEL, C1 controls (U+009B is CSI on many terminals), the line and
+# paragraph separators, and the bidirectional overrides that reorder what is shown; and the
+# backslash, so that an escape can be told from text. Each is written \xNN, or \uNNNN above
+# U+00FF: what `fatpte-run` writes for the same bytes (loader/src/text.cpp).
+_UNSAFE = [*range(0x20), 0x5C, *range(0x7F, 0xA0), 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F),
+           *range(0x2066, 0x206A)]
+_ESCAPES: dict[int, str] = {c: f"\\x{c:02x}" if c <= 0xFF else f"\\u{c:04x}" for c in _UNSAFE}
+# What text output does to the lines it writes whatever their origin: the same escapes, but
+# the newline and the backslash kept (a renderer's own line breaks, escapes already made).
+_CONTROLS: dict[int, str] = {c: e for c, e in _ESCAPES.items() if c not in (0x0A, 0x5C)}
+# A string from a file is shown in text and messages up to this many bytes of its UTF-8; the rest
+# is counted. The C++ loader cuts at the same place (loader/src/text.cpp, clipped).
+CLIP_BYTES = 1024
+# Lists a text line or message shows in full up to this many items; the rest are counted.
+LIST_LIMIT = 8
+# Findings of one code a validation reports in full; past this many it counts them ("... and N
+# more"), so that no file can make a report grow with every reference it holds.
+MAX_FINDINGS_PER_CODE = 100
+
+
+def printable(text: str) -> str:
+    """`text` safe to write to a terminal: every character of `_UNSAFE` as an escape, the rest
+    unchanged. Text output applies it to every string that came from a file; JSON output never
+    does (it is exact, and json.dumps escapes controls itself)."""
+    return text.translate(_ESCAPES)
+
+
+def terminal_safe(text: str) -> str:
+    """A whole line (or lines) of text output made safe as it is written: every control character
+    escaped but the newline, backslashes left alone. The last guard of the command line's output,
+    behind `printable` applied to each string from a file."""
+    return text.translate(_CONTROLS)
+
+
+def clipped(text: str, limit: int = CLIP_BYTES) -> str:
+    """`printable(text)`, cut after `limit` bytes of its UTF-8 (at a character boundary) with the
+    size of the whole: `'xxx...'` stays short whatever a file holds."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return printable(text)
+    cut = limit
+    while cut > 0 and (raw[cut] & 0xC0) == 0x80:  # not inside a character
+        cut -= 1
+    return printable(raw[:cut].decode("utf-8", "surrogatepass")) + f"...({len(raw)} bytes)"
+
+
+def quoted(text: str, limit: int = CLIP_BYTES) -> str:
+    """A string from a file as a message quotes it: `clipped`, in single quotes."""
+    return f"'{clipped(text, limit)}'"
+
+
+def listed(items: list[str], limit: int = LIST_LIMIT) -> str:
+    """Items already made printable, comma-separated, the first `limit` of them and then how many
+    more: `a, b, c and 8189 more`."""
+    if len(items) <= limit:
+        return ", ".join(items)
+    return ", ".join(items[:limit]) + f" and {len(items) - limit} more"
 
 
 class Finding(NamedTuple):
@@ -389,6 +458,13 @@ class FatpteError(Exception):
     def __str__(self) -> str:
         prefix = "" if self.source is None else f"{self.source}: "
         return prefix + self.finding.describe()
+
+
+def out_of_memory(source: str | None, doing: str) -> FatpteError:
+    """What a reader raises in place of MemoryError: the work budgets keep reading within a constant
+    times the file, so running out is the machine's limit, reported as an I/O error (E0801) as the
+    C++ loader reports std::bad_alloc, never as another exception."""
+    return FatpteError(ErrorCode.IO_ERROR, f"out of memory while {doing}", source=source)
 
 
 class SelectionError(FatpteError):

@@ -12,6 +12,7 @@ import importlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -39,6 +40,21 @@ def load_fatpte() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != name:  # a module that exists but fails to import is a real error
                 raise
+
+
+def driven(*strategies: Any) -> Callable[[Callable[..., None]], Callable[[bytes], Any]]:
+    """Decorate a property of values drawn from Hypothesis `strategies`: the result takes the
+    fuzzer's bytes as Hypothesis' choice sequence (`fuzz_one_input`), so the bytes drive the
+    generators instead of being the input."""
+
+    def wrap(prop: Callable[..., None]) -> Callable[[bytes], Any]:
+        from hypothesis import HealthCheck, given, settings
+
+        run = settings(database=None, deadline=None, suppress_health_check=list(HealthCheck))(given(*strategies)(prop))
+        fuzz_one_input: Callable[[bytes], Any] = run.hypothesis.fuzz_one_input  # type: ignore[attr-defined]
+        return fuzz_one_input
+
+    return wrap
 
 
 def fuzz(test_one_input: Callable[[bytes], None]) -> None:

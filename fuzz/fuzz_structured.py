@@ -14,14 +14,12 @@ import _harness
 
 @functools.cache
 def _property() -> Callable[[bytes], Any]:
-    from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
     from fatpte.container.validation import validate_buffer
     from tests.strategies import mutations, packed_containers, read_everything
 
-    @settings(database=None, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(packed_containers(), st.integers(1, 3), st.data())
+    @_harness.driven(packed_containers(), st.integers(1, 3), st.data())
     def prop(data: bytes, rounds: int, draw: st.DataObject) -> None:
         report = validate_buffer(data)
         assert report.ok, [f.describe() for f in report.findings]
@@ -29,8 +27,7 @@ def _property() -> Callable[[bytes], Any]:
             data = draw.draw(mutations(data))
         read_everything(data)
 
-    fuzz_one_input: Callable[[bytes], Any] = prop.hypothesis.fuzz_one_input  # type: ignore[attr-defined]
-    return fuzz_one_input
+    return prop
 
 
 def test_one_input(data: bytes) -> None:

@@ -6,7 +6,8 @@ copies every vector into DIR (named by content hash, as libFuzzer names its inpu
 nothing twice); for the manifest target it writes the manifest region of every vector that has
 one instead, since that target reads manifest bytes alone; for the executorch target, the files
 the real ExecuTorch toolchain wrote (tests/fixtures/executorch: programs of every lowering, with
-NFAT delegates, and .ptd files) and each program's inline delegate payloads (NPTG, XH00, NFAT).
+NFAT delegates, and .ptd files) and each program's inline delegate payloads (NPTG, XH00, NFAT);
+for the hostile targets, whose bytes drive a generator, sixteen fixed byte strings.
 """
 
 from __future__ import annotations
@@ -49,9 +50,16 @@ def executorch_seeds() -> list[bytes]:
     return out
 
 
+# Targets whose input is a choice sequence for a generator (tests/strategies.py): any bytes are a
+# valid input, and a vector would only be an arbitrary one. Sixteen fixed byte strings start them.
+BUILDERS = ("hostile", "hostile_differential")
+
+
 def seeds(target: str) -> list[bytes]:
     if target == "executorch":
         return executorch_seeds()
+    if target in BUILDERS:
+        return [hashlib.sha256(b"%d" % i).digest() * 16 for i in range(16)]
     out = []
     for path in sorted(VECTORS.glob("*.nfat")):
         data = path.read_bytes()

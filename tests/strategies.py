@@ -265,3 +265,136 @@ def read_everything(data: bytes) -> None:
                 c.named_data(key).release()
         except FatpteError as exc:
             assert not report.ok, f"validate accepts the file, but reading it raised {exc}"
+
+
+# -- hostile inputs (issue 15): structure rather than bytes -------------------------------------------
+#
+# What the attack on the readers used, drawn at random: offsets shared many times (one string, table
+# or vector reached from thousands of places), long strings holding control characters, deep
+# nesting, many entries sharing one payload, huge numbers. The builders come from tools/ (the
+# writer of manifests that share what they are told to share, the container and program layouts),
+# so the inputs are well-formed where they are not meant to be hostile and reach the deep checks.
+
+_FILLS = st.sampled_from(["k", "x", "\x1b[31m", "\n", "\x7f", "é", "\u202e", "\\", "w.a"])
+
+
+def few_or_many(most: int) -> st.SearchStrategy[int]:
+    """A count: as often a handful as anything up to `most`."""
+    return st.integers(0, 8) | st.integers(0, most)
+
+
+def long_texts(max_repeat: int) -> st.SearchStrategy[str]:
+    """A short piece repeated up to `max_repeat` times: cheap to draw, long where it counts."""
+    return st.builds(lambda piece, n: piece * n, _FILLS, few_or_many(max_repeat))
+
+
+@st.composite
+def hostile_manifest_containers(draw: st.DrawFn, max_refs: int = 3000, max_repeat: int = 20_000) -> bytes:
+    """A container whose manifest shares strings, tables and vectors at random, with entries that
+    match its table or not, and now and then one byte changed in the manifest (checksum updated)."""
+    from tools.gen_vectors import ManifestWriter, blob, with_manifest
+
+    w = ManifestWriter()
+    names = [f"e{i}" for i in range(draw(st.integers(1, 12)))]
+    pool = [w.string(draw(long_texts(max_repeat))) for _ in range(draw(st.integers(1, 4)))]
+    words = [w.string(x) for x in ("avx2", "x86_64", "linux", "cuda")] + pool
+    key_texts = sorted(set(draw(st.lists(st.sampled_from(["w.a", "w.b", "k" * 300, "\x1bkey"]), max_size=3))),
+                       key=lambda k: k.encode())
+    keys = [w.string(k) for k in key_texts]
+
+    def refs(choices: list[int]) -> int:
+        picked = draw(st.lists(st.sampled_from(choices), min_size=0, max_size=4))
+        repeat = max(1, draw(few_or_many(max_refs)))
+        return w.vector((picked * repeat)[: max(len(picked), repeat)])
+
+    acc = w.table("AcceleratorRequirement", kind=draw(st.sampled_from(words)),
+                  targets=w.vector([w.table("VersionConstraint", match=draw(st.integers(0, 3)), major=8)]
+                                   * draw(few_or_many(max_refs))))
+    reqs = [w.table("Requirements", os=refs(words), arch=refs(words), cpu_features=refs(words),
+                    accelerators=w.vector([acc] * draw(st.integers(0, 50))),
+                    min_memory_bytes=draw(st.integers(0, 1 << 40)))
+            for _ in range(draw(st.integers(0, 2)))]
+    dim = w.table("Dim", symbol=draw(st.sampled_from(pool)))
+    spec = w.table("TensorSpec", dtype=w.string("float32"), shape=w.vector([dim] * draw(few_or_many(200))))
+    method = w.table("Method", name=w.string("forward"), inputs=w.vector([spec] * draw(few_or_many(200))))
+    signature = w.table("Signature", methods=w.vector([method]))
+    kv = w.table("KeyValue", key=draw(st.sampled_from(pool)), value=draw(st.sampled_from(pool)))
+    tables = []
+    for name in names:
+        fields: dict[str, int] = {"name": w.string(name)}
+        if reqs and draw(st.booleans()):
+            fields["requires"] = draw(st.sampled_from(reqs))
+        if keys or draw(st.booleans()):
+            fields["named_data"] = refs(keys + pool[:1])
+        if draw(st.booleans()):
+            fields["signature"] = signature
+        if draw(st.booleans()):
+            fields["provenance"] = w.vector([kv] * max(1, draw(few_or_many(max_refs))))
+        tables.append(w.table("Entry", **fields))
+    entries = tables * draw(st.integers(1, 3)) if draw(st.integers(0, 4)) == 0 else tables
+    named = w.vector([w.table("NamedData", key=k, segment=i) for i, k in enumerate(keys)])
+    manifest = bytearray(w.finish(w.table("Manifest", revision=1, entries=w.vector(entries), named_data=named)))
+    if draw(st.integers(0, 3)) == 0:
+        manifest[draw(st.integers(8, len(manifest) - 1))] = draw(st.integers(0, 255))
+    payload = blob("hostile", 64)
+    return with_manifest([(n, "xnnpack", payload) for n in names], bytes(manifest),
+                         [blob(f"segment{i}", 16) for i in range(len(keys))])
+
+
+@st.composite
+def hostile_entry_containers(draw: st.DrawFn, max_entries: int = 2000) -> bytes:
+    """Many entries sharing one payload, each with a manifest entry or not."""
+    from fatpte.manifest.codec import encode
+    from tools.gen_vectors import blob, with_manifest
+
+    n = max(1, draw(few_or_many(max_entries)))
+    names = [f"e{i:05d}" for i in range(n)]
+    req = M.Requirements(arch=("x86_64",)) if draw(st.booleans()) else M.Requirements()
+    described = names[: draw(st.integers(0, n))]
+    manifest = encode(M.Manifest(entries=tuple(M.ManifestEntry(x, requires=req) for x in described)))
+    return with_manifest([(x, draw(st.sampled_from(["xnnpack", "cuda"])), blob("shared", 64)) for x in names],
+                         manifest, [])
+
+
+def _json_nest(depth: int, inner: str, kind: str) -> str:
+    return ("[" * depth + inner + "]" * depth) if kind == "array" else ('{"a": ' * depth + inner + "}" * depth)
+
+
+@st.composite
+def hostile_profiles(draw: st.DrawFn) -> bytes:
+    """A device profile's JSON text with one hostile value: nesting around and far past the limit,
+    a number of thousands of digits (with a fraction or exponent), a long or escaped string, many
+    keys; or a valid profile."""
+    import json
+
+    obj = draw(device_profiles()).to_json()
+    text = json.dumps(obj)
+    field = draw(st.sampled_from(["name", "os", "memory_bytes", "backends", "cpu_features", "accelerators"]))
+    old = json.dumps(obj[field])
+    what = draw(st.sampled_from(["nest", "number", "string", "keys", "escape", "none"]))
+    if what == "nest":
+        new = _json_nest(draw(st.sampled_from([1, 63, 64, 65, 511, 512, 990, 1000, 5000])),
+                         draw(st.sampled_from(["", "1", '"x"'])), draw(st.sampled_from(["array", "object"])))
+    elif what == "number":
+        new = (draw(st.sampled_from(["", "-"])) + "9" * draw(st.sampled_from([1, 20, 21, 4300, 4301, 6000]))
+               + draw(st.sampled_from(["", ".5", "e3", "E-2"])))
+    elif what == "string":
+        new = json.dumps(draw(long_texts(50_000)))
+    elif what == "keys":
+        new = "{" + ", ".join(f'"b{i}": {i}' for i in range(draw(st.integers(0, 20_000)))) + "}"
+    elif what == "escape":
+        new = '"' + draw(st.sampled_from(["\\u001b", "\\u0000", "\\n", "\\ud800", "\\u202e", "\\\\"])) + 'x"'
+    else:
+        new = old
+    return text.replace(old, new, 1).encode("utf-8")
+
+
+@st.composite
+def hostile_programs(draw: st.DrawFn) -> bytes:
+    """An ExecuTorch program whose operator table references one operator, long-named, many times."""
+    from tools.hostile import pte_shared_operator
+
+    data = bytearray(pte_shared_operator(draw(few_or_many(20_000)), draw(few_or_many(200_000))))
+    if draw(st.integers(0, 3)) == 0:
+        data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
+    return bytes(data)

@@ -69,7 +69,21 @@ that is not there or is ambiguous, something version 1 cannot hold |
   The code follows the error's category (`fatpte.errors.Category`; the mapping is
   `fatpte.cli.exit_codes.EXIT_CODES`): {ranges}.
 - **Outputs are never overwritten** without `--force`, and **never left partial**: each output is
-  written to a temporary file beside it and renamed into place when complete.
+  written to a temporary file beside it, `.NAME.pPID.RANDOM.partial`, and renamed into place when
+  complete. An error, Ctrl-C (SIGINT), SIGTERM or SIGHUP removes it (the command then ends by that
+  signal, as it would have without fatpte); only SIGKILL or a crash of the machine can leave one,
+  and the next write of the same NAME in that folder removes those whose process is gone.
+- **Inputs are regular files**: a container, payload, profile or pack.toml that is a directory,
+  device, FIFO or socket is E0811 (exit 4), found before anything is read, so a FIFO never makes a
+  command wait. A payload whose size changes while it is packed, or that reports 0 bytes but has
+  content (files of `/proc`), is E0801: nothing is written.
+- **Text output is safe for a terminal**: every string that comes from a file (names, backend ids,
+  keys, requirements, provenance, ExecuTorch names) is printed with control characters, the
+  backslash and the bidirectional controls written `\\xNN` or `\\uNNNN`, and cut after 1 KiB with
+  its size (`...(1048576 bytes)`), so a file can neither drive the terminal nor forge a line.
+  `--json` output is exact. Reading is bounded by the file (specs/nfat.md section 9): a command
+  never takes memory or time out of proportion to what it reads, and running out of memory all
+  the same is E0801, never a traceback.
 - **Progress** is shown on stderr for work that takes more than about a second, only when stderr
   is a terminal, and never with `--quiet`.
 - **`--json`** output is a stable interface: the fields are listed under [JSON fields](#json-fields);

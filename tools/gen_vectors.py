@@ -75,6 +75,7 @@ CONTENT_CODES = frozenset({
     ErrorCode.PAYLOAD_DIGEST_MISMATCH,
     ErrorCode.MANIFEST_VALUE_INVALID,
     ErrorCode.NAMED_DATA_LAYOUT_MISMATCH,
+    ErrorCode.MANIFEST_OVER_BUDGET,
     ErrorCode.SIGNATURE_CHECKSUM_MISMATCH,
 })
 
@@ -198,6 +199,7 @@ class Vector:
     field: str | None = None
     warnings: tuple[ErrorCode, ...] = ()
     changed: list[tuple[int, int]] = dc_field(default_factory=list)
+    rule: str | None = None  # the rule of specs/nfat-manifest.md section 2 the defect breaks ("2.1.5")
     # Signed vectors: what `verify` with the trusted keys says (code, offset, field), and the
     # entries it reports as thinned. None: not a signing vector.
     verify: tuple[ErrorCode | None, int | None, str | None] | None = None
@@ -317,6 +319,39 @@ class ManifestMap:
             raise KeyError(f"{table_name}.{name} is absent")
         return table + off, fields[slot]
 
+    @property
+    def root(self) -> int:
+        """The root table's position in the manifest."""
+        return self._ref(0)
+
+    def _walk(self, path: str) -> tuple[int, str, int, Any]:
+        """(table, its type, slot of the last part, its field) of a path whose last part is a
+        field (`entries[1].name`) or an element (`entries[1]`), all relative to the manifest."""
+        table, table_name = self._ref(0), "Manifest"
+        parts = path.split(".")
+        for n, part in enumerate(parts):
+            name, _, index = part.partition("[")
+            at, f = self._field(table, name, table_name)
+            slot = at if not index else self._ref(at) + 4 + 4 * int(index[:-1])
+            if n == len(parts) - 1:
+                return table, table_name, slot, f
+            table, table_name = self._ref(slot), f.target
+        raise KeyError(path)
+
+    def slot(self, path: str) -> int:
+        """File offset where the value of `path` is stored: a scalar, or the uoffset of an offset
+        field or of a vector element (`entries[1]`, `entries[0].named_data[1]`)."""
+        return self.base + self._walk(path)[2]
+
+    def target(self, path: str) -> int:
+        """File offset of what the uoffset at `path` points to (a table, string or vector)."""
+        return self.base + self._ref(self._walk(path)[2])
+
+    def vtable(self, path: str) -> int:
+        """File offset of the vtable of the table at `path` (the root for "")."""
+        t = self.target(path) - self.base if path else self.root
+        return self.base + t - int.from_bytes(self.d[t : t + 4], "little", signed=True)
+
     def locate(self, path: str) -> tuple[int, int]:
         """(file offset, size) of the field's value: a scalar, a string's bytes, a vector's u32
         length (path without index), one byte of a [u8] vector, or a table's start (size 0)."""
@@ -345,6 +380,147 @@ class ManifestMap:
             if last:
                 return self.base + table, 0
         raise KeyError(path)
+
+
+def with_manifest(entries: Sequence[tuple[str, str, bytes]], manifest: bytes, segments: Sequence[bytes]) -> bytes:
+    """A v2 container holding exactly these manifest bytes, in the layout pack writes: header,
+    entry and segment tables, the manifest at the next multiple of 8, payloads and segments each
+    at the next multiple of 64. For manifests pack cannot write (shared objects, defects)."""
+    tables_end = L.V2_HEADER_SIZE + len(entries) * L.V2_ENTRY_SIZE + len(segments) * L.V2_SEGMENT_SIZE
+    moff = _align(tables_end, L.MANIFEST_ALIGNMENT)
+    cursor = moff + len(manifest)
+    at: list[int] = []
+    placed: dict[bytes, int] = {}  # identical payloads are stored once, as pack stores them
+    for i, blob_ in enumerate([p for _, _, p in entries] + list(segments)):
+        if i < len(entries) and blob_ and blob_ in placed:
+            at.append(placed[blob_])
+            continue
+        at.append(_align(cursor, L.DEFAULT_ALIGNMENT))
+        cursor = at[-1] + len(blob_)
+        if i < len(entries):
+            placed[blob_] = at[-1]
+    out = bytearray(cursor)
+    out[0:L.V2_HEADER_SIZE] = _HDR.build({
+        "magic": L.MAGIC, "version": L.VERSION_2, "header_size": L.V2_HEADER_SIZE, "entry_size": L.V2_ENTRY_SIZE,
+        "entry_count": len(entries), "segment_entry_size": L.V2_SEGMENT_SIZE, "segment_count": len(segments),
+        "flags": 0, "container_size": cursor, "manifest_offset": moff, "manifest_size": len(manifest),
+        "manifest_checksum": crc32c(manifest), "header_checksum": 0,
+    })
+    for i, (name, backend, payload) in enumerate(entries):
+        base = L.V2_HEADER_SIZE + i * L.V2_ENTRY_SIZE
+        out[base : base + _ENT.size] = _ENT.build({
+            "name": name.encode().ljust(32, b"\0"), "backend_id": backend.encode().ljust(32, b"\0"),
+            "offset": at[i], "size": len(payload), "payload_kind": b"\0\0\0\0", "alignment": L.DEFAULT_ALIGNMENT,
+            "checksum": crc32c(payload), "priority": 0, "flags": 0, "reserved": 0,
+        })
+        out[at[i] : at[i] + len(payload)] = payload
+    for k, seg in enumerate(segments):
+        base = L.V2_HEADER_SIZE + len(entries) * L.V2_ENTRY_SIZE + k * L.V2_SEGMENT_SIZE
+        where = at[len(entries) + k]
+        out[base : base + _SEG.size] = _SEG.build({"offset": where, "size": len(seg),
+                                                  "alignment": L.DEFAULT_ALIGNMENT, "checksum": crc32c(seg),
+                                                  "flags": 0, "reserved": 0})
+        out[where : where + len(seg)] = seg
+    out[moff : moff + len(manifest)] = manifest
+    reseal(out)
+    return bytes(out)
+
+
+# The manifest of v2-manifest-rules: every table type of the schema, objects shared the way a
+# flatbuffers writer may share them (one key string for an entry's list and the key table, one
+# signature table for both entries, one provenance pair referenced RULES_REFS times), and the
+# strings its invalid derivations point offsets at (an empty one, one longer than 4096 bytes).
+RULES_REFS = 600
+RULES_PAYLOADS = (("cpu", "xnnpack", blob("rules-cpu", 48)), ("gpu", "cuda", blob("rules-gpu", 48, b"CUDA")))
+RULES_SEGMENTS = (blob("rules-s0", 64), blob("rules-s1", 16))
+
+
+class ManifestWriter:
+    """A flatbuffers builder that writes manifest tables by the field names of
+    fatpte.manifest.codec.SCHEMA and shares what it is told to share: strings by value, and any
+    table or vector whose offset is used twice. For manifests fatpte's writer never makes."""
+
+    def __init__(self) -> None:
+        import flatbuffers
+
+        self.b = flatbuffers.Builder(0)
+        self._text: dict[str, int] = {}
+
+    def string(self, value: str) -> int:
+        if value not in self._text:
+            self._text[value] = int(self.b.CreateString(value))
+        return self._text[value]
+
+    def bytes(self, value: bytes) -> int:
+        return int(self.b.CreateByteVector(value))
+
+    def table(self, table_name: str, /, **values: Any) -> int:
+        from fatpte.manifest.codec import SCHEMA
+
+        fields = SCHEMA[table_name]
+        self.b.StartObject(len(fields))
+        for slot, f in enumerate(fields):
+            if f.name not in values:
+                continue
+            v = values[f.name]
+            if f.kind == "u8":
+                self.b.PrependUint8Slot(slot, v, 0)
+            elif f.kind == "u32":
+                self.b.PrependUint32Slot(slot, v, 0)
+            elif f.kind == "u64":
+                self.b.PrependUint64Slot(slot, v, 0)
+            else:
+                self.b.PrependUOffsetTRelativeSlot(slot, v, 0)
+        return int(self.b.EndObject())
+
+    def vector(self, items: Sequence[int]) -> int:
+        self.b.StartVector(4, len(items), 4)
+        for item in reversed(items):
+            self.b.PrependUOffsetTRelative(item)
+        return int(self.b.EndVector())
+
+    def ints(self, values: Sequence[int]) -> int:
+        """A vector of i32 (TensorLayout.sizes)."""
+        self.b.StartVector(4, len(values), 4)
+        for v in reversed(values):
+            self.b.PrependInt32(v)
+        return int(self.b.EndVector())
+
+    def finish(self, root: int) -> bytes:
+        self.b.Finish(root, L.MANIFEST_IDENTIFIER)
+        return bytes(self.b.Output())
+
+
+def rules_manifest() -> bytes:
+    w = ManifestWriter()
+    s, table, vector = w.string, w.table, w.vector
+    for word in ("", "x" * 4200, "w.a", "w.b", "forward", "reset", "float32", "n", "state", "tool", "fatpte",
+                 "note", "empty", "cpu", "gpu", "linux", "x86_64", "avx2", "cuda"):
+        s(word)
+    d3 = table("Dim", size=3)
+    dn = table("Dim", symbol=s("n"))
+    x = table("TensorSpec", dtype=s("float32"), shape=vector([d3, dn]))
+    y = table("TensorSpec", dtype=s("float32"), shape=vector([d3]))
+    state = table("TensorSpec", name=s("state"), dtype=s("float32"), shape=vector([]))
+    forward = table("Method", name=s("forward"), inputs=vector([x]), outputs=vector([y]), buffers=vector([state]))
+    reset = table("Method", name=s("reset"), inputs=vector([]), outputs=vector([]), buffers=vector([]))
+    sig = table("Signature", methods=vector([forward, reset]))
+    digest = s("sha256:" + hashlib.sha256(b"rules source").hexdigest())
+    tool = table("KeyValue", key=s("tool"), value=s("fatpte"))
+    note = table("KeyValue", key=s("note"), value=s("x" * 4200))
+    empty = table("KeyValue", key=s("empty"), value=s(""))
+    sha = w.bytes(hashlib.sha256(RULES_PAYLOADS[0][2]).digest())
+    cpu = table("Entry", name=s("cpu"), signature=sig, named_data=vector([s("w.a"), s("w.b")]),
+                source_digest=digest, payload_sha256=sha, provenance=vector([tool] * RULES_REFS + [note, empty]))
+    target = table("VersionConstraint", match=1, major=8, minor=0)
+    acc = table("AcceleratorRequirement", kind=s("cuda"), targets=vector([target]), min_memory_bytes=1 << 30)
+    abi = table("AbiRange", min=1, max=3)
+    req = table("Requirements", os=vector([s("linux")]), arch=vector([s("x86_64")]), cpu_features=vector([s("avx2")]),
+                accelerators=vector([acc]), min_memory_bytes=1 << 30, backend_abi=abi)
+    gpu = table("Entry", name=s("gpu"), requires=req, signature=sig, named_data=vector([s("w.a")]),
+                source_digest=digest)
+    keys = vector([table("NamedData", key=s("w.a")), table("NamedData", key=s("w.b"), segment=1)])
+    return w.finish(table("Manifest", revision=1, entries=vector([cpu, gpu]), named_data=keys))
 
 
 def _hat(fld: str) -> int:
@@ -438,6 +614,9 @@ def valid_vectors() -> list[Vector]:
     ], named_data={"w.a": fatpte.NamedData(blob("r2-s0", 96), layout=layout), "w.b": blob("r2-s1", 10)}),
         "manifest revision 2: each entry's ExecuTorch backends (two, and none), a named-data key with a "
         "tensor layout (float32[2, 3, 4], dim order 0, 2, 1: 96 bytes) and one of raw bytes")
+    add("v2-manifest-rules", with_manifest(RULES_PAYLOADS, rules_manifest(), RULES_SEGMENTS),
+        "a manifest using every table of the schema, with shared objects: both entries' signature is one "
+        f"table, entry 0 lists one provenance pair {RULES_REFS} times; the base of the manifest rule vectors")
     add("v2-executorch-delegation", packed([
         S("portable", blob("dl-p", 40), executorch_backends=[]),
         S("xnnpack", blob("dl-x", 40), executorch_backends=["XnnpackBackend"]),
@@ -785,6 +964,8 @@ def invalid_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
                   "key 'w.a''s layout float32[2, 3, 5] is 120 bytes; its segment holds 96",
                   C.NAMED_DATA_LAYOUT_MISMATCH, r2m.header("manifest_offset"), "manifest.named_data[0].layout")
 
+    yield from _manifest_rule_vectors(by)
+
     # -- 5xx version 1 ----------------------------------------------------------------------------
     v1 = by["v1-many-entries"]
     for text, why in ((b"", "empty"), (b"caf\xc3\xa9", "non-ascii"), (b"\xff", "byte-ff")):
@@ -853,6 +1034,140 @@ def invalid_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
     yield edit(grown, lambda e: e.put(L.V2_HEADER_SIZE, b"\x01"), "v2-header-extension-changed",
                "a byte of the grown header changed without updating header_checksum",
                C.HEADER_CHECKSUM_MISMATCH, L.HEADER_CHECKSUM_OFFSET, "header.header_checksum", seal=False)
+
+
+# Vectors among the others that break a rule of specs/nfat-manifest.md section 2.
+RULE_OF = {"v2-manifest-bad-identifier": "2.1.1", "v2-manifest-corrupt-root-offset": "2.1.2",
+           "v2-source-digest-upper-case": "2.2.4", "v2-executorch-backend-twice": "2.2.8",
+           "v2-layout-dtype-unknown": "2.2.9", "v2-layout-size-negative": "2.2.9",
+           "v2-layout-dim-order-not-permutation": "2.2.9", "v2-named-data-keys-unsorted": "2.2.10"}
+
+
+def _manifest_rule_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
+    """One vector (or more) for each rule of specs/nfat-manifest.md section 2 (verifying the
+    buffer, its values and the work budget), each one defect in v2-manifest-rules: an offset,
+    a length or a vtable slot changed, manifest_checksum and header_checksum updated. The
+    table-count rule (2.1.8) needs a manifest too large for this folder: tests/loader/
+    test_cpp_parity.py builds it."""
+    C = ErrorCode
+    base = by["v2-manifest-rules"]
+    probe = Edit(base)
+    moff = probe.header("manifest_offset")
+    msize = probe.header("manifest_size")
+    m = ManifestMap(probe.buf, moff)
+    empty, long_ = m.target("entries[0].provenance[601].value"), m.target("entries[0].provenance[600].value")
+
+    def vec(name: str, rule: str, description: str, changes: Sequence[tuple[int, int, int]], code: ErrorCode,
+            offset: int | None, fld: str | None) -> Vector:
+        e = Edit(base)
+        for at, size, value in changes:
+            e.put_int(at, size, value)
+        e.reseal_manifest()
+        v = e.vector(name, description, code, offset, fld)
+        v.rule = rule
+        return v
+
+    def point(path: str, to: int) -> tuple[int, int, int]:
+        """The uoffset at `path` made to point at file offset `to`."""
+        at = m.slot(path)
+        return (at, 4, to - at)
+
+    def table_of(path: str) -> int:
+        return m.target(path)
+
+    # 2.1.2 offsets
+    yield vec("v2-manifest-root-offset-zero", "2.1.2", "the manifest's root offset is 0", [(moff, 4, 0)],
+              C.MANIFEST_CORRUPT, moff, "manifest")
+    yield vec("v2-manifest-entry-offset-zero", "2.1.2", "the second element of the entries vector is offset 0",
+              [(m.slot("entries[1]"), 4, 0)], C.MANIFEST_CORRUPT, m.slot("entries[1]"), "manifest.entries[1]")
+    yield vec("v2-manifest-key-offset-zero", "2.1.2", "the second element of entry 0's named_data is offset 0",
+              [(m.slot("entries[0].named_data[1]"), 4, 0)], C.MANIFEST_CORRUPT,
+              m.slot("entries[0].named_data[1]"), "manifest.entries[0].named_data[1]")
+    at = m.slot("entries[1].name")
+    yield vec("v2-manifest-offset-past-end", "2.1.2", "entry 1's name offset points at the manifest's end",
+              [(at, 4, moff + msize - at)], C.MANIFEST_CORRUPT, at, "manifest.entries[1].name")
+    root_vt = m.vtable("")
+    entries_voff = _u(probe.buf, root_vt + 4 + 2 * 1, 2)
+    yield vec("v2-manifest-offset-misaligned", "2.1.2", "the root vtable places Manifest.entries 2 bytes later, "
+              "at an offset not a multiple of 4", [(root_vt + 6, 2, entries_voff + 2)], C.MANIFEST_CORRUPT,
+              moff + m.root + entries_voff + 2, "manifest.entries")
+    # 2.1.3 tables and vtables
+    at = m.slot("entries[1]")
+    yield vec("v2-manifest-table-misaligned", "2.1.3", "entries[1] points 2 bytes into its table",
+              [(at, 4, table_of("entries[1]") + 2 - at)], C.MANIFEST_CORRUPT, table_of("entries[1]") + 2,
+              "manifest.entries[1]")
+    yield vec("v2-manifest-vtable-outside", "2.1.3", "entries[1]'s soffset puts its vtable before the manifest",
+              [(table_of("entries[1]"), 4, 0x7FFFFFF0)], C.MANIFEST_CORRUPT, table_of("entries[1]"),
+              "manifest.entries[1]")
+    yield vec("v2-manifest-vtable-size-odd", "2.1.3", "the root table's vtable is 9 bytes long",
+              [(root_vt, 2, 9)], C.MANIFEST_CORRUPT, root_vt, "manifest")
+    yield vec("v2-manifest-vtable-past-end", "2.1.3", "the root table's vtable claims 65534 bytes",
+              [(root_vt, 2, 0xFFFE)], C.MANIFEST_CORRUPT, root_vt, "manifest")
+    # 2.1.4 scalars
+    abi = "entries[1].requires.backend_abi"
+    abi_vt = m.vtable(abi)
+    max_voff = _u(probe.buf, abi_vt + 4 + 2 * 1, 2)
+    yield vec("v2-manifest-scalar-misaligned", "2.1.4", "the vtable of the AbiRange table (which named_data[1] "
+              "shares) moves its u32 second field by 1 byte", [(abi_vt + 6, 2, max_voff + 1)], C.MANIFEST_CORRUPT,
+              table_of(abi) + max_voff + 1, f"manifest.{abi}.max")
+    # 2.1.5 strings
+    wb = m.target("named_data[1].key")
+    yield vec("v2-manifest-string-past-end", "2.1.5", "the key 'w.b' claims 2^31 bytes", [(wb, 4, 1 << 31)],
+              C.MANIFEST_CORRUPT, wb, "manifest.entries[0].named_data[1]")
+    gpu = m.target("entries[1].name")
+    yield vec("v2-manifest-string-not-terminated", "2.1.5", "the NUL after entry 1's name 'gpu' is 'x'",
+              [(gpu + 7, 1, ord("x"))], C.MANIFEST_CORRUPT, gpu + 7, "manifest.entries[1].name")
+    fw = m.target("entries[0].signature.methods[0].name")
+    yield vec("v2-manifest-string-not-utf8", "2.1.5", "the third byte of the method name 'forward' is 0xff",
+              [(fw + 6, 1, 0xFF)], C.MANIFEST_CORRUPT, fw + 6, "manifest.entries[0].signature.methods[0].name")
+    # 2.1.6 vectors
+    prov = m.target("entries[0].provenance")
+    yield vec("v2-manifest-vector-too-long", "2.1.6", "entry 0's provenance vector claims 2^28 elements",
+              [(prov, 4, 1 << 28)], C.MANIFEST_CORRUPT, prov, "manifest.entries[0].provenance")
+    # 2.1.7 required fields
+    kv_vt = m.vtable("entries[0].provenance[0]")
+    yield vec("v2-manifest-required-field-absent", "2.1.7", "the vtable of the provenance pairs has no value "
+              "field", [(kv_vt + 6, 2, 0)], C.MANIFEST_CORRUPT, table_of("entries[0].provenance[0]"),
+              "manifest.entries[0].provenance[0].value")
+    # 2.2 values
+    e1 = table_of("entries[1]")
+    yield vec("v2-manifest-name-empty", "2.2.1", "entry 1's name points at an empty string",
+              [point("entries[1].name", empty)], C.MANIFEST_VALUE_INVALID, e1, "manifest.entries[1].name")
+    yield vec("v2-manifest-name-too-long", "2.2.1", "entry 1's name points at a string of 4200 bytes",
+              [point("entries[1].name", long_)], C.MANIFEST_VALUE_INVALID, e1, "manifest.entries[1].name")
+    x = "entries[0].signature.methods[0].inputs[0]"
+    yield vec("v2-manifest-dtype-empty", "2.2.1", "the first input's dtype points at an empty string",
+              [point(f"{x}.dtype", empty)], C.MANIFEST_VALUE_INVALID, table_of(x),
+              "manifest.entries[0].signature.methods[0].inputs[0].dtype")
+    yield vec("v2-manifest-named-data-key-empty", "2.2.2", "entry 0's second named-data key is an empty string",
+              [point("entries[0].named_data[1]", empty)], C.MANIFEST_VALUE_INVALID, table_of("entries[0]"),
+              "manifest.entries[0].named_data[1]")
+    sha = m.target("entries[0].payload_sha256")
+    yield vec("v2-manifest-sha256-short", "2.2.3", "entry 0's payload_sha256 holds 31 bytes", [(sha, 4, 31)],
+              C.MANIFEST_VALUE_INVALID, table_of("entries[0]"), "manifest.entries[0].payload_sha256")
+    yield vec("v2-manifest-method-twice", "2.2.5", "the second method is also named 'forward'",
+              [point("entries[0].signature.methods[1].name", fw)], C.MANIFEST_VALUE_INVALID,
+              table_of("entries[0].signature.methods[1]"), "manifest.entries[0].signature.methods[1].name")
+    st = "entries[0].signature.methods[0].buffers[0]"
+    yield vec("v2-manifest-buffer-name-empty", "2.2.6", "the mutable buffer's name points at an empty string "
+              "(a buffer may have no name, but a name present must not be empty)",
+              [point(f"{st}.name", empty)], C.MANIFEST_VALUE_INVALID, table_of(st),
+              "manifest.entries[0].signature.methods[0].buffers[0].name")
+    dim = "entries[0].signature.methods[0].inputs[0].shape[1]"
+    yield vec("v2-manifest-dim-symbol-empty", "2.2.7", "the symbolic dimension's symbol is an empty string",
+              [point(f"{dim}.symbol", empty)], C.MANIFEST_VALUE_INVALID, table_of(dim),
+              "manifest.entries[0].signature.methods[0].inputs[0].shape[1]")
+    # 2.3 the work budget: the provenance pair referenced 600 times now holds the 4200-byte value
+    over = Edit(base)
+    at = m.slot("entries[0].provenance[0].value")
+    over.put_int(at, 4, long_ - at)
+    over.reseal_manifest()
+    got = outcome(bytes(over.buf))  # where the running total first passes the budget: fatpte's walk says
+    v = over.vector("v2-manifest-over-budget", f"the provenance pair entry 0 references {RULES_REFS} times "
+                    "holds the 4200-byte string: the manifest expands past 16 bytes per byte plus 1 MiB",
+                    C.MANIFEST_OVER_BUDGET, got["offset"], got["field"])
+    v.rule = "2.3.1"
+    yield v
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1254,6 +1569,9 @@ def index_of(vectors: Sequence[Vector]) -> dict[str, Any]:
             "size": len(v.data),
             "sha256": hashlib.sha256(v.data).hexdigest(),
         }
+        rule = v.rule or RULE_OF.get(v.name)
+        if rule is not None:
+            row["rule"] = rule
         if v.base is not None:
             row["base"] = v.base + SUFFIX
             row["changed"] = [list(r) for r in v.changed]
@@ -1310,6 +1628,8 @@ or tables changed, `header_checksum`; a file shorter than its base was cut).
 
 - `valid`: true when a conforming reader accepts the file;
 - `description`, `size`, `sha256`, and for derived files `base` and `changed`;
+- `rule`, for files that break a rule of specs/nfat-manifest.md section 2 (verifying the
+  manifest buffer, its values, its work budget): the rule's number, such as `2.1.5`;
 - valid files: `warnings` (codes such as `E0503`, in the order reported), `entries` (names, in
   table order), and `selection`: the entry chosen on every device profile of specs/devices/
   (`null` when none fits: NO_SPECIALIZATION_FITS);

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from fatpte.cli.exit_codes import EXIT_INVALID, EXIT_OK, error_line, exit_code, warning_line
-from fatpte.errors import ErrorCode, FatpteError, SelectionError
+from fatpte.errors import ErrorCode, FatpteError, SelectionError, Severity, printable, quoted, terminal_safe
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -39,9 +39,11 @@ class UsageProblem(Exception):
 
 def echo(text: str = "", *, err: bool = False) -> None:
     """One line to stdout (or stderr), flushed, as click.echo writes it: the two streams stay in
-    order when they go to the same place."""
+    order when they go to the same place. Every control character but the newline is escaped on
+    the way (errors.terminal_safe): the last guard, behind the renderers' own escaping of each
+    string from a file. JSON text, which json.dumps writes in ASCII, passes unchanged."""
     stream = sys.stderr if err else sys.stdout
-    stream.write(text + "\n")
+    stream.write(terminal_safe(text) + "\n")
     stream.flush()
 
 
@@ -52,12 +54,14 @@ def emit_json(value: Any) -> None:
 
 
 def check_inputs(*paths: str | os.PathLike[str] | None) -> None:
-    """Refuse an input file that is missing, unreadable or a directory, before anything else (the
-    output's existence included): what the user must fix first is named first. A URL is checked
-    by its first request (docs/remote.md)."""
+    """Refuse an input file that is missing, unreadable or no regular file (a directory, FIFO,
+    device: E0811, as every reader refuses it), before anything else (the output's existence
+    included): what the user must fix first is named first. A URL is checked by its first request
+    (docs/remote.md)."""
     import stat
 
     from fatpte.fileio.atomic import io_error
+    from fatpte.fileio.mapping import what_file
     from fatpte.fileio.url import is_url
 
     for path in paths:
@@ -67,9 +71,9 @@ def check_inputs(*paths: str | os.PathLike[str] | None) -> None:
             st = os.stat(path)
         except OSError as exc:
             raise io_error(exc, path, "cannot read") from None
-        if stat.S_ISDIR(st.st_mode):
-            raise FatpteError(ErrorCode.IO_ERROR, f"cannot read {os.fspath(path)}: it is a directory, not a file",
-                              source=os.fspath(path))
+        if not stat.S_ISREG(st.st_mode):
+            raise FatpteError(ErrorCode.NOT_A_FILE, f"cannot read {os.fspath(path)}: it is {what_file(st.st_mode)}, "
+                              "not a regular file", source=os.fspath(path))
 
 
 def check_output(path: str | os.PathLike[str], force: bool) -> None:
@@ -238,20 +242,20 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
             # A package is self-contained: extract writes it whole again (fatpte.ops.ptn_export).
             from fatpte.ops.ptn_export import write_entry_package
 
-            with progress(f"extracting {entry.name!r}", quiet):
+            with progress(f"extracting {quoted(entry.name)}", quiet):
                 size = write_entry_package(container, entry, output)
         else:
-            with progress(f"extracting {entry.name!r}", quiet) as bar:
+            with progress(f"extracting {quoted(entry.name)}", quiet) as bar:
                 extract_entry(container, entry, output, progress=bar.update)
     if package:
-        echo(f"wrote {output}: package of {entry.name!r} ({entry.backend_id}) with its {len(keys)} tensors put "
+        echo(f"wrote {output}: package of {quoted(entry.name)} ({printable(entry.backend_id)}) with its {len(keys)} tensors put "
              f"back from the container's named data, {size} bytes")
     else:
-        echo(f"wrote {output}: payload of {entry.name!r} ({entry.backend_id}), {entry.size} bytes")
+        echo(f"wrote {output}: payload of {quoted(entry.name)} ({printable(entry.backend_id)}), {entry.size} bytes")
     if data_out is None and keys and not package:
         # The payload loads these keys from a data file beside it; without one it fails to load.
         suggestion = os.path.splitext(output)[0] + ".ptd"
-        echo(f"{file}: warning: {entry.name!r} loads {len(keys)} named-data "
+        echo(f"{file}: warning: {quoted(entry.name)} loads {len(keys)} named-data "
              f"{'key' if len(keys) == 1 else 'keys'} kept in the container, not in its payload: the extracted "
              f"program needs them in a data file; extract again with --data-out {suggestion} --force", err=True)
     if data_out is not None:
@@ -292,7 +296,7 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, allow_emp
                 echo(error_line(exc), err=True)
                 if as_json:
                     echo(json.dumps({"path": str(path), "ok": False, "valid": False, "version": None,
-                                     "size": None, "findings": [exc.finding.to_json()]}))
+                                     "size": None, "findings": [exc.finding.to_json()], "omitted": {}}))
                 continue
             finally:
                 if within is None:
@@ -301,13 +305,17 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, allow_emp
             for report in reports:
                 ok = report.ok and not (strict and report.warnings)
                 file_ok &= ok
-                errors += len(report.errors)
-                warnings += len(report.warnings)
+                omitted = dict(report.omitted)
+                errors += len(report.errors) + sum(n for c, n in omitted.items() if c.severity is Severity.ERROR)
+                warnings += len(report.warnings) + sum(n for c, n in omitted.items()
+                                                       if c.severity is Severity.WARNING)
                 if as_json:
                     echo(json.dumps({**report.to_json(), "valid": ok}))
                 else:
                     for f in report.findings:
                         echo(f"{report.source}: {f.describe()}")
+                    for line in report.omitted_lines():
+                        echo(f"{report.source}: {line}")
             valid += file_ok
             invalid += not file_ok
     if not allow_empty:

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, listed, quoted
 
 # Paths as the command line gave them (a str), or a Path from a Python caller; pathlib is not
 # imported here, because `fatpte info` and `select` on a container call executorch_kind first.
@@ -30,11 +30,9 @@ HEAD_SIZE = 64  # the NFAT magic at 0..4, an ExecuTorch identifier at 4..8, a .p
 def head(path: PathArg) -> bytes:
     """The first bytes of `path`; empty when it cannot be read, so that the command reports the
     I/O error the way it reports it for containers."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(HEAD_SIZE)
-    except OSError:
-        return b""
+    from fatpte.fileio.mapping import read_head
+
+    return read_head(path, HEAD_SIZE)
 
 
 def executorch_kind(path: PathArg) -> str | None:
@@ -57,12 +55,18 @@ def is_program(path: PathArg) -> bool:
 
 def _read(path: PathArg) -> bytes:
     from fatpte.fileio.atomic import io_error
+    from fatpte.fileio.mapping import open_regular
 
+    fd = open_regular(path)
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
             return f.read()
     except OSError as exc:
         raise io_error(exc, path, "cannot read") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def _not_fat(path: PathArg) -> FatpteError:
@@ -303,5 +307,5 @@ def thin_program(path: PathArg, output: PathArg, *, device: DeviceProfile | None
     kept = []
     for d in nfat_delegates(program):
         c = Container.from_buffer(bytes(program.payload(d)), source=os.fspath(output))
-        kept.append(f"delegate {d.index} kept {', '.join(repr(e.name) for e in c.entries)}")
+        kept.append(f"delegate {d.index} kept {listed([quoted(e.name) for e in c.entries])}")
     return f"wrote {output}: {'; '.join(kept)}; {len(data)} bytes (was {os.stat(path).st_size})"

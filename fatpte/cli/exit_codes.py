@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from fatpte.errors import Category, ErrorCode, FatpteError, FatpteWarning
+from fatpte.errors import Category, ErrorCode, FatpteError, FatpteWarning, terminal_safe
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -37,17 +37,25 @@ def exit_code(error: FatpteError) -> int:
 def error_line(error: FatpteError) -> str:
     """`path: E0203 at 0x48 (entries[2].size): ...`; `fatpte:` when no file is involved. A file
     given as a container that does not start with the magic is said to be what it is instead
-    (an ExecuTorch .ptn or .ptd, a Git LFS pointer, ...)."""
+    (an ExecuTorch .ptn or .ptd, a Git LFS pointer, ...). Control characters a path, field or
+    message may hold are escaped (errors.terminal_safe)."""
     if (error.code is ErrorCode.BAD_MAGIC and error.offset == 0 and isinstance(error.actual, bytes)
             and error.source is not None and os.path.isfile(error.source)):
         from fatpte.cli.executorch_files import not_a_container  # the error path only: keeps start-up lean
 
         error = FatpteError(error.code, not_a_container(error.source, error.actual), source=error.source,
                             offset=error.offset, field=error.field, expected=error.expected, actual=error.actual)
-    text = str(error)
+    text = terminal_safe(str(error))
     return text if error.source is not None else f"fatpte: {text}"
 
 
+def out_of_memory_line() -> str:
+    """What a command prints when the machine runs out of memory (MemoryError): E0801, as the C++
+    loader reports std::bad_alloc, never a traceback."""
+    return f"fatpte: {ErrorCode.IO_ERROR.tag}: out of memory"
+
+
 def warning_line(warning: FatpteWarning) -> str:
-    """`fatpte: warning: E0709 (specializations): ...`: a FatpteWarning as the command line prints it."""
-    return f"fatpte: warning: {warning}"
+    """`fatpte: warning: E0709 (specializations): ...`: a FatpteWarning as the command line prints it,
+    its control characters escaped (errors.terminal_safe)."""
+    return f"fatpte: warning: {terminal_safe(str(warning))}"

@@ -162,8 +162,9 @@ def run(args: Sequence[str]) -> int | None:
         return None
     command, kwargs = parsed
     from fatpte.cli.commands import UsageProblem, echo, printed_warnings
-    from fatpte.cli.exit_codes import EXIT_IO, error_line, exit_code
+    from fatpte.cli.exit_codes import EXIT_IO, error_line, exit_code, out_of_memory_line
     from fatpte.errors import ErrorCode, FatpteError
+    from fatpte.fileio.atomic import Terminated, end_by_signal
 
     try:
         with printed_warnings():
@@ -177,6 +178,14 @@ def run(args: Sequence[str]) -> int | None:
         # The library wraps its own I/O; this catches writing results (a closed pipe), as the
         # click group's boundary does (fatpte/cli/main.py, FatpteGroup.invoke).
         echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
+        return EXIT_IO
+    except Terminated as exc:
+        end_by_signal(exc)  # the outputs are cleaned up: die by the signal, as without fatpte's handler
+        return 128 + exc.signum
+    except MemoryError:
+        # The work budgets (specs/nfat.md section 9) keep reading a file within a constant times its
+        # size; this is the machine running out all the same. Reported like the C++ loader does.
+        echo(out_of_memory_line(), err=True)
         return EXIT_IO
     except KeyboardInterrupt:
         echo("\nAborted!", err=True)  # what click prints on ^C, with the same status

@@ -27,6 +27,7 @@ from fatpte.cli.commands import (
     UsageProblem,
     check_inputs,
     check_output,
+    echo,
     emit_json,
     load_device,
     printed_warnings,
@@ -40,8 +41,10 @@ from fatpte.cli.exit_codes import (
     EXIT_OK,
     error_line,
     exit_code,
+    out_of_memory_line,
 )
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, listed, printable, quoted
+from fatpte.fileio.atomic import Terminated, end_by_signal
 
 if TYPE_CHECKING:
     from fatpte.device.profile import DeviceProfile
@@ -67,12 +70,18 @@ class FatpteGroup(click.Group):
             try:
                 return super().invoke(ctx)
             except FatpteError as exc:
-                click.echo(error_line(exc), err=True)
+                echo(error_line(exc), err=True)
                 ctx.exit(exit_code(exc))
             except OSError as exc:
                 # The library wraps its own I/O; this catches writing results (a closed pipe).
-                click.echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
+                echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
                 ctx.exit(EXIT_IO)
+            except MemoryError:
+                echo(out_of_memory_line(), err=True)  # as the launcher (fatpte/cli/launch.py) does
+                ctx.exit(EXIT_IO)
+            except Terminated as exc:
+                end_by_signal(exc)  # the outputs are cleaned up: die by the signal, as the launcher does
+                ctx.exit(128 + exc.signum)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,7 +272,7 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
                        check_signatures=not no_signature_check)
     _wrote_container(output)
     for line in warnings:
-        click.echo(line, err=True)
+        echo(line, err=True)
 
 
 def _wrote_container(path: str) -> None:
@@ -271,7 +280,7 @@ def _wrote_container(path: str) -> None:
 
     with open_container(path) as c:
         n = len(c.entries)
-        click.echo(f"wrote {path}: version {c.version}, {n} {'entry' if n == 1 else 'entries'}, {c.size} bytes")
+        echo(f"wrote {path}: version {c.version}, {n} {'entry' if n == 1 else 'entries'}, {c.size} bytes")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,14 +461,14 @@ def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[st
         with _progress(f"writing {output}", quiet):
             line = thin_program(file, output, device=profile, names=list(names) or None, prefer=_words(prefer),
                                 exclude=_words(exclude))
-        click.echo(line)
+        echo(line)
         return
     with open_container(file) as source, _progress(f"writing {output}", quiet):
         thin_container(source, output, device=profile, names=list(names) or None, prefer=_words(prefer),
                        exclude=_words(exclude))
     with open_path(output) as c:
-        kept = ", ".join(repr(e.name) for e in c.entries)
-        click.echo(f"wrote {output}: kept {kept}; {c.size} bytes (was {source.size})")
+        kept = listed([quoted(e.name) for e in c.entries])
+        echo(f"wrote {output}: kept {kept}; {c.size} bytes (was {source.size})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -488,7 +497,7 @@ def _show_device(profile: DeviceProfile, as_json: bool) -> None:
     if as_json:
         click.echo(profile.to_json_text(), nl=False)  # the canonical bytes the C++ loader prints too
     else:
-        click.echo(_device_text(profile))
+        echo(_device_text(profile))
 
 
 @main.group(cls=FatpteGroup, invoke_without_command=True, epilog=EXIT_HELP)
@@ -527,7 +536,7 @@ def device_list(as_json: bool) -> None:
 
     rows = [(p.name, p.os, p.arch, ", ".join(f"{a.kind} {a.version}" for a in p.accelerators) or "-")
             for p in profiles]
-    click.echo(table(("name", "os", "arch", "accelerators"), rows))
+    echo(table(("name", "os", "arch", "accelerators"), rows))
 
 
 @device.command("show", epilog=EXIT_HELP)
@@ -568,7 +577,7 @@ def coverage(file: str, devices: str | None, prefer: tuple[str, ...], exclude: t
     else:
         from fatpte.cli.render import coverage_text
 
-        click.echo(coverage_text(result))
+        echo(coverage_text(result))
     if strict and result["uncovered"]:
         _exit(EXIT_NO_FIT)
 
@@ -604,10 +613,10 @@ def unpack(file: str, directory: str, no_verify: bool, force: bool, quiet: bool,
     if as_json:
         emit_json(done.to_json())
     else:
-        click.echo(f"wrote {done.directory}: {done.payload_files} payload files, {done.named_data_files} "
+        echo(f"wrote {done.directory}: {done.payload_files} payload files, {done.named_data_files} "
                    f"named-data files, {done.pack_toml.name}")
     if done.reproducible is False:
-        click.echo(f"{file}: warning: `fatpte pack --from {done.pack_toml}` writes the same entries but "
+        echo(f"{file}: warning: `fatpte pack --from {done.pack_toml}` writes the same entries but "
                    f"not the same bytes: {file} is not in the layout fatpte writes", err=True)
 
 
@@ -635,7 +644,7 @@ def diff(a: str, b: str, exit_code: bool, as_json: bool) -> None:
     if as_json:
         emit_json(result)
     else:
-        click.echo(diff_text(result))
+        echo(diff_text(result))
     if exit_code and not result["unchanged"]:
         _exit(EXIT_INVALID)
 
@@ -666,7 +675,7 @@ def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         add_entries(file, output, parsed)
-    click.echo(f"wrote {output}: added {', '.join(repr(s.entry_name) for s in parsed)}")
+    echo(f"wrote {output}: added {listed([quoted(s.entry_name) for s in parsed])}")
 
 
 @main.command(epilog=EXIT_HELP)
@@ -683,7 +692,7 @@ def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: b
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         remove_entries(file, output, names)
-    click.echo(f"wrote {output}: removed {', '.join(map(repr, names))}")
+    echo(f"wrote {output}: removed {', '.join(map(repr, names))}")
 
 
 @main.command(epilog=EXIT_HELP)
@@ -706,7 +715,7 @@ def replace(file: str, payload: str, name: str, output: str, force: bool, quiet:
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         replace_payload(file, output, name, payload)
-    click.echo(f"wrote {output}: replaced the payload of {name!r}")
+    echo(f"wrote {output}: replaced the payload of {quoted(name)}")
 
 
 @main.command(epilog=EXIT_HELP)
@@ -729,7 +738,7 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         convert_file(file, output, int(to_version))
-    click.echo(f"wrote {output}: version {to_version}")
+    echo(f"wrote {output}: version {to_version}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -763,16 +772,16 @@ def sign(file: str, key: str, output: str | None, detached: bool, force: bool, q
     with _progress(f"signing {file}", quiet) as progress:
         written = sign_file(file, key, output, detached=detached, progress=progress.update)
     what = "signature" if detached else "signed container"
-    click.echo(f"wrote {written}: {what}, {os.stat(written).st_size} bytes")
+    echo(f"wrote {written}: {what}, {os.stat(written).st_size} bytes")
 
 
 def _verify_text(report: Any) -> str:
     lines = [f"{report.source}: {'verified' if report.ok else 'NOT verified'}"
              + (f" (signature: {report.signature}, key {report.key_id[:16]}...)" if report.key_id else "")]
     for e in report.entries:
-        lines.append(f"  {e.status:<9} {e.name} ({e.backend_id})")
+        lines.append(f"  {e.status:<9} {printable(e.name)} ({printable(e.backend_id)})")
     for name in report.thinned:
-        lines.append(f"  {'thinned':<9} {name}")
+        lines.append(f"  {'thinned':<9} {printable(name)}")
     if report.named_data or report.thinned_named_data:
         lines.append(f"  named data: {report.named_data} key(s) verified, {len(report.thinned_named_data)} thinned")
     lines += [f"  {f.describe()}" for f in report.findings]
@@ -806,7 +815,7 @@ def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: 
     if as_json:
         emit_json(report.to_json())
     else:
-        click.echo(_verify_text(report))
+        echo(_verify_text(report))
     if not report.ok:
         assert report.first_error is not None
         _exit(exit_code(FatpteError.from_finding(report.first_error, file)))
@@ -825,7 +834,7 @@ def unsign(file: str, output: str | None, force: bool) -> None:
     if output is not None:
         check_output(output, force)
     written = unsign_file(file, output)
-    click.echo(f"wrote {written}: no signature, {os.stat(written).st_size} bytes")
+    echo(f"wrote {written}: no signature, {os.stat(written).st_size} bytes")
 
 
 # ---------------------------------------------------------------------------------------------

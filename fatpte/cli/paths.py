@@ -25,7 +25,14 @@ SNIFFED_SUFFIX = ".pte"
 def _holds_containers(path: str) -> bool:
     """Starts with the magic, or is an ExecuTorch program with an NFAT delegate."""
     try:
-        with open(path, "rb") as f:
+        from fatpte.errors import FatpteError
+        from fatpte.fileio.mapping import open_regular
+
+        try:
+            fd = open_regular(path)  # a FIFO named *.pte must not stop the walk
+        except FatpteError:
+            return True  # validate then reports it (E0811), as it reports an unreadable file
+        with os.fdopen(fd, "rb") as f:
             head = f.read(8)
             if head[: len(L.MAGIC)] == L.MAGIC:
                 return True
@@ -34,7 +41,6 @@ def _holds_containers(path: str) -> bool:
 
             if head[4:8] != IDENTIFIER:
                 return False
-            from fatpte.errors import FatpteError
             from fatpte.executorch.pte import read_program
             from fatpte.ops.fat_delegate import nfat_delegates
 

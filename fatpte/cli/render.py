@@ -3,7 +3,11 @@
 Each renderer takes the JSON-ready dict the library returns (fatpte.info, fatpte.diff), so the
 text and the --json output are two views of one value. Text is for people: sizes are human
 (`3.4 KiB`; --json keeps exact bytes), long keys are shortened (`short`), and every string that
-comes from a file goes through `shown`, the one place such strings are made safe to print.
+comes from a file goes through `shown`, the one place such strings are made safe to print:
+fatpte.errors.clipped, the escaping the library's messages and the C++ loader's tools use too
+(control characters, the backslash and bidirectional controls as `\\xNN`/`\\uNNNN`; cut after
+1 KiB with its size), so a file can neither drive the terminal nor forge a line. Lists a file
+can make as long as it likes (entries sharing a payload) are cut by `names`.
 """
 
 from __future__ import annotations
@@ -11,15 +15,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from fatpte.errors import clipped, listed
+
 SHORT = 40  # keys longer than this are shortened in text (64 hex digits would wrap every table)
 
 
-def shown(text: str) -> str:
-    """A string from a file as text prints it: control and other non-printable characters
-    escaped (`\\x1b`), so a name or key cannot move the cursor or hide what follows."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+def shown(text: object) -> str:
+    """A string from a file as text prints it: control characters escaped (`\\x1b`), so a name or
+    key cannot move the cursor or hide what follows, and cut after 1 KiB (errors.clipped)."""
+    return clipped(str(text))
+
+
+def names(items: Sequence[str], total: int | None = None) -> str:
+    """Names from a file in one line: `a, b and 3 more`, `-` when none; `total` counts the items
+    a list left out (info's shared_with holds the first 8 of shared_count)."""
+    listed_names = [shown(n) for n in items]
+    if total is not None and total > len(listed_names):
+        return ", ".join(listed_names) + f" and {total - len(listed_names)} more"
+    return listed(listed_names) or "-"
 
 
 def short(text: str, width: int = SHORT) -> str:
@@ -64,10 +77,10 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]], *, indent: st
 def info_text(info: dict[str, Any]) -> str:
     manifest = "a manifest" if info["manifest"] else "no manifest"
     entries = plural(info["entry_count"], "entry", "entries")
-    head = (f"{info['path']}: NFAT version {info['version']}, {entries}, "
+    head = (f"{shown(info['path'])}: NFAT version {info['version']}, {entries}, "
             f"{plural(info['segment_count'], 'named-data segment')}, {manifest}, {size(info['size'])}")
     rows = [(shown(e["name"]), shown(e["backend_id"]), shown(e["payload_kind"]), f"{e['offset']:#x}",
-             size(e["size"]), e["alignment"], e["priority"], e["checksum"] or "-", e["requires_text"])
+             size(e["size"]), e["alignment"], e["priority"], e["checksum"] or "-", shown(e["requires_text"]))
             for e in info["entries"]]
     header = ("name", "backend", "kind", "offset", "size", "align", "priority", "crc32c", "requires")
     out = [head, table(header, rows, indent="  ")]
@@ -135,7 +148,7 @@ def _entry_lines(e: dict[str, Any]) -> list[str]:
         lines.append(f"    named data: {plural(len(keys), 'key')} kept in this container, put back into the package "
                      "by fatpte extract: " + ", ".join(short(k) for k in keys))
     if e["shared_with"]:
-        lines.append(f"    same payload bytes as: {', '.join(shown(n) for n in e['shared_with'])}")
+        lines.append(f"    same payload bytes as: {names(e['shared_with'], e.get('shared_count'))}")
     provenance = [f"{shown(k)}={short(v)}" for k, v in e["provenance"].items()]
     if e["source_digest"] is not None:
         provenance.insert(0, f"source {short(e['source_digest'])}")
@@ -152,41 +165,41 @@ def map_text(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def diff_text(d: dict[str, Any]) -> str:
-    lines = [f"--- {d['a']} (version {d['version']['old']}, {d['size']['old']} bytes)",
-             f"+++ {d['b']} (version {d['version']['new']}, {d['size']['new']} bytes)"]
+    lines = [f"--- {shown(d['a'])} (version {d['version']['old']}, {d['size']['old']} bytes)",
+             f"+++ {shown(d['b'])} (version {d['version']['new']}, {d['size']['new']} bytes)"]
     for e in d["removed"]:
-        lines.append(f"- {e['name']} ({e['backend_id']}, {e['size']} bytes, crc32c {e['checksum']})")
+        lines.append(f"- {shown(e['name'])} ({shown(e['backend_id'])}, {e['size']} bytes, crc32c {e['checksum']})")
     for e in d["added"]:
-        lines.append(f"+ {e['name']} ({e['backend_id']}, {e['size']} bytes, crc32c {e['checksum']})")
+        lines.append(f"+ {shown(e['name'])} ({shown(e['backend_id'])}, {e['size']} bytes, crc32c {e['checksum']})")
     for e in d["changed"]:
         what = ", ".join(f"{k} {_short(v['old'])} -> {_short(v['new'])}" for k, v in e["fields"].items())
-        lines.append(f"~ {e['name']}: {what}")
+        lines.append(f"~ {shown(e['name'])}: {what}")
     if d["reordered"]:
         lines.append("~ entries are in a different order")
     nd = d["named_data"]
     for k in nd["removed"]:
-        lines.append(f"- named data {k['key']!r} ({k['size']} bytes)")
+        lines.append(f"- named data '{shown(k['key'])}' ({k['size']} bytes)")
     for k in nd["added"]:
-        lines.append(f"+ named data {k['key']!r} ({k['size']} bytes)")
+        lines.append(f"+ named data '{shown(k['key'])}' ({k['size']} bytes)")
     for k in nd["changed"]:
         what = ", ".join(f"{f} {v['old']} -> {v['new']}" for f, v in k["fields"].items())
-        lines.append(f"~ named data {k['key']!r}: {what}")
+        lines.append(f"~ named data '{shown(k['key'])}': {what}")
     delta = d["size"]["delta"]
     lines.append("no entry changed" if d["unchanged"] else f"size {'+' if delta >= 0 else ''}{delta} bytes")
     return "\n".join(lines)
 
 
 def coverage_text(c: dict[str, Any]) -> str:
-    rows = [(r["device"], shown(r["entry"]) if r["entry"] else "NONE", shown(r["backend_id"] or "-"),
+    rows = [(shown(r["device"]), shown(r["entry"]) if r["entry"] else "NONE", shown(r["backend_id"] or "-"),
              size(r["download_bytes"]) if r["download_bytes"] is not None else "-",
              f"{100 * r['download_bytes'] / c['size']:.0f}%" if r["download_bytes"] is not None else "-")
             for r in c["devices"]]
-    out = [f"{c['path']}: {size(c['size'])}, {plural(len(c['devices']), 'device')}",
+    out = [f"{shown(c['path'])}: {size(c['size'])}, {plural(len(c['devices']), 'device')}",
            table(("device", "entry", "backend", "download", "of container"), rows, indent="  ")]
     if c["uncovered"]:
-        out.append(f"  no entry fits: {', '.join(c['uncovered'])} (`fatpte select --explain` says why)")
+        out.append(f"  no entry fits: {names(c['uncovered'])} (`fatpte select --explain` says why)")
     if c["unused_entries"]:
-        out.append(f"  chosen by no device: {', '.join(c['unused_entries'])}")
+        out.append(f"  chosen by no device: {names(c['unused_entries'])}")
     return "\n".join(out)
 
 
@@ -195,6 +208,6 @@ def _short(value: Any) -> str:
     if isinstance(value, (dict, list)):
         import json
 
-        text = json.dumps(value, separators=(",", ":"))
+        text = shown(json.dumps(value, separators=(",", ":")))
         return text if len(text) <= 60 else text[:57] + "..."
-    return str(value)
+    return shown(value)

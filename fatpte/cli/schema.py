@@ -39,7 +39,8 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
         ("checksum", "payload CRC32C as 8 hex digits, null in version 1"),
         ("priority", "selection priority (version 1: 0)"),
         ("flags", "entry flags"),
-        ("shared_with", "names of the other entries stored at the same bytes"),
+        ("shared_with", "names of the other entries stored at the same bytes, the first 8 in table order"),
+        ("shared_count", "how many other entries are stored at the same bytes"),
         ("requires", ("the requirements, in the form of pack.toml's `requires` (docs/pack-toml.md); "
                      "{} when none")),
         ("requires_text", "the requirements in one short line, e.g. `arch=x86_64, +avx2+fma`; `-` when none"),
@@ -146,7 +147,8 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
         ("valid", "what the exit code counts: ok, and with --strict no warning either"),
         ("version", "container version, null when the header is unreadable"),
         ("size", "file size in bytes, null when the file cannot be read"),
-        ("findings", "list of finding objects (below)"),
+        ("findings", "list of finding objects (below): at most 100 of each code"),
+        ("omitted", "code -> how many more findings of that code there are, not listed; {} when none"),
     ]),
     "validate.findings[]": ("A finding of `validate`", [
         ("code", "the error code, e.g. `E0203` (specs/nfat.md section 7)"),

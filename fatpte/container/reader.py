@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import LIST_LIMIT, ErrorCode, FatpteError, listed, out_of_memory, printable, quoted
 from fatpte.fileio.buffers import BytesLike
 from fatpte.fileio.checksum import crc32c
 from fatpte.fileio.mapping import map_file, release_mapping
@@ -44,7 +44,11 @@ class Container:
         self._buf: BytesLike | None = buf
         self._fd = fd
         self.source = source
-        self._structure = read_structure(buf, source=source, size=size)
+        try:
+            self._structure = read_structure(buf, source=source, size=size)
+        except MemoryError:
+            self.close()
+            raise out_of_memory(source, "opening the container") from None
         errors = self._structure.errors
         if errors:
             self.close()
@@ -105,15 +109,17 @@ class Container:
         if len(matches) == 1:
             return matches[0]
         if matches:
-            names = ", ".join(repr(m.name) for m in matches)
+            names = listed([quoted(m.name) for m in matches])
             raise FatpteError(ErrorCode.AMBIGUOUS_ENTRY,
-                              f"backend id {backend_id!r} matches entries {names}; name one of them",
+                              f"backend id {quoted(backend_id)} matches entries {names}; name one of them",
                               source=self.source, actual=backend_id)
         raise self._not_found(backend_id)
 
     def _not_found(self, key: str) -> FatpteError:
-        have = ", ".join(f"{e.name!r} ({e.backend_id})" for e in self.entries)
-        return FatpteError(ErrorCode.ENTRY_NOT_FOUND, f"no entry is named {key!r} or has that backend id; "
+        have = listed([f"{quoted(e.name)} ({printable(e.backend_id)})" for e in self.entries[:LIST_LIMIT]])
+        if len(self.entries) > LIST_LIMIT:
+            have += f" and {len(self.entries) - LIST_LIMIT} more"
+        return FatpteError(ErrorCode.ENTRY_NOT_FOUND, f"no entry is named {quoted(key)} or has that backend id; "
                            f"the container holds {have}", source=self.source, actual=key)
 
     def payload(self, entry: str | Entry, *, verify: bool = False) -> memoryview:
@@ -124,7 +130,7 @@ class Container:
             actual = crc32c(view)
             if actual != e.checksum:
                 raise FatpteError(ErrorCode.PAYLOAD_CHECKSUM_MISMATCH,
-                                  f"payload of {e.name!r} has CRC32C {actual:08x}, but its entry says "
+                                  f"payload of {quoted(e.name)} has CRC32C {actual:08x}, but its entry says "
                                   f"{e.checksum:08x}", source=self.source, field=f"entries[{e.index}].checksum",
                                   expected=e.checksum, actual=actual)
         return view
@@ -221,13 +227,13 @@ def segment_of(container: Container, key: str) -> Segment:
     index = None if manifest is None else manifest.keys.get(key)
     if index is None:
         have = [] if manifest is None else [k for k, _ in manifest.named_data]
-        shown = ", ".join(repr(k) for k in have[:8]) + (" ..." if len(have) > 8 else "")
+        shown = ", ".join(quoted(k) for k in have[:LIST_LIMIT]) + (" ..." if len(have) > LIST_LIMIT else "")
         raise FatpteError(ErrorCode.NAMED_DATA_NOT_FOUND,
-                          f"no named data has the key {key!r}; the container holds "
+                          f"no named data has the key {quoted(key)}; the container holds "
                           f"{len(have)} keys{': ' + shown if have else ''}", source=container.source, actual=key)
     if index >= len(container.segments):
         raise FatpteError(ErrorCode.NAMED_DATA_BAD_SEGMENT,
-                          f"named-data key {key!r} points at segment {index}, but the segment table has "
+                          f"named-data key {quoted(key)} points at segment {index}, but the segment table has "
                           f"{len(container.segments)}", source=container.source, field="manifest.named_data",
                           actual=index)
     return container.segments[index]

@@ -6,7 +6,7 @@ import os
 from typing import Any, NamedTuple
 
 from fatpte.container.integrity import check_integrity
-from fatpte.errors import Finding, Severity
+from fatpte.errors import ErrorCode, Finding, Severity, out_of_memory
 from fatpte.fileio.buffers import BytesLike
 from fatpte.fileio.mapping import mapped_file
 from fatpte.fileio.streams import Progress
@@ -20,6 +20,8 @@ class Report(NamedTuple):
     version: int | None
     size: int
     findings: tuple[Finding, ...] = ()
+    # Findings past errors.MAX_FINDINGS_PER_CODE of one code, counted rather than kept: (code, count).
+    omitted: tuple[tuple[ErrorCode, int], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -40,6 +42,11 @@ class Report(NamedTuple):
         errors = self.errors
         return errors[0] if errors else None
 
+    def omitted_lines(self) -> list[str]:
+        """`... and 999900 more E0413 findings (not listed)`, one per code."""
+        return [f"... and {n} more {code.tag} {'finding' if n == 1 else 'findings'} (not listed)"
+                for code, n in self.omitted]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "path": self.source,
@@ -47,15 +54,20 @@ class Report(NamedTuple):
             "version": self.version,
             "size": self.size,
             "findings": [f.to_json() for f in self.findings],
+            "omitted": {code.tag: n for code, n in self.omitted},
         }
 
 
 def validate_buffer(buf: BytesLike, *, source: str = "<buffer>", progress: Progress | None = None) -> Report:
     """Validate a container held in memory; `progress(done, total)` follows the bytes hashed."""
-    st = read_structure(buf, source=source)
-    check_integrity(buf, st, progress)
+    try:
+        st = read_structure(buf, source=source)
+        check_integrity(buf, st, progress)
+    except MemoryError:
+        raise out_of_memory(source, "validating") from None
     version = st.header.version if st.header else None
-    return Report(source=source, version=version, size=st.size, findings=tuple(st.findings))
+    return Report(source=source, version=version, size=st.size, findings=tuple(st.findings),
+                  omitted=tuple(sorted(st.omitted.items())))
 
 
 def validate(path: str | os.PathLike[str], *, progress: Progress | None = None) -> Report:

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from fatpte.container.reader import Container
 from fatpte.device.profile import DeviceProfile
-from fatpte.errors import ErrorCode, FatpteError, FatpteWarning, SelectionError
+from fatpte.errors import ErrorCode, FatpteError, FatpteWarning, SelectionError, clipped, listed, quoted
 from fatpte.format.model import Entry
 from fatpte.manifest.model import AcceleratorRequirement, Requirements
 
@@ -28,9 +28,11 @@ class Failure(NamedTuple):
     has: str
 
     def text(self) -> str:
+        """One line's part, for a terminal: what came from the file made printable and cut
+        (errors.clipped); to_json() keeps the exact strings."""
         if self.requirement == "exclude":  # the caller's choice, not something the device lacks
-            return f"excluded by the caller ({self.has})"
-        return f"{self.requirement}: needs {self.needed}; the device has {self.has}"
+            return f"excluded by the caller ({clipped(self.has)})"
+        return f"{self.requirement}: needs {clipped(self.needed)}; the device has {clipped(self.has)}"
 
     def to_json(self) -> dict[str, str]:
         return {"requirement": self.requirement, "needed": self.needed, "has": self.has}
@@ -61,11 +63,11 @@ class Verdict(NamedTuple):
                 "failures": [f.to_json() for f in self.failures], "notes": list(self.notes)}
 
     def line(self) -> str:
-        head = f"{self.entry.name} [{self.entry.backend_id}]"
+        head = f"{clipped(self.entry.name)} [{clipped(self.entry.backend_id)}]"
         delegation = ""
         if self.executorch_backends is not None:
-            delegation = (f", delegates to {', '.join(self.executorch_backends)}" if self.executorch_backends
-                          else ", portable operators")
+            delegation = (f", delegates to {', '.join(clipped(b) for b in self.executorch_backends)}"
+                          if self.executorch_backends else ", portable operators")
         detail = f"priority {self.entry.priority}{delegation}, specificity {self.specificity}"
         if self.eligible:
             text = f"#{self.rank} {head}: eligible ({detail})"
@@ -90,11 +92,12 @@ class Selection(NamedTuple):
 
     def explain(self) -> str:
         d = self.device
-        lines = [f"device {d.name!r}: {d.os} {d.arch}", f"chosen: {self.chosen.name} [{self.chosen.backend_id}]"]
+        lines = [f"device {d.name!r}: {d.os} {d.arch}",
+                 f"chosen: {clipped(self.chosen.name)} [{clipped(self.chosen.backend_id)}]"]
         if self.prefer:
-            lines.append(f"preference: {', '.join(self.prefer)}")
+            lines.append(f"preference: {clipped(', '.join(self.prefer))}")
         if self.exclude:
-            lines.append(f"excluded: {', '.join(self.exclude)}")
+            lines.append(f"excluded: {clipped(', '.join(self.exclude))}")
         lines += ["  " + v.line() for v in self.verdicts]
         return "\n".join(lines)
 
@@ -155,7 +158,7 @@ def evaluate(entry: Entry, req: Requirements, device: DeviceProfile) -> tuple[li
         have = device.backends.get(entry.backend_id)
         if have is None:
             notes.append(f"backend ABI {abi.text()} not checked: the profile does not list backend "
-                         f"{entry.backend_id!r}; the loader checks it when it loads the backend library")
+                         f"'{clipped(entry.backend_id)}'; the loader checks it when it loads the backend library")
         elif not abi.holds(have):
             failures.append(Failure("backend_abi", f"{entry.backend_id} ABI {abi.text()}", f"ABI {have}"))
     return failures, notes
@@ -169,34 +172,36 @@ def runtime_check(needs: Sequence[str] | None, device: DeviceProfile) -> tuple[l
     if not needs:
         return [], []
     have = device.executorch_backends
+    shown = ", ".join(clipped(b) for b in needs)
     if have is None:
-        note = (f"ExecuTorch backends {', '.join(needs)} not checked: the profile does not list the backends its "
+        note = (f"ExecuTorch backends {shown} not checked: the profile does not list the backends its "
                 "runtime has (`fatpte device` lists them where ExecuTorch's runtime is installed)")
         return [], [note]
-    missing = [b for b in needs if b not in have]
+    present = frozenset(have)
+    missing = [b for b in needs if b not in present]
     if not missing:
         return [], []
     return [Failure("executorch_backends", ", ".join(needs),
-                    f"no {', '.join(missing)} (its runtime has {', '.join(sorted(have)) or 'no backend'})")], []
-
-
-def _matches(entry: Entry, word: str) -> bool:
-    return word in (entry.name, entry.backend_id)
+                    f"no {', '.join(clipped(b) for b in missing)} (its runtime has "
+                    f"{', '.join(clipped(b) for b in sorted(have)) or 'no backend'})")], []
 
 
 def _unknown_words(container: Container, prefer: tuple[str, ...], exclude: tuple[str, ...],
                    strict: bool) -> None:
     """Warn (FatpteWarning E0710), or with `strict` raise INVALID_ARGUMENT, for each caller word
-    that names no entry and no backend id of the container: a typo never passes for a choice."""
+    that names no entry and no backend id of the container: a typo never passes for a choice.
+    Linear in the entries and the words (thin excludes every entry but those it keeps), and the
+    message lists a bounded number of each."""
     names = [e.name for e in container.entries]
     ids = list(dict.fromkeys(e.backend_id for e in container.entries))
+    known = frozenset(names) | frozenset(ids)
     for label, words in (("prefer", prefer), ("exclude", exclude)):
-        unknown = [w for w in dict.fromkeys(words) if w not in names and w not in ids]
+        unknown = [w for w in dict.fromkeys(words) if w not in known]
         if not unknown:
             continue
-        message = (f"{label} {', '.join(map(repr, unknown))} {'names' if len(unknown) == 1 else 'name'} no entry "
-                   f"and no backend id of the container (entries: {', '.join(names)}; backend ids: "
-                   f"{', '.join(ids)})")
+        message = (f"{label} {listed([quoted(w) for w in unknown])} {'names' if len(unknown) == 1 else 'name'} no "
+                   f"entry and no backend id of the container (entries: {listed([clipped(n) for n in names])}; "
+                   f"backend ids: {listed([clipped(i) for i in ids])})")
         if strict:
             raise FatpteError(ErrorCode.INVALID_ARGUMENT, message, source=container.source, field=label,
                               actual=unknown)
@@ -221,22 +226,30 @@ def select(
     if prefer or exclude:
         _unknown_words(container, prefer, exclude, strict)
     manifest = container.manifest
+    # Indexed once: a container may hold 65536 entries, and so may the caller's lists (thin
+    # excludes every entry but the named ones).
+    described = {} if manifest is None else manifest.by_name()
+    excluded = frozenset(exclude)
+    rank_of: dict[str, int] = {}
+    for i, w in enumerate(prefer):
+        rank_of.setdefault(w, i)
     evaluated: list[tuple[Entry, list[Failure], list[str], int, tuple[str, ...] | None]] = []
     for e in container.entries:
-        me = None if manifest is None else manifest.entry(e.name)
+        me = described.get(e.name)
         req = Requirements() if me is None else me.requires
         failures, notes = evaluate(e, req, device)
         needs = None if me is None else me.executorch_backends
         more_failures, more_notes = runtime_check(needs, device)
         failures += more_failures
         notes += more_notes
-        if any(_matches(e, w) for w in exclude):
-            failures.append(Failure("exclude", "not to be excluded by the caller",
-                                    f"exclude={', '.join(exclude)}"))
+        if e.name in excluded or e.backend_id in excluded:
+            # The word that excludes it, not the whole list (which thin makes as long as the table).
+            word = e.name if e.name in excluded else e.backend_id
+            failures.append(Failure("exclude", "not to be excluded by the caller", f"exclude={word}"))
         evaluated.append((e, failures, notes, req.specificity, needs))
 
     def preference(e: Entry) -> int:
-        return next((i for i, w in enumerate(prefer) if _matches(e, w)), len(prefer))
+        return min(rank_of.get(e.name, len(prefer)), rank_of.get(e.backend_id, len(prefer)))
 
     eligible = [x for x in evaluated if not x[1]]
     # specs/nfat-manifest.md 6.2: priority, the caller's preference, a program that delegates to a

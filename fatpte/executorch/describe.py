@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fatpte.container.reader import Container
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, clipped, out_of_memory
 from fatpte.executorch import nptg, ptd, pte, ptn, xnnpack
 from fatpte.executorch.keys import program_keys
 from fatpte.executorch.signature import native_signature, program_signature
@@ -60,11 +60,15 @@ class Description:
 
 def describe(path_or_bytes: str | Path | bytes | bytearray | memoryview, *, source: str | None = None) -> Description:
     """Describe a .pte, .ptd, .ptn, NPTG or XNNPACK payload file (or its bytes); FatpteError on any defect."""
-    if isinstance(path_or_bytes, (str, Path)):
-        # Mapped, not read: a program with its weights inline is many GB, and describing it
-        # touches only the flatbuffer and the headers of its delegate payloads.
-        return _describe(map_view(path_or_bytes), source or str(path_or_bytes))
-    return _describe(bytes(path_or_bytes), source)
+    try:
+        if isinstance(path_or_bytes, (str, Path)):
+            # Mapped, not read: a program with its weights inline is many GB, and describing it
+            # touches only the flatbuffer and the headers of its delegate payloads.
+            return _describe(map_view(path_or_bytes), source or str(path_or_bytes))
+        return _describe(bytes(path_or_bytes), source)
+    except MemoryError:
+        raise out_of_memory(source or (None if not isinstance(path_or_bytes, (str, Path)) else str(path_or_bytes)),
+                            "describing an ExecuTorch file") from None
 
 
 def _describe(data: bytes | memoryview, source: str | None) -> Description:
@@ -212,20 +216,27 @@ def _data_file(f: ptd.DataFile) -> dict[str, Any]:
     }
 
 
+def _t(value: object) -> str:
+    """A value from the file as the text view shows it: control characters escaped, long text cut
+    (errors.clipped); the JSON view keeps it exact."""
+    return clipped(str(value))
+
+
 def _tensor_text(t: dict[str, Any]) -> str:
-    name = f"{t['name']}: " if t.get("name") else ""
-    return f"{name}{t['dtype']}[{', '.join(str(d) for d in t['shape'] or [])}]"
+    name = f"{_t(t['name'])}: " if t.get("name") else ""
+    return f"{name}{_t(t['dtype'])}[{', '.join(_t(d) for d in t['shape'] or [])}]"
 
 
 def _native_lines(d: dict[str, Any], pad: str) -> list[str]:
     out = []
     for m in d["methods"]:
-        out.append(f"{pad}method {m['name']} ({m['nodes']} nodes)")
+        out.append(f"{pad}method {_t(m['name'])} ({m['nodes']} nodes)")
         out.append(f"{pad}  inputs:  " + ", ".join(_tensor_text(t) for t in m["inputs"]))
         out.append(f"{pad}  outputs: " + ", ".join(_tensor_text(t) for t in m["outputs"]))
-        bufs = [f"{b['fqn']}: {b['dtype']}[{', '.join(str(x) for x in b['shape'] or [])}]" for b in m["buffers"]]
+        bufs = [f"{_t(b['fqn'])}: {_t(b['dtype'])}[{', '.join(_t(x) for x in b['shape'] or [])}]"
+                for b in m["buffers"]]
         out.append(f"{pad}  mutable buffers: " + (", ".join(bufs) or "none"))
-        out.append(f"{pad}  named data keys: " + (", ".join(m["named_data_keys"]) or "none"))
+        out.append(f"{pad}  named data keys: " + (", ".join(map(_t, m["named_data_keys"])) or "none"))
     return out
 
 
@@ -237,7 +248,7 @@ def _xnn_lines(d: dict[str, Any], pad: str) -> list[str]:
                    f"constant data {h['constant_data_size']} bytes at {h['constant_data_offset']:#x}")
     out.append(f"{pad}XN01 graph: {d['nodes']} nodes, {d['values']} values, inputs {d['input_ids']}, "
                f"outputs {d['output_ids']}")
-    out.append(f"{pad}named data keys: " + (", ".join(d["named_data_keys"]) or "none"))
+    out.append(f"{pad}named data keys: " + (", ".join(map(_t, d["named_data_keys"])) or "none"))
     return out
 
 
@@ -246,35 +257,38 @@ def _payload_lines(p: dict[str, Any], pad: str) -> list[str]:
 
 
 def _lines(j: dict[str, Any]) -> list[str]:
-    out = [f"{j['source'] or '<bytes>'}: ExecuTorch {j['kind']} ({j['size']} bytes)"]
+    out = [f"{_t(j['source'] or '<bytes>')}: ExecuTorch {j['kind']} ({j['size']} bytes)"]
     if j["kind"] == "pte":
         h = j["extended_header"]
         if h is not None:
             out.append(f"extended header: program {h['program_size']} bytes, segments at "
                        f"{h['segment_base_offset']:#x} ({h['segment_data_size']} bytes)")
-        out.append("ExecuTorch backends: " + (", ".join(j["executorch_backends"]) or "none (portable kernels only)"))
+        out.append("ExecuTorch backends: " + (", ".join(map(_t, j["executorch_backends"]))
+                                              or "none (portable kernels only)"))
         if j["external_keys"]:
             out.append(f"needs a .ptd: {len(j['external_keys'])} named-data keys it loads are not in the program: "
-                       + ", ".join(j["external_keys"]))
+                       + ", ".join(map(_t, j["external_keys"])))
         for m, s in zip(j["methods"], j["signature"]["methods"], strict=True):
-            out.append(f"method {m['name']}: {m['values']} values, {m['instructions']} instructions")
+            out.append(f"method {_t(m['name'])}: {m['values']} values, {m['instructions']} instructions")
             out.append("  inputs:  " + ", ".join(_tensor_text(t) for t in s["inputs"]))
             out.append("  outputs: " + ", ".join(_tensor_text(t) for t in s["outputs"]))
             out.append("  mutable buffers: " + (", ".join(_tensor_text(t) for t in s["buffers"]) or "none"))
             if m["operators"]:
-                out.append("  operators: " + ", ".join(m["operators"]))
+                out.append("  operators: " + ", ".join(map(_t, m["operators"])))
             for d in m["delegates"]:
-                out.append(f"  delegate {d['index']}: {d['backend_id']}, {d['payload_kind']}, {d['size']} bytes "
+                out.append(f"  delegate {d['index']}: {_t(d['backend_id'])}, {_t(d['payload_kind'])}, {d['size']} bytes "
                            f"{d['location']} at {d['offset']:#x}")
                 p = d.get("payload")
                 if p is not None and p["format"] == "NFAT":
                     for e in p["entries"]:
-                        out.append(f"    entry {e['name']}: {e['backend_id']}, {e['payload_kind']}, {e['size']} "
-                                   f"bytes, priority {e['priority']}, requires {e['requires']}")
+                        out.append(f"    entry {_t(e['name'])}: {_t(e['backend_id'])}, {_t(e['payload_kind'])}, "
+                                   f"{e['size']} bytes, priority {e['priority']}, requires {_t(e['requires'])}")
                         if e["named_data"]:
-                            out.append("      named data in the delegate's container: " + ", ".join(e["named_data"]))
+                            out.append("      named data in the delegate's container: "
+                                       + ", ".join(map(_t, e["named_data"])))
                         if e["provenance"]:
-                            out.append("      provenance: " + ", ".join(f"{k}={v}" for k, v in e["provenance"].items()))
+                            out.append("      provenance: " + ", ".join(f"{_t(k)}={_t(v)}"
+                                                                       for k, v in e["provenance"].items()))
                         if "payload" in e:
                             out += _payload_lines(e["payload"], "      ")
                 elif p is not None:
@@ -284,24 +298,24 @@ def _lines(j: dict[str, Any]) -> list[str]:
             out.append(f"  [{s['index']}] {s['size']} bytes at {s['offset']:#x}")
         out.append(f"named data: {len(j['named_data'])}")
         for n in j["named_data"]:
-            out.append(f"  {n['key']}: {n['size']} bytes in segment {n['segment_index']}")
+            out.append(f"  {_t(n['key'])}: {n['size']} bytes in segment {n['segment_index']}")
     elif j["kind"] == "ptd":
         out.append(f"named data: {len(j['named_data'])}")
         for n in j["named_data"]:
-            shape = "" if n["dtype"] is None else f" {n['dtype']}[{', '.join(str(x) for x in n['shape'])}]"
-            out.append(f"  {n['key']}:{shape} {n['size']} bytes at {n['offset']:#x}")
+            shape = "" if n["dtype"] is None else f" {_t(n['dtype'])}[{', '.join(_t(x) for x in n['shape'])}]"
+            out.append(f"  {_t(n['key'])}:{shape} {n['size']} bytes at {n['offset']:#x}")
     elif j["kind"] == "ptn":
-        out.append("members: " + ", ".join(f"{m['name']} ({m['size']} bytes at {m['offset']:#x})"
+        out.append("members: " + ", ".join(f"{_t(m['name'])} ({m['size']} bytes at {m['offset']:#x})"
                                             for m in j["members"]))
         out += _native_lines(j["program"], "")
         stored = sum(t["size"] for t in j["tensors"] if t["alias_of"] is None)
         out.append(f"tensors: {len(j['tensors'])} ({stored} bytes stored)")
         for t in j["tensors"]:
-            where = (f"same bytes as {t['alias_of']}" if t["alias_of"] is not None
+            where = (f"same bytes as {_t(t['alias_of'])}" if t["alias_of"] is not None
                      else f"{t['size']} bytes at {t['offset']:#x}")
-            out.append(f"  {t['key']}: {t['dtype']}[{', '.join(str(x) for x in t['shape'])}] {where}")
+            out.append(f"  {_t(t['key'])}: {_t(t['dtype'])}[{', '.join(_t(x) for x in t['shape'])}] {where}")
         if j["missing_keys"]:
-            out.append("keys the program loads that the package lacks: " + ", ".join(j["missing_keys"]))
+            out.append("keys the program loads that the package lacks: " + ", ".join(map(_t, j["missing_keys"])))
     elif j["kind"] == "nptg":
         out += _native_lines(j, "")
     else:

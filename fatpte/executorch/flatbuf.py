@@ -5,9 +5,13 @@ IndexError or struct.error, or read whatever bytes an offset happens to reach. H
 access is checked before the runtime's `flatbuffers.table.Table` performs it: the table's
 position and its vtable lie inside the buffer, a field lies inside its table, every uoffset
 lands inside the buffer, every vector's length times its element size fits in what is left,
-every string carries its terminating NUL and is UTF-8. Nesting is bounded by MAX_DEPTH and the
-total number of objects one reader visits by its budget, so a buffer whose offsets form a cycle
-or a wide DAG cannot make a reader hang. Every failure is a FatpteError whose offset is
+every string carries its terminating NUL and is UTF-8. Nesting is bounded by MAX_DEPTH, the
+total number of objects one reader visits by its budget, and the text it decodes by a second
+budget (the manifest's work budget, specs/nfat-manifest.md 2.3: 16 bytes per byte of the buffer
+plus 1 MiB, each string counted at each reference to it), so a buffer whose offsets form a cycle
+or a wide DAG cannot make a reader hang, and many references to one long string (2,000 operators
+that are one operator with a 1 MiB name) cannot make it decode gigabytes. A string is decoded
+once per position and shared. Every failure is a FatpteError whose offset is
 absolute in the file (buffers embedded in a larger file carry their base) and whose field is
 the path of schema names that led there.
 """
@@ -15,12 +19,14 @@ the path of schema names that led there.
 from __future__ import annotations
 
 import struct
+import weakref
 from collections.abc import Iterator
 from typing import TypeVar
 
 from flatbuffers.table import Table as _FbTable
 
 from fatpte.errors import ErrorCode, FatpteError
+from fatpte.manifest.model import work_budget
 
 MAX_DEPTH = 64  # the deepest nesting any ExecuTorch schema reaches is under 10; 64 leaves room
 DEFAULT_BUDGET = 1_000_000  # objects (tables, vector elements) one reader may visit, plus the size
@@ -49,6 +55,13 @@ class Buffer:
         # plus a fixed allowance, so legitimate large programs pass and shared-DAG blowups stop.
         self._budget = DEFAULT_BUDGET + self.size if budget is None else budget
         self._limit = self._budget
+        self._text_limit = work_budget(self.size)
+        self._text = 0
+        self._strings: dict[int, tuple[str, int]] = {}  # position -> (text, bytes counted per reference)
+        # (position, depth) -> the table verified there, while anything holds it. Weak: a Table holds its
+        # Buffer, and a cycle would keep the buffer's memoryview (and a mapping) alive until the next
+        # garbage collection.
+        self._tables: weakref.WeakValueDictionary[tuple[int, int], Table] = weakref.WeakValueDictionary()
 
     def error(self, code: ErrorCode, message: str, pos: int | None, field: str) -> FatpteError:
         return FatpteError(
@@ -72,6 +85,18 @@ class Buffer:
             raise self.error(
                 ErrorCode.ET_FLATBUFFER_TOO_COMPLEX,
                 f"reading the flatbuffer visits more objects than the reader's limit of {self._limit}",
+                pos,
+                field,
+            )
+
+    def spend_text(self, n: int, pos: int, field: str) -> None:
+        """Count `n` bytes of decoded text (a string's length and bytes, at each reference)."""
+        self._text += n
+        if self._text > self._text_limit:
+            raise self.error(
+                ErrorCode.ET_FLATBUFFER_TOO_COMPLEX,
+                f"reading the flatbuffer decodes more than {self._text_limit} bytes of text (16 per byte of the "
+                "buffer plus 1 MiB): its offsets reach the same strings too many times",
                 pos,
                 field,
             )
@@ -113,6 +138,13 @@ class Buffer:
                 ErrorCode.ET_FLATBUFFER_TOO_COMPLEX, f"tables nest deeper than {MAX_DEPTH} levels", pos, field
             )
         self.spend(1, pos, field)
+        # A table reached again at the same depth, while the first is still held, is the same verified
+        # table: one object for all the references to it (it keeps the first one's field path for
+        # messages), so a vector of 1,000,000 offsets to one table costs a list of references, not a
+        # million tables.
+        hit = self._tables.get((pos, depth))
+        if hit is not None:
+            return hit
         self.check(pos, 4, field)
         soffset: int = struct.unpack_from("<i", self.data, pos)[0]
         vtable = pos - soffset
@@ -131,7 +163,8 @@ class Buffer:
                 ErrorCode.ET_FLATBUFFER_OUT_OF_BOUNDS, f"table size {table_size} is below 4", vtable, field
             )
         self.check(pos, table_size, field)
-        return Table(self, pos, vt_size, table_size, field, depth)
+        table = self._tables[(pos, depth)] = Table(self, pos, vt_size, table_size, field, depth)
+        return table
 
 
 class Table:
@@ -274,15 +307,22 @@ def _string_at(buf: Buffer, at: int, field: str) -> str:
 
 
 def _string_body(buf: Buffer, target: int, field: str) -> str:
-    """The string whose length prefix is at `target`."""
+    """The string whose length prefix is at `target`: decoded once, counted at every reference."""
+    hit = buf._strings.get(target)
+    if hit is not None:
+        buf.spend_text(hit[1], target, field)
+        return hit[0]
     length = buf.u32(target, field)
     start = target + 4
     buf.check(start, length + 1, field)  # the terminating NUL is part of the encoding
+    buf.spend_text(4 + length, target, field)
     raw = bytes(buf.data[start : start + length])
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise buf.error(ErrorCode.ET_BAD_VALUE, f"string is not UTF-8 ({exc.reason})", target, field) from None
+    buf._strings[target] = (text, 4 + length)
+    return text
 
 
 def enum_name(names: dict[int, str], value: int, buf: Buffer, pos: int, field: str) -> str:

@@ -1,15 +1,72 @@
 """Atomic output files: every write goes to a temporary file beside the destination and is
 renamed into place only when complete, so a crash or an error never leaves a partial file at
-the destination, and an existing file there is replaced in one step or not at all."""
+the destination, and an existing file there is replaced in one step or not at all.
+
+The temporary file is `.NAME.pPID.RANDOM.partial` beside `NAME` (PID the writing process's id,
+RANDOM 12 hex digits). It is removed on any exception, on Ctrl-C (SIGINT), and on SIGTERM and
+SIGHUP, which `terminations_raise` turns into the `Terminated` exception while a write is in
+progress (the command line then ends the process by the same signal). Only SIGKILL or a power
+cut can leave one behind: the next write of the same NAME in that folder removes those of its
+pattern whose process no longer runs and which are older than the writing process.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import threading
+import time
 from collections.abc import Iterator
+from types import FrameType
 from typing import BinaryIO
 
 from fatpte.errors import ErrorCode, FatpteError
+
+# When this process started (closely enough: when it imported fatpte's writer): a leftover
+# temporary file older than this cannot be one this process is still writing.
+_STARTED = time.time()
+_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None)
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived while an output was being written: raised in the main thread so
+    that the temporary output is removed like on any other exception. A BaseException, as
+    KeyboardInterrupt is: it is not an error to report but a request to stop."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"terminated by signal {signum}")
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def terminations_raise() -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP raise `Terminated` instead of ending the process
+    at once, so that `finally` and `except BaseException` clean up. Only signals whose action is
+    the default are taken over (a handler the caller installed is left alone), only in the main
+    thread (where Python runs handlers), and the previous actions come back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    taken = [s for s in _SIGNALS if signal.getsignal(s) is signal.SIG_DFL]
+    for s in taken:
+        signal.signal(s, _raise_terminated)
+    try:
+        yield
+    finally:
+        for s in taken:
+            signal.signal(s, signal.SIG_DFL)
+
+
+def end_by_signal(exc: Terminated) -> None:
+    """End the process by the signal `exc` stands for, as if it had never been caught (its exit
+    status then says so to the shell), once the outputs have been cleaned up."""
+    signal.signal(exc.signum, signal.SIG_DFL)
+    os.kill(os.getpid(), exc.signum)
 
 
 def _umask() -> int:
@@ -28,31 +85,66 @@ def atomic_output(dest: str | os.PathLike[str], *, overwrite: bool = True) -> It
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{target} exists; refusing to overwrite it",
                           source=target)
     folder, name = os.path.split(target)
+    remove_stale(folder or ".", name)
+    with terminations_raise():
+        try:
+            fd, tmp = _create_beside(folder or ".", name)
+        except OSError as exc:
+            raise io_error(exc, target, "cannot create a temporary file beside") from exc
+        try:
+            with os.fdopen(fd, "w+b") as handle:
+                yield handle
+                handle.flush()
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, target)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise io_error(exc, target, "cannot write") from exc
+            raise
+
+
+def remove_stale(folder: str, name: str) -> list[str]:
+    """Remove the temporary files `.NAME.pPID.RANDOM.partial` in `folder` that a killed writer left:
+    those whose process no longer runs and that are older than this process. Returns their paths.
+    Best effort: a file that cannot be examined or removed is left where it is."""
+    prefix, removed = f".{name}.p", list[str]()
     try:
-        fd, tmp = _create_beside(folder or ".", name)
-    except OSError as exc:
-        raise io_error(exc, target, "cannot create a temporary file beside") from exc
-    try:
-        with os.fdopen(fd, "w+b") as handle:
-            yield handle
-            handle.flush()
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
-    except BaseException as exc:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not (entry.name.startswith(prefix) and entry.name.endswith(".partial")):
+            continue
+        pid_text = entry.name[len(prefix) :].split(".", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise io_error(exc, target, "cannot write") from exc
-        raise
+            if entry.stat(follow_symlinks=False).st_mtime >= _STARTED or _running(int(pid_text)):
+                continue
+            os.unlink(entry.path)
+            removed.append(entry.path)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists but belongs to someone else
+    return True
 
 
 def _create_beside(folder: str, name: str) -> tuple[int, str]:
-    """A new file `.NAME.RANDOM.partial` in `folder`, created exclusively and readable by the owner
-    only until it is published: what tempfile.mkstemp does, without importing tempfile (random,
-    shutil: milliseconds of every writing command's start-up)."""
+    """A new file `.NAME.pPID.RANDOM.partial` in `folder`, created exclusively and readable by the
+    owner only until it is published: what tempfile.mkstemp does, without importing tempfile
+    (random, shutil: milliseconds of every writing command's start-up)."""
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     for _ in range(100):
-        path = os.path.join(folder, f".{name}.{os.urandom(6).hex()}.partial")
+        path = os.path.join(folder, f".{name}.p{os.getpid()}.{os.urandom(6).hex()}.partial")
         try:
             return os.open(path, flags, 0o600), path
         except FileExistsError:

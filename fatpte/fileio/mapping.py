@@ -16,19 +16,58 @@ from fatpte.fileio.atomic import io_error
 from fatpte.fileio.buffers import BytesLike
 
 
-def map_file(path: str | os.PathLike[str]) -> tuple[BytesLike, int]:
-    """Map `path` read-only; returns the buffer and an open descriptor the caller owns."""
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of `path`, which must be a regular file: E0811 NOT_A_FILE for a
+    directory, device, FIFO or socket, decided by fstat after an O_NONBLOCK open, so that a FIFO
+    without a writer is refused at once instead of blocking the caller forever."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise io_error(exc, path, "cannot open") from exc
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise FatpteError(ErrorCode.IO_ERROR, f"cannot read {path}: it is {what}, not a file",
-                              source=os.fspath(path))
-        size = st.st_size
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise io_error(exc, path, "cannot stat") from exc
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise FatpteError(ErrorCode.NOT_A_FILE, f"cannot read {os.fspath(path)}: it is {what_file(mode)}, not a "
+                          "regular file", source=os.fspath(path))
+    return fd
+
+
+def what_file(mode: int) -> str:
+    """`a directory`, `a FIFO`, `a device`, `a socket`: what a path that is no regular file is."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+
+
+def read_head(path: str | os.PathLike[str], size: int) -> bytes:
+    """The first `size` bytes of a regular file, b"" when it is none or cannot be read (the caller
+    then opens it as a container, which reports why)."""
+    try:
+        fd = open_regular(path)
+    except FatpteError:
+        return b""
+    try:
+        return os.pread(fd, size, 0)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def map_file(path: str | os.PathLike[str]) -> tuple[BytesLike, int]:
+    """Map `path` read-only; returns the buffer and an open descriptor the caller owns. `path`
+    must be a regular file (open_regular)."""
+    fd = open_regular(path)
+    try:
+        size = os.fstat(fd).st_size
         if size == 0:
             return b"", fd  # mmap cannot map an empty file; the parser reports it as truncated
         return mmap.mmap(fd, size, access=mmap.ACCESS_READ), fd

@@ -51,7 +51,24 @@ def open_source(payload: PayloadSource, label: str) -> Iterator[Source]:
                           f"{label}: payload must be bytes or a path, not {type(payload).__name__}", field=label)
     path = os.fspath(payload)
     with mapped_file(path) as (buf, fd):
+        if not len(buf) and os.pread(fd, 1, 0):
+            # A regular file whose size is not its content (/proc, /sys): packing it would store
+            # whatever fstat says, here nothing.
+            raise FatpteError(ErrorCode.IO_ERROR, f"{label}: {path} reports a size of 0 bytes but has content (a "
+                              "file of /proc or /sys?); copy it to a regular file and pack that", source=path)
         yield Source(path, buf, fd, len(buf))
+
+
+def check_unchanged(src: Source) -> None:
+    """Raise unless the file behind `src` still has the size it had when opened: a payload that
+    grows or shrinks while it is copied is an error, never a silently truncated copy."""
+    if src.fd is None:
+        return
+    now = os.fstat(src.fd).st_size
+    if now != src.size:
+        raise FatpteError(ErrorCode.IO_ERROR, f"{src.label}: the file changed size while it was copied ({src.size} "
+                          f"bytes when opened, {now} now); nothing was written", source=src.label,
+                          expected=src.size, actual=now)
 
 
 def same_bytes(a: Source, b: Source) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fatpte.errors import ErrorCode, Finding, Severity, finding
+from fatpte.errors import MAX_FINDINGS_PER_CODE, ErrorCode, Finding, Severity, finding
 from fatpte.fileio.buffers import BytesLike
 from fatpte.fileio.checksum import crc32c
 from fatpte.format import layout as L
@@ -44,7 +44,9 @@ class Structure:
         "entries",
         "findings",
         "header",
+        "kept",
         "manifest_placed",
+        "omitted",
         "placed_entries",
         "placed_segments",
         "regions",
@@ -79,6 +81,9 @@ class Structure:
         self.placed_entries: set[int] = set() if placed_entries is None else placed_entries
         self.placed_segments: set[int] = set() if placed_segments is None else placed_segments
         self.manifest_placed = manifest_placed
+        # At most MAX_FINDINGS_PER_CODE findings of a code are kept; the rest are counted here.
+        self.kept: dict[ErrorCode, int] = {}
+        self.omitted: dict[ErrorCode, int] = {}
         self.signature_placed = signature_placed
 
     def __repr__(self) -> str:
@@ -92,7 +97,16 @@ class Structure:
         return [f for f in self.findings if f.severity is Severity.ERROR]
 
     def add(self, f: Finding) -> None:
+        kept = self.kept.get(f.code, 0)
+        if kept >= MAX_FINDINGS_PER_CODE:
+            self.omit(f.code, 1)
+            return
+        self.kept[f.code] = kept + 1
         self.findings.append(f)
+
+    def omit(self, code: ErrorCode, count: int) -> None:
+        """Count findings of `code` not kept (a check that caps its own, manifest.rules.consistency)."""
+        self.omitted[code] = self.omitted.get(code, 0) + count
 
 
 def in_bounds(offset: int, size: int, total: int) -> bool:

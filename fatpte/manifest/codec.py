@@ -21,10 +21,11 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, NamedTuple, NoReturn
 
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, out_of_memory
 from fatpte.format import layout as L
 from fatpte.manifest.model import (
     DIGEST_PATTERN,
+    EXPANSION_FACTOR,
     MAX_DEPTH,
     MAX_TABLES,
     MAX_TEXT_BYTES,
@@ -42,6 +43,7 @@ from fatpte.manifest.model import (
     TensorSpec,
     VersionConstraint,
     required_revision,
+    work_budget,
 )
 
 # flatc's output is untyped; it is used only to build, through this one handle, which encode()
@@ -105,15 +107,28 @@ class _Bad(Exception):
 
 
 class _Reader:
-    """One pass over a manifest buffer. Every read is preceded by its bounds and alignment check."""
+    """One pass over a manifest buffer. Every read is preceded by its bounds and alignment check.
+
+    Objects reached again through another offset are decoded once and shared: tables by
+    (position, type), vectors of offsets by (position, element type), strings by position. Two
+    counts keep a hostile buffer's DAG of references in check, and both count every reference
+    (specs/nfat-manifest.md 2.1 rule 8 and 2.3): `tables`, the tables visited, and `spent`, the
+    bytes the manifest expands to. A shared object adds its whole count again at each further
+    reference, so both totals are those of a reader that decodes every reference anew. The C++
+    loader (loader/src/manifest_verify.cpp) makes the same calls in the same order, so both
+    report the same first error."""
 
     def __init__(self, buf: bytes) -> None:
         self.buf = buf
         self.n = len(buf)
         self.depth = 0
         self.tables = 0
-        self._tables: dict[tuple[int, str], tuple[dict[str, Any], int]] = {}
-        self._strings: dict[int, str] = {}
+        self.spent = 0
+        self.budget = work_budget(self.n)
+        # value, tables counted, bytes spent: what a further reference adds again
+        self._tables: dict[tuple[int, str], tuple[dict[str, Any], int, int]] = {}
+        self._vectors: dict[tuple[int, str], tuple[list[Any], int, int]] = {}
+        self._strings: dict[int, tuple[str, int]] = {}
 
     def need(self, pos: int, size: int, align: int, path: str, what: str) -> None:
         if pos < 0 or size > self.n or pos > self.n - size:
@@ -125,6 +140,13 @@ class _Reader:
         self.need(pos, size, size, path, what)
         return int.from_bytes(self.buf[pos : pos + size], "little")
 
+    def spend(self, amount: int, pos: int, path: str) -> None:
+        self.spent += amount
+        if self.spent > self.budget:
+            raise _Bad(pos, path, f"the manifest of {self.n} bytes expands past its work budget of "
+                       f"{self.budget} bytes ({EXPANSION_FACTOR} per byte plus 1 MiB): its offsets reach the "
+                       "same objects too many times", ErrorCode.MANIFEST_OVER_BUDGET)
+
     def offset(self, pos: int, path: str) -> int:
         rel = self.uint(pos, 4, path, "offset")
         if rel == 0 or rel >= 1 << 31:
@@ -133,12 +155,14 @@ class _Reader:
         if target >= self.n:
             raise _Bad(pos, path, f"offset at {pos:#x} points to {target:#x}, past the end of the manifest "
                        f"at {self.n:#x}")
+        self.spend(4, pos, path)
         return target
 
     def string(self, pos: int, path: str) -> str:
         hit = self._strings.get(pos)
         if hit is not None:
-            return hit
+            self.spend(hit[1], pos, path)
+            return hit[0]
         length = self.uint(pos, 4, path, "string length")
         if length > self.n - pos - 5:  # length, bytes and the terminating NUL must all fit
             raise _Bad(pos, path, f"string at {pos:#x} of {length} bytes runs past the end of the manifest")
@@ -149,7 +173,8 @@ class _Reader:
             text = self.buf[pos + 4 : end].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise _Bad(pos + 4 + exc.start, path, f"string at {pos:#x} is not valid UTF-8") from None
-        self._strings[pos] = text
+        self.spend(4 + length, pos, path)
+        self._strings[pos] = (text, 4 + length)
         return text
 
     def vector(self, pos: int, elem: int, path: str) -> tuple[int, int]:
@@ -163,19 +188,23 @@ class _Reader:
         hit = self._tables.get((pos, name))
         if hit is not None:
             self.count(hit[1], pos, path)
+            self.spend(hit[2], pos, path)
             return hit[0]
-        before = self.tables
+        tables, spent = self.tables, self.spent
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise _Bad(pos, path, f"tables nest deeper than {MAX_DEPTH}")
         self.count(1, pos, path)
         self.need(pos, 4, 4, path, f"table {name}")
         vt = pos - int.from_bytes(self.buf[pos : pos + 4], "little", signed=True)
-        self.need(vt, 2, 2, path, f"vtable of {name}")
+        if vt < 0 or vt > self.n - 2 or vt % 2:  # reported at the soffset that points there
+            raise _Bad(pos, path, f"the vtable of table {name} at {pos:#x} would be at {vt:#x}, outside the "
+                       "manifest or not aligned to 2")
         vsize = int.from_bytes(self.buf[vt : vt + 2], "little")
         if vsize & 1:
             raise _Bad(vt, path, f"vtable of {name} at {vt:#x} has odd size {vsize}")
         self.need(vt, vsize, 2, path, f"vtable of {name}")
+        self.spend(4, pos, path)
         out: dict[str, Any] = {"@pos": pos}
         for i, f in enumerate(SCHEMA[name]):
             slot = 4 + 2 * i
@@ -188,7 +217,7 @@ class _Reader:
                 continue
             out[f.name] = self.field(pos + voff, f, fpath)
         self.depth -= 1
-        self._tables[(pos, name)] = (out, self.tables - before)
+        self._tables[(pos, name)] = (out, self.tables - tables, self.spent - spent)
         return out
 
     def count(self, tables: int, pos: int, path: str) -> None:
@@ -198,7 +227,9 @@ class _Reader:
 
     def field(self, fp: int, f: _F, path: str) -> Any:
         if f.kind in _SCALARS:
-            return self.uint(fp, _SCALARS[f.kind], path, f"field {f.name}")
+            value = self.uint(fp, _SCALARS[f.kind], path, f"field {f.name}")
+            self.spend(_SCALARS[f.kind], fp, path)
+            return value
         target = self.offset(fp, path)
         if f.kind == "string":
             return self.string(target, path)
@@ -206,11 +237,21 @@ class _Reader:
             return self.table(target, f.target, path)
         if f.kind == "[u8]":
             start, count = self.vector(target, 1, path)
+            self.spend(4 + count, target, path)
             return self.buf[start : start + count]
         if f.kind == "[i32]":
             start, count = self.vector(target, 4, path)
+            self.spend(4 + 4 * count, target, path)
             return [int.from_bytes(self.buf[q : q + 4], "little", signed=True) for q in range(start, start + 4 * count, 4)]
+        key = (target, f.kind + f.target)
+        hit = self._vectors.get(key)
+        if hit is not None:
+            self.count(hit[1], target, path)
+            self.spend(hit[2], target, path)
+            return hit[0]
+        tables, spent = self.tables, self.spent
         start, count = self.vector(target, 4, path)
+        self.spend(4, target, path)
         items: list[Any] = []
         for k in range(count):
             ep = start + 4 * k
@@ -219,6 +260,7 @@ class _Reader:
                 items.append(self.string(self.offset(ep, epath), epath))
             else:
                 items.append(self.table(self.offset(ep, epath), f.target, epath))
+        self._vectors[key] = (items, self.tables - tables, self.spent - spent)
         return items
 
 
@@ -240,6 +282,8 @@ def decode(buf: bytes | bytearray | memoryview, *, base: int = 0, source: str | 
         return _build(root)
     except _Bad as bad:
         raise FatpteError(bad.code, bad.message, source=source, offset=base + bad.pos, field=bad.path) from None
+    except MemoryError:
+        raise out_of_memory(source, "reading the manifest") from None
     except RecursionError:  # unreachable for this non-recursive schema; kept as the last guard
         raise FatpteError(ErrorCode.MANIFEST_CORRUPT, "the manifest nests too deeply", source=source,
                           offset=base, field="manifest") from None

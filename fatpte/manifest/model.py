@@ -24,6 +24,15 @@ MAX_DEPTH: Final = 64
 MAX_TABLES: Final = 1_000_000
 SHA256_SIZE: Final = 32
 MAX_TEXT_BYTES: Final = 4096  # names, keys, dtypes, symbols: long enough for any FQN
+# The work budget (specs/nfat-manifest.md 2.3): a manifest of n bytes may expand, counting every
+# object again at each reference to it, to at most EXPANSION_FACTOR * n + EXPANSION_ALLOWANCE bytes.
+EXPANSION_FACTOR: Final = 16
+EXPANSION_ALLOWANCE: Final = 1 << 20
+
+
+def work_budget(size: int) -> int:
+    """The most a manifest of `size` bytes may expand to (specs/nfat-manifest.md 2.3)."""
+    return EXPANSION_FACTOR * size + EXPANSION_ALLOWANCE
 # The provenance key that records a packer's decision about the signature check: "skipped" (no
 # entry states a signature) or "from:NAME" (every entry states entry NAME's); spec section 3.2.
 SIGNATURE_CHECK_KEY: Final = "fatpte.signature_check"
@@ -435,7 +444,16 @@ class Manifest(NamedTuple):
     layouts: tuple[tuple[str, TensorLayout], ...] = ()  # (key, layout) for the keys that have one, sorted
 
     def entry(self, name: str) -> ManifestEntry | None:
+        """The first manifest entry with this name (one lookup; for many, use `by_name`)."""
         return next((e for e in self.entries if e.name == name), None)
+
+    def by_name(self) -> dict[str, ManifestEntry]:
+        """Every manifest entry by name, the first of a name as `entry` finds it: built once by a
+        caller that looks up every table entry, so that it costs one pass, not one per entry."""
+        out: dict[str, ManifestEntry] = {}
+        for e in self.entries:
+            out.setdefault(e.name, e)
+        return out
 
     @property
     def keys(self) -> dict[str, int]:

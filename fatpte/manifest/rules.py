@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import LIST_LIMIT, MAX_FINDINGS_PER_CODE, ErrorCode, FatpteError, clipped, listed, quoted
 from fatpte.format import layout as L
 from fatpte.manifest.codec import decode
 from fatpte.manifest.model import Manifest, ManifestEntry, Signature, TensorSpec
@@ -59,6 +59,27 @@ def signature_difference(a: Signature, b: Signature) -> str | None:
     return None
 
 
+class Problems:
+    """Consistency problems as (code, field path, message, manifest position or None), at most
+    MAX_FINDINGS_PER_CODE of each code in full and the rest counted in `omitted`. `wants(code)` is
+    asked before a message is built, so the ones not kept cost nothing."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[ErrorCode, str, str, int | None]] = []
+        self.omitted: dict[ErrorCode, int] = {}
+        self._kept: dict[ErrorCode, int] = {}
+
+    def wants(self, code: ErrorCode) -> bool:
+        if self._kept.get(code, 0) < MAX_FINDINGS_PER_CODE:
+            self._kept[code] = self._kept.get(code, 0) + 1
+            return True
+        self.omitted[code] = self.omitted.get(code, 0) + 1
+        return False
+
+    def add(self, code: ErrorCode, path: str, message: str, position: int | None) -> None:
+        self.found.append((code, path, message, position))
+
+
 def signature_problems(signed: Sequence[tuple[int, ManifestEntry]]) -> list[tuple[int, str]]:
     """E0411 for the (index, entry) pairs that state a signature, as (index, message): each
     entry's dtypes and dims against the first entry's, and each name against the first entry
@@ -75,7 +96,7 @@ def signature_problems(signed: Sequence[tuple[int, ManifestEntry]]) -> list[tupl
             assert first.signature is not None
             diff = signature_difference(first.signature, e.signature)
             if diff is not None:
-                out.append((i, f"entries {first.name!r} and {e.name!r} declare different program signatures: {diff}"))
+                out.append((i, f"entries {quoted(first.name)} and {quoted(e.name)} declare different program signatures: {diff}"))
                 continue
         clash = None
         for m in e.signature.methods:
@@ -85,9 +106,9 @@ def signature_problems(signed: Sequence[tuple[int, ManifestEntry]]) -> list[tupl
                         continue
                     name, who = namers.setdefault((m.name, part, j), (t.name, e.name))
                     if name != t.name and clash is None:
-                        clash = (f"entries {who!r} and {e.name!r} declare different program signatures: method "
-                                 f"{m.name!r} {part}[{j}] is named {name!r} by {who!r} and {t.name!r} by "
-                                 f"{e.name!r}")
+                        clash = (f"entries {quoted(who)} and {quoted(e.name)} declare different program signatures: "
+                                 f"method {quoted(m.name)} {part}[{j}] is named {quoted(name)} by {quoted(who)} and "
+                                 f"{quoted(t.name)} by {quoted(e.name)}")
         if clash is not None:
             out.append((i, clash))
     return out
@@ -96,69 +117,79 @@ def signature_problems(signed: Sequence[tuple[int, ManifestEntry]]) -> list[tupl
 def consistency_problems(
     manifest: Manifest, table_names: Sequence[str], segment_sizes: Sequence[int]
 ) -> list[tuple[ErrorCode, str, str, int | None]]:
-    """Every consistency problem as (code, field path, message, manifest position or None).
-    `segment_sizes` holds the size of each segment of the table, in table order."""
+    """Every consistency problem as (code, field path, message, manifest position or None), at most
+    MAX_FINDINGS_PER_CODE of each code (`consistency` also counts the rest). `segment_sizes` holds
+    the size of each segment of the table, in table order."""
+    return consistency(manifest, table_names, segment_sizes).found
+
+
+def consistency(manifest: Manifest, table_names: Sequence[str], segment_sizes: Sequence[int]) -> Problems:
+    """The consistency rules (specs/nfat-manifest.md section 7, steps 3 to 8), in their order. Each
+    check looks names and keys up in sets built once, so the work is linear in the manifest's
+    expanded size (bounded by its work budget, section 2.3) and in the table's length."""
     segment_count = len(segment_sizes)
-    out: list[tuple[ErrorCode, str, str, int | None]] = []
-
-    def add(code: ErrorCode, path: str, message: str, position: int | None) -> None:
-        out.append((code, path, message, position))
-
+    out = Problems()
+    C = ErrorCode
     seen: dict[str, int] = {}
     table = set(table_names)
     for i, e in enumerate(manifest.entries):
         path = f"manifest.entries[{i}].name"
         if e.name in seen:
-            add(ErrorCode.DUPLICATE_MANIFEST_ENTRY, path,
-                f"manifest entries {seen[e.name]} and {i} are both named {e.name!r}", e.position)
+            if out.wants(C.DUPLICATE_MANIFEST_ENTRY):
+                out.add(C.DUPLICATE_MANIFEST_ENTRY, path,
+                        f"manifest entries {seen[e.name]} and {i} are both named {quoted(e.name)}", e.position)
             continue
         seen[e.name] = i
-        if e.name not in table:
-            add(ErrorCode.MANIFEST_ENTRY_UNKNOWN, path,
-                f"manifest entry {e.name!r} names no entry of the table "
-                f"(the table holds {', '.join(repr(n) for n in table_names)})", e.position)
+        if e.name not in table and out.wants(C.MANIFEST_ENTRY_UNKNOWN):
+            held = listed([quoted(n) for n in table_names[:LIST_LIMIT]])
+            if len(table_names) > LIST_LIMIT:
+                held += f" and {len(table_names) - LIST_LIMIT} more"
+            out.add(C.MANIFEST_ENTRY_UNKNOWN, path,
+                    f"manifest entry {quoted(e.name)} names no entry of the table (the table holds {held})",
+                    e.position)
     for i, name in enumerate(table_names):
-        if name not in seen:
-            add(ErrorCode.MANIFEST_ENTRY_MISSING, f"entries[{i}].name",
-                f"entry {name!r} has no entry in the manifest; every entry must have exactly one", None)
+        if name not in seen and out.wants(C.MANIFEST_ENTRY_MISSING):
+            out.add(C.MANIFEST_ENTRY_MISSING, f"entries[{i}].name",
+                    f"entry {quoted(name)} has no entry in the manifest; every entry must have exactly one", None)
     keys = manifest.keys
     layouts = dict(manifest.layouts)
     referenced: set[int] = set()
     for i, (key, segment) in enumerate(manifest.named_data):
         if segment >= segment_count:
-            add(ErrorCode.NAMED_DATA_BAD_SEGMENT, f"manifest.named_data[{i}].segment",
-                f"named-data key {key!r} points at segment {segment}, but the segment table has "
-                f"{segment_count}", None)
+            if out.wants(C.NAMED_DATA_BAD_SEGMENT):
+                out.add(C.NAMED_DATA_BAD_SEGMENT, f"manifest.named_data[{i}].segment",
+                        f"named-data key {quoted(key)} points at segment {segment}, but the segment table has "
+                        f"{segment_count}", None)
         else:
             layout = layouts.get(key)
             nbytes = None if layout is None else layout.nbytes
-            if layout is not None and nbytes != segment_sizes[segment]:
-                add(ErrorCode.NAMED_DATA_LAYOUT_MISMATCH, f"manifest.named_data[{i}].layout",
-                    f"named-data key {key!r} has layout {layout.text()}, {nbytes} bytes, but its segment "
-                    f"{segment} holds {segment_sizes[segment]}", None)
+            if layout is not None and nbytes != segment_sizes[segment] and out.wants(C.NAMED_DATA_LAYOUT_MISMATCH):
+                out.add(C.NAMED_DATA_LAYOUT_MISMATCH, f"manifest.named_data[{i}].layout",
+                        f"named-data key {quoted(key)} has layout {clipped(layout.text())}, {nbytes} bytes, but "
+                        f"its segment {segment} holds {segment_sizes[segment]}", None)
         referenced.add(segment)
     for s in range(segment_count):
-        if s not in referenced:
-            add(ErrorCode.SEGMENT_UNREFERENCED, f"segments[{s}]",
-                f"segment {s} is named by no named-data key: its bytes are unreachable", None)
+        if s not in referenced and out.wants(C.SEGMENT_UNREFERENCED):
+            out.add(C.SEGMENT_UNREFERENCED, f"segments[{s}]",
+                    f"segment {s} is named by no named-data key: its bytes are unreachable", None)
     for i, e in enumerate(manifest.entries):
         for k, key in enumerate(e.named_data):
-            if key not in keys:
-                add(ErrorCode.NAMED_DATA_KEY_MISSING, f"manifest.entries[{i}].named_data[{k}]",
-                    f"entry {e.name!r} needs named-data key {key!r}, which the manifest does not define",
-                    e.position)
+            if key not in keys and out.wants(C.NAMED_DATA_KEY_MISSING):
+                out.add(C.NAMED_DATA_KEY_MISSING, f"manifest.entries[{i}].named_data[{k}]",
+                        f"entry {quoted(e.name)} needs named-data key {quoted(key)}, which the manifest does not "
+                        "define", e.position)
     problems = dict(signature_problems([(i, e) for i, e in enumerate(manifest.entries) if e.signature is not None]))
     first_digest: ManifestEntry | None = None
     for i, e in enumerate(manifest.entries):
-        if i in problems:
-            add(ErrorCode.SIGNATURE_MISMATCH, f"manifest.entries[{i}].signature", problems[i], e.position)
+        if i in problems and out.wants(C.SIGNATURE_MISMATCH):
+            out.add(C.SIGNATURE_MISMATCH, f"manifest.entries[{i}].signature", problems[i], e.position)
         if e.source_digest is not None:
             if first_digest is None:
                 first_digest = e
-            elif e.source_digest != first_digest.source_digest:
-                add(ErrorCode.SOURCE_DIGEST_MISMATCH, f"manifest.entries[{i}].source_digest",
-                    f"entries {first_digest.name!r} and {e.name!r} were built from different source "
-                    f"programs: {first_digest.source_digest} vs {e.source_digest}", e.position)
+            elif e.source_digest != first_digest.source_digest and out.wants(C.SOURCE_DIGEST_MISMATCH):
+                out.add(C.SOURCE_DIGEST_MISMATCH, f"manifest.entries[{i}].source_digest",
+                        f"entries {quoted(first_digest.name)} and {quoted(e.name)} were built from different "
+                        f"source programs: {first_digest.source_digest} vs {e.source_digest}", e.position)
     return out
 
 
@@ -213,8 +244,10 @@ def check_container(src: Any, st: Any) -> None:
         st.add(exc.finding)
         return
     assert manifest is not None
-    for code, path, message, position in consistency_problems(manifest, [e.name for e in st.entries],
-                                                              [s.size for s in st.segments]):
+    problems = consistency(manifest, [e.name for e in st.entries], [s.size for s in st.segments])
+    for code, count in problems.omitted.items():
+        st.omit(code, count)
+    for code, path, message, position in problems.found:
         if position is not None:
             offset: int | None = h.manifest_offset + position
         elif path.startswith("entries["):
@@ -225,14 +258,18 @@ def check_container(src: Any, st: Any) -> None:
             offset = h.manifest_offset
         st.add(finding(code, message, offset=offset, field=path))
     by_name = {e.name: e for e in st.entries}
+    # Each payload is hashed once, however many manifest entries (repeated names, E0410) claim it.
+    digests: dict[int, bytes] = {}
     for i, me in enumerate(manifest.entries):
         e = by_name.get(me.name)
         if me.payload_sha256 is None or e is None or e.index not in st.placed_entries:
             continue
-        digest = src.sha256(e.offset, e.end)
+        digest = digests.get(e.index)
+        if digest is None:
+            digest = digests[e.index] = src.sha256(e.offset, e.end)
         if digest != me.payload_sha256:
             st.add(finding(ErrorCode.PAYLOAD_DIGEST_MISMATCH,
-                           f"payload of {e.name!r} has SHA-256 {digest.hex()}, but its manifest entry says "
+                           f"payload of {quoted(e.name)} has SHA-256 {digest.hex()}, but its manifest entry says "
                            f"{me.payload_sha256.hex()}", offset=h.manifest_offset + me.position,
                            field=f"manifest.entries[{i}].payload_sha256", expected=me.payload_sha256.hex(),
                            actual=digest.hex()))

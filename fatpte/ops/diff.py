@@ -9,21 +9,29 @@ is computed from the payload bytes). Nothing is printed here; the command line r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fatpte.container.reader import Container
 from fatpte.fileio.checksum import crc32c
 from fatpte.format.model import Entry
+
+if TYPE_CHECKING:
+    from fatpte.manifest.model import ManifestEntry
 
 # Fields compared for an entry present in both containers, in report order.
 COMPARED = ("backend_id", "size", "checksum", "payload_kind", "alignment", "priority", "requires", "signature",
             "named_data", "source_digest", "payload_sha256")
 
 
-def _entry_view(container: Container, e: Entry) -> dict[str, Any]:
-    checksum = e.checksum if e.checksum is not None else _crc32c(container, e)
+def _entry_views(container: Container) -> dict[str, dict[str, Any]]:
+    """Each entry's compared fields by name; the manifest is indexed once for all of them."""
     manifest = container.manifest if container.header.manifest_size else None
-    m = None if manifest is None else manifest.entry(e.name)
+    described = {} if manifest is None else manifest.by_name()
+    return {e.name: _entry_view(container, e, described.get(e.name)) for e in container.entries}
+
+
+def _entry_view(container: Container, e: Entry, m: ManifestEntry | None) -> dict[str, Any]:
+    checksum = e.checksum if e.checksum is not None else _crc32c(container, e)
     return {
         "backend_id": e.backend_id,
         "size": e.size,
@@ -72,8 +80,7 @@ def _changes(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]],
 
 def compare(a: Container, b: Container) -> dict[str, Any]:
     """The changes from `a` to `b`, as `fatpte diff --json` prints them."""
-    va = {e.name: _entry_view(a, e) for e in a.entries}
-    vb = {e.name: _entry_view(b, e) for e in b.entries}
+    va, vb = _entry_views(a), _entry_views(b)
     added, removed, changed = _changes(va, vb, COMPARED, "name")
     nd_added, nd_removed, nd_changed = _changes(_named_data_view(a), _named_data_view(b), ("size", "checksum"),
                                                 "key")

@@ -33,6 +33,7 @@ def specializations_of(container: Container, views: list[memoryview]) -> list[Sp
     """The container's entries as specializations, in table order, with what the manifest says
     of each; payload views are appended to `views` so the caller can release them."""
     manifest = container.manifest if container.version == L.VERSION_2 else None
+    described = {} if manifest is None else manifest.by_name()
     specs = []
     for e in container.entries:
         view = container.payload(e)
@@ -40,7 +41,7 @@ def specializations_of(container: Container, views: list[memoryview]) -> list[Sp
         if container.version == L.VERSION_1:
             specs.append(Specialization(e.backend_id, view))
             continue
-        m = None if manifest is None else manifest.entry(e.name)
+        m = described.get(e.name)
         if m is None:
             specs.append(Specialization(e.backend_id, view, name=e.name, priority=e.priority,
                                         alignment=e.alignment))
@@ -62,11 +63,12 @@ def _named_data(container: Container, specs: Sequence[Specialization],
         return None
     used = {k for s in specs if isinstance(s.named_data, list) for k in s.named_data}
     out: dict[str, NamedData] = {}
+    layouts = dict(manifest.layouts)  # once: manifest.layout(key) scans them all
     for key, seg_index in sorted(manifest.named_data, key=lambda kv: kv[1]):
         if key in used:
             view = container.named_data(key)
             views.append(view)
-            out[key] = NamedData(view, container.segments[seg_index].alignment, manifest.layout(key))
+            out[key] = NamedData(view, container.segments[seg_index].alignment, layouts.get(key))
     return out or None
 
 

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from fatpte.manifest.model import Manifest, Requirements
 
 
+# `shared_with` lists at most this many of the entries that share a payload: a container of N
+# entries sharing one would otherwise describe N * N names.
+SHARED_LIMIT = 8
+
+
 class MapRow(NamedTuple):
     """One byte range of the file: a region the spec names, or the bytes between regions.
     A NamedTuple rather than a dataclass, to keep `dataclasses` off the read path."""
@@ -109,12 +114,19 @@ def summary(container: Container) -> dict[str, Any]:
     """The container as `fatpte info --json` prints it."""
     # Only decoded when present: a container without one never loads the manifest codec.
     manifest = container.manifest if container.header.manifest_size else None
+    described = {} if manifest is None else manifest.by_name()
+    sharers: dict[tuple[int, int], list[Entry]] = {}  # one pass, not one per entry (65536 may share)
+    for e in container.entries:
+        if e.size:
+            sharers.setdefault((e.offset, e.size), []).append(e)
     entries = []
     for e in container.entries:
         row = e.to_json()
-        row["shared_with"] = [o.name for o in container.entries
-                              if o.index != e.index and o.size and (o.offset, o.size) == (e.offset, e.size)]
-        m = None if manifest is None else manifest.entry(e.name)
+        group = sharers.get((e.offset, e.size), [e])
+        # The first SHARED_LIMIT others, in table order; shared_count says how many there are.
+        row["shared_with"] = [o.name for o in group[: SHARED_LIMIT + 1] if o.index != e.index][:SHARED_LIMIT]
+        row["shared_count"] = len(group) - 1
+        m = described.get(e.name)
         row["requires"] = {} if m is None else m.requires.to_json()
         row["requires_text"] = requirements_text(None if m is None else m.requires)
         row["named_data"] = [] if m is None else list(m.named_data)

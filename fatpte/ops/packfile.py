@@ -54,7 +54,7 @@ class _Ctx:
         return table
 
     def file(self, value: Any, path: str) -> Path:
-        if not isinstance(value, str) or not value:
+        if not isinstance(value, str) or not value or "\0" in value:
             raise self.bad(path, "must be a file path (relative to the pack.toml)", value)
         p = self.base / value
         if not p.is_file():
@@ -89,13 +89,66 @@ def load(toml_path: str | os.PathLike[str]) -> tuple[list[Specialization], dict[
     """The specializations and pack() keyword arguments a pack.toml describes."""
     toml = Path(toml_path)
     ctx = _Ctx(toml)
+    doc = _parse(ctx, _read(toml))
     try:
-        with toml.open("rb") as f:
-            doc = tomllib.load(f)
+        return _load(ctx, doc)
+    except FatpteError as exc:
+        if exc.code is not ErrorCode.INVALID_ARGUMENT or exc.source is not None:
+            raise
+        # A value the records refuse (requires, signature, provenance, ...): E0708 at its key path.
+        where = exc.field or "$"
+        raise ctx.bad(where, exc.message.removeprefix(f"{where}: "), exc.actual) from None
+
+
+# pack.toml files are written by people and by `fatpte unpack`; one larger than this is not one.
+MAX_PACK_FILE_BYTES = 64 << 20
+
+
+def _read(toml: Path) -> bytes:
+    import stat
+
+    try:
+        # O_NONBLOCK: a FIFO must not make pack wait for a writer; fstat then refuses it.
+        fd = os.open(toml, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise FatpteError(ErrorCode.IO_ERROR, f"cannot read {toml}: {exc.strerror or exc}", source=str(toml)) from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FatpteError(ErrorCode.NOT_A_FILE, f"{toml} is not a regular file (a directory, device, FIFO or "
+                              "socket)", source=str(toml))
+        data = b""
+        while len(data) <= MAX_PACK_FILE_BYTES:
+            chunk = os.read(fd, MAX_PACK_FILE_BYTES + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+    except OSError as exc:
+        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read {toml}: {exc.strerror or exc}", source=str(toml)) from exc
+    finally:
+        os.close(fd)
+    if len(data) > MAX_PACK_FILE_BYTES:
+        raise FatpteError(ErrorCode.BAD_PACK_FILE, f"is larger than {MAX_PACK_FILE_BYTES} bytes: not a pack.toml",
+                          source=str(toml), field="$")
+    return data
+
+
+def _parse(ctx: _Ctx, data: bytes) -> dict[str, Any]:
+    """The TOML document, or BAD_PACK_FILE at field `$` (the document as a whole) saying where it
+    breaks: bytes that are not UTF-8, TOML syntax, nesting deeper than the parser's stack."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ctx.bad("$", f"not UTF-8: byte {data[exc.start]:#04x} at offset {exc.start} (line {line})") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise FatpteError(ErrorCode.BAD_PACK_FILE, f"not valid TOML: {exc}", source=str(toml)) from exc
+        raise ctx.bad("$", f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ctx.bad("$", "not a pack.toml: arrays or tables nest too deeply to read") from None
+
+
+def _load(ctx: _Ctx, doc: dict[str, Any]) -> tuple[list[Specialization], dict[str, Any]]:
     ctx.keys(doc, _TOP, "")
     kwargs: dict[str, Any] = {}
     for key in ("version", "alignment", "segment_alignment"):
@@ -109,7 +162,8 @@ def load(toml_path: str | os.PathLike[str]) -> tuple[list[Specialization], dict[
         if not isinstance(doc["check_signatures"], bool):
             raise ctx.bad("check_signatures", "must be true or false", doc["check_signatures"])
         kwargs["check_signatures"] = doc["check_signatures"]
-    shared = ctx.keys(doc.get("named_data", {}), tuple(doc.get("named_data", {})), "named_data")
+    shared_raw = doc.get("named_data", {})
+    shared = ctx.keys(shared_raw, tuple(shared_raw) if isinstance(shared_raw, Mapping) else (), "named_data")
     kwargs["named_data"] = {k: _named_value(ctx, v, f"named_data.{k}") for k, v in shared.items()} or None
     specs_raw = doc.get("specialization")
     if not isinstance(specs_raw, list) or not specs_raw:
@@ -242,6 +296,10 @@ def pack_from_file(
         return pack(specs, dest, progress=progress, **kwargs)
     except FatpteError as exc:
         if exc.code is ErrorCode.INVALID_ARGUMENT and exc.source is None:
-            # Name the file: the field path (specialization[i].requires...) is the table's.
-            exc.source = str(toml_path)
+            # A value of the file pack refuses (requires, signature, provenance): E0708 naming the
+            # file and the key path, `specializations[i]...` of the API being `specialization[i]...` there.
+            where = (exc.field or "$").replace("specializations[", "specialization[", 1)
+            message = exc.message.removeprefix(f"{exc.field}: ")
+            raise FatpteError(ErrorCode.BAD_PACK_FILE, f"{where}: {message}", source=str(toml_path), field=where,
+                              actual=exc.actual) from None
         raise

@@ -20,7 +20,7 @@ from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.atomic import atomic_output
 from fatpte.fileio.buffers import BytesLike
 from fatpte.fileio.checksum import crc32c
-from fatpte.fileio.sources import Source, open_source, same_bytes
+from fatpte.fileio.sources import Source, check_unchanged, open_source, same_bytes
 from fatpte.fileio.streams import Progress, copy_range, copy_range_crc, progress_counter
 from fatpte.format import layout as L
 from fatpte.format.codec import encode
@@ -179,6 +179,7 @@ def _write(out: BinaryIO, layout: _Layout, progress: Progress | None) -> None:
             else:
                 src.checksum = copy_range_crc(src.fd, 0, fd, p.offset, src.size, advance=advance)
                 src.hashed = True
+            check_unchanged(src)
         else:
             view = memoryview(src.buf)
             try:

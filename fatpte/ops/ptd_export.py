@@ -58,8 +58,9 @@ def entry_data_file(
         segments: list[Segment] = []
         local: dict[int, int] = {}  # container segment index -> .ptd segment index
         key_segment: dict[str, int] = {}
+        index = manifest.keys  # a dict built on each access: once, not once per key
         for key in keys:
-            seg = c.segments[manifest.keys[key]]
+            seg = c.segments[index[key]]
             key_segment[key] = local.setdefault(seg.index, len(segments))
             if key_segment[key] == len(segments):
                 segments.append(seg)

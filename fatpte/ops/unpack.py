@@ -30,7 +30,7 @@ from typing import Any
 from fatpte.container.reader import Container
 from fatpte.container.reader import open as open_container
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.fileio.atomic import io_error
+from fatpte.fileio.atomic import io_error, terminations_raise
 from fatpte.fileio.streams import copy_range
 from fatpte.format import layout as L
 
@@ -131,6 +131,7 @@ def _toml_lines(container: Container, payload_files: dict[int, str],
     if manifest is not None and manifest.named_data:
         lines += ["", "[named_data]"]
         by_segment: dict[int, list[str]] = {}
+        layouts = dict(manifest.layouts)  # one pass: manifest.layout(key) would scan them all each time
         for key, seg in manifest.named_data:
             by_segment.setdefault(seg, []).append(key)
         # Segments are created in the order their first key appears: list them by index.
@@ -138,10 +139,11 @@ def _toml_lines(container: Container, payload_files: dict[int, str],
             alignment = container.segments[seg_index].alignment
             for key in by_segment[seg_index]:
                 value: dict[str, Any] = {"path": f"named_data/{segment_files[seg_index]}", "alignment": alignment}
-                layout = manifest.layout(key)
+                layout = layouts.get(key)
                 if layout is not None:
                     value["layout"] = layout.to_json()
                 lines.append(f"{toml_key(key)} = {toml_value(value)}")
+    described = {} if manifest is None else manifest.by_name()
     for e in container.entries:
         lines += ["", "[[specialization]]"]
         if container.version == L.VERSION_2:
@@ -152,7 +154,7 @@ def _toml_lines(container: Container, payload_files: dict[int, str],
             lines.append(f"alignment = {e.alignment}")
             if e.priority:
                 lines.append(f"priority = {e.priority}")
-        m = None if manifest is None else manifest.entry(e.name)
+        m = described.get(e.name)
         if m is None:
             continue
         requires = m.requires.to_json()
@@ -269,11 +271,12 @@ def unpack_to_dir(path: str | os.PathLike[str], dest: str | os.PathLike[str], *,
     except OSError as exc:
         raise io_error(exc, target, "cannot create a temporary directory beside") from exc
     try:
-        with open_container(path) as container:
-            payloads, segments = _write_tree(container, scratch)
-        reproducible = _reproduces(Path(path), scratch / PACK_TOML, scratch) if verify else None
-        _move_into_place(scratch, target)
-    except BaseException:
+        with terminations_raise():
+            with open_container(path) as container:
+                payloads, segments = _write_tree(container, scratch)
+            reproducible = _reproduces(Path(path), scratch / PACK_TOML, scratch) if verify else None
+            _move_into_place(scratch, target)
+    except BaseException:  # SIGTERM and SIGHUP too (terminations_raise), as Ctrl-C
         shutil.rmtree(scratch, ignore_errors=True)
         raise
     return Unpacked(target, target / PACK_TOML, payloads, segments, reproducible)

@@ -26,7 +26,8 @@ Container::~Container() {
 }
 
 Result<std::unique_ptr<Container>> Container::open_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it (E0811, as Python).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return io_error(path, "cannot open", errno);
   struct stat sb;
   if (fstat(fd, &sb) != 0) {
@@ -36,7 +37,8 @@ Result<std::unique_ptr<Container>> Container::open_file(const std::string& path)
   }
   if (!S_ISREG(sb.st_mode)) {
     ::close(fd);
-    return fail(Error::IO_ERROR, kNoOffset, "", "cannot map %s: not a regular file", path.c_str());
+    return fail(Error::NOT_A_FILE, kNoOffset, "",
+                "%s is not a regular file (a directory, device, FIFO or socket): not a container", path.c_str());
   }
   std::unique_ptr<Container> c(new Container());
   const auto size = static_cast<std::uint64_t>(sb.st_size);

@@ -22,6 +22,7 @@
 #include "json.hpp"
 #include "library_search.hpp"
 #include "manifest_view.hpp"
+#include "text.hpp"
 
 #ifndef FATPTE_EXECUTORCH_LIBRARY_DIR
 #define FATPTE_EXECUTORCH_LIBRARY_DIR ""
@@ -402,9 +403,12 @@ std::string explain_dispatch(const Container& c, const Dispatch& d) {
   for (const Attempt& a : d.attempts) {
     const Entry& e = c.entries()[a.index];
     if (!out.empty()) out += "\n";
-    out += "  dispatch: " + e.name + " [" + e.backend_id + "]: " + a.outcome;
-    if (!a.library.empty()) out += " (" + a.library + ")";
-    for (const std::string& line : a.details) out += "\n      " + line;
+    // Names and backend ids come from the file (a version 1 id may hold any byte from 0x01 to
+    // 0x7f), outcomes quote them and the backends' own words: every line escaped.
+    out += "  dispatch: " + detail::clipped(e.name) + " [" + detail::clipped(e.backend_id) + "]: " +
+           detail::printable(a.outcome);
+    if (!a.library.empty()) out += " (" + detail::printable(a.library) + ")";
+    for (const std::string& line : a.details) out += "\n      " + detail::printable(line);
   }
   return out;
 }

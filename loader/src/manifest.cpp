@@ -1,9 +1,11 @@
 // The manifest's content rules, mirroring fatpte/manifest/ check_container in its order:
-// decoding (flatbuffers::Verifier before any read, then every string is valid UTF-8), the value
-// rules of _build, the consistency rules with the tables, then the payload SHA-256 digests. Runs
+// verifying (manifest_verify.cpp: every rule of specs/nfat-manifest.md 2.1, UTF-8 and the work
+// budget of 2.3, before any field is read), the value rules of _build, the consistency rules with
+// the tables, then the payload SHA-256 digests. Runs
 // last in the canonical order, over a container whose manifest is placed and whose CRC32C and
 // identifier are sound. Offsets are absolute in the file: the manifest offset plus the position
 // of the manifest table the rule is about, as Python reports them.
+#include <array>
 #include <cinttypes>
 #include <cstring>
 #include <map>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "fatpte/fatpte.hpp"
+#include "manifest_verify.hpp"
 #include "manifest_view.hpp"
 #include "nfat_manifest_generated.h"
 #include "sha256.hpp"
@@ -46,8 +49,8 @@ namespace {
 namespace M = nfat::manifest;
 namespace F = format;
 
-constexpr std::size_t kMaxTextBytes = 4096;  // manifest.MAX_TEXT_BYTES
-constexpr std::size_t kSha256Size = 32;      // manifest.SHA256_SIZE
+constexpr std::size_t kMaxTextBytes = manifest_schema::kMaxTextBytes;
+constexpr std::size_t kSha256Size = manifest_schema::kSha256Size;
 
 std::optional<std::uint64_t> layout_element_bytes(const ::flatbuffers::String* dtype) {
   const LayoutDtype* d = dtype == nullptr ? nullptr : layout_dtype(dtype->c_str());
@@ -69,75 +72,6 @@ std::uint64_t layout_nbytes(const M::TensorLayout& lay, std::uint64_t element) {
   return n;
 }
 
-// ---- UTF-8: Python decodes every string of the manifest and rejects invalid text ----
-
-bool valid_utf8(const ::flatbuffers::String* s) {
-  return s == nullptr || detail::valid_utf8(reinterpret_cast<const std::uint8_t*>(s->data()), s->size());
-}
-
-template <typename T>
-bool all_utf8(const ::flatbuffers::Vector<::flatbuffers::Offset<::flatbuffers::String>>* v) {
-  if (v == nullptr) return true;
-  for (const auto* s : *v) {
-    if (!valid_utf8(s)) return false;
-  }
-  return true;
-}
-
-bool tensors_utf8(const ::flatbuffers::Vector<::flatbuffers::Offset<M::TensorSpec>>* v) {
-  if (v == nullptr) return true;
-  for (const auto* t : *v) {
-    if (!valid_utf8(t->name()) || !valid_utf8(t->dtype())) return false;
-    if (t->shape() != nullptr) {
-      for (const auto* d : *t->shape()) {
-        if (!valid_utf8(d->symbol())) return false;
-      }
-    }
-  }
-  return true;
-}
-
-bool manifest_utf8(const M::Manifest& m) {
-  using StrVec = ::flatbuffers::Vector<::flatbuffers::Offset<::flatbuffers::String>>;
-  if (m.entries() != nullptr) {
-    for (const auto* e : *m.entries()) {
-      if (!valid_utf8(e->name()) || !valid_utf8(e->source_digest())) return false;
-      if (!all_utf8<StrVec>(e->named_data()) || !all_utf8<StrVec>(e->executorch_backends())) return false;
-      if (const auto* r = e->requires_()) {
-        if (!all_utf8<StrVec>(r->os()) || !all_utf8<StrVec>(r->arch()) || !all_utf8<StrVec>(r->cpu_features())) {
-          return false;
-        }
-        if (r->accelerators() != nullptr) {
-          for (const auto* a : *r->accelerators()) {
-            if (!valid_utf8(a->kind())) return false;
-          }
-        }
-      }
-      if (const auto* sig = e->signature()) {
-        if (sig->methods() != nullptr) {
-          for (const auto* meth : *sig->methods()) {
-            if (!valid_utf8(meth->name()) || !tensors_utf8(meth->inputs()) || !tensors_utf8(meth->outputs()) ||
-                !tensors_utf8(meth->buffers())) {
-              return false;
-            }
-          }
-        }
-      }
-      if (e->provenance() != nullptr) {
-        for (const auto* kv : *e->provenance()) {
-          if (!valid_utf8(kv->key()) || !valid_utf8(kv->value())) return false;
-        }
-      }
-    }
-  }
-  if (m.named_data() != nullptr) {
-    for (const auto* nd : *m.named_data()) {
-      if (!valid_utf8(nd->key())) return false;
-      if (nd->layout() != nullptr && !valid_utf8(nd->layout()->dtype())) return false;
-    }
-  }
-  return true;
-}
 
 // ---- decoded values the consistency rules compare ----
 
@@ -364,7 +298,47 @@ bool same_signature(const std::vector<MethodV>& a, const std::vector<MethodV>& b
   return true;
 }
 
+// Section 2 of specs/nfat-manifest.md whole: the verifier (2.1, 2.3), then the value rules of 2.2 in
+// manifest._build's order, entries first, then the keys. Fills what the consistency rules compare.
+Status decode(const std::uint8_t* m, std::uint64_t size, std::uint64_t base, std::vector<EntryV>& entries,
+              std::vector<std::pair<std::string, std::uint32_t>>& named,
+              std::vector<const M::TensorLayout*>& named_layouts) {
+  FATPTE_RETURN_IF_ERROR(detail::verify_manifest(m, size, base));
+  const M::Manifest& root = *M::GetManifest(m);
+  Builder b(m, base);
+  FATPTE_RETURN_IF_ERROR(b.entries(root, entries));
+  if (root.named_data() != nullptr) {
+    named.reserve(root.named_data()->size());
+    for (::flatbuffers::uoffset_t i = 0; i < root.named_data()->size(); ++i) {
+      const M::NamedData* nd = root.named_data()->Get(i);
+      const std::string p = "manifest.named_data[" + std::to_string(i) + "]";
+      FATPTE_RETURN_IF_ERROR(b.nonempty(nd, nd->key(), p, "key"));
+      named.emplace_back(nd->key()->str(), nd->segment());
+      // std::string compares bytewise (as unsigned char), like Python's bytes.
+      if (i > 0 && !(named[i - 1].first < named[i].first)) {
+        return fail(Error::NAMED_DATA_KEYS_UNSORTED, base + b.pos(nd), p + ".key",
+                    "key '%s' is not after '%s': keys must be unique and sorted bytewise",
+                    detail::clipped(named[i].first).c_str(), detail::clipped(named[i - 1].first).c_str());
+      }
+      if (nd->layout() != nullptr) FATPTE_RETURN_IF_ERROR(b.layout(nd->layout(), p + ".layout"));
+      named_layouts.push_back(nd->layout());
+    }
+  }
+  return Status();
+}
+
 }  // namespace
+
+namespace detail {
+
+Status check_manifest_buffer(const std::uint8_t* data, std::uint64_t size, std::uint64_t base) {
+  std::vector<EntryV> entries;
+  std::vector<std::pair<std::string, std::uint32_t>> named;
+  std::vector<const M::TensorLayout*> layouts;
+  return decode(data, size, base, entries, named, layouts);
+}
+
+}  // namespace detail
 
 Status check_manifest_contents(Bytes buf, const Structure& st) {
   const Header& h = st.header;
@@ -378,40 +352,10 @@ Status check_manifest_contents(Bytes buf, const Structure& st) {
   if (!st.manifest_placed) return Status();
   const std::uint8_t* m = buf.data + h.manifest_offset;
   const std::uint64_t base = h.manifest_offset;
-  ::flatbuffers::Verifier::Options options;
-  options.max_depth = 64;        // manifest.MAX_DEPTH
-  options.max_tables = 1000000;  // manifest.MAX_TABLES
-  ::flatbuffers::Verifier verifier(m, static_cast<std::size_t>(h.manifest_size), options);
-  FATPTE_CHECK(M::VerifyManifestBuffer(verifier), Error::MANIFEST_CORRUPT, base, "manifest",
-               "the manifest (%#" PRIx64 "..%#" PRIx64 ") is not a well-formed flatbuffer of "
-               "specs/nfat_manifest.fbs (the flatbuffers verifier rejects it)",
-               base, base + h.manifest_size);
-  const M::Manifest& root = *M::GetManifest(m);
-  FATPTE_CHECK(manifest_utf8(root), Error::MANIFEST_CORRUPT, base, "manifest",
-               "a string of the manifest is not valid UTF-8");
-
-  Builder b(m, base);
   std::vector<EntryV> entries;
-  FATPTE_RETURN_IF_ERROR(b.entries(root, entries));
   std::vector<std::pair<std::string, std::uint32_t>> named;
   std::vector<const M::TensorLayout*> named_layouts;  // per key, nullptr when it has none
-  if (root.named_data() != nullptr) {
-    named.reserve(root.named_data()->size());
-    for (::flatbuffers::uoffset_t i = 0; i < root.named_data()->size(); ++i) {
-      const M::NamedData* nd = root.named_data()->Get(i);
-      const std::string p = "manifest.named_data[" + std::to_string(i) + "]";
-      FATPTE_RETURN_IF_ERROR(b.nonempty(nd, nd->key(), p, "key"));
-      named.emplace_back(nd->key()->str(), nd->segment());
-      // std::string compares bytewise (as unsigned char), like Python's bytes.
-      if (i > 0 && !(named[i - 1].first < named[i].first)) {
-        return fail(Error::NAMED_DATA_KEYS_UNSORTED, base + b.pos(nd), p + ".key",
-                    "key '%s' is not after '%s': keys must be unique and sorted bytewise", named[i].first.c_str(),
-                    named[i - 1].first.c_str());
-      }
-      if (nd->layout() != nullptr) FATPTE_RETURN_IF_ERROR(b.layout(nd->layout(), p + ".layout"));
-      named_layouts.push_back(nd->layout());
-    }
-  }
+  FATPTE_RETURN_IF_ERROR(decode(m, h.manifest_size, base, entries, named, named_layouts));
 
   // ---- consistency with the tables (manifest.consistency_problems), in its order ----
   std::map<std::string, std::size_t> seen;
@@ -513,13 +457,19 @@ Status check_manifest_contents(Bytes buf, const Structure& st) {
   // ---- payload digests ----
   std::map<std::string, const Entry*> by_name;
   for (const Entry& e : st.entries) by_name[e.name] = &e;
+  // Each payload is hashed once, however many manifest entries claim it (Python does the same).
+  std::map<std::uint32_t, std::array<std::uint8_t, kSha256Size>> digests;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const EntryV& me = entries[i];
     if (me.payload_sha256.empty()) continue;
     auto it = by_name.find(me.name);
     if (it == by_name.end()) continue;
     const Entry& e = *it->second;
-    const auto digest = detail::sha256(buf.data + e.offset, static_cast<std::size_t>(e.size));
+    auto known = digests.find(e.index);
+    if (known == digests.end()) {
+      known = digests.emplace(e.index, detail::sha256(buf.data + e.offset, static_cast<std::size_t>(e.size))).first;
+    }
+    const auto& digest = known->second;
     FATPTE_CHECK(std::memcmp(digest.data(), me.payload_sha256.data(), kSha256Size) == 0,
                  Error::PAYLOAD_DIGEST_MISMATCH, base + me.position,
                  "manifest.entries[" + std::to_string(i) + "].payload_sha256",

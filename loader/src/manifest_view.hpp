@@ -1,5 +1,5 @@
 // Reading fields of a container's manifest: the root, after the manifest's CRC32C, its
-// identifier and the flatbuffers verifier passed (specs/nfat-manifest.md section 2), so selection
+// identifier and every rule of specs/nfat-manifest.md section 2 passed (manifest_verify.hpp), so selection
 // and loading read nothing of a manifest that failed them.
 #ifndef FATPTE_SRC_MANIFEST_VIEW_HPP_
 #define FATPTE_SRC_MANIFEST_VIEW_HPP_

@@ -3,15 +3,17 @@
 // loader reads the same profiles as Python's DeviceProfile.from_json. Errors are
 // INVALID_ARGUMENT naming the field path.
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -23,6 +25,7 @@
 #include "fatpte/device.hpp"
 #include "fatpte/fatpte.hpp"
 #include "fatpte/select.hpp"
+#include "text.hpp"
 
 #ifndef FATPTE_DEVICES_DIR
 #define FATPTE_DEVICES_DIR "specs/devices"
@@ -36,10 +39,12 @@ namespace {
 
 constexpr std::size_t kMaxProfileBytes = 1u << 20;  // device.MAX_PROFILE_BYTES
 constexpr std::size_t kMaxAccelerators = 64;        // device.MAX_ACCELERATORS
+// device.MAX_PROFILE_DEPTH: arrays and objects nest at most 64 deep (a profile needs 3); the
+// Python reader counts the depth before parsing, so both refuse the same documents, at `$`.
+constexpr int kMaxNesting = 64;
+// device.MAX_INTEGER_DIGITS: an integer literal of more digits is not read (Python's int() limit).
+constexpr std::size_t kMaxIntegerDigits = 4300;
 constexpr std::size_t kMaxExecutorchBackends = 64;  // fields.MAX_EXECUTORCH_BACKENDS
-// Deep enough that every document Python's json reads without RecursionError (about 1000
-// levels) up to here is read too, so the error names the same field; bounded for the stack.
-constexpr int kMaxNesting = 512;
 
 struct Value {
   enum Kind { kNull, kBool, kInt, kNumber, kString, kArray, kObject } kind = kNull;
@@ -67,11 +72,15 @@ class Parser {
   }
   Status bad(const char* what) { return fail(Error::INVALID_ARGUMENT, p_, "$", "invalid JSON: %s", what); }
 
+  // `depth`: the arrays and objects around this value. A value that is itself one may be the
+  // 64th (device.MAX_PROFILE_DEPTH counts containers, not the scalars inside the deepest).
   Status value(Value& v, int depth) {
-    FATPTE_CHECK(depth < kMaxNesting, Error::INVALID_ARGUMENT, p_, "$", "JSON nests too deeply");
     ws();
     if (p_ >= t_.size()) return bad("unexpected end");
     const char c = t_[p_];
+    if (c == '{' || c == '[') {
+      FATPTE_CHECK(depth < kMaxNesting, Error::INVALID_ARGUMENT, p_, "$", "JSON nests too deeply");
+    }
     if (c == '{') return object(v, depth);
     if (c == '[') return array(v, depth);
     if (c == '"') {
@@ -104,9 +113,6 @@ class Parser {
       p_ = start + 1;  // Python reads the 0 and stops: what follows is unexpected text
       return bad("a number with a leading zero");
     }
-    // Python's int() refuses more than 4300 digits (sys.int_info.default_max_str_digits), and
-    // its json reader with it.
-    if (digits > 4300) return bad("an integer of more than 4300 digits");
     bool integral = true;
     if (p_ < t_.size() && t_[p_] == '.') {
       const std::size_t dot = ++p_;
@@ -122,6 +128,9 @@ class Parser {
       if (p_ == exp) return bad("a number without exponent digits");
       integral = false;
     }
+    // An integer (no fraction, no exponent) of more than 4300 digits is refused as a whole; a number
+    // with a fraction or exponent is read whatever its length, and no field takes it.
+    if (integral && digits > kMaxIntegerDigits) return bad("an integer of more than 4300 digits");
     std::uint64_t n = 0;
     bool fits = integral && digits <= 20;
     for (std::size_t k = start; fits && k < start + digits; ++k) {
@@ -275,38 +284,10 @@ class Parser {
   std::size_t p_ = 0;
 };
 
-// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF), what
-// Python's bytes.decode("utf-8") accepts; a profile that is not is rejected as a whole.
+// Well-formed UTF-8, what Python's bytes.decode("utf-8") accepts; a profile that is not is
+// rejected as a whole.
 bool valid_utf8(const std::string& s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    std::size_t n = 0;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return false;
-    }
-    if (n >= s.size() - i) return false;  // the sequence runs past the end
-    for (std::size_t k = 1; k <= n; ++k) {
-      const unsigned char t = static_cast<unsigned char>(s[i + k]);
-      if (t < (k == 1 ? lo : 0x80u) || t > (k == 1 ? hi : 0xBFu)) return false;
-    }
-    i += n + 1;
-  }
-  return true;
+  return detail::first_invalid_utf8(reinterpret_cast<const std::uint8_t*>(s.data()), s.size()) < 0;
 }
 
 Status invalid(const std::string& path, const std::string& message) {
@@ -538,11 +519,34 @@ Result<DeviceProfile> profile_from_json(const std::string& json) {
 }
 
 Result<DeviceProfile> profile_from_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(Error::IO_ERROR, kNoOffset, "device", "cannot read the device profile %s", path.c_str());
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it (as Python does).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    return fail(Error::IO_ERROR, kNoOffset, "", "cannot read the device profile %s: %s", path.c_str(),
+                std::strerror(errno));
+  }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    ::close(fd);
+    return fail(Error::NOT_A_FILE, kNoOffset, "",
+                "the device profile %s is not a regular file (a directory, device, FIFO or socket)", path.c_str());
+  }
   std::string text(kMaxProfileBytes + 1, '\0');
-  in.read(&text[0], static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, &text[got], text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return fail(Error::IO_ERROR, kNoOffset, "", "cannot read the device profile %s: %s", path.c_str(),
+                  std::strerror(err));
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
   if (text.size() > kMaxProfileBytes) {
     return fail(Error::INVALID_ARGUMENT, kNoOffset, "$", "%s is larger than 1 MiB: not a device profile",
                 path.c_str());
@@ -575,8 +579,8 @@ Result<DeviceProfile> load_profile(const std::string& word) {
   if (!is_name) return profile_from_file(word);
   const std::string dir = devices_dir();
   const std::string path = dir + "/" + word + ".json";
-  std::ifstream probe(path, std::ios::binary);
-  if (!probe) {
+  struct stat present;
+  if (stat(path.c_str(), &present) != 0) {  // stat, not open: a FIFO of that name must not block
     std::vector<std::string> names;
     if (DIR* d = opendir(dir.c_str())) {
       while (const dirent* ent = readdir(d)) {

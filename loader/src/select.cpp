@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -118,7 +119,7 @@ Requirements decode(const M::Requirements* r) {
 }
 
 // The requirements of each table entry by name (the first manifest entry of that name, as
-// Python's Manifest.entry), after the manifest's CRC32C, identifier and verifier have passed.
+// Python's Manifest.entry), after the manifest's CRC32C, identifier and verification have passed.
 Result<std::map<std::string, Requirements>> manifest_requirements(const Container& c) {
   std::map<std::string, Requirements> out;
   auto manifest = verified_manifest(c);
@@ -216,11 +217,20 @@ void evaluate(const Entry& e, const Requirements& req, const DeviceProfile& d, V
     auto it = d.backends.find(e.backend_id);
     if (it == d.backends.end()) {
       v.notes.push_back("backend ABI " + req.abi_text() + " not checked: the profile does not list backend '" +
-                        e.backend_id + "'; the loader checks it when it loads the backend library");
+                        detail::clipped(e.backend_id) + "'; the loader checks it when it loads the backend library");
     } else if (!(req.abi_min <= it->second && it->second <= req.abi_max)) {
       v.failures.push_back({"backend_abi", e.backend_id + " ABI " + req.abi_text(), "ABI " + std::to_string(it->second)});
     }
   }
+}
+
+// Names, requirement words and what the device has are shown through detail::clipped: control
+// characters escaped and long text cut, as fatpte/device/selection.py shows them.
+std::string clipped_list(const std::vector<std::string>& words) {
+  std::vector<std::string> shown;
+  shown.reserve(words.size());
+  for (const std::string& w : words) shown.push_back(detail::clipped(w));
+  return join(shown, ", ");
 }
 
 // selection.runtime_check: an ExecuTorch backend the entry's program needs and the device's
@@ -229,7 +239,7 @@ void runtime_check(const Requirements& req, const DeviceProfile& d, Verdict& v) 
   if (!req.executorch_backends || req.executorch_backends->empty()) return;
   const std::vector<std::string>& needs = *req.executorch_backends;
   if (!d.executorch_backends) {
-    v.notes.push_back("ExecuTorch backends " + join(needs, ", ") + " not checked: the profile does not list the "
+    v.notes.push_back("ExecuTorch backends " + clipped_list(needs) + " not checked: the profile does not list the "
                       "backends its runtime has (`fatpte device` lists them where ExecuTorch's runtime is installed)");
     return;
   }
@@ -240,18 +250,16 @@ void runtime_check(const Requirements& req, const DeviceProfile& d, Verdict& v) 
   if (missing.empty()) return;
   const std::vector<std::string> has(d.executorch_backends->begin(), d.executorch_backends->end());
   v.failures.push_back({"executorch_backends", join(needs, ", "),
-                        "no " + join(missing, ", ") + " (its runtime has " + (has.empty() ? "no backend" : join(has, ", ")) +
-                            ")"});
+                        "no " + clipped_list(missing) + " (its runtime has " +
+                            (has.empty() ? "no backend" : clipped_list(has)) + ")"});
 }
 
-bool matches(const Entry& e, const std::string& word) { return word == e.name || word == e.backend_id; }
-
 std::string line(const Entry& e, const Verdict& v) {
-  const std::string head = e.name + " [" + e.backend_id + "]";
+  const std::string head = detail::clipped(e.name) + " [" + detail::clipped(e.backend_id) + "]";
   std::string delegation;
   if (v.executorch_backends) {
     delegation = v.executorch_backends->empty() ? ", portable operators"
-                                                : ", delegates to " + join(*v.executorch_backends, ", ");
+                                                : ", delegates to " + clipped_list(*v.executorch_backends);
   }
   const std::string detail =
       "priority " + std::to_string(e.priority) + delegation + ", specificity " + std::to_string(v.specificity);
@@ -262,8 +270,10 @@ std::string line(const Entry& e, const Verdict& v) {
     std::vector<std::string> parts;
     for (const Failure& f : v.failures) {
       // The caller's choice, not something the device lacks (as Python's Failure.text says it).
-      parts.push_back(f.requirement == "exclude" ? "excluded by the caller (" + f.has + ")"
-                                                 : f.requirement + ": needs " + f.needed + "; the device has " + f.has);
+      parts.push_back(f.requirement == "exclude"
+                          ? "excluded by the caller (" + detail::clipped(f.has) + ")"
+                          : f.requirement + ": needs " + detail::clipped(f.needed) + "; the device has " +
+                                detail::clipped(f.has));
     }
     text = "-  " + head + ": rejected: " + join(parts, "; ");
   }
@@ -304,6 +314,9 @@ Result<Selection> assess(const Container& c, const DeviceProfile& d, const std::
   s.prefer = prefer;
   s.exclude = exclude;
   static const Requirements kNone;
+  const std::set<std::string> excluded(exclude.begin(), exclude.end());
+  std::map<std::string, std::size_t> rank_of;  // a word's first place in `prefer`
+  for (std::size_t i = 0; i < prefer.size(); ++i) rank_of.emplace(prefer[i], i);
   for (const Entry& e : c.entries()) {
     auto it = reqs.value().find(e.name);
     const Requirements& req = it == reqs.value().end() ? kNone : it->second;
@@ -312,18 +325,19 @@ Result<Selection> assess(const Container& c, const DeviceProfile& d, const std::
     v.executorch_backends = req.executorch_backends;
     evaluate(e, req, d, v);
     runtime_check(req, d, v);
-    bool excluded = false;
-    for (const std::string& w : exclude) excluded = excluded || matches(e, w);
-    if (excluded) v.failures.push_back({"exclude", "not to be excluded by the caller", "exclude=" + join(exclude, ", ")});
+    // The word that excludes it, not the whole list (Python's selection says the same).
+    const bool by_name = excluded.count(e.name) != 0;
+    if (by_name || excluded.count(e.backend_id) != 0) {
+      v.failures.push_back({"exclude", "not to be excluded by the caller",
+                            "exclude=" + (by_name ? e.name : e.backend_id)});
+    }
     v.specificity = req.specificity();
     v.eligible = v.failures.empty();
     s.verdicts.push_back(std::move(v));
   }
   const auto preference = [&](const Entry& e) {
-    for (std::size_t i = 0; i < prefer.size(); ++i) {
-      if (matches(e, prefer[i])) return i;
-    }
-    return prefer.size();
+    const auto a = rank_of.find(e.name), b = rank_of.find(e.backend_id);
+    return std::min(a == rank_of.end() ? prefer.size() : a->second, b == rank_of.end() ? prefer.size() : b->second);
   };
   std::vector<Verdict*> eligible;
   for (Verdict& v : s.verdicts) {
@@ -351,9 +365,10 @@ std::string explain(const Container& c, const Selection& s) { return explain(c.e
 std::string explain(const std::vector<Entry>& entries, const Selection& s) {
   const Entry& chosen = entries[s.chosen];
   std::vector<std::string> lines = {"device '" + s.device_name + "': " + s.device_os + " " + s.device_arch,
-                                    "chosen: " + chosen.name + " [" + chosen.backend_id + "]"};
-  if (!s.prefer.empty()) lines.push_back("preference: " + join(s.prefer, ", "));
-  if (!s.exclude.empty()) lines.push_back("excluded: " + join(s.exclude, ", "));
+                                    "chosen: " + detail::clipped(chosen.name) + " [" +
+                                        detail::clipped(chosen.backend_id) + "]"};
+  if (!s.prefer.empty()) lines.push_back("preference: " + detail::clipped(join(s.prefer, ", ")));
+  if (!s.exclude.empty()) lines.push_back("excluded: " + detail::clipped(join(s.exclude, ", ")));
   for (const Verdict& v : s.verdicts) lines.push_back("  " + line(entries[v.index], v));
   return join(lines, "\n");
 }

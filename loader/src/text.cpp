@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "fatpte/fatpte.hpp"
 #include "fatpte/format_generated.h"
 
 namespace fatpte {
@@ -57,6 +58,38 @@ std::string id_problem(const std::uint8_t* raw, std::size_t size) {
   return "";
 }
 
+std::int64_t first_invalid_utf8(const std::uint8_t* p, std::size_t n) noexcept {
+  std::size_t i = 0;
+  while (i < n) {
+    const std::uint8_t c = p[i];
+    std::size_t more = 0;
+    std::uint8_t lo = 0x80, hi = 0xBF;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      more = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      more = 2;
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      more = 3;
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
+    } else {
+      return static_cast<std::int64_t>(i);
+    }
+    if (more > n - i - 1) return static_cast<std::int64_t>(i);  // the sequence runs past the end
+    for (std::size_t k = 1; k <= more; ++k) {
+      const std::uint8_t t = p[i + k];
+      if (t < (k == 1 ? lo : 0x80) || t > (k == 1 ? hi : 0xBF)) return static_cast<std::int64_t>(i);
+    }
+    i += more + 1;
+  }
+  return -1;
+}
+
 std::string escape_bytes(const std::uint8_t* raw, std::size_t size) {
   std::string out = "'";
   for (std::size_t i = 0; i < size; ++i) {
@@ -67,6 +100,71 @@ std::string escape_bytes(const std::uint8_t* raw, std::size_t size) {
     }
   }
   return out + "'";
+}
+
+namespace {
+
+// The code point of the well-formed multi-byte UTF-8 sequence at s[i] (a byte >= 0x80) and its
+// length, or length 0 when the bytes there are not one.
+std::size_t utf8_at(const std::string& s, std::size_t i, std::uint32_t& cp) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(s.data()) + i;
+  const std::size_t left = s.size() - i;
+  const std::size_t n = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : 2;
+  if (n > left || first_invalid_utf8(p, n) >= 0) return 0;
+  cp = n == 2 ? p[0] & 0x1F : n == 3 ? p[0] & 0x0F : p[0] & 0x07;
+  for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (p[k] & 0x3F);
+  return n;
+}
+
+bool unsafe_above_ascii(std::uint32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x200E || cp == 0x200F || cp == 0x2028 || cp == 0x2029 ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+std::string escaped(const std::string& s, bool keep_newline_and_backslash) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const auto b = static_cast<std::uint8_t>(s[i]);
+    if (b < 0x80) {
+      const bool kept = keep_newline_and_backslash && (b == '\n' || b == '\\');
+      if ((b < 0x20 || b == 0x5C || b == 0x7F) && !kept) {
+        append_hex(out, b);
+      } else {
+        out += static_cast<char>(b);
+      }
+      ++i;
+      continue;
+    }
+    std::uint32_t cp = 0;
+    const std::size_t n = utf8_at(s, i, cp);
+    if (n == 0) {
+      append_hex(out, b);
+      ++i;
+    } else if (unsafe_above_ascii(cp)) {
+      char buf[12];
+      std::snprintf(buf, sizeof buf, cp <= 0xFF ? "\\x%02x" : "\\u%04x", static_cast<unsigned>(cp));
+      out += buf;
+      i += n;
+    } else {
+      out.append(s, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string printable(const std::string& s) { return escaped(s, false); }
+
+std::string terminal_safe(const std::string& s) { return escaped(s, true); }
+
+std::string clipped(const std::string& s, std::size_t limit) {
+  if (s.size() <= limit) return printable(s);
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<std::uint8_t>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  return printable(s.substr(0, cut)) + "...(" + std::to_string(s.size()) + " bytes)";
 }
 
 std::string json_quote(const std::string& s) {
@@ -95,38 +193,11 @@ std::string json_quote(const std::string& s) {
   return out + "\"";
 }
 
-bool valid_utf8(const std::uint8_t* p, std::size_t n) noexcept {
-  for (std::size_t i = 0; i < n;) {
-    const std::uint8_t c = p[i];
-    std::size_t len;
-    std::uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (n - i < len) return false;
-    for (std::size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += len;
-  }
-  return true;
-}
+bool valid_utf8(const std::uint8_t* p, std::size_t n) noexcept { return first_invalid_utf8(p, n) < 0; }
 
 }  // namespace detail
+std::string printable(const std::string& text) { return detail::printable(text); }
+
+std::string terminal_safe(const std::string& text) { return detail::terminal_safe(text); }
+
 }  // namespace fatpte

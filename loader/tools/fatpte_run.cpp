@@ -113,12 +113,12 @@ std::vector<const char*> c_strings(const std::vector<std::string>& words) {
 int fail_with(const std::string& file, const fatpte_error& err) {
   // The whole message: a failed load lists every entry tried, past the 511 bytes of err.message.
   const char* full = fatpte_last_message();
-  std::fprintf(stderr, "%s: %s\n", file.c_str(), full[0] != '\0' ? full : err.message);
+  std::fprintf(stderr, "%s\n", fatpte::terminal_safe(file + ": " + (full[0] != '\0' ? full : err.message)).c_str());
   return exit_code(static_cast<fatpte::Error>(err.code));
 }
 
 int fail_with(const std::string& file, const fatpte::Status& s) {
-  std::fprintf(stderr, "%s: %s\n", file.c_str(), s.describe().c_str());
+  std::fprintf(stderr, "%s\n", fatpte::terminal_safe(file + ": " + s.describe()).c_str());
   return exit_code(s.code());
 }
 
@@ -213,7 +213,7 @@ fatpte_status load_signed(fatpte_container* c, const char* device_json, const Ru
       if (tried) *err = last;  // nothing left to fall back to: report the last refusal
       break;
     }
-    if (say && !tried) std::printf("%s\n", fatpte_selection_explain(sel));
+    if (say && !tried) std::printf("%s\n", fatpte::terminal_safe(fatpte_selection_explain(sel)).c_str());
     uint32_t chosen = 0;
     fatpte_selection_chosen(sel, &chosen);
     fatpte_selection_free(sel);
@@ -221,7 +221,7 @@ fatpte_status load_signed(fatpte_container* c, const char* device_json, const Ru
     const char* name = "";
     fatpte_entry_name(c, chosen, &name);
     if (st != FATPTE_OK) break;
-    if (say) std::printf("signature: entry '%s' and its named data hash as signed\n", name);
+    if (say) std::printf("signature: entry '%s' and its named data hash as signed\n", fatpte::printable(name).c_str());
     std::vector<std::string> only = exclude;
     for (uint32_t i = 0; i < count; ++i) {
       const char* other = "";
@@ -235,7 +235,10 @@ fatpte_status load_signed(fatpte_container* c, const char* device_json, const Ru
       fatpte_selection_free(sel);
     }
     if (st == FATPTE_OK) break;
-    if (say) std::printf("signature: entry '%s' was not loaded: %s\n", name, err->message);
+    if (say) {
+      std::printf("signature: entry '%s' was not loaded: %s\n", fatpte::printable(name).c_str(),
+                  fatpte::terminal_safe(err->message).c_str());
+    }
     last = *err;
     tried = true;
     exclude.emplace_back(name);
@@ -292,20 +295,20 @@ int run_with_c_api(const RunArgs& a) {
     if (fatpte_select(c, device_json, p.data(), p.size(), x.data(), x.size(), &sel, &err) != FATPTE_OK) {
       return fail_with(a.file, err);
     }
-    if (a.explain && !a.json) std::printf("%s\n", fatpte_selection_explain(sel));
+    if (a.explain && !a.json) std::printf("%s\n", fatpte::terminal_safe(fatpte_selection_explain(sel)).c_str());
     const fatpte_status st = fatpte_load_with(c, sel, options, &loaded, &err);
     fatpte_selection_free(sel);
     if (st != FATPTE_OK) return fail_with(a.file, err);
   }
   std::unique_ptr<fatpte_loaded, void (*)(fatpte_loaded*)> own_loaded(loaded, fatpte_unload);
-  if (a.explain && !a.json) std::printf("%s\n", fatpte_loaded_explain(loaded));
+  if (a.explain && !a.json) std::printf("%s\n", fatpte::terminal_safe(fatpte_loaded_explain(loaded)).c_str());
   uint32_t index = 0;
   const char* name = "";
   const char* backend = "";
   fatpte_loaded_entry(loaded, &index);
   fatpte_entry_name(c, index, &name);
   fatpte_entry_backend_id(c, index, &backend);
-  if (!a.json) std::printf("ran: %s [%s]\n", name, backend);
+  if (!a.json) std::printf("ran: %s [%s]\n", fatpte::printable(name).c_str(), fatpte::printable(backend).c_str());
 
   std::string calls_json;
   for (std::size_t k = 0; k < calls.size(); ++k) {
@@ -317,7 +320,9 @@ int run_with_c_api(const RunArgs& a) {
     }
     if (fatpte_execute(loaded, in.data(), in.size(), &err) != FATPTE_OK) {
       const char* full = fatpte_last_message();
-      std::fprintf(stderr, "%s: call %zu: %s\n", a.file.c_str(), k, full[0] != '\0' ? full : err.message);
+      std::fprintf(stderr, "%s\n",
+                   fatpte::terminal_safe(a.file + ": call " + std::to_string(k) + ": " +
+                                         (full[0] != '\0' ? full : err.message)).c_str());
       return exit_code(static_cast<fatpte::Error>(err.code));
     }
     std::size_t count = 0;
@@ -370,10 +375,10 @@ int select_only(const RunArgs& a) {
   if (a.json) {
     std::fputs(fatpte::selection_json(c, sel.value()).c_str(), stdout);
   } else if (a.explain) {
-    std::printf("%s\n", fatpte::explain(c, sel.value()).c_str());
+    std::printf("%s\n", fatpte::terminal_safe(fatpte::explain(c, sel.value())).c_str());
   } else {
     const fatpte::Entry& e = c.entries()[sel.value().chosen];
-    std::printf("%s [%s]\n", e.name.c_str(), e.backend_id.c_str());
+    std::printf("%s [%s]\n", fatpte::printable(e.name).c_str(), fatpte::printable(e.backend_id).c_str());
   }
   return std::fflush(stdout) == 0 ? 0 : 4;
 }
@@ -396,7 +401,7 @@ int check_profiles(int argc, char** argv) {
       field += ch >= 0x20 && ch < 0x7F && ch != '\\' ? std::string(1, static_cast<char>(ch)) : std::string(hex);
     }
     std::printf("%s %s\n", fatpte::error_tag(p.error().code()), field.empty() ? "-" : field.c_str());
-    std::fprintf(stderr, "fatpte-run: %s\n", p.error().describe().c_str());
+    std::fprintf(stderr, "fatpte-run: %s\n", fatpte::terminal_safe(p.error().describe()).c_str());
     if (rc == 0) rc = exit_code(p.error().code());
   }
   return std::fflush(stdout) == 0 ? rc : 4;

@@ -5,8 +5,10 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "fatpte/fatpte.h"
+#include "fatpte/fatpte.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
@@ -28,8 +30,8 @@ int main(int argc, char** argv) {
     } else {
       std::printf("%" PRIu64, err.offset);
     }
-    std::printf(" %s\n", err.field[0] != '\0' ? err.field : "-");
-    std::fprintf(stderr, "%s: %s\n", argv[i], err.message);
+    std::printf(" %s\n", err.field[0] != '\0' ? fatpte::printable(err.field).c_str() : "-");
+    std::fprintf(stderr, "%s\n", fatpte::terminal_safe(std::string(argv[i]) + ": " + err.message).c_str());
   }
   return rc;
 }

@@ -106,7 +106,8 @@ def test_a_directory_as_payload_says_so(tmp_path: Path) -> None:
     (tmp_path / "dir").mkdir()
     code, out, err = run("pack", "-o", tmp_path / "x.nfat", f"a={tmp_path / 'dir'}")
     assert (code, out) == (4, "")
-    assert err == f"{tmp_path / 'dir'}: E0801: cannot read {tmp_path / 'dir'}: it is a directory, not a file\n"
+    assert err == (f"{tmp_path / 'dir'}: E0811: cannot read {tmp_path / 'dir'}: it is a directory, not a regular "
+                   "file\n")
 
 
 def test_a_missing_input_is_named_before_an_existing_output(payloads: dict[str, Path], tmp_path: Path) -> None:

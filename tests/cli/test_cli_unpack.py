@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 
 import fatpte
-from fatpte.manifest.model import TensorLayout
 from fatpte.cli.main import main
+from fatpte.manifest.model import TensorLayout
 from fatpte.ops.packfile import pack_from_file
 from fatpte.ops.unpack import toml_key, toml_value, unpack_to_dir
 from tests.strategies import reference_v1, v1_specializations, v2_specializations

@@ -81,7 +81,7 @@ def test_json_is_one_object_per_file(tree: Path) -> None:
                                          "name": "TRUNCATED_CONTAINER", "severity": "error"}
     assert objects[3]["findings"][0]["severity"] == "warning"
     assert objects[1] == {"path": str(tree / "models" / "good.nfat"), "ok": True, "valid": True, "version": 2,
-                          "size": (tree / "models" / "good.nfat").stat().st_size, "findings": []}
+                          "size": (tree / "models" / "good.nfat").stat().st_size, "findings": [], "omitted": {}}
 
 
 def test_unreadable_file_exits_4_and_others_are_still_checked(tree: Path) -> None:

@@ -147,3 +147,32 @@ def test_derived_vector_changes_only_its_declared_bytes(name: str) -> None:
     assert not stray, f"bytes {stray[:8]} changed outside the declared ranges {row['changed']}"
     assert diffs or len(data) < len(base), "the vector is identical to its base"
     assert len([r for r in allowed if r.start != HEADER_CHECKSUM_OFFSET]) <= 2
+
+
+def manifest_rules() -> list[str]:
+    """The numbered rules of specs/nfat-manifest.md sections 2.1 to 2.3, as `2.1.5`."""
+    import re
+
+    text = (VECTORS.parent / "nfat-manifest.md").read_text(encoding="utf-8")
+    rules = []
+    for section in ("2.1", "2.2", "2.3"):
+        start = text.index(f"\n### {section} ")
+        end = text.index("\n### ", start + 1)
+        rules += [f"{section}.{n}" for n in re.findall(r"^(\d+)\. ", text[start:end], re.MULTILINE)]
+    return rules
+
+
+# Rules whose vector is too large for specs/vectors: tests/loader/test_cpp_parity.py builds it.
+BUILT_IN_TESTS = {"2.1.8"}
+
+
+def test_every_manifest_rule_has_a_vector() -> None:
+    rules = manifest_rules()
+    assert len(rules) == 8 + 10 + 1, rules
+    covered = {row["rule"] for row in INDEX.values() if "rule" in row}
+    assert covered <= set(rules), f"vectors name rules the spec does not have: {covered - set(rules)}"
+    missing = [r for r in rules if r not in covered and r not in BUILT_IN_TESTS]
+    assert not missing, f"manifest rules without a vector: {missing}"
+    for name, row in INDEX.items():
+        if "rule" in row:
+            assert not row["valid"] and row["error"]["code"] in ("E0405", "E0407", "E0415", "E0418", "E0420"), name

@@ -140,7 +140,7 @@ def test_open_of_an_empty_or_missing_file(tmp_path: Path) -> None:
     assert info.value.code is ErrorCode.IO_ERROR and "nope.nfat" in str(info.value)
     with pytest.raises(FatpteError) as info:
         fatpte.open(tmp_path)
-    assert info.value.code is ErrorCode.IO_ERROR
+    assert info.value.code is ErrorCode.NOT_A_FILE  # a directory, refused before it is read
 
 
 def test_repr_names_source_and_shape(packed: Path) -> None:

@@ -58,8 +58,9 @@ def test_temporary_file_is_beside_the_destination_private_and_exclusive(
     # A name already taken is drawn again, never opened.
     draws = iter([bytes(6), bytes(6), b"\x01" * 6])
     monkeypatch.setattr(os, "urandom", lambda n: next(draws))
-    (tmp_path / f".again.{bytes(6).hex()}.partial").write_bytes(b"someone else's")
+    taken = tmp_path / f".again.p{os.getpid()}.{bytes(6).hex()}.partial"
+    taken.write_bytes(b"someone else's")
     with atomic_output(tmp_path / "again") as f:
         f.write(b"mine")
-    assert (tmp_path / f".again.{bytes(6).hex()}.partial").read_bytes() == b"someone else's"
+    assert taken.read_bytes() == b"someone else's"
     assert (tmp_path / "again").read_bytes() == b"mine"

@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fatpte.cli.main import main
 from fatpte.device import profile as D
 from fatpte.errors import FatpteError
 from fatpte.format import vocabulary as V
@@ -257,6 +259,84 @@ def raw_cases() -> list[tuple[str, bytes]]:
     big = body.replace('"xnnpack": 3', entries)
     cases.append((f"{len(big)} bytes of backends", big.encode("ascii")))
     return cases
+
+
+def hostile_cases() -> list[tuple[str, bytes]]:
+    """Profiles written against the readers (issue 15): nesting around and far past the stated limit
+    of 64 in every kind of field, numbers with thousands of digits and a fraction or exponent,
+    long strings and keys, escapes and control characters, many keys."""
+    body = text(base()).decode("ascii")
+    cases: list[tuple[str, bytes]] = []
+
+    def sub(label: str, old: str, new: str) -> None:
+        assert old in body, old
+        cases.append((label, body.replace(old, new, 1).encode("utf-8")))
+
+    places = {"name": '"base"', "os": '"linux"', "feature": '"avx2"', "accelerator name": '"NVIDIA H100"',
+              "backend": "3", "memory": str(1 << 33), "accelerator memory": str(1 << 30)}
+    for depth in (63, 64, 65, 66, 100, 511, 512, 513, 600, 990, 991, 1000, 5000, 100_000):
+        for where, old in places.items():
+            sub(f"arrays {depth} deep as {where}", old, "[" * depth + "]" * depth)
+            sub(f"objects {depth} deep as {where}", old, '{"a": ' * (depth - 1) + "{}" + "}" * (depth - 1))
+        sub(f"arrays {depth} deep under an unknown key", '"os": "linux",', '"os": "linux", "x": '
+            + "[" * depth + "]" * depth + ",")
+        sub(f"unclosed arrays {depth} deep", '"base"', "[" * depth)
+        sub(f"arrays {depth} deep around a string as memory", places["memory"], "[" * depth + '"x"' + "]" * depth)
+        sub(f"arrays {depth} deep around an object as name", places["name"], "[" * depth + "{}" + "]" * depth)
+    for digits in (19, 20, 21, 40, 4299, 4300, 4301, 10_000):
+        for suffix in ("", ".5", "e5", ".0e-3", "E+2"):
+            for where in ("memory", "accelerator memory", "backend", "name", "feature"):
+                sub(f"{digits} digits{suffix} as {where}", places[where], "9" * digits + suffix)
+            sub(f"-{digits} digits{suffix} as memory", places["memory"], "-" + "9" * digits + suffix)
+    for n in (256, 257, 4096, 500_000):
+        sub(f"name of {n} bytes", '"base"', '"' + "n" * n + '"')
+        sub(f"key of {n} bytes", '"os": "linux",', '"os": "linux", "' + "k" * n + '": 1,')
+        sub(f"backend id of {n} bytes", '"xnnpack": 3', '"' + "b" * n + '": 3')
+    for ch in ("\\u001b", "\\u0000", "\\n", "\\u007f", "\\u009b", "\\u202e", "\\\\", "\\ud800"):
+        sub(f"escape {ch} in name", '"base"', f'"ba{ch}se"')
+        sub(f"escape {ch} in an unknown key", '"os": "linux",', f'"os": "linux", "k{ch}": 1,')
+        sub(f"escape {ch} in a backend id", '"xnnpack": 3', f'"x{ch}": 3')
+    sub("50000 backends", '"xnnpack": 3', ", ".join(f'"b{i}": {i}' for i in range(50_000)))
+    sub("50000 features", '"avx2"', ", ".join('"avx2"' for _ in range(50_000)))
+    return cases
+
+
+def test_hostile_profiles_agree(exe: Path, tmp_path: Path) -> None:
+    cases = hostile_cases()
+    assert len(cases) >= 160
+    compare(exe, tmp_path / "hostile", cases)
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "device"])
+def test_a_profile_that_is_not_a_regular_file_is_refused_alike(exe: Path, tmp_path: Path, kind: str) -> None:
+    """E0811 from both readers, at once (a FIFO with no writer never blocks), exit 4."""
+    import os
+
+    if kind == "directory":
+        path = tmp_path / "profile.json"
+        path.mkdir()
+    elif kind == "fifo":
+        path = tmp_path / "profile.json"
+        os.mkfifo(path)
+    else:
+        path = Path("/dev/null")
+    assert python_verdict(path).split()[0] == "E0811"
+    proc = subprocess.run([str(exe), "--check-profile", str(path)], check=False, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.stdout.split()[0] == "E0811" and proc.returncode == 4
+    container = tmp_path / "c.nfat"
+    from fatpte.ops.packing import pack
+    from fatpte.ops.specialization import Specialization
+
+    pack([Specialization("portable", b"p")], container)
+    numbers = tmp_path / "input.txt"
+    numbers.write_text("1 2 3\n")
+    for args in (["--select-only"], ["--input", str(numbers)]):
+        run = subprocess.run([str(exe), str(container), "--device", str(path), *args], check=False,
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode == 4 and "E0811" in run.stderr, run.stderr
+    result = CliRunner().invoke(main, ["select", str(container), "--device", str(path)])
+    assert result.exit_code == 4 and "E0811" in result.stderr
 
 
 def test_named_profiles_agree(exe: Path, tmp_path: Path) -> None:

@@ -211,31 +211,55 @@ def test_huge_vector_length() -> None:
     _expect(bad, ErrorCode.MANIFEST_CORRUPT)
 
 
-def test_shared_tables_are_counted_per_reference() -> None:
-    """1000 entries that are one table, each with a signature of 1001 references to one method:
-    a small buffer that asks for over a million table visits is refused, and quickly."""
+def _shared_method_manifest(entries: int, methods: int, padding: int = 0) -> bytes:
+    """`entries` references to one entry whose signature holds `methods` references to one method;
+    `padding` bytes of provenance in one more entry, last, make the buffer larger without adding
+    to what the shared entry expands to."""
 
     def fn(b: Any, fb: Any) -> int:
         name = b.CreateString("m")
         fb.MethodStart(b)
         fb.MethodAddName(b, name)
         method = fb.MethodEnd(b)
-        methods = MC._offsets(b, fb.SignatureStartMethodsVector, [method] * 1001)
+        vec = MC._offsets(b, fb.SignatureStartMethodsVector, [method] * methods)
         fb.SignatureStart(b)
-        fb.SignatureAddMethods(b, methods)
+        fb.SignatureAddMethods(b, vec)
         sig = fb.SignatureEnd(b)
         ename = b.CreateString("e")
         fb.EntryStart(b)
         fb.EntryAddName(b, ename)
         fb.EntryAddSignature(b, sig)
-        entry = fb.EntryEnd(b)
-        entries = MC._offsets(b, fb.ManifestStartEntriesVector, [entry] * 1000)
+        shared = [fb.EntryEnd(b)] * entries
+        if padding:
+            pname, key, value = b.CreateString("p"), b.CreateString("pad"), b.CreateString("x" * padding)
+            fb.KeyValueStart(b)
+            fb.KeyValueAddKey(b, key)
+            fb.KeyValueAddValue(b, value)
+            prov = MC._offsets(b, fb.EntryStartProvenanceVector, [fb.KeyValueEnd(b)])
+            fb.EntryStart(b)
+            fb.EntryAddName(b, pname)
+            fb.EntryAddProvenance(b, prov)
+            shared.append(fb.EntryEnd(b))
+        vec = MC._offsets(b, fb.ManifestStartEntriesVector, shared)
         fb.ManifestStart(b)
-        fb.ManifestAddEntries(b, entries)
+        fb.ManifestAddEntries(b, vec)
         return int(fb.ManifestEnd(b))
 
-    data = _build(fn)
+    return _build(fn)
+
+
+def test_shared_tables_are_counted_per_reference() -> None:
+    """1000 entries that are one table, each with a signature of 1001 references to one method:
+    a small buffer that asks for over a million table visits. It expands past its work budget
+    long before the millionth table; made large enough for the budget (with a long provenance
+    value), it is refused by the table count."""
+    data = _shared_method_manifest(1000, 1001)
     assert len(data) < 16 << 10
+    err = _expect(data, ErrorCode.MANIFEST_OVER_BUDGET)
+    assert str(M.work_budget(len(data))) in err.message
+    data = _shared_method_manifest(1000, 1001, padding=1 << 20)
+    # each table visit expands to at least 8 bytes (its offset and its soffset), a million 8 MB
+    assert M.work_budget(len(data)) > 8 * M.MAX_TABLES
     err = _expect(data, ErrorCode.MANIFEST_CORRUPT)
     assert str(M.MAX_TABLES) in err.message
 

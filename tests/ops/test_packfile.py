@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import fatpte
 from fatpte.errors import ErrorCode, FatpteError, FatpteWarning
@@ -118,7 +120,7 @@ def test_not_toml_and_bad_requirement(tmp_path: Path) -> None:
                                         'requires = { cpu_features = ["avx9"] }\n')
     with pytest.raises(FatpteError) as info:
         pack_from_file(tmp_path / "pack.toml", tmp_path / "out.pte")
-    assert info.value.code is ErrorCode.INVALID_ARGUMENT
+    assert info.value.code is ErrorCode.BAD_PACK_FILE  # every failure of a pack.toml's values is E0708
     assert info.value.field == "specialization[0].requires.cpu_features[0]"
     assert info.value.source == str(tmp_path / "pack.toml")
 
@@ -321,3 +323,104 @@ def test_named_data_layouts(tmp_path: Path, layout: str, field: str | None, word
         assert info.value.code is ErrorCode.BAD_PACK_FILE and info.value.field == field
     assert words is not None and words in str(info.value)
     assert not (tmp_path / "out.nfat").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile pack.toml files (issue 15): only FatpteError, E0708 or an I/O code, naming file and field
+# ---------------------------------------------------------------------------------------------
+
+
+def _load_error(tmp_path: Path, data: bytes) -> FatpteError:
+    toml = tmp_path / "pack.toml"
+    toml.write_bytes(data)
+    with pytest.raises(FatpteError) as info:
+        pack_from_file(toml, tmp_path / "out.nfat")
+    assert info.value.source == str(toml)
+    return info.value
+
+
+_ENTRY = b'[[specialization]]\nbackend_id = "x"\npayload = "pack.toml"\n'
+
+
+@pytest.mark.parametrize(("label", "data"), [
+    ("100,000 nested arrays", b"version = " + b"[" * 100_000 + b"]" * 100_000 + b"\n"),
+    ("100,000 nested inline tables", b"x = " + b"{a = " * 100_000 + b"1" + b"}" * 100_000 + b"\n"),
+    ("bytes ff fe", b"\xff\xfe" + "version = 2\n".encode("utf-16-le")),
+    ("a NUL in a path", b'[[specialization]]\nbackend_id = "x"\npayload = "a\\u0000b"\n'),
+    ("named_data an integer", b"named_data = 5\n"),
+    ("named_data an array", b"named_data = [1, 2]\n"),
+    ("specialization a table", b"[specialization]\nbackend_id = 1\n"),
+    ("requires of the wrong shape", _ENTRY + b"requires = {os = 3}\n"),
+    ("signature of the wrong shape", _ENTRY + b'signature = {methods = "f"}\n'),
+    ("provenance of the wrong shape", _ENTRY + b"provenance = [1]\n"),
+    ("a syntax error", b"version = = 2\n"),
+])
+def test_hostile_pack_files_are_bad_pack_file(tmp_path: Path, label: str, data: bytes) -> None:
+    err = _load_error(tmp_path, data)
+    assert err.code is ErrorCode.BAD_PACK_FILE, err
+    assert err.field, err
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_pack_file_that_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
+    import os
+
+    from fatpte.ops.packfile import load
+
+    path = tmp_path / "pack.toml"
+    if kind == "directory":
+        path.mkdir()
+    else:
+        os.mkfifo(path)  # no writer: reading must not wait for one
+    with pytest.raises(FatpteError) as info:
+        load(path)
+    assert info.value.code is ErrorCode.NOT_A_FILE
+
+
+def test_the_cli_prints_no_traceback_for_a_hostile_pack_file(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from fatpte.cli.main import main
+
+    toml = tmp_path / "pack.toml"
+    toml.write_bytes(b"version = " + b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    result = CliRunner().invoke(main, ["pack", "-o", str(tmp_path / "o.nfat"), "--from", str(toml)])
+    assert result.exit_code == 2 and "E0708" in result.stderr and "Traceback" not in result.output
+
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 1 << 70) | st.floats(allow_nan=False) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+_KEYS = st.sampled_from(["version", "alignment", "segment_alignment", "signature", "source_digest", "named_data",
+                         "specialization", "backend_id", "payload", "name", "priority", "requires", "provenance",
+                         "payload_sha256", "data", "share_named_data", "executorch_backends", "path", "layout",
+                         "os", "methods", "x"])
+
+
+@st.composite
+def _documents(draw: st.DrawFn) -> dict[str, object]:
+    def table(depth: int) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for key in draw(st.lists(_KEYS, max_size=5, unique=True)):
+            if depth < 2 and draw(st.booleans()):
+                out[key] = [table(depth + 1) for _ in range(draw(st.integers(0, 2)))] if key == "specialization" \
+                    else table(depth + 1)
+            else:
+                out[key] = draw(_VALUES)
+        return out
+
+    return table(0)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_documents())
+def test_any_document_gives_a_fatpte_error_or_specializations(doc: dict[str, object]) -> None:
+    from fatpte.ops.packfile import _Ctx, _load
+
+    try:
+        _load(_Ctx(ROOT / "pack.toml"), doc)
+    except FatpteError as exc:
+        assert exc.code in (ErrorCode.BAD_PACK_FILE, ErrorCode.IO_ERROR, ErrorCode.NOT_A_FILE,
+                            ErrorCode.INVALID_ARGUMENT, ErrorCode.ET_BAD_IDENTIFIER), exc

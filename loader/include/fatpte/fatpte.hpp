@@ -30,6 +30,13 @@ const ErrorInfo* error_info(Error code) noexcept;
 // "E0203", or "E????" for an unknown value.
 const char* error_tag(Error code) noexcept;
 
+// Text safe to write to a terminal, as fatpte.errors does it in Python: printable() escapes every
+// control character (newline included), the backslash and the bidirectional controls as \xNN or
+// \uNNNN, for a string from a file; terminal_safe() escapes the same but keeps newlines and
+// backslashes, for a whole message as it is written. The tools print through them.
+std::string printable(const std::string& text);
+std::string terminal_safe(const std::string& text);
+
 // Success, or one broken rule: what, where, and the numbers.
 class Status {
  public:

@@ -1,0 +1,104 @@
+"""Hostile inputs of the shapes issue 15 found (docs/reliability.md, "Work budgets"), at any scale:
+the regression tests (tests/conformance/test_hostile.py) build them small, `make bench` builds
+them at three sizes for both implementations (bench/op_hostile.py), and the structure-aware fuzz
+targets (fuzz/fuzz_hostile.py) start from them.
+
+Every builder returns the bytes of a whole container (or program), valid but for what its name
+says; the manifests are written with tools/gen_vectors.ManifestWriter, which shares what it is
+told to share, as a hostile writer would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tools.gen_vectors import ManifestWriter, blob, with_manifest
+
+ENTRY = ("cpu", "xnnpack", blob("hostile-cpu", 64))
+
+
+def shared_key(refs: int, key_bytes: int, *, missing: bool = False) -> bytes:
+    """Entry `cpu` names one named-data key `refs` times (one string, `refs` offsets to it), the
+    shape of "a 4 MB container that names one 4 KiB key 1,000,000 times". With `missing`, the key
+    table defines another key: every reference is then an E0413."""
+    w = ManifestWriter()
+    key = w.string("k" * key_bytes)
+    defined = w.string("j" * key_bytes) if missing else key
+    cpu = w.table("Entry", name=w.string("cpu"), named_data=w.vector([key] * refs))
+    keys = w.vector([w.table("NamedData", key=defined)])
+    manifest = w.finish(w.table("Manifest", revision=1, entries=w.vector([cpu]), named_data=keys))
+    return with_manifest([ENTRY], manifest, [blob("hostile-segment", 64)])
+
+
+def shared_requirement(refs: int, word_bytes: int, entries: int = 1, *, one_table: bool = True) -> bytes:
+    """Each of `entries` entries requires `refs` references to one CPU feature of `word_bytes`
+    bytes (one string), the shape of "requirement strings that are 1,000 references to one 1 MiB
+    string": no device has that feature, so selection explains why for every entry. With
+    `one_table` every entry points at one requirements table (what the attack did); without, each
+    entry has its own vector of references, which keeps a large file within its work budget."""
+    w = ManifestWriter()
+    word = w.string("f" * word_bytes)
+    names = [f"e{i}" for i in range(entries)]
+    shared = w.table("Requirements", cpu_features=w.vector([word] * refs)) if one_table else None
+    reqs = [shared if shared is not None else w.table("Requirements", cpu_features=w.vector([word] * refs))
+            for _ in names]
+    rows = [w.table("Entry", name=w.string(n), requires=r) for n, r in zip(names, reqs, strict=True)]
+    manifest = w.finish(w.table("Manifest", revision=1, entries=w.vector(rows)))
+    return with_manifest([(n, "xnnpack", ENTRY[2]) for n in names], manifest, [])
+
+
+def shared_payload(entries: int, *, requires: bool = True) -> bytes:
+    """`entries` entries sharing one payload, each with a manifest entry (a requirement that
+    holds on x86_64), the shape of "N entries sharing one payload": what info's sharing column and
+    selection's lookups were quadratic in."""
+    import fatpte
+    from tools.gen_vectors import packed
+
+    payload = blob("hostile-shared", 64)
+    req = {"arch": ["x86_64", "aarch64"]} if requires else None
+    return packed([fatpte.Specialization("xnnpack", payload, name=f"e{i:05d}", requires=req)
+                   for i in range(entries)])
+
+
+def names(entries: int) -> Sequence[str]:
+    return [f"e{i:05d}" for i in range(entries)]
+
+
+def pte_shared_operator(refs: int, name_bytes: int) -> bytes:
+    """An ExecuTorch program (.pte, no extended header) whose method's operator table lists
+    `refs` references to one operator with a name of `name_bytes` bytes: the shape of "a 1 MB .pte
+    whose 2,000 operators reference one operator with a 1 MiB name"."""
+    import flatbuffers
+
+    b = flatbuffers.Builder(0)
+    name = b.CreateString("o" * name_bytes)
+    b.StartObject(2)  # Operator: name, overload
+    b.PrependUOffsetTRelativeSlot(0, name, 0)
+    op = b.EndObject()
+    b.StartVector(4, refs, 4)
+    for _ in range(refs):
+        b.PrependUOffsetTRelative(op)
+    ops = b.EndVector()
+    method = b.CreateString("forward")
+    b.StartObject(9)  # ExecutionPlan: name, container_meta_type, values, inputs, outputs, chains, operators, ...
+    b.PrependUOffsetTRelativeSlot(0, method, 0)
+    b.PrependUOffsetTRelativeSlot(6, ops, 0)
+    plan = b.EndObject()
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(plan)
+    plans = b.EndVector()
+    b.StartObject(8)  # Program: version, execution_plan, ...
+    b.PrependUint32Slot(0, 0, 1)
+    b.PrependUOffsetTRelativeSlot(1, plans, 0)
+    root = b.EndObject()
+    b.Finish(root, b"ET12")
+    return bytes(b.Output())
+
+
+def profile_with_backends(count: int) -> bytes:
+    """A valid device profile listing `count` backends: the largest honest profile shape."""
+    import json
+
+    backends = {f"b{i}": i for i in range(count)}
+    return json.dumps({"name": "many", "os": "linux", "arch": "x86_64", "cpu_features": ["avx2"], "accelerators": [],
+                       "memory_bytes": 1 << 33, "backends": backends}).encode("ascii")
