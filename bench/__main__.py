@@ -18,6 +18,7 @@ from pathlib import Path
 from bench import (
     op_api,
     op_extract,
+    op_fat_delegate,
     op_hostile,
     op_info_select,
     op_loader,
@@ -49,6 +50,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "sign": op_sign.measure,
     "remote": op_remote.measure,
     "runtime": op_runtime.measure,
+    "fat_delegate": op_fat_delegate.measure,
 }
 
 

@@ -380,6 +380,30 @@ def _state_fixtures(out: Path, index: dict[str, Any], backends: list[str]) -> No
                    lambda ep: _lower_state(ep, "xnnpack", False), buffer_names=False, variant_of="kvpair")
 
 
+# -- fat delegates (issue 20) --------------------------------------------------------------------
+
+
+def _fat_fixtures(out: Path, index: dict[str, Any]) -> None:
+    """`<model>_fat.pte` for add, mlp and the stateful models: the partitions XNNPACK takes become
+    fat delegates (backend id FatpteBackend, fatpte.ops.fat_lowering) holding the XNNPACK payload
+    (priority 10) and the same partition as a nested portable program; the rest of the program,
+    the mutable state included, stays in the outer program as ExecuTorch lowers it."""
+    from fatpte.ops.fat_lowering import Lowering, fat_partitioner
+
+    lowerings = [Lowering("xnnpack", "XnnpackBackend", priority=10), Lowering("portable")]
+
+    def lower(ep: ExportedProgram) -> ExecutorchProgramManager:
+        config = ExecutorchBackendConfig(emit_mutable_buffer_names=True,
+                                         passes=[InitializedMutableBufferPass(["total", "k_cache"])])
+        part = fat_partitioner(XnnpackPartitioner(), lowerings)
+        return to_edge_transform_and_lower(ep, partitioner=[part]).to_executorch(config)
+
+    for model_name in ("add", "mlp", "buffer", "kvcache"):
+        ctor, calls = _models()[model_name]
+        _write_fixture(out, index, f"{model_name}_fat", model_name, "fat", ctor, calls, lower, buffer_names=True,
+                       fat_entries=[lw.name for lw in lowerings])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("tests/fixtures/executorch"))
@@ -401,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
         _write_fixture(out, index, stem, model_name, backend, ctor, calls,
                        lambda ep, b=backend, x=external: _lower(ep, b, x), buffer_names=True)
     _state_fixtures(out, index, backends)
+    _fat_fixtures(out, index)
 
     if to_native is not None:
         write_ptn_fixtures(out, index)

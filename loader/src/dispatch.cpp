@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "et_runner.hpp"
+#include "program_payload.hpp"
 #include "fatpte/device.hpp"
 #include "json.hpp"
 #include "library_search.hpp"
@@ -223,15 +224,6 @@ Status load_example(const Container& c, const Entry& e, const Verdict& v, const 
   return Status();
 }
 
-bool is_executorch(const Container& c, const Entry& e) {
-  static const std::uint8_t kZero[4] = {0, 0, 0, 0};
-  if (c.version() == format::kVersion2 && std::memcmp(e.payload_kind.data(), kZero, 4) != 0) {
-    return std::memcmp(e.payload_kind.data(), "ET12", 4) == 0;
-  }
-  // Version 1, or no kind stated: the program's own identifier, at its fixed place.
-  return e.size >= 8 && std::memcmp(c.bytes().data + e.offset + 4, "ET12", 4) == 0;
-}
-
 bool valid_backend_key(const std::string& id) {
   if (id.empty() || id.size() > 128) return false;
   return std::all_of(id.begin(), id.end(), [](char ch) {
@@ -386,7 +378,7 @@ Result<Dispatch> load(const Container& c, const Selection& s, const DeviceProfil
     Attempt attempt;
     attempt.index = e.index;
     std::unique_ptr<Loaded> loaded;
-    if (is_executorch(c, e)) {
+    if (payload_is_program(c, e)) {
       if (!operators_loaded) {
         et::load_operator_libraries(options, et_dirs, out.notes);
         operators_loaded = true;

@@ -24,6 +24,8 @@
 #include <executorch/runtime/executor/program.h>
 
 #include "bounded_allocator.hpp"
+#include "et_fat_backend.hpp"
+#include "et_memory.hpp"
 #include "et_named_data.hpp"
 #include "et_program.hpp"
 #include "et_runtime.hpp"
@@ -37,35 +39,6 @@ namespace {
 namespace R = executorch::runtime;
 using ScalarType = executorch::aten::ScalarType;
 
-struct FreeDeleter {
-  void operator()(std::uint8_t* p) const noexcept { std::free(p); }
-};
-using Buffer = std::unique_ptr<std::uint8_t, FreeDeleter>;
-
-// Planned buffers are aligned for any SIMD load the kernels do and zeroed, so a run never
-// depends on what the allocator left there.
-constexpr std::size_t kPlannedAlignment = 64;
-
-Buffer zeroed(std::size_t size) {
-  const std::size_t rounded = (std::max<std::size_t>(size, 1) + kPlannedAlignment - 1) / kPlannedAlignment *
-                              kPlannedAlignment;
-  auto* p = static_cast<std::uint8_t*>(std::aligned_alloc(kPlannedAlignment, rounded));
-  if (p != nullptr) std::memset(p, 0, rounded);
-  return Buffer(p);
-}
-
-std::string bytes_text(std::uint64_t n) {
-  char buf[48];
-  if (n >= (std::uint64_t{1} << 20)) {
-    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(n) / (1 << 20));
-  } else if (n >= 1024) {
-    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(n) / 1024);
-  } else {
-    std::snprintf(buf, sizeof buf, "%" PRIu64 " B", n);
-  }
-  return buf;
-}
-
 std::string count(std::size_t n, const char* noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
@@ -73,13 +46,6 @@ std::string count(std::size_t n, const char* noun) {
 std::string join(const std::vector<std::string>& words) {
   std::string out;
   for (const std::string& w : words) out += (out.empty() ? "" : ", ") + w;
-  return out;
-}
-
-// ExecuTorch's error and what it logged while failing, as one reason.
-std::string et_reason(const char* what, R::Error error, const Capture& capture) {
-  std::string out = std::string(what) + ": error " + error_text(static_cast<int>(error));
-  if (!capture.lines().empty()) out += ": " + capture.text();
   return out;
 }
 
@@ -184,20 +150,8 @@ class EtLoaded final : public Loaded {
     R::Result<R::MethodMeta> meta = program_->method_meta(method().c_str());
     if (!meta.ok()) return et_reason(("ExecuTorch has no method '" + method() + "' (method_meta)").c_str(), meta.error(), capture);
     std::uint64_t planned_total = 0;
-    for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
-      R::Result<int64_t> size = meta->memory_planned_buffer_size(i);
-      if (!size.ok() || size.get() < 0) return et_reason("ExecuTorch could not size a planned buffer", size.error(), capture);
-      const auto n = static_cast<std::uint64_t>(size.get());
-      if (n > planned_limit_ - std::min(planned_limit_, planned_total)) {
-        return "method '" + method() + "' asks for more planned memory than the limit of " + bytes_text(planned_limit_) +
-               " (buffer " + std::to_string(i) + " is " + bytes_text(n) + ")";
-      }
-      planned_total += n;
-      Buffer b = zeroed(static_cast<std::size_t>(n));
-      if (!b) return "cannot allocate planned buffer " + std::to_string(i) + " (" + bytes_text(n) + ")";
-      spans_.emplace_back(b.get(), static_cast<size_t>(n));
-      planned_.push_back(std::move(b));
-    }
+    const std::string why = plan_memory(meta.get(), method(), planned_limit_, planned_, spans_, planned_total);
+    if (!why.empty()) return why;
     planned_allocator_ = std::make_unique<R::HierarchicalAllocator>(R::Span<R::Span<uint8_t>>(spans_.data(), spans_.size()));
     memory_ = std::make_unique<R::MemoryManager>(&method_allocator_, planned_allocator_.get(), &temp_allocator_);
     R::Result<R::Method> m = program_->load_method(method().c_str(), memory_.get(), nullptr, &data_map_);
@@ -519,6 +473,16 @@ Status load_entry(const Container& c, const Entry& e, const LoadOptions& options
     if (!why.empty()) {
       attempt.outcome = why;
       return Status();
+    }
+  }
+  // A fat delegate chooses among the backends registered in this process when it initialises: the
+  // backend libraries the caller names (--backend-lib ID=LIB) are loaded for it, each optional.
+  if (std::find(method->backend_ids.begin(), method->backend_ids.end(), kFatBackendId) != method->backend_ids.end()) {
+    for (const auto& kv : options.libraries) {
+      if (is_operator_key(kv.first) || kv.second.empty() || kv.first == kFatBackendId) continue;
+      std::string library;
+      const std::string why = backend_ready(kv.first, options, dirs, library, attempt.details);
+      if (!why.empty()) attempt.details.push_back("for the fat delegate: " + why);
     }
   }
   auto keys = entry_named_data(c, e);

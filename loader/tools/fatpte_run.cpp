@@ -40,7 +40,9 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
   --input VALUES.txt      one call with one float32 tensor: whitespace-separated numbers
   --backend-lib ID=PATH   the library of ExecuTorch backend ID (XnnpackBackend, ...) or of the
                           operators (kernels, kernels_*): a file name searched in the backend
-                          path, or a path; ID= withholds it (repeatable)
+                          path, or a path; ID= withholds it (repeatable). For a program
+                          whose delegates are fat delegates (FatpteBackend), every library
+                          named here is loaded so that the fat delegate can choose it
   --backend-map MAP.json  {"search_path": [...], "libraries": {"ID": "PATH", ...}}
   --backend-path DIR      search DIR for backend libraries (repeatable); then FATPTE_BACKEND_PATH
                           (':'-separated), then this build's ExecuTorch library folder

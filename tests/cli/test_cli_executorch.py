@@ -128,7 +128,7 @@ def test_info_on_every_program_says_its_backends_and_data_needs(name: str) -> No
     data = json.loads(run("info", "--json", ET_FIXTURES / name)[1])
     backend = INDEX[name]["backend"]
     expected = {"portable": [], "xnnpack": ["XnnpackBackend"], "native": ["NativeBackend"],
-                "nfat": ["NfatNativeBackend"]}[backend]
+                "nfat": ["NfatNativeBackend"], "fat": ["FatpteBackend"]}[backend]
     assert data["executorch_backends"] == expected
     assert ("ExecuTorch backends: " + (", ".join(expected) or "none (portable kernels only)")) in lines
     external = ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"] if INDEX[name]["external_data"] else []
@@ -138,6 +138,9 @@ def test_info_on_every_program_says_its_backends_and_data_needs(name: str) -> No
         (entries,) = [d["payload"]["entries"] for d in data["methods"][0]["delegates"]]
         assert [(e["name"], e["requires"], e["provenance"]) for e in entries] == [
             ("native-avx2", "arch=x86_64, +avx2+fma", {}), ("native-generic", "-", {})]
+    if backend == "fat":  # fatpte.ops.fat_lowering: one fat delegate per partition XNNPACK took
+        for d in data["methods"][0]["delegates"]:
+            assert [(e["name"], e["requires"]) for e in d["payload"]["entries"]] == [("xnnpack", "-"), ("portable", "-")]
 
 
 def test_info_on_a_ptd_lists_keys_and_sizes() -> None:

@@ -21,8 +21,9 @@ from tests.paths import ET_FIXTURES
 
 INDEX: dict[str, Any] = json.loads((ET_FIXTURES / "fixtures.json").read_text())
 FILES: dict[str, Any] = INDEX["files"]
-BACKEND_IDS = {"xnnpack": "XnnpackBackend", "native": "NativeBackend", "nfat": "NfatNativeBackend"}
-PAYLOAD_KINDS = {"xnnpack": "XH00", "native": "NPTG", "nfat": "NFAT"}
+BACKEND_IDS = {"xnnpack": "XnnpackBackend", "native": "NativeBackend", "nfat": "NfatNativeBackend",
+               "fat": "FatpteBackend"}
+PAYLOAD_KINDS = {"xnnpack": "XH00", "native": "NPTG", "nfat": "NFAT", "fat": "NFAT"}
 
 
 def test_fixtures_cover_every_model_and_lowering() -> None:
@@ -83,6 +84,10 @@ def test_delegates_and_where_their_payloads_live(name: str) -> None:
             assert payload[:4] == b"NFAT"
             assert [e["name"] for e in dl["payload"]["entries"]] == ["native-avx2", "native-generic"]
             continue
+        if info["backend"] == "fat":  # fatpte.ops.fat_lowering: XNNPACK's payload and a nested program
+            assert payload[:4] == b"NFAT"
+            assert [e["name"] for e in dl["payload"]["entries"]] == ["xnnpack", "portable"]
+            continue
         assert dl["payload_kind"] == payload[4:8].decode()
         # A payload cut out of the program describes the same on its own.
         alone = describe(payload)
@@ -127,13 +132,24 @@ def test_named_data_a_payload_needs_is_found(name: str) -> None:
     for ptd_name in FILES[name]["external_data"]:
         have |= {n["key"] for n in describe(ET_FIXTURES / ptd_name).detail["named_data"]}
     for dl in d.detail["methods"][0]["delegates"]:
-        p = dl["payload"]
-        needed = set(p["named_data_keys"]) if p["format"] != "NFAT" else {
-            k for m in _native_methods(dl) for k in m["named_data_keys"]}
-        assert needed <= have
+        assert _needed_keys(dl) <= have
     data = (ET_FIXTURES / name).read_bytes()
     for n in d.detail["named_data"]:
         assert n["offset"] + n["size"] <= len(data)
+
+
+def _needed_keys(dl: dict[str, Any]) -> set[str]:
+    """The named-data keys a delegate's payload looks up: its own, or those of its NFAT entries
+    (a backend payload's keys, or an NPTG payload's methods' keys)."""
+    p = dl["payload"]
+    if p["format"] != "NFAT":
+        return set(p["named_data_keys"])
+    out: set[str] = set()
+    for e in p["entries"]:
+        inner = e.get("payload") or {}
+        out |= set(inner.get("named_data_keys", []))
+        out |= {k for m in inner.get("methods", []) for k in m.get("named_data_keys", [])}
+    return out
 
 
 def test_model_weights_are_named_data_of_the_native_program() -> None:

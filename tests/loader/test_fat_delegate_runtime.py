@@ -1,0 +1,254 @@
+"""The fat delegate runs in ExecuTorch itself (issue 20): libexecutorch_backend_fatpte.so.
+
+The committed fixtures `<model>_fat.pte` (add, mlp, the stateful buffer model, the KV cache; made
+by `make test-executorch` with fatpte.ops.fat_lowering) hold, per partition XNNPACK takes, a fat
+delegate (backend id FatpteBackend) whose NFAT payload has the XNNPACK payload (priority 10) and
+the same partition as a nested portable program. Through two doors:
+
+- a plain ExecuTorch application (et_module_runner: ExecuTorch's Module API; backend libraries
+  dlopen'ed like any backend library): with the XNNPACK library loaded the XNNPACK entry runs;
+  without it the nested program runs; outputs equal eager over two calls (state kept), and the
+  log says which entry ran and why the others did not;
+- fatpte-run, with the fat-delegate program packed as a container entry.
+
+Also: a fat program in upstream's layout (the NfatNativeBackend fixtures, registered under that id
+by the library's registration call) has its choice explained and fails naming each entry and
+what it needed; its version 1 form is read the same way; and every invalid conformance vector of
+specs/vectors/ as the delegate payload is refused at init with the fatpte code in ExecuTorch's
+log, never a crash (release and ASan builds). No torch here: only the committed fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from fatpte.executorch.pte import read_program
+from fatpte.executorch.rewrite import replace_segment
+from tests.paths import ROOT
+from tests.scripts import load_script
+
+BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
+SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
+FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
+VECTORS = ROOT / "specs" / "vectors"
+KERNELS = SDK_LIB / "libexecutorch_kernels_optimized.so"
+XNNPACK = SDK_LIB / "libexecutorch_backend_xnnpack.so"
+MODELS = ["add", "mlp", "buffer", "kvcache"]
+FATPTE = [sys.executable, "-m", "fatpte"]
+PACK = {"float32": "f", "int64": "q", "int32": "i", "float64": "d"}
+
+
+def _example() -> ModuleType:
+    return load_script("loader/examples/executorch_example.py")
+
+
+@pytest.fixture(params=sorted(BUILDS))
+def build(request: pytest.FixtureRequest) -> Path:
+    folder: Path = BUILDS[request.param]
+    if not (folder / "et_module_runner").exists() or not SDK_LIB.is_dir():
+        pytest.skip(f"{folder.relative_to(ROOT)}/et_module_runner or the ExecuTorch SDK is not built: run "
+                    "`make loader` (make test builds both first)")
+    return folder
+
+
+def call_files(model: str, tmp: Path) -> list[str]:
+    """Each call's inputs as raw files, as et_module_runner takes them (IN0.bin,IN1.bin)."""
+    calls = json.loads(_example().write_calls(model, tmp / "calls.json").read_text())
+    out = []
+    for c, call in enumerate(calls):
+        names = []
+        for i, t in enumerate(call["inputs"]):
+            path = tmp / f"call{c}-in{i}.bin"
+            path.write_bytes(struct.pack(f"<{len(t['values'])}{PACK[t['dtype']]}", *t["values"]))
+            names.append(str(path))
+        out.append(",".join(names))
+    return out
+
+
+def module_run(build: Path, program: Path, *args: str, libs: tuple[Path, ...] = (KERNELS,),
+               calls: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    cmd = [str(build / "et_module_runner")]
+    for lib in (*libs, build / "libexecutorch_backend_fatpte.so"):
+        cmd += ["--lib", str(lib)]
+    return subprocess.run([*cmd, *args, str(program), *(calls or [])], capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def parsed(stdout: str) -> list[list[dict[str, Any]]]:
+    """`call N output K: DTYPE [SHAPE] V...` lines as the calls' outputs."""
+    calls: list[list[dict[str, Any]]] = []
+    for line in stdout.splitlines():
+        m = re.fullmatch(r"call (\d+) output (\d+): (\w+) \[([\d, ]*)\](.*)", line)
+        assert m, line
+        c, dtype, shape, values = int(m[1]), m[3], m[4], m[5].split()
+        while len(calls) <= c:
+            calls.append([])
+        number = float if dtype.startswith("float") else int
+        calls[c].append({"dtype": dtype, "shape": [int(s) for s in shape.split(",") if s.strip()],
+                         "values": [number(v) for v in values]})
+    return calls
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_xnnpack_runs_when_its_library_is_loaded_else_the_nested_portable_program(build: Path, tmp_path: Path,
+                                                                                   model: str) -> None:
+    program = FIXTURES / f"{model}_fat.pte"
+    delegates = [d.backend_id for m in read_program(program.read_bytes()).methods for d in m.delegates]
+    assert delegates and set(delegates) == {"FatpteBackend"}
+    calls = call_files(model, tmp_path)
+    want = _example().recorded_outputs(model)
+    assert len(calls) == 2
+
+    with_xnnpack = module_run(build, program, libs=(KERNELS, XNNPACK), calls=calls)
+    assert with_xnnpack.returncode == 0, with_xnnpack.stderr
+    assert "fatpte fat delegate: running entry xnnpack [xnnpack]" in with_xnnpack.stderr
+    assert _example().mismatches(parsed(with_xnnpack.stdout), want) == []
+
+    alone = module_run(build, program, calls=calls)
+    assert alone.returncode == 0, alone.stderr
+    # Selection is runtime-aware: the XNNPACK entry is rejected because this process's registry
+    # has no XnnpackBackend, and the log says so.
+    assert "xnnpack [xnnpack]: rejected: executorch_backends: needs XnnpackBackend" in alone.stderr
+    assert "fatpte fat delegate: running entry portable [portable] as a nested program" in alone.stderr
+    assert "running entry xnnpack" not in alone.stderr
+    assert _example().mismatches(parsed(alone.stdout), want) == []
+
+
+def test_state_is_kept_between_calls_in_the_nested_program(build: Path, tmp_path: Path) -> None:
+    program = FIXTURES / "kvcache_fat.pte"
+    calls = call_files("kvcache", tmp_path)
+    both = module_run(build, program, calls=calls)
+    second_alone = module_run(build, program, calls=calls[1:])
+    assert both.returncode == 0 and second_alone.returncode == 0, both.stderr + second_alone.stderr
+    got = parsed(both.stdout)
+    assert _example().mismatches(got, _example().recorded_outputs("kvcache")) == []
+    assert _example().mismatches([got[1]], parsed(second_alone.stdout)) != []
+
+
+def test_prefer_and_exclude_come_from_the_load_time_backend_options(build: Path, tmp_path: Path) -> None:
+    program = FIXTURES / "mlp_fat.pte"
+    calls = call_files("mlp", tmp_path)
+    excluded = module_run(build, program, "--option", "FatpteBackend:exclude=xnnpack", libs=(KERNELS, XNNPACK),
+                          calls=calls)
+    assert excluded.returncode == 0, excluded.stderr
+    assert "running entry portable [portable] as a nested program" in excluded.stderr
+    assert _example().mismatches(parsed(excluded.stdout), _example().recorded_outputs("mlp")) == []
+
+
+def test_a_failing_inner_init_falls_back_to_the_next_entry(build: Path, tmp_path: Path) -> None:
+    # The XNNPACK payload cut short: XNNPACK's own init refuses it, the fat delegate logs that and
+    # runs the nested program instead.
+    data = (FIXTURES / "add_fat.pte").read_bytes()
+    calls = call_files("add", tmp_path)
+    program = read_program(data)
+    (delegate,) = [d for m in program.methods for d in m.delegates]
+    blob = bytearray(data[delegate.offset:delegate.offset + delegate.size])
+    from fatpte.container.reader import Container
+    from fatpte.ops.packing import pack
+    from fatpte.ops.specialization import Specialization
+
+    container = Container.from_buffer(bytes(blob))
+    xnn, portable = (container.entries[0], container.entries[1])
+    assert (xnn.name, portable.name) == ("xnnpack", "portable")
+    damaged = pack([Specialization("xnnpack", container.payload(xnn)[:64].tobytes(), name="xnnpack", priority=10,
+                                   executorch_backends=["XnnpackBackend"]),
+                    Specialization("portable", container.payload(portable).tobytes(), name="portable",
+                                   executorch_backends=[])], tmp_path / "inner.nfat")
+    bad = tmp_path / "add_bad_xnnpack.pte"
+    bad.write_bytes(replace_segment(data, delegate.data_index, damaged.read_bytes()))
+    proc = module_run(build, bad, libs=(KERNELS, XNNPACK), calls=calls)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"entry xnnpack \[xnnpack\] skipped: XnnpackBackend could not initialise the payload "
+                     r"\(init\): error 0x\w+", proc.stderr), proc.stderr
+    assert "running entry portable [portable] as a nested program" in proc.stderr
+    assert _example().mismatches(parsed(proc.stdout), _example().recorded_outputs("add")) == []
+
+
+def test_upstream_layout_is_read_and_fails_naming_each_entry(build: Path) -> None:
+    # NfatNativeBackend's payload (tests/fixtures/executorch/*_nfat.pte) is an NFAT container of
+    # two NativeBackend payloads; no NativeBackend is registered here.
+    proc = module_run(build, FIXTURES / "add_nfat.pte", "--register", "NfatNativeBackend")
+    assert proc.returncode == 1
+    assert "fatpte fat delegate: chosen: native-avx2 [native]" in proc.stderr
+    assert "E0901: no entry of the fat delegate can run in this process" in proc.stderr
+    for entry in ("native-avx2", "native-generic"):
+        assert (f"E0901: entry {entry} [native]: needs ExecuTorch backend NativeBackend, which is not registered "
+                "in this process") in proc.stderr
+    assert "Init failed for backend NfatNativeBackend" in proc.stderr
+
+
+def test_a_version_1_blob_as_the_payload_is_read(build: Path, tmp_path: Path) -> None:
+    from fatpte.container.reader import Container
+    from fatpte.format import layout as L
+    from fatpte.ops.packing import pack
+    from fatpte.ops.specialization import Specialization
+
+    data = (FIXTURES / "add_nfat.pte").read_bytes()
+    (delegate,) = [d for m in read_program(data).methods for d in m.delegates]
+    fat = Container.from_buffer(data[delegate.offset:delegate.offset + delegate.size])
+    inner = fat.payload(fat.entries[0]).tobytes()
+    v1 = pack([Specialization("native", inner)], tmp_path / "v1.nfat", version=L.VERSION_1).read_bytes()
+    assert v1[4:8] == struct.pack("<I", 1)
+    program = tmp_path / "add_v1.pte"
+    program.write_bytes(replace_segment(data, delegate.data_index, v1))
+    proc = module_run(build, program, "--register", "NfatNativeBackend")
+    assert proc.returncode == 1
+    assert ("E0901: entry native [native]: needs ExecuTorch backend NativeBackend, which is not registered in "
+            "this process") in proc.stderr
+
+
+def _invalid_vectors() -> list[tuple[str, str]]:
+    index = json.loads((VECTORS / "index.json").read_text())["vectors"]
+    return sorted((name, v["error"]["code"]) for name, v in index.items() if not v["valid"])
+
+
+def test_every_invalid_vector_as_the_payload_is_refused_at_init(build: Path, tmp_path: Path) -> None:
+    data = (FIXTURES / "add_fat.pte").read_bytes()
+    (delegate,) = [d for m in read_program(data).methods for d in m.delegates]
+    vectors = _invalid_vectors()
+    assert len(vectors) > 100
+    for name, code in vectors:
+        program = tmp_path / f"{name}.pte"
+        program.write_bytes(replace_segment(data, delegate.data_index, (VECTORS / name).read_bytes()))
+        proc = module_run(build, program, libs=(KERNELS, XNNPACK))
+        assert proc.returncode == 1, (name, proc.stdout, proc.stderr)
+        assert "AddressSanitizer" not in proc.stderr and "runtime error" not in proc.stderr, (name, proc.stderr)
+        assert f"fatpte fat delegate: {code}" in proc.stderr, (name, code, proc.stderr[-2000:])
+        assert "Init failed for backend FatpteBackend" in proc.stderr, name
+
+
+def test_fatpte_run_runs_a_fat_delegate_program_from_a_container(tmp_path: Path) -> None:
+    exe = BUILDS["release"] / "fatpte-run"
+    if not exe.exists() or not SDK_LIB.is_dir():
+        pytest.skip("build/loader/fatpte-run is not built: run `make loader`")
+    container = tmp_path / "mlp_fat.nfat"
+    subprocess.run([*FATPTE, "pack", "-q", "-f", "-o", str(container),
+                    str(FIXTURES / "mlp_fat.pte")], check=True)
+    calls = _example().write_calls("mlp", tmp_path / "calls.json")
+    want = _example().recorded_outputs("mlp")
+    base = [str(exe), str(container), "--inputs", str(calls), "--backend-path", str(BUILDS["release"])]
+    for extra, entry in (((), "portable"), (("--backend-lib", f"XnnpackBackend={XNNPACK}"), "xnnpack")):
+        proc = subprocess.run([*base, *extra, "--json", "--executorch-log"], capture_output=True, text=True,
+                              timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert f"fatpte fat delegate: running entry {entry} [{entry}]" in proc.stderr
+        assert _example().mismatches([c["outputs"] for c in json.loads(proc.stdout)["calls"]], want) == []
+
+
+def test_the_backend_words_of_the_library_are_pythons() -> None:
+    # et_fat_backend.cpp's table of backend words (a delegate-payload entry's ExecuTorch backend
+    # id) is fatpte/ops/program_entry.py's BACKEND_WORDS.
+    from fatpte.ops.program_entry import BACKEND_WORDS
+
+    source = (ROOT / "loader" / "src" / "et_fat_backend.cpp").read_text()
+    table = source[source.index("kWords[][2] = {"):source.index("};", source.index("kWords[][2] = {"))]
+    assert dict(re.findall(r'\{"(\w+)", "(\w+)"\}', table)) == BACKEND_WORDS
