@@ -56,7 +56,8 @@ gtest:
 	@dpkg -s libgtest-dev >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libgtest-dev; }
 
 # OpenSSL's libcrypto verifies signed containers (loader/src/signature.cpp, CMake option
-# FATPTE_SIGNATURES, ON here): Debian's libssl-dev, installed when missing.
+# FATPTE_SIGNATURES, ON here; opened at run time, the headers are needed to build): Debian's
+# libssl-dev, installed when missing.
 .PHONY: openssl
 openssl:
 	@dpkg -s libssl-dev >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libssl-dev; }
@@ -196,7 +197,7 @@ $(FUZZ_LOADER): fuzz/cpp/fuzz_loader.cpp $(wildcard loader/CMakeLists.txt loader
 		"-DCMAKE_C_FLAGS=$(FUZZ_SAN)" "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(BUILD)/fuzz/lib --target fatpte_static -j$(JOBS)
 	$(FUZZ_CXX) -std=c++17 -fsanitize=fuzzer $(FUZZ_SAN) -I$(LOADER_SRC)/include fuzz/cpp/fuzz_loader.cpp \
-		$(BUILD)/fuzz/lib/libfatpte.a -lcrypto -ldl -o $@
+		$(BUILD)/fuzz/lib/libfatpte.a -ldl -o $@
 
 # Only what the chosen targets need: the loader library for `differential`, the libFuzzer
 # binary for `loader`.

@@ -58,7 +58,7 @@ def measure(ctx: Context) -> Section:
     if not runner.exists() or not library.exists():
         section.intro = "**Not measured**: et_module_runner or the fat delegate library is not built (`make loader`)."
         return section
-    rounds = 4 * runs()
+    rounds = 20 * runs()
     section.intro = (
         "Load + first call of a program whose partitions are fat delegates (`tests/fixtures/executorch/<model>_fat.pte`: "
         "an XNNPACK payload and a nested portable program per partition) against the same inner program loaded "

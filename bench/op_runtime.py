@@ -117,7 +117,7 @@ def _cpu_ratio(base: list[str], cand: list[str], rounds: int) -> tuple[float, fl
 
 def _plain_vs_fatpte(ctx: Context, section: Section) -> None:
     fatpte_run, plain = BUILD / "fatpte-run", BUILD / "et_plain_runner"
-    rounds = 4 * runs()  # tens of ms each: more rounds for a steady median
+    rounds = 20 * runs()  # tens of ms each: many rounds for a steady median of a few-% gap
     for model, backend, share in MODELS:
         backends = ("xnnpack", "portable") if backend == "xnnpack" else ("portable",)
         container = _pack(ctx.work / f"rt-{model}-{backend}{'-shared' if share else ''}.nfat",
@@ -238,7 +238,7 @@ def _big_container(ctx: Context, section: Section) -> None:
         blob.unlink()  # the container holds them now; keep the disk for the container
     calls, _ = _inputs(ctx, "kvcache")
     fatpte_run = BUILD / "fatpte-run"
-    rounds = 4 * runs()
+    rounds = 20 * runs()
     # Warm: both containers' chosen bytes in the page cache before timing.
     for c in (small, big):
         subprocess.run([str(fatpte_run), str(c), "--inputs", str(calls)], capture_output=True, check=True)
@@ -323,7 +323,7 @@ def measure(ctx: Context) -> Section:
         "`et_plain_runner` (loader/tools/et_plain_runner.cpp) is the plain ExecuTorch runner an application "
         "would be, built from the same SDK with no fatpte: it links the kernels and XNNPACK, maps the thin "
         ".pte with ExecuTorch's MmapDataLoader (no mlock) and runs the same method on the same input. Both are "
-        f"whole processes, start-up, library loading and the first call included, {4 * runs()} alternating "
+        f"whole processes, start-up, library loading and the first call included, {20 * runs()} alternating "
         "rounds; peak RSS is each process's own (GNU time)."
     )
     _plain_vs_fatpte(ctx, section)

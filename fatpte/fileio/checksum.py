@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable
 
 from fatpte.fileio.buffers import BytesLike
+from fatpte.fileio.mapping import releasable, release_pages
 
 # 8 MiB per call: measured at the same speed as one call over the whole region (about 9 GB/s
 # on the bench machine), and each call releases the GIL for its whole length.
@@ -35,7 +36,6 @@ RELEASE = 8 << 20
 PARALLEL = 64 << 20
 THREADS = 2 if (os.cpu_count() or 1) > 1 else 1
 _PAGE = mmap.PAGESIZE
-_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
 _POLY = 0x82F63B78  # CRC32C, reflected
 
 
@@ -91,9 +91,7 @@ def crc32c(
     bytes hashed (from two threads when the region is split)."""
     view = memoryview(data).cast("B")
     stop = len(view) if end is None else end
-    # Only read-only mappings are released: on a copy-on-write mapping (ACCESS_COPY)
-    # MADV_DONTNEED would discard the caller's private changes.
-    release = _DONTNEED is not None and isinstance(data, mmap.mmap) and view.readonly
+    release = releasable(data)
     try:
         if THREADS > 1 and stop - start >= PARALLEL:
             return _two_halves(data, view, start, stop, value, release, advance)
@@ -149,7 +147,7 @@ def _serial(
             advance(nxt - pos)
         pos = nxt
         if release and (pos - released >= RELEASE or pos == stop):
-            _release(data, released, pos)
+            release_pages(data, released, pos)
             released = pos - pos % _PAGE
     return int(value)
 
@@ -184,14 +182,6 @@ def _two_halves(
     if failure:
         raise failure[0]
     return combine(first[0], second, stop - mid)
-
-
-def _release(data: BytesLike, start: int, end: int) -> None:
-    assert isinstance(data, mmap.mmap) and _DONTNEED is not None
-    try:
-        data.madvise(_DONTNEED, start, end - start)
-    except (OSError, ValueError):
-        pass  # only an optimisation of the resident set: hashing stays correct without it
 
 
 # Appending n zero bytes maps a CRC value v to M^n v (the complements of the initial and final

@@ -1,6 +1,7 @@
 """Files mapped read-only: `map_file` (a mapping and the descriptor behind it), `mapped_file` (the
-same for a `with` block), `map_view` (a view that keeps its mapping alive), `release_mapping`.
-A mapping is never unmapped under a live view.
+same for a `with` block), `map_view` (a view that keeps its mapping alive), `release_mapping`;
+`releasable` and `release_pages` drop the pages a pass over a mapping has read from the resident
+set. A mapping is never unmapped under a live view.
 """
 
 from __future__ import annotations
@@ -14,6 +15,33 @@ from collections.abc import Iterator
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.atomic import io_error
 from fatpte.fileio.buffers import BytesLike
+
+_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
+
+
+def releasable(buf: BytesLike) -> bool:
+    """Whether `release_pages` may drop pages of `buf`: a read-only file mapping. On a
+    copy-on-write mapping (ACCESS_COPY) MADV_DONTNEED would discard the caller's private changes;
+    anything that is not a mapping has no pages to give back."""
+    if _DONTNEED is None or not isinstance(buf, mmap.mmap):
+        return False
+    with memoryview(buf) as view:
+        return view.readonly
+
+
+def release_pages(buf: BytesLike, start: int, end: int) -> None:
+    """Drop the pages of `buf[start:end]` from this process's resident set (MADV_DONTNEED), `start`
+    rounded down to a page: a pass over a file many times the size of memory then holds only the
+    part it is reading, and the page cache keeps the bytes. Only for a `releasable` buffer; a
+    failure is ignored (it only costs resident memory, never correctness)."""
+    assert isinstance(buf, mmap.mmap) and _DONTNEED is not None
+    start -= start % mmap.PAGESIZE
+    if end <= start:
+        return
+    try:
+        buf.madvise(_DONTNEED, start, end - start)
+    except (OSError, ValueError):
+        pass
 
 
 def open_regular(path: str | os.PathLike[str]) -> int:

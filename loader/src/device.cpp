@@ -384,9 +384,11 @@ void probe_macos(DeviceProfile& p) {
 
 }  // namespace
 
-DeviceProfile probe_host() { return probe_host(true); }
+DeviceProfile probe_host() { return probe_host(ProbeScope{}); }
 
-DeviceProfile probe_host(bool accelerators) {
+DeviceProfile probe_host(bool accelerators) { return probe_host(ProbeScope{true, true, accelerators}); }
+
+DeviceProfile probe_host(const ProbeScope& scope) {
   DeviceProfile p;
   p.name = "host";
 #if defined(__x86_64__)
@@ -404,14 +406,14 @@ DeviceProfile probe_host(bool accelerators) {
   p.os = "windows";
 #endif
 #ifdef FATPTE_X86
-  p.cpu_features = probe::x86_features(read_x86_words());
+  if (scope.cpu_features) p.cpu_features = probe::x86_features(read_x86_words());
 #endif
 #if defined(__linux__)
 #if defined(__aarch64__)
-  p.cpu_features = probe::arm_hwcap_features(getauxval(AT_HWCAP), getauxval(AT_HWCAP2));
+  if (scope.cpu_features) p.cpu_features = probe::arm_hwcap_features(getauxval(AT_HWCAP), getauxval(AT_HWCAP2));
 #endif
-  p.memory_bytes = probe::meminfo_total(read_text("/proc/meminfo"));
-  if (p.memory_bytes == 0) {
+  if (scope.memory) p.memory_bytes = probe::meminfo_total(read_text("/proc/meminfo"));
+  if (scope.memory && p.memory_bytes == 0) {
     const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
     if (pages > 0 && size > 0) p.memory_bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(size);
   }
@@ -428,7 +430,9 @@ DeviceProfile probe_host(bool accelerators) {
 #endif
   probe_macos(p);
 #endif
-  if (!accelerators) return p;
+  if (!scope.cpu_features) p.cpu_features.clear();
+  if (!scope.memory) p.memory_bytes = 0;
+  if (!scope.accelerators) return p;
   std::vector<Accelerator> cuda = probe_cuda();
   p.accelerators.insert(p.accelerators.end(), cuda.begin(), cuda.end());
   return p;

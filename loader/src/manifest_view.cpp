@@ -9,9 +9,19 @@ namespace fatpte {
 
 namespace M = nfat::manifest;
 
-Result<const M::Manifest*> verified_manifest(const Container& c) {
+namespace detail {
+
+// The once-per-container memo of the manifest's checks (fatpte.hpp, Container).
+struct ContainerMemo {
+  static Status checked(const Container& c);
+};
+
+}  // namespace detail
+
+namespace {
+
+Status check_manifest(const Container& c) {
   const Header& h = c.header();
-  if (h.version != format::kVersion2 || h.manifest_size == 0) return static_cast<const M::Manifest*>(nullptr);
   const std::uint8_t* m = c.bytes().data + h.manifest_offset;
   const std::uint32_t actual = crc32c(m, static_cast<std::size_t>(h.manifest_size));
   FATPTE_CHECK(actual == h.manifest_checksum, Error::MANIFEST_CHECKSUM_MISMATCH,
@@ -21,8 +31,21 @@ Result<const M::Manifest*> verified_manifest(const Container& c) {
                h.manifest_offset + 4, "manifest", "the manifest's bytes 4..8 are not the identifier 'NFMF'");
   // Every rule of specs/nfat-manifest.md section 2 (element offsets, UTF-8, the work budget, the
   // value rules), not only what flatbuffers::Verifier checks: the accessors then follow checked offsets.
-  FATPTE_RETURN_IF_ERROR(detail::check_manifest_buffer(m, h.manifest_size, h.manifest_offset));
-  return M::GetManifest(m);
+  return detail::check_manifest_buffer(m, h.manifest_size, h.manifest_offset);
+}
+
+}  // namespace
+
+Status detail::ContainerMemo::checked(const Container& c) {
+  std::call_once(c.manifest_once_, [&c] { c.manifest_status_ = check_manifest(c); });
+  return c.manifest_status_;
+}
+
+Result<const M::Manifest*> verified_manifest(const Container& c) {
+  const Header& h = c.header();
+  if (h.version != format::kVersion2 || h.manifest_size == 0) return static_cast<const M::Manifest*>(nullptr);
+  FATPTE_RETURN_IF_ERROR(detail::ContainerMemo::checked(c));
+  return M::GetManifest(c.bytes().data + h.manifest_offset);
 }
 
 const M::Entry* manifest_entry(const M::Manifest* manifest, const std::string& name) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fatpte/format_generated.h"
 #include "manifest_view.hpp"
 #include "nfat_manifest_generated.h"
 #include "text.hpp"
@@ -19,6 +21,7 @@
 namespace fatpte {
 namespace {
 
+namespace F = format;
 namespace M = nfat::manifest;
 constexpr std::uint32_t kU32Max = 0xFFFFFFFFu;
 
@@ -137,13 +140,26 @@ Result<std::map<std::string, Requirements>> manifest_requirements(const Containe
 
 }  // namespace
 
-bool requires_accelerators(const Container& c) {
-  auto reqs = manifest_requirements(c);
-  if (!reqs.ok()) return true;
-  for (const auto& kv : reqs.value()) {
-    if (!kv.second.accelerators.empty()) return true;
+bool requires_accelerators(const Container& c) { return probe_scope(c).accelerators; }
+
+ProbeScope probe_scope(const Container& c) {
+  // An entry that is not an ExecuTorch program by its table kind goes to a backend library whose
+  // is_available() reads the whole profile (backend.h): probe everything. Only the table is read
+  // (a reader's container has no payload bytes), so a version 1 entry counts as such an entry.
+  static const std::uint8_t kProgram[4] = {'E', 'T', '1', '2'};
+  for (const Entry& e : c.entries()) {
+    if (c.version() != F::kVersion2 || std::memcmp(e.payload_kind.data(), kProgram, 4) != 0) return ProbeScope{};
   }
-  return false;
+  auto reqs = manifest_requirements(c);
+  if (!reqs.ok()) return ProbeScope{};
+  ProbeScope scope{false, false, false};
+  for (const auto& kv : reqs.value()) {
+    const Requirements& r = kv.second;
+    scope.cpu_features = scope.cpu_features || !r.cpu_features.empty();
+    scope.memory = scope.memory || r.min_memory_bytes != 0;
+    scope.accelerators = scope.accelerators || !r.accelerators.empty();
+  }
+  return scope;
 }
 
 namespace {

@@ -19,9 +19,7 @@
 #include "text.hpp"
 
 #if FATPTE_WITH_OPENSSL
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
+#include "libcrypto.hpp"
 #endif
 
 namespace fatpte {
@@ -31,6 +29,10 @@ namespace {
 
 namespace F = format;
 namespace M = nfat::manifest;
+
+// OpenSSL, opened by TrustedKeys::load (libcrypto.hpp). Every other function here runs with a
+// TrustedKeys in hand, so the library is open by then.
+const detail::LibCrypto& ossl() { return *detail::libcrypto(nullptr); }
 
 constexpr const char* kBundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json";
 constexpr const char* kPayloadType = "application/vnd.in-toto+json";
@@ -718,7 +720,7 @@ std::vector<std::uint8_t> named_data_record(const M::NamedData* nd) {
 Digest sha256(const std::uint8_t* data, std::size_t size) {
   Digest d{};
   unsigned int n = 0;
-  EVP_Digest(data, size, d.data(), &n, EVP_sha256(), nullptr);
+  ossl().digest(data, size, d.data(), &n, ossl().sha256(), nullptr);
   return d;
 }
 
@@ -733,12 +735,13 @@ std::string hex(const Digest& d) {
 }
 
 bool verifies(EVP_PKEY* key, const std::vector<std::uint8_t>& sig, const std::vector<std::uint8_t>& message) {
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  const detail::LibCrypto& f = ossl();
+  EVP_MD_CTX* ctx = f.md_ctx_new();
   if (ctx == nullptr) return false;
-  const bool ed = EVP_PKEY_id(key) == EVP_PKEY_ED25519;
-  bool ok = EVP_DigestVerifyInit(ctx, nullptr, ed ? nullptr : EVP_sha256(), nullptr, key) == 1 &&
-            EVP_DigestVerify(ctx, sig.data(), sig.size(), message.data(), message.size()) == 1;
-  EVP_MD_CTX_free(ctx);
+  const bool ed = f.pkey_get_id(key) == EVP_PKEY_ED25519;
+  bool ok = f.digest_verify_init(ctx, nullptr, ed ? nullptr : f.sha256(), nullptr, key) == 1 &&
+            f.digest_verify(ctx, sig.data(), sig.size(), message.data(), message.size()) == 1;
+  f.md_ctx_free(ctx);
   return ok;
 }
 
@@ -777,40 +780,44 @@ Status read_manifest(const Container& c, Manifest& out) {
 bool signatures_supported() noexcept { return true; }
 
 TrustedKeys::~TrustedKeys() {
-  for (Key& k : keys_) EVP_PKEY_free(static_cast<EVP_PKEY*>(k.pkey));
+  for (Key& k : keys_) ossl().pkey_free(static_cast<EVP_PKEY*>(k.pkey));
 }
 
 Result<std::shared_ptr<const TrustedKeys>> TrustedKeys::load(const std::vector<std::string>& pem_paths) {
+  std::string why;
+  const detail::LibCrypto* lib = detail::libcrypto(&why);
+  FATPTE_CHECK(lib != nullptr, Error::SIGNATURE_UNSUPPORTED, kNoOffset, "key", "%s", why.c_str());
+  const detail::LibCrypto& f = *lib;
   std::shared_ptr<TrustedKeys> out(new TrustedKeys());
   for (const std::string& path : pem_paths) {
     std::ifstream in(path, std::ios::binary);
     std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     FATPTE_CHECK(in.good() || in.eof(), Error::IO_ERROR, kNoOffset, "key", "cannot read the key %s", path.c_str());
-    BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-    EVP_PKEY* key = bio == nullptr ? nullptr : PEM_read_bio_PUBKEY(bio, nullptr, nullptr, nullptr);
-    BIO_free(bio);
+    BIO* bio = f.bio_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    EVP_PKEY* key = bio == nullptr ? nullptr : f.pem_read_bio_pubkey(bio, nullptr, nullptr, nullptr);
+    f.bio_free(bio);
     FATPTE_CHECK(key != nullptr, Error::INVALID_ARGUMENT, kNoOffset, "key", "%s is not a PEM public key",
                  path.c_str());
-    bool supported = EVP_PKEY_id(key) == EVP_PKEY_ED25519;
-    if (EVP_PKEY_id(key) == EVP_PKEY_EC) {
+    bool supported = f.pkey_get_id(key) == EVP_PKEY_ED25519;
+    if (f.pkey_get_id(key) == EVP_PKEY_EC) {
       char group[64] = {0};
       std::size_t len = 0;
-      supported = EVP_PKEY_get_utf8_string_param(key, "group", group, sizeof group, &len) == 1 &&
+      supported = f.pkey_get_utf8_string_param(key, "group", group, sizeof group, &len) == 1 &&
                   std::strcmp(group, "prime256v1") == 0;
     }
     if (!supported) {
-      EVP_PKEY_free(key);
+      f.pkey_free(key);
       return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s holds a key other than ECDSA P-256 or Ed25519",
                   path.c_str());
     }
     unsigned char* der = nullptr;
-    const int n = i2d_PUBKEY(key, &der);
+    const int n = f.i2d_pubkey(key, &der);
     if (n <= 0) {
-      EVP_PKEY_free(key);
+      f.pkey_free(key);
       return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s: cannot encode the key", path.c_str());
     }
     const Digest id = sha256(der, static_cast<std::size_t>(n));
-    OPENSSL_free(der);
+    f.crypto_free(der, OPENSSL_FILE, OPENSSL_LINE);
     out->keys_.push_back(Key{hex(id), path, key});
   }
   FATPTE_CHECK(!out->keys_.empty(), Error::INVALID_ARGUMENT, kNoOffset, "key", "no trusted public key");

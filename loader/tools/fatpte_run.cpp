@@ -358,11 +358,16 @@ int run_with_c_api(const RunArgs& a) {
 }
 
 int select_only(const RunArgs& a) {
-  auto profile = fatpte::load_profile(a.device);
-  if (!profile.ok()) return fail_with("fatpte-run", profile.error());
+  fatpte::Result<fatpte::DeviceProfile> profile = fatpte::DeviceProfile{};
+  if (a.device != "host") {
+    profile = fatpte::load_profile(a.device);
+    if (!profile.ok()) return fail_with("fatpte-run", profile.error());
+  }
   auto opened = fatpte::Container::open_file(a.file);
   if (!opened.ok()) return fail_with(a.file, opened.error());
   const fatpte::Container& c = *opened.value();
+  // This machine: only what the entries' requirements read, as fatpte_select(NULL) probes it.
+  if (a.device == "host") profile = fatpte::probe_host(fatpte::probe_scope(c));
   auto sel = fatpte::select(c, profile.value(), a.prefer, a.exclude);
   if (!sel.ok()) {
     if (a.json && sel.error().code() == fatpte::Error::NO_SPECIALIZATION_FITS) {

@@ -132,12 +132,12 @@ int load(int argc, char** argv) {
   auto calls = fatpte::calls_from_file(argv[3]);
   if (!calls.ok() || calls.value().empty()) return std::fprintf(stderr, "no calls in %s\n", argv[3]), 2;
   const auto t1 = Clock::now();
-  // As fatpte_select(NULL) does: open, then probe (accelerators only when an entry asks for one).
+  // As fatpte_select(NULL) does: open, then probe what the entries' requirements read.
   auto opened = fatpte::Container::open_file(argv[2]);
   if (!opened.ok()) return std::fprintf(stderr, "%s\n", opened.error().describe().c_str()), 1;
   const fatpte::Container& c = *opened.value();
   const auto t2 = Clock::now();
-  const fatpte::DeviceProfile host = fatpte::probe_host(fatpte::requires_accelerators(c));
+  const fatpte::DeviceProfile host = fatpte::probe_host(fatpte::probe_scope(c));
   const auto t3 = Clock::now();
   auto selection = fatpte::select(c, host, {}, {});
   if (!selection.ok()) return std::fprintf(stderr, "%s\n", selection.error().describe().c_str()), 3;

@@ -68,3 +68,26 @@ def test_a_consumer_finds_the_package_builds_and_runs_a_model(prefix: Path, tmp_
         got = [float(v) for v in lines[1:]]
         assert ex.mismatches([[{"dtype": "float32", "shape": [1, 3], "values": got}]],
                              [[{"dtype": "float32", "shape": [1, 3], "values": want}]]) == []
+
+
+def _run_paths(binary: Path) -> list[str]:
+    """The RUNPATH/RPATH entries of an ELF file, as readelf prints them."""
+    dyn = subprocess.run(["readelf", "-d", str(binary)], check=True, capture_output=True, text=True).stdout
+    out: list[str] = []
+    for line in dyn.splitlines():
+        if "(RUNPATH)" in line or "(RPATH)" in line:
+            out.extend(line.split("[", 1)[1].rsplit("]", 1)[0].split(":"))
+    return out
+
+
+@pytest.mark.parametrize("name", ["libfatpte.so", "fatpte-run", "fatpte-validate", "fatpte-verify", "fatpte_bench",
+                                  "libexecutorch_backend_fatpte.so"])
+def test_no_run_path_names_the_current_directory(name: str) -> None:
+    """An empty run-path entry (CMake's build-tree padding, `<sdk>/lib:`) is the current directory
+    to the dynamic loader: every library would first be looked for where the run started."""
+    binary = BUILD / name
+    if not binary.exists() or shutil.which("readelf") is None:
+        pytest.skip(f"{binary.relative_to(ROOT)} is not built, or readelf is missing")
+    paths = _run_paths(binary)
+    assert "" not in paths and "." not in paths, paths
+    assert all(Path(p).is_absolute() or p.startswith("$ORIGIN") for p in paths), paths

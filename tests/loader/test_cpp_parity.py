@@ -447,3 +447,42 @@ def test_loader_selects_like_python_for_every_named_profile(tmp_path: Path) -> N
     assert compared >= 4 * len(names) * len(_PREFERENCES)
     assert 0 < no_fit < compared  # both outcomes were compared
     assert not mismatches, f"{len(mismatches)} of {compared} differ:\n" + "\n".join(mismatches[:10])
+
+
+@pytest.mark.parametrize("reads", ["nothing", "features", "memory", "accelerator", "example"])
+def test_host_selection_probes_what_the_requirements_read(reads: str, tmp_path: Path) -> None:
+    """fatpte_select(NULL) and `--select-only` on this machine probe only the facts some entry's
+    requirements read (ProbeScope): the selection must still be Python's on its fully probed host,
+    and the CUDA driver is looked for only when an entry asks for an accelerator (or when an entry
+    goes to an example backend library, whose is_available() reads the whole profile)."""
+    from fatpte.device.profile import DeviceProfile
+    from fatpte.device.selection import select
+
+    exe = tool("release").parent / "fatpte-run"
+    host = DeviceProfile.host()
+    program = (ROOT / "tests" / "fixtures" / "executorch" / "add_portable.pte").read_bytes()
+    feature = min(host.cpu_features) if host.cpu_features else "asimd"
+    # The entry that states the fact ranks first when the fact is read right, and fails when it
+    # is read as absent: a probe that skipped what it needed changes the choice.
+    requires: dict[str, Any] = {
+        "nothing": {},
+        "features": {"cpu_features": [feature]},
+        "memory": {"min_memory_bytes": 1},
+        "accelerator": {"accelerators": [{"kind": "cuda"}]},
+        "example": {"cpu_features": [feature]},
+    }[reads]
+    S = Specialization
+    specs = [S("portable", program, name="plain"), S("portable", program, name="stating", priority=1,
+                                                     requires=requires)]
+    if reads == "example":
+        specs.append(S("dense_ref", b"not a program", name="example", priority=-1))
+    path = pack(specs, tmp_path / f"{reads}.nfat")
+    with open_container(path) as container:
+        want = json.dumps(select(container, host).to_json(), indent=2) + "\n"
+    r = subprocess.run([str(exe), str(path), "--select-only", "--json"], check=False, capture_output=True, text=True,
+                       timeout=60, env={"LD_DEBUG": "libs", "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout == want
+    searched_cuda = "libcuda" in r.stderr
+    assert "find library=" in r.stderr, "LD_DEBUG=libs printed nothing: the check would prove nothing"
+    assert searched_cuda == (reads in ("accelerator", "example")), reads

@@ -130,3 +130,34 @@ def test_a_fallback_is_verified_before_it_is_loaded(build: Path, packed: tuple[P
     assert outputs(r.stdout)[0].startswith("ran: dense_ref")
     assert "signature: entry 'dense_ref' and its named data hash as signed" in r.stdout
     assert close(outputs(r.stdout)[1], reference)
+
+
+def _opened_libraries(proc_stderr: str) -> set[str]:
+    """The files the dynamic loader opened, from LD_DEBUG=files (`file=NAME [0];  ...`)."""
+    return {line.split("file=", 1)[1].split()[0] for line in proc_stderr.splitlines()
+            if "file=" in line and "generating link map" in line}
+
+
+def test_libcrypto_is_opened_only_to_verify(packed: tuple[Path, Path, list[float]], tmp_path: Path) -> None:
+    """libfatpte links no OpenSSL: a run that checks no signature never maps libcrypto; a run with
+    --require-signature opens it to load the trusted key (src/libcrypto.hpp)."""
+    build = BUILDS["release"]
+    if not (build / "fatpte-run").exists():
+        pytest.skip("build/loader is not built: run `make loader` (make test builds it first)")
+    container, inp, reference = packed
+    key, pub = _key(tmp_path, "k")
+    signed = signing.sign(container, key, tmp_path / "signed.nfat")
+    env = {"LD_DEBUG": "files", "PATH": "/usr/bin:/bin"}
+    plain = subprocess.run([str(build / "fatpte-run"), str(signed), "--input", str(inp), "--backend-path",
+                            str(build / "backends")], check=False, capture_output=True, text=True, timeout=120,
+                           env=env)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    assert close(outputs(plain.stdout)[1], reference)
+    opened = _opened_libraries(plain.stderr)
+    assert opened, "LD_DEBUG=files printed no link map: the check would prove nothing"
+    assert not [name for name in opened if "libcrypto" in name], opened
+    verified = subprocess.run([str(build / "fatpte-run"), str(signed), "--input", str(inp), "--backend-path",
+                               str(build / "backends"), "--require-signature", "--trusted-key", str(pub)],
+                              check=False, capture_output=True, text=True, timeout=120, env=env)
+    assert verified.returncode == 0, verified.stderr[-2000:]
+    assert [name for name in _opened_libraries(verified.stderr) if "libcrypto" in name]

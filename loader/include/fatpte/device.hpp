@@ -42,11 +42,22 @@ struct DeviceProfile {
 // backends sorted.
 std::string canonical_json(const DeviceProfile& profile);
 
+// Which facts of the machine a probe reads. Each costs start-up time that selection only needs
+// when some entry's requirement reads the fact: the cpuid leaves (each a VM exit under a
+// hypervisor, 10-15 us apiece measured), /proc/meminfo, and the search for the CUDA driver (about
+// 0.2 ms of failed opens where there is none). What is not read is absent: no feature, memory 0,
+// no accelerator. The name, os and arch are always set.
+struct ProbeScope {
+  bool cpu_features = true;
+  bool memory = true;
+  bool accelerators = true;
+};
+
 // Probe the running machine; the profile is named "host".
 DeviceProfile probe_host();
-// The same without looking for accelerators (`accelerators` false): looking for the CUDA driver
-// where there is none searches the library path, about 0.2 ms, which a selection that no entry's
-// accelerator requirement depends on can skip (fatpte_select does, requires_accelerators()).
+// Only the facts of `scope` (select.hpp's probe_scope() says which a container's entries read).
+DeviceProfile probe_host(const ProbeScope& scope);
+// probe_host() without looking for accelerators when `accelerators` is false.
 DeviceProfile probe_host(bool accelerators);
 
 namespace probe {

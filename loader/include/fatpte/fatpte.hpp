@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -198,6 +199,10 @@ Status check_segment_integrity(Bytes buf, const Header& header, const Segment& s
 // CRC32C (Castagnoli) of data[0:size], continuing from `value` like Python's crc32c(data, value).
 std::uint32_t crc32c(const void* data, std::size_t size, std::uint32_t value = 0) noexcept;
 
+namespace detail {
+struct ContainerMemo;  // manifest_view.cpp
+}  // namespace detail
+
 // An open container: a read-only mapping (or borrowed memory) that passed the structural pass.
 class Container {
  public:
@@ -224,10 +229,15 @@ class Container {
   Result<std::uint32_t> find(const std::string& name_or_backend_id) const;
 
  private:
+  friend struct detail::ContainerMemo;
   Container() = default;
   Bytes buf_;
   void* mapping_ = nullptr;  // non-null when this object owns an mmap of buf_
   Structure structure_;
+  // The manifest's checks (CRC32C, identifier, every rule), run once however many times
+  // selection, loading and signature checks ask for the manifest.
+  mutable std::once_flag manifest_once_;
+  mutable Status manifest_status_;
 };
 
 }  // namespace fatpte
