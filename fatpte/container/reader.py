@@ -154,7 +154,7 @@ class Container:
                    advance: Advance | None = None) -> int:
         """Write the bytes [offset, offset + size) to `dst_fd` at `dst_offset` and return their
         CRC32C, hashed on the way (from a file: `streams.copy_range_crc`; else what `stream`
-        gives, written behind on a second thread: `streams.write_crc`)."""
+        gives, hashed and written as it comes: `streams.write_crc`)."""
         from fatpte.fileio.streams import copy_range_crc, write_crc
 
         self._check_range(offset, size)

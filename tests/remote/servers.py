@@ -216,6 +216,7 @@ class Misbehaving:
     - `truncate`: responses of more than `small` bytes stop halfway and close
     - `slow`: responses of more than `small` bytes stall after their headers
     - `redirect-loop`: every request is redirected to another URL, without end
+    - `redirect`: a request for anything but /moved is redirected to /moved, which serves the file
     - `auth`: 401 unless the Authorization header is `Bearer let-me-in`
     - `not-found`: 404
     - `flaky`: every request whose number is odd answers 503 (the retry succeeds)
@@ -285,6 +286,9 @@ class Misbehaving:
             data = data + b"\0"
         if mode == "redirect-loop":
             self._send(h, 302, {"Location": f"/file?hop={number}", "Content-Length": "0"}, b"", rng)
+            return
+        if mode == "redirect" and not h.path.startswith("/moved"):
+            self._send(h, 302, {"Location": "/moved", "Content-Length": "0"}, b"", rng)
             return
         if mode == "not-found":
             self._send(h, 404, {"Content-Length": "0"}, b"", rng)

@@ -1,5 +1,7 @@
 """Servers that misbehave are errors, not downloads: each case with its exact error code, and
-nothing partial left at the destination (tests/remote/servers.py, `Misbehaving`)."""
+nothing partial left at the destination (tests/remote/servers.py, `Misbehaving`). Every case runs
+on both http(s) clients (fatpte/fileio/remote.py): http.client, which plain URLs and `headers`
+get, and fsspec's aiohttp session, which any other storage option selects."""
 
 from __future__ import annotations
 
@@ -13,10 +15,28 @@ import pytest
 
 import fatpte
 from fatpte.errors import ErrorCode, FatpteError
+from fatpte.fileio import remote as remote_module
 from fatpte.fileio.remote import PREFIX_SIZE, Policy, RemoteFile
 from tests.remote.servers import Misbehaving
 
 QUICK = Policy(timeout=0.5, attempts=3, backoff=0.01)
+
+
+@pytest.fixture(autouse=True, params=["http.client", "aiohttp"])
+def client(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which client reads http URLs: a storage option other than `headers` (an empty
+    `client_kwargs` here) sends them through fsspec's aiohttp session."""
+    if request.param == "aiohttp":
+        real = remote_module._open_backend
+        monkeypatch.setattr(remote_module, "_open_backend",
+                            lambda remote, options: real(remote, {"client_kwargs": {}, **options}))
+    return str(request.param)
+
+
+def test_each_client_is_the_one_asked_for(client: str, serve: object) -> None:
+    server = serve("ok")  # type: ignore[operator]
+    remote = RemoteFile(server.url, policy=QUICK)
+    assert type(remote._backend).__name__ == {"http.client": "_HttpClient", "aiohttp": "_Http"}[client]
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +144,18 @@ def test_a_server_that_stalls_times_out(serve: object, tmp_path: Path) -> None:
     assert "no answer for 0.5 s" in err.message and "(3 tries, the limit)" in err.message
 
 
+def test_a_redirect_is_followed_unless_redirects_are_off(serve: object, data: bytes) -> None:
+    server = serve("redirect")  # type: ignore[operator]
+    with fatpte.open_remote(server.url, policy=QUICK) as c:
+        entry = c.entry("xnnpack")
+        assert bytes(c.payload("xnnpack", verify=True)) == data[entry.offset : entry.end]
+    assert [status for _, status, _ in server.requests] == [302, 206, 302, 206]
+    with pytest.raises(FatpteError) as info:
+        fatpte.open_remote(server.url, policy=QUICK._replace(max_redirects=0))
+    assert info.value.code is ErrorCode.REMOTE_TOO_MANY_REDIRECTS
+    assert "HTTP 302 Found to /moved, but redirects are not followed" in info.value.message
+
+
 def test_a_redirect_loop_stops_at_the_limit(serve: object) -> None:
     server = serve("redirect-loop")  # type: ignore[operator]
     with pytest.raises(FatpteError) as info:
@@ -183,3 +215,17 @@ def test_a_missing_scheme_package_is_named(tmp_path: Path) -> None:
     with pytest.raises(FatpteError) as info:
         fatpte.open("nosuchscheme://bucket/model.nfat")
     assert info.value.code is ErrorCode.REMOTE_UNSUPPORTED
+
+
+def test_fsspec_configuration_from_the_environment_applies(client: str, serve: object) -> None:
+    """FSSPEC_HTTP (JSON storage options, read by fsspec) reaches an http URL: such a URL goes
+    through fsspec whichever client the test asked for."""
+    server = serve("auth")  # type: ignore[operator]
+    env = {**os.environ, "FSSPEC_HTTP": '{"headers": {"Authorization": "Bearer let-me-in"}}'}
+    done = subprocess.run([sys.executable, "-m", "fatpte", "info", server.url], capture_output=True, text=True,
+                          check=False, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "xnnpack" in done.stdout
+    plain = subprocess.run([sys.executable, "-m", "fatpte", "info", server.url], capture_output=True, text=True,
+                           check=False, env={k: v for k, v in env.items() if not k.startswith("FSSPEC_")})
+    assert plain.returncode == 4 and "E0806" in plain.stderr

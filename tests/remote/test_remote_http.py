@@ -162,3 +162,17 @@ def test_a_manifest_beyond_the_prefix_costs_one_more_request(nginx: Nginx, www: 
     log = nginx.requests(mark)
     assert [r.range for r in log] == [f"bytes=0-{PREFIX_SIZE - 1}",
                                       f"bytes={PREFIX_SIZE}-{c.header.manifest_offset + c.header.manifest_size - 1}"]
+
+
+def test_a_plain_url_needs_neither_fsspec_nor_aiohttp(nginx: Nginx, big: Served) -> None:
+    """http(s) URLs with no storage option but headers are read with the standard library's
+    http.client (fatpte/fileio/remote.py): a device that only downloads its slice installs no
+    extra, and the command starts without importing fsspec and aiohttp (0.2 s measured)."""
+    code = ("import sys, fatpte\n"
+            "with fatpte.open(sys.argv[1], headers={'X-Device': 'test'}) as c:\n"
+            "    assert bytes(c.payload('portable', verify=True))\n"
+            "print(sorted(m for m in ('fsspec', 'aiohttp', 'asyncio') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code, nginx.url(big.name)], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
