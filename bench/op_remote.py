@@ -82,9 +82,9 @@ def measure(ctx: Context) -> Section:
             sent = sum(r.body_bytes for r in log)
             rows.append(f"| `{name}` | {len(log)} | {sent:,} ({fmt_bytes(sent)}) | {sent / total:.4%} |")
             dest.unlink(missing_ok=True)
-        section.lines += [f"Bytes and requests per verb, on a container of {total:,} bytes ({fmt_bytes(total)}: "
+        section.lines += [(f"Bytes and requests per verb, on a container of {total:,} bytes ({fmt_bytes(total)}: "
                           f"a 256 KiB entry with 128 KiB of named data, a {fmt_bytes(size)} entry, a "
-                          f"{fmt_bytes(2 * size)} sparse entry):", "", *rows, ""]
+                          f"{fmt_bytes(2 * size)} sparse entry):"), "", *rows, ""]
         import fatpte
 
         with fatpte.open(container) as c:
@@ -103,8 +103,10 @@ def measure(ctx: Context) -> Section:
         pair.verdict = verdict(pair.ratio <= LIMIT, f"{pair.ratio:.2f}x")
         pair.note = ("http.client (a plain URL): fatpte makes 1 + ceil(size / 16 MiB) range requests on one "
                      "kept-alive connection, checks each response's range and the file's identity, hashes the "
-                     "payload as it arrives, writes it and renames the output into place; curl makes one request "
-                     "and checks nothing")
+                     "payload as it arrives, writes it in 16 KiB writes as curl does (larger ones let the page cache "
+                     "take large folios, whose allocation is erratic in this VM: streams.WRITE_STEP) and renames the "
+                     "output into place; curl makes one request and checks nothing. Each round's time swings with "
+                     "how fast the kernel finds memory for the new file's 1 GiB of page cache, for both tools")
         section.pairs.append(pair)
         # The same through fsspec's aiohttp session, which any storage option beyond `headers`
         # selects (here fsspec's environment configuration): what those users get.

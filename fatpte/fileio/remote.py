@@ -322,16 +322,11 @@ class _HttpClient:
         """One GET of [start, end) (following redirects); its body in buffers as it is read."""
         import http.client
 
+        end = _asked_end(start, end, first)
         if end <= start:
-            if first:
-                end = start + 1  # `head(0)`: ask for one byte to learn the size
-            else:
-                return
+            return
         remote = self._remote
-        headers = {**self._headers, "Range": f"bytes={start}-{end - 1}"}
-        etag = remote.identity.get("ETag") if not first else None
-        if etag and not etag.startswith("W/"):
-            headers["If-Match"] = etag  # a strong ETag: a replaced file answers 412, not other bytes
+        headers = _range_headers(remote, self._headers, start, end, first)
         remote.stats.requests += 1
         done = False
         try:
@@ -415,11 +410,9 @@ class _Http:
 
     def fetch(self, start: int, end: int, first: bool) -> Iterator[bytes]:
         """One GET of [start, end); its body in buffers as they arrive."""
+        end = _asked_end(start, end, first)
         if end <= start:
-            if first:
-                end = start + 1  # `head(0)`: ask for one byte to learn the size
-            else:
-                return
+            return
         slots = self._asyncio.Semaphore(DEPTH)
         out: queue.SimpleQueue[Any] = queue.SimpleQueue()
         task = self._asyncio.run_coroutine_threadsafe(self._get(start, end, first, slots, out), self._loop)
@@ -448,10 +441,7 @@ class _Http:
 
     async def _get_body(self, start: int, end: int, first: bool, slots: Any, out: queue.SimpleQueue[Any]) -> None:
         remote = self._remote
-        headers = {**self._headers, "Range": f"bytes={start}-{end - 1}"}
-        etag = remote.identity.get("ETag") if not first else None
-        if etag and not etag.startswith("W/"):
-            headers["If-Match"] = etag  # a strong ETag: a replaced file answers 412, not other bytes
+        headers = _range_headers(remote, self._headers, start, end, first)
         remote.stats.requests += 1
         # aiohttp's max_redirects counts the redirect it refuses: N + 1 follows N.
         redirects = remote.policy.max_redirects
@@ -567,6 +557,21 @@ def _announced(remote: RemoteFile, r: Any, count: int) -> int:
                            f"the response announces {length} bytes for a range of {count}",
                            expected=count, actual=int(length))
     return count
+
+
+def _asked_end(start: int, end: int, first: bool) -> int:
+    """The end of the range to ask for: `head(0)` asks for one byte, to learn the size."""
+    return start + 1 if end <= start and first else end
+
+
+def _range_headers(remote: RemoteFile, base: dict[str, str], start: int, end: int, first: bool) -> dict[str, str]:
+    """The request's headers: the caller's, Range, and If-Match with the first response's strong
+    ETag (a replaced file then answers 412, not other bytes)."""
+    headers = {**base, "Range": f"bytes={start}-{end - 1}"}
+    etag = remote.identity.get("ETag") if not first else None
+    if etag and not etag.startswith("W/"):
+        headers["If-Match"] = etag
+    return headers
 
 
 def _release_all(slots: Any) -> None:

@@ -222,3 +222,27 @@ def test_copy_range_crc_stops_on_any_writer_failure(tmp_path: Path, monkeypatch:
         os.close(src)
         os.close(dst)
     assert calls == 1  # after the first failure nothing more is written
+
+
+def test_write_crc_writes_every_chunk_in_small_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks as a range request's body gives them (any size, bytes or views), written from an
+    offset in writes of at most WRITE_STEP bytes, with the CRC32C of everything written."""
+    chunks = [os.urandom(MiB + 7), b"", os.urandom(streams.WRITE_STEP - 1), memoryview(os.urandom(3 * MiB))[5:]]
+    sizes: list[int] = []
+    real = os.pwrite
+
+    def pwrite(fd: int, data: bytes | memoryview, offset: int) -> int:
+        sizes.append(len(data))
+        return real(fd, data, offset)
+
+    monkeypatch.setattr(streams.os, "pwrite", pwrite)
+    done: list[int] = []
+    fd = _fd(tmp_path / "out", os.O_WRONLY)
+    try:
+        value = streams.write_crc(iter(chunks), fd, 100, advance=done.append)
+    finally:
+        os.close(fd)
+    data = b"".join(bytes(c) for c in chunks)
+    assert (tmp_path / "out").read_bytes() == b"\0" * 100 + data
+    assert value == crc32c.crc32c(data)
+    assert sum(done) == len(data) and max(sizes) <= streams.WRITE_STEP
