@@ -7,7 +7,7 @@ requests are made here, by one of two clients that make the same checks:
 - the standard library's `http.client`, when the storage options are at most `headers` (and
   fsspec's own configuration, environment or files, says nothing of the scheme): one
   keep-alive connection, each body read straight from the socket in 1 MiB buffers. It is what
-  makes a download over a fast link as quick as curl's (3 to 4 times aiohttp's on loopback, with
+  makes a download over a fast link about as quick as curl's (2 to 3 times aiohttp's on loopback, with
   0.2 s less start-up: docs/performance.md), and it needs no extra package;
 - the aiohttp session of fsspec's HTTPFileSystem, for every other storage option (auth,
   client_kwargs, ...), for URLs with credentials in them and where fsspec's configuration
