@@ -94,6 +94,16 @@ http {{
 {proxy}}}
 """
 
+TLS = """\
+    server {{
+        listen 127.0.0.1:{port} ssl;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        access_log {work}/access.log ranged;
+        root {root};
+    }}
+"""
+
 PROXY = """\
     server {{
         listen 127.0.0.1:{port};
@@ -118,14 +128,19 @@ def nginx_binary() -> str:
 
 
 class Nginx:
-    """nginx serving `root` at `url`, and with `upstream`, proxying to it at `proxy_url`."""
+    """nginx serving `root` at `url`, with `tls` (certificate and key files) also at `https_url`,
+    and with `upstream`, proxying to it at `proxy_url`."""
 
-    def __init__(self, root: Path, work: Path, upstream: int | None = None) -> None:
+    def __init__(self, root: Path, work: Path, upstream: int | None = None,
+                 tls: tuple[Path, Path] | None = None) -> None:
         self.root = root
         self.work = work
         self.port = free_port()
         self.proxy_port = free_port() if upstream is not None else None
         proxy = "" if upstream is None else PROXY.format(port=self.proxy_port, work=work, upstream=upstream)
+        self.tls_port = free_port() if tls is not None else None
+        if tls is not None:
+            proxy += TLS.format(port=self.tls_port, work=work, root=root, cert=tls[0], key=tls[1])
         config = work / "nginx.conf"
         config.write_text(NGINX_CONFIG.format(work=work, port=self.port, root=root, proxy=proxy))
         self.log = work / "access.log"
@@ -137,9 +152,15 @@ class Nginx:
         wait_for_port(self.port, self.proc, "nginx", work / "error.log")
         if self.proxy_port is not None:
             wait_for_port(self.proxy_port, self.proc, "nginx", work / "error.log")
+        if self.tls_port is not None:
+            wait_for_port(self.tls_port, self.proc, "nginx", work / "error.log")
 
     def url(self, name: str) -> str:
         return f"http://127.0.0.1:{self.port}/{name}"
+
+    def https_url(self, name: str) -> str:
+        """`name` over TLS, with the certificate given as `tls` (started with one)."""
+        return f"https://127.0.0.1:{self.tls_port}/{name}"
 
     @property
     def proxy_url(self) -> str:

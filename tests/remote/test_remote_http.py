@@ -176,3 +176,57 @@ def test_a_plain_url_needs_neither_fsspec_nor_aiohttp(nginx: Nginx, big: Served)
                           check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 (the IP in its subjectAltName) and its key, in PEM files."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+@pytest.mark.parametrize("client", ["http.client", "aiohttp"])
+def test_https_checks_the_certificate(client: str, tmp_path: Path) -> None:
+    """An https URL is read over TLS on both clients, the server's certificate checked against
+    the trusted ones (SSL_CERT_FILE here): an untrusted one is refused, not read."""
+    www, work = tmp_path / "www", tmp_path / "nginx"
+    www.mkdir()
+    work.mkdir()
+    cert, key = _self_signed(tmp_path)
+    container = fatpte.pack([fatpte.Specialization("portable", os.urandom(300_000))], www / "c.nfat")
+    server = Nginx(www, work, tls=(cert, key))
+    try:
+        url = server.https_url("c.nfat")
+        env = {"FATPTE_REMOTE_ATTEMPTS": "1"}
+        if client == "aiohttp":
+            env["FSSPEC_HTTPS"] = '{"client_kwargs": {}}'  # any option but headers: fsspec's aiohttp
+        dest = tmp_path / "out.bin"
+        done = fatpte_cli("extract", url, "--name", "portable", "-q", "-o", str(dest),
+                          env={**env, "SSL_CERT_FILE": str(cert)})
+        assert done.returncode == 0, done.stderr
+        with fatpte.open(container) as local:
+            assert dest.read_bytes() == bytes(local.payload("portable"))
+        refused = fatpte_cli("info", url, env=env)
+        assert refused.returncode == 4
+        assert refused.stderr.startswith(f"{url}: E0810: ") and "CERTIFICATE_VERIFY_FAILED" in refused.stderr
+    finally:
+        server.close()
