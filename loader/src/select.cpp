@@ -140,7 +140,14 @@ Result<std::map<std::string, Requirements>> manifest_requirements(const Containe
 
 }  // namespace
 
-bool requires_accelerators(const Container& c) { return probe_scope(c).accelerators; }
+bool requires_accelerators(const Container& c) {
+  auto reqs = manifest_requirements(c);
+  if (!reqs.ok()) return true;
+  for (const auto& kv : reqs.value()) {
+    if (!kv.second.accelerators.empty()) return true;
+  }
+  return false;
+}
 
 ProbeScope probe_scope(const Container& c) {
   // An entry that is not an ExecuTorch program by its table kind goes to a backend library whose

@@ -128,8 +128,8 @@ typedef struct fatpte_selection fatpte_selection;
 /* Choose the entry for a device: `device_json` is a device profile's JSON text, or NULL for this
  * machine, probed for only the facts some entry's requirements read (cpu features, memory, the
  * CUDA driver; all of them when an entry goes to an example backend library): the same choice
- * as a full probe, without its start-up cost. `prefer` and `exclude` are entry names or backend ids (NULL when their count
- * is 0). No eligible entry: FATPTE_E_NO_SPECIALIZATION_FITS, the error's message listing every
+ * as a full probe, without its start-up cost. `prefer` and `exclude` are entry names or backend
+ * ids (NULL when their count is 0). No eligible entry: FATPTE_E_NO_SPECIALIZATION_FITS, the error's message listing every
  * entry and why (cut to the message buffer). The selection must not outlive the container. */
 FATPTE_API fatpte_status fatpte_select(const fatpte_container* container, const char* device_json,
                                        const char* const* prefer, size_t prefer_count, const char* const* exclude,

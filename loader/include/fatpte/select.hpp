@@ -77,10 +77,12 @@ Result<Selection> assess(const Container& container, const DeviceProfile& device
 // Whether any entry of the container states an accelerator requirement (true when the manifest
 // cannot be read, so that select() reports its error on a fully probed device).
 bool requires_accelerators(const Container& container);
-// The facts of this machine that selection reads for this container: cpu features when an entry
-// requires some, memory when one states min_memory_bytes (itself or for an accelerator),
-// accelerators when one requires an accelerator; everything when the manifest cannot be read.
-// select(c, probe_host(probe_scope(c)), ...) chooses what select(c, probe_host(), ...) does.
+// The facts of this machine that selection and loading read for this container: cpu features
+// when an entry requires some, memory when one states min_memory_bytes, accelerators when one
+// requires an accelerator; everything when the manifest cannot be read or an entry is not an
+// ExecuTorch program by its table kind (it goes to a backend library whose is_available() reads
+// the whole profile). select(c, probe_host(probe_scope(c)), ...) chooses what
+// select(c, probe_host(), ...) does.
 ProbeScope probe_scope(const Container& container);
 // Python's Selection.explain(): the device, the chosen entry, and one line per entry.
 std::string explain(const Container& container, const Selection& selection);
