@@ -252,6 +252,16 @@ def _fsspec_configured(scheme: str) -> bool:
         return False
 
 
+def _origin(parts: Any) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of a urlsplit result, the port made explicit."""
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
+
+
 def _netloc(url: str) -> str:
     rest = url.split("://", 1)[-1]
     return rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
@@ -358,13 +368,18 @@ class _HttpClient:
                 self.close()  # a body not read to its end leaves the connection unusable
 
     def _follow(self, headers: dict[str, str]) -> Any:
-        """The response at the end of at most `max_redirects` redirects."""
-        from urllib.parse import urljoin
+        """The response at the end of at most `max_redirects` redirects. Credentials (the
+        Authorization header) go only to the URL's own origin, as aiohttp and browsers do: a
+        redirect to another scheme, host or port is asked without them."""
+        from urllib.parse import urljoin, urlsplit
 
         remote = self._remote
         url = remote.url
+        origin = _origin(urlsplit(url))
         limit = remote.policy.max_redirects
         for hop in range(limit + 1):
+            if _origin(urlsplit(url)) != origin:
+                headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
             r = self._respond(url, headers)
             location = r.headers.get("Location")
             if r.status not in _REDIRECTS or not location or limit == 0:

@@ -238,11 +238,13 @@ class Misbehaving:
     - `slow`: responses of more than `small` bytes stall after their headers
     - `redirect-loop`: every request is redirected to another URL, without end
     - `redirect`: a request for anything but /moved is redirected to /moved, which serves the file
+      (or, when `redirect_to` is set, every request is redirected there)
     - `auth`: 401 unless the Authorization header is `Bearer let-me-in`
     - `not-found`: 404
     - `flaky`: every request whose number is odd answers 503 (the retry succeeds)
     - `always-503`: 503
-    Every request is recorded in `requests` as (range header, status, body bytes sent)."""
+    Every request is recorded in `requests` as (range header, status, body bytes sent), and its
+    Authorization header (None when absent) in `authorizations`."""
 
     def __init__(self, data: bytes, mode: str, *, small: int = 64 << 10, stall: float = 5.0) -> None:
         self.data = data
@@ -251,6 +253,8 @@ class Misbehaving:
         self.stall = stall
         self.etag = '"v1"'
         self.requests: list[tuple[str | None, int, int]] = []
+        self.authorizations: list[str | None] = []
+        self.redirect_to: str | None = None
         self.lock = threading.Lock()
         self.stalled = threading.Event()
         owner = self
@@ -299,6 +303,7 @@ class Misbehaving:
         rng = h.headers.get("Range")
         with self.lock:
             number = len(self.requests) + 1
+            self.authorizations.append(h.headers.get("Authorization"))
         data = self.data
         etag = self.etag
         if number > 1 and mode == "change-etag":
@@ -308,8 +313,8 @@ class Misbehaving:
         if mode == "redirect-loop":
             self._send(h, 302, {"Location": f"/file?hop={number}", "Content-Length": "0"}, b"", rng)
             return
-        if mode == "redirect" and not h.path.startswith("/moved"):
-            self._send(h, 302, {"Location": "/moved", "Content-Length": "0"}, b"", rng)
+        if mode == "redirect" and (self.redirect_to is not None or not h.path.startswith("/moved")):
+            self._send(h, 302, {"Location": self.redirect_to or "/moved", "Content-Length": "0"}, b"", rng)
             return
         if mode == "not-found":
             self._send(h, 404, {"Content-Length": "0"}, b"", rng)

@@ -156,6 +156,18 @@ def test_a_redirect_is_followed_unless_redirects_are_off(serve: object, data: by
     assert "HTTP 302 Found to /moved, but redirects are not followed" in info.value.message
 
 
+def test_credentials_do_not_follow_a_redirect_to_another_server(serve: object) -> None:
+    """The Authorization header goes to the URL's own server and to redirects on it, never to
+    another origin a redirect names (as browsers, requests and aiohttp do)."""
+    target = serve("ok")  # type: ignore[operator]
+    server = serve("redirect")  # type: ignore[operator]
+    server.redirect_to = target.url
+    with fatpte.open_remote(server.url, policy=QUICK, headers={"Authorization": "Bearer secret"}) as c:
+        assert [e.name for e in c.entries] == ["portable", "xnnpack"]
+    assert server.authorizations and set(server.authorizations) == {"Bearer secret"}
+    assert target.authorizations and set(target.authorizations) == {None}
+
+
 def test_a_redirect_loop_stops_at_the_limit(serve: object) -> None:
     server = serve("redirect-loop")  # type: ignore[operator]
     with pytest.raises(FatpteError) as info:
