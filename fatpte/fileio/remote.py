@@ -113,6 +113,17 @@ class _Transient(Exception):
         self.message = message
 
 
+def _timed_out(remote: RemoteFile, start: int, end: int) -> _Transient:
+    """A response that stalled, in the same words from both http clients."""
+    return _Transient(ErrorCode.REMOTE_TIMEOUT,
+                      f"no answer for {remote.policy.timeout:g} s while reading bytes {start}-{end - 1}")
+
+
+def _cut_short(start: int, end: int, detail: str) -> _Transient:
+    """A response whose body ended before its range did, in the same words from both clients."""
+    return _Transient(ErrorCode.REMOTE_SHORT_READ, f"the response for bytes {start}-{end - 1} ended early: {detail}")
+
+
 class RemoteFile:
     """A file at a URL, read by byte ranges. `head()` makes the first request, which also
     learns the file's size and identity; every later response must match them."""
@@ -209,7 +220,7 @@ class RemoteFile:
 
 def _open_backend(remote: RemoteFile, storage_options: dict[str, Any]) -> _HttpClient | _Http | _Fsspec:
     scheme = remote.url.split("://", 1)[0].lower()
-    if (scheme in ("http", "https") and set(storage_options) <= {"headers"} and "@" not in _netloc(remote.url)
+    if (scheme in ("http", "https") and set(storage_options) <= {"headers"} and not _has_credentials(remote.url)
             and not _fsspec_configured(scheme)):
         return _HttpClient(remote, dict(storage_options.get("headers") or {}))
     try:
@@ -262,9 +273,15 @@ def _origin(parts: Any) -> tuple[str, str, int | None]:
     return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
 
 
-def _netloc(url: str) -> str:
-    rest = url.split("://", 1)[-1]
-    return rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+def _has_credentials(url: str) -> bool:
+    """Whether `url` names a user (user:password@host), which fsspec's aiohttp session turns into
+    Basic auth; a URL urllib cannot split goes to fsspec too, which reports it."""
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).username is not None
+    except ValueError:
+        return True
 
 
 class _HttpClient:
@@ -345,9 +362,7 @@ class _HttpClient:
             while left:
                 chunk = r.read(min(CHUNK, left))
                 if not chunk:
-                    raise _Transient(ErrorCode.REMOTE_SHORT_READ,
-                                     f"the response for bytes {start}-{end - 1} ended early: the connection "
-                                     f"closed with {left} bytes to come")
+                    raise _cut_short(start, end, f"the connection closed with {left} bytes to come")
                 left -= len(chunk)
                 remote.stats.received += len(chunk)
                 yield chunk
@@ -355,12 +370,9 @@ class _HttpClient:
         except (FatpteError, _Transient):
             raise
         except TimeoutError:
-            raise _Transient(ErrorCode.REMOTE_TIMEOUT,
-                             f"no answer for {remote.policy.timeout:g} s while reading bytes {start}-{end - 1}") \
-                from None
+            raise _timed_out(remote, start, end) from None
         except http.client.IncompleteRead as exc:
-            raise _Transient(ErrorCode.REMOTE_SHORT_READ,
-                             f"the response for bytes {start}-{end - 1} ended early: {exc!r}") from None
+            raise _cut_short(start, end, repr(exc)) from None
         except (http.client.HTTPException, OSError) as exc:
             raise _Transient(ErrorCode.REMOTE_FAILED, f"{type(exc).__name__}: {exc}") from None
         finally:
@@ -484,11 +496,9 @@ class _Http:
                                       f"(the last to {exc.history[-1].headers.get('Location') if exc.history else '?'})",
                                       expected=self._remote.policy.max_redirects)
         if isinstance(exc, asyncio.TimeoutError):
-            return _Transient(ErrorCode.REMOTE_TIMEOUT,
-                              f"no answer for {self._remote.policy.timeout:g} s while reading bytes {start}-{end - 1}")
+            return _timed_out(self._remote, start, end)
         if isinstance(exc, (asyncio.IncompleteReadError, aiohttp.ClientPayloadError)):
-            return _Transient(ErrorCode.REMOTE_SHORT_READ,
-                              f"the response for bytes {start}-{end - 1} ended early: {exc}")
+            return _cut_short(start, end, str(exc))
         if isinstance(exc, aiohttp.InvalidURL):
             return self._remote.error(ErrorCode.INVALID_ARGUMENT, f"{url} is not a valid URL: {exc}")
         if isinstance(exc, (aiohttp.ClientError, OSError)):

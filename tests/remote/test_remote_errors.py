@@ -37,6 +37,9 @@ def test_each_client_is_the_one_asked_for(client: str, serve: object) -> None:
     server = serve("ok")  # type: ignore[operator]
     remote = RemoteFile(server.url, policy=QUICK)
     assert type(remote._backend).__name__ == {"http.client": "_HttpClient", "aiohttp": "_Http"}[client]
+    # Credentials in the URL are aiohttp's Basic auth: such a URL goes through fsspec on either.
+    user, _, rest = server.url.partition("//")
+    assert type(RemoteFile(f"{user}//reader:secret@{rest}", policy=QUICK)._backend).__name__ == "_Http"
 
 
 @pytest.fixture(scope="module")
