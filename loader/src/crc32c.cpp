@@ -3,11 +3,11 @@
 // both give the same value (tests/crc32c_test.cpp checks the standard vector and agreement).
 #include <cstring>
 
+#include "fatpte/device.hpp"
 #include "fatpte/fatpte.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define FATPTE_CRC_X86 1
-#include <cpuid.h>
 #include <nmmintrin.h>
 #endif
 
@@ -63,14 +63,11 @@ __attribute__((target("sse4.2"))) std::uint32_t crc_hw(std::uint32_t crc, const 
   return c32;
 }
 
-// One cpuid leaf (1: ECX bit 20 is SSE4.2) rather than __builtin_cpu_supports, whose libgcc
-// initializer runs a dozen cpuid leaves at every program's start-up; in a virtual machine each
-// traps to the hypervisor, and together they cost a run of fatpte-run about a tenth of a ms.
+// SSE4.2 is cpuid(1).ecx bit 20, from probe::x86_words(), which reads glibc's record of the
+// cpuid it ran at start-up: a cpuid instruction of our own (or __builtin_cpu_supports, whose
+// libgcc initializer runs a dozen) traps to the hypervisor in a virtual machine.
 bool have_sse42() noexcept {
-  static const bool kHave = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return __get_cpuid(1, &a, &b, &c, &d) != 0 && ((c >> 20) & 1u) != 0;
-  }();
+  static const bool kHave = ((probe::x86_words().leaf1_ecx >> 20) & 1u) != 0;
   return kHave;
 }
 #endif

@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>  // canonical_json
 
 #include "text.hpp"
 
@@ -30,6 +29,12 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #define FATPTE_X86 1
+// glibc 2.33 and later keep the cpuid words ld.so read at process start and hand them out.
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33)) && \
+    __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>
+#define FATPTE_GLIBC_CPUID 1
+#endif
 #endif
 
 namespace fatpte {
@@ -37,64 +42,133 @@ namespace fatpte {
 // ---- canonical JSON ----
 
 std::string canonical_json(const DeviceProfile& p) {
-  std::ostringstream o;
-  o << "{\n";
-  o << "  \"name\": " << detail::json_quote(p.name) << ",\n";
-  o << "  \"os\": " << detail::json_quote(p.os) << ",\n";
-  o << "  \"arch\": " << detail::json_quote(p.arch) << ",\n";
+  // Appended to a string rather than streamed: a process's first ostringstream sets up its
+  // locale, tens of microseconds that a run of fatpte-run paid for nothing else.
+  std::string o = "{\n";
+  const auto field = [&o](const char* key, const std::string& value, const char* after) {
+    o += "  \"";
+    o += key;
+    o += "\": ";
+    o += value;
+    o += after;
+  };
+  field("name", detail::json_quote(p.name), ",\n");
+  field("os", detail::json_quote(p.os), ",\n");
+  field("arch", detail::json_quote(p.arch), ",\n");
   if (p.cpu_features.empty()) {
-    o << "  \"cpu_features\": [],\n";
+    o += "  \"cpu_features\": [],\n";
   } else {
-    o << "  \"cpu_features\": [\n";
+    o += "  \"cpu_features\": [\n";
     std::size_t k = 0;
     for (const std::string& f : p.cpu_features) {  // std::set: sorted bytewise, like sorted()
-      o << "    " << detail::json_quote(f) << (++k < p.cpu_features.size() ? ",\n" : "\n");
+      o += "    " + detail::json_quote(f) + (++k < p.cpu_features.size() ? ",\n" : "\n");
     }
-    o << "  ],\n";
+    o += "  ],\n";
   }
   if (p.accelerators.empty()) {
-    o << "  \"accelerators\": [],\n";
+    o += "  \"accelerators\": [],\n";
   } else {
-    o << "  \"accelerators\": [\n";
+    o += "  \"accelerators\": [\n";
     for (std::size_t i = 0; i < p.accelerators.size(); ++i) {
       const Accelerator& a = p.accelerators[i];
-      o << "    {\n";
-      o << "      \"kind\": " << detail::json_quote(a.kind) << ",\n";
-      o << "      \"name\": " << detail::json_quote(a.name) << ",\n";
-      o << "      \"version\": " << detail::json_quote(a.version) << ",\n";
-      o << "      \"memory_bytes\": " << a.memory_bytes << "\n";
-      o << "    }" << (i + 1 < p.accelerators.size() ? ",\n" : "\n");
+      o += "    {\n";
+      o += "      \"kind\": " + detail::json_quote(a.kind) + ",\n";
+      o += "      \"name\": " + detail::json_quote(a.name) + ",\n";
+      o += "      \"version\": " + detail::json_quote(a.version) + ",\n";
+      o += "      \"memory_bytes\": " + std::to_string(a.memory_bytes) + "\n";
+      o += i + 1 < p.accelerators.size() ? "    },\n" : "    }\n";
     }
-    o << "  ],\n";
+    o += "  ],\n";
   }
-  o << "  \"memory_bytes\": " << p.memory_bytes << ",\n";
+  field("memory_bytes", std::to_string(p.memory_bytes), ",\n");
   const char* after_backends = p.executorch_backends ? ",\n" : "\n";
   if (p.backends.empty()) {
-    o << "  \"backends\": {}" << after_backends;
+    field("backends", "{}", after_backends);
   } else {
-    o << "  \"backends\": {\n";
+    o += "  \"backends\": {\n";
     std::size_t k = 0;
     for (const auto& kv : p.backends) {
-      o << "    " << detail::json_quote(kv.first) << ": " << kv.second << (++k < p.backends.size() ? ",\n" : "\n");
+      o += "    " + detail::json_quote(kv.first) + ": " + std::to_string(kv.second) +
+           (++k < p.backends.size() ? ",\n" : "\n");
     }
-    o << "  }" << after_backends;
+    o += "  }";
+    o += after_backends;
   }
   if (p.executorch_backends) {  // only when known; a std::set is sorted bytewise, like sorted()
     const std::set<std::string>& et = *p.executorch_backends;
     if (et.empty()) {
-      o << "  \"executorch_backends\": []\n";
+      o += "  \"executorch_backends\": []\n";
     } else {
-      o << "  \"executorch_backends\": [\n";
+      o += "  \"executorch_backends\": [\n";
       std::size_t k = 0;
-      for (const std::string& b : et) o << "    " << detail::json_quote(b) << (++k < et.size() ? ",\n" : "\n");
-      o << "  ]\n";
+      for (const std::string& b : et) o += "    " + detail::json_quote(b) + (++k < et.size() ? ",\n" : "\n");
+      o += "  ]\n";
     }
   }
-  o << "}\n";
-  return o.str();
+  o += "}\n";
+  return o;
 }
 
 namespace probe {
+
+#ifdef FATPTE_X86
+namespace {
+std::uint64_t xcr0(std::uint32_t leaf1_ecx) {
+  if (((leaf1_ecx >> 27) & 1u) == 0) return 0;
+  // xgetbv is only legal when OSXSAVE is set; encoded as bytes for assemblers without it.
+  std::uint32_t lo = 0, hi = 0;
+  __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (std::uint64_t{hi} << 32) | lo;
+}
+}  // namespace
+
+X86Words x86_words_cpuid() noexcept {
+  X86Words w;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return w;
+  w.max_leaf = a;
+  if (w.max_leaf >= 1) {
+    __cpuid(1, a, b, c, d);
+    w.leaf1_ecx = c;
+  }
+  if (w.max_leaf >= 7) {
+    __cpuid_count(7, 0, a, b, c, d);
+    w.leaf7_eax = a;
+    w.leaf7_ebx = b;
+    w.leaf7_ecx = c;
+    w.leaf7_edx = d;
+    if (w.leaf7_eax >= 1) {
+      __cpuid_count(7, 1, a, b, c, d);
+      w.leaf7_1_eax = a;
+    }
+  }
+  w.xcr0 = xcr0(w.leaf1_ecx);
+  return w;
+}
+
+X86Words x86_words() noexcept {
+#ifdef FATPTE_GLIBC_CPUID
+  // No cpuid instruction: in a virtual machine each one traps to the hypervisor (8 us apiece on
+  // the benchmark machine, where five of them were 1% of a fatpte-run run). glibc's words are
+  // the raw registers (its tunables change only the "active" bits) and zeros for a leaf the CPU
+  // lacks, so max_leaf 7 lets x86_features() read whatever is there.
+  const auto regs = [](unsigned index) { return __x86_get_cpuid_feature_leaf(index)->cpuid_array; };
+  X86Words w;
+  w.max_leaf = 7;
+  w.leaf1_ecx = regs(CPUID_INDEX_1)[cpuid_register_index_ecx];
+  const unsigned* l7 = regs(CPUID_INDEX_7);
+  w.leaf7_eax = l7[cpuid_register_index_eax];
+  w.leaf7_ebx = l7[cpuid_register_index_ebx];
+  w.leaf7_ecx = l7[cpuid_register_index_ecx];
+  w.leaf7_edx = l7[cpuid_register_index_edx];
+  w.leaf7_1_eax = regs(CPUID_INDEX_7_ECX_1)[cpuid_register_index_eax];
+  w.xcr0 = xcr0(w.leaf1_ecx);
+  return w;
+#else
+  return x86_words_cpuid();
+#endif
+}
+#endif
 
 std::set<std::string> x86_features(const X86Words& w) {
   std::set<std::string> out;
@@ -247,36 +321,6 @@ std::vector<Accelerator> cuda_accelerators(const CudaDriver& d) {
 
 namespace {
 
-#ifdef FATPTE_X86
-probe::X86Words read_x86_words() {
-  probe::X86Words w;
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(0, &a, &b, &c, &d)) return w;
-  w.max_leaf = a;
-  if (w.max_leaf >= 1) {
-    __cpuid(1, a, b, c, d);
-    w.leaf1_ecx = c;
-  }
-  if (w.max_leaf >= 7) {
-    __cpuid_count(7, 0, a, b, c, d);
-    w.leaf7_eax = a;
-    w.leaf7_ebx = b;
-    w.leaf7_ecx = c;
-    w.leaf7_edx = d;
-    if (w.leaf7_eax >= 1) {
-      __cpuid_count(7, 1, a, b, c, d);
-      w.leaf7_1_eax = a;
-    }
-  }
-  if ((w.leaf1_ecx >> 27) & 1u) {
-    // xgetbv is only legal when OSXSAVE is set; encoded as bytes for assemblers without it.
-    std::uint32_t lo = 0, hi = 0;
-    __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
-    w.xcr0 = (std::uint64_t{hi} << 32) | lo;
-  }
-  return w;
-}
-#endif
 
 std::string read_text(const char* path) {
   // POSIX reads rather than an ifstream: the first ifstream of a process sets up its locale, a
@@ -406,7 +450,7 @@ DeviceProfile probe_host(const ProbeScope& scope) {
   p.os = "windows";
 #endif
 #ifdef FATPTE_X86
-  if (scope.cpu_features) p.cpu_features = probe::x86_features(read_x86_words());
+  if (scope.cpu_features) p.cpu_features = probe::x86_features(probe::x86_words());
 #endif
 #if defined(__linux__)
 #if defined(__aarch64__)
@@ -426,7 +470,7 @@ DeviceProfile probe_host(const ProbeScope& scope) {
 #if defined(__APPLE__)
 #ifdef FATPTE_X86
   p.cpu_features.clear();  // Python reads hw.optional.* on Intel Macs; cpuid gives the same bits
-  p.cpu_features = probe::x86_features(read_x86_words());
+  p.cpu_features = probe::x86_features(probe::x86_words());
 #endif
   probe_macos(p);
 #endif

@@ -365,7 +365,7 @@ Result<std::map<std::string, Bytes>> named_data_map(const Container& c) {
 Result<Dispatch> load(const Container& c, const Selection& s, const DeviceProfile& device, const LoadOptions& options) {
   const std::vector<std::string> dirs = backend_search_path(options);
   const std::vector<std::string> et_dirs = executorch_search_path(options);
-  const std::string device_json = canonical_json(device);
+  std::string device_json;  // what an example library is given; programs need none
   std::vector<const Verdict*> ranked;
   for (const Verdict& v : s.verdicts) {
     if (v.eligible) ranked.push_back(&v);
@@ -385,6 +385,7 @@ Result<Dispatch> load(const Container& c, const Selection& s, const DeviceProfil
       }
       FATPTE_RETURN_IF_ERROR(et::load_entry(c, e, options, et_dirs, attempt, loaded));
     } else {
+      if (device_json.empty()) device_json = canonical_json(device);
       FATPTE_RETURN_IF_ERROR(load_example(c, e, *v, device_json, options, dirs, attempt, loaded));
     }
     out.attempts.push_back(std::move(attempt));

@@ -125,14 +125,15 @@ class NestedProgram {
  public:
   NestedProgram(const std::uint8_t* data, std::size_t size, Buffer copy)
       : copy_(std::move(copy)),
-        loader_(copy_ ? copy_.get() : data, size),
+        program_data_(copy_ ? copy_.get() : data),
+        loader_(program_data_, size),
         method_allocator_(kMethodAllocatorLimit),
         temp_allocator_(kTempAllocatorLimit) {}
 
   // "" when the method is loaded, else why not.
   std::string load(const char* wanted, const R::NamedDataMap* named_data) {
     Capture capture;
-    R::Result<R::Program> program = R::Program::load(&loader_, R::Program::Verification::InternalConsistency);
+    R::Result<R::Program> program = load_verified(&loader_, program_data_);
     if (!program.ok()) return et_reason("ExecuTorch refused the nested program (Program::load)", program.error(), capture);
     program_.emplace(std::move(program.get()));
     // The outer method's name when the nested program has it, else its only method.
@@ -196,6 +197,7 @@ class NestedProgram {
  private:
   // Destroyed in reverse: the method before the memory and the program it points into.
   Buffer copy_;
+  const std::uint8_t* program_data_;  // the program's first byte: the payload in place, or copy_
   executorch::extension::BufferDataLoader loader_;
   std::optional<R::Program> program_;
   std::string name_;

@@ -6,6 +6,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include <executorch/runtime/executor/program_validation.h>
+
+#include "et_program.hpp"
+
 namespace fatpte {
 namespace et {
 
@@ -58,6 +62,12 @@ std::string plan_memory(const R::MethodMeta& meta, const std::string& method, st
     buffers.push_back(std::move(b));
   }
   return "";
+}
+
+R::Result<R::Program> load_verified(R::DataLoader* loader, const void* flatbuffer) {
+  const R::Error valid = R::validate_program(program_root(flatbuffer));
+  if (valid != R::Error::Ok) return valid;
+  return R::Program::load(loader, R::Program::Verification::Minimal);
 }
 
 }  // namespace et

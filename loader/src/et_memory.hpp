@@ -12,7 +12,9 @@
 
 #include <executorch/runtime/core/error.h>
 #include <executorch/runtime/core/span.h>
+#include <executorch/runtime/core/data_loader.h>
 #include <executorch/runtime/executor/method_meta.h>
+#include <executorch/runtime/executor/program.h>
 
 #include "et_runtime.hpp"
 
@@ -39,6 +41,15 @@ std::string et_reason(const char* what, executorch::runtime::Error error, const 
 std::string plan_memory(const executorch::runtime::MethodMeta& meta, const std::string& method, std::uint64_t limit,
                         std::vector<Buffer>& buffers, std::vector<executorch::runtime::Span<std::uint8_t>>& spans,
                         std::uint64_t& total);
+
+// Program::load of a program whose flatbuffer read_program (et_program.hpp) has verified;
+// `loader` serves the same bytes, which start at `flatbuffer`. ExecuTorch's InternalConsistency
+// is that verification (the flatbuffers verifier of the same schema over the same program_size
+// bytes) followed by validate_program (tensor sizes that cannot overflow, list element types).
+// The verification is not run a second time: validate_program runs here, then Program::load with
+// Minimal. What ExecuTorch logs on the way is kept by the caller's Capture.
+executorch::runtime::Result<executorch::runtime::Program> load_verified(executorch::runtime::DataLoader* loader,
+                                                                        const void* flatbuffer);
 
 }  // namespace et
 }  // namespace fatpte

@@ -97,5 +97,7 @@ Result<ProgramInfo> read_program(Bytes payload, std::uint64_t at, const std::str
   return info;
 }
 
+const ::executorch_flatbuffer::Program* program_root(const void* flatbuffer) { return F::GetProgram(flatbuffer); }
+
 }  // namespace et
 }  // namespace fatpte

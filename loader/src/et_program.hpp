@@ -16,6 +16,10 @@
 
 #include "fatpte/fatpte.hpp"
 
+namespace executorch_flatbuffer {
+struct Program;
+}  // namespace executorch_flatbuffer
+
 namespace fatpte {
 namespace et {
 
@@ -34,6 +38,9 @@ struct ProgramInfo {
 // offsets in the file and the field `field`): E1001 identifier, E1002 truncated, E1003 extended
 // header, E1004 the flatbuffer fails verification, E1008 a method or delegate without its name.
 Result<ProgramInfo> read_program(Bytes payload, std::uint64_t file_offset, const std::string& field);
+
+// The root table of a program's flatbuffer, which read_program has verified (the same bytes).
+const ::executorch_flatbuffer::Program* program_root(const void* flatbuffer);
 
 }  // namespace et
 }  // namespace fatpte

@@ -131,7 +131,8 @@ class EtLoaded final : public Loaded {
            const LoadOptions& options)
       : Loaded(index, std::move(method)),
         copy_(std::move(copy)),
-        loader_(copy_ ? copy_.get() : payload.data, static_cast<size_t>(payload.size)),
+        program_data_(copy_ ? copy_.get() : payload.data),
+        loader_(program_data_, static_cast<size_t>(payload.size)),
         data_map_(container, std::move(keys), std::move(layouts)),
         method_allocator_(options.method_allocator_limit),
         temp_allocator_(options.temp_allocator_limit),
@@ -142,7 +143,7 @@ class EtLoaded final : public Loaded {
   std::string load(Attempt& attempt, Status& damage) {
     {
       Capture capture;
-      R::Result<R::Program> program = R::Program::load(&loader_, R::Program::Verification::InternalConsistency);
+      R::Result<R::Program> program = load_verified(&loader_, program_data_);
       if (!program.ok()) return et_reason("ExecuTorch refused the program (Program::load)", program.error(), capture);
       program_.emplace(std::move(program.get()));
     }
@@ -338,6 +339,7 @@ class EtLoaded final : public Loaded {
 
   // Destroyed in reverse: the method before the memory and the program it points into.
   Buffer copy_;
+  const std::uint8_t* program_data_;  // the program's first byte: the payload in place, or copy_
   executorch::extension::BufferDataLoader loader_;
   ContainerDataMap data_map_;
   std::optional<R::Program> program_;

@@ -48,6 +48,21 @@ TEST(X86Features, NoOsxsaveMeansNoVectorState) {
   EXPECT_TRUE(probe::x86_features(w).empty());
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+TEST(X86Words, WhatGlibcKeptIsWhatCpuidSays) {
+  // x86_words() reads glibc's record where there is one; it must be this CPU's cpuid, bit for bit.
+  const X86Words kept = probe::x86_words(), read = probe::x86_words_cpuid();
+  EXPECT_EQ(kept.leaf1_ecx, read.leaf1_ecx);
+  EXPECT_EQ(kept.leaf7_eax, read.max_leaf >= 7 ? read.leaf7_eax : 0u);
+  EXPECT_EQ(kept.leaf7_ebx, read.leaf7_ebx);
+  EXPECT_EQ(kept.leaf7_ecx, read.leaf7_ecx);
+  EXPECT_EQ(kept.leaf7_edx, read.leaf7_edx);
+  EXPECT_EQ(kept.leaf7_1_eax, read.leaf7_1_eax);
+  EXPECT_EQ(kept.xcr0, read.xcr0);
+  EXPECT_EQ(probe::x86_features(kept), probe::x86_features(read));
+}
+#endif
+
 TEST(ArmHwcaps, BitsOfBothWords) {
   const std::uint64_t hwcap = (1u << 1) | (1u << 20) | (1u << 22);
   const std::uint64_t hwcap2 = (1u << 1) | (1u << 14);

@@ -260,7 +260,8 @@ def _segment_fields(program: bytes, index: int) -> tuple[int, int]:
     return offset, int(element.Pos + size_field)
 
 
-def _patch_payload(container: Path, name: str, patch: Callable[[bytearray], None]) -> None:
+def _patch_payload(container: Path, name: str, patch: Callable[[bytearray], None],
+                   findings: tuple[str, ...] = ()) -> None:
     """Edit entry `name`'s payload in place and reseal the container (the entry's CRC32C, then the
     header's): a program fatpte's packer would refuse to read, made valid as a container."""
     data = bytearray(container.read_bytes())
@@ -276,37 +277,78 @@ def _patch_payload(container: Path, name: str, patch: Callable[[bytearray], None
     ck = L.HEADER_CHECKSUM_OFFSET
     struct.pack_into("<I", data, ck, crc32c.crc32c(bytes(data[:ck]) + b"\0\0\0\0" + bytes(data[ck + 4:end])))
     container.write_bytes(bytes(data))
-    # The container itself stays valid: fatpte's only finding is the program's own layout (10xx),
-    # which the runner leaves to ExecuTorch's loader, whose refusal is what these tests watch.
+    # The container itself stays valid: fatpte's only findings are the program's own layout (10xx)
+    # and those in `findings`, which the runner leaves to ExecuTorch's loader, whose refusal is what
+    # these tests watch.
     proc = subprocess.run([*FATPTE, "validate", "--json", str(container)], capture_output=True, check=False)
-    findings = json.loads(proc.stdout)["findings"]
-    assert findings and all(1000 <= int(f["code"][1:]) < 1100 for f in findings), findings
+    found = json.loads(proc.stdout)["findings"]
+    assert found and all(1000 <= int(f["code"][1:]) < 1100 or f["code"] in findings for f in found), found
 
 
-def test_a_program_executorch_refuses_falls_back_with_its_error(exe: Path, tmp_path: Path) -> None:
+def _refused_portable_falls_back(exe: Path, tmp_path: Path, patch: Callable[[bytearray], None], refusal: str,
+                                 findings: tuple[str, ...] = ()) -> None:
+    """mlp packed with its portable program preferred (as entry "broken") and edited by `patch`:
+    fatpte-run records `refusal` for it and runs XNNPACK, with the eager outputs."""
     ex = _example()
-    # The portable program, preferred, with its constant segment (segments[0]) claiming 1 TiB: a
-    # valid flatbuffer, which Program::load refuses when it loads the constants.
     toml = ex.pack_toml("mlp").replace('name = "portable"', 'name = "broken"\npriority = 20')
     (tmp_path / "pack.toml").write_text(toml)
     container = tmp_path / "refused.nfat"
     subprocess.run([*FATPTE, "pack", "-q", "-o", str(container), "--from", str(tmp_path / "pack.toml")], check=True)
+    _patch_payload(container, "broken", patch, findings)
+    calls = ex.write_calls("mlp", tmp_path / "calls.json")
+    proc = run(exe, container, calls, "--explain")
+    assert proc.returncode == 0, proc.stderr
+    assert f"dispatch: broken [portable]: {refusal}" in proc.stdout, proc.stdout
+    assert "dispatch: xnnpack [xnnpack]: loaded" in proc.stdout
+    chosen, got = outputs(run(exe, container, calls, "--json"))
+    assert chosen == "xnnpack"
+    assert ex.mismatches(got, ex.recorded_outputs("mlp")) == []
 
+
+def test_a_program_executorch_refuses_falls_back_with_its_error(exe: Path, tmp_path: Path) -> None:
+    # The portable program with its constant segment (segments[0]) claiming 1 TiB: a valid
+    # flatbuffer, which Program::load refuses when it loads the constants.
     def claim_1_tib(program: bytearray) -> None:
         _, at = _segment_fields(bytes(program), 0)
         assert 0 < struct.unpack_from("<Q", program, at)[0] < len(program)
         struct.pack_into("<Q", program, at, 1 << 40)
 
-    _patch_payload(container, "broken", claim_1_tib)
-    calls = ex.write_calls("mlp", tmp_path / "calls.json")
-    proc = run(exe, container, calls, "--explain")
-    assert proc.returncode == 0, proc.stderr
-    assert ("dispatch: broken [portable]: ExecuTorch refused the program (Program::load): error 0x12 "
-            "InvalidArgument: ") in proc.stdout
-    assert "dispatch: xnnpack [xnnpack]: loaded" in proc.stdout
-    chosen, got = outputs(run(exe, container, calls, "--json"))
-    assert chosen == "xnnpack"
-    assert ex.mismatches(got, ex.recorded_outputs("mlp")) == []
+    _refused_portable_falls_back(exe, tmp_path, claim_1_tib,
+                                 "ExecuTorch refused the program (Program::load): error 0x12 InvalidArgument: ")
+
+
+def _first_tensor_sizes(program: bytes) -> tuple[int, int]:
+    """Where the sizes of the first tensor value of rank 2 or more lie in an ExecuTorch program
+    (schema/program.fbs: Program field 1 `execution_plan`, ExecutionPlan field 2 `values`, EValue's
+    union `val` (type slot 0, 5 Tensor; value slot 1), Tensor field 2 `sizes`): the position of its
+    first element and the rank."""
+    root = table.Table(bytearray(program), struct.unpack_from("<I", program, 0)[0])
+    plans = root.Offset(4 + 2 * 1)
+    plan = table.Table(root.Bytes, root.Indirect(root.Vector(plans)))
+    values = plan.Offset(4 + 2 * 2)
+    for i in range(plan.VectorLen(values)):
+        value = table.Table(root.Bytes, plan.Indirect(plan.Vector(values) + 4 * i))
+        kind = value.Offset(4)
+        if kind == 0 or program[value.Pos + kind] != 5:
+            continue
+        tensor = table.Table(root.Bytes, value.Indirect(value.Pos + value.Offset(6)))
+        sizes = tensor.Offset(4 + 2 * 2)
+        if sizes and tensor.VectorLen(sizes) >= 2:
+            return tensor.Vector(sizes), tensor.VectorLen(sizes)
+    raise AssertionError("the program has no tensor value of rank 2 or more")
+
+
+def test_a_program_executorch_validates_falls_back_with_its_error(exe: Path, tmp_path: Path) -> None:
+    # A tensor of negative size: a well-formed flatbuffer, so fatpte's verifier passes it, which
+    # ExecuTorch's validate_program (the half of InternalConsistency the runner calls itself before
+    # Program::load with Minimal) must refuse before anything sizes a buffer from it.
+    def negative(program: bytearray) -> None:
+        at, _ = _first_tensor_sizes(bytes(program))
+        struct.pack_into("<i", program, at, -1)
+
+    _refused_portable_falls_back(exe, tmp_path, negative,
+                                 "ExecuTorch refused the program (Program::load): error 0x23 InvalidProgram",
+                                 findings=("E1104",))  # E1104: the manifest's digest of the program
 
 
 def test_a_delegate_that_fails_to_initialise_falls_back_with_its_error(exe: Path, tmp_path: Path) -> None:

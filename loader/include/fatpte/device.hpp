@@ -74,6 +74,16 @@ struct X86Words {
   std::uint64_t xcr0 = 0;         // xgetbv(0), meaningful only when OSXSAVE is set
 };
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// This CPU's words, read with the cpuid instruction (each one traps to the hypervisor in a
+// virtual machine).
+X86Words x86_words_cpuid() noexcept;
+// The same words with no cpuid instruction where glibc 2.33 or later keeps those it read at
+// process start (max_leaf is then 7, and a leaf the CPU lacks reads as zeros); elsewhere
+// x86_words_cpuid(). The host probe and CRC32C's instruction check use this one.
+X86Words x86_words() noexcept;
+#endif
+
 // x86 features of the vocabulary: a vector feature counts only when the OS saves its register
 // state (XCR0: SSE+AVX for AVX, plus opmask/ZMM for AVX-512, plus tile config/data for AMX).
 std::set<std::string> x86_features(const X86Words& w);
