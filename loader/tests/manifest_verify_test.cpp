@@ -10,8 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "builder.hpp"
+#include "fatpte/fatpte.hpp"
 #include "flatbuffers/flatbuffers.h"
 #include "manifest_verify.hpp"
+#include "manifest_view.hpp"
 #include "nfat_manifest_generated.h"
 
 namespace fatpte {
@@ -79,6 +82,30 @@ TEST(ManifestVerify, AnElementOffsetOfZeroIsRefused) {
     }
   }
   FAIL() << "no named_data vector found";
+}
+
+TEST(ManifestMemo, ValidateAndTheManifestViewAgreeWhicheverRunsFirst) {
+  // A validate() that passed stands for the manifest's checks (they are part of it); one that
+  // failed must not: the view then runs them itself and reports the damage.
+  const std::vector<std::uint8_t> good = testing::build_v2_named(
+      {{"cpu", "cpu", std::vector<std::uint8_t>(32, 1)}}, {{"w", std::vector<std::uint8_t>(16, 2)}});
+  auto opened = Container::open_memory(good.data(), good.size());
+  ASSERT_TRUE(opened.ok());
+  EXPECT_TRUE(opened.value()->validate().ok());
+  auto manifest = verified_manifest(*opened.value());
+  ASSERT_TRUE(manifest.ok());
+  ASSERT_NE(manifest.value(), nullptr);
+  EXPECT_EQ(manifest.value()->entries()->size(), 1u);
+
+  std::vector<std::uint8_t> bad = good;
+  const Header& h = opened.value()->header();
+  bad[h.manifest_offset + h.manifest_size - 1] ^= 0xFF;  // the manifest's CRC32C no longer matches
+  auto damaged = Container::open_memory(bad.data(), bad.size());
+  ASSERT_TRUE(damaged.ok());  // the structural pass reads no manifest byte
+  EXPECT_EQ(damaged.value()->validate().code(), Error::MANIFEST_CHECKSUM_MISMATCH);
+  auto refused = verified_manifest(*damaged.value());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), Error::MANIFEST_CHECKSUM_MISMATCH);
 }
 
 }  // namespace

@@ -235,7 +235,8 @@ class Container {
   void* mapping_ = nullptr;  // non-null when this object owns an mmap of buf_
   Structure structure_;
   // The manifest's checks (CRC32C, identifier, every rule), run once however many times
-  // selection, loading and signature checks ask for the manifest.
+  // selection, loading and signature checks ask for the manifest; a validate() that passed has
+  // run them (manifest_status_ stays OK).
   mutable std::once_flag manifest_once_;
   mutable Status manifest_status_;
 };
