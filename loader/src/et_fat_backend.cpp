@@ -58,6 +58,43 @@ void log_lines(const std::string& text) {
   }
 }
 
+// Whether `line` is news in this process. A program lowered in several partitions has a fat
+// delegate per partition, and they mostly say the same (the entry that runs, the entries this
+// process cannot run): each line is logged the first time only. Every log line is a write, and
+// a woken reader, in the middle of loading the program (a KV-cache model's three partitions
+// cost 2% of its load and first call in three such lines, docs/performance.md). Remembers up
+// to kMaxRemembered lines; past that, every line is logged.
+bool first_time(const std::string& line) {
+  constexpr std::size_t kMaxRemembered = 256;
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (said.count(line) != 0) return false;
+  if (said.size() < kMaxRemembered) said.insert(line);
+  return true;
+}
+
+// Lines as few log messages as they fit in, joined by " | ": one message of ExecuTorch's log
+// holds kMaxMessage bytes after our prefix (it cuts a message at 256), and a line of several
+// lines (an entry's notes) goes on its own.
+void say(const std::vector<std::string>& lines) {
+  constexpr std::size_t kMaxMessage = 225;
+  std::string message;
+  for (const std::string& line : lines) {
+    const bool alone = line.find('\n') != std::string::npos;
+    if (!message.empty() && (alone || message.size() + 3 + line.size() > kMaxMessage)) {
+      ET_LOG(Info, "fatpte fat delegate: %s", message.c_str());
+      message.clear();
+    }
+    if (alone) {
+      log_lines(line);
+    } else {
+      message += (message.empty() ? "" : " | ") + line;
+    }
+  }
+  if (!message.empty()) ET_LOG(Info, "fatpte fat delegate: %s", message.c_str());
+}
+
 std::vector<std::string> words(R::BackendInitContext& context, const char* key) {
   std::vector<std::string> out;
   R::Result<const char*> value = context.get_runtime_spec<const char*>(key);
@@ -262,10 +299,17 @@ class FatBackend final : public R::BackendInterface {
     Result<Selection> assessed = assess(c, device, prefer, exclude);
     if (!assessed.ok()) return refuse(assessed.error());
     const Selection& selection = assessed.value();
-    // The log says what was not eligible and why; the rest is said entry by entry below.
-    const bool explained = std::any_of(selection.verdicts.begin(), selection.verdicts.end(),
-                                       [](const Verdict& v) { return !v.eligible; });
-    if (explained) log_lines(explain(c, selection));
+    // The log says which entries were rejected and why, which were skipped and why, and the entry
+    // that runs: each line once per process (first_time), said together in as few messages as
+    // they fit in (say), since each message is a write to stderr and a wake-up of whatever reads it.
+    bool rejected = false;
+    std::vector<std::string> news;
+    for (const Verdict& v : selection.verdicts) {
+      if (v.eligible) continue;
+      rejected = true;
+      std::string line = explain_verdict(c.entries()[v.index], v);
+      if (first_time(line)) news.push_back(std::move(line));
+    }
     std::vector<const Verdict*> ranked;
     for (const Verdict& v : selection.verdicts) {
       if (v.eligible) ranked.push_back(&v);
@@ -299,15 +343,17 @@ class FatBackend final : public R::BackendInterface {
         if (outcome.empty()) outcome = forward_init(id, payload, processed, context, compile_specs, *handle);
       }
       if (outcome.empty()) {
-        ET_LOG(Info, "fatpte fat delegate: running entry %s [%s]%s", e.name.c_str(), e.backend_id.c_str(),
-               handle->nested ? " as a nested program" : "");
+        const std::string ran = "running entry " + e.name + " [" + e.backend_id + "]" +
+                                (handle->nested ? " as a nested program" : "");
+        if (first_time(ran)) news.push_back(ran + " (said once per process)");
+        say(news);
         return handle.release();
       }
       why[e.index] = outcome;
-      ET_LOG(Info, "fatpte fat delegate: entry %s [%s] skipped: %s", e.name.c_str(), e.backend_id.c_str(),
-             outcome.c_str());
+      news.push_back("entry " + e.name + " [" + e.backend_id + "] skipped: " + outcome);
     }
-    if (!explained) log_lines(explain(c, selection));
+    say(news);
+    if (!rejected) log_lines(explain(c, selection));  // every entry was eligible: the whole ranking
     // One log line per entry: ExecuTorch cuts a log line at 256 bytes.
     const Status none = fail(Error::NO_SPECIALIZATION_FITS, kNoOffset, "",
                              "no entry of the fat delegate can run in this process (registered and available "

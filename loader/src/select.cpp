@@ -277,32 +277,6 @@ void runtime_check(const Requirements& req, const DeviceProfile& d, Verdict& v) 
                             (has.empty() ? "no backend" : clipped_list(has)) + ")"});
 }
 
-std::string line(const Entry& e, const Verdict& v) {
-  const std::string head = detail::clipped(e.name) + " [" + detail::clipped(e.backend_id) + "]";
-  std::string delegation;
-  if (v.executorch_backends) {
-    delegation = v.executorch_backends->empty() ? ", portable operators"
-                                                : ", delegates to " + clipped_list(*v.executorch_backends);
-  }
-  const std::string detail =
-      "priority " + std::to_string(e.priority) + delegation + ", specificity " + std::to_string(v.specificity);
-  std::string text;
-  if (v.eligible) {
-    text = "#" + std::to_string(v.rank) + " " + head + ": eligible (" + detail + ")";
-  } else {
-    std::vector<std::string> parts;
-    for (const Failure& f : v.failures) {
-      // The caller's choice, not something the device lacks (as Python's Failure.text says it).
-      parts.push_back(f.requirement == "exclude"
-                          ? "excluded by the caller (" + detail::clipped(f.has) + ")"
-                          : f.requirement + ": needs " + detail::clipped(f.needed) + "; the device has " +
-                                detail::clipped(f.has));
-    }
-    text = "-  " + head + ": rejected: " + join(parts, "; ");
-  }
-  for (const std::string& n : v.notes) text += "\n     note: " + n;
-  return text;
-}
 
 
 std::string string_list(const std::vector<std::string>& words, const std::string& indent) {
@@ -321,7 +295,7 @@ Result<Selection> select(const Container& c, const DeviceProfile& d, const std::
   Result<Selection> s = assess(c, d, prefer, exclude);
   if (!s.ok() || s.value().fits) return s;
   std::vector<std::string> lines;
-  for (const Verdict& v : s.value().verdicts) lines.push_back("  " + line(c.entries()[v.index], v));
+  for (const Verdict& v : s.value().verdicts) lines.push_back("  " + explain_verdict(c.entries()[v.index], v));
   return fail(Error::NO_SPECIALIZATION_FITS, kNoOffset, "", "no specialization fits device '%s' (%s %s):\n%s",
               d.name.c_str(), d.os.c_str(), d.arch.c_str(), join(lines, "\n").c_str());
 }
@@ -383,6 +357,33 @@ Result<Selection> assess(const Container& c, const DeviceProfile& d, const std::
   return s;
 }
 
+std::string explain_verdict(const Entry& e, const Verdict& v) {
+  const std::string head = detail::clipped(e.name) + " [" + detail::clipped(e.backend_id) + "]";
+  std::string delegation;
+  if (v.executorch_backends) {
+    delegation = v.executorch_backends->empty() ? ", portable operators"
+                                                : ", delegates to " + clipped_list(*v.executorch_backends);
+  }
+  const std::string detail =
+      "priority " + std::to_string(e.priority) + delegation + ", specificity " + std::to_string(v.specificity);
+  std::string text;
+  if (v.eligible) {
+    text = "#" + std::to_string(v.rank) + " " + head + ": eligible (" + detail + ")";
+  } else {
+    std::vector<std::string> parts;
+    for (const Failure& f : v.failures) {
+      // The caller's choice, not something the device lacks (as Python's Failure.text says it).
+      parts.push_back(f.requirement == "exclude"
+                          ? "excluded by the caller (" + detail::clipped(f.has) + ")"
+                          : f.requirement + ": needs " + detail::clipped(f.needed) + "; the device has " +
+                                detail::clipped(f.has));
+    }
+    text = "-  " + head + ": rejected: " + join(parts, "; ");
+  }
+  for (const std::string& n : v.notes) text += "\n     note: " + n;
+  return text;
+}
+
 std::string explain(const Container& c, const Selection& s) { return explain(c.entries(), s); }
 
 std::string explain(const std::vector<Entry>& entries, const Selection& s) {
@@ -392,7 +393,7 @@ std::string explain(const std::vector<Entry>& entries, const Selection& s) {
                                         detail::clipped(chosen.backend_id) + "]"};
   if (!s.prefer.empty()) lines.push_back("preference: " + detail::clipped(join(s.prefer, ", ")));
   if (!s.exclude.empty()) lines.push_back("excluded: " + detail::clipped(join(s.exclude, ", ")));
-  for (const Verdict& v : s.verdicts) lines.push_back("  " + line(entries[v.index], v));
+  for (const Verdict& v : s.verdicts) lines.push_back("  " + explain_verdict(entries[v.index], v));
   return join(lines, "\n");
 }
 

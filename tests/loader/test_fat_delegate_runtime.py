@@ -118,9 +118,34 @@ def test_xnnpack_runs_when_its_library_is_loaded_else_the_nested_portable_progra
     # Selection is runtime-aware: the XNNPACK entry is rejected because this process's registry
     # has no XnnpackBackend, and the log says so.
     assert "xnnpack [xnnpack]: rejected: executorch_backends: needs XnnpackBackend" in alone.stderr
-    assert "fatpte fat delegate: running entry portable [portable] as a nested program" in alone.stderr
+    assert re.search(r"fatpte fat delegate: (.* \| )?running entry portable \[portable\] as a nested program",
+                     alone.stderr), alone.stderr
     assert "running entry xnnpack" not in alone.stderr
     assert _example().mismatches(parsed(alone.stdout), want) == []
+
+
+def test_each_partition_says_what_the_first_said_only_once(build: Path, tmp_path: Path) -> None:
+    # kvcache_fat.pte has three fat delegates (one per partition XNNPACK takes). Each line of the
+    # log is news once per process, and the lines of one init go out as one message: with XNNPACK,
+    # one line names the entry that ran; without it, one message holds the rejection and the entry
+    # that ran, joined by " | ", and the two other partitions add nothing.
+    program = FIXTURES / "kvcache_fat.pte"
+    delegates = [d for m in read_program(program.read_bytes()).methods for d in m.delegates]
+    assert len(delegates) == 3
+    calls = call_files("kvcache", tmp_path)
+    with_xnnpack = module_run(build, program, libs=(KERNELS, XNNPACK), calls=calls)
+    assert with_xnnpack.returncode == 0, with_xnnpack.stderr
+    lines = [line for line in with_xnnpack.stderr.splitlines() if "fatpte fat delegate:" in line]
+    assert len(lines) == 1 and lines[0].endswith(
+        "fatpte fat delegate: running entry xnnpack [xnnpack] (said once per process)"), lines
+
+    alone = module_run(build, program, calls=calls)
+    assert alone.returncode == 0, alone.stderr
+    lines = [line for line in alone.stderr.splitlines() if "fatpte fat delegate:" in line]
+    assert len(lines) == 1, lines
+    rejected, ran = lines[0].split("fatpte fat delegate: ", 1)[1].split(" | ")
+    assert rejected.startswith("-  xnnpack [xnnpack]: rejected: executorch_backends: needs XnnpackBackend")
+    assert ran == "running entry portable [portable] as a nested program (said once per process)"
 
 
 def test_state_is_kept_between_calls_in_the_nested_program(build: Path, tmp_path: Path) -> None:
@@ -240,7 +265,7 @@ def test_fatpte_run_runs_a_fat_delegate_program_from_a_container(tmp_path: Path)
         proc = subprocess.run([*base, *extra, "--json", "--executorch-log"], capture_output=True, text=True,
                               timeout=300, check=False)
         assert proc.returncode == 0, proc.stderr
-        assert f"fatpte fat delegate: running entry {entry} [{entry}]" in proc.stderr
+        assert re.search(rf"fatpte fat delegate: (.* \| )?running entry {entry} \[{entry}\]", proc.stderr), proc.stderr
         assert _example().mismatches([c["outputs"] for c in json.loads(proc.stdout)["calls"]], want) == []
 
 
