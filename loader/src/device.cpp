@@ -32,7 +32,15 @@
 // glibc 2.33 and later keep the cpuid words ld.so read at process start and hand them out.
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33)) && \
     __has_include(<sys/platform/x86.h>)
+#if defined(__clang__) && defined(__cplusplus)
+// Its inline helpers return C's _Bool, a type GCC's C++ takes and clang's does not (the fuzz
+// targets are built with clang).
+#define _Bool bool
 #include <sys/platform/x86.h>
+#undef _Bool
+#else
+#include <sys/platform/x86.h>
+#endif
 #define FATPTE_GLIBC_CPUID 1
 #endif
 #endif
