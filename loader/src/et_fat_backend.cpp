@@ -34,6 +34,7 @@
 #include "fatpte/select.hpp"
 #include "manifest_view.hpp"
 #include "program_payload.hpp"
+#include "text.hpp"
 
 namespace fatpte {
 namespace et {
@@ -343,14 +344,16 @@ class FatBackend final : public R::BackendInterface {
         if (outcome.empty()) outcome = forward_init(id, payload, processed, context, compile_specs, *handle);
       }
       if (outcome.empty()) {
-        const std::string ran = "running entry " + e.name + " [" + e.backend_id + "]" +
-                                (handle->nested ? " as a nested program" : "");
+        // Names and ids come from the file: escaped, as explain_verdict's are.
+        const std::string ran = "running entry " + detail::clipped(e.name) + " [" + detail::clipped(e.backend_id) +
+                                "]" + (handle->nested ? " as a nested program" : "");
         if (first_time(ran)) news.push_back(ran + " (said once per process)");
         say(news);
         return handle.release();
       }
       why[e.index] = outcome;
-      news.push_back("entry " + e.name + " [" + e.backend_id + "] skipped: " + outcome);
+      news.push_back("entry " + detail::clipped(e.name) + " [" + detail::clipped(e.backend_id) +
+                     "] skipped: " + detail::printable(outcome));
     }
     say(news);
     if (!rejected) log_lines(explain(c, selection));  // every entry was eligible: the whole ranking
