@@ -329,7 +329,6 @@ std::vector<Accelerator> cuda_accelerators(const CudaDriver& d) {
 
 namespace {
 
-
 std::string read_text(const char* path) {
   // POSIX reads rather than an ifstream: the first ifstream of a process sets up its locale, a
   // tenth of a millisecond that every run paid before it could load anything.
