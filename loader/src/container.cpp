@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -77,7 +78,10 @@ Status Container::validate() const {
   // Passing meant the manifest's CRC32C, its identifier and every rule of its own (section 2 of
   // specs/nfat-manifest.md), which are all the manifest memo checks: a loader that validates and
   // then selects does not check the manifest twice.
-  if (status.ok() && structure_.manifest_placed) std::call_once(manifest_once_, [] {});
+  if (status.ok() && structure_.manifest_placed) {
+    std::lock_guard<std::mutex> lock(manifest_mutex_);
+    manifest_checked_ = true;
+  }
   return status;
 }
 

@@ -144,15 +144,15 @@ bool any_requirements(const nfat::manifest::Manifest* manifest) {
 }
 
 // This machine, probed once per process (accelerators only when an entry asks about them).
+// Function-local statics rather than std::call_once, whose glibc pthread_once makes a futex
+// system call the first time.
 const DeviceProfile& host(bool accelerators) {
-  static std::once_flag plain_once, full_once;
-  static DeviceProfile plain, full;
   if (accelerators) {
-    std::call_once(full_once, [] { full = probe_host(true); });
-    return full;
+    static const DeviceProfile kFull = probe_host(true);
+    return kFull;
   }
-  std::call_once(plain_once, [] { plain = probe_host(false); });
-  return plain;
+  static const DeviceProfile kPlain = probe_host(false);
+  return kPlain;
 }
 
 // A whole program carried as an entry's payload, run as the delegate's computation: its method's

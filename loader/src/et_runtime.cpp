@@ -53,14 +53,17 @@ std::mutex& libraries_mutex() {
 }  // namespace
 
 void ensure_runtime() {
-  static std::once_flag once;
-  std::call_once(once, [] {
+  // A function-local static rather than std::call_once, whose glibc pthread_once makes a futex
+  // system call the first time: this runs at the start of every fat delegate's first init.
+  static const bool kInstalled = [] {
     executorch::runtime::runtime_init();
     // The handler in place now (ExecuTorch's default, or one the application registered) keeps
     // receiving every line; only fields that are non-null replace the current ones.
     previous_emit = executorch::runtime::get_pal_impl()->emit_log_message;
     executorch::runtime::register_pal(executorch::runtime::PalImpl::create(emit, __FILE__));
-  });
+    return true;
+  }();
+  (void)kInstalled;
 }
 
 void set_forwarding(bool forward) { forwarding.store(forward, std::memory_order_relaxed); }

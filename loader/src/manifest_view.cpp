@@ -1,6 +1,7 @@
 // The verified manifest root (manifest_view.hpp).
 #include "manifest_view.hpp"
 
+#include <mutex>
 #include <string>
 
 #include "manifest_verify.hpp"
@@ -37,7 +38,11 @@ Status check_manifest(const Container& c) {
 }  // namespace
 
 Status detail::ContainerMemo::checked(const Container& c) {
-  std::call_once(c.manifest_once_, [&c] { c.manifest_status_ = check_manifest(c); });
+  std::lock_guard<std::mutex> lock(c.manifest_mutex_);
+  if (!c.manifest_checked_) {
+    c.manifest_status_ = check_manifest(c);
+    c.manifest_checked_ = true;
+  }
   return c.manifest_status_;
 }
 

@@ -236,8 +236,10 @@ class Container {
   Structure structure_;
   // The manifest's checks (CRC32C, identifier, every rule), run once however many times
   // selection, loading and signature checks ask for the manifest; a validate() that passed has
-  // run them (manifest_status_ stays OK).
-  mutable std::once_flag manifest_once_;
+  // run them (manifest_status_ stays OK). A mutex and a flag rather than std::call_once, whose
+  // glibc pthread_once makes a futex system call the first time, in the middle of every load.
+  mutable std::mutex manifest_mutex_;
+  mutable bool manifest_checked_ = false;
   mutable Status manifest_status_;
 };
 
