@@ -108,12 +108,11 @@ def measure(ctx: Context) -> Section:
                 label = f"the nested {inner} program loaded directly ({model}_fat.pte's only fat delegate, entry {inner})"
                 baselines.insert(0, (nested, label, True))
             cand = [str(runner), *cand_libs, str(FIXTURES / f"{model}_fat.pte"), call]
-            chose = subprocess.run(cand, capture_output=True, text=True, check=True).stderr
-            ran = f"running entry {inner} [{inner}]" in chose
+            chose = subprocess.run(cand, capture_output=True, text=True, check=True)
+            ran = f"running entry {inner} [{inner}]" in chose.stderr
             for program, label, targeted in baselines:
                 base = [str(runner), *base_libs, str(program), call]
-                outs = [subprocess.run(a, capture_output=True, text=True, check=True).stdout for a in (base, cand)]
-                same = _close(outs[0], outs[1])
+                same = _close(subprocess.run(base, capture_output=True, text=True, check=True).stdout, chose.stdout)
                 pair = alternate(Pair(f"load + first call: {model}_fat.pte, {inner} entry chosen", label,
                                       f"<= {TIME_LIMIT}x" if targeted else "-"),
                                  partial(run_cmd, base), partial(run_cmd, cand), rounds=rounds)

@@ -277,8 +277,6 @@ void runtime_check(const Requirements& req, const DeviceProfile& d, Verdict& v) 
                             (has.empty() ? "no backend" : clipped_list(has)) + ")"});
 }
 
-
-
 std::string string_list(const std::vector<std::string>& words, const std::string& indent) {
   if (words.empty()) return "[]";
   std::string out = "[\n";

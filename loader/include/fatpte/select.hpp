@@ -84,10 +84,10 @@ bool requires_accelerators(const Container& container);
 // the whole profile). select(c, probe_host(probe_scope(c)), ...) chooses what
 // select(c, probe_host(), ...) does.
 ProbeScope probe_scope(const Container& container);
-// Python's Selection.explain(): the device, the chosen entry, and one line per entry.
 // One entry's line of explain(), without its indent ("#1 name [backend]: eligible (...)" or
 // "-  name [backend]: rejected: ..."), its notes on lines of their own.
 std::string explain_verdict(const Entry& entry, const Verdict& verdict);
+// Python's Selection.explain(): the device, the chosen entry, and one line per entry.
 std::string explain(const Container& container, const Selection& selection);
 // The same from the container's entries, for a caller that keeps them beyond the container.
 std::string explain(const std::vector<Entry>& entries, const Selection& selection);
