@@ -104,7 +104,9 @@ def render(info: dict[str, str], sections: list[Section], via: dict[str, str]) -
         "baseline it is paired with, in alternating rounds (baseline, fatpte, baseline, ...), because the "
         "machine is shared and its speed drifts; the ratio is fatpte / baseline per round, reported as the "
         "median with its min-max. Peak RSS is each child process's own (wait4). Every command runs as a "
-        "whole process, start-up included, unless the section says it is timed inside one process."),
+        "whole process, start-up included, unless the section says it is timed inside one process; bench/spawn "
+        "times it from its fork to its reaping (sections measured before 2026-11-25 06:00 UTC were timed "
+        "around GNU time, whose own fork and exec, about 1 ms, sat inside each run)."),
         "",
         "## Machine",
         "",

@@ -44,42 +44,52 @@ class Sample:
     max_rss: int  # bytes
 
 
-TIME = "/usr/bin/time"  # GNU time: forks the command from its own small process
+SPAWN_SOURCE = ROOT / "bench" / "spawn.c"
+SPAWN = ROOT / "build" / "bench" / "spawn"
+
+
+def spawner() -> Path:
+    """bench/spawn (bench/spawn.c), built here the first time and whenever its source changes:
+    it forks each timed command from its own small process and reports the command's wall time
+    and peak RSS."""
+    if not SPAWN.exists() or SPAWN.stat().st_mtime < SPAWN_SOURCE.stat().st_mtime:
+        SPAWN.parent.mkdir(parents=True, exist_ok=True)
+        cc = os.environ.get("CC", "cc")
+        with tempfile.NamedTemporaryFile(dir=SPAWN.parent, prefix=".spawn.", delete=False) as tmp:
+            pass
+        try:
+            subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-o", tmp.name, str(SPAWN_SOURCE)], check=True)
+            os.chmod(tmp.name, 0o755)
+            os.replace(tmp.name, SPAWN)
+        finally:
+            if os.path.exists(tmp.name):
+                os.unlink(tmp.name)
+    return SPAWN
 
 
 def run_cmd(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
             accept: tuple[int, ...] = (0,)) -> Sample:
-    """Run argv to completion; its wall time and peak RSS. An exit status outside `accept` raises
-    with its stderr (a command timed on a file it must refuse accepts its error status).
-
-    Peak RSS: a child started straight from this process (vfork + exec) inherits this process's
-    high-water mark in ru_maxrss, which would credit `cp` with the harness's memory. GNU time
-    forks the command from its own 2 MiB process and reports the command's own maximum; without
-    it, wait4's figure is used and the report names the harness's RSS as its floor.
-    """
-    with tempfile.NamedTemporaryFile("r", prefix="bench-rss.", suffix=".txt") as rss:
-        full = [TIME, "-q", "-f", "%M", "-o", rss.name, *argv] if os.path.exists(TIME) else list(argv)
-        start = time.perf_counter()
-        proc = subprocess.Popen(full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
+    """Run argv to completion; its wall time and peak RSS, as bench/spawn measures them (the
+    command's own start-up, run and exit; not this process's fork and exec of the helper). An exit
+    status outside `accept` raises with its stderr (a command timed on a file it must refuse
+    accepts its error status)."""
+    with tempfile.NamedTemporaryFile("r", prefix="bench-spawn.", suffix=".txt") as report:
+        proc = subprocess.Popen([str(spawner()), report.name, *argv], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, env=env, cwd=cwd)
         assert proc.stderr is not None
         # Read stderr before reaping so a chatty child cannot block on a full pipe.
         err = proc.stderr.read()
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
         proc.stderr.close()
-        if proc.returncode not in accept:
-            raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: "
-                               f"{err.decode(errors='replace')[-2000:]}")
-        text = rss.read().strip()
-    max_rss = int(text.splitlines()[-1]) * 1024 if text else usage.ru_maxrss * 1024
-    return Sample(seconds, max_rss)
+        returncode = proc.wait()
+        if returncode not in accept:
+            raise RuntimeError(f"{' '.join(argv)} exited {returncode}: {err.decode(errors='replace')[-2000:]}")
+        nanoseconds, rss_kib = report.read().split()
+    return Sample(int(nanoseconds) / 1e9, int(rss_kib) * 1024)
 
 
 def rss_method() -> str:
-    if os.path.exists(TIME):
-        return "GNU time (%M: the command's own peak, forked from time's small process)"
-    return "wait4 of the child (includes the harness's own RSS as a floor: install GNU time for exact figures)"
+    return ("bench/spawn (bench/spawn.c): wait4's ru_maxrss of the command, forked from the helper's small "
+            "process; its wall time is timed by the helper, fork to reap, without the harness's own fork and exec")
 
 
 @dataclass(slots=True)

@@ -324,7 +324,7 @@ def measure(ctx: Context) -> Section:
         "would be, built from the same SDK with no fatpte: it links the kernels and XNNPACK, maps the thin "
         ".pte with ExecuTorch's MmapDataLoader (no mlock) and runs the same method on the same input. Both are "
         f"whole processes, start-up, library loading and the first call included, {20 * runs()} alternating "
-        "rounds; peak RSS is each process's own (GNU time)."
+        "rounds, each timed by bench/spawn from its fork to its reaping; peak RSS is each process's own."
     )
     _plain_vs_fatpte(ctx, section)
     _big_container(ctx, section)
