@@ -33,6 +33,7 @@ namespace {
 
 ::pal_emit_log_message_method previous_emit = nullptr;
 std::atomic<bool> forwarding{true};
+std::atomic<bool> hooked{false};  // ensure_runtime has installed emit
 
 void emit(et_timestamp_t timestamp, et_pal_log_level_t level, const char* filename, const char* function,
           std::size_t line, const char* message, std::size_t length) {
@@ -61,6 +62,7 @@ void ensure_runtime() {
     // receiving every line; only fields that are non-null replace the current ones.
     previous_emit = executorch::runtime::get_pal_impl()->emit_log_message;
     executorch::runtime::register_pal(executorch::runtime::PalImpl::create(emit, __FILE__));
+    hooked.store(true, std::memory_order_release);
     return true;
   }();
   (void)kInstalled;
@@ -68,9 +70,14 @@ void ensure_runtime() {
 
 void set_forwarding(bool forward) { forwarding.store(forward, std::memory_order_relaxed); }
 
-Capture::Capture() : outer_(CaptureAccess::current()) { CaptureAccess::current() = this; }
+Capture::Capture() : active_(hooked.load(std::memory_order_acquire)) {
+  if (!active_) return;
+  outer_ = CaptureAccess::current();
+  CaptureAccess::current() = this;
+}
 
 Capture::~Capture() {
+  if (!active_) return;
   CaptureAccess::current() = outer_;
   // An outer capture also hears what was logged inside this one.
   if (outer_ != nullptr) {

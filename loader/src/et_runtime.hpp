@@ -9,10 +9,12 @@
 // sixth of loading and running a small model (docs/performance.md).
 //
 // ExecuTorch reports why it refused something only in its log (the error code alone says
-// NotFound, not which backend). While a Capture is alive on a thread, the Error and Fatal lines
-// ExecuTorch logs on that thread are kept for the attempt being made; every line is also passed
-// on to the log handler that was installed before (ExecuTorch's, which prints to stderr) unless
-// set_forwarding(false) was called.
+// NotFound, not which backend). Once ensure_runtime() has installed the log hook (fatpte's own
+// runners do), while a Capture is alive on a thread, the Error and Fatal lines ExecuTorch logs on
+// that thread are kept for the attempt being made; every line is also passed on to the log
+// handler that was installed before (ExecuTorch's, which prints to stderr) unless
+// set_forwarding(false) was called. Without the hook (the fat delegate in another application's
+// process, which leaves that application's log handler alone) a Capture keeps nothing.
 #ifndef FATPTE_SRC_ET_RUNTIME_HPP_
 #define FATPTE_SRC_ET_RUNTIME_HPP_
 
@@ -28,7 +30,8 @@ void ensure_runtime();
 // Whether ExecuTorch's log lines also reach the handler installed before fatpte's (default: yes).
 void set_forwarding(bool forward);
 
-// Keeps the Error and Fatal lines ExecuTorch logs on this thread while it lives (nests).
+// Keeps the Error and Fatal lines ExecuTorch logs on this thread while it lives (nests), once
+// ensure_runtime() has run in this process; else keeps nothing.
 class Capture {
  public:
   Capture();
@@ -46,6 +49,7 @@ class Capture {
  private:
   friend struct CaptureAccess;
   std::vector<std::string> lines_;
+  bool active_;  // the hook is installed: this capture is on the thread's chain
   Capture* outer_ = nullptr;
 };
 

@@ -22,19 +22,41 @@ const char* error_tag(Error code) noexcept {
   return info == nullptr ? "E????" : info->tag;
 }
 
+Status::Status(Error code, std::uint64_t offset, std::string field, std::string message) {
+  if (code != Error::OK) failure_.reset(new Failure{code, offset, std::move(field), std::move(message)});
+}
+
+Status::Status(const Status& other) {
+  if (other.failure_) failure_.reset(new Failure(*other.failure_));
+}
+
+Status& Status::operator=(const Status& other) {
+  if (this != &other) failure_.reset(other.failure_ ? new Failure(*other.failure_) : nullptr);
+  return *this;
+}
+
+namespace {
+const std::string kEmpty;
+}  // namespace
+
+const std::string& Status::field() const noexcept { return failure_ ? failure_->field : kEmpty; }
+
+const std::string& Status::message() const noexcept { return failure_ ? failure_->message : kEmpty; }
+
 std::string Status::describe() const {
   if (ok()) return "OK";
-  std::string out = error_tag(code_);
-  const ErrorInfo* info = error_info(code_);
+  const Failure& f = *failure_;
+  std::string out = error_tag(f.code);
+  const ErrorInfo* info = error_info(f.code);
   if (info != nullptr && info->warning) out += " warning";
-  if (offset_ != kNoOffset) {
+  if (f.offset != kNoOffset) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, " at %#" PRIx64, offset_);
-    out += offset_ == 0 ? " at 0x0" : buf;
+    std::snprintf(buf, sizeof buf, " at %#" PRIx64, f.offset);
+    out += f.offset == 0 ? " at 0x0" : buf;
   }
-  if (!field_.empty()) out += " (" + field_ + ")";
+  if (!f.field.empty()) out += " (" + f.field + ")";
   out += ": ";
-  out += message_;
+  out += f.message;
   return out;
 }
 

@@ -38,26 +38,37 @@ const char* error_tag(Error code) noexcept;
 std::string printable(const std::string& text);
 std::string terminal_safe(const std::string& text);
 
-// Success, or one broken rule: what, where, and the numbers.
+// Success, or one broken rule: what, where, and the numbers. An OK Status is one null pointer,
+// so the checks' success path (a Status returned by every check) makes, moves and destroys
+// nothing else; the rule broken lives on the heap, made only when a check fails.
 class Status {
  public:
-  Status() = default;  // OK
-  Status(Error code, std::uint64_t offset, std::string field, std::string message)
-      : code_(code), offset_(offset), field_(std::move(field)), message_(std::move(message)) {}
+  Status() noexcept = default;  // OK
+  // A Status of code Error::OK is OK whatever else it is given.
+  Status(Error code, std::uint64_t offset, std::string field, std::string message);
+  Status(const Status& other);
+  Status& operator=(const Status& other);
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
+  ~Status() = default;
 
-  bool ok() const noexcept { return code_ == Error::OK; }
-  Error code() const noexcept { return code_; }
-  std::uint64_t offset() const noexcept { return offset_; }
-  const std::string& field() const noexcept { return field_; }
-  const std::string& message() const noexcept { return message_; }
+  bool ok() const noexcept { return failure_ == nullptr; }
+  Error code() const noexcept { return failure_ ? failure_->code : Error::OK; }
+  std::uint64_t offset() const noexcept { return failure_ ? failure_->offset : kNoOffset; }
+  // "" when OK.
+  const std::string& field() const noexcept;
+  const std::string& message() const noexcept;
   // `E0203 at 0x48 (entries[2].size): payload ends at ...`, like Python's Finding.describe().
   std::string describe() const;
 
  private:
-  Error code_ = Error::OK;
-  std::uint64_t offset_ = kNoOffset;
-  std::string field_;
-  std::string message_;
+  struct Failure {
+    Error code;
+    std::uint64_t offset;
+    std::string field;
+    std::string message;
+  };
+  std::unique_ptr<Failure> failure_;
 };
 
 // A failed Status with a printf-style message; the format names the numbers involved.
