@@ -8,7 +8,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 #include "fatpte/format_generated.h"
 #include "text.hpp"
@@ -38,6 +38,65 @@ struct Counted {
   std::uint64_t tables;
   std::uint64_t spent;
 };
+
+// What each object walked once counted, by key: open addressing with linear probing, grown to
+// keep it at most half full. One allocation per doubling, where a node-based map makes one per
+// object; objects are few in most manifests and this runs in every loader's first open.
+class Seen {
+ public:
+  const Counted* find(std::uint64_t key) const {
+    if (slots_.empty()) return nullptr;
+    for (std::size_t i = slot(key);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].key == 0) return nullptr;
+      if (slots_[i].key == key + 1) return &slots_[i].value;
+    }
+  }
+
+  // `key` must not be present.
+  void put(std::uint64_t key, Counted value) {
+    if (2 * (used_ + 1) > slots_.size()) grow();
+    std::size_t i = slot(key);
+    while (slots_[i].key != 0) i = (i + 1) & (slots_.size() - 1);
+    slots_[i] = Slot{key + 1, value};
+    ++used_;
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t key;  // the key + 1; 0 is an empty slot
+    Counted value;
+  };
+
+  // splitmix64's finalizer: positions in the file choose the keys, so every bit of them counts.
+  std::size_t slot(std::uint64_t key) const {
+    std::uint64_t z = key + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return static_cast<std::size_t>(z ^ (z >> 31)) & (slots_.size() - 1);
+  }
+
+  void grow() {
+    std::vector<Slot> old(slots_.empty() ? 64 : 2 * slots_.size(), Slot{0, Counted{0, 0}});
+    old.swap(slots_);
+    used_ = 0;
+    for (const Slot& s : old) {
+      if (s.key != 0) put(s.key - 1, s.value);
+    }
+  }
+
+  std::vector<Slot> slots_;
+  std::size_t used_ = 0;
+};
+
+// Keys of Seen: a table (position, type), a vector (position, element type) and a string
+// (position) never share one.
+std::uint64_t table_key(std::int64_t pos, std::int32_t type) {
+  return (static_cast<std::uint64_t>(pos) * 64 + static_cast<std::uint64_t>(type)) * 4;
+}
+std::uint64_t vector_key(std::int64_t pos, std::uint64_t element) {
+  return (static_cast<std::uint64_t>(pos) * 64 + element) * 4 + 1;
+}
+std::uint64_t string_key(std::int64_t pos) { return static_cast<std::uint64_t>(pos) * 4 + 2; }
 
 class Walker {
  public:
@@ -114,8 +173,7 @@ class Walker {
   }
 
   Status string(std::int64_t pos, const PathNode* path) {
-    const auto hit = strings_.find(pos);
-    if (hit != strings_.end()) return spend(hit->second, pos, path);
+    if (const Counted* hit = seen_.find(string_key(pos))) return spend(hit->spent, pos, path);
     FATPTE_RETURN_IF_ERROR(need(pos, 4, 4, path, "string length"));
     const std::int64_t length = static_cast<std::int64_t>(u(pos, 4));
     if (length > n_ - pos - 5) {  // length, bytes and the terminating NUL must all fit
@@ -133,7 +191,7 @@ class Walker {
     ++decoded_;
     const std::uint64_t cost = 4 + static_cast<std::uint64_t>(length);
     FATPTE_RETURN_IF_ERROR(spend(cost, pos, path));
-    strings_.emplace(pos, cost);
+    seen_.put(string_key(pos), Counted{0, cost});
     return Status();
   }
 
@@ -152,11 +210,10 @@ class Walker {
 
   Status table(std::int64_t pos, std::int32_t type, const PathNode* path) {
     const S::TableSpec& spec = S::kTables[type];
-    const std::uint64_t key = static_cast<std::uint64_t>(pos) * 64 + static_cast<std::uint64_t>(type);
-    const auto hit = tables_seen_.find(key);
-    if (hit != tables_seen_.end()) {
-      FATPTE_RETURN_IF_ERROR(count(hit->second.tables, pos, path));
-      return spend(hit->second.spent, pos, path);
+    const std::uint64_t key = table_key(pos, type);
+    if (const Counted* hit = seen_.find(key)) {
+      FATPTE_RETURN_IF_ERROR(count(hit->tables, pos, path));
+      return spend(hit->spent, pos, path);
     }
     const Counted before{tables_, spent_};
     if (++depth_ > S::kMaxDepth) {
@@ -192,7 +249,7 @@ class Walker {
       FATPTE_RETURN_IF_ERROR(field(pos + voff, f, &fpath));
     }
     --depth_;
-    tables_seen_.emplace(key, Counted{tables_ - before.tables, spent_ - before.spent});
+    seen_.put(key, Counted{tables_ - before.tables, spent_ - before.spent});
     return Status();
   }
 
@@ -214,11 +271,10 @@ class Walker {
       return spend(4 + static_cast<std::uint64_t>(count_ * elem), target, path);
     }
     const bool strings = f.kind == K::kStringVector;
-    const std::uint64_t key = static_cast<std::uint64_t>(target) * 64 + (strings ? 63u : static_cast<std::uint64_t>(f.target));
-    const auto hit = vectors_seen_.find(key);
-    if (hit != vectors_seen_.end()) {
-      FATPTE_RETURN_IF_ERROR(count(hit->second.tables, target, path));
-      return spend(hit->second.spent, target, path);
+    const std::uint64_t key = vector_key(target, strings ? 63u : static_cast<std::uint64_t>(f.target));
+    if (const Counted* hit = seen_.find(key)) {
+      FATPTE_RETURN_IF_ERROR(count(hit->tables, target, path));
+      return spend(hit->spent, target, path);
     }
     const Counted before{tables_, spent_};
     FATPTE_RETURN_IF_ERROR(vector(target, 4, path, &start, &count_));
@@ -230,7 +286,7 @@ class Walker {
       FATPTE_RETURN_IF_ERROR(offset(start + 4 * k, &epath, &element));
       FATPTE_RETURN_IF_ERROR(strings ? string(element, &epath) : table(element, f.target, &epath));
     }
-    vectors_seen_.emplace(key, Counted{tables_ - before.tables, spent_ - before.spent});
+    seen_.put(key, Counted{tables_ - before.tables, spent_ - before.spent});
     return Status();
   }
 
@@ -242,9 +298,7 @@ class Walker {
   std::uint64_t tables_ = 0;
   std::uint64_t spent_ = 0;
   std::uint64_t decoded_ = 0;
-  std::unordered_map<std::uint64_t, Counted> tables_seen_;
-  std::unordered_map<std::uint64_t, Counted> vectors_seen_;
-  std::unordered_map<std::int64_t, std::uint64_t> strings_;
+  Seen seen_;
 };
 
 }  // namespace
