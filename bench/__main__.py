@@ -129,9 +129,11 @@ def render(info: dict[str, str], sections: list[Section], via: dict[str, str]) -
 def update(old: str, info: dict[str, str], sections: list[Section]) -> str:
     """`old` (a performance.md) with the sections of this run put in place of those of the same
     title (new ones before the recorded comparisons), and a row of the machine table saying when
-    and under what load they were measured: the rest keeps the run that made it."""
+    and under what load they were measured: the rest keeps the run that made it. The opening
+    paragraph and the machine table's peak RSS row, which say how this code measures, are this
+    code's."""
     parts = old.split("\n## ")
-    head, body = parts[0], ["## " + p for p in parts[1:]]
+    head, body = render(info, [], {}).split("\n## ")[0], ["## " + p for p in parts[1:]]
     fresh = {s.title: "\n".join(s.render()).rstrip() + "\n" for s in sections}
     titles = [b.split("\n", 1)[0][3:] for b in body]
     for title, block in fresh.items():
@@ -148,6 +150,7 @@ def update(old: str, info: dict[str, str], sections: list[Section]) -> str:
         lines = body[machine].rstrip("\n").split("\n")
         end = max(i for i, line in enumerate(lines) if line.startswith("|")) + 1
         lines.insert(end, row)
+        lines = [f"| peak RSS | {info['peak RSS']} |" if line.startswith("| peak RSS |") else line for line in lines]
         body[machine] = "\n".join(lines) + "\n"
     return "\n".join([head.rstrip("\n") + "\n", *[b.rstrip("\n") + "\n" for b in body]]).rstrip() + "\n"
 
