@@ -55,15 +55,15 @@ def spawner() -> Path:
     if not SPAWN.exists() or SPAWN.stat().st_mtime < SPAWN_SOURCE.stat().st_mtime:
         SPAWN.parent.mkdir(parents=True, exist_ok=True)
         cc = os.environ.get("CC", "cc")
-        with tempfile.NamedTemporaryFile(dir=SPAWN.parent, prefix=".spawn.", delete=False) as tmp:
-            pass
+        fd, tmp = tempfile.mkstemp(dir=SPAWN.parent, prefix=".spawn.")
+        os.close(fd)
         try:
-            subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-o", tmp.name, str(SPAWN_SOURCE)], check=True)
-            os.chmod(tmp.name, 0o755)
-            os.replace(tmp.name, SPAWN)
+            subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-o", tmp, str(SPAWN_SOURCE)], check=True)
+            os.chmod(tmp, 0o755)
+            os.replace(tmp, SPAWN)
         finally:
-            if os.path.exists(tmp.name):
-                os.unlink(tmp.name)
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     return SPAWN
 
 

@@ -406,8 +406,7 @@ std::string explain_dispatch(const Container& c, const Dispatch& d) {
     if (!out.empty()) out += "\n";
     // Names and backend ids come from the file (a version 1 id may hold any byte from 0x01 to
     // 0x7f), outcomes quote them and the backends' own words: every line escaped.
-    out += "  dispatch: " + detail::clipped(e.name) + " [" + detail::clipped(e.backend_id) + "]: " +
-           detail::printable(a.outcome);
+    out += "  dispatch: " + entry_label(e) + ": " + detail::printable(a.outcome);
     if (!a.library.empty()) out += " (" + detail::printable(a.library) + ")";
     for (const std::string& line : a.details) out += "\n      " + detail::printable(line);
   }

@@ -96,9 +96,6 @@ void say(const std::vector<std::string>& lines) {
   if (!message.empty()) ET_LOG(Info, "fatpte fat delegate: %s", message.c_str());
 }
 
-// "name [backend_id]" of a log line. Both come from the file: escaped, as explain_verdict's are.
-std::string label(const Entry& e) { return detail::clipped(e.name) + " [" + detail::clipped(e.backend_id) + "]"; }
-
 std::vector<std::string> words(R::BackendInitContext& context, const char* key) {
   std::vector<std::string> out;
   R::Result<const char*> value = context.get_runtime_spec<const char*>(key);
@@ -349,13 +346,13 @@ class FatBackend final : public R::BackendInterface {
         if (outcome.empty()) outcome = forward_init(id, payload, processed, context, compile_specs, *handle);
       }
       if (outcome.empty()) {
-        const std::string ran = "running entry " + label(e) + (handle->nested ? " as a nested program" : "");
+        const std::string ran = "running entry " + entry_label(e) + (handle->nested ? " as a nested program" : "");
         if (first_time(ran)) news.push_back(ran + " (said once per process)");
         say(news);
         return handle.release();
       }
       why[e.index] = outcome;
-      news.push_back("entry " + label(e) + " skipped: " + detail::printable(outcome));
+      news.push_back("entry " + entry_label(e) + " skipped: " + detail::printable(outcome));
     }
     say(news);
     if (!rejected) log_lines(explain(c, selection));  // every entry was eligible: the whole ranking

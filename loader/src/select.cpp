@@ -355,8 +355,12 @@ Result<Selection> assess(const Container& c, const DeviceProfile& d, const std::
   return s;
 }
 
+std::string entry_label(const Entry& e) {
+  return detail::clipped(e.name) + " [" + detail::clipped(e.backend_id) + "]";
+}
+
 std::string explain_verdict(const Entry& e, const Verdict& v) {
-  const std::string head = detail::clipped(e.name) + " [" + detail::clipped(e.backend_id) + "]";
+  const std::string head = entry_label(e);
   std::string delegation;
   if (v.executorch_backends) {
     delegation = v.executorch_backends->empty() ? ", portable operators"
@@ -387,8 +391,7 @@ std::string explain(const Container& c, const Selection& s) { return explain(c.e
 std::string explain(const std::vector<Entry>& entries, const Selection& s) {
   const Entry& chosen = entries[s.chosen];
   std::vector<std::string> lines = {"device '" + s.device_name + "': " + s.device_os + " " + s.device_arch,
-                                    "chosen: " + detail::clipped(chosen.name) + " [" +
-                                        detail::clipped(chosen.backend_id) + "]"};
+                                    "chosen: " + entry_label(chosen)};
   if (!s.prefer.empty()) lines.push_back("preference: " + detail::clipped(join(s.prefer, ", ")));
   if (!s.exclude.empty()) lines.push_back("excluded: " + detail::clipped(join(s.exclude, ", ")));
   for (const Verdict& v : s.verdicts) lines.push_back("  " + explain_verdict(entries[v.index], v));

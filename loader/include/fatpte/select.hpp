@@ -84,6 +84,9 @@ bool requires_accelerators(const Container& container);
 // the whole profile). select(c, probe_host(probe_scope(c)), ...) chooses what
 // select(c, probe_host(), ...) does.
 ProbeScope probe_scope(const Container& container);
+// An entry as explain() and the logs name it: "name [backend_id]", both escaped (they come from
+// the file).
+std::string entry_label(const Entry& entry);
 // One entry's line of explain(), without its indent ("#1 name [backend]: eligible (...)" or
 // "-  name [backend]: rejected: ..."), its notes on lines of their own.
 std::string explain_verdict(const Entry& entry, const Verdict& verdict);
