@@ -124,33 +124,32 @@ bool unsafe_above_ascii(std::uint32_t cp) {
 std::string escaped(const std::string& s, bool keep_newline_and_backslash) {
   std::string out;
   out.reserve(s.size());
+  // Bytes that stand for themselves are copied a run at a time, not a character at a time: the
+  // fat delegate escapes every name and reason it logs, in the middle of loading a program.
+  std::size_t run = 0;  // where the run of bytes kept as they are began
+  const auto end_run = [&](std::size_t at) { out.append(s, run, at - run); };
   for (std::size_t i = 0; i < s.size();) {
     const auto b = static_cast<std::uint8_t>(s[i]);
-    if (b < 0x80) {
-      const bool kept = keep_newline_and_backslash && (b == '\n' || b == '\\');
-      if ((b < 0x20 || b == 0x5C || b == 0x7F) && !kept) {
-        append_hex(out, b);
-      } else {
-        out += static_cast<char>(b);
-      }
-      ++i;
+    std::size_t n = 1;
+    std::uint32_t cp = b;
+    if (b >= 0x80) n = utf8_at(s, i, cp);
+    if (n == 0) {
+      end_run(i);
+      append_hex(out, b);
+      run = ++i;
       continue;
     }
-    std::uint32_t cp = 0;
-    const std::size_t n = utf8_at(s, i, cp);
-    if (n == 0) {
-      append_hex(out, b);
-      ++i;
-    } else if (unsafe_above_ascii(cp)) {
+    const bool kept = keep_newline_and_backslash && (b == '\n' || b == '\\');
+    if (b < 0x80 ? (b < 0x20 || b == 0x5C || b == 0x7F) && !kept : unsafe_above_ascii(cp)) {
+      end_run(i);
       char buf[12];
       std::snprintf(buf, sizeof buf, cp <= 0xFF ? "\\x%02x" : "\\u%04x", static_cast<unsigned>(cp));
       out += buf;
-      i += n;
-    } else {
-      out.append(s, i, n);
-      i += n;
+      run = i + n;
     }
+    i += n;
   }
+  end_run(s.size());
   return out;
 }
 
