@@ -48,23 +48,28 @@ SPAWN_SOURCE = ROOT / "bench" / "spawn.c"
 SPAWN = ROOT / "build" / "bench" / "spawn"
 
 
-def spawner() -> Path:
-    """bench/spawn (bench/spawn.c), built here the first time and whenever its source changes:
-    it forks each timed command from its own small process and reports the command's wall time
-    and peak RSS."""
-    if not SPAWN.exists() or SPAWN.stat().st_mtime < SPAWN_SOURCE.stat().st_mtime:
-        SPAWN.parent.mkdir(parents=True, exist_ok=True)
+def compiled(source: Path, output: Path, *flags: str) -> Path:
+    """`output` built from the C file `source` with cc (CC) the first time and whenever the source
+    is newer; written to a temporary file beside it and renamed into place."""
+    if not output.exists() or output.stat().st_mtime < source.stat().st_mtime:
+        output.parent.mkdir(parents=True, exist_ok=True)
         cc = os.environ.get("CC", "cc")
-        fd, tmp = tempfile.mkstemp(dir=SPAWN.parent, prefix=".spawn.")
+        fd, tmp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
         os.close(fd)
         try:
-            subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-o", tmp, str(SPAWN_SOURCE)], check=True)
+            subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", *flags, "-o", tmp, str(source)], check=True)
             os.chmod(tmp, 0o755)
-            os.replace(tmp, SPAWN)
+            os.replace(tmp, output)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-    return SPAWN
+    return output
+
+
+def spawner() -> Path:
+    """bench/spawn (bench/spawn.c): it forks each timed command from its own small process and
+    reports the command's wall time and peak RSS."""
+    return compiled(SPAWN_SOURCE, SPAWN)
 
 
 def run_cmd(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,

@@ -15,6 +15,14 @@ program loaded directly, both whole processes of one plain ExecuTorch applicatio
 
 Target: at most 1.05x, median of the per-round ratios over alternating rounds (the machine is
 shared and noisy; the CPU-time ratio is shown beside it).
+
+Two kinds of rows without a target split that figure in two:
+- the same application on both sides: the baseline process loads the fat delegate's library too
+  (an application that supports fat programs loads it whatever program it runs), so the row holds
+  the fat program's own cost: the outer program, the container's validation, selection and the
+  hand-over, without the library's dlopen;
+- an empty library (bench/empty_library.c) loaded beside the nested program, against that program
+  alone: what one more library of any kind costs a process here, before any of its code runs.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ import subprocess
 from functools import partial
 from pathlib import Path
 
-from bench.harness import ROOT, Context, Pair, Section, alternate, run_cmd, runs, verdict
+from bench.harness import ROOT, Context, Pair, Section, alternate, compiled, run_cmd, runs, verdict
 from bench.op_runtime import BUILD, FIXTURES, _inputs
 from fatpte.container.reader import Container
 from fatpte.executorch.pte import read_program
@@ -34,6 +42,7 @@ from fatpte.ops.fat_delegate import nfat_delegates
 TIME_LIMIT = 1.05
 SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
 MODELS = ("mlp", "kvcache")
+EMPTY_LIBRARY = ROOT / "build" / "bench" / "libfatpte_bench_empty.so"
 
 
 def _close(a: str, b: str) -> bool:
@@ -91,7 +100,10 @@ def measure(ctx: Context) -> Section:
         "directly (the nested program itself, written out of the fat delegate, where the program has one partition; "
         "else `<model>_<backend>.pte`, the whole model lowered for that backend), both run by `et_module_runner` (ExecuTorch's Module API; backend libraries dlopen'ed), whole "
         f"processes, {rounds} alternating rounds; the ratio is the median of the per-round ratios. The machine is "
-        "shared and noisy, so the CPU-time ratio (user + system) is shown beside it.")
+        "shared and noisy, so the CPU-time ratio (user + system) is shown beside it. Rows marked \"same "
+        "application\" load the fat delegate's library in the baseline process too, so they hold the fat program's "
+        "own cost without the library's dlopen; the last row loads an empty library beside the nested program: what "
+        "one more library of any kind costs a process here. Neither kind has a target.")
     kernels = ["--lib", str(SDK_LIB / "libexecutorch_kernels_optimized.so")]
     xnnpack = ["--lib", str(SDK_LIB / "libexecutorch_backend_xnnpack.so")]
     fat = ["--lib", str(library)]
@@ -126,10 +138,40 @@ def measure(ctx: Context) -> Section:
                              f"; CPU-time ratio **{_cpu_ratio(base, cand, rounds):.2f}x**" +
                              ("" if targeted else "; another lowering of the model, so no target (module docstring)"))
                 section.pairs.append(pair)
+            # The same application on both sides (module docstring): the targeted baseline with the
+            # fat delegate's library loaded too.
+            program, label, _ = baselines[0]
+            base = [str(runner), *cand_libs, str(program), call]
+            pair = alternate(Pair(f"load + first call: {model}_fat.pte, {inner} entry chosen, same application",
+                                  f"{label}, the fat delegate's library loaded too", "-"),
+                             partial(run_cmd, base), partial(run_cmd, cand), rounds=rounds)
+            pair.note = (f"the fat program's own cost, without its library's dlopen; CPU-time ratio "
+                         f"**{_cpu_ratio(base, cand, rounds):.2f}x**")
+            section.pairs.append(pair)
+    _empty_library_row(ctx, section, runner, kernels, rounds)
     section.lines.append(
         "- What the fat delegate adds: loading its library (dlopen RTLD_NOW, as et_module_runner loads libraries; libfatpte "
-        "inside, built with -Os: about 55 us here, an empty library 26 us), "
+        "inside, built with -Os; the empty library's row is the part any library pays), "
         "validating the container (CRC32C of every payload), selecting (the machine is probed only when an entry "
         "states a requirement) and a view of the chosen payload handed to XNNPACK's own init, zero-copy; the "
         "nested program is loaded in place from the delegate's segment.")
     return section
+
+
+def _empty_library_row(ctx: Context, section: Section, runner: Path, kernels: list[str], rounds: int) -> None:
+    """The floor under any backend library's row: the nested portable program with an empty
+    library loaded beside it, against that program alone."""
+    nested = _nested_program(ctx, "mlp", "portable")
+    if nested is None:
+        return
+    empty = compiled(ROOT / "bench" / "empty_library.c", EMPTY_LIBRARY, "-shared", "-fPIC")
+    _, raw = _inputs(ctx, "mlp")
+    call = ",".join(map(str, raw))
+    base = [str(runner), *kernels, str(nested), call]
+    cand = [str(runner), *kernels, "--lib", str(empty), str(nested), call]
+    pair = alternate(Pair("load + first call of the nested portable program, an empty library loaded beside it",
+                          "the nested portable program loaded directly", "-"),
+                     partial(run_cmd, base), partial(run_cmd, cand), rounds=rounds)
+    pair.note = ("what one more library of any kind costs a process on this machine (bench/empty_library.c); "
+                 f"CPU-time ratio **{_cpu_ratio(base, cand, rounds):.2f}x**")
+    section.pairs.append(pair)
