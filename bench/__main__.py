@@ -122,16 +122,21 @@ def render(info: dict[str, str], sections: list[Section], via: dict[str, str]) -
     for s in sections:
         out += s.render()
     if RECORDED.exists():  # comparisons across commits, which one run cannot measure
-        out += ["## Recorded comparisons", "", RECORDED.read_text(encoding="utf-8").strip(), ""]
+        out += [recorded_section()]
     return "\n".join(out).rstrip() + "\n"
+
+
+def recorded_section() -> str:
+    """The report's "Recorded comparisons": bench/recorded.md under its heading."""
+    return "## Recorded comparisons\n\n" + RECORDED.read_text(encoding="utf-8").strip() + "\n"
 
 
 def update(old: str, info: dict[str, str], sections: list[Section]) -> str:
     """`old` (a performance.md) with the sections of this run put in place of those of the same
-    title (new ones before the recorded comparisons), and a row of the machine table saying when
-    and under what load they were measured: the rest keeps the run that made it. The opening
-    paragraph and the machine table's peak RSS row, which say how this code measures, are this
-    code's."""
+    title (new ones before the recorded comparisons), and a row of the machine table saying when,
+    on what CPU and under what load they were measured: the rest keeps the run that made it. The
+    opening paragraph and the machine table's peak RSS row, which say how this code measures, are
+    this code's."""
     parts = old.split("\n## ")
     head, body = render(info, [], {}).split("\n## ")[0], ["## " + p for p in parts[1:]]
     fresh = {s.title: "\n".join(s.render()).rstrip() + "\n" for s in sections}
@@ -143,8 +148,12 @@ def update(old: str, info: dict[str, str], sections: list[Section]) -> str:
             at = next((i for i, x in enumerate(titles) if x == "Recorded comparisons"), len(body))
             body.insert(at, block)
             titles.insert(at, title)
-    row = (f"| updated | {', '.join(fresh)}: measured {info['date']} (`make bench` with --update), "
-           f"load {info['load']} |")
+    # The recorded comparisons are bench/recorded.md's, whichever sections this run measured.
+    if RECORDED.exists() and "Recorded comparisons" in titles:
+        body[titles.index("Recorded comparisons")] = recorded_section()
+    # The machine the sections ran on: a later run may have another CPU than the table's.
+    row = (f"| updated | {', '.join(fresh)}: measured {info['date']} (`make bench` with --update) on "
+           f"{info['cpu']}, {info['cores']} cores, {info['load']} |")
     machine = titles.index("Machine") if "Machine" in titles else None
     if machine is not None:
         lines = body[machine].rstrip("\n").split("\n")
