@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fatpte/format_generated.h"
+#include "seen_table.hpp"
 #include "text.hpp"
 
 namespace fatpte {
@@ -39,57 +40,8 @@ struct Counted {
   std::uint64_t spent;
 };
 
-// What each object walked once counted, by key: open addressing with linear probing, grown to
-// keep it at most half full. One allocation per doubling, where a node-based map makes one per
-// object; objects are few in most manifests and this runs in every loader's first open.
-class Seen {
- public:
-  const Counted* find(std::uint64_t key) const {
-    if (slots_.empty()) return nullptr;
-    for (std::size_t i = slot(key);; i = (i + 1) & (slots_.size() - 1)) {
-      if (slots_[i].key == 0) return nullptr;
-      if (slots_[i].key == key + 1) return &slots_[i].value;
-    }
-  }
-
-  // `key` must not be present.
-  void put(std::uint64_t key, Counted value) {
-    if (2 * (used_ + 1) > slots_.size()) grow();
-    std::size_t i = slot(key);
-    while (slots_[i].key != 0) i = (i + 1) & (slots_.size() - 1);
-    slots_[i] = Slot{key + 1, value};
-    ++used_;
-  }
-
- private:
-  struct Slot {
-    std::uint64_t key;  // the key + 1; 0 is an empty slot
-    Counted value;
-  };
-
-  // splitmix64's finalizer: positions in the file choose the keys, so every bit of them counts.
-  std::size_t slot(std::uint64_t key) const {
-    std::uint64_t z = key + 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return static_cast<std::size_t>(z ^ (z >> 31)) & (slots_.size() - 1);
-  }
-
-  void grow() {
-    std::vector<Slot> old(slots_.empty() ? 64 : 2 * slots_.size(), Slot{0, Counted{0, 0}});
-    old.swap(slots_);
-    used_ = 0;
-    for (const Slot& s : old) {
-      if (s.key != 0) put(s.key - 1, s.value);
-    }
-  }
-
-  std::vector<Slot> slots_;
-  std::size_t used_ = 0;
-};
-
-// Keys of Seen: a table (position, type), a vector (position, element type) and a string
-// (position) never share one.
+// Keys of the walker's SeenTable: a table (position, type), a vector (position, element type)
+// and a string (position) never share one.
 std::uint64_t table_key(std::int64_t pos, std::int32_t type) {
   return (static_cast<std::uint64_t>(pos) * 64 + static_cast<std::uint64_t>(type)) * 4;
 }
@@ -298,7 +250,7 @@ class Walker {
   std::uint64_t tables_ = 0;
   std::uint64_t spent_ = 0;
   std::uint64_t decoded_ = 0;
-  Seen seen_;
+  SeenTable<Counted> seen_;  // tables, vectors and strings walked, with what each counted
 };
 
 }  // namespace
