@@ -201,16 +201,30 @@ def generate() -> str:
     ]
     for code in codes:
         out.append(f"  {code.name} = {code.value},")
+    # The texts are arrays in the row, not pointers: a table of pointers needs a relocation per
+    # pointer in every process that loads libfatpte (over 400) and copy-on-write pages to hold
+    # them; arrays are read-only data, and each field still reads as a `const char*`.
+    def longest(texts: list[bytes]) -> int:
+        return max(len(t) for t in texts) + 1
+
+    name_size = longest([c.name.encode() for c in codes])
+    tag_size = longest([c.tag.encode() for c in codes])
+    meaning_size = longest([c.meaning.encode("utf-8") for c in codes])
+    category_size = longest([_category(c).encode() for c in codes])
     out += [
         "};",
         "",
+        "// One row of the error table. Its texts are held in the row, as read-only data that needs no",
+        "// relocation when a process loads libfatpte; each still reads as a `const char*`.",
         "struct ErrorInfo {",
-        "  std::int32_t code;",
-        "  const char* name;      // ErrorCode member name, e.g. \"BAD_MAGIC\"",
-        "  const char* tag;       // as printed, e.g. \"E0101\"",
-        "  const char* meaning;   // the one-line meaning of errors._INFO",
-        "  const char* category;  // errors.Category value",
-        "  bool warning;          // severity is WARNING (version 1 quirks a reader tolerates)",
+        *(f"  {field:<21} // {why}" for field, why in (
+            ("std::int32_t code;", "the ErrorCode value"),
+            (f"char name[{name_size}];", 'ErrorCode member name, e.g. "BAD_MAGIC"'),
+            (f"char tag[{tag_size}];", 'as printed, e.g. "E0101"'),
+            (f"char meaning[{meaning_size}];", "the one-line meaning of errors._INFO"),
+            (f"char category[{category_size}];", "errors.Category value"),
+            ("bool warning;", "severity is WARNING (version 1 quirks a reader tolerates)"),
+        )),
         "};",
         "",
         "inline constexpr ErrorInfo kErrorInfo[] = {",

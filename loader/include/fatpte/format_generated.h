@@ -488,13 +488,15 @@ enum class Error : std::int32_t {
   SIGNED_PAYLOAD_MISMATCH = 1311,
 };
 
+// One row of the error table. Its texts are held in the row, as read-only data that needs no
+// relocation when a process loads libfatpte; each still reads as a `const char*`.
 struct ErrorInfo {
-  std::int32_t code;
-  const char* name;      // ErrorCode member name, e.g. "BAD_MAGIC"
-  const char* tag;       // as printed, e.g. "E0101"
-  const char* meaning;   // the one-line meaning of errors._INFO
-  const char* category;  // errors.Category value
-  bool warning;          // severity is WARNING (version 1 quirks a reader tolerates)
+  std::int32_t code;    // the ErrorCode value
+  char name[31];        // ErrorCode member name, e.g. "BAD_MAGIC"
+  char tag[6];          // as printed, e.g. "E0101"
+  char meaning[92];     // the one-line meaning of errors._INFO
+  char category[11];    // errors.Category value
+  bool warning;         // severity is WARNING (version 1 quirks a reader tolerates)
 };
 
 inline constexpr ErrorInfo kErrorInfo[] = {
