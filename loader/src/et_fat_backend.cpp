@@ -68,7 +68,7 @@ void log_lines(const std::string& text) {
 bool first_time(const std::string& line) {
   constexpr std::size_t kMaxRemembered = 256;
   static std::mutex mutex;
-  static std::set<std::string> said;
+  static std::set<std::string>& said = *new std::set<std::string>();  // never destroyed (register_fat_backend)
   std::lock_guard<std::mutex> lock(mutex);
   if (said.count(line) != 0) return false;
   if (said.size() < kMaxRemembered) said.insert(line);
@@ -148,10 +148,10 @@ bool any_requirements(const nfat::manifest::Manifest* manifest) {
 // system call the first time.
 const DeviceProfile& host(bool accelerators) {
   if (accelerators) {
-    static const DeviceProfile kFull = probe_host(true);
+    static const DeviceProfile& kFull = *new DeviceProfile(probe_host(true));  // never destroyed
     return kFull;
   }
-  static const DeviceProfile kPlain = probe_host(false);
+  static const DeviceProfile& kPlain = *new DeviceProfile(probe_host(false));
   return kPlain;
 }
 
@@ -448,9 +448,13 @@ std::string delegate_backend_id(const std::string& backend_id) {
 }
 
 R::Error register_fat_backend(const char* id) {
-  static FatBackend backend;
+  // ExecuTorch's registry keeps the backend's and the names' pointers for the life of the
+  // process, and a program (a Module in some other static) may still be destroyed, calling the
+  // backend's destroy, after this library's static destructors ran: so none of them is ever
+  // destroyed. That also leaves nothing of this library to run at exit.
+  static FatBackend& backend = *new FatBackend();
   static std::mutex mutex;
-  static std::deque<std::string> names;  // the registry keeps the pointer: names live forever
+  static std::deque<std::string>& names = *new std::deque<std::string>();
   if (id == nullptr || id[0] == '\0' || std::strlen(id) > kMaxIdBytes) return R::Error::InvalidArgument;
   std::lock_guard<std::mutex> lock(mutex);
   if (R::get_backend_class(id) == &backend) return R::Error::Ok;
