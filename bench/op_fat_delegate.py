@@ -63,7 +63,11 @@ def _close(a: str, b: str) -> bool:
 
 def _nested_program(ctx: Context, model: str, entry: str) -> Path | None:
     """Entry `entry` of the only fat delegate of `<model>_fat.pte` as a program file of its own,
-    or None when the program has several fat delegates or that entry is not a whole program."""
+    or None when the program has several fat delegates or that entry is not a whole program.
+    Written once a run (ctx.cache)."""
+    key = f"fat-nested-{model}-{entry}"
+    if key in ctx.cache:
+        return ctx.cache[key]
     program = read_program((FIXTURES / f"{model}_fat.pte").read_bytes(), source=f"{model}_fat.pte")
     delegates = nfat_delegates(program)
     if len(delegates) != 1:
@@ -74,6 +78,7 @@ def _nested_program(ctx: Context, model: str, entry: str) -> Path | None:
             return None
         out = ctx.work / f"{model}_fat_{entry}_nested.pte"
         out.write_bytes(payload)
+    ctx.cache[key] = out
     return out
 
 
