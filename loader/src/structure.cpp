@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
-#include <unordered_map>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "bytes.hpp"
 #include "fatpte/fatpte.hpp"
@@ -305,19 +305,33 @@ Status check_signature_fields(Structure& st) {
   return Status();
 }
 
+// By sorting (name, index) rather than hashing the names: the file chooses them, and a string
+// hash with a fixed seed lets it choose names that share one bucket (up to 65,536 of them, n^2 / 2
+// comparisons). Reports what fatpte/format/structure.py's pass reports first: the first entry in
+// table order whose name an earlier entry has, with that earlier entry.
 Status check_duplicate_names(const Structure& st) {
-  std::unordered_map<std::string, std::uint32_t> seen;
-  seen.reserve(st.entries.size());
-  for (const Entry& e : st.entries) {
-    auto it = seen.emplace(e.name, e.index);
-    if (!it.second) {
-      const Header& h = st.header;
-      return fail(Error::DUPLICATE_NAME, std::uint64_t{h.header_size} + std::uint64_t{e.index} * h.entry_size,
-                  path("entries", e.index, "name"), "entry %u is named '%s', like entry %u; names must be unique",
-                  e.index, e.name.c_str(), it.first->second);
+  std::vector<const Entry*> by_name;
+  by_name.reserve(st.entries.size());
+  for (const Entry& e : st.entries) by_name.push_back(&e);
+  std::sort(by_name.begin(), by_name.end(), [](const Entry* a, const Entry* b) {
+    const int c = a->name.compare(b->name);
+    return c != 0 ? c < 0 : a->index < b->index;
+  });
+  const Entry* repeat = nullptr;  // the earliest second holder of a name
+  const Entry* first = nullptr;   // that name's first holder
+  for (std::size_t i = 1, group = 0; i < by_name.size(); ++i) {
+    if (by_name[i]->name != by_name[group]->name) {
+      group = i;
+    } else if (i == group + 1 && (repeat == nullptr || by_name[i]->index < repeat->index)) {
+      repeat = by_name[i];
+      first = by_name[group];
     }
   }
-  return Status();
+  if (repeat == nullptr) return Status();
+  const Header& h = st.header;
+  return fail(Error::DUPLICATE_NAME, std::uint64_t{h.header_size} + std::uint64_t{repeat->index} * h.entry_size,
+              path("entries", repeat->index, "name"), "entry %u is named '%s', like entry %u; names must be unique",
+              repeat->index, repeat->name.c_str(), first->index);
 }
 
 Status check_overlaps(const Structure& st) {

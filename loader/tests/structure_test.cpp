@@ -162,6 +162,16 @@ TEST(Structure, DuplicateNameReportsTheLaterEntry) {
   expect(check(buf), Error::DUPLICATE_NAME, entry_field(2, 0), "entries[2].name");
 }
 
+TEST(Structure, DuplicateNameReportsTheFirstRepeatInTableOrder) {
+  // Names a, b, b, a: entry 2 repeats entry 1 before entry 3 repeats entry 0, as Python's pass
+  // walks the table; a name sorting first does not make its repeat the one reported.
+  auto buf = build_v2({{"a", "x", payload(8, 1)}, {"b", "x", payload(8, 2)}, {"b", "y", payload(8, 3)},
+                       {"a", "y", payload(8, 4)}});
+  const Status s = check(buf);
+  expect(s, Error::DUPLICATE_NAME, entry_field(2, 0), "entries[2].name");
+  EXPECT_NE(s.message().find("entry 2 is named 'b', like entry 1"), std::string::npos) << s.describe();
+}
+
 TEST(Structure, OverlappingPayloadsButIdenticalRegionsMayBeShared) {
   auto buf = two_entries();
   const std::uint64_t off0 = [&] {
