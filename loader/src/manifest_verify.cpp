@@ -8,7 +8,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <string>
-#include <vector>
 
 #include "fatpte/format_generated.h"
 #include "seen_table.hpp"
