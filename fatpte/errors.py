@@ -309,7 +309,7 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
 # forge an output line), DEL, C1 controls (U+009B is CSI on many terminals), the line and
 # paragraph separators, and the bidirectional overrides that reorder what is shown; and the
 # backslash, so that an escape can be told from text. Each is written \xNN, or \uNNNN above
-# U+00FF: what `fatpte-run` writes for the same bytes (loader/src/text.cpp).
+# U+00FF: what `fatpte-run` writes for the same bytes (loader/src/common/text.cpp).
 _UNSAFE = [*range(0x20), 0x5C, *range(0x7F, 0xA0), 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F),
            *range(0x2066, 0x206A)]
 _ESCAPES: dict[int, str] = {c: f"\\x{c:02x}" if c <= 0xFF else f"\\u{c:04x}" for c in _UNSAFE}
@@ -317,7 +317,7 @@ _ESCAPES: dict[int, str] = {c: f"\\x{c:02x}" if c <= 0xFF else f"\\u{c:04x}" for
 # the newline and the backslash kept (a renderer's own line breaks, escapes already made).
 _CONTROLS: dict[int, str] = {c: e for c, e in _ESCAPES.items() if c not in (0x0A, 0x5C)}
 # A string from a file is shown in text and messages up to this many bytes of its UTF-8; the rest
-# is counted. The C++ loader cuts at the same place (loader/src/text.cpp, clipped).
+# is counted. The C++ loader cuts at the same place (loader/src/common/text.cpp, clipped).
 CLIP_BYTES = 1024
 # Lists a text line or message shows in full up to this many items; the rest are counted.
 LIST_LIMIT = 8

@@ -101,7 +101,7 @@ _FIELD_KINDS = {"u8": "kU8", "u32": "kU32", "u64": "kU64", "string": "kString", 
 
 def _manifest_schema() -> list[str]:
     """The manifest's tables and fields in schema order (slot i is field i), with the verifier's
-    limits: what loader/src/manifest_verify.cpp walks."""
+    limits: what loader/src/manifest/verify.cpp walks."""
     tables = list(MC.SCHEMA)
     lines = [
         "// ---- the manifest schema (fatpte/manifest/codec.py SCHEMA) and the verifier's limits ----",

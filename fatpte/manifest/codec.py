@@ -115,7 +115,7 @@ class _Reader:
     (specs/nfat-manifest.md 2.1 rule 8 and 2.3): `tables`, the tables visited, and `spent`, the
     bytes the manifest expands to. A shared object adds its whole count again at each further
     reference, so both totals are those of a reader that decodes every reference anew. The C++
-    loader (loader/src/manifest_verify.cpp) makes the same calls in the same order, so both
+    loader (loader/src/manifest/verify.cpp) makes the same calls in the same order, so both
     report the same first error."""
 
     def __init__(self, buf: bytes) -> None:

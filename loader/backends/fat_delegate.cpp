@@ -1,4 +1,4 @@
-// libexecutorch_backend_fatpte.so: the fat delegate (loader/src/et_fat_backend.hpp) as an
+// libexecutorch_backend_fatpte.so: the fat delegate (loader/src/delegate/fat_backend.hpp) as an
 // ExecuTorch backend library. Loading it registers backend id FatpteBackend in the process's
 // ExecuTorch registry, as loading any backend library registers its backend; the build option
 // FATPTE_FAT_DELEGATE_ALIAS (CMake) names one more id to register it under, e.g. NativeBackend
@@ -6,7 +6,7 @@
 // follows ExecuTorch's naming of backend libraries (FatpteBackend -> libexecutorch_backend_fatpte.so),
 // so fatpte-run finds it like any other. Everything of libfatpte inside it is hidden
 // (--exclude-libs), so it coexists with a libfatpte the application links.
-#include "et_fat_backend.hpp"
+#include "delegate/fat_backend.hpp"
 
 #include <executorch/runtime/platform/log.h>
 

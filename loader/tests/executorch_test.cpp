@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "bounded_allocator.hpp"
 #include "builder.hpp"
-#include "et_named_data.hpp"
-#include "et_program.hpp"
+#include "executorch/bounded_allocator.hpp"
+#include "executorch/named_data.hpp"
+#include "executorch/program.hpp"
 #include "fatpte/fatpte.h"
 #include "fatpte/fatpte.hpp"
 #include "program_generated.h"

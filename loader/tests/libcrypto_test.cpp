@@ -1,4 +1,4 @@
-// OpenSSL's libcrypto opened at run time (src/libcrypto.hpp). Built twice: in fatpte_tests with
+// OpenSSL's libcrypto opened at run time (src/signature/libcrypto.hpp). Built twice: in fatpte_tests with
 // the soname CMake found, and as libcrypto_absent_test with a soname no system has
 // (FATPTE_TEST_LIBCRYPTO_ABSENT), where loading a trusted key must fail with E1303 naming it.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "fatpte/signature.hpp"
-#include "libcrypto.hpp"
+#include "signature/libcrypto.hpp"
 
 #ifndef FATPTE_SPEC_VECTORS
 #error "FATPTE_SPEC_VECTORS must name specs/vectors"

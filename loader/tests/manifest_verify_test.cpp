@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "builder.hpp"
+#include "container/manifest_view.hpp"
 #include "fatpte/fatpte.hpp"
 #include "flatbuffers/flatbuffers.h"
-#include "manifest_verify.hpp"
-#include "manifest_view.hpp"
+#include "manifest/verify.hpp"
 #include "nfat_manifest_generated.h"
 
 namespace fatpte {
@@ -92,10 +92,14 @@ TEST(ManifestMemo, ValidateAndTheManifestViewAgreeWhicheverRunsFirst) {
   auto opened = Container::open_memory(good.data(), good.size());
   ASSERT_TRUE(opened.ok());
   EXPECT_TRUE(opened.value()->validate().ok());
-  auto manifest = verified_manifest(*opened.value());
+  auto manifest = manifest_view(*opened.value());
   ASSERT_TRUE(manifest.ok());
-  ASSERT_NE(manifest.value(), nullptr);
-  EXPECT_EQ(manifest.value()->entries()->size(), 1u);
+  ASSERT_NE(manifest.value().root(), nullptr);
+  EXPECT_EQ(manifest.value().root()->entries()->size(), 1u);
+  // The index gives each table entry its record.
+  ASSERT_NE(manifest.value().entry(0), nullptr);
+  EXPECT_EQ(manifest.value().entry(0)->name()->str(), "cpu");
+  EXPECT_EQ(manifest.value().entry(1), nullptr);
 
   std::vector<std::uint8_t> bad = good;
   const Header& h = opened.value()->header();
@@ -103,7 +107,7 @@ TEST(ManifestMemo, ValidateAndTheManifestViewAgreeWhicheverRunsFirst) {
   auto damaged = Container::open_memory(bad.data(), bad.size());
   ASSERT_TRUE(damaged.ok());  // the structural pass reads no manifest byte
   EXPECT_EQ(damaged.value()->validate().code(), Error::MANIFEST_CHECKSUM_MISMATCH);
-  auto refused = verified_manifest(*damaged.value());
+  auto refused = manifest_view(*damaged.value());
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code(), Error::MANIFEST_CHECKSUM_MISMATCH);
 }

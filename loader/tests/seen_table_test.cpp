@@ -1,11 +1,11 @@
-// SeenTable (src/seen_table.hpp): what it remembers, and that keys a file aims at one slot of the
+// SeenTable (src/common/seen_table.hpp): what it remembers, and that keys a file aims at one slot of the
 // unkeyed mix cost it no more than any others once the process secret mixes them.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
-#include "seen_table.hpp"
+#include "common/seen_table.hpp"
 
 namespace {
 

@@ -6,8 +6,9 @@
 #include <vector>
 
 #include "builder.hpp"
+#include "common/sha256.hpp"
+#include "fatpte/profile.hpp"
 #include "fatpte/select.hpp"
-#include "sha256.hpp"
 
 namespace fatpte {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "../src/text.hpp"
+#include "common/text.hpp"
 
 namespace {
 

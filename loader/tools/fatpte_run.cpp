@@ -9,14 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "common/text.hpp"
 #include "fatpte/device.hpp"
 #include "fatpte/dispatch.hpp"
 #include "fatpte/fatpte.h"
 #include "fatpte/fatpte.hpp"
+#include "fatpte/profile.hpp"
 #include "fatpte/select.hpp"
 #include "fatpte/signature.h"
 #include "fatpte/tensor.hpp"
-#include "text.hpp"
 
 // Under AddressSanitizer the run mode ends as any program does, so that leaks and errors in
 // tearing down ExecuTorch's method, the mapping and the libraries are still caught by the tests.

@@ -1,4 +1,4 @@
-"""The C++ device-profile reader (loader/src/profile_json.cpp) accepts and rejects exactly what
+"""The C++ device-profile reader (loader/src/device/profile.cpp) accepts and rejects exactly what
 Python's reader (`DeviceProfile.load` of a file: fatpte/device/profile.py `_read_json` then `from_json`)
 accepts and rejects, with the same error code and the same field path of the first bad value.
 

@@ -140,7 +140,7 @@ def _opened_libraries(proc_stderr: str) -> set[str]:
 
 def test_libcrypto_is_opened_only_to_verify(packed: tuple[Path, Path, list[float]], tmp_path: Path) -> None:
     """libfatpte links no OpenSSL: a run that checks no signature never maps libcrypto; a run with
-    --require-signature opens it to load the trusted key (src/libcrypto.hpp)."""
+    --require-signature opens it to load the trusted key (src/signature/libcrypto.hpp)."""
     build = BUILDS["release"]
     if not (build / "fatpte-run").exists():
         pytest.skip("build/loader is not built: run `make loader` (make test builds it first)")

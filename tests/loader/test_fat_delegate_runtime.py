@@ -270,10 +270,10 @@ def test_fatpte_run_runs_a_fat_delegate_program_from_a_container(tmp_path: Path)
 
 
 def test_the_backend_words_of_the_library_are_pythons() -> None:
-    # et_fat_backend.cpp's table of backend words (a delegate-payload entry's ExecuTorch backend
+    # delegate/fat_backend.cpp's table of backend words (a delegate-payload entry's ExecuTorch backend
     # id) is fatpte/ops/program_entry.py's BACKEND_WORDS.
     from fatpte.ops.program_entry import BACKEND_WORDS
 
-    source = (ROOT / "loader" / "src" / "et_fat_backend.cpp").read_text()
+    source = (ROOT / "loader" / "src" / "delegate" / "fat_backend.cpp").read_text()
     table = source[source.index("kWords[][2] = {"):source.index("};", source.index("kWords[][2] = {"))]
     assert dict(re.findall(r'\{"(\w+)", "(\w+)"\}', table)) == BACKEND_WORDS

@@ -1,4 +1,4 @@
-"""The C API's reader (fatpte_reader, loader/src/reader.cpp) over HTTP: a callback that makes
+"""The C API's reader (fatpte_reader, loader/src/capi/reader.cpp) over HTTP: a callback that makes
 range requests to nginx, as a device's own HTTP client would. Counted from nginx's access log:
 opening and selecting transfer the prefix only; fetching the chosen entry adds its payload and
 named data, nothing else (`make loader` builds build/loader/libfatpte.so first)."""

@@ -30,7 +30,9 @@
 #include <vector>
 
 #include "fatpte/backend.h"
-#include "fatpte/fatpte.hpp"
+#include "fatpte/container.hpp"
+#include "fatpte/device.hpp"
+#include "fatpte/result.hpp"
 #include "fatpte/select.hpp"
 #include "fatpte/tensor.hpp"
 

@@ -14,22 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "fatpte/container.hpp"
 #include "fatpte/device.hpp"
-#include "fatpte/fatpte.hpp"
+#include "fatpte/result.hpp"
 
 namespace fatpte {
-
-// A device profile from its JSON text or file (the shape of specs/device_profile.schema.json);
-// INVALID_ARGUMENT naming the field when it is not one.
-Result<DeviceProfile> profile_from_json(const std::string& json);
-Result<DeviceProfile> profile_from_file(const std::string& path);
-// `host` (this machine, probed), a named profile (`x86-64-v3`: a word of [A-Za-z0-9_.-] not
-// ending in .json, read from devices_dir()), or a path to a profile JSON file, as Python's
-// DeviceProfile.load reads them.
-Result<DeviceProfile> load_profile(const std::string& host_name_or_path);
-// The folder of the named profiles: $FATPTE_DEVICES_DIR, else the one the build was configured
-// with (the source tree's specs/devices, or share/fatpte/devices where installed).
-const char* devices_dir() noexcept;
 
 struct Failure {
   std::string requirement;  // "os", "arch", "cpu_features", "accelerators[0]", "min_memory_bytes", ...

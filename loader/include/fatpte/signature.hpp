@@ -16,7 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "fatpte/fatpte.hpp"
+#include "fatpte/container.hpp"
+#include "fatpte/result.hpp"
 
 namespace fatpte {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "fatpte/fatpte.hpp"
+#include "fatpte/result.hpp"
 
 namespace fatpte {
 

@@ -1,0 +1,345 @@
+// fatpte_reader: a container read through the caller's read_at callback (specs/remote.md), so an
+// on-device runtime plugs in its own HTTP client. It reads what Python's fatpte/container/remote.py
+// reads, in the same order: the first kPrefixSize bytes, then the rest of the header, tables and
+// manifest in one more call when they lie past them, and nothing else until an entry is fetched.
+//
+// The bytes land in an anonymous mapping as large as the file, reserved without memory
+// (MAP_NORESERVE) and unreadable (PROT_NONE) except for the pages fetched: the container is an
+// ordinary fatpte_container over that mapping, so selection, the entry queries and fatpte_load work
+// unchanged, and a read of a byte never fetched stops the process at once instead of seeing
+// zeros. The structural pass reads only what the plan fetched: metadata_end() names the tables
+// only when the header passes the checks that guard their reading (format/structure.cpp, the same rule
+// as Python's structure.metadata_ranges).
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <new>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/bytes.hpp"
+#include "fatpte/crc32c.hpp"
+#include "fatpte/fatpte.h"
+#include "fatpte/result.hpp"
+#include "fatpte/status.hpp"
+#include "nfat_manifest_generated.h"
+
+namespace M = nfat::manifest;
+namespace F = fatpte::format;
+
+struct fatpte_reader {
+  fatpte_read_at_fn read_at = nullptr;
+  void* user = nullptr;
+  std::uint64_t size = 0;
+  std::uint8_t* region = nullptr;
+  std::size_t region_size = 0;  // whole pages
+  fatpte_container* container = nullptr;
+  std::uint64_t bytes_read = 0;
+  std::uint64_t calls = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> fetched;  // ranges already read
+};
+
+namespace {
+
+using fatpte::detail::read_u32le;
+using fatpte::detail::read_u64le;
+
+void set_error(fatpte_error* error, fatpte_status code, std::uint64_t offset, const char* field,
+               const std::string& message) noexcept {
+  if (error == nullptr) return;
+  error->code = code;
+  error->offset = offset;
+  std::snprintf(error->field, sizeof error->field, "%s", field);
+  std::snprintf(error->message, sizeof error->message, "%s: %s", fatpte_status_tag(code), message.c_str());
+}
+
+std::size_t page_size() noexcept {
+  static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+bool record_size_ok(std::uint32_t value, std::uint32_t minimum) noexcept {
+  return value >= minimum && value <= F::kMaxRecordSize && value % F::kRecordSizeMultiple == 0;
+}
+
+// The end of the header and tables that the structural pass reads, when the header passes the
+// checks that come before they are read; nothing otherwise (the pass then stops at the header).
+// `head` holds min(size, kPrefixSize) bytes.
+std::optional<std::uint64_t> table_end(const std::uint8_t* head, std::uint64_t have, std::uint64_t size) noexcept {
+  if (size < F::kPreambleSize || have < F::kPreambleSize || std::memcmp(head, F::kMagic, F::kMagicSize) != 0) {
+    return std::nullopt;
+  }
+  const std::uint32_t version = read_u32le(head + 4);
+  if (version == F::kVersion1) {
+    if (size < F::kV1HeaderSize) return std::nullopt;
+    const std::uint64_t count = read_u32le(head + F::kV1Header_entry_count_offset);
+    const std::uint64_t end = F::kV1HeaderSize + count * F::kV1EntrySize;
+    if (count == 0 || count > F::kMaxEntries || end > size) return std::nullopt;
+    return end;
+  }
+  if (version != F::kVersion2 || size < F::kV2HeaderSize) return std::nullopt;
+  const std::uint64_t total = read_u64le(head + F::kV2Header_container_size_offset);
+  const std::uint32_t header_size = read_u32le(head + F::kV2Header_header_size_offset);
+  const std::uint32_t entry_size = read_u32le(head + F::kV2Header_entry_size_offset);
+  const std::uint32_t segment_entry_size = read_u32le(head + F::kV2Header_segment_entry_size_offset);
+  const std::uint64_t count = read_u32le(head + F::kV2Header_entry_count_offset);
+  const std::uint64_t segments = read_u32le(head + F::kV2Header_segment_count_offset);
+  const std::uint32_t flags = read_u32le(head + F::kV2Header_flags_offset);
+  if (total != size || !record_size_ok(header_size, F::kV2HeaderSize) || !record_size_ok(entry_size, F::kV2EntrySize) ||
+      !record_size_ok(segment_entry_size, F::kV2SegmentSize) || (flags & ~F::kHeaderFlagsKnown) != 0 || count == 0 ||
+      count > F::kMaxEntries || segments > F::kMaxSegments) {
+    return std::nullopt;
+  }
+  const std::uint64_t end = header_size + count * entry_size + segments * segment_entry_size;
+  if (end > total) return std::nullopt;
+  return end;
+}
+
+fatpte_status fetch(fatpte_reader* r, std::uint64_t start, std::uint64_t end, fatpte_error* error) {
+  if (end <= start) return FATPTE_OK;
+  for (const auto& [a, b] : r->fetched) {
+    if (a <= start && end <= b) return FATPTE_OK;
+  }
+  const std::size_t page = page_size();
+  const std::uint64_t first = start / page * page;
+  const std::uint64_t last = std::min<std::uint64_t>(r->region_size, (end + page - 1) / page * page);
+  std::uint8_t* base = r->region + first;
+  if (mprotect(base, static_cast<std::size_t>(last - first), PROT_READ | PROT_WRITE) != 0) {
+    set_error(error, FATPTE_E_IO_ERROR, start, "", "cannot make room for the bytes read");
+    return FATPTE_E_IO_ERROR;
+  }
+  r->calls += 1;
+  const fatpte_status status = r->read_at(r->user, start, r->region + start, static_cast<std::size_t>(end - start));
+  mprotect(base, static_cast<std::size_t>(last - first), PROT_READ);
+  if (status != FATPTE_OK) {
+    char text[160];
+    std::snprintf(text, sizeof text, "read_at(%#llx, %llu) failed: %s", static_cast<unsigned long long>(start),
+                  static_cast<unsigned long long>(end - start), fatpte_status_message(status));
+    set_error(error, status, start, "", text);
+    return status;
+  }
+  r->bytes_read += end - start;
+  r->fetched.emplace_back(start, end);
+  return FATPTE_OK;
+}
+
+fatpte_status fetch_checked(fatpte_reader* r, std::uint64_t start, std::uint64_t size, std::uint32_t checksum,
+                            fatpte_status mismatch, const std::string& field, const std::string& what,
+                            fatpte_error* error) {
+  const fatpte_status s = fetch(r, start, start + size, error);
+  if (s != FATPTE_OK) return s;
+  const std::uint32_t actual = fatpte::crc32c(r->region + start, static_cast<std::size_t>(size));
+  if (actual != checksum) {
+    char text[256];
+    std::snprintf(text, sizeof text, "%s arrived with CRC32C %08x, but the table says %08x", what.c_str(), actual,
+                  checksum);
+    set_error(error, mismatch, fatpte::kNoOffset, field.c_str(), text);
+    return mismatch;
+  }
+  return FATPTE_OK;
+}
+
+void release(fatpte_reader* r) noexcept {
+  if (r->container != nullptr) fatpte_close(r->container);
+  if (r->region != nullptr) munmap(r->region, r->region_size);
+  delete r;
+}
+
+}  // namespace
+
+extern "C" {
+
+fatpte_status fatpte_reader_open(fatpte_read_at_fn read_at, void* user, uint64_t file_size, fatpte_reader** out,
+                                 fatpte_error* error) noexcept {
+  if (read_at == nullptr || out == nullptr) {
+    set_error(error, FATPTE_E_INVALID_ARGUMENT, FATPTE_NO_OFFSET, "", "read_at and out must not be NULL");
+    return FATPTE_E_INVALID_ARGUMENT;
+  }
+  *out = nullptr;
+  auto* r = new (std::nothrow) fatpte_reader();
+  if (r == nullptr) {
+    set_error(error, FATPTE_E_IO_ERROR, FATPTE_NO_OFFSET, "", "out of memory");
+    return FATPTE_E_IO_ERROR;
+  }
+  r->read_at = read_at;
+  r->user = user;
+  r->size = file_size;
+  try {
+    const std::size_t page = page_size();
+    if (file_size > 0) {
+      if (file_size > SIZE_MAX - page) {
+        release(r);
+        set_error(error, FATPTE_E_INVALID_ARGUMENT, FATPTE_NO_OFFSET, "", "the file is larger than the address space");
+        return FATPTE_E_INVALID_ARGUMENT;
+      }
+      r->region_size = static_cast<std::size_t>((file_size + page - 1) / page * page);
+      void* m = mmap(nullptr, r->region_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (m == MAP_FAILED) {
+        r->region_size = 0;
+        release(r);
+        set_error(error, FATPTE_E_IO_ERROR, FATPTE_NO_OFFSET, "", "cannot reserve address space for the file");
+        return FATPTE_E_IO_ERROR;
+      }
+      r->region = static_cast<std::uint8_t*>(m);
+    }
+    const std::uint64_t prefix = std::min<std::uint64_t>(file_size, FATPTE_PREFIX_SIZE);
+    fatpte_status s = fetch(r, 0, prefix, error);
+    // What the structural pass and the manifest reader read (the same plan as Python's).
+    const std::optional<std::uint64_t> tables = s == FATPTE_OK ? table_end(r->region, prefix, file_size) : std::nullopt;
+    std::uint64_t end = tables.value_or(prefix);
+    std::uint64_t m_start = 0;
+    std::uint64_t m_end = 0;
+    if (tables && read_u32le(r->region + 4) == F::kVersion2) {
+      const std::uint64_t offset = read_u64le(r->region + F::kV2Header_manifest_offset_offset);
+      const std::uint64_t length = read_u64le(r->region + F::kV2Header_manifest_size_offset);
+      if (length > 0 && length <= F::kMaxManifestSize && fatpte::detail::in_bounds(offset, length, file_size)) {
+        m_start = offset;
+        m_end = offset + length;
+      }
+    }
+    if (m_end > 0 && m_start <= std::max(end, prefix) + FATPTE_PREFIX_SIZE) {
+      end = std::max(end, m_end);  // the manifest follows the tables: one request for both
+      m_end = 0;
+    }
+    if (s == FATPTE_OK && end > prefix) s = fetch(r, prefix, end, error);
+    if (s == FATPTE_OK && m_end > 0) s = fetch(r, m_start, m_end, error);
+    if (s == FATPTE_OK) s = fatpte_open_memory(r->region, static_cast<std::size_t>(file_size), &r->container, error);
+    if (s != FATPTE_OK) {
+      release(r);
+      return s;
+    }
+  } catch (...) {
+    release(r);
+    set_error(error, FATPTE_E_IO_ERROR, FATPTE_NO_OFFSET, "", "out of memory");
+    return FATPTE_E_IO_ERROR;
+  }
+  *out = r;
+  if (error != nullptr) {
+    error->code = FATPTE_OK;
+    error->offset = FATPTE_NO_OFFSET;
+    error->field[0] = error->message[0] = '\0';
+  }
+  return FATPTE_OK;
+}
+
+const fatpte_container* fatpte_reader_container(const fatpte_reader* reader) noexcept {
+  return reader == nullptr ? nullptr : reader->container;
+}
+
+fatpte_status fatpte_reader_fetch_entry(fatpte_reader* r, uint32_t index, fatpte_error* error) noexcept {
+  if (r == nullptr || r->container == nullptr) {
+    set_error(error, FATPTE_E_INVALID_ARGUMENT, FATPTE_NO_OFFSET, "", "no reader");
+    return FATPTE_E_INVALID_ARGUMENT;
+  }
+  try {
+    uint32_t count = 0;
+    fatpte_entry_count(r->container, &count);
+    if (index >= count) {
+      set_error(error, FATPTE_E_ENTRY_NOT_FOUND, FATPTE_NO_OFFSET, "",
+                "entry index " + std::to_string(index) + " is out of range (the container holds " +
+                    std::to_string(count) + ")");
+      return FATPTE_E_ENTRY_NOT_FOUND;
+    }
+    uint64_t offset = 0, size = 0;
+    uint32_t checksum = 0;
+    int has_checksum = 0;
+    const char* name = "";
+    fatpte_entry_offset(r->container, index, &offset);
+    fatpte_entry_size(r->container, index, &size);
+    fatpte_entry_checksum(r->container, index, &checksum, &has_checksum);
+    fatpte_entry_name(r->container, index, &name);
+    const std::string field = "entries[" + std::to_string(index) + "].checksum";
+    fatpte_status s = has_checksum != 0
+                          ? fetch_checked(r, offset, size, checksum, FATPTE_E_PAYLOAD_CHECKSUM_MISMATCH, field,
+                                          "the payload of '" + std::string(name) + "'", error)
+                          : fetch(r, offset, offset + size, error);
+    if (s != FATPTE_OK) return s;
+    uint32_t version = 0;
+    fatpte_version(r->container, &version);
+    const std::uint8_t* h = r->region;
+    const std::uint64_t m_size = version == F::kVersion2 ? read_u64le(h + F::kV2Header_manifest_size_offset) : 0;
+    if (m_size == 0) return FATPTE_OK;
+    // The entry's named data: its manifest entry's keys, each key's segment (opening verified the
+    // manifest's CRC32C; the flatbuffers verifier runs here before anything is read from it).
+    const std::uint8_t* m = h + read_u64le(h + F::kV2Header_manifest_offset_offset);
+    ::flatbuffers::Verifier verifier(m, static_cast<std::size_t>(m_size));
+    if (!M::VerifyManifestBuffer(verifier)) {
+      set_error(error, FATPTE_E_MANIFEST_CORRUPT, FATPTE_NO_OFFSET, "manifest",
+                "the manifest is not a well-formed flatbuffer of specs/nfat_manifest.fbs");
+      return FATPTE_E_MANIFEST_CORRUPT;
+    }
+    const M::Manifest* root = M::GetManifest(m);
+    if (root->entries() == nullptr || root->named_data() == nullptr) return FATPTE_OK;
+    const std::uint32_t seg_at = read_u32le(h + F::kV2Header_header_size_offset) +
+                                 read_u32le(h + F::kV2Header_entry_count_offset) *
+                                     read_u32le(h + F::kV2Header_entry_size_offset);
+    const std::uint32_t seg_stride = read_u32le(h + F::kV2Header_segment_entry_size_offset);
+    const std::uint32_t seg_count = read_u32le(h + F::kV2Header_segment_count_offset);
+    std::map<std::string, std::uint32_t> segment_of;
+    for (const auto* item : *root->named_data()) {
+      if (item->key() != nullptr) segment_of.emplace(item->key()->str(), item->segment());
+    }
+    for (const auto* e : *root->entries()) {
+      if (e->name() == nullptr || e->name()->str() != name || e->named_data() == nullptr) continue;
+      for (const auto* key : *e->named_data()) {
+        const auto found = segment_of.find(key->str());
+        if (found == segment_of.end() || found->second >= seg_count) continue;  // validate reports it
+        const std::uint8_t* rec = h + seg_at + static_cast<std::uint64_t>(found->second) * seg_stride;
+        const std::string seg = "segments[" + std::to_string(found->second) + "]";
+        s = fetch_checked(r, read_u64le(rec + F::kV2Segment_offset_offset), read_u64le(rec + F::kV2Segment_size_offset),
+                          read_u32le(rec + F::kV2Segment_checksum_offset), FATPTE_E_SEGMENT_CHECKSUM_MISMATCH,
+                          seg + ".checksum", "the named data '" + key->str() + "' (" + seg + ")", error);
+        if (s != FATPTE_OK) return s;
+      }
+    }
+    return FATPTE_OK;
+  } catch (...) {
+    set_error(error, FATPTE_E_IO_ERROR, FATPTE_NO_OFFSET, "", "out of memory");
+    return FATPTE_E_IO_ERROR;
+  }
+}
+
+fatpte_status fatpte_reader_fetch_signature(fatpte_reader* r, fatpte_error* error) noexcept {
+  if (r == nullptr || r->container == nullptr) {
+    set_error(error, FATPTE_E_INVALID_ARGUMENT, FATPTE_NO_OFFSET, "", "no reader");
+    return FATPTE_E_INVALID_ARGUMENT;
+  }
+  try {
+    uint32_t version = 0;
+    fatpte_version(r->container, &version);
+    const std::uint8_t* h = r->region;
+    // Opening checked the slot's placement (format/structure.cpp), and the slot lies in the prefix.
+    if (version != F::kVersion2 || read_u32le(h + F::kV2Header_header_size_offset) < F::kSignedHeaderSize) {
+      return FATPTE_OK;
+    }
+    const std::uint8_t* slot = h + F::kSignatureSlotOffset;
+    const std::uint64_t size = read_u32le(slot + F::kV2SignatureSlot_signature_size_offset);
+    if (size == 0) return FATPTE_OK;
+    return fetch_checked(r, read_u64le(slot + F::kV2SignatureSlot_signature_offset_offset), size,
+                         read_u32le(slot + F::kV2SignatureSlot_signature_checksum_offset),
+                         FATPTE_E_SIGNATURE_CHECKSUM_MISMATCH, "header.signature_checksum", "the signature region",
+                         error);
+  } catch (...) {
+    set_error(error, FATPTE_E_IO_ERROR, FATPTE_NO_OFFSET, "", "out of memory");
+    return FATPTE_E_IO_ERROR;
+  }
+}
+
+fatpte_status fatpte_reader_stats(const fatpte_reader* r, uint64_t* bytes_read, uint64_t* calls) noexcept {
+  if (r == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  if (bytes_read != nullptr) *bytes_read = r->bytes_read;
+  if (calls != nullptr) *calls = r->calls;
+  return FATPTE_OK;
+}
+
+void fatpte_reader_close(fatpte_reader* reader) noexcept {
+  if (reader != nullptr) release(reader);
+}
+
+}  // extern "C"

@@ -1,0 +1,205 @@
+// Decoding and checking of the fixed-size text fields (names, backend ids).
+#include "common/text.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+#include "fatpte/format_generated.h"
+#include "fatpte/format_generated.h"
+#include "fatpte/result.hpp"
+#include "fatpte/status.hpp"
+#include "fatpte/text.hpp"
+
+namespace fatpte {
+namespace detail {
+namespace {
+
+bool is_id_byte(std::uint8_t b) noexcept {
+  return b != 0 && std::memchr(format::kIdAlphabet, b, sizeof(format::kIdAlphabet) - 1) != nullptr;
+}
+
+void append_hex(std::string& out, std::uint8_t b) {
+  char buf[5];
+  std::snprintf(buf, sizeof buf, "\\x%02x", b);
+  out += buf;
+}
+
+}  // namespace
+
+std::size_t text_length(const std::uint8_t* raw, std::size_t size) noexcept {
+  const void* nul = std::memchr(raw, 0, size);
+  return nul == nullptr ? size : static_cast<std::size_t>(static_cast<const std::uint8_t*>(nul) - raw);
+}
+
+std::string decode_text(const std::uint8_t* raw, std::size_t size) {
+  const std::size_t len = text_length(raw, size);
+  std::string out;
+  out.reserve(len);
+  for (std::size_t i = 0; i < len; ++i) {
+    if (raw[i] < 0x80) {
+      out += static_cast<char>(raw[i]);
+    } else {
+      append_hex(out, raw[i]);
+    }
+  }
+  return out;
+}
+
+std::string id_problem(const std::uint8_t* raw, std::size_t size) {
+  const std::size_t len = text_length(raw, size);
+  if (len == 0) return "is empty";
+  for (std::size_t i = 0; i < len; ++i) {
+    if (!is_id_byte(raw[i])) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "has the byte 0x%02x, outside [A-Za-z0-9_.-]", raw[i]);
+      return buf;
+    }
+  }
+  for (std::size_t i = len; i < size; ++i) {
+    if (raw[i] != 0) return "has non-zero bytes after its terminating NUL";
+  }
+  return "";
+}
+
+std::int64_t first_invalid_utf8(const std::uint8_t* p, std::size_t n) noexcept {
+  std::size_t i = 0;
+  while (i < n) {
+    const std::uint8_t c = p[i];
+    std::size_t more = 0;
+    std::uint8_t lo = 0x80, hi = 0xBF;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      more = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      more = 2;
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      more = 3;
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
+    } else {
+      return static_cast<std::int64_t>(i);
+    }
+    if (more > n - i - 1) return static_cast<std::int64_t>(i);  // the sequence runs past the end
+    for (std::size_t k = 1; k <= more; ++k) {
+      const std::uint8_t t = p[i + k];
+      if (t < (k == 1 ? lo : 0x80) || t > (k == 1 ? hi : 0xBF)) return static_cast<std::int64_t>(i);
+    }
+    i += more + 1;
+  }
+  return -1;
+}
+
+std::string escape_bytes(const std::uint8_t* raw, std::size_t size) {
+  std::string out = "'";
+  for (std::size_t i = 0; i < size; ++i) {
+    if (raw[i] >= 0x20 && raw[i] < 0x7F && raw[i] != '\'' && raw[i] != '\\') {
+      out += static_cast<char>(raw[i]);
+    } else {
+      append_hex(out, raw[i]);
+    }
+  }
+  return out + "'";
+}
+
+namespace {
+
+// The code point of the well-formed multi-byte UTF-8 sequence at s[i] (a byte >= 0x80) and its
+// length, or length 0 when the bytes there are not one.
+std::size_t utf8_at(const std::string& s, std::size_t i, std::uint32_t& cp) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(s.data()) + i;
+  const std::size_t left = s.size() - i;
+  const std::size_t n = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : 2;
+  if (n > left || first_invalid_utf8(p, n) >= 0) return 0;
+  cp = n == 2 ? p[0] & 0x1F : n == 3 ? p[0] & 0x0F : p[0] & 0x07;
+  for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (p[k] & 0x3F);
+  return n;
+}
+
+bool unsafe_above_ascii(std::uint32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x200E || cp == 0x200F || cp == 0x2028 || cp == 0x2029 ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+std::string escaped(const std::string& s, bool keep_newline_and_backslash) {
+  std::string out;
+  out.reserve(s.size());
+  // Bytes that stand for themselves are copied a run at a time, not a character at a time: the
+  // fat delegate escapes every name and reason it logs, in the middle of loading a program.
+  std::size_t run = 0;  // where the run of bytes kept as they are began
+  const auto end_run = [&](std::size_t at) { out.append(s, run, at - run); };
+  for (std::size_t i = 0; i < s.size();) {
+    const auto b = static_cast<std::uint8_t>(s[i]);
+    std::size_t n = 1;
+    std::uint32_t cp = b;
+    if (b >= 0x80) n = utf8_at(s, i, cp);
+    if (n == 0) {
+      end_run(i);
+      append_hex(out, b);
+      run = ++i;
+      continue;
+    }
+    const bool kept = keep_newline_and_backslash && (b == '\n' || b == '\\');
+    if (b < 0x80 ? (b < 0x20 || b == 0x5C || b == 0x7F) && !kept : unsafe_above_ascii(cp)) {
+      end_run(i);
+      char buf[12];
+      std::snprintf(buf, sizeof buf, cp <= 0xFF ? "\\x%02x" : "\\u%04x", static_cast<unsigned>(cp));
+      out += buf;
+      run = i + n;
+    }
+    i += n;
+  }
+  end_run(s.size());
+  return out;
+}
+
+}  // namespace
+
+std::string printable(const std::string& s) { return escaped(s, false); }
+
+std::string terminal_safe(const std::string& s) { return escaped(s, true); }
+
+std::string clipped(const std::string& s, std::size_t limit) {
+  if (s.size() <= limit) return printable(s);
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<std::uint8_t>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  return printable(s.substr(0, cut)) + "...(" + std::to_string(s.size()) + " bytes)";
+}
+
+std::string json_quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20 || c >= 0x7F) {
+          // DEL and every byte outside printable ASCII, as json.dumps does; a byte above 0x7f
+          // stands for itself (the texts printed are ASCII by the rules of their fields).
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+bool valid_utf8(const std::uint8_t* p, std::size_t n) noexcept { return first_invalid_utf8(p, n) < 0; }
+
+}  // namespace detail
+std::string printable(const std::string& text) { return detail::printable(text); }
+
+std::string terminal_safe(const std::string& text) { return detail::terminal_safe(text); }
+
+}  // namespace fatpte

@@ -1,0 +1,469 @@
+// The fat delegate (delegate/fat_backend.hpp).
+#include "delegate/fat_backend.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <executorch/extension/data_loader/buffer_data_loader.h>
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/core/evalue.h>
+#include <executorch/runtime/core/exec_aten/util/tensor_util.h>
+#include <executorch/runtime/core/hierarchical_allocator.h>
+#include <executorch/runtime/executor/memory_manager.h>
+#include <executorch/runtime/executor/method.h>
+#include <executorch/runtime/executor/method_meta.h>
+#include <executorch/runtime/executor/program.h>
+#include <executorch/runtime/platform/log.h>
+
+#include "common/text.hpp"
+#include "container/manifest_view.hpp"
+#include "executorch/bounded_allocator.hpp"
+#include "executorch/memory.hpp"
+#include "executorch/program.hpp"
+#include "executorch/program_payload.hpp"
+#include "executorch/runtime.hpp"
+#include "fatpte/container.hpp"
+#include "fatpte/device.hpp"
+#include "fatpte/format.hpp"
+#include "fatpte/result.hpp"
+#include "fatpte/select.hpp"
+#include "fatpte/status.hpp"
+
+namespace fatpte {
+namespace et {
+namespace {
+
+namespace R = executorch::runtime;
+
+// What a nested program may take: the same defaults as the loader's LoadOptions.
+constexpr std::uint64_t kMethodAllocatorLimit = std::uint64_t{256} << 20;
+constexpr std::uint64_t kTempAllocatorLimit = std::uint64_t{256} << 20;
+constexpr std::uint64_t kPlannedMemoryLimit = std::uint64_t{64} << 30;
+constexpr std::size_t kMaxIdBytes = 128;
+
+// Each line of `text` as one log line, so a reader of the log can grep the entry's name.
+void log_lines(const std::string& text) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    ET_LOG(Info, "fatpte fat delegate: %s", text.substr(start, end - start).c_str());
+    start = end + 1;
+  }
+}
+
+// Whether `line` is news in this process. A program lowered in several partitions has a fat
+// delegate per partition, and they mostly say the same (the entry that runs, the entries this
+// process cannot run): each line is logged the first time only. Every log line is a write, and
+// a woken reader, in the middle of loading the program (a KV-cache model's three partitions
+// cost 2% of its load and first call in three such lines, docs/performance.md). Remembers up
+// to kMaxRemembered lines; past that, every line is logged.
+bool first_time(const std::string& line) {
+  constexpr std::size_t kMaxRemembered = 256;
+  static std::mutex mutex;
+  static std::set<std::string>& said = *new std::set<std::string>();  // never destroyed (register_fat_backend)
+  std::lock_guard<std::mutex> lock(mutex);
+  if (said.count(line) != 0) return false;
+  if (said.size() < kMaxRemembered) said.insert(line);
+  return true;
+}
+
+// Lines as few log messages as they fit in, joined by " | ": one message of ExecuTorch's log
+// holds kMaxMessage bytes after our prefix (it cuts a message at 256), and a line of several
+// lines (an entry's notes) goes on its own.
+void say(const std::vector<std::string>& lines) {
+  constexpr std::size_t kMaxMessage = 225;
+  std::string message;
+  for (const std::string& line : lines) {
+    const bool alone = line.find('\n') != std::string::npos;
+    if (!message.empty() && (alone || message.size() + 3 + line.size() > kMaxMessage)) {
+      ET_LOG(Info, "fatpte fat delegate: %s", message.c_str());
+      message.clear();
+    }
+    if (alone) {
+      log_lines(line);
+    } else {
+      message += (message.empty() ? "" : " | ") + line;
+    }
+  }
+  if (!message.empty()) ET_LOG(Info, "fatpte fat delegate: %s", message.c_str());
+}
+
+std::vector<std::string> words(R::BackendInitContext& context, const char* key) {
+  std::vector<std::string> out;
+  R::Result<const char*> value = context.get_runtime_spec<const char*>(key);
+  if (!value.ok() || value.get() == nullptr) return out;
+  std::string all = value.get();
+  std::size_t start = 0;
+  while (start <= all.size()) {
+    std::size_t end = all.find(',', start);
+    if (end == std::string::npos) end = all.size();
+    std::string w = all.substr(start, end - start);
+    w.erase(0, w.find_first_not_of(' '));
+    w.erase(w.find_last_not_of(' ') + 1);
+    if (!w.empty()) out.push_back(w);
+    start = end + 1;
+  }
+  return out;
+}
+
+// The backends of this process's ExecuTorch registry that are registered and available now.
+std::set<std::string> available_backends() {
+  std::set<std::string> out;
+  const std::size_t n = R::get_num_registered_backends();
+  for (std::size_t i = 0; i < n; ++i) {
+    R::Result<const char*> name = R::get_backend_name(i);
+    if (!name.ok() || name.get() == nullptr) continue;
+    const R::BackendInterface* backend = R::get_backend_class(name.get());
+    if (backend != nullptr && backend->is_available()) out.insert(name.get());
+  }
+  return out;
+}
+
+// "" when ExecuTorch backend `id` is registered and available in this process, else why not.
+std::string backend_missing(const std::string& id) {
+  const R::BackendInterface* backend = R::get_backend_class(id.c_str());
+  if (backend == nullptr) return "needs ExecuTorch backend " + id + ", which is not registered in this process";
+  if (!backend->is_available()) return "needs ExecuTorch backend " + id + ", which is registered but not available";
+  return "";
+}
+
+bool any_requirements(const nfat::manifest::Manifest* manifest) {
+  if (manifest == nullptr || manifest->entries() == nullptr) return false;
+  for (const nfat::manifest::Entry* e : *manifest->entries()) {
+    if (e->requires_() != nullptr) return true;
+  }
+  return false;
+}
+
+// This machine, probed once per process (accelerators only when an entry asks about them).
+// Function-local statics rather than std::call_once, whose glibc pthread_once makes a futex
+// system call the first time.
+const DeviceProfile& host(bool accelerators) {
+  if (accelerators) {
+    static const DeviceProfile& kFull = *new DeviceProfile(probe_host(true));  // never destroyed
+    return kFull;
+  }
+  static const DeviceProfile& kPlain = *new DeviceProfile(probe_host(false));
+  return kPlain;
+}
+
+// A whole program carried as an entry's payload, run as the delegate's computation: its method's
+// inputs are the delegate call's inputs and its outputs are copied into the call's outputs. Its
+// planned memory (activations, mutable state) lives as long as the delegate, so state carries
+// from one call to the next.
+class NestedProgram {
+ public:
+  NestedProgram(const std::uint8_t* data, std::size_t size, Buffer copy)
+      : copy_(std::move(copy)),
+        program_data_(copy_ ? copy_.get() : data),
+        loader_(program_data_, size),
+        method_allocator_(kMethodAllocatorLimit),
+        temp_allocator_(kTempAllocatorLimit) {}
+
+  // "" when the method is loaded, else why not.
+  std::string load(const char* wanted, const R::NamedDataMap* named_data) {
+    Capture capture;
+    R::Result<R::Program> program = load_verified(&loader_, program_data_);
+    if (!program.ok()) return et_reason("ExecuTorch refused the nested program (Program::load)", program.error(), capture);
+    program_.emplace(std::move(program.get()));
+    // The outer method's name when the nested program has it, else its only method.
+    std::string name = wanted != nullptr ? wanted : "forward";
+    if (!program_->method_meta(name.c_str()).ok()) {
+      if (program_->num_methods() != 1) return "the nested program has no method '" + name + "'";
+      name = program_->get_method_name(0).get();
+    }
+    name_ = name;
+    R::Result<R::MethodMeta> meta = program_->method_meta(name_.c_str());
+    if (!meta.ok()) return et_reason("the nested program's method cannot be described", meta.error(), capture);
+    std::uint64_t total = 0;
+    const std::string why = plan_memory(meta.get(), name_, kPlannedMemoryLimit, planned_, spans_, total);
+    if (!why.empty()) return "the nested program: " + why;
+    planned_allocator_ =
+        std::make_unique<R::HierarchicalAllocator>(R::Span<R::Span<uint8_t>>(spans_.data(), spans_.size()));
+    memory_ = std::make_unique<R::MemoryManager>(&method_allocator_, planned_allocator_.get(), &temp_allocator_);
+    R::Result<R::Method> method = program_->load_method(name_.c_str(), memory_.get(), nullptr, named_data);
+    if (!method.ok()) return et_reason(("ExecuTorch could not load the nested method '" + name_ + "'").c_str(), method.error(), capture);
+    method_.emplace(std::move(method.get()));
+    return "";
+  }
+
+  R::Error execute(R::Span<R::EValue*> args) {
+    const std::size_t inputs = method_->inputs_size();
+    const std::size_t outputs = method_->outputs_size();
+    if (args.size() != inputs + outputs) {
+      ET_LOG(Error, "fatpte fat delegate: the call passes %zu values; the nested method '%s' takes %zu inputs and %zu outputs",
+             args.size(), name_.c_str(), inputs, outputs);
+      return R::Error::InvalidArgument;
+    }
+    for (std::size_t i = 0; i < inputs; ++i) {
+      const R::Error e = method_->set_input(*args[i], i);
+      if (e != R::Error::Ok) return e;
+    }
+    const R::Error e = method_->execute();
+    if (e != R::Error::Ok) return e;
+    for (std::size_t j = 0; j < outputs; ++j) {
+      const R::EValue& from = method_->get_output(j);
+      R::EValue& to = *args[inputs + j];
+      if (!from.isTensor() || !to.isTensor()) {
+        to = from;  // a scalar output
+        continue;
+      }
+      const executorch::aten::Tensor& src = from.toTensor();
+      executorch::aten::Tensor dst = to.toTensor();
+      if (src.scalar_type() != dst.scalar_type()) {
+        ET_LOG(Error, "fatpte fat delegate: output %zu of the nested method has another dtype than the call's", j);
+        return R::Error::InvalidArgument;
+      }
+      if (!std::equal(src.sizes().begin(), src.sizes().end(), dst.sizes().begin(), dst.sizes().end())) {
+        const R::Error r = R::resize_tensor(dst, src.sizes());
+        if (r != R::Error::Ok) return r;
+      }
+      if (dst.nbytes() != src.nbytes()) return R::Error::InvalidArgument;
+      if (src.nbytes() != 0) std::memcpy(dst.mutable_data_ptr(), src.const_data_ptr(), src.nbytes());
+    }
+    return R::Error::Ok;
+  }
+
+ private:
+  // Destroyed in reverse: the method before the memory and the program it points into.
+  Buffer copy_;
+  const std::uint8_t* program_data_;  // the program's first byte: the payload in place, or copy_
+  executorch::extension::BufferDataLoader loader_;
+  std::optional<R::Program> program_;
+  std::string name_;
+  std::vector<Buffer> planned_;
+  std::vector<R::Span<uint8_t>> spans_;
+  std::unique_ptr<R::HierarchicalAllocator> planned_allocator_;
+  BoundedAllocator method_allocator_;
+  BoundedAllocator temp_allocator_;
+  std::unique_ptr<R::MemoryManager> memory_;
+  std::optional<R::Method> method_;
+};
+
+struct FatHandle {
+  R::BackendInterface* backend = nullptr;  // the chosen entry's backend, or nullptr for a nested program
+  R::DelegateHandle* inner = nullptr;
+  std::unique_ptr<NestedProgram> nested;
+};
+
+// Why entry `e` (a nested program) cannot run here, "" when its backends are all present; the
+// program is read (header and verified flatbuffer) but not loaded.
+std::string nested_missing(const Bytes payload, const Entry& e, const char* method) {
+  Result<ProgramInfo> info = read_program(payload, e.offset, "entries[" + std::to_string(e.index) + "].payload");
+  if (!info.ok()) return "fatpte refused the nested program: " + info.error().describe();
+  const MethodInfo* m = info.value().method(method != nullptr ? method : "forward");
+  if (m == nullptr && info.value().methods.size() == 1) m = &info.value().methods[0];
+  if (m == nullptr) return std::string("the nested program has no method '") + (method ? method : "forward") + "'";
+  for (const std::string& id : m->backend_ids) {
+    const std::string why = backend_missing(id);
+    if (!why.empty()) return "nested program " + why;
+  }
+  return "";
+}
+
+class FatBackend final : public R::BackendInterface {
+ public:
+  bool is_available() const override { return true; }
+
+  R::Result<R::DelegateHandle*> init(R::BackendInitContext& context, R::FreeableBuffer* processed,
+                                     R::ArrayRef<R::CompileSpec> compile_specs) const override {
+    // No ensure_runtime(): the application initialised ExecuTorch before loading a program, and
+    // its log handler is left alone. What an inner backend logs while failing reaches that log
+    // directly, before the line saying the entry was skipped.
+    const auto* data = static_cast<const std::uint8_t*>(processed->data());
+    auto opened = Container::open_memory(data, processed->size());
+    if (!opened.ok()) return refuse(opened.error());
+    const Container& c = *opened.value();
+    const Status valid = c.validate();
+    if (!valid.ok()) return refuse(valid);
+
+    auto manifest = manifest_view(c);
+    if (!manifest.ok()) return refuse(manifest.error());
+    // Probing the machine (cpuid, /proc) costs about 80 us, 2% of loading a small model: only
+    // when an entry states a requirement that needs it. Otherwise the profile has no facts but
+    // the registry's backends, which is all selection then reads.
+    DeviceProfile device;
+    if (any_requirements(manifest.value().root())) {
+      device = host(requires_accelerators(c));
+    } else {
+      device.name = "host";
+    }
+    device.executorch_backends = available_backends();
+    const std::vector<std::string> prefer = words(context, "prefer");
+    const std::vector<std::string> exclude = words(context, "exclude");
+    Result<Selection> assessed = assess(c, device, prefer, exclude);
+    if (!assessed.ok()) return refuse(assessed.error());
+    const Selection& selection = assessed.value();
+    // The log says which entries were rejected and why, which were skipped and why, and the entry
+    // that runs: each line once per process (first_time), said together in as few messages as
+    // they fit in (say), since each message is a write to stderr and a wake-up of whatever reads it.
+    bool rejected = false;
+    std::vector<std::string> news;
+    for (const Verdict& v : selection.verdicts) {
+      if (v.eligible) continue;
+      rejected = true;
+      std::string line = explain_verdict(c.entries()[v.index], v);
+      if (first_time(line)) news.push_back(std::move(line));
+    }
+    std::vector<const Verdict*> ranked;
+    for (const Verdict& v : selection.verdicts) {
+      if (v.eligible) ranked.push_back(&v);
+    }
+    std::sort(ranked.begin(), ranked.end(), [](const Verdict* a, const Verdict* b) { return a->rank < b->rank; });
+    std::vector<std::string> why(c.entries().size());
+    for (const Verdict& v : selection.verdicts) {
+      if (v.eligible) continue;
+      std::string w;
+      for (const Failure& f : v.failures) {
+        w += (w.empty() ? "" : "; ") + f.requirement + " needs " + f.needed + ", has " + f.has;
+      }
+      why[v.index] = w.empty() ? "not eligible" : w;
+    }
+    for (const Verdict* v : ranked) {
+      const Entry& e = c.entries()[v->index];
+      const Bytes payload = c.payload(e.index).value();
+      auto handle = std::unique_ptr<FatHandle>(new (std::nothrow) FatHandle());
+      if (!handle) return R::Error::MemoryAllocationFailed;
+      std::string outcome;
+      if (payload_is_program(c, e)) {
+        outcome = nested_missing(payload, e, context.get_method_name());
+        if (outcome.empty()) outcome = load_nested(payload, context, *handle);
+      } else {
+        const nfat::manifest::Entry* me = manifest.value().entry(e.index);
+        std::string id = delegate_backend_id(e.backend_id);
+        if (me != nullptr && me->executorch_backends() != nullptr && me->executorch_backends()->size() == 1) {
+          id = me->executorch_backends()->Get(0)->str();
+        }
+        outcome = backend_missing(id);
+        if (outcome.empty()) outcome = forward_init(id, payload, processed, context, compile_specs, *handle);
+      }
+      if (outcome.empty()) {
+        const std::string ran = "running entry " + entry_label(e) + (handle->nested ? " as a nested program" : "");
+        if (first_time(ran)) news.push_back(ran + " (said once per process)");
+        say(news);
+        return handle.release();
+      }
+      why[e.index] = outcome;
+      news.push_back("entry " + entry_label(e) + " skipped: " + detail::printable(outcome));
+    }
+    say(news);
+    if (!rejected) log_lines(explain(c, selection));  // every entry was eligible: the whole ranking
+    // One log line per entry: ExecuTorch cuts a log line at 256 bytes.
+    const Status none = fail(Error::NO_SPECIALIZATION_FITS, kNoOffset, "",
+                             "no entry of the fat delegate can run in this process (registered and available "
+                             "ExecuTorch backends: %s); each entry and what it needed follows",
+                             joined(device.executorch_backends.value()).c_str());
+    refuse(none);
+    for (const Entry& e : c.entries()) {
+      ET_LOG(Error, "fatpte fat delegate: %s: entry %s [%s]: %s", error_tag(none.code()), e.name.c_str(),
+             e.backend_id.c_str(), why[e.index].c_str());
+    }
+    return R::Error::NotSupported;
+  }
+
+  R::Error execute(R::BackendExecutionContext& context, R::DelegateHandle* handle,
+                   R::Span<R::EValue*> args) const override {
+    auto* h = static_cast<FatHandle*>(handle);
+    if (h == nullptr) return R::Error::DelegateInvalidHandle;
+    if (h->nested) return h->nested->execute(args);
+    return h->backend->execute(context, h->inner, args);
+  }
+
+  void destroy(R::DelegateHandle* handle) const override {
+    auto* h = static_cast<FatHandle*>(handle);
+    if (h == nullptr) return;
+    if (h->backend != nullptr) h->backend->destroy(h->inner);
+    delete h;
+  }
+
+ private:
+  static std::string joined(const std::set<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out.empty() ? "none" : out;
+  }
+
+  static R::Error refuse(const Status& status, R::Error error = R::Error::InvalidProgram) {
+    ET_LOG(Error, "fatpte fat delegate: %s", status.describe().c_str());
+    return error;
+  }
+
+  // Forward init to backend `id` with a view of the entry's payload (zero-copy: the bytes stay in
+  // the outer program's segment). When the inner backend frees its view, as backends do once they
+  // have copied what they need, the outer buffer is freed too.
+  static std::string forward_init(const std::string& id, Bytes payload, R::FreeableBuffer* processed,
+                                  R::BackendInitContext& context, R::ArrayRef<R::CompileSpec> compile_specs,
+                                  FatHandle& handle) {
+    R::BackendInterface* backend = R::get_backend_class(id.c_str());
+    R::FreeableBuffer view(payload.data, static_cast<size_t>(payload.size), nullptr);
+    Capture capture;
+    R::Result<R::DelegateHandle*> inner = backend->init(context, &view, compile_specs);
+    if (!inner.ok()) return et_reason((id + " could not initialise the payload (init)").c_str(), inner.error(), capture);
+    handle.backend = backend;
+    handle.inner = inner.get();
+    if (view.data() == nullptr) processed->Free();
+    return "";
+  }
+
+  static std::string load_nested(Bytes payload, R::BackendInitContext& context, FatHandle& handle) {
+    // ExecuTorch reads the program in place and needs it aligned like any flatbuffer it reads.
+    Buffer copy;
+    if (reinterpret_cast<std::uintptr_t>(payload.data) % alignof(std::max_align_t) != 0) {
+      copy = zeroed(static_cast<std::size_t>(payload.size));
+      if (!copy) return "cannot allocate an aligned copy of the nested program";
+      std::memcpy(copy.get(), payload.data, static_cast<std::size_t>(payload.size));
+    }
+    auto nested = std::make_unique<NestedProgram>(payload.data, static_cast<std::size_t>(payload.size), std::move(copy));
+    const std::string why = nested->load(context.get_method_name(), context.get_named_data_map());
+    if (!why.empty()) return why;
+    handle.nested = std::move(nested);
+    return "";
+  }
+};
+
+}  // namespace
+
+std::string delegate_backend_id(const std::string& backend_id) {
+  // fatpte/ops/program_entry.py BACKEND_WORDS: the backends executorch 1.5.1 ships.
+  static const char* const kWords[][2] = {
+      {"xnnpack", "XnnpackBackend"},   {"native", "NativeBackend"},     {"coreml", "CoreMLBackend"},
+      {"coreai", "CoreAIBackend"},     {"mps", "MPSBackend"},           {"metal", "MetalBackend"},
+      {"vulkan", "VulkanBackend"},     {"qnn", "QnnBackend"},           {"openvino", "OpenvinoBackend"},
+      {"cuda", "CudaBackend"},         {"neuropilot", "NeuropilotBackend"}, {"enn", "EnnBackend"},
+      {"ethosu", "EthosUBackend"},     {"tosa", "TOSABackend"},         {"vgf", "VgfBackend"},
+      {"neutron", "NeutronBackend"},   {"mlx", "MLXBackend"},
+  };
+  for (const auto& w : kWords) {
+    if (backend_id == w[0]) return w[1];
+  }
+  return backend_id;
+}
+
+R::Error register_fat_backend(const char* id) {
+  // ExecuTorch's registry keeps the backend's and the names' pointers for the life of the
+  // process, and a program (a Module in some other static) may still be destroyed, calling the
+  // backend's destroy, after this library's static destructors ran: so none of them is ever
+  // destroyed. That also leaves nothing of this library to run at exit.
+  static FatBackend& backend = *new FatBackend();
+  static std::mutex mutex;
+  static std::deque<std::string>& names = *new std::deque<std::string>();
+  if (id == nullptr || id[0] == '\0' || std::strlen(id) > kMaxIdBytes) return R::Error::InvalidArgument;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (R::get_backend_class(id) == &backend) return R::Error::Ok;
+  names.emplace_back(id);
+  return R::register_backend(R::Backend{names.back().c_str(), &backend});
+}
+
+}  // namespace et
+}  // namespace fatpte

@@ -1,0 +1,419 @@
+// The host probe (mirrors fatpte/device/host.py, probe_linux.py, probe_macos.py, probe_cuda.py)
+// and the canonical JSON printer (fatpte/device/profile.py canonical_text).
+#include "fatpte/device.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "common/text.hpp"
+
+#if defined(__linux__) || defined(__APPLE__)
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#endif
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#include <sys/types.h>
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define FATPTE_X86 1
+#endif
+
+namespace fatpte {
+
+// ---- canonical JSON ----
+
+std::string canonical_json(const DeviceProfile& p) {
+  // Appended to a string rather than streamed: a process's first ostringstream sets up its
+  // locale, tens of microseconds that a run of fatpte-run paid for nothing else.
+  std::string o = "{\n";
+  const auto field = [&o](const char* key, const std::string& value, const char* after) {
+    o += "  \"";
+    o += key;
+    o += "\": ";
+    o += value;
+    o += after;
+  };
+  field("name", detail::json_quote(p.name), ",\n");
+  field("os", detail::json_quote(p.os), ",\n");
+  field("arch", detail::json_quote(p.arch), ",\n");
+  if (p.cpu_features.empty()) {
+    o += "  \"cpu_features\": [],\n";
+  } else {
+    o += "  \"cpu_features\": [\n";
+    std::size_t k = 0;
+    for (const std::string& f : p.cpu_features) {  // std::set: sorted bytewise, like sorted()
+      o += "    " + detail::json_quote(f) + (++k < p.cpu_features.size() ? ",\n" : "\n");
+    }
+    o += "  ],\n";
+  }
+  if (p.accelerators.empty()) {
+    o += "  \"accelerators\": [],\n";
+  } else {
+    o += "  \"accelerators\": [\n";
+    for (std::size_t i = 0; i < p.accelerators.size(); ++i) {
+      const Accelerator& a = p.accelerators[i];
+      o += "    {\n";
+      o += "      \"kind\": " + detail::json_quote(a.kind) + ",\n";
+      o += "      \"name\": " + detail::json_quote(a.name) + ",\n";
+      o += "      \"version\": " + detail::json_quote(a.version) + ",\n";
+      o += "      \"memory_bytes\": " + std::to_string(a.memory_bytes) + "\n";
+      o += i + 1 < p.accelerators.size() ? "    },\n" : "    }\n";
+    }
+    o += "  ],\n";
+  }
+  field("memory_bytes", std::to_string(p.memory_bytes), ",\n");
+  const char* after_backends = p.executorch_backends ? ",\n" : "\n";
+  if (p.backends.empty()) {
+    field("backends", "{}", after_backends);
+  } else {
+    o += "  \"backends\": {\n";
+    std::size_t k = 0;
+    for (const auto& kv : p.backends) {
+      o += "    " + detail::json_quote(kv.first) + ": " + std::to_string(kv.second) +
+           (++k < p.backends.size() ? ",\n" : "\n");
+    }
+    o += "  }";
+    o += after_backends;
+  }
+  if (p.executorch_backends) {  // only when known; a std::set is sorted bytewise, like sorted()
+    const std::set<std::string>& et = *p.executorch_backends;
+    if (et.empty()) {
+      o += "  \"executorch_backends\": []\n";
+    } else {
+      o += "  \"executorch_backends\": [\n";
+      std::size_t k = 0;
+      for (const std::string& b : et) o += "    " + detail::json_quote(b) + (++k < et.size() ? ",\n" : "\n");
+      o += "  ]\n";
+    }
+  }
+  o += "}\n";
+  return o;
+}
+
+namespace probe {
+
+
+std::set<std::string> x86_features(const X86Words& w) {
+  std::set<std::string> out;
+  if (w.max_leaf < 1) return out;
+  const auto bit = [](std::uint64_t word, int b) { return ((word >> b) & 1u) != 0; };
+  if (bit(w.leaf1_ecx, 20)) out.insert("sse4_2");
+  const bool osxsave = bit(w.leaf1_ecx, 27);
+  const std::uint64_t xcr0 = osxsave ? w.xcr0 : 0;
+  // XCR0 bit 1 SSE, 2 AVX (YMM upper halves); 5-7 opmask, ZMM upper halves, ZMM16-31;
+  // 17-18 AMX tile config and tile data.
+  const bool avx_state = (xcr0 & 0x6) == 0x6;
+  const bool avx512_state = (xcr0 & 0xE6) == 0xE6;
+  const bool amx_state = (xcr0 & 0x60000) == 0x60000;
+  if (avx_state) {
+    if (bit(w.leaf1_ecx, 28)) out.insert("avx");
+    if (bit(w.leaf1_ecx, 12)) out.insert("fma");
+    if (bit(w.leaf1_ecx, 29)) out.insert("f16c");
+  }
+  if (w.max_leaf < 7) return out;
+  if (avx_state && bit(w.leaf7_ebx, 5)) out.insert("avx2");
+  if (avx512_state) {
+    if (bit(w.leaf7_ebx, 16)) out.insert("avx512f");
+    if (bit(w.leaf7_ebx, 30)) out.insert("avx512bw");
+    if (bit(w.leaf7_ebx, 31)) out.insert("avx512vl");
+    if (bit(w.leaf7_ecx, 11)) out.insert("avx512_vnni");
+    if (bit(w.leaf7_edx, 23)) out.insert("avx512_fp16");
+    if (w.leaf7_eax >= 1 && bit(w.leaf7_1_eax, 5)) out.insert("avx512_bf16");
+  }
+  if (amx_state) {
+    if (bit(w.leaf7_edx, 22)) out.insert("amx_bf16");
+    if (bit(w.leaf7_edx, 24)) out.insert("amx_tile");
+    if (bit(w.leaf7_edx, 25)) out.insert("amx_int8");
+  }
+  return out;
+}
+
+std::set<std::string> arm_hwcap_features(std::uint64_t hwcap, std::uint64_t hwcap2) {
+  // arch/arm64/include/uapi/asm/hwcap.h, as fatpte/device/probe_linux.py ARM_HWCAP_BITS.
+  struct Bit {
+    const char* feature;
+    bool second;
+    int bit;
+  };
+  static const Bit kBits[] = {{"asimd", false, 1},  {"fphp", false, 9}, {"asimdhp", false, 10},
+                              {"asimddp", false, 20}, {"sve", false, 22}, {"sve2", true, 1},
+                              {"i8mm", true, 13},   {"bf16", true, 14}, {"sme", true, 23}};
+  std::set<std::string> out;
+  for (const Bit& b : kBits) {
+    if (((b.second ? hwcap2 : hwcap) >> b.bit) & 1u) out.insert(b.feature);
+  }
+  return out;
+}
+
+std::uint64_t meminfo_total(const std::string& meminfo) {
+  // Parsed by hand, not with string streams: their locale set-up cost each run a tenth of a
+  // millisecond before it could load anything.
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; };
+  std::size_t start = 0;
+  while (start < meminfo.size()) {
+    std::size_t end = meminfo.find('\n', start);
+    if (end == std::string::npos) end = meminfo.size();
+    const std::string line = meminfo.substr(start, end - start);
+    start = end + 1;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    const auto a = name.find_first_not_of(" \t");
+    const auto b = name.find_last_not_of(" \t");
+    if (a == std::string::npos || name.substr(a, b - a + 1) != "MemTotal") continue;
+    // The words after the colon: exactly a number and "kB".
+    std::vector<std::string> words;
+    for (std::size_t i = colon + 1; i < line.size();) {
+      while (i < line.size() && space(line[i])) ++i;
+      const std::size_t w = i;
+      while (i < line.size() && !space(line[i])) ++i;
+      if (i > w) words.push_back(line.substr(w, i - w));
+    }
+    if (words.size() != 2 || words[1] != "kB") return 0;
+    std::uint64_t kb = 0;
+    for (char c : words[0]) {
+      if (c < '0' || c > '9' || kb > (~std::uint64_t{0} - 9) / 10 / 1024) return 0;
+      kb = kb * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return kb * 1024;
+  }
+  return 0;
+}
+
+std::string printable_name(const std::string& raw, int ordinal) {
+  // Python decodes UTF-8 (errors="replace") and maps every character outside ' '..'~' to '?':
+  // one '?' per well-formed multi-byte sequence, one per invalid byte.
+  std::string text;
+  const auto* s = reinterpret_cast<const unsigned char*>(raw.data());
+  const std::size_t n = raw.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    if (c >= 0x20 && c <= 0x7E) {
+      text += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    std::size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 1;
+    bool ok = len > 1 && i + len <= n;
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (s[i + k] & 0xC0) == 0x80;
+    text += '?';
+    i += ok ? len : 1;
+  }
+  const auto a = text.find_first_not_of(' ');
+  if (a == std::string::npos) return "CUDA device " + std::to_string(ordinal);
+  text = text.substr(a, text.find_last_not_of(' ') - a + 1);
+  return text.substr(0, 256);
+}
+
+std::vector<Accelerator> cuda_accelerators(const CudaDriver& d) {
+  constexpr int kSuccess = 0;
+  constexpr int kMaxDevices = 64;  // probe_cuda.MAX_DEVICES
+  constexpr int kNameSize = 256;   // probe_cuda.NAME_BUFFER_SIZE
+  std::vector<Accelerator> out;
+  if (!d.cuInit || !d.cuDeviceGetCount || !d.cuDeviceGet || !d.cuDeviceGetName || !d.cuDeviceGetAttribute ||
+      !d.cuDeviceTotalMem_v2) {
+    return out;
+  }
+  if (d.cuInit(0) != kSuccess) return out;
+  int count = 0;
+  if (d.cuDeviceGetCount(&count) != kSuccess) return out;
+  for (int ordinal = 0; ordinal < count && ordinal < kMaxDevices; ++ordinal) {
+    // A device whose queries fail is left out; the others are still usable.
+    int dev = 0;
+    if (d.cuDeviceGet(&dev, ordinal) != kSuccess) continue;
+    int major = -1, minor = -1;
+    if (d.cuDeviceGetAttribute(&major, 75, dev) != kSuccess) continue;  // COMPUTE_CAPABILITY_MAJOR
+    if (d.cuDeviceGetAttribute(&minor, 76, dev) != kSuccess) continue;  // COMPUTE_CAPABILITY_MINOR
+    if (major < 0 || minor < 0) continue;
+    std::size_t memory = 0;
+    if (d.cuDeviceTotalMem_v2(&memory, dev) != kSuccess) continue;
+    char name[kNameSize + 1] = {0};
+    if (d.cuDeviceGetName(name, kNameSize, dev) != kSuccess) continue;
+    name[kNameSize] = '\0';
+    Accelerator a;
+    a.kind = "cuda";
+    a.name = printable_name(std::string(name, strnlen(name, kNameSize)), ordinal);
+    a.version = std::to_string(major) + "." + std::to_string(minor);
+    a.memory_bytes = memory;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace probe
+
+namespace {
+
+std::string read_text(const char* path) {
+  // POSIX reads rather than an ifstream: the first ifstream of a process sets up its locale, a
+  // tenth of a millisecond that every run paid before it could load anything.
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  // Bounded at 4 MiB, like probe_linux._read_text, and read in pieces: zero-filling the whole
+  // bound up front made every probe touch 4 MiB (the peak RSS of a fatpte-run run).
+  constexpr std::size_t kLimit = 4u << 20;
+  std::string out(4096, '\0');  // /proc files report no size: grow as they fill it
+  std::size_t used = 0;
+  while (used < kLimit) {
+    if (used == out.size()) out.resize(std::min(out.size() * 2, kLimit));
+    const ssize_t n = ::read(fd, &out[used], out.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    used += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  out.resize(used);
+  return out;
+}
+
+std::vector<Accelerator> probe_cuda() {
+#if defined(__linux__)
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return {};
+  probe::CudaDriver d;
+  // POSIX guarantees that a data pointer from dlsym converts to a function pointer.
+  d.cuInit = reinterpret_cast<int (*)(unsigned)>(dlsym(lib, "cuInit"));
+  d.cuDeviceGetCount = reinterpret_cast<int (*)(int*)>(dlsym(lib, "cuDeviceGetCount"));
+  d.cuDeviceGet = reinterpret_cast<int (*)(int*, int)>(dlsym(lib, "cuDeviceGet"));
+  d.cuDeviceGetName = reinterpret_cast<int (*)(char*, int, int)>(dlsym(lib, "cuDeviceGetName"));
+  d.cuDeviceGetAttribute = reinterpret_cast<int (*)(int*, int, int)>(dlsym(lib, "cuDeviceGetAttribute"));
+  d.cuDeviceTotalMem_v2 = reinterpret_cast<int (*)(std::size_t*, int)>(dlsym(lib, "cuDeviceTotalMem_v2"));
+  std::vector<Accelerator> out = probe::cuda_accelerators(d);
+  // The driver stays loaded: unloading CUDA after cuInit is unsupported.
+  return out;
+#else
+  return {};
+#endif
+}
+
+#if defined(__APPLE__)
+bool sysctl_int(const char* name, std::uint64_t* out) {
+  std::uint64_t v = 0;
+  std::size_t size = sizeof v;
+  if (sysctlbyname(name, &v, &size, nullptr, 0) != 0 || (size != 4 && size != 8)) return false;
+  *out = size == 4 ? static_cast<std::uint32_t>(v) : v;
+  return true;
+}
+
+std::string sysctl_text(const char* name) {
+  char buf[4096];
+  std::size_t size = sizeof buf;
+  if (sysctlbyname(name, buf, &size, nullptr, 0) != 0 || size == 0) return "";
+  return std::string(buf, strnlen(buf, size));
+}
+
+bool sysctl_flag(const char* name) {
+  std::uint64_t v = 0;
+  return sysctl_int(name, &v) && v != 0;
+}
+
+void probe_macos(DeviceProfile& p) {
+  std::uint64_t mem = 0;
+  p.memory_bytes = sysctl_int("hw.memsize", &mem) ? mem : 0;
+  if (p.arch == "aarch64") {
+    struct Key {
+      const char* feature;
+      const char* a;
+      const char* b;
+    };
+    static const Key kKeys[] = {{"asimd", "hw.optional.AdvSIMD", "hw.optional.neon"},
+                                {"fphp", "hw.optional.arm.FEAT_FP16", "hw.optional.neon_fp16"},
+                                {"asimdhp", "hw.optional.arm.FEAT_FP16", "hw.optional.neon_fp16"},
+                                {"asimddp", "hw.optional.arm.FEAT_DotProd", nullptr},
+                                {"i8mm", "hw.optional.arm.FEAT_I8MM", nullptr},
+                                {"bf16", "hw.optional.arm.FEAT_BF16", nullptr},
+                                {"sme", "hw.optional.arm.FEAT_SME", nullptr}};
+    for (const Key& k : kKeys) {
+      if (sysctl_flag(k.a) || (k.b != nullptr && sysctl_flag(k.b))) p.cpu_features.insert(k.feature);
+    }
+    // The Apple-silicon GPU: Metal version by macOS release (probe_macos.METAL_VERSION_BY_MACOS).
+    const std::string release = sysctl_text("kern.osproductversion");
+    const int major = std::atoi(release.c_str());
+    static const std::pair<int, const char*> kMetal[] = {{11, "2.3"}, {12, "2.4"}, {13, "3.0"},
+                                                         {14, "3.1"}, {15, "3.2"}, {26, "4.0"}};
+    const char* version = nullptr;
+    for (const auto& m : kMetal) {
+      if (m.first <= major) version = m.second;
+    }
+    if (version != nullptr) {
+      std::string name;
+      for (char c : sysctl_text("machdep.cpu.brand_string")) {
+        if (c >= ' ' && c <= '~') name += c;
+      }
+      const auto a = name.find_first_not_of(' ');
+      name = a == std::string::npos ? "" : name.substr(a, name.find_last_not_of(' ') - a + 1).substr(0, 256);
+      p.accelerators.push_back(Accelerator{"metal", name.empty() ? "Apple GPU" : name, version, p.memory_bytes});
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+DeviceProfile probe_host() { return probe_host(ProbeScope{}); }
+
+DeviceProfile probe_host(bool accelerators) { return probe_host(ProbeScope{true, true, accelerators}); }
+
+DeviceProfile probe_host(const ProbeScope& scope) {
+  DeviceProfile p;
+  p.name = "host";
+#if defined(__x86_64__)
+  p.arch = "x86_64";
+#elif defined(__aarch64__)
+  p.arch = "aarch64";
+#endif
+#if defined(__APPLE__)
+  p.os = "macos";
+#elif defined(__ANDROID__)
+  p.os = "android";
+#elif defined(__linux__)
+  p.os = "linux";
+#elif defined(_WIN32)
+  p.os = "windows";
+#endif
+#ifdef FATPTE_X86
+  if (scope.cpu_features) p.cpu_features = probe::x86_features(probe::x86_words());
+#endif
+#if defined(__linux__)
+#if defined(__aarch64__)
+  if (scope.cpu_features) p.cpu_features = probe::arm_hwcap_features(getauxval(AT_HWCAP), getauxval(AT_HWCAP2));
+#endif
+  if (scope.memory) p.memory_bytes = probe::meminfo_total(read_text("/proc/meminfo"));
+  if (scope.memory && p.memory_bytes == 0) {
+    const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    if (pages > 0 && size > 0) p.memory_bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(size);
+  }
+  // Android runs a Linux kernel; its userland is told by ANDROID_ROOT or /system/build.prop.
+  struct stat sb;
+  if (std::getenv("ANDROID_ROOT") != nullptr || (stat("/system/build.prop", &sb) == 0 && S_ISREG(sb.st_mode))) {
+    p.os = "android";
+  }
+#endif
+#if defined(__APPLE__)
+#ifdef FATPTE_X86
+  p.cpu_features.clear();  // Python reads hw.optional.* on Intel Macs; cpuid gives the same bits
+  p.cpu_features = probe::x86_features(probe::x86_words());
+#endif
+  probe_macos(p);
+#endif
+  if (!scope.cpu_features) p.cpu_features.clear();
+  if (!scope.memory) p.memory_bytes = 0;
+  if (!scope.accelerators) return p;
+  std::vector<Accelerator> cuda = probe_cuda();
+  p.accelerators.insert(p.accelerators.end(), cuda.begin(), cuda.end());
+  return p;
+}
+
+}  // namespace fatpte

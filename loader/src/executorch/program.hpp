@@ -1,0 +1,50 @@
+// What the loader reads of an ExecuTorch program (ET12) before handing it to ExecuTorch: its
+// methods and, per method, the ExecuTorch backend ids its delegates name. These decide which
+// backend libraries an entry needs, so an entry whose backends are missing is skipped before
+// ExecuTorch loads anything, in v1 containers and in entries without manifest data alike.
+//
+// The program is untrusted: the extended header (`eh00`) is checked as specs/executorch.md
+// section 2 says, and the flatbuffer is read only after the flatbuffers verifier of the C++ code
+// flatc generates at build time from the SDK's own schema (executorch/schema/program.fbs) passed
+// over its first program_size bytes. No ExecuTorch library is needed for this.
+#ifndef FATPTE_SRC_EXECUTORCH_PROGRAM_HPP_
+#define FATPTE_SRC_EXECUTORCH_PROGRAM_HPP_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fatpte/format.hpp"
+#include "fatpte/result.hpp"
+#include "fatpte/status.hpp"
+
+namespace executorch_flatbuffer {
+struct Program;
+}  // namespace executorch_flatbuffer
+
+namespace fatpte {
+namespace et {
+
+struct MethodInfo {
+  std::string name;
+  std::vector<std::string> backend_ids;  // each once, in the order its first delegate appears
+};
+
+struct ProgramInfo {
+  std::vector<MethodInfo> methods;  // in the program's order
+  // The method named `name`, or nullptr.
+  const MethodInfo* method(const std::string& name) const;
+};
+
+// Read the program in `payload`, which lies at `file_offset` in its container (errors give
+// offsets in the file and the field `field`): E1001 identifier, E1002 truncated, E1003 extended
+// header, E1004 the flatbuffer fails verification, E1008 a method or delegate without its name.
+Result<ProgramInfo> read_program(Bytes payload, std::uint64_t file_offset, const std::string& field);
+
+// The root table of a program's flatbuffer, which read_program has verified (the same bytes).
+const ::executorch_flatbuffer::Program* program_root(const void* flatbuffer);
+
+}  // namespace et
+}  // namespace fatpte
+
+#endif  // FATPTE_SRC_EXECUTORCH_PROGRAM_HPP_

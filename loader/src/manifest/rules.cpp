@@ -1,0 +1,483 @@
+// The manifest's content rules, mirroring fatpte/manifest/ check_container in its order:
+// verifying (manifest/verify.cpp: every rule of specs/nfat-manifest.md 2.1, UTF-8 and the work
+// budget of 2.3, before any field is read), the value rules of _build, the consistency rules with
+// the tables, then the payload SHA-256 digests. Runs
+// last in the canonical order, over a container whose manifest is placed and whose CRC32C and
+// identifier are sound. Offsets are absolute in the file: the manifest offset plus the position
+// of the manifest table the rule is about, as Python reports them.
+#include <array>
+#include <cinttypes>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/sha256.hpp"
+#include "common/text.hpp"
+#include "fatpte/format.hpp"
+#include "fatpte/result.hpp"
+#include "fatpte/status.hpp"
+#include "manifest/rules.hpp"
+#include "manifest/verify.hpp"
+#include "nfat_manifest_generated.h"
+
+namespace fatpte {
+
+// manifest.LAYOUT_DTYPES: the dtypes a TensorLayout may name and the bytes of one element
+// (specs/nfat-manifest.md 3.3).
+// With each, ExecuTorch's ScalarType number (runtime/core/portable_type/scalar_type.h), which the
+// runner's NamedDataMap answers get_tensor_layout with.
+constexpr LayoutDtype kLayoutDtypes[] = {
+    {"uint8", 1, 0},           {"int8", 1, 1},           {"int16", 2, 2},          {"int32", 4, 3},
+    {"int64", 8, 4},           {"float16", 2, 5},        {"float32", 4, 6},        {"float64", 8, 7},
+    {"bool", 1, 11},           {"qint8", 1, 12},         {"quint8", 1, 13},        {"qint32", 4, 14},
+    {"bfloat16", 2, 15},       {"bits16", 2, 22},        {"float8_e5m2", 1, 23},   {"float8_e4m3fn", 1, 24},
+    {"float8_e5m2fnuz", 1, 25}, {"float8_e4m3fnuz", 1, 26}, {"uint16", 2, 27},     {"uint32", 4, 28},
+    {"uint64", 8, 29},
+};
+
+const LayoutDtype* layout_dtype(const char* name) {
+  for (const LayoutDtype& d : kLayoutDtypes) {
+    if (std::strcmp(name, d.name) == 0) return &d;
+  }
+  return nullptr;
+}
+
+namespace {
+
+namespace M = nfat::manifest;
+namespace F = format;
+
+constexpr std::size_t kMaxTextBytes = manifest_schema::kMaxTextBytes;
+constexpr std::size_t kSha256Size = manifest_schema::kSha256Size;
+
+std::optional<std::uint64_t> layout_element_bytes(const ::flatbuffers::String* dtype) {
+  const LayoutDtype* d = dtype == nullptr ? nullptr : layout_dtype(dtype->c_str());
+  if (d == nullptr) return std::nullopt;
+  return d->bytes;
+}
+
+// The tensor's bytes (manifest.TensorLayout.nbytes), saturating: a product past 2^64 - 1 can equal
+// no segment size, and saturating keeps the comparison exact without overflow.
+std::uint64_t layout_nbytes(const M::TensorLayout& lay, std::uint64_t element) {
+  std::uint64_t n = element;
+  if (lay.sizes() != nullptr) {
+    for (const std::int32_t d : *lay.sizes()) {
+      const auto size = static_cast<std::uint64_t>(d);
+      if (size != 0 && n > UINT64_MAX / size) return UINT64_MAX;
+      n *= size;
+    }
+  }
+  return n;
+}
+
+
+// ---- decoded values the consistency rules compare ----
+
+struct DimV {
+  std::uint64_t size;
+  std::optional<std::string> symbol;
+  bool operator==(const DimV& o) const { return size == o.size && symbol == o.symbol; }
+};
+struct TensorV {
+  std::string dtype;
+  std::vector<DimV> shape;
+  std::optional<std::string> name;
+  // specs/nfat-manifest.md section 5: the same dtype and dims, and the same name where both have one.
+  bool agrees(const TensorV& o) const { return dtype == o.dtype && shape == o.shape && (!name || !o.name || name == o.name); }
+};
+struct MethodV {
+  std::string name;
+  std::vector<TensorV> parts[3];  // inputs, outputs, buffers
+};
+struct EntryV {
+  std::string name;
+  std::uint64_t position;  // of the Entry table, within the manifest
+  std::vector<std::string> named_data;
+  std::optional<std::vector<MethodV>> signature;
+  std::optional<std::string> source_digest;
+  std::vector<std::uint8_t> payload_sha256;  // empty: none
+};
+
+std::string str(const ::flatbuffers::String* s) { return s == nullptr ? std::string() : s->str(); }
+std::optional<std::string> opt(const ::flatbuffers::String* s) {
+  return s == nullptr ? std::nullopt : std::optional<std::string>(s->str());
+}
+
+// The value rules of manifest._build, in its order; `pos_of` gives a table's manifest position.
+class Builder {
+ public:
+  Builder(const std::uint8_t* base, std::uint64_t file_offset) : base_(base), file_offset_(file_offset) {}
+
+  template <typename T>
+  std::uint64_t pos(const T* table) const {
+    return static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(table) - base_);
+  }
+
+  template <typename T>
+  Status invalid(const T* table, const std::string& path, const std::string& message) const {
+    return fail(Error::MANIFEST_VALUE_INVALID, file_offset_ + pos(table), path, "%s", message.c_str());
+  }
+
+  template <typename T>
+  Status nonempty(const T* table, const ::flatbuffers::String* s, const std::string& path, const char* key) const {
+    const std::size_t n = s == nullptr ? 0 : s->size();
+    if (n == 0 || n > kMaxTextBytes) {
+      return invalid(table, path + "." + key,
+                     std::string(key) + " must be 1 to 4096 bytes, got " + std::to_string(n));
+    }
+    return Status();
+  }
+
+  static bool digest_ok(const std::string& d) {
+    // [a-z0-9][a-z0-9_-]{0,31}:(?:[0-9a-f]{2}){1,64}
+    const auto colon = d.find(':');
+    if (colon == std::string::npos || colon == 0 || colon > 32) return false;
+    for (std::size_t i = 0; i < colon; ++i) {
+      const char c = d[i];
+      const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+      if (!(alnum || (i > 0 && (c == '_' || c == '-')))) return false;
+    }
+    const std::size_t hex = d.size() - colon - 1;
+    if (hex == 0 || hex % 2 != 0 || hex > 128) return false;
+    for (std::size_t i = colon + 1; i < d.size(); ++i) {
+      const char c = d[i];
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    }
+    return true;
+  }
+
+  Status tensors(const ::flatbuffers::Vector<::flatbuffers::Offset<M::TensorSpec>>* v, bool buffers,
+                 const std::string& path, std::vector<TensorV>& out) const {
+    if (v == nullptr) return Status();
+    for (::flatbuffers::uoffset_t j = 0; j < v->size(); ++j) {
+      const M::TensorSpec* t = v->Get(j);
+      const std::string tp = path + "[" + std::to_string(j) + "]";
+      if (buffers && t->name() != nullptr && t->name()->size() == 0) {
+        return invalid(t, tp + ".name", "a mutable buffer's name, when present, must not be empty");
+      }
+      TensorV tv;
+      if (t->shape() != nullptr) {
+        for (::flatbuffers::uoffset_t k = 0; k < t->shape()->size(); ++k) {
+          const M::Dim* d = t->shape()->Get(k);
+          if (d->symbol() != nullptr && (d->size() != 0 || d->symbol()->size() == 0)) {
+            return invalid(d, tp + ".shape[" + std::to_string(k) + "]",
+                           "a symbolic dimension has a non-empty symbol and size 0");
+          }
+          tv.shape.push_back(DimV{d->size(), opt(d->symbol())});
+        }
+      }
+      FATPTE_RETURN_IF_ERROR(nonempty(t, t->dtype(), tp, "dtype"));
+      tv.dtype = str(t->dtype());
+      tv.name = opt(t->name());
+      out.push_back(std::move(tv));
+    }
+    return Status();
+  }
+
+  Status signature(const M::Signature* sig, const std::string& path, std::vector<MethodV>& out) const {
+    if (sig->methods() == nullptr) return Status();
+    static const char* const kParts[3] = {"inputs", "outputs", "buffers"};
+    for (::flatbuffers::uoffset_t i = 0; i < sig->methods()->size(); ++i) {
+      const M::Method* m = sig->methods()->Get(i);
+      const std::string p = path + ".methods[" + std::to_string(i) + "]";
+      FATPTE_RETURN_IF_ERROR(nonempty(m, m->name(), p, "name"));
+      MethodV mv;
+      mv.name = str(m->name());
+      for (const MethodV& seen : out) {
+        if (seen.name == mv.name) return invalid(m, p + ".name", "method '" + mv.name + "' appears twice");
+      }
+      const ::flatbuffers::Vector<::flatbuffers::Offset<M::TensorSpec>>* parts[3] = {m->inputs(), m->outputs(),
+                                                                                    m->buffers()};
+      for (int k = 0; k < 3; ++k) {
+        FATPTE_RETURN_IF_ERROR(tensors(parts[k], k == 2, p + "." + kParts[k], mv.parts[k]));
+      }
+      out.push_back(std::move(mv));
+    }
+    return Status();
+  }
+
+  // manifest.TensorLayout.problem(), in its order.
+  Status layout(const M::TensorLayout* lay, const std::string& path) const {
+    FATPTE_RETURN_IF_ERROR(nonempty(lay, lay->dtype(), path, "dtype"));
+    if (!layout_element_bytes(lay->dtype())) {
+      return invalid(lay, path, "dtype '" + lay->dtype()->str() + "' is not a dtype of specs/nfat-manifest.md 3.3");
+    }
+    const std::size_t rank = lay->sizes() == nullptr ? 0 : lay->sizes()->size();
+    for (std::size_t k = 0; k < rank; ++k) {
+      if (lay->sizes()->Get(static_cast<::flatbuffers::uoffset_t>(k)) < 0) {
+        return invalid(lay, path, "sizes[" + std::to_string(k) + "] is negative");
+      }
+    }
+    if (lay->dim_order() != nullptr && lay->dim_order()->size() != 0) {
+      std::vector<bool> seen(rank, false);
+      bool permutation = lay->dim_order()->size() == rank;
+      for (std::size_t k = 0; permutation && k < rank; ++k) {
+        const std::uint8_t d = lay->dim_order()->Get(static_cast<::flatbuffers::uoffset_t>(k));
+        permutation = d < rank && !seen[d];
+        if (permutation) seen[d] = true;
+      }
+      if (!permutation) return invalid(lay, path, "dim_order is not a permutation of 0..rank-1");
+    }
+    return Status();
+  }
+
+  Status entries(const M::Manifest& m, std::vector<EntryV>& out) const {
+    if (m.entries() == nullptr) return Status();
+    for (::flatbuffers::uoffset_t i = 0; i < m.entries()->size(); ++i) {
+      const M::Entry* e = m.entries()->Get(i);
+      const std::string p = "manifest.entries[" + std::to_string(i) + "]";
+      const auto* sha = e->payload_sha256();
+      if (sha != nullptr && sha->size() != 0 && sha->size() != kSha256Size) {
+        return invalid(e, p + ".payload_sha256",
+                       "payload_sha256 has " + std::to_string(sha->size()) + " bytes; a SHA-256 has 32");
+      }
+      if (e->source_digest() != nullptr && !digest_ok(e->source_digest()->str())) {
+        return invalid(e, p + ".source_digest",
+                       "source_digest '" + e->source_digest()->str() + "' is not '<algorithm>:<lowercase hex>'");
+      }
+      EntryV ev;
+      if (e->named_data() != nullptr) {
+        for (::flatbuffers::uoffset_t k = 0; k < e->named_data()->size(); ++k) {
+          const auto* key = e->named_data()->Get(k);
+          if (key->size() == 0) return invalid(e, p + ".named_data[" + std::to_string(k) + "]", "a named-data key is empty");
+          ev.named_data.push_back(key->str());
+        }
+      }
+      if (const auto* backends = e->executorch_backends()) {
+        std::set<std::string> seen;
+        for (::flatbuffers::uoffset_t k = 0; k < backends->size(); ++k) {
+          const auto* id = backends->Get(k);
+          const std::string bp = p + ".executorch_backends[" + std::to_string(k) + "]";
+          if (id->size() == 0 || id->size() > kMaxTextBytes) {
+            return invalid(e, bp, "a backend id must be 1 to 4096 bytes");
+          }
+          if (!seen.insert(id->str()).second) return invalid(e, bp, "backend id '" + id->str() + "' is listed twice");
+        }
+      }
+      FATPTE_RETURN_IF_ERROR(nonempty(e, e->name(), p, "name"));
+      ev.name = str(e->name());
+      ev.position = pos(e);
+      if (e->signature() != nullptr) {
+        std::vector<MethodV> methods;
+        FATPTE_RETURN_IF_ERROR(signature(e->signature(), p + ".signature", methods));
+        ev.signature = std::move(methods);
+      }
+      ev.source_digest = opt(e->source_digest());
+      if (sha != nullptr) ev.payload_sha256.assign(sha->begin(), sha->end());
+      out.push_back(std::move(ev));
+    }
+    return Status();
+  }
+
+ private:
+  const std::uint8_t* base_;
+  std::uint64_t file_offset_;
+};
+
+// dtypes and dims (and names where both have one) position by position, methods in any order:
+// rules.signature_difference.
+bool same_signature(const std::vector<MethodV>& a, const std::vector<MethodV>& b) {
+  std::multiset<std::string> na, nb;
+  for (const auto& m : a) na.insert(m.name);
+  for (const auto& m : b) nb.insert(m.name);
+  if (na != nb) return false;
+  for (const auto& ma : a) {
+    for (const auto& mb : b) {
+      if (mb.name != ma.name) continue;
+      for (int k = 0; k < 3; ++k) {
+        if (ma.parts[k].size() != mb.parts[k].size()) return false;
+        for (std::size_t j = 0; j < ma.parts[k].size(); ++j) {
+          if (!ma.parts[k][j].agrees(mb.parts[k][j])) return false;
+        }
+      }
+      break;
+    }
+  }
+  return true;
+}
+
+// Section 2 of specs/nfat-manifest.md whole: the verifier (2.1, 2.3), then the value rules of 2.2 in
+// manifest._build's order, entries first, then the keys. Fills what the consistency rules compare.
+Status decode(const std::uint8_t* m, std::uint64_t size, std::uint64_t base, std::vector<EntryV>& entries,
+              std::vector<std::pair<std::string, std::uint32_t>>& named,
+              std::vector<const M::TensorLayout*>& named_layouts) {
+  FATPTE_RETURN_IF_ERROR(detail::verify_manifest(m, size, base));
+  const M::Manifest& root = *M::GetManifest(m);
+  Builder b(m, base);
+  FATPTE_RETURN_IF_ERROR(b.entries(root, entries));
+  if (root.named_data() != nullptr) {
+    named.reserve(root.named_data()->size());
+    for (::flatbuffers::uoffset_t i = 0; i < root.named_data()->size(); ++i) {
+      const M::NamedData* nd = root.named_data()->Get(i);
+      const std::string p = "manifest.named_data[" + std::to_string(i) + "]";
+      FATPTE_RETURN_IF_ERROR(b.nonempty(nd, nd->key(), p, "key"));
+      named.emplace_back(nd->key()->str(), nd->segment());
+      // std::string compares bytewise (as unsigned char), like Python's bytes.
+      if (i > 0 && !(named[i - 1].first < named[i].first)) {
+        return fail(Error::NAMED_DATA_KEYS_UNSORTED, base + b.pos(nd), p + ".key",
+                    "key '%s' is not after '%s': keys must be unique and sorted bytewise",
+                    detail::clipped(named[i].first).c_str(), detail::clipped(named[i - 1].first).c_str());
+      }
+      if (nd->layout() != nullptr) FATPTE_RETURN_IF_ERROR(b.layout(nd->layout(), p + ".layout"));
+      named_layouts.push_back(nd->layout());
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+namespace detail {
+
+Status check_manifest_buffer(const std::uint8_t* data, std::uint64_t size, std::uint64_t base) {
+  std::vector<EntryV> entries;
+  std::vector<std::pair<std::string, std::uint32_t>> named;
+  std::vector<const M::TensorLayout*> layouts;
+  return decode(data, size, base, entries, named, layouts);
+}
+
+}  // namespace detail
+
+Status check_manifest_contents(Bytes buf, const Structure& st) {
+  const Header& h = st.header;
+  const std::uint64_t seg_at = std::uint64_t{h.header_size} + std::uint64_t{h.entry_count} * h.entry_size;
+  if (h.manifest_size == 0) {
+    if (st.segments.empty()) return Status();
+    // Without a manifest no named-data key names a segment, so every segment is unreachable.
+    return fail(Error::SEGMENT_UNREFERENCED, seg_at, "segments[0]",
+                "segment 0 is named by no named-data key (the container has no manifest)");
+  }
+  if (!st.manifest_placed) return Status();
+  const std::uint8_t* m = buf.data + h.manifest_offset;
+  const std::uint64_t base = h.manifest_offset;
+  std::vector<EntryV> entries;
+  std::vector<std::pair<std::string, std::uint32_t>> named;
+  std::vector<const M::TensorLayout*> named_layouts;  // per key, nullptr when it has none
+  FATPTE_RETURN_IF_ERROR(decode(m, h.manifest_size, base, entries, named, named_layouts));
+
+  // ---- consistency with the tables (manifest.consistency_problems), in its order ----
+  std::map<std::string, std::size_t> seen;
+  std::set<std::string> table;
+  for (const Entry& e : st.entries) table.insert(e.name);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const EntryV& e = entries[i];
+    const std::string path = "manifest.entries[" + std::to_string(i) + "].name";
+    auto it = seen.find(e.name);
+    if (it != seen.end()) {
+      return fail(Error::DUPLICATE_MANIFEST_ENTRY, base + e.position, path,
+                  "manifest entries %zu and %zu are both named '%s'", it->second, i, e.name.c_str());
+    }
+    seen.emplace(e.name, i);
+    FATPTE_CHECK(table.count(e.name) != 0, Error::MANIFEST_ENTRY_UNKNOWN, base + e.position, path,
+                 "manifest entry '%s' names no entry of the table", e.name.c_str());
+  }
+  for (const Entry& e : st.entries) {
+    FATPTE_CHECK(seen.count(e.name) != 0, Error::MANIFEST_ENTRY_MISSING,
+                 std::uint64_t{h.header_size} + std::uint64_t{e.index} * h.entry_size,
+                 "entries[" + std::to_string(e.index) + "].name",
+                 "entry '%s' has no entry in the manifest; every entry must have exactly one", e.name.c_str());
+  }
+  std::set<std::uint32_t> referenced;
+  std::set<std::string> keys;
+  for (std::size_t i = 0; i < named.size(); ++i) {
+    FATPTE_CHECK(named[i].second < st.segments.size(), Error::NAMED_DATA_BAD_SEGMENT, base,
+                 "manifest.named_data[" + std::to_string(i) + "].segment",
+                 "named-data key '%s' points at segment %u, but the segment table has %zu", named[i].first.c_str(),
+                 named[i].second, st.segments.size());
+    if (const M::TensorLayout* lay = named_layouts[i]) {
+      const std::uint64_t want = layout_nbytes(*lay, *layout_element_bytes(lay->dtype()));
+      const std::uint64_t have = st.segments[named[i].second].size;
+      FATPTE_CHECK(want == have, Error::NAMED_DATA_LAYOUT_MISMATCH, base,
+                   "manifest.named_data[" + std::to_string(i) + "].layout",
+                   "named-data key '%s' has a layout of %" PRIu64 " bytes, but its segment %u holds %" PRIu64,
+                   named[i].first.c_str(), want, named[i].second, have);
+    }
+    referenced.insert(named[i].second);
+    keys.insert(named[i].first);
+  }
+  for (const Segment& s : st.segments) {
+    FATPTE_CHECK(referenced.count(s.index) != 0, Error::SEGMENT_UNREFERENCED,
+                 seg_at + std::uint64_t{s.index} * h.segment_entry_size, "segments[" + std::to_string(s.index) + "]",
+                 "segment %u is named by no named-data key: its bytes are unreachable", s.index);
+  }
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    for (std::size_t k = 0; k < entries[i].named_data.size(); ++k) {
+      const std::string& key = entries[i].named_data[k];
+      FATPTE_CHECK(keys.count(key) != 0, Error::NAMED_DATA_KEY_MISSING, base + entries[i].position,
+                   "manifest.entries[" + std::to_string(i) + "].named_data[" + std::to_string(k) + "]",
+                   "entry '%s' needs named-data key '%s', which the manifest does not define",
+                   entries[i].name.c_str(), key.c_str());
+    }
+  }
+  const EntryV* first_sig = nullptr;
+  const EntryV* first_digest = nullptr;
+  // (method, part, position) -> (name, entry naming it first): rules.signature_problems.
+  std::map<std::tuple<std::string, int, std::size_t>, std::pair<std::string, std::string>> namers;
+  static const char* const kParts[3] = {"inputs", "outputs", "buffers"};
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const EntryV& e = entries[i];
+    if (e.signature) {
+      const std::string path = "manifest.entries[" + std::to_string(i) + "].signature";
+      if (first_sig == nullptr) {
+        first_sig = &e;
+      } else {
+        FATPTE_CHECK(same_signature(*first_sig->signature, *e.signature), Error::SIGNATURE_MISMATCH,
+                     base + e.position, path, "entries '%s' and '%s' declare different program signatures",
+                     first_sig->name.c_str(), e.name.c_str());
+      }
+      for (const MethodV& m : *e.signature) {
+        for (int k = 0; k < 3; ++k) {
+          for (std::size_t j = 0; j < m.parts[k].size(); ++j) {
+            if (!m.parts[k][j].name) continue;
+            const auto got = namers.emplace(std::make_tuple(m.name, k, j), std::make_pair(*m.parts[k][j].name, e.name));
+            const auto& [name, who] = got.first->second;
+            FATPTE_CHECK(name == *m.parts[k][j].name, Error::SIGNATURE_MISMATCH, base + e.position, path,
+                         "entries '%s' and '%s' declare different program signatures: method '%s' %s[%zu] is "
+                         "named '%s' by '%s' and '%s' by '%s'", who.c_str(), e.name.c_str(), m.name.c_str(),
+                         kParts[k], j, name.c_str(), who.c_str(), m.parts[k][j].name->c_str(), e.name.c_str());
+          }
+        }
+      }
+    }
+    if (e.source_digest) {
+      if (first_digest == nullptr) {
+        first_digest = &e;
+      } else {
+        FATPTE_CHECK(*e.source_digest == *first_digest->source_digest, Error::SOURCE_DIGEST_MISMATCH,
+                     base + e.position, "manifest.entries[" + std::to_string(i) + "].source_digest",
+                     "entries '%s' and '%s' were built from different source programs: %s vs %s",
+                     first_digest->name.c_str(), e.name.c_str(), first_digest->source_digest->c_str(),
+                     e.source_digest->c_str());
+      }
+    }
+  }
+
+  // ---- payload digests ----
+  std::map<std::string, const Entry*> by_name;
+  for (const Entry& e : st.entries) by_name[e.name] = &e;
+  // Each payload is hashed once, however many manifest entries claim it (Python does the same).
+  std::map<std::uint32_t, std::array<std::uint8_t, kSha256Size>> digests;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const EntryV& me = entries[i];
+    if (me.payload_sha256.empty()) continue;
+    auto it = by_name.find(me.name);
+    if (it == by_name.end()) continue;
+    const Entry& e = *it->second;
+    auto known = digests.find(e.index);
+    if (known == digests.end()) {
+      known = digests.emplace(e.index, detail::sha256(buf.data + e.offset, static_cast<std::size_t>(e.size))).first;
+    }
+    const auto& digest = known->second;
+    FATPTE_CHECK(std::memcmp(digest.data(), me.payload_sha256.data(), kSha256Size) == 0,
+                 Error::PAYLOAD_DIGEST_MISMATCH, base + me.position,
+                 "manifest.entries[" + std::to_string(i) + "].payload_sha256",
+                 "the SHA-256 of the payload of '%s' does not match its manifest entry", e.name.c_str());
+  }
+  return Status();
+}
+
+}  // namespace fatpte

@@ -1,0 +1,418 @@
+// Dispatch (see dispatch.hpp): the caller's library configuration, the fallback over eligible
+// entries, and fatpte's example backend ABI (backend.h). ExecuTorch entries are loaded by
+// run/et_runner.cpp.
+#include "fatpte/dispatch.hpp"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/json.hpp"
+#include "common/text.hpp"
+#include "container/manifest_view.hpp"
+#include "executorch/program_payload.hpp"
+#include "fatpte/device.hpp"
+#include "run/et_runner.hpp"
+#include "run/library_search.hpp"
+
+#ifndef FATPTE_EXECUTORCH_LIBRARY_DIR
+#define FATPTE_EXECUTORCH_LIBRARY_DIR ""
+#endif
+
+namespace fatpte {
+namespace detail {
+
+namespace {
+
+bool is_file(const std::string& path) {
+  struct stat sb;
+  return stat(path.c_str(), &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+}  // namespace
+
+std::string find_library(const std::string& file, const std::vector<std::string>& dirs) {
+  if (file.find('/') != std::string::npos) return is_file(file) ? file : std::string();
+  for (const std::string& d : dirs) {
+    const std::string candidate = d + "/" + file;
+    if (is_file(candidate)) return candidate;
+  }
+  return std::string();
+}
+
+std::string not_found(const std::string& file, const std::vector<std::string>& dirs) {
+  if (file.find('/') != std::string::npos) return "not found at " + file;
+  std::string where;
+  for (const std::string& d : dirs) where += (where.empty() ? "" : ", ") + d;
+  return "not found in " + (where.empty() ? std::string("any directory (no backend path is configured)") : where);
+}
+
+}  // namespace detail
+
+namespace {
+
+namespace M = nfat::manifest;
+
+// ---- fatpte's example backend ABI (backend.h) ----
+
+// The named data an example backend may look up: every key of the container, each segment's
+// CRC32C checked before its bytes are first handed out.
+struct NamedData {
+  const Container* container = nullptr;
+  std::map<std::string, std::uint32_t> keys;  // key -> segment index
+  std::vector<std::uint8_t> verified;          // per segment: 0 unchecked, 1 good, 2 damaged
+  Status damage;
+  std::mutex mutex;
+  fatpte_named_data api{};
+};
+
+int lookup(void* context, const char* key, const void** data, std::uint64_t* size) {
+  if (context == nullptr || key == nullptr || data == nullptr || size == nullptr) return 1;
+  auto* nd = static_cast<NamedData*>(context);
+  auto it = nd->keys.find(key);
+  if (it == nd->keys.end()) return 1;
+  const Segment& s = nd->container->segments()[it->second];
+  std::lock_guard<std::mutex> lock(nd->mutex);
+  if (nd->verified[it->second] == 0) {
+    Status st = check_segment_integrity(nd->container->bytes(), nd->container->header(), s);
+    nd->verified[it->second] = st.ok() ? 1 : 2;
+    if (!st.ok() && nd->damage.ok()) nd->damage = std::move(st);
+  }
+  if (nd->verified[it->second] != 1) return 1;
+  *data = nd->container->bytes().data + s.offset;
+  *size = s.size;
+  return 0;
+}
+
+Result<std::shared_ptr<NamedData>> named_data(const Container& c) {
+  auto nd = std::make_shared<NamedData>();
+  nd->container = &c;
+  nd->verified.assign(c.segments().size(), 0);
+  nd->api.context = nd.get();
+  nd->api.lookup = lookup;
+  auto manifest = manifest_view(c);
+  if (!manifest.ok()) return manifest.error();
+  const M::Manifest* root = manifest.value().root();
+  if (root != nullptr && root->named_data() != nullptr) {
+    for (const M::NamedData* item : *root->named_data()) {
+      if (item->segment() >= c.segments().size()) continue;  // validate reports it (E0414)
+      nd->keys[item->key()->str()] = item->segment();
+    }
+  }
+  return nd;
+}
+
+std::string why_text(const char* why) { return why[0] != '\0' ? std::string(why) : std::string("no reason given"); }
+
+class ExampleLoaded final : public Loaded {
+ public:
+  ExampleLoaded(std::uint32_t index, const fatpte_backend* table, void* model, std::shared_ptr<NamedData> nd)
+      : Loaded(index, "forward"), table_(table), model_(model), named_data_(std::move(nd)) {}
+  ~ExampleLoaded() override {
+    table_->unload(model_);
+    // The library stays mapped: a backend may have started threads or registered handlers that
+    // outlive unload, and unmapping their code would crash the process later.
+  }
+
+  // The example ABI takes one float32 tensor (its elements in order) and returns one, flat.
+  Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) override {
+    FATPTE_CHECK(inputs.size() == 1 && inputs[0].dtype == DType::kFloat32, Error::INVALID_ARGUMENT, kNoOffset,
+                 "inputs", "backend '%s' (the example ABI) takes one float32 tensor; %zu inputs were given",
+                 table_->backend_id, inputs.size());
+    std::vector<float> in(inputs[0].data.size() / sizeof(float));
+    std::memcpy(in.data(), inputs[0].data.data(), in.size() * sizeof(float));
+    std::vector<float> result(kMaxOutputs);
+    char why[512] = {0};
+    std::size_t count = 0;
+    const int rc = table_->run(model_, in.data(), in.size(), result.data(), result.size(), &count, why, sizeof why);
+    FATPTE_CHECK(rc == 0, Error::INVALID_ARGUMENT, kNoOffset, "", "backend '%s' could not run: %s",
+                 table_->backend_id, why_text(why).c_str());
+    FATPTE_CHECK(count <= result.size(), Error::INVALID_ARGUMENT, kNoOffset, "",
+                 "backend '%s' reported %zu outputs for a buffer of %zu", table_->backend_id, count, result.size());
+    Tensor out;
+    out.dtype = DType::kFloat32;
+    out.shape = {static_cast<std::int64_t>(count)};
+    out.data.resize(count * sizeof(float));
+    std::memcpy(out.data.data(), result.data(), out.data.size());
+    return std::vector<Tensor>{std::move(out)};
+  }
+
+ private:
+  static constexpr std::size_t kMaxOutputs = 1u << 16;
+  const fatpte_backend* table_;
+  void* model_;
+  std::shared_ptr<NamedData> named_data_;  // the lookup context the backend may keep using
+};
+
+// Load `e` into its example backend library. Fails only for damage; otherwise `out` or the reason.
+Status load_example(const Container& c, const Entry& e, const Verdict& v, const std::string& device_json,
+                    const LoadOptions& options, const std::vector<std::string>& dirs, Attempt& attempt,
+                    std::unique_ptr<Loaded>& out) {
+  FATPTE_RETURN_IF_ERROR(check_payload_integrity(c.bytes(), c.header(), e));
+  const std::string file = backend_library_name(e.backend_id);
+  attempt.library = file;
+  if (options.method != "forward") {
+    attempt.outcome = "the example backend ABI has one method, 'forward', not '" + options.method + "'";
+    return Status();
+  }
+  const std::string found = detail::find_library(file, dirs);
+  if (found.empty()) {
+    attempt.outcome = "library " + file + " " + detail::not_found(file, dirs);
+    return Status();
+  }
+  attempt.library = found;
+  void* lib = dlopen(found.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* err = dlerror();
+    attempt.outcome = std::string("cannot open the library: ") + (err ? err : "unknown error");
+    return Status();
+  }
+  // POSIX guarantees a symbol address from dlsym converts to a function pointer.
+  auto entry = reinterpret_cast<fatpte_backend_entry>(dlsym(lib, FATPTE_BACKEND_ENTRY_SYMBOL));
+  const fatpte_backend* table = entry != nullptr ? entry() : nullptr;
+  // Refused or failed: the library is left mapped (see ~ExampleLoaded) but never called again.
+  if (table == nullptr) {
+    attempt.outcome = std::string("the library does not export ") + FATPTE_BACKEND_ENTRY_SYMBOL;
+  } else if (v.has_backend_abi && (table->abi_version < v.backend_abi_min || table->abi_version > v.backend_abi_max)) {
+    // The entry's own range first (specs/nfat-manifest.md 4.2): like a missing library, a
+    // reason to fall back to the next eligible entry, and the library is never called.
+    attempt.outcome = "refused: backend library " + file + " reports ABI version " + std::to_string(table->abi_version) +
+                      ", the entry needs " + std::to_string(v.backend_abi_min) + ".." +
+                      std::to_string(v.backend_abi_max);
+  } else if (table->abi_version != FATPTE_BACKEND_ABI_VERSION) {
+    attempt.outcome = "refused: the library speaks backend ABI version " + std::to_string(table->abi_version) +
+                      ", this loader speaks " + std::to_string(FATPTE_BACKEND_ABI_VERSION);
+  } else if (table->backend_id == nullptr || e.backend_id != table->backend_id) {
+    attempt.outcome = std::string("refused: the library says it is backend '") +
+                      (table->backend_id ? table->backend_id : "(null)") + "', not '" + e.backend_id + "'";
+  } else if (!table->is_available || !table->load || !table->run || !table->unload) {
+    attempt.outcome = "refused: the library's function table is incomplete";
+  } else {
+    char why[512] = {0};
+    if (table->is_available(device_json.c_str(), why, sizeof why) != 0) {
+      attempt.outcome = "not available on this machine: " + why_text(why);
+      return Status();
+    }
+    auto nd = named_data(c);
+    if (!nd.ok()) return nd.error();
+    Bytes payload = c.payload(e.index).value();
+    void* model = nullptr;
+    why[0] = '\0';
+    const int rc = table->load(payload.data, payload.size, &nd.value()->api, &model, why, sizeof why);
+    {
+      std::lock_guard<std::mutex> lock(nd.value()->mutex);
+      if (!nd.value()->damage.ok()) {
+        if (rc == 0) table->unload(model);
+        return nd.value()->damage;
+      }
+    }
+    if (rc != 0) {
+      attempt.outcome = "the backend could not load the payload: " + why_text(why);
+      return Status();
+    }
+    attempt.outcome = "loaded";
+    out = std::make_unique<ExampleLoaded>(e.index, table, model, nd.value());
+  }
+  return Status();
+}
+
+bool valid_backend_key(const std::string& id) {
+  if (id.empty() || id.size() > 128) return false;
+  return std::all_of(id.begin(), id.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '_' || ch == '.' || ch == '-';
+  });
+}
+
+std::string resolve_from(const std::string& base, const std::string& path) {
+  if (path.empty() || path[0] == '/' || base.empty()) return path;
+  return base + "/" + path;
+}
+
+}  // namespace
+
+Status set_backend_library(LoadOptions& options, const std::string& assignment) {
+  const std::size_t eq = assignment.find('=');
+  const std::string id = eq == std::string::npos ? assignment : assignment.substr(0, eq);
+  FATPTE_CHECK(eq != std::string::npos && valid_backend_key(id), Error::INVALID_ARGUMENT, kNoOffset, "--backend-lib",
+               "--backend-lib takes ID=PATH (an ExecuTorch backend id such as XnnpackBackend, or kernels), "
+               "or ID= to withhold it; got '%s'",
+               assignment.c_str());
+  options.libraries[id] = assignment.substr(eq + 1);
+  return Status();
+}
+
+Status read_backend_map(LoadOptions& options, const std::string& path) {
+  auto text = json::read_file(path, std::uint64_t{1} << 20);
+  if (!text.ok()) return text.error();
+  auto doc = json::parse(text.value(), path);
+  if (!doc.ok()) return doc.error();
+  const std::size_t slash = path.rfind('/');
+  const std::string base = slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+  const json::Value& root = doc.value();
+  FATPTE_CHECK(root.kind == json::Value::kObject, Error::INVALID_ARGUMENT, 0, "$",
+               "%s: a backend map is an object with \"search_path\" and \"libraries\"", path.c_str());
+  for (const auto& member : root.members) {
+    const json::Value& v = member.second;
+    if (member.first == "search_path") {
+      FATPTE_CHECK(v.kind == json::Value::kArray, Error::INVALID_ARGUMENT, v.offset, "search_path",
+                   "%s: search_path must be a list of folders", path.c_str());
+      for (std::size_t i = 0; i < v.items.size(); ++i) {
+        FATPTE_CHECK(v.items[i].kind == json::Value::kString && !v.items[i].text.empty(), Error::INVALID_ARGUMENT,
+                     v.items[i].offset, "search_path[" + std::to_string(i) + "]",
+                     "%s: search_path[%zu] must be a folder name", path.c_str(), i);
+        options.search_path.push_back(resolve_from(base, v.items[i].text));
+      }
+    } else if (member.first == "libraries") {
+      FATPTE_CHECK(v.kind == json::Value::kObject, Error::INVALID_ARGUMENT, v.offset, "libraries",
+                   "%s: libraries must map backend ids to library files", path.c_str());
+      for (const auto& lib : v.members) {
+        FATPTE_CHECK(valid_backend_key(lib.first) && lib.second.kind == json::Value::kString, Error::INVALID_ARGUMENT,
+                     lib.second.offset, "libraries." + lib.first,
+                     "%s: libraries.%s must be a library file name or path (\"\" withholds it)", path.c_str(),
+                     lib.first.c_str());
+        const std::string& file = lib.second.text;
+        options.libraries[lib.first] = file.find('/') == std::string::npos ? file : resolve_from(base, file);
+      }
+    } else {
+      return fail(Error::INVALID_ARGUMENT, v.offset, member.first,
+                  "%s: unknown key \"%s\" (a backend map has \"search_path\" and \"libraries\")", path.c_str(),
+                  member.first.c_str());
+    }
+  }
+  return Status();
+}
+
+std::vector<std::string> backend_search_path(const LoadOptions& options) {
+  std::vector<std::string> dirs;
+  for (const std::string& d : options.search_path) {
+    if (!d.empty()) dirs.push_back(d);
+  }
+  if (options.use_environment) {
+    if (const char* env = std::getenv("FATPTE_BACKEND_PATH")) {
+      std::string part;
+      for (const char* p = env;; ++p) {
+        if (*p == ':' || *p == '\0') {
+          if (!part.empty()) dirs.push_back(part);
+          part.clear();
+          if (*p == '\0') break;
+        } else {
+          part += *p;
+        }
+      }
+    }
+  }
+  return dirs;
+}
+
+std::vector<std::string> executorch_search_path(const LoadOptions& options) {
+  std::vector<std::string> dirs = backend_search_path(options);
+  if (options.use_build_default && build_executorch_library_dir()[0] != '\0') {
+    dirs.push_back(build_executorch_library_dir());
+  }
+  return dirs;
+}
+
+std::string executorch_library_name(const std::string& backend_id) {
+  std::string stem = backend_id;
+  const std::string suffix = "Backend";
+  if (stem.size() > suffix.size() && stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    stem.resize(stem.size() - suffix.size());
+  }
+  for (char& ch : stem) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+#if defined(__APPLE__)
+  return "libexecutorch_backend_" + stem + ".dylib";
+#else
+  return "libexecutorch_backend_" + stem + ".so";
+#endif
+}
+
+std::string backend_library_name(const std::string& backend_id) {
+#if defined(__APPLE__)
+  return "libfatpte_backend_" + backend_id + ".dylib";
+#else
+  return "libfatpte_backend_" + backend_id + ".so";
+#endif
+}
+
+const char* build_executorch_library_dir() noexcept { return FATPTE_EXECUTORCH_LIBRARY_DIR; }
+
+bool has_executorch() noexcept { return et::available(); }
+
+void set_executorch_log(bool forward) { et::set_log_forwarding(forward); }
+
+Result<std::map<std::string, Bytes>> named_data_map(const Container& c) {
+  std::map<std::string, Bytes> keys;
+  auto manifest = manifest_view(c);
+  if (!manifest.ok()) return manifest.error();
+  const M::Manifest* root = manifest.value().root();
+  if (root != nullptr && root->named_data() != nullptr) {
+    for (const M::NamedData* item : *root->named_data()) {
+      if (item->segment() >= c.segments().size()) continue;  // validate reports it (E0414)
+      const Segment& s = c.segments()[item->segment()];
+      keys[item->key()->str()] = Bytes{c.bytes().data + s.offset, s.size};
+    }
+  }
+  return keys;
+}
+
+Result<Dispatch> load(const Container& c, const Selection& s, const DeviceProfile& device, const LoadOptions& options) {
+  const std::vector<std::string> dirs = backend_search_path(options);
+  const std::vector<std::string> et_dirs = executorch_search_path(options);
+  std::string device_json;  // what an example library is given; programs need none
+  std::vector<const Verdict*> ranked;
+  for (const Verdict& v : s.verdicts) {
+    if (v.eligible) ranked.push_back(&v);
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const Verdict* a, const Verdict* b) { return a->rank < b->rank; });
+  Dispatch out;
+  bool operators_loaded = false;
+  for (const Verdict* v : ranked) {
+    const Entry& e = c.entries()[v->index];
+    Attempt attempt;
+    attempt.index = e.index;
+    std::unique_ptr<Loaded> loaded;
+    if (payload_is_program(c, e)) {
+      if (!operators_loaded) {
+        et::load_operator_libraries(options, et_dirs, out.notes);
+        operators_loaded = true;
+      }
+      FATPTE_RETURN_IF_ERROR(et::load_entry(c, e, options, et_dirs, attempt, loaded));
+    } else {
+      if (device_json.empty()) device_json = canonical_json(device);
+      FATPTE_RETURN_IF_ERROR(load_example(c, e, *v, device_json, options, dirs, attempt, loaded));
+    }
+    out.attempts.push_back(std::move(attempt));
+    if (loaded) {
+      out.loaded = std::move(loaded);
+      return out;
+    }
+  }
+  return fail(Error::NO_SPECIALIZATION_FITS, kNoOffset, "", "no eligible entry could be loaded:\n%s",
+              explain_dispatch(c, out).c_str());
+}
+
+std::string explain_dispatch(const Container& c, const Dispatch& d) {
+  std::string out;
+  for (const std::string& note : d.notes) out += (out.empty() ? "" : "\n") + ("  " + note);
+  for (const Attempt& a : d.attempts) {
+    const Entry& e = c.entries()[a.index];
+    if (!out.empty()) out += "\n";
+    // Names and backend ids come from the file (a version 1 id may hold any byte from 0x01 to
+    // 0x7f), outcomes quote them and the backends' own words: every line escaped.
+    out += "  dispatch: " + entry_label(e) + ": " + detail::printable(a.outcome);
+    if (!a.library.empty()) out += " (" + detail::printable(a.library) + ")";
+    for (const std::string& line : a.details) out += "\n      " + detail::printable(line);
+  }
+  return out;
+}
+
+}  // namespace fatpte

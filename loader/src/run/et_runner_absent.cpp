@@ -1,0 +1,24 @@
+// The ExecuTorch runner of a libfatpte built without the ExecuTorch SDK (FATPTE_EXECUTORCH=OFF):
+// ExecuTorch entries are skipped with that reason, so a container that also holds other
+// payloads still loads them, and one that does not fails with every reason listed.
+#include "run/et_runner.hpp"
+
+namespace fatpte {
+namespace et {
+
+bool available() noexcept { return false; }
+
+void set_log_forwarding(bool) {}
+
+void load_operator_libraries(const LoadOptions&, const std::vector<std::string>&, std::vector<std::string>&) {}
+
+Status load_entry(const Container& c, const Entry& e, const LoadOptions&, const std::vector<std::string>&,
+                  Attempt& attempt, std::unique_ptr<Loaded>&) {
+  FATPTE_RETURN_IF_ERROR(check_payload_integrity(c.bytes(), c.header(), e));
+  attempt.outcome =
+      "an ExecuTorch program, and this libfatpte was built without the ExecuTorch runner (FATPTE_EXECUTORCH=OFF)";
+  return Status();
+}
+
+}  // namespace et
+}  // namespace fatpte

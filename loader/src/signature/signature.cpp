@@ -1,0 +1,1110 @@
+// Verifying signed containers (specs/nfat-signature.md), mirroring fatpte/ops/signing.py check for
+// check and in its order: the bundle read as strict JSON, the DSSE signature with OpenSSL's
+// libcrypto, the in-toto statement, then the container's entries and named-data keys against it.
+// Every input is bounded (64 MiB bundle, 16 levels of JSON, 16 signatures of at most 512 base64
+// characters), so a hostile bundle costs work linear in its size.
+#include "fatpte/signature.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/text.hpp"
+#include "fatpte/crc32c.hpp"
+#include "nfat_manifest_generated.h"
+
+#if FATPTE_WITH_OPENSSL
+#include "signature/libcrypto.hpp"
+#endif
+
+namespace fatpte {
+
+#if FATPTE_WITH_OPENSSL
+namespace {
+
+namespace F = format;
+namespace M = nfat::manifest;
+
+// OpenSSL, opened by TrustedKeys::load (signature/libcrypto.hpp). Every other function here runs with a
+// TrustedKeys in hand, so the library is open by then.
+const detail::LibCrypto& ossl() { return *detail::libcrypto(nullptr); }
+
+constexpr const char* kBundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json";
+constexpr const char* kPayloadType = "application/vnd.in-toto+json";
+constexpr const char* kStatementType = "https://in-toto.io/Statement/v1";
+constexpr const char* kPredicateType = "https://fatpte.dev/nfat-signature/v1";
+constexpr const char* kEntrySubject = "entries/";
+constexpr const char* kNamedDataSubject = "named_data/";
+constexpr const char* kEntryRecordTag = "nfat.manifest.entry/1";
+constexpr const char* kNamedDataRecordTag = "nfat.named_data/1";
+constexpr int kMaxJsonDepth = 16;           // signing.MAX_JSON_DEPTH
+constexpr std::size_t kMaxSignatures = 16;  // signing.MAX_SIGNATURES
+constexpr std::size_t kMaxSigBase64 = 512;  // signing.MAX_SIG_BASE64
+constexpr std::size_t kMaxHint = 256;       // signing.MAX_HINT
+constexpr std::size_t kMaxTextBytes = 4096;  // signing.MAX_TEXT_BYTES
+
+// ---- strict JSON (specs/nfat-signature.md section 2) ----
+
+struct Json {
+  enum Kind { kNull, kBool, kInt, kString, kArray, kObject } kind = kNull;
+  bool b = false;
+  std::int64_t i = 0;
+  std::string s;
+  std::vector<Json> items;
+  std::vector<std::pair<std::string, Json>> members;
+
+  const Json* find(const std::string& key) const {
+    for (const auto& m : members) {
+      if (m.first == key) return &m.second;
+    }
+    return nullptr;
+  }
+};
+
+class JsonReader {
+ public:
+  JsonReader(const std::uint8_t* data, std::size_t size) : p_(data), n_(size) {}
+
+  bool parse(Json& out) {
+    if (!detail::valid_utf8(p_, n_)) return false;
+    if (!value(out, 1)) return false;
+    ws();
+    return at_ == n_;
+  }
+
+ private:
+  void ws() {
+    while (at_ < n_ && (p_[at_] == ' ' || p_[at_] == '\t' || p_[at_] == '\n' || p_[at_] == '\r')) ++at_;
+  }
+  bool literal(const char* word) {
+    const std::size_t len = std::strlen(word);
+    if (n_ - at_ < len || std::memcmp(p_ + at_, word, len) != 0) return false;
+    at_ += len;
+    return true;
+  }
+
+  bool value(Json& v, int depth) {
+    if (depth > kMaxJsonDepth) return false;
+    ws();
+    if (at_ >= n_) return false;
+    const std::uint8_t c = p_[at_];
+    if (c == '{') return object(v, depth);
+    if (c == '[') return array(v, depth);
+    if (c == '"') {
+      v.kind = Json::kString;
+      return string(v.s);
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) return number(v);
+    if (literal("true")) {
+      v.kind = Json::kBool;
+      v.b = true;
+      return true;
+    }
+    if (literal("false")) {
+      v.kind = Json::kBool;
+      return true;
+    }
+    if (literal("null")) return true;
+    return false;  // NaN, Infinity and anything else
+  }
+
+  // An integer from -2^63 to 2^63 - 1; a fraction or an exponent is refused, as Python's reader does.
+  bool number(Json& v) {
+    const bool negative = p_[at_] == '-';
+    if (negative) ++at_;
+    if (at_ >= n_ || p_[at_] < '0' || p_[at_] > '9') return false;
+    if (p_[at_] == '0' && at_ + 1 < n_ && p_[at_ + 1] >= '0' && p_[at_ + 1] <= '9') return false;
+    std::uint64_t magnitude = 0;
+    bool overflow = false;
+    while (at_ < n_ && p_[at_] >= '0' && p_[at_] <= '9') {
+      const std::uint64_t d = p_[at_] - '0';
+      if (magnitude > (UINT64_MAX - d) / 10) overflow = true;
+      if (!overflow) magnitude = magnitude * 10 + d;
+      ++at_;
+    }
+    if (at_ < n_ && (p_[at_] == '.' || p_[at_] == 'e' || p_[at_] == 'E')) return false;
+    const std::uint64_t limit = negative ? (std::uint64_t{1} << 63) : (std::uint64_t{1} << 63) - 1;
+    if (overflow || magnitude > limit) return false;
+    v.kind = Json::kInt;
+    v.i = negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
+    return true;
+  }
+
+  bool hex4(std::uint32_t& out) {
+    if (n_ - at_ < 4) return false;
+    out = 0;
+    for (int k = 0; k < 4; ++k) {
+      const std::uint8_t c = p_[at_++];
+      out <<= 4;
+      if (c >= '0' && c <= '9') {
+        out |= c - '0';
+      } else if (c >= 'a' && c <= 'f') {
+        out |= c - 'a' + 10;
+      } else if (c >= 'A' && c <= 'F') {
+        out |= c - 'A' + 10;
+      } else {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  static void put_utf8(std::string& s, std::uint32_t cp) {
+    if (cp < 0x80) {
+      s += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      s += static_cast<char>(0xC0 | (cp >> 6));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      s += static_cast<char>(0xE0 | (cp >> 12));
+      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      s += static_cast<char>(0xF0 | (cp >> 18));
+      s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+
+  bool string(std::string& out) {
+    ++at_;  // the opening quote
+    while (at_ < n_) {
+      const std::uint8_t c = p_[at_++];
+      if (c == '"') return true;
+      if (c < 0x20) return false;  // a control character must be escaped
+      if (c != '\\') {
+        out += static_cast<char>(c);
+        continue;
+      }
+      if (at_ >= n_) return false;
+      const std::uint8_t e = p_[at_++];
+      switch (e) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u': {
+          std::uint32_t cp;
+          if (!hex4(cp)) return false;
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            std::uint32_t low;
+            if (n_ - at_ < 2 || p_[at_] != '\\' || p_[at_ + 1] != 'u') return false;  // a lone surrogate
+            at_ += 2;
+            if (!hex4(low) || low < 0xDC00 || low > 0xDFFF) return false;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            return false;
+          }
+          put_utf8(out, cp);
+          break;
+        }
+        default:
+          return false;
+      }
+    }
+    return false;
+  }
+
+  bool array(Json& v, int depth) {
+    v.kind = Json::kArray;
+    ++at_;
+    ws();
+    if (at_ < n_ && p_[at_] == ']') {
+      ++at_;
+      return true;
+    }
+    while (true) {
+      v.items.emplace_back();
+      if (!value(v.items.back(), depth + 1)) return false;
+      ws();
+      if (at_ >= n_) return false;
+      if (p_[at_] == ',') {
+        ++at_;
+        continue;
+      }
+      if (p_[at_] == ']') {
+        ++at_;
+        return true;
+      }
+      return false;
+    }
+  }
+
+  bool object(Json& v, int depth) {
+    v.kind = Json::kObject;
+    ++at_;
+    ws();
+    if (at_ < n_ && p_[at_] == '}') {
+      ++at_;
+      return true;
+    }
+    std::set<std::string> seen;
+    while (true) {
+      ws();
+      if (at_ >= n_ || p_[at_] != '"') return false;
+      std::string key;
+      if (!string(key)) return false;
+      if (!seen.insert(key).second) return false;  // a key twice in one object
+      ws();
+      if (at_ >= n_ || p_[at_] != ':') return false;
+      ++at_;
+      v.members.emplace_back(std::move(key), Json());
+      if (!value(v.members.back().second, depth + 1)) return false;
+      ws();
+      if (at_ >= n_) return false;
+      if (p_[at_] == ',') {
+        ++at_;
+        continue;
+      }
+      if (p_[at_] == '}') {
+        ++at_;
+        return true;
+      }
+      return false;
+    }
+  }
+
+  const std::uint8_t* p_;
+  std::size_t n_;
+  std::size_t at_ = 0;
+};
+
+// ---- findings ----
+
+// Every finding about the bundle or the statement is at the embedded signature's offset (none for
+// a detached one); `code` is SIGNATURE_MALFORMED unless said otherwise.
+struct Where {
+  std::uint64_t offset;
+};
+
+Status malformed(const Where& w, const std::string& field, const std::string& what,
+                 Error code = Error::SIGNATURE_MALFORMED) {
+  return fail(code, w.offset, field, "%s", what.c_str());
+}
+
+// Python's _get: `obj` must be an object holding `key` of `kind`.
+Status get(const Where& w, const Json* obj, const char* key, Json::Kind kind, const std::string& path,
+           const Json** out, bool required = true) {
+  *out = nullptr;
+  if (obj == nullptr || obj->kind != Json::kObject) return malformed(w, path, path + " must be a JSON object");
+  const Json* v = obj->find(key);
+  const std::string at = path + "." + key;
+  if (v == nullptr) {
+    if (required) return malformed(w, at, at + " is missing");
+    return Status();
+  }
+  if (v->kind != kind) return malformed(w, at, at + " has the wrong JSON type");
+  *out = v;
+  return Status();
+}
+
+bool base64_char(std::uint8_t c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
+}
+
+// Standard base64, padded, nothing else (signing._BASE64).
+bool base64_decode(const std::string& text, std::vector<std::uint8_t>& out) {
+  const std::size_t n = text.size();
+  std::size_t data = 0;
+  while (data < n && base64_char(static_cast<std::uint8_t>(text[data]))) ++data;
+  const std::size_t pad = n - data;
+  for (std::size_t k = data; k < n; ++k) {
+    if (text[k] != '=') return false;
+  }
+  const std::size_t rem = data % 4;
+  if (!((rem == 0 && pad == 0) || (rem == 2 && pad == 2) || (rem == 3 && pad == 1))) return false;
+  out.clear();
+  out.reserve(data / 4 * 3 + 2);
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (std::size_t k = 0; k < data; ++k) {
+    const char c = text[k];
+    std::uint32_t v;
+    if (c >= 'A' && c <= 'Z') {
+      v = c - 'A';
+    } else if (c >= 'a' && c <= 'z') {
+      v = c - 'a' + 26;
+    } else if (c >= '0' && c <= '9') {
+      v = c - '0' + 52;
+    } else {
+      v = c == '+' ? 62 : 63;
+    }
+    acc = (acc << 6) | v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<std::uint8_t>(acc >> bits));
+      acc &= (1u << bits) - 1;
+    }
+  }
+  return true;
+}
+
+bool hex_digest(const std::string& text, Digest& out) {
+  if (text.size() != 64) return false;
+  for (std::size_t k = 0; k < 64; ++k) {
+    const char c = text[k];
+    int v;
+    if (c >= '0' && c <= '9') {
+      v = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      v = c - 'a' + 10;
+    } else {
+      return false;
+    }
+    if (k % 2 == 0) {
+      out[k / 2] = static_cast<std::uint8_t>(v << 4);
+    } else {
+      out[k / 2] |= static_cast<std::uint8_t>(v);
+    }
+  }
+  return true;
+}
+
+// ---- the bundle and the statement ----
+
+struct Envelope {
+  std::string payload_type;
+  std::vector<std::uint8_t> payload;
+  std::vector<std::vector<std::uint8_t>> signatures;
+  bool has_hint = false;
+  std::string hint;
+};
+
+Status read_bundle(const Where& w, Bytes data, Envelope& env) {
+  const std::string p = "signature";
+  if (data.size > F::kMaxSignatureSize) return malformed(w, p, "the bundle is above the limit of 64 MiB");
+  Json root;
+  if (!JsonReader(data.data, static_cast<std::size_t>(data.size)).parse(root)) {
+    return malformed(w, p, "not a JSON document of the documented shape");
+  }
+  if (root.kind != Json::kObject) return malformed(w, p, "the bundle must be a JSON object");
+  const Json* media;
+  FATPTE_RETURN_IF_ERROR(get(w, &root, "mediaType", Json::kString, p, &media));
+  if (media->s != kBundleMediaType) {
+    return malformed(w, p + ".mediaType", "mediaType is not " + std::string(kBundleMediaType),
+                     Error::SIGNATURE_UNSUPPORTED);
+  }
+  const Json* e;
+  FATPTE_RETURN_IF_ERROR(get(w, &root, "dsseEnvelope", Json::kObject, p, &e));
+  const std::string ep = p + ".dsseEnvelope";
+  const Json* type;
+  FATPTE_RETURN_IF_ERROR(get(w, e, "payloadType", Json::kString, ep, &type));
+  if (type->s != kPayloadType) {
+    return malformed(w, ep + ".payloadType", "payloadType is not " + std::string(kPayloadType),
+                     Error::SIGNATURE_UNSUPPORTED);
+  }
+  env.payload_type = type->s;
+  const Json* payload;
+  FATPTE_RETURN_IF_ERROR(get(w, e, "payload", Json::kString, ep, &payload));
+  if (!base64_decode(payload->s, env.payload)) return malformed(w, ep + ".payload", "the payload is not base64");
+  const Json* sigs;
+  FATPTE_RETURN_IF_ERROR(get(w, e, "signatures", Json::kArray, ep, &sigs));
+  if (sigs->items.empty() || sigs->items.size() > kMaxSignatures) {
+    return malformed(w, ep + ".signatures", "the envelope holds " + std::to_string(sigs->items.size()) +
+                                                " signatures; 1 to 16 are allowed");
+  }
+  for (std::size_t i = 0; i < sigs->items.size(); ++i) {
+    const std::string sp = ep + ".signatures[" + std::to_string(i) + "]";
+    const Json* sig;
+    FATPTE_RETURN_IF_ERROR(get(w, &sigs->items[i], "sig", Json::kString, sp, &sig));
+    if (sig->s.size() > kMaxSigBase64) return malformed(w, sp + ".sig", "sig is above 512 characters");
+    std::vector<std::uint8_t> raw;
+    if (!base64_decode(sig->s, raw)) return malformed(w, sp + ".sig", "sig is not base64");
+    env.signatures.push_back(std::move(raw));
+  }
+  const Json* material;
+  FATPTE_RETURN_IF_ERROR(get(w, &root, "verificationMaterial", Json::kObject, p, &material, false));
+  if (material != nullptr) {
+    const Json* pub;
+    FATPTE_RETURN_IF_ERROR(get(w, material, "publicKey", Json::kObject, p + ".verificationMaterial", &pub, false));
+    if (pub != nullptr) {
+      const Json* hint;
+      const std::string hp = p + ".verificationMaterial.publicKey";
+      FATPTE_RETURN_IF_ERROR(get(w, pub, "hint", Json::kString, hp, &hint, false));
+      if (hint != nullptr) {
+        if (hint->s.size() > kMaxHint) return malformed(w, hp + ".hint", "hint is above 256 bytes");
+        env.has_hint = true;
+        env.hint = hint->s;
+      }
+    }
+  }
+  return Status();
+}
+
+struct SignedEntry {
+  std::string name, backend_id;
+  std::array<std::uint8_t, 4> payload_kind{};
+  std::int64_t priority = 0, alignment = 0;
+  Digest payload{}, record{};
+};
+struct SignedKey {
+  std::string key;
+  Digest digest{}, record{};
+};
+struct Statement {
+  std::vector<SignedEntry> entries;
+  std::vector<SignedKey> keys;
+};
+
+bool id_ok(const std::string& s) {
+  if (s.empty() || s.size() > 32) return false;
+  for (const char c : s) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Status get_digest(const Where& w, const Json* obj, const char* key, const std::string& path, Digest& out) {
+  const Json* v;
+  FATPTE_RETURN_IF_ERROR(get(w, obj, key, Json::kString, path, &v));
+  const std::string at = path + "." + key;
+  if (!hex_digest(v->s, out)) return malformed(w, at, at + " must be 64 lowercase hexadecimal digits");
+  return Status();
+}
+
+Status get_int(const Where& w, const Json* obj, const char* key, const std::string& path, std::int64_t low,
+               std::int64_t high, std::int64_t& out) {
+  const Json* v;
+  FATPTE_RETURN_IF_ERROR(get(w, obj, key, Json::kInt, path, &v));
+  if (v->i < low || v->i > high) return malformed(w, path + "." + key, path + "." + key + " is out of range");
+  out = v->i;
+  return Status();
+}
+
+Status read_statement(const Where& w, const std::vector<std::uint8_t>& payload, Statement& st) {
+  const std::string p = "signature.statement";
+  Json root;
+  if (!JsonReader(payload.data(), payload.size()).parse(root)) {
+    return malformed(w, p, "not a JSON document of the documented shape");
+  }
+  if (root.kind != Json::kObject) return malformed(w, p, "the statement must be a JSON object");
+  const Json* v;
+  FATPTE_RETURN_IF_ERROR(get(w, &root, "_type", Json::kString, p, &v));
+  if (v->s != kStatementType) return malformed(w, p + "._type", "_type is not in-toto Statement v1", Error::SIGNATURE_UNSUPPORTED);
+  FATPTE_RETURN_IF_ERROR(get(w, &root, "predicateType", Json::kString, p, &v));
+  if (v->s != kPredicateType) {
+    return malformed(w, p + ".predicateType", "predicateType is not " + std::string(kPredicateType),
+                     Error::SIGNATURE_UNSUPPORTED);
+  }
+  const Json* pred;
+  FATPTE_RETURN_IF_ERROR(get(w, &root, "predicate", Json::kObject, p, &pred));
+  const std::string pp = p + ".predicate";
+  FATPTE_RETURN_IF_ERROR(get(w, pred, "format_version", Json::kInt, pp, &v));
+  if (v->i != F::kVersion2) {
+    return malformed(w, pp + ".format_version", "format_version is not 2", Error::SIGNATURE_UNSUPPORTED);
+  }
+  const Json* entries;
+  FATPTE_RETURN_IF_ERROR(get(w, pred, "entries", Json::kArray, pp, &entries));
+  if (entries->items.empty() || entries->items.size() > F::kMaxEntries) {
+    return malformed(w, pp + ".entries", "the statement lists no entry, or more than 65536");
+  }
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < entries->items.size(); ++i) {
+    const Json* e = &entries->items[i];
+    const std::string ep = pp + ".entries[" + std::to_string(i) + "]";
+    SignedEntry se;
+    FATPTE_RETURN_IF_ERROR(get(w, e, "name", Json::kString, ep, &v));
+    if (!id_ok(v->s)) return malformed(w, ep + ".name", "name is not 1 to 32 characters of [A-Za-z0-9_.-]");
+    se.name = v->s;
+    FATPTE_RETURN_IF_ERROR(get(w, e, "backend_id", Json::kString, ep, &v));
+    if (!id_ok(v->s)) return malformed(w, ep + ".backend_id", "backend_id is not 1 to 32 characters of [A-Za-z0-9_.-]");
+    se.backend_id = v->s;
+    if (!names.insert(se.name).second) return malformed(w, ep + ".name", "entry '" + se.name + "' is listed twice");
+    FATPTE_RETURN_IF_ERROR(get(w, e, "payload_kind", Json::kString, ep, &v));
+    Digest kind{};
+    const std::string padded = v->s + std::string(56, '0');
+    if (v->s.size() != 8 || !hex_digest(padded, kind)) {
+      return malformed(w, ep + ".payload_kind", "payload_kind must be 8 lowercase hexadecimal digits");
+    }
+    std::memcpy(se.payload_kind.data(), kind.data(), 4);
+    FATPTE_RETURN_IF_ERROR(get_int(w, e, "priority", ep, INT32_MIN, INT32_MAX, se.priority));
+    FATPTE_RETURN_IF_ERROR(get_int(w, e, "alignment", ep, F::kMinAlignment, F::kMaxAlignment, se.alignment));
+    if ((se.alignment & (se.alignment - 1)) != 0) return malformed(w, ep + ".alignment", "alignment is not a power of two");
+    FATPTE_RETURN_IF_ERROR(get_digest(w, e, "record_sha256", ep, se.record));
+    st.entries.push_back(std::move(se));
+  }
+  const Json* keys;
+  FATPTE_RETURN_IF_ERROR(get(w, pred, "named_data", Json::kArray, pp, &keys));
+  if (keys->items.size() > F::kMaxSegments) return malformed(w, pp + ".named_data", "more keys than 1048576");
+  for (std::size_t i = 0; i < keys->items.size(); ++i) {
+    const Json* k = &keys->items[i];
+    const std::string kp = pp + ".named_data[" + std::to_string(i) + "]";
+    SignedKey sk;
+    FATPTE_RETURN_IF_ERROR(get(w, k, "key", Json::kString, kp, &v));
+    if (v->s.empty() || v->s.size() > kMaxTextBytes) return malformed(w, kp + ".key", "a key is 1 to 4096 bytes");
+    if (!st.keys.empty() && !(st.keys.back().key < v->s)) {
+      return malformed(w, kp + ".key", "keys must be unique and sorted bytewise");
+    }
+    sk.key = v->s;
+    FATPTE_RETURN_IF_ERROR(get_digest(w, k, "record_sha256", kp, sk.record));
+    st.keys.push_back(std::move(sk));
+  }
+  const Json* subjects;
+  FATPTE_RETURN_IF_ERROR(get(w, &root, "subject", Json::kArray, p, &subjects));
+  const std::size_t want = st.entries.size() + st.keys.size();
+  if (subjects->items.size() != want) {
+    return malformed(w, p + ".subject", "the statement needs one subject per entry, then one per named-data key");
+  }
+  for (std::size_t i = 0; i < want; ++i) {
+    const Json* s = &subjects->items[i];
+    const std::string sp = p + ".subject[" + std::to_string(i) + "]";
+    const bool entry = i < st.entries.size();
+    const std::string name = entry ? kEntrySubject + st.entries[i].name
+                                   : kNamedDataSubject + st.keys[i - st.entries.size()].key;
+    FATPTE_RETURN_IF_ERROR(get(w, s, "name", Json::kString, sp, &v));
+    if (v->s != name) return malformed(w, sp + ".name", "subject " + std::to_string(i) + " is not named " + name);
+    const Json* digest;
+    FATPTE_RETURN_IF_ERROR(get(w, s, "digest", Json::kObject, sp, &digest));
+    Digest d;
+    FATPTE_RETURN_IF_ERROR(get_digest(w, digest, "sha256", sp + ".digest", d));
+    if (entry) {
+      st.entries[i].payload = d;
+    } else {
+      st.keys[i - st.entries.size()].digest = d;
+    }
+  }
+  return Status();
+}
+
+// ---- canonical records (fatpte/manifest/canonical.py) ----
+
+class Record {
+ public:
+  void u8(std::uint8_t v) { out_.push_back(v); }
+  void u32(std::uint32_t v) {
+    for (int k = 0; k < 4; ++k) out_.push_back(static_cast<std::uint8_t>(v >> (8 * k)));
+  }
+  void i32(std::int32_t v) { u32(static_cast<std::uint32_t>(v)); }
+  void u64(std::uint64_t v) {
+    for (int k = 0; k < 8; ++k) out_.push_back(static_cast<std::uint8_t>(v >> (8 * k)));
+  }
+  void raw(const std::uint8_t* p, std::size_t n) {
+    u32(static_cast<std::uint32_t>(n));
+    out_.insert(out_.end(), p, p + n);
+  }
+  void text(const ::flatbuffers::String* s) { raw(reinterpret_cast<const std::uint8_t*>(s->data()), s->size()); }
+  void text(const char* s) { raw(reinterpret_cast<const std::uint8_t*>(s), std::strlen(s)); }
+  void opt_text(const ::flatbuffers::String* s) {
+    u8(s != nullptr);
+    if (s != nullptr) text(s);
+  }
+  void strings(const ::flatbuffers::Vector<::flatbuffers::Offset<::flatbuffers::String>>* v) {
+    u32(v == nullptr ? 0 : v->size());
+    if (v != nullptr) {
+      for (const auto* s : *v) text(s);
+    }
+  }
+  const std::vector<std::uint8_t>& bytes() const { return out_; }
+
+ private:
+  std::vector<std::uint8_t> out_;
+};
+
+template <typename T>
+std::uint32_t count(const ::flatbuffers::Vector<::flatbuffers::Offset<T>>* v) {
+  return v == nullptr ? 0 : v->size();
+}
+
+void tensors(Record& r, const ::flatbuffers::Vector<::flatbuffers::Offset<M::TensorSpec>>* v) {
+  r.u32(count(v));
+  if (v == nullptr) return;
+  for (const auto* t : *v) {
+    r.text(t->dtype());
+    r.u32(count(t->shape()));
+    if (t->shape() != nullptr) {
+      for (const auto* d : *t->shape()) {
+        r.u64(d->size());
+        r.opt_text(d->symbol());
+      }
+    }
+    r.opt_text(t->name());
+  }
+}
+
+std::vector<std::uint8_t> entry_record(const M::Entry* e) {
+  Record r;
+  r.text(kEntryRecordTag);
+  r.u8(e != nullptr);
+  if (e == nullptr) return r.bytes();
+  r.text(e->name());
+  const M::Requirements* q = e->requires_();
+  r.strings(q == nullptr ? nullptr : q->os());
+  r.strings(q == nullptr ? nullptr : q->arch());
+  r.strings(q == nullptr ? nullptr : q->cpu_features());
+  const auto* accs = q == nullptr ? nullptr : q->accelerators();
+  r.u32(count(accs));
+  if (accs != nullptr) {
+    for (const auto* a : *accs) {
+      r.text(a->kind());
+      r.u32(count(a->targets()));
+      if (a->targets() != nullptr) {
+        for (const auto* t : *a->targets()) {
+          r.u8(static_cast<std::uint8_t>(t->match()));
+          r.u32(t->major());
+          r.u32(t->minor());
+        }
+      }
+      r.u64(a->min_memory_bytes());
+    }
+  }
+  r.u64(q == nullptr ? 0 : q->min_memory_bytes());
+  const M::AbiRange* abi = q == nullptr ? nullptr : q->backend_abi();
+  r.u8(abi != nullptr);
+  if (abi != nullptr) {
+    r.u32(abi->min());
+    r.u32(abi->max());
+  }
+  const M::Signature* sig = e->signature();
+  r.u8(sig != nullptr);
+  if (sig != nullptr) {
+    r.u32(count(sig->methods()));
+    if (sig->methods() != nullptr) {
+      for (const auto* m : *sig->methods()) {
+        r.text(m->name());
+        tensors(r, m->inputs());
+        tensors(r, m->outputs());
+        tensors(r, m->buffers());
+      }
+    }
+  }
+  r.strings(e->named_data());
+  r.opt_text(e->source_digest());
+  const auto* sha = e->payload_sha256();
+  r.u8(sha != nullptr && sha->size() != 0);
+  if (sha != nullptr && sha->size() != 0) r.raw(sha->data(), sha->size());
+  r.u32(count(e->provenance()));
+  if (e->provenance() != nullptr) {
+    for (const auto* kv : *e->provenance()) {
+      r.text(kv->key());
+      r.text(kv->value());
+    }
+  }
+  r.u8(e->executorch_backends() != nullptr);
+  if (e->executorch_backends() != nullptr) r.strings(e->executorch_backends());
+  return r.bytes();
+}
+
+std::vector<std::uint8_t> named_data_record(const M::NamedData* nd) {
+  Record r;
+  r.text(kNamedDataRecordTag);
+  r.text(nd->key());
+  const M::TensorLayout* lay = nd->layout();
+  r.u8(lay != nullptr);
+  if (lay != nullptr) {
+    r.text(lay->dtype());
+    r.u32(lay->sizes() == nullptr ? 0 : lay->sizes()->size());
+    if (lay->sizes() != nullptr) {
+      for (const std::int32_t s : *lay->sizes()) r.i32(s);
+    }
+    r.u32(lay->dim_order() == nullptr ? 0 : lay->dim_order()->size());
+    if (lay->dim_order() != nullptr) {
+      for (const std::uint8_t d : *lay->dim_order()) r.u8(d);
+    }
+  }
+  return r.bytes();
+}
+
+Digest sha256(const std::uint8_t* data, std::size_t size) {
+  Digest d{};
+  unsigned int n = 0;
+  ossl().digest(data, size, d.data(), &n, ossl().sha256(), nullptr);
+  return d;
+}
+
+std::string hex(const Digest& d) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const std::uint8_t b : d) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+bool verifies(EVP_PKEY* key, const std::vector<std::uint8_t>& sig, const std::vector<std::uint8_t>& message) {
+  const detail::LibCrypto& f = ossl();
+  EVP_MD_CTX* ctx = f.md_ctx_new();
+  if (ctx == nullptr) return false;
+  const bool ed = f.pkey_get_id(key) == EVP_PKEY_ED25519;
+  bool ok = f.digest_verify_init(ctx, nullptr, ed ? nullptr : f.sha256(), nullptr, key) == 1 &&
+            f.digest_verify(ctx, sig.data(), sig.size(), message.data(), message.size()) == 1;
+  f.md_ctx_free(ctx);
+  return ok;
+}
+
+std::vector<std::uint8_t> pae(const std::string& type, const std::vector<std::uint8_t>& body) {
+  const std::string head = "DSSEv1 " + std::to_string(type.size()) + " " + type + " " + std::to_string(body.size()) + " ";
+  std::vector<std::uint8_t> out(head.begin(), head.end());
+  out.insert(out.end(), body.begin(), body.end());
+  return out;
+}
+
+struct Manifest {
+  const M::Manifest* root = nullptr;
+  const std::uint8_t* base = nullptr;
+};
+
+Status read_manifest(const Container& c, Manifest& out) {
+  const Header& h = c.header();
+  if (h.manifest_size == 0) return Status();
+  const std::uint8_t* m = c.bytes().data + h.manifest_offset;
+  FATPTE_CHECK(crc32c(m, h.manifest_size) == h.manifest_checksum, Error::MANIFEST_CHECKSUM_MISMATCH,
+               F::kV2Header_manifest_checksum_offset, "header.manifest_checksum",
+               "the manifest's CRC32C does not match manifest_checksum");
+  ::flatbuffers::Verifier::Options options;
+  options.max_depth = 64;
+  options.max_tables = 1000000;
+  ::flatbuffers::Verifier verifier(m, static_cast<std::size_t>(h.manifest_size), options);
+  FATPTE_CHECK(M::VerifyManifestBuffer(verifier), Error::MANIFEST_CORRUPT, h.manifest_offset, "manifest",
+               "the manifest is not a well-formed flatbuffer of specs/nfat_manifest.fbs");
+  out.root = M::GetManifest(m);
+  out.base = m;
+  return Status();
+}
+
+}  // namespace
+
+bool signatures_supported() noexcept { return true; }
+
+TrustedKeys::~TrustedKeys() {
+  for (Key& k : keys_) ossl().pkey_free(static_cast<EVP_PKEY*>(k.pkey));
+}
+
+Result<std::shared_ptr<const TrustedKeys>> TrustedKeys::load(const std::vector<std::string>& pem_paths) {
+  std::string why;
+  const detail::LibCrypto* lib = detail::libcrypto(&why);
+  FATPTE_CHECK(lib != nullptr, Error::SIGNATURE_UNSUPPORTED, kNoOffset, "key", "%s", why.c_str());
+  const detail::LibCrypto& f = *lib;
+  std::shared_ptr<TrustedKeys> out(new TrustedKeys());
+  for (const std::string& path : pem_paths) {
+    std::ifstream in(path, std::ios::binary);
+    std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    FATPTE_CHECK(in.good() || in.eof(), Error::IO_ERROR, kNoOffset, "key", "cannot read the key %s", path.c_str());
+    BIO* bio = f.bio_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    EVP_PKEY* key = bio == nullptr ? nullptr : f.pem_read_bio_pubkey(bio, nullptr, nullptr, nullptr);
+    f.bio_free(bio);
+    FATPTE_CHECK(key != nullptr, Error::INVALID_ARGUMENT, kNoOffset, "key", "%s is not a PEM public key",
+                 path.c_str());
+    bool supported = f.pkey_get_id(key) == EVP_PKEY_ED25519;
+    if (f.pkey_get_id(key) == EVP_PKEY_EC) {
+      char group[64] = {0};
+      std::size_t len = 0;
+      supported = f.pkey_get_utf8_string_param(key, "group", group, sizeof group, &len) == 1 &&
+                  std::strcmp(group, "prime256v1") == 0;
+    }
+    if (!supported) {
+      f.pkey_free(key);
+      return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s holds a key other than ECDSA P-256 or Ed25519",
+                  path.c_str());
+    }
+    unsigned char* der = nullptr;
+    const int n = f.i2d_pubkey(key, &der);
+    if (n <= 0) {
+      f.pkey_free(key);
+      return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s: cannot encode the key", path.c_str());
+    }
+    const Digest id = sha256(der, static_cast<std::size_t>(n));
+    f.crypto_free(der, OPENSSL_FILE, OPENSSL_LINE);
+    out->keys_.push_back(Key{hex(id), path, key});
+  }
+  FATPTE_CHECK(!out->keys_.empty(), Error::INVALID_ARGUMENT, kNoOffset, "key", "no trusted public key");
+  return std::shared_ptr<const TrustedKeys>(out);
+}
+
+Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& keys, Bytes detached) {
+  const Header& h = c.header();
+  // Step 1: the signature.
+  Bytes data = detached;
+  Where w{kNoOffset};
+  if (data.data == nullptr) {
+    if (c.version() != F::kVersion2 || h.signature_size == 0) {
+      return fail(Error::SIGNATURE_REQUIRED, kNoOffset, "signature",
+                  "the container carries no signature region and no detached signature was given");
+    }
+    data = Bytes{c.bytes().data + h.signature_offset, h.signature_size};
+    w.offset = h.signature_offset;
+  }
+  // Steps 2 and 3: the bundle.
+  Envelope env;
+  FATPTE_RETURN_IF_ERROR(read_bundle(w, data, env));
+  // Step 4: the signature, before anything of the statement is read.
+  const std::vector<std::uint8_t> message = pae(env.payload_type, env.payload);
+  std::vector<const TrustedKeys::Key*> named, candidates;
+  for (const auto& k : keys.keys()) {
+    if (env.has_hint && k.key_id == env.hint) named.push_back(&k);
+  }
+  if (named.empty()) {
+    for (const auto& k : keys.keys()) candidates.push_back(&k);
+  } else {
+    candidates = named;
+  }
+  const TrustedKeys::Key* signer = nullptr;
+  for (const auto& sig : env.signatures) {
+    for (const auto* k : candidates) {
+      if (verifies(static_cast<EVP_PKEY*>(k->pkey), sig, message)) {
+        signer = k;
+        break;
+      }
+    }
+    if (signer != nullptr) break;
+  }
+  if (signer == nullptr) {
+    if (!named.empty()) {
+      return malformed(w, "signature.dsseEnvelope.signatures[0].sig",
+                       "the signature does not verify with the trusted key it names (" + named[0]->source +
+                           "): the statement was altered after signing, or the signature is damaged",
+                       Error::SIGNATURE_INVALID);
+    }
+    return malformed(w, "signature.dsseEnvelope.signatures[0].sig",
+                     "the container is signed by a key that is not among the trusted keys",
+                     Error::SIGNATURE_UNTRUSTED);
+  }
+  // Step 5: the statement.
+  Statement st;
+  FATPTE_RETURN_IF_ERROR(read_statement(w, env.payload, st));
+  std::map<std::string, int> signed_index;
+  for (std::size_t i = 0; i < st.entries.size(); ++i) signed_index[st.entries[i].name] = static_cast<int>(i);
+  // Step 6: a signature of another container.
+  bool any = false;
+  for (const Entry& e : c.entries()) any = any || signed_index.count(e.name) != 0;
+  if (c.version() != F::kVersion2 || !any) {
+    return fail(Error::SIGNATURE_NOT_FOR_CONTAINER, w.offset, "signature",
+                "the signature describes none of this container's entries: it belongs to another container");
+  }
+  Manifest manifest;
+  FATPTE_RETURN_IF_ERROR(read_manifest(c, manifest));
+
+  SignatureCheck check;
+  check.key_id = signer->key_id;
+  for (const auto& se : st.entries) check.payload_digests.push_back(se.payload);
+  auto note = [&check](Status s) {
+    if (check.first_error.ok()) check.first_error = std::move(s);
+  };
+  // Step 7: entries.
+  int last = -1;
+  std::set<std::string> present;
+  for (const Entry& e : c.entries()) {
+    present.insert(e.name);
+    const std::uint64_t base = std::uint64_t{h.header_size} + std::uint64_t{e.index} * h.entry_size;
+    const std::string p = "entries[" + std::to_string(e.index) + "]";
+    auto it = signed_index.find(e.name);
+    if (it == signed_index.end()) {
+      check.states.push_back(EntryState::kUnsigned);
+      check.statement_index.push_back(-1);
+      note(fail(Error::ENTRY_NOT_SIGNED, base, p + ".name",
+                "entry '%s' is not in the signed statement: it was added after signing", e.name.c_str()));
+      continue;
+    }
+    const int k = it->second;
+    const SignedEntry& s = st.entries[static_cast<std::size_t>(k)];
+    EntryState state = EntryState::kSigned;
+    auto tamper = [&](Status why) {
+      state = EntryState::kTampered;
+      note(std::move(why));
+    };
+    if (k < last) {
+      tamper(fail(Error::SIGNED_RECORD_MISMATCH, base, p + ".name",
+                  "entry '%s' was moved: it comes after '%s' in the table but before it in the signed statement",
+                  e.name.c_str(), st.entries[static_cast<std::size_t>(last)].name.c_str()));
+    }
+    last = std::max(last, k);
+    if (e.backend_id != s.backend_id) {
+      tamper(fail(Error::SIGNED_RECORD_MISMATCH, base + F::kV2Entry_backend_id_offset, p + ".backend_id",
+                  "entry '%s': backend_id is '%s', the signed statement says '%s'", e.name.c_str(),
+                  e.backend_id.c_str(), s.backend_id.c_str()));
+    }
+    if (e.payload_kind != s.payload_kind) {
+      tamper(fail(Error::SIGNED_RECORD_MISMATCH, base + F::kV2Entry_payload_kind_offset, p + ".payload_kind",
+                  "entry '%s': payload_kind differs from the signed statement", e.name.c_str()));
+    }
+    if (e.priority != s.priority) {
+      tamper(fail(Error::SIGNED_RECORD_MISMATCH, base + F::kV2Entry_priority_offset, p + ".priority",
+                  "entry '%s': priority is %d, the signed statement says %" PRId64, e.name.c_str(), e.priority,
+                  s.priority));
+    }
+    if (e.alignment != s.alignment) {
+      tamper(fail(Error::SIGNED_RECORD_MISMATCH, base + F::kV2Entry_alignment_offset, p + ".alignment",
+                  "entry '%s': alignment is %u, the signed statement says %" PRId64, e.name.c_str(), e.alignment,
+                  s.alignment));
+    }
+    const M::Entry* me = nullptr;
+    std::size_t position = 0;
+    if (manifest.root != nullptr && manifest.root->entries() != nullptr) {
+      const auto* list = manifest.root->entries();
+      for (::flatbuffers::uoffset_t j = 0; j < list->size(); ++j) {
+        if (list->Get(j)->name()->str() == e.name) {
+          me = list->Get(j);
+          position = j;
+          break;
+        }
+      }
+    }
+    const std::vector<std::uint8_t> record = entry_record(me);
+    if (sha256(record.data(), record.size()) != s.record) {
+      const std::uint64_t at = me == nullptr ? base
+                                             : h.manifest_offset + static_cast<std::uint64_t>(
+                                                                       reinterpret_cast<const std::uint8_t*>(me) -
+                                                                       manifest.base);
+      tamper(fail(Error::SIGNED_RECORD_MISMATCH, at,
+                  me == nullptr ? p + ".name" : "manifest.entries[" + std::to_string(position) + "]",
+                  "entry '%s': its manifest record differs from the signed one", e.name.c_str()));
+    }
+    check.states.push_back(state);
+    check.statement_index.push_back(k);
+  }
+  for (const auto& se : st.entries) {
+    if (present.count(se.name) == 0) check.thinned.push_back(se.name);
+  }
+  // Step 8: named-data keys.
+  std::map<std::string, std::size_t> signed_keys;
+  for (std::size_t i = 0; i < st.keys.size(); ++i) signed_keys[st.keys[i].key] = i;
+  std::map<std::string, std::size_t> key_index;
+  const auto* nds = manifest.root == nullptr ? nullptr : manifest.root->named_data();
+  if (nds != nullptr) {
+    for (::flatbuffers::uoffset_t j = 0; j < nds->size(); ++j) {
+      const M::NamedData* nd = nds->Get(j);
+      SignatureCheck::Key key;
+      key.key = nd->key()->str();
+      key.segment = nd->segment();
+      const std::string where = "manifest.named_data[" + std::to_string(j) + "]";
+      auto it = signed_keys.find(key.key);
+      if (it == signed_keys.end()) {
+        note(fail(Error::NAMED_DATA_NOT_SIGNED, h.manifest_offset, where,
+                  "named-data key '%s' is not in the signed statement: it was added after signing", key.key.c_str()));
+      } else {
+        key.signed_key = true;
+        key.digest = st.keys[it->second].digest;
+        const std::vector<std::uint8_t> record = named_data_record(nd);
+        if (sha256(record.data(), record.size()) != st.keys[it->second].record) {
+          note(fail(Error::SIGNED_NAMED_DATA_MISMATCH, h.manifest_offset, where,
+                    "named-data key '%s': its tensor layout differs from the signed one", key.key.c_str()));
+        }
+      }
+      key_index[key.key] = check.keys.size();
+      check.keys.push_back(std::move(key));
+    }
+  }
+  // The keys each entry lists, for step 10 of a loader that hashes only what it loads.
+  for (const Entry& e : c.entries()) {
+    std::vector<std::uint32_t> used;
+    if (manifest.root != nullptr && manifest.root->entries() != nullptr) {
+      for (const auto* me : *manifest.root->entries()) {
+        if (me->name()->str() != e.name) continue;
+        if (me->named_data() != nullptr) {
+          for (const auto* key : *me->named_data()) {
+            auto it = key_index.find(key->str());
+            if (it != key_index.end()) used.push_back(static_cast<std::uint32_t>(it->second));
+          }
+        }
+        break;
+      }
+    }
+    check.entry_keys.push_back(std::move(used));
+  }
+  return check;
+}
+
+namespace {
+
+Status check_payload(const Container& c, SignatureCheck& check, std::uint32_t index) {
+  const int k = check.statement_index[index];
+  if (k < 0) return Status();
+  const Entry& e = c.entries()[index];
+  const Digest got = sha256(c.bytes().data + e.offset, static_cast<std::size_t>(e.size));
+  if (got != check.payload_digests[static_cast<std::size_t>(k)]) {
+    check.states[index] = EntryState::kTampered;
+    const Header& h = c.header();
+    return fail(Error::SIGNED_PAYLOAD_MISMATCH,
+                std::uint64_t{h.header_size} + std::uint64_t{index} * h.entry_size + F::kV2Entry_offset_offset,
+                "entries[" + std::to_string(index) + "].offset",
+                "the payload of '%s' has SHA-256 %s..., not the signed one: its bytes were changed after signing",
+                e.name.c_str(), hex(got).substr(0, 16).c_str());
+  }
+  return Status();
+}
+
+Status check_key(const Container& c, const SignatureCheck::Key& key) {
+  if (!key.signed_key || key.segment >= c.segments().size()) return Status();
+  const Segment& s = c.segments()[key.segment];
+  const Digest got = sha256(c.bytes().data + s.offset, static_cast<std::size_t>(s.size));
+  if (got == key.digest) return Status();
+  const Header& h = c.header();
+  const std::uint64_t at = std::uint64_t{h.header_size} + std::uint64_t{h.entry_count} * h.entry_size +
+                           std::uint64_t{s.index} * h.segment_entry_size;
+  return fail(Error::SIGNED_NAMED_DATA_MISMATCH, at, "segments[" + std::to_string(s.index) + "].offset",
+              "the bytes of named-data key '%s' (segment %u) were changed after signing", key.key.c_str(), s.index);
+}
+
+}  // namespace
+
+Status check_entry_bytes(const Container& c, SignatureCheck& check, std::uint32_t index) {
+  FATPTE_CHECK(index < check.states.size(), Error::ENTRY_NOT_FOUND, kNoOffset, "", "no entry %u", index);
+  Status first = check_payload(c, check, index);
+  // The keys the entry lists, in the manifest's key order (steps 9 and 10 restricted to it).
+  std::vector<std::uint32_t> keys = check.entry_keys[index];
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  for (const std::uint32_t k : keys) {
+    Status s = check_key(c, check.keys[k]);
+    if (!s.ok()) {
+      check.states[index] = EntryState::kTampered;
+      if (first.ok()) first = std::move(s);
+    }
+  }
+  if (first.ok() && check.states[index] == EntryState::kSigned) check.states[index] = EntryState::kVerified;
+  return first;
+}
+
+Status check_all_bytes(const Container& c, SignatureCheck& check) {
+  Status first;
+  for (std::uint32_t i = 0; i < check.states.size(); ++i) {
+    Status s = check_payload(c, check, i);
+    if (first.ok() && !s.ok()) first = std::move(s);
+  }
+  for (const auto& key : check.keys) {
+    Status s = check_key(c, key);
+    if (first.ok() && !s.ok()) first = std::move(s);
+  }
+  if (first.ok()) {
+    for (auto& state : check.states) {
+      if (state == EntryState::kSigned) state = EntryState::kVerified;
+    }
+  }
+  return first;
+}
+
+#else  // !FATPTE_WITH_OPENSSL
+
+bool signatures_supported() noexcept { return false; }
+
+TrustedKeys::~TrustedKeys() = default;
+
+namespace {
+Status unsupported() {
+  return fail(Error::SIGNATURE_UNSUPPORTED, kNoOffset, "signature",
+              "libfatpte was built without signature support (FATPTE_SIGNATURES=OFF, no OpenSSL)");
+}
+}  // namespace
+
+Result<std::shared_ptr<const TrustedKeys>> TrustedKeys::load(const std::vector<std::string>&) { return unsupported(); }
+Result<SignatureCheck> check_signature(const Container&, const TrustedKeys&, Bytes) { return unsupported(); }
+Status check_entry_bytes(const Container&, SignatureCheck&, std::uint32_t) { return unsupported(); }
+Status check_all_bytes(const Container&, SignatureCheck&) { return unsupported(); }
+
+#endif  // FATPTE_WITH_OPENSSL
+
+}  // namespace fatpte
