@@ -63,14 +63,18 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
                           kernels unless --backend-lib kernels=PATH names them
   --prefer W, --exclude W entry names or backend ids to prefer or leave out (repeatable, or
                           comma-separated)
+  --no-fallback           try only the chosen entry: when it cannot be loaded, that is the error
+                          (by default each eligible entry is tried in rank order until one loads)
   --explain               print the selection and every loading step first
   --json                  print {"chosen": NAME, "backend_id": ID, "method": M, "dispatch":
-                          [lines], "calls": [{"outputs": [tensor, ...]}, ...]} instead of text
+                          [lines], "calls": [{"outputs": [tensor, ...]}, ...]} instead of text;
+                          when no entry loads, the same with "chosen": null and every attempt
   --executorch-log        also print ExecuTorch's own log lines (stderr)
   --require-signature     verify the container's signature against the --trusted-key keys before
                           selection (specs/nfat-signature.md steps 1 to 8) and hash each entry's
-                          payload and named data just before it is loaded, a fallback included
-                          (steps 9 and 10): nothing unverified reaches a backend (exit 5)
+                          payload and named data after its backends are found and before it is
+                          loaded, a fallback included (steps 9 and 10): nothing unverified
+                          reaches a backend (exit 5)
   --trusted-key PUBLIC.pem  a trusted public key (PEM; repeatable; needs --require-signature)
 
 Text output: `ran: NAME [BACKEND_ID]`, then `call N: output K: DTYPE [SHAPE] VALUES...` per
@@ -145,6 +149,7 @@ struct RunArgs {
   bool explain = false;
   bool json = false;
   bool defaults = true;
+  bool fallback = true;
 };
 
 // --input: one float32 tensor from whitespace-separated numbers.
@@ -178,6 +183,18 @@ fatpte::Tensor from_c(const fatpte_tensor& c) {
   return t;
 }
 
+std::vector<std::string> lines_of(const std::string& text);
+
+// The lines of an explanation as the items of a JSON list, each without its indent.
+std::string json_lines(const std::string& text) {
+  std::string out;
+  for (const std::string& line : lines_of(text)) {
+    const std::size_t first = line.find_first_not_of(' ');
+    out += (out.empty() ? "\n    " : ",\n    ") + fatpte::detail::json_quote(first == std::string::npos ? "" : line.substr(first));
+  }
+  return out;
+}
+
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::string line;
@@ -193,73 +210,6 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-// --require-signature: verify the signature before selecting, then hash each entry just before
-// it is loaded. The fallback of fatpte_load_with is kept, one entry at a time: a selection with
-// every other entry excluded is loaded, and when it cannot be loaded the next choice is verified
-// and tried, so only the entries actually handed to a backend are hashed.
-fatpte_status load_signed(fatpte_container* c, const char* device_json, const RunArgs& a,
-                          const fatpte_load_options* options, fatpte_loaded** loaded, fatpte_error* err) {
-  const auto keys = c_strings(a.trusted_keys);
-  fatpte_trust* trust = nullptr;
-  fatpte_status st = fatpte_trust_load(keys.data(), keys.size(), &trust, err);
-  if (st != FATPTE_OK) return st;
-  fatpte_signature_report* report = nullptr;
-  st = fatpte_verify_signature(c, trust, nullptr, 0, &report, err);
-  fatpte_trust_free(trust);
-  if (st != FATPTE_OK) {
-    fatpte_signature_report_free(report);
-    return st;
-  }
-  const bool say = a.explain && !a.json;
-  if (say) std::printf("signature: verified with key %s\n", fatpte_signature_key_id(report));
-  uint32_t count = 0;
-  fatpte_entry_count(c, &count);
-  fatpte_error last = *err;
-  bool tried = false;
-  std::vector<std::string> exclude = a.exclude;
-  const auto p = c_strings(a.prefer);
-  while (true) {
-    const auto x = c_strings(exclude);
-    fatpte_selection* sel = nullptr;
-    st = fatpte_select(c, device_json, p.data(), p.size(), x.data(), x.size(), &sel, err);
-    if (st != FATPTE_OK) {
-      if (tried) *err = last;  // nothing left to fall back to: report the last refusal
-      break;
-    }
-    if (say && !tried) std::printf("%s\n", fatpte::terminal_safe(fatpte_selection_explain(sel)).c_str());
-    uint32_t chosen = 0;
-    fatpte_selection_chosen(sel, &chosen);
-    fatpte_selection_free(sel);
-    st = fatpte_signature_verify_entry(c, report, chosen, err);
-    const char* name = "";
-    fatpte_entry_name(c, chosen, &name);
-    if (st != FATPTE_OK) break;
-    if (say) std::printf("signature: entry '%s' and its named data hash as signed\n", fatpte::printable(name).c_str());
-    std::vector<std::string> only = exclude;
-    for (uint32_t i = 0; i < count; ++i) {
-      const char* other = "";
-      fatpte_entry_name(c, i, &other);
-      if (i != chosen) only.emplace_back(other);
-    }
-    const auto xo = c_strings(only);
-    st = fatpte_select(c, device_json, p.data(), p.size(), xo.data(), xo.size(), &sel, err);
-    if (st == FATPTE_OK) {
-      st = fatpte_load_with(c, sel, options, loaded, err);
-      fatpte_selection_free(sel);
-    }
-    if (st == FATPTE_OK) break;
-    if (say) {
-      std::printf("signature: entry '%s' was not loaded: %s\n", fatpte::printable(name).c_str(),
-                  fatpte::terminal_safe(err->message).c_str());
-    }
-    last = *err;
-    tried = true;
-    exclude.emplace_back(name);
-  }
-  fatpte_signature_report_free(report);
-  return st;
-}
-
 int run_with_c_api(const RunArgs& a) {
   // Everything the caller gave is read before the container is touched.
   std::vector<fatpte::Call> calls;
@@ -269,14 +219,15 @@ int run_with_c_api(const RunArgs& a) {
     if (!c.ok()) return fail_with(text_mode ? a.input_text : a.inputs_json, c.error());
     calls = std::move(c).value();
   }
-  std::string profile_json;
-  if (a.device != "host") {
-    auto p = fatpte::load_profile(a.device);
-    if (!p.ok()) return fail_with("fatpte-run", p.error());
-    profile_json = fatpte::canonical_json(p.value());
-  }
-  fatpte_load_options* options = nullptr;
   fatpte_error err;
+  // The device is parsed once and handed over as a handle; none: this machine, probed for what
+  // the container's entries read.
+  fatpte_device* device = nullptr;
+  if (a.device != "host" && fatpte_device_load(a.device.c_str(), &device, &err) != FATPTE_OK) {
+    return fail_with("fatpte-run", err);
+  }
+  std::unique_ptr<fatpte_device, void (*)(fatpte_device*)> own_device(device, fatpte_device_free);
+  fatpte_load_options* options = nullptr;
   fatpte_load_options_new(&options);
   std::unique_ptr<fatpte_load_options, void (*)(fatpte_load_options*)> own_options(options, fatpte_load_options_free);
   for (const std::string& m : a.maps) {
@@ -294,24 +245,39 @@ int run_with_c_api(const RunArgs& a) {
   }
   if (!a.method.empty()) fatpte_load_options_set_method(options, a.method.c_str());
   fatpte_load_options_set_defaults(options, a.defaults ? 1 : 0, 1);
+  fatpte_load_options_set_fallback(options, a.fallback ? 1 : 0);
+  if (!a.trusted_keys.empty()) {
+    const auto keys = c_strings(a.trusted_keys);
+    fatpte_trust* trust = nullptr;
+    if (fatpte_trust_load(keys.data(), keys.size(), &trust, &err) != FATPTE_OK) return fail_with("fatpte-run", err);
+    fatpte_load_options_require_signature(options, trust);
+    fatpte_trust_free(trust);
+  }
 
   fatpte_container* c = nullptr;
   if (fatpte_open_file(a.file.c_str(), &c, &err) != FATPTE_OK) return fail_with(a.file, err);
   std::unique_ptr<fatpte_container, void (*)(fatpte_container*)> own_container(c, fatpte_close);
-  const char* device_json = a.device == "host" ? nullptr : profile_json.c_str();
+  // The library's load policy: signature, selection, then each eligible entry in turn.
+  const auto p = c_strings(a.prefer), x = c_strings(a.exclude);
   fatpte_loaded* loaded = nullptr;
-  if (!a.trusted_keys.empty()) {
-    if (load_signed(c, device_json, a, options, &loaded, &err) != FATPTE_OK) return fail_with(a.file, err);
-  } else {
-    const auto p = c_strings(a.prefer), x = c_strings(a.exclude);
-    fatpte_selection* sel = nullptr;
-    if (fatpte_select(c, device_json, p.data(), p.size(), x.data(), x.size(), &sel, &err) != FATPTE_OK) {
-      return fail_with(a.file, err);
+  fatpte_load_report* report = nullptr;
+  const fatpte_status st = fatpte_load_for(c, device, p.data(), p.size(), x.data(), x.size(), options, &loaded,
+                                           a.explain || a.json ? &report : nullptr, &err);
+  std::unique_ptr<fatpte_load_report, void (*)(fatpte_load_report*)> own_report(report, fatpte_load_report_free);
+  if (a.explain && !a.json) {
+    const std::string selection = fatpte_load_report_selection(report);
+    // A failure's attempts are in its message (stderr), as a success's are printed below.
+    if (!selection.empty()) std::printf("%s\n", fatpte::terminal_safe(selection).c_str());
+  }
+  if (st != FATPTE_OK) {
+    // --json: every attempt and its reason on stdout, `chosen` null; the error follows on stderr.
+    if (a.json) {
+      std::printf("{\n  \"chosen\": null,\n  \"backend_id\": null,\n  \"method\": %s,\n  \"dispatch\": [%s\n  ],\n"
+                  "  \"calls\": []\n}\n",
+                  fatpte::detail::json_quote(a.method.empty() ? "forward" : a.method).c_str(),
+                  json_lines(fatpte_load_report_dispatch(report)).c_str());
     }
-    if (a.explain && !a.json) std::printf("%s\n", fatpte::terminal_safe(fatpte_selection_explain(sel)).c_str());
-    const fatpte_status st = fatpte_load_with(c, sel, options, &loaded, &err);
-    fatpte_selection_free(sel);
-    if (st != FATPTE_OK) return fail_with(a.file, err);
+    return fail_with(a.file, err);
   }
   std::unique_ptr<fatpte_loaded, void (*)(fatpte_loaded*)> own_loaded(loaded, fatpte_unload);
   if (a.explain && !a.json) std::printf("%s\n", fatpte::terminal_safe(fatpte_loaded_explain(loaded)).c_str());
@@ -358,10 +324,7 @@ int run_with_c_api(const RunArgs& a) {
     calls_json += "]}";
   }
   if (a.json) {
-    std::string dispatch;
-    for (const std::string& line : lines_of(fatpte_loaded_explain(loaded))) {
-      dispatch += (dispatch.empty() ? "\n    " : ",\n    ") + fatpte::detail::json_quote(line.substr(line.find_first_not_of(' ')));
-    }
+    const std::string dispatch = json_lines(fatpte_loaded_explain(loaded));
     std::printf("{\n  \"chosen\": %s,\n  \"backend_id\": %s,\n  \"method\": %s,\n  \"dispatch\": [%s\n  ],\n"
                 "  \"calls\": [%s]\n}\n",
                 fatpte::detail::json_quote(name).c_str(), fatpte::detail::json_quote(backend).c_str(),
@@ -452,6 +415,8 @@ int main(int argc, char** argv) {
         a.json = true;
       } else if (arg == "--no-default-backends") {
         a.defaults = false;
+      } else if (arg == "--no-fallback") {
+        a.fallback = false;
       } else if (arg == "--executorch-log") {
         executorch_log = true;
       } else if (arg == "--require-signature") {

@@ -33,6 +33,7 @@ import crc32c
 import pytest
 from flatbuffers import table
 
+import fatpte
 from fatpte.format import layout as L
 from tests.paths import ROOT
 from tests.scripts import load_script
@@ -414,3 +415,26 @@ def test_named_device_profiles_and_help(exe: Path, tmp_path: Path) -> None:
     for option in ("--inputs", "--method", "--backend-lib", "--backend-map", "--backend-path", "--device", "--json",
                    "--explain"):
         assert option in helped.stdout
+
+
+def test_an_unaligned_program_is_copied_before_anything_reads_it(exe: Path, tmp_path: Path) -> None:
+    """Issue 33 U1: a valid container whose ET12 entry has alignment 1 at an odd offset. The
+    program is copied into an aligned buffer before fatpte's own reader verifies its flatbuffer
+    (which reads it with aligned loads: UBSan stopped the ASan build), and runs."""
+    from fatpte.ops.packing import pack
+    from fatpte.ops.specialization import Specialization
+
+    ex = _example()
+    program = (ROOT / "tests" / "fixtures" / "executorch" / "mlp_portable.pte").read_bytes()
+    container = Path(pack([Specialization("filler", b"\x00" * 3, name="filler", alignment=1),
+                           Specialization("portable", program, name="mlp", alignment=1, priority=1)],
+                          tmp_path / "odd.nfat", alignment=1))
+    with fatpte.open(container) as c:
+        assert c.entry("mlp").offset % 2 == 1
+    calls = ex.write_calls("mlp", tmp_path / "calls.json")
+    proc = run(exe, container, calls, "--explain")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "bytes as ExecuTorch needs: copied into an aligned buffer" in proc.stdout
+    chosen, got = outputs(run(exe, container, calls, "--json"))
+    assert chosen == "mlp"
+    assert ex.mismatches(got, ex.recorded_outputs("mlp")) == []

@@ -14,18 +14,23 @@
 //   libfatpte_backend_<backend_id>.so that runs one float32 tensor in, one out.
 //
 // Libraries are looked up only where the caller says (LoadOptions), never at a path taken from
-// the container. The eligible entries are tried in rank order; an entry is skipped, with the
-// reason recorded, when a library it needs is withheld, missing, cannot be opened or is refused,
-// when a backend is not registered or not available, or when the runtime refuses the program or
-// fails to load the method (ExecuTorch's error code and log line are kept). Damage is not a
-// reason to fall back: a payload or named-data segment whose CRC32C does not match stops the
-// load with that error (E0208, E0305) before the runtime sees a byte of it.
+// the container. The eligible entries are tried in rank order, each by its index in the table;
+// for each one, in this order: its selection verdict, whether the backends and libraries it needs
+// are there (from the manifest, before a byte of the payload is read), the SHA-256 of its payload
+// and the named data it lists against the signed statement (when a signature is required), then
+// the load. An entry is skipped, with the reason recorded, when a library it needs is withheld,
+// missing, cannot be opened or is refused, when a backend is not registered or not available, or
+// when the runtime refuses the program or fails to load the method (ExecuTorch's error code and
+// log line are kept). Damage and tampering are not reasons to fall back: a payload or named-data
+// segment whose CRC32C does not match stops the load with that error (E0208, E0305) before the
+// runtime sees a byte of it, and so does an entry whose bytes do not hash as signed (E1311).
 #ifndef FATPTE_DISPATCH_HPP_
 #define FATPTE_DISPATCH_HPP_
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +39,7 @@
 #include "fatpte/device.hpp"
 #include "fatpte/result.hpp"
 #include "fatpte/select.hpp"
+#include "fatpte/signature.hpp"
 #include "fatpte/tensor.hpp"
 
 namespace fatpte {
@@ -64,6 +70,16 @@ struct LoadOptions {
   std::uint64_t method_allocator_limit = std::uint64_t{256} << 20;
   std::uint64_t temp_allocator_limit = std::uint64_t{256} << 20;
   std::uint64_t planned_memory_limit = std::uint64_t{64} << 30;
+  // Signed loading (specs/nfat-signature.md section 6): when set, the container's signature must
+  // verify with one of these keys (steps 1 to 8) before any entry is tried, and each entry's
+  // payload and the named data it lists must hash as signed (steps 9 and 10) before a byte of
+  // them is read for loading; otherwise the load stops with the verification's error (exit 5 in
+  // fatpte-run). `detached_signature` is a detached bundle; empty: the container's own.
+  std::shared_ptr<const TrustedKeys> trusted_keys;
+  std::vector<std::uint8_t> detached_signature;
+  // Whether an entry that cannot be loaded makes the next eligible one be tried (the default);
+  // false: only the first, and its reason is the error.
+  bool fallback = true;
 };
 
 // "ID=PATH" (as `--backend-lib` gives it) into options.libraries; "ID=" withholds ID.
@@ -118,8 +134,19 @@ class Loaded {
 
 struct Dispatch {
   std::unique_ptr<Loaded> loaded;
-  std::vector<Attempt> attempts;  // in the order tried, the last one "loaded"
-  std::vector<std::string> notes;  // process-wide steps: operator libraries loaded or missing
+  std::vector<Attempt> attempts;  // in the order tried, the last one "loaded" when one loaded
+  std::vector<std::string> notes;  // process-wide steps: the signature, operator libraries loaded or missing
+  // The selection, when load() made it (the overload that takes a Choice).
+  std::optional<Selection> selection;
+  std::string signature_key_id;  // the trusted key that verified the signature, when one was required
+};
+
+// What to choose for: the device (absent: this machine, probed for only the facts some entry's
+// requirements read, as select(c, probe_host(probe_scope(c)), ...) does) and the caller's words.
+struct Choice {
+  std::optional<DeviceProfile> device;
+  std::vector<std::string> prefer;
+  std::vector<std::string> exclude;
 };
 
 // Every named-data key of the container and the bytes of its segment (zero-copy, in the
@@ -127,8 +154,14 @@ struct Dispatch {
 // without one.
 Result<std::map<std::string, Bytes>> named_data_map(const Container& container);
 
-// Load the best eligible entry of `selection` that loads. When none does: NO_SPECIALIZATION_FITS,
-// the message listing every attempt and why it failed. A damaged payload or segment: its error.
+// The whole load policy: verify the signature when the options require one, select for the
+// choice, then load the best eligible entry that loads, falling back as the options say. `out`
+// records every step whatever the outcome (the selection, the signature's key, every attempt and
+// its reason), so a caller can explain a failure as well as a success. When no entry loads:
+// NO_SPECIALIZATION_FITS, the message listing every attempt and why it failed. A damaged payload
+// or segment, a signature that does not verify or bytes that do not hash as signed: their error.
+Status load(const Container& container, const Choice& choice, const LoadOptions& options, Dispatch& out);
+// The same for a selection already made (for `device`).
 Result<Dispatch> load(const Container& container, const Selection& selection, const DeviceProfile& device,
                       const LoadOptions& options);
 // The attempts as lines for an explanation: `dispatch: NAME [ID]: OUTCOME (LIBRARY)`, each

@@ -121,6 +121,25 @@ FATPTE_API fatpte_status fatpte_named_data_key(const fatpte_container* c, uint32
  * FATPTE_E_INVALID_ARGUMENT, so a caller can ask with capacity 0 first. */
 FATPTE_API fatpte_status fatpte_device_host_json(char* buffer, size_t capacity, size_t* length) FATPTE_NOEXCEPT;
 
+/* ---- device profiles (specs/device-profile.md) ---- */
+
+/* A parsed device profile: read once, handed to fatpte_select_device and fatpte_load_for. */
+typedef struct fatpte_device fatpte_device;
+
+/* "host" (this machine, every fact probed), a named profile (`x86-64-v3`, read from
+ * $FATPTE_DEVICES_DIR or the named profiles the build knows), or a path to a profile JSON file:
+ * read with the checks, in the order, of Python's DeviceProfile.load. */
+FATPTE_API fatpte_status fatpte_device_load(const char* host_name_or_path, fatpte_device** out,
+                                            fatpte_error* error) FATPTE_NOEXCEPT;
+/* A profile from its JSON text (`size` bytes, no NUL needed). */
+FATPTE_API fatpte_status fatpte_device_from_json(const char* json, size_t size, fatpte_device** out,
+                                                 fatpte_error* error) FATPTE_NOEXCEPT;
+/* The profile's canonical JSON, NUL-terminated, with the capacity protocol of
+ * fatpte_device_host_json. */
+FATPTE_API fatpte_status fatpte_device_json(const fatpte_device* device, char* buffer, size_t capacity,
+                                            size_t* length) FATPTE_NOEXCEPT;
+FATPTE_API void fatpte_device_free(fatpte_device* device) FATPTE_NOEXCEPT;
+
 /* ---- selection (specs/nfat-manifest.md section 6) ---- */
 
 typedef struct fatpte_selection fatpte_selection;
@@ -135,6 +154,11 @@ FATPTE_API fatpte_status fatpte_select(const fatpte_container* container, const 
                                        const char* const* prefer, size_t prefer_count, const char* const* exclude,
                                        size_t exclude_count, fatpte_selection** out,
                                        fatpte_error* error) FATPTE_NOEXCEPT;
+/* fatpte_select for a parsed profile; NULL: this machine, probed for what the entries read. */
+FATPTE_API fatpte_status fatpte_select_device(const fatpte_container* container, const fatpte_device* device,
+                                              const char* const* prefer, size_t prefer_count,
+                                              const char* const* exclude, size_t exclude_count,
+                                              fatpte_selection** out, fatpte_error* error) FATPTE_NOEXCEPT;
 FATPTE_API fatpte_status fatpte_selection_chosen(const fatpte_selection* selection, uint32_t* index) FATPTE_NOEXCEPT;
 /* The explanation (the device, the chosen entry, one line per entry), built on the first call;
    valid until the selection is freed, also after the container is closed. */
@@ -166,6 +190,45 @@ FATPTE_API fatpte_status fatpte_load_options_read_map(fatpte_load_options* optio
 /* Whether to use the build's defaults and FATPTE_BACKEND_PATH (both 1 by default). */
 FATPTE_API fatpte_status fatpte_load_options_set_defaults(fatpte_load_options* options, int use_build_default,
                                                           int use_environment) FATPTE_NOEXCEPT;
+
+/* Whether an entry that cannot be loaded makes the next eligible one be tried (1, the default), or
+ * only the chosen entry is tried (0). Fallback goes by entry: each eligible entry once, in rank
+ * order, whatever its name or backend id. */
+FATPTE_API fatpte_status fatpte_load_options_set_fallback(fatpte_load_options* options, int fallback) FATPTE_NOEXCEPT;
+/* (Signed loading: fatpte_load_options_require_signature, include/fatpte/signature.h.) */
+
+/* What a load did, whether or not an entry loaded: for an explanation of a failure as well as of
+ * a success. */
+typedef struct fatpte_load_report fatpte_load_report;
+
+/* The load policy in one call (fatpte/dispatch.hpp): when the options require a signature, verify
+ * it before anything else (steps 1 to 8 of specs/nfat-signature.md section 6); choose the entry
+ * for `device` (NULL: this machine, probed for what the entries read) with the caller's words;
+ * then try the eligible entries by index in rank order: for each, whether the backends and
+ * libraries it needs are there (before a byte of its payload is read), its payload and named data
+ * hashed against the signed statement (signed loading), then the load; the next one when it
+ * cannot be loaded (unless fallback is off). Errors as fatpte_load_with, and a signature that does
+ * not verify (FATPTE_E_SIGNATURE_*, exit 5 in fatpte-run). `report`, when not NULL, receives what
+ * happened in every case (free it with fatpte_load_report_free). Must not outlive the container. */
+FATPTE_API fatpte_status fatpte_load_for(const fatpte_container* container, const fatpte_device* device,
+                                         const char* const* prefer, size_t prefer_count, const char* const* exclude,
+                                         size_t exclude_count, const fatpte_load_options* options,
+                                         fatpte_loaded** out, fatpte_load_report** report,
+                                         fatpte_error* error) FATPTE_NOEXCEPT;
+/* The selection's explanation, as fatpte_selection_explain ("" when the load stopped before it
+ * selected: an unverified signature). */
+FATPTE_API const char* fatpte_load_report_selection(const fatpte_load_report* report) FATPTE_NOEXCEPT;
+/* Every loading step, as fatpte_loaded_explain: the signature, operator libraries, then per entry
+ * tried `dispatch: NAME [ID]: OUTCOME (LIBRARY)` and its details. */
+FATPTE_API const char* fatpte_load_report_dispatch(const fatpte_load_report* report) FATPTE_NOEXCEPT;
+/* The entries tried, in order: the entry's index and its outcome ("loaded", or why not). */
+FATPTE_API fatpte_status fatpte_load_report_attempt_count(const fatpte_load_report* report,
+                                                          size_t* count) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_load_report_attempt(const fatpte_load_report* report, size_t i, uint32_t* index,
+                                                    const char** outcome) FATPTE_NOEXCEPT;
+/* The id of the trusted key that verified the signature; "" when none was required. */
+FATPTE_API const char* fatpte_load_report_key_id(const fatpte_load_report* report) FATPTE_NOEXCEPT;
+FATPTE_API void fatpte_load_report_free(fatpte_load_report* report) FATPTE_NOEXCEPT;
 
 /* Load the best eligible entry of `selection` that loads: an ExecuTorch program with ExecuTorch's
  * runtime and the backend libraries its delegates need, or another payload into its example

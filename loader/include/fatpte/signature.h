@@ -71,6 +71,16 @@ FATPTE_API fatpte_status fatpte_signature_thinned_name(const fatpte_signature_re
                                                        const char** out) FATPTE_NOEXCEPT;
 FATPTE_API void fatpte_signature_report_free(fatpte_signature_report* report) FATPTE_NOEXCEPT;
 
+/* Signed loading (fatpte_load_for, fatpte_load_with): the container's signature must verify with
+ * one of these keys before any entry is tried, and each entry's payload and the named data it
+ * lists must hash as signed before a byte of them is read for loading. The options keep what
+ * they need: `trust` may be freed afterwards. NULL: no signature required. */
+FATPTE_API fatpte_status fatpte_load_options_require_signature(fatpte_load_options* options,
+                                                               const fatpte_trust* trust) FATPTE_NOEXCEPT;
+/* A detached signature bundle (`size` bytes, copied) to verify instead of the container's own. */
+FATPTE_API fatpte_status fatpte_load_options_set_signature(fatpte_load_options* options, const void* bundle,
+                                                           size_t size) FATPTE_NOEXCEPT;
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,7 @@
 #include <vector>
 #include <algorithm>
 
+#include "capi/c_handles.hpp"
 #include "fatpte/container.hpp"
 #include "fatpte/device.hpp"
 #include "fatpte/dispatch.hpp"
@@ -20,34 +21,6 @@
 #include "fatpte/select.hpp"
 #include "fatpte/status.hpp"
 #include "fatpte/tensor.hpp"
-
-struct fatpte_container {
-  std::unique_ptr<fatpte::Container> impl;
-  // Named data, read from the manifest on first use.
-  bool named_read = false;
-  std::vector<std::pair<std::string, fatpte::Bytes>> named;
-};
-
-struct fatpte_selection {
-  fatpte::Selection selection;
-  fatpte::DeviceProfile device;
-  // The explanation is text for people, built on first request: formatting a line per entry
-  // cost about a fifth of a whole open + select, which a runtime that only loads never reads.
-  // The entries are kept so that it can be built after the container is closed.
-  std::vector<fatpte::Entry> entries;
-  mutable std::once_flag explained;
-  mutable std::string explanation;
-};
-
-struct fatpte_loaded {
-  fatpte::Dispatch dispatch;
-  std::string explanation;
-  std::vector<fatpte::Tensor> outputs;  // of the last execute
-};
-
-struct fatpte_load_options {
-  fatpte::LoadOptions options;
-};
 
 namespace {
 
@@ -347,40 +320,99 @@ fatpte_status fatpte_named_data_key(const fatpte_container* c, uint32_t index, c
   });
 }
 
+namespace {
+
+// The caller's prefer and exclude words; INVALID_ARGUMENT for a NULL list or word.
+Status words(const char* const* list, size_t count, const char* field, std::vector<std::string>& out) {
+  if (list == nullptr && count != 0) return fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, field, "the list is NULL");
+  for (size_t i = 0; i < count; ++i) {
+    if (list[i] == nullptr) return fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, field, "a word is NULL");
+    out.emplace_back(list[i]);
+  }
+  return Status();
+}
+
+fatpte_status select_for(const fatpte_container* c, const fatpte::DeviceProfile* device, const char* const* prefer,
+                         size_t prefer_count, const char* const* exclude, size_t exclude_count, fatpte_selection** out,
+                         fatpte_error* error) {
+  if (out != nullptr) *out = nullptr;
+  if (c == nullptr || !c->impl || out == nullptr) {
+    return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "a required argument is NULL"), error);
+  }
+  std::vector<std::string> p, x;
+  Status st = words(prefer, prefer_count, "prefer", p);
+  if (st.ok()) st = words(exclude, exclude_count, "exclude", x);
+  if (!st.ok()) return report(st, error);
+  auto handle = std::make_unique<fatpte_selection>();
+  // No profile: only the facts some entry's requirements read (probe_scope), the same selection, sooner.
+  handle->device = device != nullptr ? *device : fatpte::probe_host(fatpte::probe_scope(*c->impl));
+  auto s = fatpte::select(*c->impl, handle->device, p, x);
+  if (!s.ok()) return report(s.error(), error);
+  handle->selection = std::move(s).value();
+  handle->entries = c->impl->entries();
+  *out = handle.release();
+  return report(Status(), error);
+}
+
+fatpte_status finish_device(fatpte::Result<fatpte::DeviceProfile> r, fatpte_device** out, fatpte_error* error) {
+  if (!r.ok()) return report(r.error(), error);
+  *out = new fatpte_device{std::move(r).value()};
+  return report(Status(), error);
+}
+
+}  // namespace
+
+fatpte_status fatpte_device_load(const char* host_name_or_path, fatpte_device** out, fatpte_error* error) noexcept {
+  return guarded(error, [&]() -> fatpte_status {
+    if (out != nullptr) *out = nullptr;
+    if (host_name_or_path == nullptr || out == nullptr) {
+      return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "a required argument is NULL"), error);
+    }
+    return finish_device(fatpte::load_profile(host_name_or_path), out, error);
+  });
+}
+
+fatpte_status fatpte_device_from_json(const char* json, size_t size, fatpte_device** out, fatpte_error* error) noexcept {
+  return guarded(error, [&]() -> fatpte_status {
+    if (out != nullptr) *out = nullptr;
+    if ((json == nullptr && size != 0) || out == nullptr) {
+      return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "a required argument is NULL"), error);
+    }
+    return finish_device(fatpte::profile_from_json(std::string(json == nullptr ? "" : json, size)), out, error);
+  });
+}
+
+fatpte_status fatpte_device_json(const fatpte_device* device, char* buffer, size_t capacity, size_t* length) noexcept {
+  return guarded(nullptr, [&]() -> fatpte_status {
+    if (device == nullptr || length == nullptr || (buffer == nullptr && capacity != 0)) return FATPTE_E_INVALID_ARGUMENT;
+    const std::string json = fatpte::canonical_json(device->profile);
+    *length = json.size();
+    if (capacity < json.size() + 1) return FATPTE_E_INVALID_ARGUMENT;
+    std::memcpy(buffer, json.c_str(), json.size() + 1);
+    return FATPTE_OK;
+  });
+}
+
+void fatpte_device_free(fatpte_device* device) noexcept { delete device; }
+
 fatpte_status fatpte_select(const fatpte_container* c, const char* device_json, const char* const* prefer,
                             size_t prefer_count, const char* const* exclude, size_t exclude_count,
                             fatpte_selection** out, fatpte_error* error) noexcept {
   return guarded(error, [&]() -> fatpte_status {
+    if (device_json == nullptr) return select_for(c, nullptr, prefer, prefer_count, exclude, exclude_count, out, error);
     if (out != nullptr) *out = nullptr;
-    if (c == nullptr || !c->impl || out == nullptr || (prefer == nullptr && prefer_count != 0) ||
-        (exclude == nullptr && exclude_count != 0)) {
-      return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "a required argument is NULL"),
-                    error);
-    }
-    std::vector<std::string> p, x;
-    for (size_t i = 0; i < prefer_count; ++i) {
-      if (prefer[i] == nullptr) return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "prefer", "a word is NULL"), error);
-      p.emplace_back(prefer[i]);
-    }
-    for (size_t i = 0; i < exclude_count; ++i) {
-      if (exclude[i] == nullptr) return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "exclude", "a word is NULL"), error);
-      x.emplace_back(exclude[i]);
-    }
-    auto handle = std::make_unique<fatpte_selection>();
-    if (device_json == nullptr) {
-      // Only the facts some entry's requirements read (probe_scope): the same selection, sooner.
-      handle->device = fatpte::probe_host(fatpte::probe_scope(*c->impl));
-    } else {
-      auto d = fatpte::profile_from_json(device_json);
-      if (!d.ok()) return report(d.error(), error);
-      handle->device = std::move(d).value();
-    }
-    auto s = fatpte::select(*c->impl, handle->device, p, x);
-    if (!s.ok()) return report(s.error(), error);
-    handle->selection = std::move(s).value();
-    handle->entries = c->impl->entries();
-    *out = handle.release();
-    return report(Status(), error);
+    auto d = fatpte::profile_from_json(device_json);
+    if (!d.ok()) return report(d.error(), error);
+    return select_for(c, &d.value(), prefer, prefer_count, exclude, exclude_count, out, error);
+  });
+}
+
+fatpte_status fatpte_select_device(const fatpte_container* c, const fatpte_device* device, const char* const* prefer,
+                                   size_t prefer_count, const char* const* exclude, size_t exclude_count,
+                                   fatpte_selection** out, fatpte_error* error) noexcept {
+  return guarded(error, [&]() -> fatpte_status {
+    return select_for(c, device != nullptr ? &device->profile : nullptr, prefer, prefer_count, exclude, exclude_count,
+                      out, error);
   });
 }
 
@@ -456,6 +488,12 @@ fatpte_status fatpte_load_options_set_defaults(fatpte_load_options* o, int use_b
   return FATPTE_OK;
 }
 
+fatpte_status fatpte_load_options_set_fallback(fatpte_load_options* o, int fallback) noexcept {
+  if (o == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  o->options.fallback = fallback != 0;
+  return FATPTE_OK;
+}
+
 fatpte_status fatpte_load_with(const fatpte_container* c, const fatpte_selection* s, const fatpte_load_options* o,
                                fatpte_loaded** out, fatpte_error* error) noexcept {
   return guarded(error, [&]() -> fatpte_status {
@@ -474,6 +512,65 @@ fatpte_status fatpte_load_with(const fatpte_container* c, const fatpte_selection
     return report(Status(), error);
   });
 }
+
+fatpte_status fatpte_load_for(const fatpte_container* c, const fatpte_device* device, const char* const* prefer,
+                              size_t prefer_count, const char* const* exclude, size_t exclude_count,
+                              const fatpte_load_options* o, fatpte_loaded** out, fatpte_load_report** report_out,
+                              fatpte_error* error) noexcept {
+  return guarded(error, [&]() -> fatpte_status {
+    if (out != nullptr) *out = nullptr;
+    if (report_out != nullptr) *report_out = nullptr;
+    if (c == nullptr || !c->impl || out == nullptr) {
+      return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "a required argument is NULL"),
+                    error);
+    }
+    fatpte::Choice choice;
+    if (device != nullptr) choice.device = device->profile;
+    Status st = words(prefer, prefer_count, "prefer", choice.prefer);
+    if (st.ok()) st = words(exclude, exclude_count, "exclude", choice.exclude);
+    if (!st.ok()) return report(st, error);
+    const fatpte::LoadOptions defaults;
+    auto handle = std::make_unique<fatpte_loaded>();
+    st = fatpte::load(*c->impl, choice, o != nullptr ? o->options : defaults, handle->dispatch);
+    const fatpte::Dispatch& d = handle->dispatch;
+    const std::string dispatch = fatpte::explain_dispatch(*c->impl, d);
+    if (report_out != nullptr) {
+      auto r = std::make_unique<fatpte_load_report>();
+      if (d.selection) r->selection = fatpte::explain(*c->impl, *d.selection);
+      r->dispatch = dispatch;
+      r->key_id = d.signature_key_id;
+      for (const fatpte::Attempt& a : d.attempts) r->attempts.emplace_back(a.index, a.outcome);
+      *report_out = r.release();
+    }
+    if (!st.ok()) return report(st, error);
+    handle->explanation = dispatch;
+    *out = handle.release();
+    return report(Status(), error);
+  });
+}
+
+const char* fatpte_load_report_selection(const fatpte_load_report* r) noexcept { return r == nullptr ? "" : r->selection.c_str(); }
+
+const char* fatpte_load_report_dispatch(const fatpte_load_report* r) noexcept { return r == nullptr ? "" : r->dispatch.c_str(); }
+
+const char* fatpte_load_report_key_id(const fatpte_load_report* r) noexcept { return r == nullptr ? "" : r->key_id.c_str(); }
+
+fatpte_status fatpte_load_report_attempt_count(const fatpte_load_report* r, size_t* count) noexcept {
+  if (r == nullptr || count == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  *count = r->attempts.size();
+  return FATPTE_OK;
+}
+
+fatpte_status fatpte_load_report_attempt(const fatpte_load_report* r, size_t i, uint32_t* index,
+                                         const char** outcome) noexcept {
+  if (r == nullptr || index == nullptr || outcome == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  if (i >= r->attempts.size()) return FATPTE_E_ENTRY_NOT_FOUND;
+  *index = r->attempts[i].first;
+  *outcome = r->attempts[i].second.c_str();
+  return FATPTE_OK;
+}
+
+void fatpte_load_report_free(fatpte_load_report* r) noexcept { delete r; }
 
 fatpte_status fatpte_load(const fatpte_container* c, const fatpte_selection* s, const char* const* dirs,
                           size_t dir_count, fatpte_loaded** out, fatpte_error* error) noexcept {

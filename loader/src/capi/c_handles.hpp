@@ -1,12 +1,70 @@
-// What the C API's files share: the C++ container behind a fatpte_container handle, and the one
-// conversion of a Status into a fatpte_status and a fatpte_error (both defined in capi/c_api.cpp).
+// What the C API's files share: the C++ objects behind its handles, and the one conversion of a
+// Status into a fatpte_status and a fatpte_error (defined in capi/c_api.cpp).
 #ifndef FATPTE_SRC_CAPI_C_HANDLES_HPP_
 #define FATPTE_SRC_CAPI_C_HANDLES_HPP_
 
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "fatpte/container.hpp"
+#include "fatpte/device.hpp"
+#include "fatpte/dispatch.hpp"
 #include "fatpte/fatpte.h"
-#include "fatpte/result.hpp"
+#include "fatpte/select.hpp"
+#include "fatpte/signature.h"
+#include "fatpte/signature.hpp"
 #include "fatpte/status.hpp"
+#include "fatpte/tensor.hpp"
+
+struct fatpte_container {
+  std::unique_ptr<fatpte::Container> impl;
+  // Named data, read from the manifest on first use.
+  bool named_read = false;
+  std::vector<std::pair<std::string, fatpte::Bytes>> named;
+};
+
+struct fatpte_device {
+  fatpte::DeviceProfile profile;
+};
+
+struct fatpte_selection {
+  fatpte::Selection selection;
+  fatpte::DeviceProfile device;
+  // The explanation is text for people, built on first request: formatting a line per entry
+  // cost about a fifth of a whole open + select, which a runtime that only loads never reads.
+  // The entries are kept so that it can be built after the container is closed.
+  std::vector<fatpte::Entry> entries;
+  mutable std::once_flag explained;
+  mutable std::string explanation;
+};
+
+struct fatpte_loaded {
+  fatpte::Dispatch dispatch;
+  std::string explanation;
+  std::vector<fatpte::Tensor> outputs;  // of the last execute
+};
+
+struct fatpte_load_options {
+  fatpte::LoadOptions options;
+};
+
+struct fatpte_load_report {
+  std::string selection;
+  std::string dispatch;
+  std::string key_id;
+  std::vector<std::pair<std::uint32_t, std::string>> attempts;
+};
+
+struct fatpte_trust {
+  std::shared_ptr<const fatpte::TrustedKeys> keys;
+};
+
+struct fatpte_signature_report {
+  fatpte::SignatureCheck check;
+};
 
 namespace fatpte {
 namespace capi {

@@ -8,14 +8,6 @@
 #include "fatpte/signature.h"
 #include "fatpte/signature.hpp"
 
-struct fatpte_trust {
-  std::shared_ptr<const fatpte::TrustedKeys> keys;
-};
-
-struct fatpte_signature_report {
-  fatpte::SignatureCheck check;
-};
-
 namespace {
 
 using fatpte::Error;
@@ -124,5 +116,22 @@ fatpte_status fatpte_signature_thinned_name(const fatpte_signature_report* repor
 }
 
 void fatpte_signature_report_free(fatpte_signature_report* report) noexcept { delete report; }
+
+fatpte_status fatpte_load_options_require_signature(fatpte_load_options* options, const fatpte_trust* trust) noexcept {
+  return guarded(nullptr, [&]() -> fatpte_status {
+    if (options == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+    options->options.trusted_keys = trust != nullptr ? trust->keys : nullptr;
+    return FATPTE_OK;
+  });
+}
+
+fatpte_status fatpte_load_options_set_signature(fatpte_load_options* options, const void* bundle, size_t size) noexcept {
+  return guarded(nullptr, [&]() -> fatpte_status {
+    if (options == nullptr || (bundle == nullptr && size != 0)) return FATPTE_E_INVALID_ARGUMENT;
+    const auto* bytes = static_cast<const std::uint8_t*>(bundle);
+    options->options.detached_signature.assign(bytes, bytes + size);
+    return FATPTE_OK;
+  });
+}
 
 }  // extern "C"

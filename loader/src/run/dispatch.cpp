@@ -64,8 +64,10 @@ namespace M = nfat::manifest;
 
 // ---- fatpte's example backend ABI (backend.h) ----
 
-// The named data an example backend may look up: every key of the container, each segment's
-// CRC32C checked before its bytes are first handed out.
+// The named data an example backend may look up: exactly the keys its entry's manifest record
+// lists (specs/nfat-manifest.md 4.3), each segment's CRC32C checked before its bytes are first
+// handed out. Another entry's keys are not there: in a signed load only the listed keys were
+// hashed, and a reader that fetched only this entry's bytes has no others.
 struct NamedData {
   const Container* container = nullptr;
   std::map<std::string, std::uint32_t> keys;  // key -> segment index
@@ -93,7 +95,7 @@ int lookup(void* context, const char* key, const void** data, std::uint64_t* siz
   return 0;
 }
 
-Result<std::shared_ptr<NamedData>> named_data(const Container& c) {
+Result<std::shared_ptr<NamedData>> named_data(const Container& c, const Entry& e) {
   auto nd = std::make_shared<NamedData>();
   nd->container = &c;
   nd->verified.assign(c.segments().size(), 0);
@@ -102,11 +104,18 @@ Result<std::shared_ptr<NamedData>> named_data(const Container& c) {
   auto manifest = manifest_view(c);
   if (!manifest.ok()) return manifest.error();
   const M::Manifest* root = manifest.value().root();
-  if (root != nullptr && root->named_data() != nullptr) {
-    for (const M::NamedData* item : *root->named_data()) {
-      if (item->segment() >= c.segments().size()) continue;  // validate reports it (E0414)
-      nd->keys[item->key()->str()] = item->segment();
-    }
+  const M::Entry* record = manifest.value().entry(e.index);
+  if (root == nullptr || root->named_data() == nullptr || record == nullptr || record->named_data() == nullptr) {
+    return nd;
+  }
+  std::map<std::string, std::uint32_t> all;
+  for (const M::NamedData* item : *root->named_data()) {
+    if (item->segment() >= c.segments().size()) continue;  // validate reports it (E0414)
+    all.emplace(item->key()->str(), item->segment());
+  }
+  for (const ::flatbuffers::String* key : *record->named_data()) {
+    auto it = all.find(key->str());
+    if (it != all.end()) nd->keys.insert(*it);
   }
   return nd;
 }
@@ -153,28 +162,43 @@ class ExampleLoaded final : public Loaded {
   std::shared_ptr<NamedData> named_data_;  // the lookup context the backend may keep using
 };
 
-// Load `e` into its example backend library. Fails only for damage; otherwise `out` or the reason.
-Status load_example(const Container& c, const Entry& e, const Verdict& v, const std::string& device_json,
-                    const LoadOptions& options, const std::vector<std::string>& dirs, Attempt& attempt,
-                    std::unique_ptr<Loaded>& out) {
-  FATPTE_RETURN_IF_ERROR(check_payload_integrity(c.bytes(), c.header(), e));
-  const std::string file = backend_library_name(e.backend_id);
+// The library file an example backend id names: a plain file name searched in the caller's
+// folders, never a path. A version 1 backend id may hold any byte from 0x01 to 0x7f (a '/', so
+// "a/../../x" would be a path); only an id of the version 2 alphabet names a library. "" when the
+// id names none.
+std::string example_library_file(const std::string& backend_id) {
+  const bool plain = !backend_id.empty() && backend_id.size() <= 128 &&
+                     backend_id.find_first_not_of(format::kIdAlphabet) == std::string::npos;
+  return plain ? backend_library_name(backend_id) : std::string();
+}
+
+// The example backend library of `e`, found, opened and asked (ABI version, id, is_available),
+// before a byte of the payload is read. nullptr with attempt.outcome saying why.
+const fatpte_backend* example_backend(const Entry& e, const Verdict& v, const std::string& device_json,
+                                      const LoadOptions& options, const std::vector<std::string>& dirs,
+                                      Attempt& attempt) {
+  const std::string file = example_library_file(e.backend_id);
+  if (file.empty()) {
+    attempt.outcome = "no library is looked up for a backend id outside letters, digits, '_', '-' and '.' "
+                      "(a library name taken from a file is never a path)";
+    return nullptr;
+  }
   attempt.library = file;
   if (options.method != "forward") {
     attempt.outcome = "the example backend ABI has one method, 'forward', not '" + options.method + "'";
-    return Status();
+    return nullptr;
   }
   const std::string found = detail::find_library(file, dirs);
   if (found.empty()) {
     attempt.outcome = "library " + file + " " + detail::not_found(file, dirs);
-    return Status();
+    return nullptr;
   }
   attempt.library = found;
   void* lib = dlopen(found.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* err = dlerror();
     attempt.outcome = std::string("cannot open the library: ") + (err ? err : "unknown error");
-    return Status();
+    return nullptr;
   }
   // POSIX guarantees a symbol address from dlsym converts to a function pointer.
   auto entry = reinterpret_cast<fatpte_backend_entry>(dlsym(lib, FATPTE_BACKEND_ENTRY_SYMBOL));
@@ -200,28 +224,36 @@ Status load_example(const Container& c, const Entry& e, const Verdict& v, const 
     char why[512] = {0};
     if (table->is_available(device_json.c_str(), why, sizeof why) != 0) {
       attempt.outcome = "not available on this machine: " + why_text(why);
-      return Status();
+      return nullptr;
     }
-    auto nd = named_data(c);
-    if (!nd.ok()) return nd.error();
-    Bytes payload = c.payload(e.index).value();
-    void* model = nullptr;
-    why[0] = '\0';
-    const int rc = table->load(payload.data, payload.size, &nd.value()->api, &model, why, sizeof why);
-    {
-      std::lock_guard<std::mutex> lock(nd.value()->mutex);
-      if (!nd.value()->damage.ok()) {
-        if (rc == 0) table->unload(model);
-        return nd.value()->damage;
-      }
-    }
-    if (rc != 0) {
-      attempt.outcome = "the backend could not load the payload: " + why_text(why);
-      return Status();
-    }
-    attempt.outcome = "loaded";
-    out = std::make_unique<ExampleLoaded>(e.index, table, model, nd.value());
+    return table;
   }
+  return nullptr;
+}
+
+// Load `e` into its example backend `table`. Fails only for damage; otherwise `out` or the reason.
+Status load_example(const Container& c, const Entry& e, const fatpte_backend* table, Attempt& attempt,
+                    std::unique_ptr<Loaded>& out) {
+  FATPTE_RETURN_IF_ERROR(check_payload_integrity(c.bytes(), c.header(), e));
+  auto nd = named_data(c, e);
+  if (!nd.ok()) return nd.error();
+  Bytes payload = c.payload(e.index).value();
+  void* model = nullptr;
+  char why[512] = {0};
+  const int rc = table->load(payload.data, payload.size, &nd.value()->api, &model, why, sizeof why);
+  {
+    std::lock_guard<std::mutex> lock(nd.value()->mutex);
+    if (!nd.value()->damage.ok()) {
+      if (rc == 0) table->unload(model);
+      return nd.value()->damage;
+    }
+  }
+  if (rc != 0) {
+    attempt.outcome = "the backend could not load the payload: " + why_text(why);
+    return Status();
+  }
+  attempt.outcome = "loaded";
+  out = std::make_unique<ExampleLoaded>(e.index, table, model, nd.value());
   return Status();
 }
 
@@ -364,40 +396,108 @@ Result<std::map<std::string, Bytes>> named_data_map(const Container& c) {
   return keys;
 }
 
-Result<Dispatch> load(const Container& c, const Selection& s, const DeviceProfile& device, const LoadOptions& options) {
-  const std::vector<std::string> dirs = backend_search_path(options);
-  const std::vector<std::string> et_dirs = executorch_search_path(options);
-  std::string device_json;  // what an example library is given; programs need none
+namespace {
+
+// The entries of `s` that may be tried, in rank order.
+std::vector<const Verdict*> candidates(const Selection& s) {
   std::vector<const Verdict*> ranked;
   for (const Verdict& v : s.verdicts) {
     if (v.eligible) ranked.push_back(&v);
   }
   std::sort(ranked.begin(), ranked.end(), [](const Verdict* a, const Verdict* b) { return a->rank < b->rank; });
-  Dispatch out;
+  return ranked;
+}
+
+// Steps 1 to 8 of specs/nfat-signature.md section 6 when the options require a signature: before
+// any entry is tried, so nothing of an unsigned or tampered container reaches a backend.
+Status verify_signature(const Container& c, const LoadOptions& options, std::optional<SignatureCheck>& check,
+                        Dispatch& out) {
+  if (!options.trusted_keys) return Status();
+  const Bytes detached{options.detached_signature.data(), options.detached_signature.size()};
+  auto verified = check_signature(c, *options.trusted_keys, detached);
+  if (!verified.ok()) return verified.error();
+  FATPTE_RETURN_IF_ERROR(verified.value().first_error);
+  out.signature_key_id = verified.value().key_id;
+  out.notes.push_back("signature: verified with key " + out.signature_key_id);
+  check.emplace(std::move(verified).value());
+  return Status();
+}
+
+// Try the candidates of `s` by index, in rank order: for each, whether its backends and libraries
+// are there, then (signed) its bytes hashed against the statement, then the load.
+Status try_candidates(const Container& c, const Selection& s, const DeviceProfile& device, const LoadOptions& options,
+                      std::optional<SignatureCheck>& signature, Dispatch& out) {
+  const std::vector<std::string> dirs = backend_search_path(options);
+  const std::vector<std::string> et_dirs = executorch_search_path(options);
+  std::string device_json;  // what an example library is given; programs need none
   bool operators_loaded = false;
-  for (const Verdict* v : ranked) {
+  for (const Verdict* v : candidates(s)) {
+    if (!options.fallback && !out.attempts.empty()) break;
     const Entry& e = c.entries()[v->index];
-    Attempt attempt;
+    out.attempts.emplace_back();
+    Attempt& attempt = out.attempts.back();
     attempt.index = e.index;
-    std::unique_ptr<Loaded> loaded;
-    if (payload_is_program(c, e)) {
+    const bool program = payload_is_program(c, e);
+    const fatpte_backend* table = nullptr;
+    if (program) {
       if (!operators_loaded) {
         et::load_operator_libraries(options, et_dirs, out.notes);
         operators_loaded = true;
       }
-      FATPTE_RETURN_IF_ERROR(et::load_entry(c, e, options, et_dirs, attempt, loaded));
+      auto ready = et::listed_backends_ready(c, e, options, et_dirs, attempt);
+      if (!ready.ok()) return ready.error();
+      if (!ready.value()) continue;
     } else {
       if (device_json.empty()) device_json = canonical_json(device);
-      FATPTE_RETURN_IF_ERROR(load_example(c, e, *v, device_json, options, dirs, attempt, loaded));
+      table = example_backend(e, *v, device_json, options, dirs, attempt);
+      if (table == nullptr) continue;
     }
-    out.attempts.push_back(std::move(attempt));
+    // Tampering and damage stop the load: they are not reasons to try another entry.
+    Status stop;
+    if (signature) {
+      stop = check_entry_bytes(c, *signature, e.index);
+      if (stop.ok()) attempt.details.push_back("signature: entry '" + e.name + "' and its named data hash as signed");
+    }
+    std::unique_ptr<Loaded> loaded;
+    if (stop.ok()) {
+      stop = program ? et::load_entry(c, e, options, et_dirs, attempt, loaded) : load_example(c, e, table, attempt, loaded);
+    }
+    if (!stop.ok()) {
+      attempt.outcome = "stopped: " + stop.describe();
+      return stop;
+    }
     if (loaded) {
       out.loaded = std::move(loaded);
-      return out;
+      return Status();
     }
   }
   return fail(Error::NO_SPECIALIZATION_FITS, kNoOffset, "", "no eligible entry could be loaded:\n%s",
               explain_dispatch(c, out).c_str());
+}
+
+}  // namespace
+
+Status load(const Container& c, const Choice& choice, const LoadOptions& options, Dispatch& out) {
+  std::optional<SignatureCheck> signature;
+  FATPTE_RETURN_IF_ERROR(verify_signature(c, options, signature, out));
+  const DeviceProfile device = choice.device ? *choice.device : probe_host(probe_scope(c));
+  auto s = select(c, device, choice.prefer, choice.exclude);
+  if (!s.ok()) {
+    // Every verdict, for an explanation of why none fits.
+    auto assessed = assess(c, device, choice.prefer, choice.exclude);
+    if (assessed.ok()) out.selection = std::move(assessed).value();
+    return s.error();
+  }
+  out.selection = std::move(s).value();
+  return try_candidates(c, *out.selection, device, options, signature, out);
+}
+
+Result<Dispatch> load(const Container& c, const Selection& s, const DeviceProfile& device, const LoadOptions& options) {
+  Dispatch out;
+  std::optional<SignatureCheck> signature;
+  FATPTE_RETURN_IF_ERROR(verify_signature(c, options, signature, out));
+  FATPTE_RETURN_IF_ERROR(try_candidates(c, s, device, options, signature, out));
+  return out;
 }
 
 std::string explain_dispatch(const Container& c, const Dispatch& d) {

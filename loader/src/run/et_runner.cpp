@@ -427,12 +427,9 @@ void load_operator_libraries(const LoadOptions& options, const std::vector<std::
   }
 }
 
-Status load_entry(const Container& c, const Entry& e, const LoadOptions& options, const std::vector<std::string>& dirs,
-                  Attempt& attempt, std::unique_ptr<Loaded>& out) {
+Result<bool> listed_backends_ready(const Container& c, const Entry& e, const LoadOptions& options,
+                                   const std::vector<std::string>& dirs, Attempt& attempt) {
   ensure_runtime();
-  // The backends the manifest says the program needs (revision 2), before a byte of the payload is
-  // read: an entry whose backend is missing is skipped without checksumming or parsing a program
-  // that may be gigabytes. The program's own delegates are checked again below, per method.
   auto manifest = manifest_view(c);
   if (!manifest.ok()) return manifest.error();
   const nfat::manifest::Entry* me = manifest.value().entry(e.index);
@@ -441,15 +438,42 @@ Status load_entry(const Container& c, const Entry& e, const LoadOptions& options
       const std::string why = backend_ready(id->str(), options, dirs, attempt.library, attempt.details);
       if (!why.empty()) {
         attempt.outcome = why + " (the manifest's executorch_backends; the program was not read)";
-        return Status();
+        return false;
       }
     }
   }
+  return true;
+}
+
+Status load_entry(const Container& c, const Entry& e, const LoadOptions& options, const std::vector<std::string>& dirs,
+                  Attempt& attempt, std::unique_ptr<Loaded>& out) {
+  ensure_runtime();
+  auto manifest = manifest_view(c);
+  if (!manifest.ok()) return manifest.error();
+  const nfat::manifest::Entry* me = manifest.value().entry(e.index);
   // Damage first, before anything reads the program: the checksum covers every byte of it.
   FATPTE_RETURN_IF_ERROR(check_payload_integrity(c.bytes(), c.header(), e));
   const Bytes payload = c.payload(e.index).value();
+  // ExecuTorch reads the program's flatbuffer in place and needs it aligned to
+  // alignof(max_align_t), and so do fatpte's own reads of it (read_program verifies the flatbuffer
+  // where it lies). Payloads fatpte packs are (64 by default); an entry of a version 1 container,
+  // or one packed with a smaller alignment, may not be: only such a payload is copied, before
+  // anything reads it.
+  Buffer copy;
+  if (reinterpret_cast<std::uintptr_t>(payload.data) % alignof(std::max_align_t) != 0) {
+    copy = zeroed(static_cast<std::size_t>(payload.size));
+    if (!copy) {
+      attempt.outcome = "cannot allocate an aligned copy of the payload (" + bytes_text(payload.size) + ")";
+      return Status();
+    }
+    std::memcpy(copy.get(), payload.data, static_cast<std::size_t>(payload.size));
+    attempt.details.push_back("the payload at " + std::to_string(e.offset) + " is not aligned to " +
+                              std::to_string(alignof(std::max_align_t)) +
+                              " bytes as ExecuTorch needs: copied into an aligned buffer");
+  }
+  const Bytes program_bytes = copy ? Bytes{copy.get(), payload.size} : payload;
   const std::string field = "entries[" + std::to_string(e.index) + "].payload";
-  Result<ProgramInfo> program = read_program(payload, e.offset, field);
+  Result<ProgramInfo> program = read_program(program_bytes, e.offset, field);
   if (!program.ok()) {
     attempt.outcome = "fatpte refused the ExecuTorch program: " + program.error().describe();
     return Status();
@@ -494,21 +518,6 @@ Status load_entry(const Container& c, const Entry& e, const LoadOptions& options
   if (!keys.value().empty()) {
     attempt.details.push_back("named data: " + count(keys.value().size(), "key") +
                               " of the container, served zero-copy");
-  }
-  // ExecuTorch reads the program's flatbuffer in place and needs it aligned to
-  // alignof(max_align_t). Payloads fatpte packs are (64 by default); an entry of a version 1
-  // container, or one packed with a smaller alignment, may not be: only such a payload is copied.
-  Buffer copy;
-  if (reinterpret_cast<std::uintptr_t>(payload.data) % alignof(std::max_align_t) != 0) {
-    copy = zeroed(static_cast<std::size_t>(payload.size));
-    if (!copy) {
-      attempt.outcome = "cannot allocate an aligned copy of the payload (" + bytes_text(payload.size) + ")";
-      return Status();
-    }
-    std::memcpy(copy.get(), payload.data, static_cast<std::size_t>(payload.size));
-    attempt.details.push_back("the payload at " + std::to_string(e.offset) + " is not aligned to " +
-                              std::to_string(alignof(std::max_align_t)) +
-                              " bytes as ExecuTorch needs: copied into an aligned buffer");
   }
   auto loaded = std::make_unique<EtLoaded>(e.index, options.method, payload, std::move(copy), c,
                                            std::move(keys).value(), std::move(layouts).value(), options);

@@ -35,8 +35,17 @@ void set_log_forwarding(bool forward);
 void load_operator_libraries(const LoadOptions& options, const std::vector<std::string>& dirs,
                              std::vector<std::string>& notes);
 
-// Load `entry`. Returns a failed Status only for damage (the payload's or a segment's checksum);
-// otherwise `out` holds the loaded method, or is empty and attempt.outcome says why.
+// Whether the ExecuTorch backends the manifest says `entry`'s program needs (its
+// executorch_backends, revision 2) are there, loading their libraries: read before a byte of the
+// payload is, so an entry that cannot run is neither hashed nor checksummed nor parsed. False with
+// attempt.outcome saying why; true when they are, or when the manifest does not say (the
+// program's own delegates are then checked by load_entry, after its bytes were checked).
+Result<bool> listed_backends_ready(const Container& container, const Entry& entry, const LoadOptions& options,
+                                   const std::vector<std::string>& dirs, Attempt& attempt);
+
+// Load `entry`, whose listed backends are ready. Returns a failed Status only for damage (the
+// payload's or a segment's checksum); otherwise `out` holds the loaded method, or is empty and
+// attempt.outcome says why.
 Status load_entry(const Container& container, const Entry& entry, const LoadOptions& options,
                   const std::vector<std::string>& dirs, Attempt& attempt, std::unique_ptr<Loaded>& out);
 

@@ -12,6 +12,11 @@ void set_log_forwarding(bool) {}
 
 void load_operator_libraries(const LoadOptions&, const std::vector<std::string>&, std::vector<std::string>&) {}
 
+Result<bool> listed_backends_ready(const Container&, const Entry&, const LoadOptions&, const std::vector<std::string>&,
+                                   Attempt&) {
+  return true;
+}
+
 Status load_entry(const Container& c, const Entry& e, const LoadOptions&, const std::vector<std::string>&,
                   Attempt& attempt, std::unique_ptr<Loaded>&) {
   FATPTE_RETURN_IF_ERROR(check_payload_integrity(c.bytes(), c.header(), e));

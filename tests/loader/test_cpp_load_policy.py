@@ -1,0 +1,290 @@
+"""The load policy lives in libfatpte (fatpte/dispatch.hpp `load(container, choice, options, out)`,
+C `fatpte_load_for`), and fatpte-run is a thin tool over it: a required signature is verified
+before anything is tried; the eligible entries are tried by index in rank order; for each, its
+backends and libraries are found before its bytes are hashed, and its bytes hashed before it is
+loaded; every attempt is kept, in signed and unsigned runs, in `--explain` and in `--json`, also
+when nothing loads. Real ExecuTorch programs (the committed KV-cache fixture, XNNPACK and portable),
+run through the release build and under ASan + UBSan."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+import fatpte
+from tests.paths import ROOT
+from tests.scripts import load_script
+
+BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
+FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
+FATPTE = [sys.executable, "-m", "fatpte"]
+WITHHELD = ("--backend-lib", "XnnpackBackend=")
+
+
+def _example() -> ModuleType:
+    return load_script("loader/examples/executorch_example.py")
+
+
+@pytest.fixture(params=sorted(BUILDS))
+def exe(request: pytest.FixtureRequest) -> Path:
+    path: Path = BUILDS[request.param] / "fatpte-run"
+    if not path.exists():
+        pytest.fail(f"{path.relative_to(ROOT)} is not built: run `make loader loader-asan`")
+    return path
+
+
+def _keys(tmp: Path) -> tuple[Path, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    private, public = tmp / "k.pem", tmp / "k.pub.pem"
+    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
+    return private, public
+
+
+@pytest.fixture
+def two_of_one_backend_word(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The reproduction of issue 31: an entry named `portable` (XNNPACK) and an entry `cpu` whose
+    backend id is `portable`, signed, as a new user packs and signs them with the command line."""
+    container = tmp_path / "m.nfat"
+    # Aligned to 64 KiB: each payload on pages of its own, past the 64 KiB a reader fetches first.
+    subprocess.run([*FATPTE, "pack", "-q", "--align", "65536", "-o", str(container),
+                    f"portable:xnnpack={FIXTURES / 'kvcache_xnnpack.pte'}",
+                    f"cpu:portable={FIXTURES / 'kvcache_portable.pte'}"], check=True, capture_output=True)
+    private, public = _keys(tmp_path)
+    subprocess.run([*FATPTE, "sign", "-q", str(container), "--key", str(private)], check=True, capture_output=True)
+    calls = _example().write_calls("kvcache", tmp_path / "calls.json")
+    return container, public, calls
+
+
+def _run(exe: Path, container: Path, calls: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(exe), str(container), "--inputs", str(calls), *args], check=False,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("signed", [False, True], ids=["unsigned", "signed"])
+def test_fallback_goes_by_entry_not_by_word(exe: Path, two_of_one_backend_word: tuple[Path, Path, Path],
+                                            signed: bool) -> None:
+    container, public, calls = two_of_one_backend_word
+    signature = ("--require-signature", "--trusted-key", str(public)) if signed else ()
+    proc = _run(exe, container, calls, *WITHHELD, *signature, "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert (doc["chosen"], doc["backend_id"]) == ("cpu", "portable")
+    ex = _example()
+    assert ex.mismatches([c["outputs"] for c in doc["calls"]], ex.recorded_outputs("kvcache")) == []
+    # Every attempt, in the order tried, with its reason: the first skipped before it was read.
+    tried = [line for line in doc["dispatch"] if line.startswith("dispatch: ")]
+    assert len(tried) == 2
+    assert tried[0].startswith("dispatch: portable [xnnpack]: needs ExecuTorch backend XnnpackBackend: withheld")
+    assert tried[1].startswith("dispatch: cpu [portable]: loaded")
+    hashed = [line for line in doc["dispatch"] if line.startswith("signature: entry")]
+    assert hashed == (["signature: entry 'cpu' and its named data hash as signed"] if signed else [])
+    if signed:
+        assert any(line.startswith("signature: verified with key ") for line in doc["dispatch"])
+
+
+@pytest.mark.parametrize("signed", [False, True], ids=["unsigned", "signed"])
+def test_json_keeps_every_attempt_when_nothing_loads(exe: Path, two_of_one_backend_word: tuple[Path, Path, Path],
+                                                     signed: bool) -> None:
+    container, public, calls = two_of_one_backend_word
+    signature = ("--require-signature", "--trusted-key", str(public)) if signed else ()
+    proc = _run(exe, container, calls, *WITHHELD, *signature, "--no-fallback", "--json")
+    assert proc.returncode == 3, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["chosen"] is None and doc["calls"] == []
+    tried = [line for line in doc["dispatch"] if line.startswith("dispatch: ")]
+    assert len(tried) == 1 and tried[0].startswith("dispatch: portable [xnnpack]: needs ExecuTorch backend")
+    assert "E0901" in proc.stderr and "withheld by the caller" in proc.stderr
+
+
+def test_a_tampered_fallback_stops_the_run(exe: Path, two_of_one_backend_word: tuple[Path, Path, Path],
+                                           tmp_path: Path) -> None:
+    """Bytes that do not hash as signed (E1311) are not a reason to try another entry: the run stops (exit 5)
+    with the attempt saying so, before a byte of the entry reaches ExecuTorch."""
+    from fatpte.fileio.checksum import crc32c
+    from tools.gen_vectors import reseal
+
+    container, public, calls = two_of_one_backend_word
+    data = bytearray(container.read_bytes())
+    with fatpte.open(container) as c:
+        cpu = c.entry("cpu")
+        record = c.header.header_size + cpu.index * c.header.entry_size + 88  # its checksum
+    data[cpu.offset + cpu.size // 2] ^= 1  # and its CRC32C recomputed: only the signature can tell
+    data[record:record + 4] = crc32c(bytes(data[cpu.offset:cpu.end])).to_bytes(4, "little")
+    assert reseal(data)
+    tampered = tmp_path / "tampered.nfat"
+    tampered.write_bytes(data)
+    proc = _run(exe, tampered, calls, *WITHHELD, "--require-signature", "--trusted-key", str(public), "--json")
+    assert proc.returncode == 5, proc.stderr
+    doc = json.loads(proc.stdout)
+    tried = [line for line in doc["dispatch"] if line.startswith("dispatch: ")]
+    assert tried[1].startswith("dispatch: cpu [portable]: stopped: E1311")
+
+
+# The device-side flow of specs/remote.md through the C API, in a process of its own: only the
+# prefix, the signature region and the entry the device may load are fetched; every other byte of
+# the reader's mapping is unreadable, so a loader that read (hashed) the XNNPACK entry, whose
+# backend is withheld, would die on it.
+READER = textwrap.dedent("""
+    import ctypes, sys
+    lib = ctypes.CDLL(sys.argv[1])
+    path, key, fetch = sys.argv[2], sys.argv[3].encode(), [int(i) for i in sys.argv[4].split(",") if i]
+    data = open(path, "rb").read()
+    read = []
+    READ_AT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t)
+    @READ_AT
+    def read_at(user, offset, buffer, count):
+        read.append((offset, count))
+        ctypes.memmove(buffer, data[offset:offset + count], count)
+        return 0
+    class Error(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_int), ("offset", ctypes.c_uint64), ("field", ctypes.c_char * 96),
+                    ("message", ctypes.c_char * 512)]
+    err = Error()
+    reader = ctypes.c_void_p()
+    assert lib.fatpte_reader_open(read_at, None, ctypes.c_uint64(len(data)), ctypes.byref(reader),
+                                  ctypes.byref(err)) == 0, err.message
+    lib.fatpte_reader_container.restype = ctypes.c_void_p
+    container = ctypes.c_void_p(lib.fatpte_reader_container(reader))
+    assert lib.fatpte_reader_fetch_signature(reader, ctypes.byref(err)) == 0, err.message
+    for index in fetch:
+        assert lib.fatpte_reader_fetch_entry(reader, index, ctypes.byref(err)) == 0, err.message
+    trust = ctypes.c_void_p()
+    keys = (ctypes.c_char_p * 1)(key)
+    assert lib.fatpte_trust_load(keys, 1, ctypes.byref(trust), ctypes.byref(err)) == 0, err.message
+    options = ctypes.c_void_p()
+    assert lib.fatpte_load_options_new(ctypes.byref(options)) == 0
+    assert lib.fatpte_load_options_require_signature(options, trust) == 0
+    lib.fatpte_trust_free(trust)
+    if sys.argv[5] == "withheld":
+        assert lib.fatpte_load_options_set_library(options, b"XnnpackBackend", b"") == 0
+    loaded = ctypes.c_void_p()
+    status = lib.fatpte_load_for(container, None, None, 0, None, 0, options, ctypes.byref(loaded), None,
+                                 ctypes.byref(err))
+    assert status == 0, err.message
+    index = ctypes.c_uint32()
+    assert lib.fatpte_loaded_entry(loaded, ctypes.byref(index)) == 0
+    print(index.value, sum(count for _, count in read))
+    """)
+
+
+def _entries(container: Path) -> dict[str, dict[str, int]]:
+    out = subprocess.run([*FATPTE, "info", str(container), "--json"], check=True, capture_output=True, text=True)
+    return {e["name"]: e for e in json.loads(out.stdout)["entries"]}
+
+
+def test_a_withheld_entry_is_never_read_in_signed_mode(two_of_one_backend_word: tuple[Path, Path, Path]) -> None:
+    library = BUILDS["release"] / "libfatpte.so"
+    if not library.exists():
+        pytest.fail("build/loader/libfatpte.so is not built: run `make loader`")
+    container, public, _ = two_of_one_backend_word
+    entries = _entries(container)
+    cpu, xnnpack = entries["cpu"], entries["portable"]
+    proc = subprocess.run([sys.executable, "-c", READER, str(library), str(container), str(public),
+                           str(cpu["index"]), "withheld"], check=False, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    index, bytes_read = map(int, proc.stdout.split())
+    assert index == cpu["index"]
+    # What was read: the prefix and the rest of the tables, the signature, the cpu entry; never the
+    # XNNPACK entry's payload.
+    assert xnnpack["offset"] >= 65536 and cpu["offset"] >= 65536
+    assert bytes_read <= container.stat().st_size - xnnpack["size"]
+    # The check can fail: with XNNPACK available the XNNPACK entry is chosen, and reading its
+    # unfetched bytes kills the process.
+    chosen = subprocess.run([sys.executable, "-c", READER, str(library), str(container), str(public),
+                             str(cpu["index"]), "available"], check=False, capture_output=True, text=True,
+                            timeout=300)
+    assert chosen.returncode < 0, (chosen.returncode, chosen.stdout, chosen.stderr[-2000:])
+
+
+def _dense(tmp: Path, listed: bool) -> tuple[Path, Path]:
+    """The dense example packed for `dense_ref` alone, its entry listing its weights' keys or none."""
+    from fatpte.ops.packing import pack
+    from fatpte.ops.specialization import Specialization
+
+    ex = load_script("loader/examples/dense_example.py")
+    data = {key: ex._f32(values) for key, values in ex.weights().items()}
+    container = pack([Specialization("dense_ref", ex.payload(), name="dense_ref",
+                                     named_data=sorted(data) if listed else [])],
+                     tmp / ("listed.nfat" if listed else "unlisted.nfat"), named_data=data)
+    inp = tmp / "input.txt"
+    inp.write_text(" ".join(f"{v:.9g}" for v in ex.example_input()))
+    return Path(container), inp
+
+
+def test_an_example_backend_gets_exactly_the_keys_its_entry_lists(exe: Path, tmp_path: Path) -> None:
+    """Issue 33 S1 and S1b: the example ABI's named data are the keys the entry's manifest record
+    lists, nothing else (specs/nfat-manifest.md 4.3): a backend that looks up another key finds
+    nothing, so bytes that were never hashed (signed) or never fetched (a reader) never reach it."""
+    backends = str(exe.parent / "backends")
+    listed, inp = _dense(tmp_path, listed=True)
+    ok = subprocess.run([str(exe), str(listed), "--input", str(inp), "--backend-path", backends],
+                        check=False, capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    unlisted, _ = _dense(tmp_path, listed=False)
+    refused = subprocess.run([str(exe), str(unlisted), "--input", str(inp), "--backend-path", backends],
+                             check=False, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 3, refused.stderr
+    assert "the backend could not load the payload" in refused.stderr and "output:" not in refused.stdout
+
+
+def test_signed_weights_of_another_entry_are_not_handed_out(exe: Path, tmp_path: Path) -> None:
+    """Issue 33 S1: a signed container whose entry lists no keys, its weights changed after signing
+    (each CRC32C recomputed): the run must not compute with them."""
+    from fatpte.fileio.checksum import crc32c
+    from fatpte.ops import signing
+    from tools.gen_vectors import reseal
+
+    unlisted, inp = _dense(tmp_path, listed=False)
+    private, public = _keys(tmp_path)
+    subprocess.run([*FATPTE, "sign", "-q", str(unlisted), "--key", str(private)], check=True, capture_output=True)
+    data = bytearray(unlisted.read_bytes())
+    with fatpte.open(unlisted) as c:
+        segment = c.segments[0]
+        record = c.header.header_size + c.header.entry_count * c.header.entry_size + segment.index * 32 + 20
+    data[segment.offset] ^= 0x40
+    data[record:record + 4] = crc32c(bytes(data[segment.offset:segment.offset + segment.size])).to_bytes(4, "little")
+    assert reseal(data)
+    tampered = tmp_path / "tampered.nfat"
+    tampered.write_bytes(data)
+    assert not signing.verify(tampered, signing.load_trusted_keys([public])).ok
+    proc = subprocess.run([str(exe), str(tampered), "--input", str(inp), "--backend-path", str(exe.parent / "backends"),
+                           "--require-signature", "--trusted-key", str(public)],
+                          check=False, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "output:" not in proc.stdout, (proc.returncode, proc.stdout, proc.stderr)
+
+
+def test_a_backend_id_from_the_file_never_names_a_path(exe: Path, tmp_path: Path) -> None:
+    """Issue 33 L1: a version 1 backend id may hold '/' and "..": `a/../../EVIL` would name
+    `../EVIL.so` from the current folder when it holds a `libfatpte_backend_a` folder. A library
+    name taken from a file is a plain file name searched in the caller's folders, or none."""
+    from fatpte.format import layout as L
+    from fatpte.ops.packing import pack
+    from fatpte.ops.specialization import Specialization
+
+    marker = tmp_path / "constructor-ran"
+    source = tmp_path / "evil.c"
+    source.write_text('#include <stdio.h>\n__attribute__((constructor)) static void ran(void) {\n'
+                      f'  FILE* f = fopen("{marker}", "w"); if (f) fclose(f);\n}}\n')
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "EVIL.so"), str(source)], check=True)
+    work = tmp_path / "work"
+    (work / "libfatpte_backend_a").mkdir(parents=True)
+    container = Path(pack([Specialization("a/../../EVIL", b"\x01" * 64)], tmp_path / "v1.nfat",
+                          version=L.VERSION_1))
+    inp = tmp_path / "input.txt"
+    inp.write_text("1 2 3\n")
+    proc = subprocess.run([str(exe), str(container), "--input", str(inp), "--backend-path", str(tmp_path)],
+                          cwd=work, check=False, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    assert "no library is looked up for a backend id outside letters" in proc.stderr
+    assert not marker.exists(), "a library named by the file was opened"
