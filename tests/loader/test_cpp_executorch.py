@@ -438,3 +438,21 @@ def test_an_unaligned_program_is_copied_before_anything_reads_it(exe: Path, tmp_
     chosen, got = outputs(run(exe, container, calls, "--json"))
     assert chosen == "mlp"
     assert ex.mismatches(got, ex.recorded_outputs("mlp")) == []
+
+
+@pytest.mark.parametrize(("shape", "why"), [
+    ([2147483647, 2147483647, 2147483647], "has more elements than 64 bits count"),
+    ([0, 2147483647], "in dimension 1; the method's is"),
+    ([1, 2147483647], "holds 0 elements"),
+])
+def test_a_call_is_bounded_by_the_method_s_own_sizes(exe: Path, tmp_path: Path, shape: list[int], why: str) -> None:
+    """Issue 33 I1: a shape whose element count overflows, or past the method's sizes, is refused with
+    the field before anything is staged (it used to wrap to 0 elements and loop over the real count)."""
+    ex = _example()
+    container = ex.pack("mlp", tmp_path / "mlp.nfat")
+    calls = tmp_path / "calls.json"
+    calls.write_text(json.dumps([{"inputs": [{"dtype": "float32", "shape": shape, "values": []}]}]))
+    proc = run(exe, container, calls)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert why in proc.stderr
+    assert "calls[0].inputs[0]" in proc.stderr or "inputs[0]" in proc.stderr

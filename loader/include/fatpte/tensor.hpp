@@ -48,6 +48,9 @@ bool is_dtype(int code) noexcept;
 // Bytes per element.
 std::size_t element_size(DType dtype) noexcept;
 
+// What Tensor::numel() gives for a shape whose elements cannot be counted.
+inline constexpr std::uint64_t kNoCount = ~std::uint64_t{0};
+
 struct Tensor {
   DType dtype = DType::kFloat32;
   std::vector<std::int64_t> shape;  // empty: a scalar (one element)
@@ -55,7 +58,8 @@ struct Tensor {
   // A method output that is no tensor (None); dtype, shape and data are then meaningless.
   bool none = false;
 
-  // The product of the shape (1 for a scalar); 0 when a dimension is negative or it overflows.
+  // The product of the shape (1 for a scalar); kNoCount when a dimension is negative or the
+  // product does not fit in 64 bits, so no count of elements or bytes can wrap around.
   std::uint64_t numel() const noexcept;
   // Element i as a double (exact for every type but 64-bit integers beyond 2^53).
   double as_double(std::size_t i) const noexcept;

@@ -621,9 +621,11 @@ fatpte_status fatpte_execute(fatpte_loaded* l, const fatpte_tensor* inputs, size
       }
       in[i].dtype = static_cast<fatpte::DType>(t.dtype);
       in[i].shape.assign(t.shape, t.shape + t.rank);
-      const std::uint64_t want = in[i].numel() * fatpte::element_size(in[i].dtype);
-      if ((in[i].numel() == 0 && std::any_of(in[i].shape.begin(), in[i].shape.end(), [](int64_t d) { return d < 0; })) ||
-          want != t.nbytes) {
+      const std::uint64_t numel = in[i].numel();
+      const std::uint64_t element = fatpte::element_size(in[i].dtype);
+      const bool countable = numel != fatpte::kNoCount && numel <= fatpte::kNoCount / element;
+      const std::uint64_t want = countable ? numel * element : fatpte::kNoCount;
+      if (!countable || want != t.nbytes) {
         return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, field,
                                    "input %zu: %llu bytes given, its dtype and shape need %llu", i,
                                    static_cast<unsigned long long>(t.nbytes), static_cast<unsigned long long>(want)),

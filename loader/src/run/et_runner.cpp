@@ -66,6 +66,8 @@ void strided_copy(const std::uint8_t* src, const std::vector<std::int64_t>& src_
                   const std::vector<std::int64_t>& dst_strides, const std::vector<std::int64_t>& sizes,
                   std::size_t element) {
   const std::size_t rank = sizes.size();
+  // The callers' sizes were checked against the method's (set_input) or come from ExecuTorch's own
+  // tensor (output): their product fits.
   std::uint64_t total = 1;
   for (std::int64_t s : sizes) total *= static_cast<std::uint64_t>(s);
   std::vector<std::int64_t> index(rank, 0);
@@ -265,8 +267,20 @@ class EtLoaded final : public Loaded {
       order.resize(rank);
       for (size_t d = 0; d < rank; ++d) order[d] = static_cast<std::uint8_t>(d);
     }
-    for (std::int64_t s : in.shape) {
-      if (s > INT32_MAX) return input_error(i, "has a dimension beyond ExecuTorch's int32 sizes");
+    // The method's own sizes bound the call's (static shapes equal them, dynamic ones stay within
+    // their upper bound): a shape past them is refused before a byte is staged, so no count of
+    // elements can run past what the method planned memory for.
+    const auto method_sizes = info->sizes();
+    for (size_t d = 0; d < rank; ++d) {
+      if (in.shape[d] < 0 || in.shape[d] > method_sizes[d]) {
+        return input_error(i, "has size " + std::to_string(in.shape[d]) + " in dimension " + std::to_string(d) +
+                                  "; the method's is " + std::to_string(method_sizes[d]));
+      }
+    }
+    const std::uint64_t numel = in.numel();
+    if (numel == kNoCount || in.data.size() / element_size(in.dtype) != numel ||
+        in.data.size() % element_size(in.dtype) != 0) {
+      return input_error(i, "holds " + std::to_string(in.data.size()) + " bytes, which its dtype and shape do not");
     }
     const std::vector<std::int64_t> strides = dim_order_strides(in.shape, order);
     staged.data.resize(in.data.size());

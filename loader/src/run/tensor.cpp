@@ -158,6 +158,10 @@ Result<Tensor> tensor_from_json(const json::Value& v, const std::string& field) 
     return bad_field(field + ".values", "must be a flat list of the elements in row-major order");
   }
   const std::uint64_t numel = t.numel();
+  if (numel == kNoCount) {
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, field + ".shape",
+                "%s.shape %s has more elements than 64 bits count", field.c_str(), shape_text(t.shape).c_str());
+  }
   if (numel != values->items.size()) {
     return fail(Error::INVALID_ARGUMENT, kNoOffset, field + ".values",
                 "%s.values holds %zu elements, but shape %s has %" PRIu64, field.c_str(), values->items.size(),
@@ -232,9 +236,15 @@ std::size_t element_size(DType dtype) noexcept {
 std::uint64_t Tensor::numel() const noexcept {
   std::uint64_t n = 1;
   for (std::int64_t d : shape) {
-    if (d < 0) return 0;
+    if (d < 0) return kNoCount;
     const auto u = static_cast<std::uint64_t>(d);
-    if (u != 0 && n > std::numeric_limits<std::uint64_t>::max() / u) return 0;
+    if (u != 0 && n >= kNoCount / u) {
+      // Past 64 bits, unless a later dimension is 0.
+      for (std::int64_t rest : shape) {
+        if (rest == 0) return 0;
+      }
+      return kNoCount;
+    }
     n *= u;
   }
   return n;
