@@ -42,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "Verdict": "fatpte.device.selection",
     "Failure": "fatpte.device.selection",
     "thin": "fatpte.ops.thinning",
+    "merge_programs": "fatpte.ops.fat_merge",
     "pack_from_file": "fatpte.ops.packfile",
     "pte_specialization": "fatpte.ops.pte_specialize",
     "ptn_specialization": "fatpte.ops.pte_specialize",
@@ -78,6 +79,7 @@ __all__ = [
     "Specialization",
     "Verdict",
     "extract",
+    "merge_programs",
     "open",
     "open_remote",
     "pack",
@@ -118,6 +120,7 @@ if TYPE_CHECKING:
     from fatpte.manifest.model import Requirements as Requirements
     from fatpte.manifest.model import Signature as Signature
     from fatpte.ops.extraction import extract as extract
+    from fatpte.ops.fat_merge import merge_programs as merge_programs
     from fatpte.ops.packfile import pack_from_file as pack_from_file
     from fatpte.ops.packing import pack as pack
     from fatpte.ops.pte_specialize import pte_specialization as pte_specialization

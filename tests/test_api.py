@@ -61,7 +61,7 @@ def test_python_api_md_states_the_real_signatures() -> None:
     from tests.paths import ROOT
 
     text = " ".join((ROOT / "docs" / "python-api.md").read_text(encoding="utf-8").split())
-    for name in ("Specialization", "pte_specialization", "ptn_specialization"):
+    for name in ("Specialization", "pte_specialization", "ptn_specialization", "merge_programs"):
         found = re.search(rf"`{name}\(([^`]*)\)`", text)
         assert found, f"docs/python-api.md does not write out {name}(...)"
         assert found.group(1) == _written(inspect.signature(getattr(fatpte, name))), name

@@ -144,6 +144,26 @@ def _alignment(value: int | None) -> int | None:
     return value
 
 
+def _priorities(values: Sequence[str]) -> dict[str, int]:
+    """`--priority NAME=N` values as entry name -> priority (the last one given for a name wins)."""
+    out: dict[str, int] = {}
+    for value in values:
+        name, sep, number = value.rpartition("=")
+        try:
+            out[name] = int(number)
+        except ValueError:
+            name = ""
+        if not sep or not name:
+            raise click.BadParameter(f"{value!r} is not NAME=N (N an integer)", param_hint="'--priority'")
+    return out
+
+
+def _priority_option(f: F) -> F:
+    return click.option("--priority", "priorities", multiple=True, metavar="NAME=N",
+                        help="Give entry NAME priority N, a 32-bit integer (default 0; higher is chosen first; "
+                             "repeatable).")(f)
+
+
 def _preference_options(f: F) -> F:
     f = click.option("--exclude", multiple=True, metavar="B1,B2",
                      help="Never choose these names or backend ids (repeatable).")(f)
@@ -281,6 +301,48 @@ def _wrote_container(path: str) -> None:
     with open_container(path) as c:
         n = len(c.entries)
         echo(f"wrote {path}: version {c.version}, {n} {'entry' if n == 1 else 'entries'}, {c.size} bytes")
+
+
+# ---------------------------------------------------------------------------------------------
+# merge
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("programs", nargs=-1, required=True, metavar="[NAME=]PROGRAM.pte...")
+@_output_option
+@_priority_option
+@_force_option
+def merge(programs: tuple[str, ...], output: str, priorities: tuple[str, ...], force: bool) -> None:
+    """Merge lowered programs of one model into one fat program (.pte), without torch.
+
+    Give each lowering of the model as ExecuTorch exported it: programs lowered to a backend
+    (m_xnnpack.pte, ...) and at most one portable program (m_portable.pte, no delegate). OUT is
+    the first lowered program with each method's delegate made a fat delegate (backend id
+    FatpteBackend): its payload is an NFAT container of every lowered program's delegate payload
+    and the portable program whole, which runs as a nested program when no backend entry can.
+    ExecuTorch runs OUT with libexecutorch_backend_fatpte.so loaded (docs/executorch.md).
+
+    Entries are named after their backend (`xnnpack`, `portable`) unless NAME= is given. The
+    programs' signatures must agree, as `fatpte pack` checks them (E0411). Each lowered program
+    must be one delegate per method over the method's inputs and outputs, so that the portable
+    program can stand in for it: a program whose backend took only part of the graph (state
+    kept outside the delegate, operators left to the portable kernels) is refused (E0702), naming
+    the input, output or value that differs. Every entry must load the first lowered program's
+    named data (E0706).
+    """
+    from fatpte.ops.fat_merge import merge_programs
+
+    given: list[str | tuple[str, str]] = []
+    for arg in programs:
+        name, sep, path = arg.partition("=")
+        if sep and (not name or not path):
+            raise click.BadParameter(f"{arg!r} is not [NAME=]PROGRAM.pte", param_hint="PROGRAMS")
+        given.append((name, path) if sep else arg)
+    check_inputs(*(g if isinstance(g, str) else g[1] for g in given))
+    check_output(output, force)
+    written = merge_programs(given, output, priorities=_priorities(priorities))
+    echo(f"wrote {written}: fat program, {os.stat(written).st_size} bytes")
 
 
 # ---------------------------------------------------------------------------------------------
