@@ -230,11 +230,12 @@ def main() -> None:
                    "agree; recorded in each entry's provenance (fatpte.signature_check).")
 @click.option("--no-signature-check", "no_signature_check", is_flag=True,
               help="Store no program signature and check none; recorded in each entry's provenance.")
+@_priority_option
 @_force_option
 @_quiet_option
 def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_named_data: bool,
          format_version: str | None, align: int | None, from_toml: str | None, signature_from: str | None,
-         no_signature_check: bool, force: bool, quiet: bool) -> None:
+         no_signature_check: bool, priorities: tuple[str, ...], force: bool, quiet: bool) -> None:
     """Pack payloads into a container.
 
     Each argument is BACKEND=PAYLOAD (the entry is named after its backend id) or
@@ -257,15 +258,19 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     moves the named data stored in the programs there too, rewriting them (extract then no
     longer gives the input file back byte for byte), and the tensors of each .ptn (extract
     writes the package whole again).
+
+    Entries are ranked by priority (0 unless --priority NAME=N; higher is chosen first), then
+    by the rules of specs/nfat-manifest.md section 6; pack warns (E0709) about entries that
+    only their place in the table would tell apart.
     """
     if signature_from is not None and no_signature_check:
         raise click.UsageError("--signature-from and --no-signature-check exclude each other")
     if from_toml is not None:
         if (specs or data or share_pte_named_data or format_version is not None or align is not None
-                or signature_from is not None or no_signature_check):
+                or signature_from is not None or no_signature_check or priorities):
             raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
-                                   "--format-version, --align, --signature-from or --no-signature-check: the "
-                                   "pack.toml states them")
+                                   "--format-version, --align, --signature-from, --no-signature-check or "
+                                   "--priority: the pack.toml states them")
         from fatpte.cli.executorch_files import unresolved_warnings
         from fatpte.ops.packfile import pack_from_file
 
@@ -283,6 +288,7 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         parsed = executorch_specs(specs, data, parse_spec, share_named_data=share_pte_named_data)
         if not parsed:
             raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
+        parsed = _prioritised(parsed, _priorities(priorities))
         check_inputs(*(s.payload for s in parsed if isinstance(s.payload, str)))
         check_output(output, force)
         warnings = unresolved_warnings(parsed)
@@ -293,6 +299,19 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     _wrote_container(output)
     for line in warnings:
         echo(line, err=True)
+
+
+def _prioritised(specs: list[Specialization], priorities: dict[str, int]) -> list[Specialization]:
+    """`specs` with the priorities `--priority` gives their entries."""
+    import dataclasses
+
+    names = [s.entry_name for s in specs]
+    unknown = [n for n in priorities if n not in names]
+    if unknown:
+        raise click.BadParameter(f"no entry is named {listed([quoted(n) for n in unknown])} (entries: "
+                                 f"{listed([quoted(n) for n in names])})", param_hint="'--priority'")
+    return [dataclasses.replace(s, priority=priorities[s.entry_name]) if s.entry_name in priorities else s
+            for s in specs]
 
 
 def _wrote_container(path: str) -> None:

@@ -42,11 +42,11 @@ def _tensor(t: dict[str, Any]) -> str:
 TIE_NATIVE_XNNPACK = ("fatpte: warning: E0709 (specialization): entries 'native' and 'xnnpack' can both be eligible "
                       "on one device and tie on priority (0), delegation (both delegate to a backend) and "
                       "specificity (0): only their place in the table chooses 'native'; give the one to prefer a "
-                      "higher priority\n")
+                      "higher priority (`fatpte pack --priority NAME=N`, `priority = N` in a pack.toml)\n")
 TIE_XNNPACK_NATIVE = ("fatpte: warning: E0709 (specialization): entries 'xnnpack' and 'native' can both be eligible "
                       "on one device and tie on priority (0), delegation (both delegate to a backend) and "
                       "specificity (0): only their place in the table chooses 'xnnpack'; give the one to prefer a "
-                      "higher priority\n")
+                      "higher priority (`fatpte pack --priority NAME=N`, `priority = N` in a pack.toml)\n")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,7 +33,8 @@ def test_pack_writes_the_container_the_library_writes(payloads: dict[str, Path],
     assert (code, stderr) == (0, "fatpte: warning: E0709 (specialization): entries 'xnnpack' and 'cuda-sm80' can "
                                  "both be eligible on one device and tie on priority (0), delegation (neither "
                                  "delegates to a backend) and specificity (0): only their place in the table "
-                                 "chooses 'xnnpack'; give the one to prefer a higher priority\n")
+                                 "chooses 'xnnpack'; give the one to prefer a higher priority (`fatpte pack "
+                                 "--priority NAME=N`, `priority = N` in a pack.toml)\n")
     assert "2 entries" in stdout
     expected = fatpte.pack([fatpte.Specialization("xnnpack", payloads["a"]),
                             fatpte.Specialization("cuda", payloads["b"], name="cuda-sm80")], tmp_path / "ref.nfat")
@@ -141,3 +142,43 @@ def test_version_1_of_a_program_says_why_it_has_a_manifest(tmp_path: Path) -> No
                    "which only a version 2 manifest holds: a .pte or .ptn is packed with the signature and "
                    "provenance fatpte reads from it, and version 1 has no place for them; pack into version 2 "
                    "(the default)\n")
+
+
+def test_priority_sets_an_entrys_priority_and_ends_the_tie(tmp_path: Path) -> None:
+    from tests.paths import ET_FIXTURES
+
+    programs = [ET_FIXTURES / "mlp.ptn", ET_FIXTURES / "mlp_xnnpack.pte", ET_FIXTURES / "mlp_portable.pte"]
+    code, _, err = run("pack", "-o", tmp_path / "t.nfat", *programs)
+    assert code == 0 and "E0709" in err and "`fatpte pack --priority NAME=N`" in err  # the tie, and what ends it
+    code, _, err = run("pack", "-o", tmp_path / "p.nfat", *programs, "--priority", "xnnpack=10",
+                       "--priority", "portable=-1", "--priority", "xnnpack=5")
+    assert (code, err) == (0, "")
+    with fatpte.open(tmp_path / "p.nfat") as c:
+        assert [(e.name, e.priority) for e in c.entries] == [("native", 0), ("xnnpack", 5), ("portable", -1)]
+    # The same container as the library writes with those priorities.
+    specs = [fatpte.ptn_specialization(programs[0]), fatpte.pte_specialization(programs[1], priority=5),
+             fatpte.pte_specialization(programs[2], priority=-1)]
+    assert (tmp_path / "p.nfat").read_bytes() == fatpte.pack(specs, tmp_path / "ref.nfat").read_bytes()
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--priority", "xnnpak=1"], "no entry is named 'xnnpak' (entries: 'a')"),
+    (["--priority", "a=high"], "'a=high' is not NAME=N (N an integer)"),
+    (["--priority", "=1"], "'=1' is not NAME=N (N an integer)"),
+])
+def test_a_priority_that_names_no_entry_or_no_number_is_a_usage_error(payloads: dict[str, Path], tmp_path: Path,
+                                                                       args: list[str], said: str) -> None:
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", f"a={payloads['a']}", *args)
+    assert code == 2 and said in err
+    assert not (tmp_path / "x.nfat").exists()
+
+
+def test_priority_out_of_range_or_in_version_1_is_refused(payloads: dict[str, Path], tmp_path: Path) -> None:
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", f"a={payloads['a']}", "--priority", f"a={1 << 31}")
+    assert code == 2 and "is not a 32-bit integer" in err
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", "--format-version", "1", f"a={payloads['a']}",
+                       "--priority", "a=1")
+    assert code == 2 and "E0703" in err and "no alignment or priority" in err
+    (tmp_path / "pack.toml").write_text(f'[[specialization]]\nbackend_id = "a"\npayload = "{payloads["a"]}"\n')
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", "--from", tmp_path / "pack.toml", "--priority", "a=1")
+    assert code == 2 and "--priority: the pack.toml states them" in err
