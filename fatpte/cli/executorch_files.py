@@ -117,7 +117,8 @@ def unresolved_warnings(specs: Sequence[Specialization]) -> list[str]:
 
 
 def pack_specs(args: Sequence[str], data: Sequence[str],
-               parse: Callable[[str], Specialization], *, share_named_data: bool = False) -> list[Specialization]:
+               parse: Callable[[str], Specialization], *, share_named_data: bool = False, version: int = 2,
+               check_signatures: bool = True) -> list[Specialization]:
     """The specializations `fatpte pack` packs for its arguments.
 
     An argument whose payload is an ExecuTorch program becomes `pte_specialization` of it: the
@@ -128,8 +129,18 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
     shared named data too, and extract puts them back. Each `--data [NAME=]FILE` adds the tensors of a .ptd
     (or of a .ptn's program.safetensors) to the named data of entry NAME, or of every program
     entry. With `share_named_data` (--share-pte-named-data) each program's own named data moves
-    there too, the payload being the program rewritten without it (docs/executorch.md)."""
+    there too, the payload being the program rewritten without it (docs/executorch.md).
+
+    For `version` 1, which has no manifest, each program or package is its file with its backend
+    id and nothing else: the signatures read from them are checked against each other as for
+    version 2 (unless not `check_signatures`), then left out, as version 1 has no place for them;
+    named data (`data`, `share_named_data`) is refused (E0703)."""
     from fatpte.ops.pte_specialize import backend_id_of_file, pte_specialization, ptn_specialization
+
+    if version == 1 and (data or share_named_data):
+        raise FatpteError(ErrorCode.NOT_REPRESENTABLE_IN_V1, "version 1 has no named data: --data and "
+                          "--share-pte-named-data need version 2 (the default)",
+                          field="--data" if data else "--share-pte-named-data")
 
     # (path, backend id or None to derive, name) per program argument, to build after --data is known.
     programs: list[tuple[str, str | None, str | None]] = []
@@ -175,7 +186,25 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
     built = [pte_specialization(path, backend_id=backend, name=name, data_files=targets[entry],
                                 share_named_data=share_named_data)
              for (path, backend, name), entry in zip(programs, names, strict=True)]
-    return [built[s] if isinstance(s, int) else s for s in specs]
+    out = [built[s] if isinstance(s, int) else s for s in specs]
+    return _version_1(out, check_signatures) if version == 1 else out
+
+
+def _version_1(specs: Sequence[Specialization], check_signatures: bool) -> list[Specialization]:
+    """`specs` as version 1 holds them: the programs' and packages' signatures checked against
+    each other (E0411, as `pack` checks them), then each of them only its backend id, name and
+    file; the other specializations as they are."""
+    from fatpte.manifest.model import Signature
+    from fatpte.ops.program_entry import disagreeing_signature
+    from fatpte.ops.specialization import Specialization
+
+    files = [s for s in specs if s.signature is not None and s.executorch_backends is not None]
+    if check_signatures:
+        found = disagreeing_signature([(s.entry_name, Signature.from_mapping(s.signature)) for s in files])
+        if found is not None:
+            raise FatpteError(ErrorCode.SIGNATURE_MISMATCH, found[1], field="signature")
+    return [Specialization(s.backend_id, s.payload, name=s.name) if any(s is f for f in files) else s
+            for s in specs]
 
 
 # ---------------------------------------------------------------------------------------------

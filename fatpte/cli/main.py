@@ -259,6 +259,10 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     longer gives the input file back byte for byte), and the tensors of each .ptn (extract
     writes the package whole again).
 
+    --format-version 1 writes ExecuTorch's published layout: each program or package is then
+    its file under its backend id and nothing else (no names, priorities, alignment, named data
+    or manifest); the programs' signatures are still checked against each other.
+
     Entries are ranked by priority (0 unless --priority NAME=N; higher is chosen first), then
     by the rules of specs/nfat-manifest.md section 6; pack warns (E0709) about entries that
     only their place in the table would tell apart.
@@ -285,7 +289,13 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         from fatpte.cli.executorch_files import unresolved_warnings
         from fatpte.ops.packing import pack as pack_specs
 
-        parsed = executorch_specs(specs, data, parse_spec, share_named_data=share_pte_named_data)
+        version = int(format_version or "2")
+        if version == 1 and signature_from is not None:
+            raise click.UsageError("--signature-from gives entries a signature to store, and version 1 stores none "
+                                   "(its programs' signatures are checked against each other unless "
+                                   "--no-signature-check)")
+        parsed = executorch_specs(specs, data, parse_spec, share_named_data=share_pte_named_data, version=version,
+                                  check_signatures=not no_signature_check)
         if not parsed:
             raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
         parsed = _prioritised(parsed, _priorities(priorities))
@@ -293,9 +303,8 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         check_output(output, force)
         warnings = unresolved_warnings(parsed)
         with _progress(f"packing {output}", quiet) as progress:
-            pack_specs(parsed, output, version=int(format_version or "2"), alignment=align,
-                       progress=progress.update, signature_from=signature_from,
-                       check_signatures=not no_signature_check)
+            pack_specs(parsed, output, version=version, alignment=align, progress=progress.update,
+                       signature_from=signature_from, check_signatures=not no_signature_check or version == 1)
     _wrote_container(output)
     for line in warnings:
         echo(line, err=True)

@@ -133,15 +133,60 @@ def test_a_duplicate_name_speaks_command_line(payloads: dict[str, Path], tmp_pat
                    "name = \"...\" in a pack.toml)\n")
 
 
-def test_version_1_of_a_program_says_why_it_has_a_manifest(tmp_path: Path) -> None:
+def test_version_1_of_programs_is_executorchs_layout_byte_for_byte(tmp_path: Path) -> None:
+    # Version 1 has no manifest: each program is its file under its backend id, nothing else
+    # (specs/nfat.md section 3.5: the header, the entries, the payloads back to back).
+    import struct
+
     from tests.paths import ET_FIXTURES
 
-    code, _, err = run("pack", "--format-version", "1", "-o", tmp_path / "x.nfat", ET_FIXTURES / "add_portable.pte")
-    assert code == 2
-    assert err == ("fatpte: E0703 (specialization[0]): specialization[0] ('portable') has a program signature, "
-                   "which only a version 2 manifest holds: a .pte or .ptn is packed with the signature and "
-                   "provenance fatpte reads from it, and version 1 has no place for them; pack into version 2 "
-                   "(the default)\n")
+    programs = [ET_FIXTURES / "mlp_xnnpack.pte", ET_FIXTURES / "mlp_portable.pte", ET_FIXTURES / "mlp.ptn"]
+    code, stdout, err = run("pack", "--format-version", "1", "-o", tmp_path / "v1.nfat", *programs)
+    assert (code, err) == (0, "")
+    payloads = [p.read_bytes() for p in programs]
+    expected = b"NFAT" + struct.pack("<II", 1, 3)
+    offset = 0
+    for backend, payload in zip((b"xnnpack", b"portable", b"native"), payloads):
+        expected += backend.ljust(32, b"\0") + struct.pack("<QQ", offset, len(payload))
+        offset += len(payload)
+    expected += b"".join(payloads)
+    assert (tmp_path / "v1.nfat").read_bytes() == expected
+    assert stdout == f"wrote {tmp_path / 'v1.nfat'}: version 1, 3 entries, {len(expected)} bytes\n"
+    assert fatpte.validate(tmp_path / "v1.nfat").ok
+    # A backend id of one's own is fine; a name is not (version 1 has none).
+    code, _, err = run("pack", "--format-version", "1", "-o", tmp_path / "x.nfat",
+                       f"xnnpack-avx2={programs[0]}", f"cpu:portable={programs[1]}")
+    assert code == 2 and "E0703" in err and "version 1 has no entry names" in err
+
+
+def test_version_1_still_checks_that_the_programs_are_one_program(tmp_path: Path) -> None:
+    from tests.paths import ET_FIXTURES
+
+    programs = [ET_FIXTURES / "add_xnnpack.pte", ET_FIXTURES / "mlp_portable.pte"]
+    code, _, err = run("pack", "--format-version", "1", "-o", tmp_path / "x.nfat", *programs)
+    assert code == 1
+    assert err == ("fatpte: E0411 (signature): entries 'xnnpack' and 'portable' declare different program "
+                   "signatures: method 'forward' inputs differ (2 vs 1 inputs): [float32[2, 3], float32[2, 3]] vs "
+                   "[float32[1, 4]]\n")
+    code, _, err = run("pack", "--format-version", "1", "-o", tmp_path / "x.nfat", *programs, "--no-signature-check")
+    assert (code, err) == (0, "")
+    with fatpte.open(tmp_path / "x.nfat") as c:
+        assert (c.version, [e.backend_id for e in c.entries]) == (1, ["xnnpack", "portable"])
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--data", "mlp.ptn"], "E0703 (--data): version 1 has no named data"),
+    (["--share-pte-named-data"], "E0703 (--share-pte-named-data): version 1 has no named data"),
+    (["--signature-from", "xnnpack"], "version 1 stores none"),
+])
+def test_version_1_refuses_what_it_cannot_hold(tmp_path: Path, args: list[str], said: str) -> None:
+    from tests.paths import ET_FIXTURES
+
+    args = [str(ET_FIXTURES / a) if a.endswith(".ptn") else a for a in args]
+    code, _, err = run("pack", "--format-version", "1", "-o", tmp_path / "x.nfat", ET_FIXTURES / "mlp_xnnpack.pte",
+                       *args)
+    assert code == 2 and said in err
+    assert not (tmp_path / "x.nfat").exists()
 
 
 def test_priority_sets_an_entrys_priority_and_ends_the_tie(tmp_path: Path) -> None:
