@@ -200,8 +200,16 @@ def _specs_argument(f: F) -> F:
 
 @click.group(cls=FatpteGroup, epilog=EXIT_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="fatpte")
-def main() -> None:
+@click.option("--runtime", metavar="FATPTE_RUN", default=None,
+              help="The fatpte-run whose ExecuTorch runtime `--device host` and `fatpte device` describe "
+                   "(its backends, asked with `fatpte-run --device-json --with-executorch`); sets $FATPTE_RUN. "
+                   "Default: $FATPTE_RUN, else fatpte-run on PATH or beside this Python; '' asks none.")
+def main(runtime: str | None) -> None:
     """Pack, inspect, validate, select, extract, thin and rewrite NFAT fat ML program containers."""
+    if runtime is not None:
+        from fatpte.device.probe_executorch import RUNTIME_ENV
+
+        os.environ[RUNTIME_ENV] = runtime
 
 
 # ---------------------------------------------------------------------------------------------
@@ -493,7 +501,7 @@ def select(file: str, device: str, prefer: tuple[str, ...], exclude: tuple[str, 
 
     Eligible entries are those whose every requirement holds on the device, and whose
     ExecuTorch program's backends are in the device's runtime when the profile lists them
-    (`fatpte device` does where ExecuTorch's runtime is installed). They rank by priority, then
+    (`host` does where a fatpte-run answers: `fatpte device`). They rank by priority, then
     --prefer order, then a program that delegates to a backend (XNNPACK, ...) before one of
     portable operators, then specificity, then table order (specs/nfat-manifest.md). A --prefer
     or --exclude word that names no entry and no backend id is a warning listing those that
@@ -578,7 +586,8 @@ def _device_text(profile: DeviceProfile) -> str:
         f"accelerators: {accs or '-'}",
         f"memory:       {size(profile.memory_bytes) if profile.memory_bytes else 'unknown'}",
         f"backends:     {backends or '-'}",
-        "executorch:   " + ("not known" if profile.executorch_backends is None
+        "executorch:   " + ("not known (no fatpte-run found: `fatpte --runtime PATH` or $FATPTE_RUN names one)"
+                            if profile.executorch_backends is None
                             else ", ".join(sorted(profile.executorch_backends)) or "no backend (portable operators)"),
     ])
 
@@ -596,10 +605,12 @@ def _show_device(profile: DeviceProfile, as_json: bool) -> None:
 def device(ctx: click.Context, as_json: bool) -> None:
     """Show this machine's device profile (what `--device host` means).
 
-    When ExecuTorch's Python runtime is installed, the profile also lists the backends registered
-    in it (`executorch_backends`), so that selection rejects entries whose program needs one it
-    lacks. Asking the runtime imports torch (seconds), so `--device host` does not: save this
-    command's --json output and give that file as --device to select with them.
+    The profile lists the ExecuTorch backends this machine's runtime provides
+    (`executorch_backends`), so that selection rejects entries whose program needs one it lacks:
+    those of the C++ runtime of the ExecuTorch SDK, as fatpte-run answers (`fatpte --runtime
+    PATH`, $FATPTE_RUN, else fatpte-run on PATH or beside this Python; no torch needed, and
+    `--device host` asks it too), else, for this command only, those registered in ExecuTorch's
+    Python runtime when it is installed (asking imports torch, seconds). Neither: not known.
 
     With --json, the canonical profile JSON (specs/device-profile.md), byte for byte what the
     C++ loader's `fatpte-run --device-json` prints for the same facts (each lists the ExecuTorch
