@@ -669,8 +669,10 @@ def test_info_shows_signature_backends_data_needs_and_provenance(tmp_path: Path)
         "  cpu:",
         "    signature: forward(float32[1, 4]) -> float32[1, 3]",
         "    ExecuTorch backends: none (portable kernels only)",
-        ("    needs a .ptd: 4 keys kept in this container, not in the payload (fatpte extract --data-out): "
-         "fc1.weight, fc1.bias, fc2.weight, fc2.bias"),
+        # fatpte-run runs the entry straight from the container; only an extracted copy needs a .ptd.
+        ("    named data: 4 keys kept in this container, not in the payload; fatpte-run serves them from the "
+         "container, an extracted program needs them as a .ptd (fatpte extract --data-out): fc1.weight, fc1.bias, "
+         "fc2.weight, fc2.bias"),
         f"    provenance: executorch.pte.sha256={short(pte)}",
         "  native:",
         "    signature: forward(float32[1, 4]) -> float32[1, 3]",
