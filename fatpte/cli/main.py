@@ -690,24 +690,35 @@ def coverage(file: str, devices: str | None, prefer: tuple[str, ...], exclude: t
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
-@click.option("-d", "--directory", required=True, metavar="DIR",
-              type=click.Path(file_okay=False),
-              help="Directory to create (it may exist if empty).")
+@click.option("-o", "--output", "directory", metavar="DIR", type=click.Path(file_okay=False), default=None,
+              help="Directory to write (it may exist if empty).")
+@click.option("-d", "--directory", "old_directory", metavar="DIR", type=click.Path(file_okay=False), default=None,
+              help="Deprecated spelling of -o, still accepted (with a warning).")
 @click.option("--no-verify", is_flag=True, help="Skip repacking to check that pack.toml reproduces FILE.")
 @_force_option
 @_quiet_option
 @_json_option
-def unpack(file: str, directory: str, no_verify: bool, force: bool, quiet: bool, as_json: bool) -> None:
+def unpack(file: str, directory: str | None, old_directory: str | None, no_verify: bool, force: bool, quiet: bool,
+           as_json: bool) -> None:
     """Write every payload and named-data segment of FILE to DIR, with a pack.toml.
 
     `fatpte pack -o OUT --from DIR/pack.toml` then writes FILE again, byte for byte, for any
     container in the layout fatpte writes. Unpacking checks this by repacking to a temporary
     file (skip with --no-verify) and warns on stderr when the bytes would differ (a container
     written by another tool, e.g. a version 1 file with gaps): the files are exact either way.
-    With --force, an existing DIR is replaced whole.
+    With --force, an existing DIR is replaced whole. DIR is given with -o, as every command
+    that writes takes its output; -d DIR, the spelling of earlier versions, still works.
     """
     from fatpte.ops.unpack import unpack_to_dir
 
+    if directory is not None and old_directory is not None:
+        raise click.UsageError("give the directory once: -o DIR (-d DIR is its deprecated spelling)")
+    if directory is None and old_directory is None:
+        raise click.UsageError("Missing option '-o' / '--output': the directory to write")
+    if directory is None:
+        assert old_directory is not None
+        directory = old_directory
+        echo("fatpte: warning: unpack -d/--directory is deprecated: give the directory with -o DIR", err=True)
     check_inputs(file)
     with _progress(f"unpacking {file}", quiet):
         done = unpack_to_dir(file, directory, force=force, verify=not no_verify)

@@ -428,7 +428,7 @@ def test_pack_toml_reads_a_ptn_signature_and_unpack_names_files_by_kind(tmp_path
         '[[specialization]]\nbackend_id = "raw"\npayload = "raw.bin"\n')
     out = tmp_path / "t.nfat"
     assert run("pack", "-o", out, "--from", tmp_path / "pack.toml")[0] == 0
-    code, _, err = run("unpack", out, "-d", tmp_path / "u")
+    code, _, err = run("unpack", out, "-o", tmp_path / "u")
     assert (code, err) == (0, "")
     assert sorted(p.name for p in (tmp_path / "u" / "payloads").iterdir()) == ["native.ptn", "portable.pte",
                                                                               "raw.bin"]
@@ -751,9 +751,9 @@ def test_pack_share_moves_ptn_tensors_and_extract_puts_them_back(tmp_path: Path)
                       f"the container's named data, {size} bytes\n")
     assert (tmp_path / "x.ptn").read_bytes() == (ET_FIXTURES / "mlp.ptn").read_bytes()
     # unpack writes the stripped package and the tensors; pack --from gives the same bytes.
-    code, _, err = run("unpack", out, "-d", tmp_path / "u")
+    code, _, err = run("unpack", out, "-o", tmp_path / "u")
     assert (code, err) == (0, "")
-    assert json.loads(run("unpack", out, "-d", tmp_path / "u", "--force", "--json")[1])["reproducible"] is True
+    assert json.loads(run("unpack", out, "-o", tmp_path / "u", "--force", "--json")[1])["reproducible"] is True
 
 
 def test_container_commands_on_a_ptn_say_what_it_is(tmp_path: Path) -> None:
