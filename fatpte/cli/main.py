@@ -761,6 +761,24 @@ def diff(a: str, b: str, exit_code: bool, as_json: bool) -> None:
         _exit(EXIT_INVALID)
 
 
+def _signed(file: str) -> list[str]:
+    """How FILE is signed: `embedded`, `FILE.sig`, both or neither (read before an edit writes)."""
+    from fatpte.container.reader import open as open_container
+    from fatpte.ops.signing import DETACHED_SUFFIX
+
+    with open_container(file) as c:
+        embedded = c.header.signature_size > 0
+    return ["an embedded signature"] * embedded + [file + DETACHED_SUFFIX] * os.path.isfile(file + DETACHED_SUFFIX)
+
+
+def _unsigned_output(signatures: list[str], file: str, output: str) -> None:
+    """Say that the edit wrote OUT without the signature FILE had, and how to sign it again."""
+    if signatures:
+        echo(f"fatpte: warning: {file} is signed ({' and '.join(signatures)}) and {output} is not: a signature "
+             f"vouches for the content it was made for, so an edit drops it; sign again with `fatpte sign {output} "
+             "--key PRIVATE.pem` (add --detached for a .sig beside it)", err=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # add / remove / replace / convert
 # ---------------------------------------------------------------------------------------------
@@ -785,9 +803,11 @@ def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool
         raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD to add")
     check_inputs(file, *(s.payload for s in parsed if isinstance(s.payload, str)))
     check_output(output, force)
+    signatures = _signed(file)
     with _progress(f"writing {output}", quiet):
         add_entries(file, output, parsed)
     echo(f"wrote {output}: added {listed([quoted(s.entry_name) for s in parsed])}")
+    _unsigned_output(signatures, file, output)
 
 
 @main.command(epilog=EXIT_HELP)
@@ -802,9 +822,11 @@ def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: b
 
     check_inputs(file)
     check_output(output, force)
+    signatures = _signed(file)
     with _progress(f"writing {output}", quiet):
         remove_entries(file, output, names)
     echo(f"wrote {output}: removed {', '.join(map(repr, names))}")
+    _unsigned_output(signatures, file, output)
 
 
 @main.command(epilog=EXIT_HELP)
@@ -820,14 +842,19 @@ def replace(file: str, payload: str, name: str, output: str, force: bool, quiet:
     The entry's manifest record is derived again from PAYLOAD, as `fatpte pack` derives it (a
     payload SHA-256; for an ExecuTorch program its signature, ExecuTorch backends, program digest
     and the named data it needs), and checked the same way: another model's program is refused.
+
+    OUT is unsigned, as after every edit (add, remove, convert too): when FILE is signed, a
+    warning on stderr says so and how to sign OUT again.
     """
     from fatpte.ops.edit import replace as replace_payload
 
     check_inputs(file, payload)
     check_output(output, force)
+    signatures = _signed(file)
     with _progress(f"writing {output}", quiet):
         replace_payload(file, output, name, payload)
     echo(f"wrote {output}: replaced the payload of {quoted(name)}")
+    _unsigned_output(signatures, file, output)
 
 
 @main.command(epilog=EXIT_HELP)
@@ -848,9 +875,11 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
 
     check_inputs(file)
     check_output(output, force)
+    signatures = _signed(file)
     with _progress(f"writing {output}", quiet):
         convert_file(file, output, int(to_version))
     echo(f"wrote {output}: version {to_version}")
+    _unsigned_output(signatures, file, output)
 
 
 # ---------------------------------------------------------------------------------------------
