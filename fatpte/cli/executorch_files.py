@@ -79,14 +79,35 @@ def _not_fat(path: PathArg) -> FatpteError:
 # ---------------------------------------------------------------------------------------------
 
 
-def _data_targets(data: Sequence[str], names: Sequence[str]) -> dict[str, list[str]]:
-    """`--data [NAME=]FILE.ptd` values as entry name -> .ptd files; without NAME, every program."""
+def _data_targets(data: Sequence[str], programs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    """`--data [NAME=]FILE.ptd` values as entry name -> .ptd files, for `programs` (entry name, path).
+
+    Without NAME, FILE goes to each program entry whose program loads from outside itself a key
+    FILE holds (an XNNPACK program that holds its weights gets none of a portable program's .ptd,
+    which would then be named data it never loads: E1105, and `validate --strict` would fail); a
+    FILE that no program entry needs is refused. NAME= attaches the whole file to that entry."""
+    from fatpte.executorch.keys import program_keys
+    from fatpte.executorch.pte import read_program
+    from fatpte.fileio.mapping import map_view
+    from fatpte.ops.pte_specialize import ptd_tensors
+
+    names = [name for name, _ in programs]
     targets: dict[str, list[str]] = {n: [] for n in names}
+    needs: dict[str, set[str]] | None = None  # entry name -> the keys its program loads from outside
     for value in data:
         name, sep, path = value.partition("=")
         if not sep:
-            for files in targets.values():
-                files.append(value)
+            if needs is None:
+                needs = {n: set(program_keys(read_program(map_view(p), source=p)).external) for n, p in programs}
+            keys = set(ptd_tensors(value))
+            takers = [n for n in names if needs[n] & keys]
+            if not takers:
+                raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"--data {value!r}: no ExecuTorch program entry loads a "
+                                  f"key of it from outside the program (it holds {listed(sorted(map(quoted, keys)))}"
+                                  "); give --data NAME=FILE to attach it to entry NAME anyway", field="--data",
+                                  actual=value)
+            for n in takers:
+                targets[n].append(value)
         elif not name or not path:
             raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"--data {value!r} is not [NAME=]FILE.ptd",
                               field="--data")
@@ -126,10 +147,11 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
     different programs, E0411). A bare path (no `=`) is allowed for a program: its backend id is
     derived from its delegates. A native package (.ptn) becomes `ptn_specialization` of it, the
     same way (backend id `native` when bare); with `share_named_data` its tensors move into the
-    shared named data too, and extract puts them back. Each `--data [NAME=]FILE` adds the tensors of a .ptd
-    (or of a .ptn's program.safetensors) to the named data of entry NAME, or of every program
-    entry. With `share_named_data` (--share-pte-named-data) each program's own named data moves
-    there too, the payload being the program rewritten without it (docs/executorch.md).
+    shared named data too, and extract puts them back. Each `--data [NAME=]FILE` adds the tensors
+    of a .ptd (or of a .ptn's program.safetensors) to the named data of entry NAME, or of each
+    program entry that loads one of them (`_data_targets`). With `share_named_data`
+    (--share-pte-named-data) each program's own named data moves there too, the payload being
+    the program rewritten without it (docs/executorch.md).
 
     For `version` 1, which has no manifest, each program or package is its file with its backend
     id and nothing else: the signatures read from them are checked against each other as for
@@ -182,7 +204,7 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
     # Each program is specialized once (hashing, and rewriting with share_named_data, read the
     # whole file), after its entry name, which --data targets, is known.
     names = [name or backend or backend_id_of_file(path) for path, backend, name in programs]
-    targets = _data_targets(data, names)
+    targets = _data_targets(data, [(n, path) for n, (path, _, _) in zip(names, programs, strict=True)])
     built = [pte_specialization(path, backend_id=backend, name=name, data_files=targets[entry],
                                 share_named_data=share_named_data)
              for (path, backend, name), entry in zip(programs, names, strict=True)]

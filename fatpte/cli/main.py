@@ -222,7 +222,8 @@ def main(runtime: str | None) -> None:
 @_output_option
 @click.option("--data", "data", multiple=True, metavar="[NAME=]FILE.ptd",
               help="Add the tensors of an ExecuTorch .ptd (or of a .ptn's program.safetensors) to the named "
-                   "data of entry NAME, or of every ExecuTorch program entry (repeatable).")
+                   "data of entry NAME, or without NAME= of each ExecuTorch program entry that loads one of them "
+                   "(repeatable).")
 @click.option("--share-pte-named-data", "share_pte_named_data", is_flag=True,
               help="Move the named data stored inside each ExecuTorch program, and the tensors of each .ptn, into "
                    "the shared named data; the entry's payload is then the program rewritten without it "

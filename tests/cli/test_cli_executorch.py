@@ -371,11 +371,38 @@ def test_pack_data_moves_ptd_tensors_into_shared_named_data(tmp_path: Path) -> N
     with fatpte.open(out) as c:
         for t in describe(ptd).to_json()["named_data"]:
             assert bytes(c.named_data(t["key"])) == data[t["offset"] : t["offset"] + t["size"]]
-    # Without NAME=, every program entry gets the file's tensors.
+    # Without NAME=, each program entry that loads the file's keys gets them: here both.
     again = tmp_path / "all.nfat"
     assert run("pack", "-o", again, ET_FIXTURES / "mlp_portable_external.pte", ET_FIXTURES / "mlp_native_external.pte",
                "--data", ptd)[0] == 0
     assert [n["key"] for n in json.loads(run("info", "--json", again)[1])["named_data"]] == keys
+
+
+def test_a_bare_data_file_goes_to_the_programs_that_load_its_keys(tmp_path: Path) -> None:
+    # The portable program loads its weights from its .ptd; the XNNPACK program holds its own. A
+    # bare --data gives the .ptd to the portable entry alone, so the container passes --strict
+    # (given to both, the XNNPACK entry would hold named data it never loads: E1105).
+    ptd = ET_FIXTURES / "mlp_portable_external._default_external_constant.ptd"
+    out = tmp_path / "m.nfat"
+    code, _, err = run("pack", "-o", out, ET_FIXTURES / "mlp_portable_external.pte", ET_FIXTURES / "mlp_xnnpack.pte",
+                       "--data", ptd)
+    assert (code, err) == (0, "")
+    entries = json.loads(run("info", "--json", out)[1])["entries"]
+    assert [(e["name"], sorted(e["named_data"])) for e in entries] == [
+        ("portable", ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]), ("xnnpack", [])]
+    code, stdout, _ = run("validate", "--strict", out)
+    assert code == 0 and "0 errors, 0 warnings" in stdout
+    # Named, the file goes where it is told, and the entry that never loads it is warned about.
+    code, _, err = run("pack", "-o", tmp_path / "n.nfat", ET_FIXTURES / "mlp_portable_external.pte",
+                       ET_FIXTURES / "mlp_xnnpack.pte", "--data", f"xnnpack={ptd}", "--data", f"portable={ptd}")
+    assert code == 0 and "E1105" in err
+    # A file no program loads a key of is another model's: refused, naming its keys.
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", ET_FIXTURES / "mlp_xnnpack.pte", "--data", ptd)
+    assert code == 2
+    assert (f"--data '{ptd}': no ExecuTorch program entry loads a key of it from outside the program (it holds "
+            "'fc1.bias', 'fc1.weight', 'fc2.bias', 'fc2.weight'); give --data NAME=FILE to attach it to entry NAME "
+            "anyway") in err
+    assert not (tmp_path / "x.nfat").exists()
 
 
 @pytest.mark.parametrize(("args", "message"), [
