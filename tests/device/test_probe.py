@@ -440,8 +440,6 @@ def test_a_found_runtime_that_does_not_answer_means_not_known(tmp_path: Path, mo
 ])
 def test_a_named_runtime_that_does_not_answer_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           body: str | None, code: ErrorCode, said: str) -> None:
-    from fatpte.device import probe_executorch
-
     runtime = tmp_path / "fatpte-run" if body is None else _fake_runtime(tmp_path, body)
     monkeypatch.setenv("FATPTE_RUN", str(runtime))
     with pytest.raises(FatpteError) as info:

@@ -11,7 +11,13 @@ import pytest
 
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch import program_signature, read_program
-from fatpte.executorch.rewrite import _layout, _rewrite, remove_named_data, rename_delegates, segment_alignment
+from fatpte.executorch.rewrite import (
+    _layout,
+    _rewrite,
+    remove_named_data,
+    rename_delegates,
+    segment_alignment,
+)
 from tests.paths import ET_FIXTURES, FIXTURES
 
 PROGRAMS = sorted(p.name for p in ET_FIXTURES.glob("*.pte"))

@@ -10,7 +10,6 @@ installed in .venv): only the committed fixtures.
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,15 +26,16 @@ from tests.loader.test_fat_delegate_runtime import (
     build,  # noqa: F401  (a fixture)
     call_files,
     module_run,
-    parsed,
+    xnnpack_then_portable,
 )
 
 FATPTE = [sys.executable, "-m", "fatpte"]
 
 
-def plain_run(build: Path, program: Path, calls: list[str], libs: tuple[Path, ...]) -> str:
-    """The outputs of `program` run on its own, with `libs` and without the fat delegate library."""
-    cmd = [str(build / "et_module_runner")]
+def plain_run(folder: Path, program: Path, calls: list[str], libs: tuple[Path, ...]) -> str:
+    """The outputs of `program` run on its own by `folder`'s et_module_runner, with `libs` and
+    without the fat delegate library."""
+    cmd = [str(folder / "et_module_runner")]
     for lib in libs:
         cmd += ["--lib", str(lib)]
     proc = subprocess.run([*cmd, str(program), *calls], capture_output=True, text=True, timeout=300, check=False)
@@ -66,21 +66,10 @@ def test_a_merged_program_runs_each_source_programs_computation(build: Path, tmp
     assert {d.backend_id for m in read_program(program.read_bytes()).methods for d in m.delegates} == {
         "FatpteBackend"}
     calls = call_files(model, tmp_path)
-    want = _example().recorded_outputs(model)
-
-    with_xnnpack = module_run(build, program, libs=(KERNELS, XNNPACK), calls=calls)
-    assert with_xnnpack.returncode == 0, with_xnnpack.stderr
-    assert "fatpte fat delegate: running entry xnnpack [xnnpack]" in with_xnnpack.stderr
-    assert with_xnnpack.stdout == plain_run(build, FIXTURES / f"{model}_xnnpack.pte", calls, (KERNELS, XNNPACK))
-    assert _example().mismatches(parsed(with_xnnpack.stdout), want) == []
-
-    alone = module_run(build, program, calls=calls)
-    assert alone.returncode == 0, alone.stderr
-    assert "xnnpack [xnnpack]: rejected: executorch_backends: needs XnnpackBackend" in alone.stderr
-    assert re.search(r"fatpte fat delegate: (.* \| )?running entry portable \[portable\] as a nested program",
-                     alone.stderr), alone.stderr
-    assert alone.stdout == plain_run(build, FIXTURES / f"{model}_portable.pte", calls, (KERNELS,))
-    assert _example().mismatches(parsed(alone.stdout), want) == []
+    with_xnnpack, alone = xnnpack_then_portable(build, program, calls, _example().recorded_outputs(model))
+    # And each is exactly what the source program computes on its own.
+    assert with_xnnpack == plain_run(build, FIXTURES / f"{model}_xnnpack.pte", calls, (KERNELS, XNNPACK))
+    assert alone == plain_run(build, FIXTURES / f"{model}_portable.pte", calls, (KERNELS,))
 
 
 def test_a_longer_delegate_id_moves_the_segments_and_still_runs(build: Path, tmp_path: Path) -> None:  # noqa: F811

@@ -108,5 +108,5 @@ def test_a_native_entry_is_said_to_need_what_this_runtime_lacks(three: Path) -> 
     has = ", ".join(json.loads(device_json("--with-executorch").stdout)["executorch_backends"])
     assert proc.stdout.splitlines()[1:3] == [
         "chosen: xnnpack [xnnpack]",
-        f"  -  native [native]: rejected: executorch_backends: needs NativeBackend; the device has no NativeBackend "
-        f"(its runtime has {has})"]
+        (f"  -  native [native]: rejected: executorch_backends: needs NativeBackend; the device has no "
+         f"NativeBackend (its runtime has {has})")]

@@ -71,15 +71,15 @@ def test_without_a_portable_program_the_backend_payload_alone(tmp_path: Path) ->
 
 @pytest.mark.parametrize(("xnnpack", "portable", "said"), [
     ("buffer_xnnpack.pte", "buffer_portable.pte",
-     "it runs aten::copy_ outside the delegate; the delegate also takes value 0 (float32[2, 3], the mutable "
-     "buffer 'total'), value 1 (float32[], a constant), value 3 (float32[2, 3]), which the method neither takes "
-     "nor gives"),
+     ("it runs aten::copy_ outside the delegate; the delegate also takes value 0 (float32[2, 3], the mutable "
+      "buffer 'total'), value 1 (float32[], a constant), value 3 (float32[2, 3]), which the method neither takes "
+      "nor gives")),
     ("buffer_xnnpack_default.pte", "buffer_portable_default.pte",
      "the delegate also takes value 0 (float32[2, 3], a mutable buffer)"),
     ("kvcache_xnnpack.pte", "kvcache_portable.pte",
-     "its graph is split into 3 delegate calls; it runs aten::index_put.out, aten::expand_copy.out, aten::copy_ "
-     "outside the delegate; input 1 (value 2: int64[1]) does not reach the delegate; output 0 (value 20: "
-     "float32[1, 1, 8]) is not the delegate's"),
+     ("its graph is split into 3 delegate calls; it runs aten::index_put.out, aten::expand_copy.out, aten::copy_ "
+      "outside the delegate; input 1 (value 2: int64[1]) does not reach the delegate; output 0 (value 20: "
+      "float32[1, 1, 8]) is not the delegate's")),
     ("kvcache_xnnpack_default.pte", "kvcache_portable_default.pte", "input 1 (value 2: int64[1]) does not reach"),
     ("kvpair_xnnpack_default.pte", "kvpair_portable_default.pte", "output 0 (value 39: float32[1, 1, 8]) is not"),
 ])
