@@ -42,6 +42,13 @@ _EXPORTS: dict[str, str] = {
     "Verdict": "fatpte.device.selection",
     "Failure": "fatpte.device.selection",
     "thin": "fatpte.ops.thinning",
+    "merge_programs": "fatpte.ops.fat_merge",
+    "sign": "fatpte.ops.signing",
+    "verify": "fatpte.ops.signing",
+    "unsign": "fatpte.ops.signing",
+    "load_trusted_keys": "fatpte.ops.signing",
+    "TrustedKey": "fatpte.ops.signing",
+    "VerifyReport": "fatpte.ops.signing",
     "pack_from_file": "fatpte.ops.packfile",
     "pte_specialization": "fatpte.ops.pte_specialize",
     "ptn_specialization": "fatpte.ops.pte_specialize",
@@ -76,8 +83,12 @@ __all__ = [
     "Severity",
     "Signature",
     "Specialization",
+    "TrustedKey",
     "Verdict",
+    "VerifyReport",
     "extract",
+    "load_trusted_keys",
+    "merge_programs",
     "open",
     "open_remote",
     "pack",
@@ -85,10 +96,13 @@ __all__ = [
     "pte_specialization",
     "ptn_specialization",
     "select",
+    "sign",
     "thin",
+    "unsign",
     "validate",
     "validate_buffer",
     "validate_remote",
+    "verify",
 ]
 
 if TYPE_CHECKING:
@@ -118,10 +132,17 @@ if TYPE_CHECKING:
     from fatpte.manifest.model import Requirements as Requirements
     from fatpte.manifest.model import Signature as Signature
     from fatpte.ops.extraction import extract as extract
+    from fatpte.ops.fat_merge import merge_programs as merge_programs
     from fatpte.ops.packfile import pack_from_file as pack_from_file
     from fatpte.ops.packing import pack as pack
     from fatpte.ops.pte_specialize import pte_specialization as pte_specialization
     from fatpte.ops.pte_specialize import ptn_specialization as ptn_specialization
+    from fatpte.ops.signing import TrustedKey as TrustedKey
+    from fatpte.ops.signing import VerifyReport as VerifyReport
+    from fatpte.ops.signing import load_trusted_keys as load_trusted_keys
+    from fatpte.ops.signing import sign as sign
+    from fatpte.ops.signing import unsign as unsign
+    from fatpte.ops.signing import verify as verify
     from fatpte.ops.specialization import NamedData as NamedData
     from fatpte.ops.specialization import Specialization as Specialization
     from fatpte.ops.thinning import thin as thin

@@ -61,7 +61,42 @@ def test_python_api_md_states_the_real_signatures() -> None:
     from tests.paths import ROOT
 
     text = " ".join((ROOT / "docs" / "python-api.md").read_text(encoding="utf-8").split())
-    for name in ("Specialization", "pte_specialization", "ptn_specialization"):
+    for name in ("Specialization", "pte_specialization", "ptn_specialization", "merge_programs", "sign", "verify",
+                 "unsign", "load_trusted_keys"):
         found = re.search(rf"`{name}\(([^`]*)\)`", text)
         assert found, f"docs/python-api.md does not write out {name}(...)"
         assert found.group(1) == _written(inspect.signature(getattr(fatpte, name))), name
+
+
+def test_the_signing_example_of_python_api_md_runs(tmp_path: Any, monkeypatch: Any) -> None:
+    """The `## Signing` block of docs/python-api.md, run as written in a folder holding its files."""
+    import re
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    from tests.paths import ROOT
+
+    text = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    block = re.search(r"## Signing\n\n```python\n(.*?)```", text, re.DOTALL)
+    assert block, "docs/python-api.md has no Signing example"
+    private = ed25519.Ed25519PrivateKey.generate()
+    (tmp_path / "release.pem").write_bytes(private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    (tmp_path / "release.pub.pem").write_bytes(private.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    (tmp_path / "trusted").mkdir()
+    monkeypatch.chdir(tmp_path)
+    fatpte.pack([fatpte.Specialization("cpu", b"1" * 9), fatpte.Specialization("gpu", b"2")], "model.nfat")
+    before = (tmp_path / "model.nfat").read_bytes()
+    fatpte.sign("model.nfat", "release.pem")
+    fatpte.thin("model.nfat", "orin.nfat", names=["gpu"])  # what the example verifies: a thinned copy
+    fatpte.unsign("model.nfat")
+    names: dict[str, Any] = {"fatpte": fatpte}
+    exec(block.group(1), names)  # noqa: S102  (the documented example)
+    report = names["report"]
+    assert report.ok and report.key_id == fatpte.load_trusted_keys(["release.pub.pem"])[0].key_id
+    assert [(e.name, e.status) for e in report.entries] == [("gpu", "verified")]
+    assert report.thinned == ("cpu",)
+    assert (tmp_path / "model.nfat").read_bytes() == before  # unsigned again, byte for byte
+    assert (tmp_path / "model.nfat.sig").exists()

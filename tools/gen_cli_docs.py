@@ -41,7 +41,7 @@ fatpte select model.nfat --device host --explain  # which entry this machine get
 fatpte extract model.nfat --device nvidia-sm90-server -o payload.bin
 fatpte thin model.nfat --device apple-m3 -o model-m3.nfat
 fatpte coverage model.nfat                        # every named device profile
-fatpte unpack model.nfat -d model/ && fatpte pack -o again.nfat --from model/pack.toml
+fatpte unpack model.nfat -o model/ && fatpte pack -o again.nfat --from model/pack.toml
 fatpte info model_xnnpack.pte                     # an ExecuTorch program: methods, delegates, named data
 fatpte pack -o model.nfat model_portable.pte xnnpack=model_xnnpack.pte --data weights.ptd
 fatpte thin model_fat.pte --device raspberry-pi-5 -o model_pi.pte   # a .pte with an NFAT delegate

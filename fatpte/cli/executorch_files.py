@@ -79,14 +79,35 @@ def _not_fat(path: PathArg) -> FatpteError:
 # ---------------------------------------------------------------------------------------------
 
 
-def _data_targets(data: Sequence[str], names: Sequence[str]) -> dict[str, list[str]]:
-    """`--data [NAME=]FILE.ptd` values as entry name -> .ptd files; without NAME, every program."""
+def _data_targets(data: Sequence[str], programs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    """`--data [NAME=]FILE.ptd` values as entry name -> .ptd files, for `programs` (entry name, path).
+
+    Without NAME, FILE goes to each program entry whose program loads from outside itself a key
+    FILE holds (an XNNPACK program that holds its weights gets none of a portable program's .ptd,
+    which would then be named data it never loads: E1105, and `validate --strict` would fail); a
+    FILE that no program entry needs is refused. NAME= attaches the whole file to that entry."""
+    from fatpte.executorch.keys import program_keys
+    from fatpte.executorch.pte import read_program
+    from fatpte.fileio.mapping import map_view
+    from fatpte.ops.pte_specialize import ptd_tensors
+
+    names = [name for name, _ in programs]
     targets: dict[str, list[str]] = {n: [] for n in names}
+    needs: dict[str, set[str]] | None = None  # entry name -> the keys its program loads from outside
     for value in data:
         name, sep, path = value.partition("=")
         if not sep:
-            for files in targets.values():
-                files.append(value)
+            if needs is None:
+                needs = {n: set(program_keys(read_program(map_view(p), source=p)).external) for n, p in programs}
+            keys = set(ptd_tensors(value))
+            takers = [n for n in names if needs[n] & keys]
+            if not takers:
+                raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"--data {value!r}: no ExecuTorch program entry loads a "
+                                  f"key of it from outside the program (it holds {listed(sorted(map(quoted, keys)))}"
+                                  "); give --data NAME=FILE to attach it to entry NAME anyway", field="--data",
+                                  actual=value)
+            for n in takers:
+                targets[n].append(value)
         elif not name or not path:
             raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"--data {value!r} is not [NAME=]FILE.ptd",
                               field="--data")
@@ -117,7 +138,8 @@ def unresolved_warnings(specs: Sequence[Specialization]) -> list[str]:
 
 
 def pack_specs(args: Sequence[str], data: Sequence[str],
-               parse: Callable[[str], Specialization], *, share_named_data: bool = False) -> list[Specialization]:
+               parse: Callable[[str], Specialization], *, share_named_data: bool = False, version: int = 2,
+               check_signatures: bool = True) -> list[Specialization]:
     """The specializations `fatpte pack` packs for its arguments.
 
     An argument whose payload is an ExecuTorch program becomes `pte_specialization` of it: the
@@ -125,11 +147,22 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
     different programs, E0411). A bare path (no `=`) is allowed for a program: its backend id is
     derived from its delegates. A native package (.ptn) becomes `ptn_specialization` of it, the
     same way (backend id `native` when bare); with `share_named_data` its tensors move into the
-    shared named data too, and extract puts them back. Each `--data [NAME=]FILE` adds the tensors of a .ptd
-    (or of a .ptn's program.safetensors) to the named data of entry NAME, or of every program
-    entry. With `share_named_data` (--share-pte-named-data) each program's own named data moves
-    there too, the payload being the program rewritten without it (docs/executorch.md)."""
+    shared named data too, and extract puts them back. Each `--data [NAME=]FILE` adds the tensors
+    of a .ptd (or of a .ptn's program.safetensors) to the named data of entry NAME, or of each
+    program entry that loads one of them (`_data_targets`). With `share_named_data`
+    (--share-pte-named-data) each program's own named data moves there too, the payload being
+    the program rewritten without it (docs/executorch.md).
+
+    For `version` 1, which has no manifest, each program or package is its file with its backend
+    id and nothing else: the signatures read from them are checked against each other as for
+    version 2 (unless not `check_signatures`), then left out, as version 1 has no place for them;
+    named data (`data`, `share_named_data`) is refused (E0703)."""
     from fatpte.ops.pte_specialize import backend_id_of_file, pte_specialization, ptn_specialization
+
+    if version == 1 and (data or share_named_data):
+        raise FatpteError(ErrorCode.NOT_REPRESENTABLE_IN_V1, "version 1 has no named data: --data and "
+                          "--share-pte-named-data need version 2 (the default)",
+                          field="--data" if data else "--share-pte-named-data")
 
     # (path, backend id or None to derive, name) per program argument, to build after --data is known.
     programs: list[tuple[str, str | None, str | None]] = []
@@ -171,11 +204,29 @@ def pack_specs(args: Sequence[str], data: Sequence[str],
     # Each program is specialized once (hashing, and rewriting with share_named_data, read the
     # whole file), after its entry name, which --data targets, is known.
     names = [name or backend or backend_id_of_file(path) for path, backend, name in programs]
-    targets = _data_targets(data, names)
+    targets = _data_targets(data, [(n, path) for n, (path, _, _) in zip(names, programs, strict=True)])
     built = [pte_specialization(path, backend_id=backend, name=name, data_files=targets[entry],
                                 share_named_data=share_named_data)
              for (path, backend, name), entry in zip(programs, names, strict=True)]
-    return [built[s] if isinstance(s, int) else s for s in specs]
+    out = [built[s] if isinstance(s, int) else s for s in specs]
+    return _version_1(out, check_signatures) if version == 1 else out
+
+
+def _version_1(specs: Sequence[Specialization], check_signatures: bool) -> list[Specialization]:
+    """`specs` as version 1 holds them: the programs' and packages' signatures checked against
+    each other (E0411, as `pack` checks them), then each of them only its backend id, name and
+    file; the other specializations as they are."""
+    from fatpte.manifest.model import Signature
+    from fatpte.ops.program_entry import disagreeing_signature
+    from fatpte.ops.specialization import Specialization
+
+    files = [s for s in specs if s.signature is not None and s.executorch_backends is not None]
+    if check_signatures:
+        found = disagreeing_signature([(s.entry_name, Signature.from_mapping(s.signature)) for s in files])
+        if found is not None:
+            raise FatpteError(ErrorCode.SIGNATURE_MISMATCH, found[1], field="signature")
+    return [Specialization(s.backend_id, s.payload, name=s.name) if any(s is f for f in files) else s
+            for s in specs]
 
 
 # ---------------------------------------------------------------------------------------------

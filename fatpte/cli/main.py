@@ -144,6 +144,26 @@ def _alignment(value: int | None) -> int | None:
     return value
 
 
+def _priorities(values: Sequence[str]) -> dict[str, int]:
+    """`--priority NAME=N` values as entry name -> priority (the last one given for a name wins)."""
+    out: dict[str, int] = {}
+    for value in values:
+        name, sep, number = value.rpartition("=")
+        try:
+            out[name] = int(number)
+        except ValueError:
+            name = ""
+        if not sep or not name:
+            raise click.BadParameter(f"{value!r} is not NAME=N (N an integer)", param_hint="'--priority'")
+    return out
+
+
+def _priority_option(f: F) -> F:
+    return click.option("--priority", "priorities", multiple=True, metavar="NAME=N",
+                        help="Give entry NAME priority N, a 32-bit integer (default 0; higher is chosen first; "
+                             "repeatable).")(f)
+
+
 def _preference_options(f: F) -> F:
     f = click.option("--exclude", multiple=True, metavar="B1,B2",
                      help="Never choose these names or backend ids (repeatable).")(f)
@@ -180,8 +200,16 @@ def _specs_argument(f: F) -> F:
 
 @click.group(cls=FatpteGroup, epilog=EXIT_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="fatpte")
-def main() -> None:
+@click.option("--runtime", metavar="FATPTE_RUN", default=None,
+              help="The fatpte-run whose ExecuTorch runtime `--device host` and `fatpte device` describe "
+                   "(its backends, asked with `fatpte-run --device-json --with-executorch`); sets $FATPTE_RUN. "
+                   "Default: $FATPTE_RUN, else fatpte-run on PATH or beside this Python; '' asks none.")
+def main(runtime: str | None) -> None:
     """Pack, inspect, validate, select, extract, thin and rewrite NFAT fat ML program containers."""
+    if runtime is not None:
+        from fatpte.device.probe_executorch import RUNTIME_ENV
+
+        os.environ[RUNTIME_ENV] = runtime
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,7 +222,8 @@ def main() -> None:
 @_output_option
 @click.option("--data", "data", multiple=True, metavar="[NAME=]FILE.ptd",
               help="Add the tensors of an ExecuTorch .ptd (or of a .ptn's program.safetensors) to the named "
-                   "data of entry NAME, or of every ExecuTorch program entry (repeatable).")
+                   "data of entry NAME, or without NAME= of each ExecuTorch program entry that loads one of them "
+                   "(repeatable).")
 @click.option("--share-pte-named-data", "share_pte_named_data", is_flag=True,
               help="Move the named data stored inside each ExecuTorch program, and the tensors of each .ptn, into "
                    "the shared named data; the entry's payload is then the program rewritten without it "
@@ -210,11 +239,12 @@ def main() -> None:
                    "agree; recorded in each entry's provenance (fatpte.signature_check).")
 @click.option("--no-signature-check", "no_signature_check", is_flag=True,
               help="Store no program signature and check none; recorded in each entry's provenance.")
+@_priority_option
 @_force_option
 @_quiet_option
 def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_named_data: bool,
          format_version: str | None, align: int | None, from_toml: str | None, signature_from: str | None,
-         no_signature_check: bool, force: bool, quiet: bool) -> None:
+         no_signature_check: bool, priorities: tuple[str, ...], force: bool, quiet: bool) -> None:
     """Pack payloads into a container.
 
     Each argument is BACKEND=PAYLOAD (the entry is named after its backend id) or
@@ -237,15 +267,23 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     moves the named data stored in the programs there too, rewriting them (extract then no
     longer gives the input file back byte for byte), and the tensors of each .ptn (extract
     writes the package whole again).
+
+    --format-version 1 writes ExecuTorch's published layout: each program or package is then
+    its file under its backend id and nothing else (no names, priorities, alignment, named data
+    or manifest); the programs' signatures are still checked against each other.
+
+    Entries are ranked by priority (0 unless --priority NAME=N; higher is chosen first), then
+    by the rules of specs/nfat-manifest.md section 6; pack warns (E0709) about entries that
+    only their place in the table would tell apart.
     """
     if signature_from is not None and no_signature_check:
         raise click.UsageError("--signature-from and --no-signature-check exclude each other")
     if from_toml is not None:
         if (specs or data or share_pte_named_data or format_version is not None or align is not None
-                or signature_from is not None or no_signature_check):
+                or signature_from is not None or no_signature_check or priorities):
             raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
-                                   "--format-version, --align, --signature-from or --no-signature-check: the "
-                                   "pack.toml states them")
+                                   "--format-version, --align, --signature-from, --no-signature-check or "
+                                   "--priority: the pack.toml states them")
         from fatpte.cli.executorch_files import unresolved_warnings
         from fatpte.ops.packfile import pack_from_file
 
@@ -260,19 +298,38 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         from fatpte.cli.executorch_files import unresolved_warnings
         from fatpte.ops.packing import pack as pack_specs
 
-        parsed = executorch_specs(specs, data, parse_spec, share_named_data=share_pte_named_data)
+        version = int(format_version or "2")
+        if version == 1 and signature_from is not None:
+            raise click.UsageError("--signature-from gives entries a signature to store, and version 1 stores none "
+                                   "(its programs' signatures are checked against each other unless "
+                                   "--no-signature-check)")
+        parsed = executorch_specs(specs, data, parse_spec, share_named_data=share_pte_named_data, version=version,
+                                  check_signatures=not no_signature_check)
         if not parsed:
             raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
+        parsed = _prioritised(parsed, _priorities(priorities))
         check_inputs(*(s.payload for s in parsed if isinstance(s.payload, str)))
         check_output(output, force)
         warnings = unresolved_warnings(parsed)
         with _progress(f"packing {output}", quiet) as progress:
-            pack_specs(parsed, output, version=int(format_version or "2"), alignment=align,
-                       progress=progress.update, signature_from=signature_from,
-                       check_signatures=not no_signature_check)
+            pack_specs(parsed, output, version=version, alignment=align, progress=progress.update,
+                       signature_from=signature_from, check_signatures=not no_signature_check or version == 1)
     _wrote_container(output)
     for line in warnings:
         echo(line, err=True)
+
+
+def _prioritised(specs: list[Specialization], priorities: dict[str, int]) -> list[Specialization]:
+    """`specs` with the priorities `--priority` gives their entries."""
+    import dataclasses
+
+    names = [s.entry_name for s in specs]
+    unknown = [n for n in priorities if n not in names]
+    if unknown:
+        raise click.BadParameter(f"no entry is named {listed([quoted(n) for n in unknown])} (entries: "
+                                 f"{listed([quoted(n) for n in names])})", param_hint="'--priority'")
+    return [dataclasses.replace(s, priority=priorities[s.entry_name]) if s.entry_name in priorities else s
+            for s in specs]
 
 
 def _wrote_container(path: str) -> None:
@@ -281,6 +338,48 @@ def _wrote_container(path: str) -> None:
     with open_container(path) as c:
         n = len(c.entries)
         echo(f"wrote {path}: version {c.version}, {n} {'entry' if n == 1 else 'entries'}, {c.size} bytes")
+
+
+# ---------------------------------------------------------------------------------------------
+# merge
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("programs", nargs=-1, required=True, metavar="[NAME=]PROGRAM.pte...")
+@_output_option
+@_priority_option
+@_force_option
+def merge(programs: tuple[str, ...], output: str, priorities: tuple[str, ...], force: bool) -> None:
+    """Merge lowered programs of one model into one fat program (.pte), without torch.
+
+    Give each lowering of the model as ExecuTorch exported it: programs lowered to a backend
+    (m_xnnpack.pte, ...) and at most one portable program (m_portable.pte, no delegate). OUT is
+    the first lowered program with each method's delegate made a fat delegate (backend id
+    FatpteBackend): its payload is an NFAT container of every lowered program's delegate payload
+    and the portable program whole, which runs as a nested program when no backend entry can.
+    ExecuTorch runs OUT with libexecutorch_backend_fatpte.so loaded (docs/executorch.md).
+
+    Entries are named after their backend (`xnnpack`, `portable`) unless NAME= is given. The
+    programs' signatures must agree, as `fatpte pack` checks them (E0411). Each lowered program
+    must be one delegate per method over the method's inputs and outputs, so that the portable
+    program can stand in for it: a program whose backend took only part of the graph (state
+    kept outside the delegate, operators left to the portable kernels) is refused (E0702), naming
+    the input, output or value that differs. Every entry must load the first lowered program's
+    named data (E0706).
+    """
+    from fatpte.ops.fat_merge import merge_programs
+
+    given: list[str | tuple[str, str]] = []
+    for arg in programs:
+        name, sep, path = arg.partition("=")
+        if sep and (not name or not path):
+            raise click.BadParameter(f"{arg!r} is not [NAME=]PROGRAM.pte", param_hint="PROGRAMS")
+        given.append((name, path) if sep else arg)
+    check_inputs(*(g if isinstance(g, str) else g[1] for g in given))
+    check_output(output, force)
+    written = merge_programs(given, output, priorities=_priorities(priorities))
+    echo(f"wrote {written}: fat program, {os.stat(written).st_size} bytes")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -403,7 +502,7 @@ def select(file: str, device: str, prefer: tuple[str, ...], exclude: tuple[str, 
 
     Eligible entries are those whose every requirement holds on the device, and whose
     ExecuTorch program's backends are in the device's runtime when the profile lists them
-    (`fatpte device` does where ExecuTorch's runtime is installed). They rank by priority, then
+    (`host` does where a fatpte-run answers: `fatpte device`). They rank by priority, then
     --prefer order, then a program that delegates to a backend (XNNPACK, ...) before one of
     portable operators, then specificity, then table order (specs/nfat-manifest.md). A --prefer
     or --exclude word that names no entry and no backend id is a warning listing those that
@@ -488,7 +587,8 @@ def _device_text(profile: DeviceProfile) -> str:
         f"accelerators: {accs or '-'}",
         f"memory:       {size(profile.memory_bytes) if profile.memory_bytes else 'unknown'}",
         f"backends:     {backends or '-'}",
-        "executorch:   " + ("not known" if profile.executorch_backends is None
+        "executorch:   " + ("not known (no fatpte-run found: `fatpte --runtime PATH` or $FATPTE_RUN names one)"
+                            if profile.executorch_backends is None
                             else ", ".join(sorted(profile.executorch_backends)) or "no backend (portable operators)"),
     ])
 
@@ -506,10 +606,12 @@ def _show_device(profile: DeviceProfile, as_json: bool) -> None:
 def device(ctx: click.Context, as_json: bool) -> None:
     """Show this machine's device profile (what `--device host` means).
 
-    When ExecuTorch's Python runtime is installed, the profile also lists the backends registered
-    in it (`executorch_backends`), so that selection rejects entries whose program needs one it
-    lacks. Asking the runtime imports torch (seconds), so `--device host` does not: save this
-    command's --json output and give that file as --device to select with them.
+    The profile lists the ExecuTorch backends this machine's runtime provides
+    (`executorch_backends`), so that selection rejects entries whose program needs one it lacks:
+    those of the C++ runtime of the ExecuTorch SDK, as fatpte-run answers (`fatpte --runtime
+    PATH`, $FATPTE_RUN, else fatpte-run on PATH or beside this Python; no torch needed, and
+    `--device host` asks it too), else, for this command only, those registered in ExecuTorch's
+    Python runtime when it is installed (asking imports torch, seconds). Neither: not known.
 
     With --json, the canonical profile JSON (specs/device-profile.md), byte for byte what the
     C++ loader's `fatpte-run --device-json` prints for the same facts (each lists the ExecuTorch
@@ -589,24 +691,35 @@ def coverage(file: str, devices: str | None, prefer: tuple[str, ...], exclude: t
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
-@click.option("-d", "--directory", required=True, metavar="DIR",
-              type=click.Path(file_okay=False),
-              help="Directory to create (it may exist if empty).")
+@click.option("-o", "--output", "directory", metavar="DIR", type=click.Path(file_okay=False), default=None,
+              help="Directory to write (it may exist if empty).")
+@click.option("-d", "--directory", "old_directory", metavar="DIR", type=click.Path(file_okay=False), default=None,
+              help="Deprecated spelling of -o, still accepted (with a warning).")
 @click.option("--no-verify", is_flag=True, help="Skip repacking to check that pack.toml reproduces FILE.")
 @_force_option
 @_quiet_option
 @_json_option
-def unpack(file: str, directory: str, no_verify: bool, force: bool, quiet: bool, as_json: bool) -> None:
+def unpack(file: str, directory: str | None, old_directory: str | None, no_verify: bool, force: bool, quiet: bool,
+           as_json: bool) -> None:
     """Write every payload and named-data segment of FILE to DIR, with a pack.toml.
 
     `fatpte pack -o OUT --from DIR/pack.toml` then writes FILE again, byte for byte, for any
     container in the layout fatpte writes. Unpacking checks this by repacking to a temporary
     file (skip with --no-verify) and warns on stderr when the bytes would differ (a container
     written by another tool, e.g. a version 1 file with gaps): the files are exact either way.
-    With --force, an existing DIR is replaced whole.
+    With --force, an existing DIR is replaced whole. DIR is given with -o, as every command
+    that writes takes its output; -d DIR, the spelling of earlier versions, still works.
     """
     from fatpte.ops.unpack import unpack_to_dir
 
+    if directory is not None and old_directory is not None:
+        raise click.UsageError("give the directory once: -o DIR (-d DIR is its deprecated spelling)")
+    if directory is None and old_directory is None:
+        raise click.UsageError("Missing option '-o' / '--output': the directory to write")
+    if directory is None:
+        assert old_directory is not None
+        directory = old_directory
+        echo("fatpte: warning: unpack -d/--directory is deprecated: give the directory with -o DIR", err=True)
     check_inputs(file)
     with _progress(f"unpacking {file}", quiet):
         done = unpack_to_dir(file, directory, force=force, verify=not no_verify)
@@ -649,6 +762,24 @@ def diff(a: str, b: str, exit_code: bool, as_json: bool) -> None:
         _exit(EXIT_INVALID)
 
 
+def _signed(file: str) -> list[str]:
+    """How FILE is signed: `embedded`, `FILE.sig`, both or neither (read before an edit writes)."""
+    from fatpte.container.reader import open as open_container
+    from fatpte.ops.signing import DETACHED_SUFFIX
+
+    with open_container(file) as c:
+        embedded = c.header.signature_size > 0
+    return ["an embedded signature"] * embedded + [file + DETACHED_SUFFIX] * os.path.isfile(file + DETACHED_SUFFIX)
+
+
+def _unsigned_output(signatures: list[str], file: str, output: str) -> None:
+    """Say that the edit wrote OUT without the signature FILE had, and how to sign it again."""
+    if signatures:
+        echo(f"fatpte: warning: {file} is signed ({' and '.join(signatures)}) and {output} is not: a signature "
+             f"vouches for the content it was made for, so an edit drops it; sign again with `fatpte sign {output} "
+             "--key PRIVATE.pem` (add --detached for a .sig beside it)", err=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # add / remove / replace / convert
 # ---------------------------------------------------------------------------------------------
@@ -673,9 +804,11 @@ def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool
         raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD to add")
     check_inputs(file, *(s.payload for s in parsed if isinstance(s.payload, str)))
     check_output(output, force)
+    signatures = _signed(file)
     with _progress(f"writing {output}", quiet):
         add_entries(file, output, parsed)
     echo(f"wrote {output}: added {listed([quoted(s.entry_name) for s in parsed])}")
+    _unsigned_output(signatures, file, output)
 
 
 @main.command(epilog=EXIT_HELP)
@@ -690,9 +823,11 @@ def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: b
 
     check_inputs(file)
     check_output(output, force)
+    signatures = _signed(file)
     with _progress(f"writing {output}", quiet):
         remove_entries(file, output, names)
     echo(f"wrote {output}: removed {', '.join(map(repr, names))}")
+    _unsigned_output(signatures, file, output)
 
 
 @main.command(epilog=EXIT_HELP)
@@ -708,14 +843,19 @@ def replace(file: str, payload: str, name: str, output: str, force: bool, quiet:
     The entry's manifest record is derived again from PAYLOAD, as `fatpte pack` derives it (a
     payload SHA-256; for an ExecuTorch program its signature, ExecuTorch backends, program digest
     and the named data it needs), and checked the same way: another model's program is refused.
+
+    OUT is unsigned, as after every edit (add, remove, convert too): when FILE is signed, a
+    warning on stderr says so and how to sign OUT again.
     """
     from fatpte.ops.edit import replace as replace_payload
 
     check_inputs(file, payload)
     check_output(output, force)
+    signatures = _signed(file)
     with _progress(f"writing {output}", quiet):
         replace_payload(file, output, name, payload)
     echo(f"wrote {output}: replaced the payload of {quoted(name)}")
+    _unsigned_output(signatures, file, output)
 
 
 @main.command(epilog=EXIT_HELP)
@@ -736,9 +876,11 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
 
     check_inputs(file)
     check_output(output, force)
+    signatures = _signed(file)
     with _progress(f"writing {output}", quiet):
         convert_file(file, output, int(to_version))
     echo(f"wrote {output}: version {to_version}")
+    _unsigned_output(signatures, file, output)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -142,8 +142,9 @@ def _entry_lines(e: dict[str, Any]) -> list[str]:
                                                      or "none (portable kernels only)"))
     keys = e["named_data"]
     if e["needs_data_file"]:
-        lines.append(f"    needs a .ptd: {plural(len(keys), 'key')} kept in this container, not in the payload "
-                     f"(fatpte extract --data-out): " + ", ".join(short(k) for k in keys))
+        lines.append(f"    named data: {plural(len(keys), 'key')} kept in this container, not in the payload; fatpte-run "
+                     "serves them from the container, an extracted program needs them as a .ptd (fatpte extract "
+                     "--data-out): " + ", ".join(short(k) for k in keys))
     elif keys:
         lines.append(f"    named data: {plural(len(keys), 'key')} kept in this container, put back into the package "
                      "by fatpte extract: " + ", ".join(short(k) for k in keys))

@@ -1,18 +1,36 @@
-"""The ExecuTorch backends registered in ExecuTorch's Python runtime, when it is installed: what
-`fatpte device` reports as the host's `executorch_backends` (specs/device-profile.md section 9).
+"""The ExecuTorch backends this machine's ExecuTorch runtime provides: what `fatpte device` and
+`--device host` report as the host's `executorch_backends` (specs/device-profile.md section 9).
 
-The runtime is asked in a child interpreter (the same Python, the same environment): importing
-it imports torch, seconds of work and a stream of import-time messages that are not fatpte's, and
-a runtime that fails to load must not take `fatpte device` with it. Standard library only.
+Two runtimes can answer, asked in a child process each (standard library only):
+
+- the C++ runtime of the ExecuTorch SDK, through fatpte's loader: `fatpte-run --device-json
+  --with-executorch` loads every backend library of its backend path and lists the backends its
+  registry has registered and available. Which fatpte-run: `$FATPTE_RUN` (`fatpte --runtime PATH`
+  sets it; empty: ask none), else `fatpte-run` on PATH, else one beside this Python (a venv's
+  bin folder). It starts in milliseconds and needs no torch, so `--device host` asks it.
+- ExecuTorch's Python runtime, when it is installed: importing it imports torch, seconds of work
+  and a stream of import-time messages that are not fatpte's, so only `fatpte device` asks it,
+  and only when no fatpte-run answered.
+
+Only `os` and `sys` are imported up front: `--device host` on a machine with no fatpte-run pays
+for a look along PATH, not for the subprocess machinery.
+
+A runtime that fails to answer must not take the command with it: the answer is then "not
+known" (the key left out), except for a fatpte-run named by `$FATPTE_RUN`, whose failure is an
+error naming it.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import subprocess
+import os
 import sys
 from typing import Final
+
+from fatpte.errors import ErrorCode, FatpteError, printable
+
+RUNTIME_ENV: Final = "FATPTE_RUN"
+RUNTIME_NAME: Final = "fatpte-run"
+RUNTIME_TIMEOUT_SECONDS: Final = 60  # loading the backend libraries takes milliseconds
 
 # The runtime's own answer: executorch.runtime.Runtime's backend registry, the names each
 # backend library registered when it was loaded (ExecuTorch's get_backend_name).
@@ -22,9 +40,19 @@ _ASK: Final = ("import json\n"
 TIMEOUT_SECONDS: Final = 300  # a cold import of torch and the runtime takes tens of seconds
 
 
+def _names(value: object) -> tuple[str, ...] | None:
+    if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+        return None
+    return tuple(sorted(set(value)))
+
+
 def registered_backends() -> tuple[str, ...] | None:
     """The backend ids ExecuTorch's Python runtime has registered, sorted; None when the runtime
     is not installed or cannot be loaded (the profile then leaves the field out: not known)."""
+    import importlib.util
+    import json
+    import subprocess
+
     if importlib.util.find_spec("executorch") is None:
         return None
     try:
@@ -35,9 +63,66 @@ def registered_backends() -> tuple[str, ...] | None:
     if done.returncode != 0:
         return None
     try:
-        names = json.loads(done.stdout.strip().splitlines()[-1])
+        return _names(json.loads(done.stdout.strip().splitlines()[-1]))
     except (ValueError, IndexError):
         return None
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+
+
+def find_runtime() -> tuple[str | None, bool]:
+    """(the fatpte-run to ask, or None; whether `$FATPTE_RUN` named it)."""
+    named = os.environ.get(RUNTIME_ENV)
+    if named is not None:
+        return (named or None), True
+    folders = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if d]
+    folders.append(os.path.dirname(os.path.abspath(sys.executable)))
+    for folder in folders:
+        path = os.path.join(folder, RUNTIME_NAME)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path, False
+    return None, False
+
+
+def runtime_backends() -> tuple[str, ...] | None:
+    """The backend ids the C++ ExecuTorch runtime of `find_runtime()`'s fatpte-run provides,
+    sorted; None when there is none to ask, or one found on PATH or beside Python does not answer.
+    FatpteError when the one `$FATPTE_RUN` names cannot be run (E0801) or does not answer (E0702)."""
+    path, named = find_runtime()
+    if path is None:
         return None
-    return tuple(sorted(set(names)))
+    import json
+    import subprocess
+
+    where = f"{RUNTIME_ENV}={path}" if named else path
+
+    def refuse(why: str) -> FatpteError | None:
+        return FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where} does not say which ExecuTorch backends its runtime "
+                           f"has: {why}", source=path, field=RUNTIME_ENV) if named else None
+
+    try:
+        done = subprocess.run([path, "--device-json", "--with-executorch"], capture_output=True, text=True,
+                              timeout=RUNTIME_TIMEOUT_SECONDS, check=False)
+    except OSError as exc:
+        if named:
+            raise FatpteError(ErrorCode.IO_ERROR, f"cannot run {where}: {exc.strerror or exc}", source=path,
+                              field=RUNTIME_ENV) from None
+        return None
+    except subprocess.SubprocessError:
+        problem = refuse(f"it did not answer within {RUNTIME_TIMEOUT_SECONDS} s")
+        if problem is not None:
+            raise problem from None
+        return None
+    if done.returncode != 0:
+        said = printable(done.stderr.strip().splitlines()[0][:300]) if done.stderr.strip() else "no message"
+        problem = refuse(f"`{RUNTIME_NAME} --device-json --with-executorch` exited {done.returncode} ({said}); "
+                         "a fatpte-run built with the ExecuTorch SDK answers it")
+    else:
+        try:
+            names = _names(json.loads(done.stdout).get("executorch_backends"))
+        except (ValueError, AttributeError):
+            names = None
+        if names is not None:
+            return names
+        problem = refuse("its answer is not a device profile with executorch_backends")
+    if problem is not None:
+        raise problem
+    return None

@@ -191,17 +191,18 @@ class DeviceProfile(_DeviceProfileFields):
     def host(cls, *, executorch: bool = False) -> DeviceProfile:
         """Probe the machine this runs on (see specs/device-profile.md, "Probing the host").
 
-        With `executorch`, also ask ExecuTorch's Python runtime, when it can be imported, which
-        backends it has registered (`executorch_backends`; left out when it cannot be): that
-        imports torch, seconds of work, so `fatpte device` asks and `--device host` does not."""
-        from fatpte.device import host  # the probes are only needed here
+        `executorch_backends` are the backends this machine's C++ ExecuTorch runtime provides, as
+        fatpte-run answers (`$FATPTE_RUN`, else `fatpte-run` on PATH or beside this Python;
+        fatpte.device.probe_executorch); with `executorch`, where no fatpte-run answers, those
+        ExecuTorch's Python runtime has registered, when it can be imported (that imports torch,
+        seconds of work, so `fatpte device` asks it and `--device host` does not). Left out when
+        no runtime answers: not known."""
+        from fatpte.device import host, probe_executorch  # the probes are only needed here
 
         facts = host.probe()
-        et = None
-        if executorch:
-            from fatpte.device.probe_executorch import registered_backends
-
-            et = registered_backends()
+        et = probe_executorch.runtime_backends()
+        if et is None and executorch:
+            et = probe_executorch.registered_backends()
         return cls(name=HOST_NAME, os=facts.os, arch=facts.arch, cpu_features=facts.cpu_features,
                    accelerators=facts.accelerators, memory_bytes=facts.memory_bytes, backends={},
                    executorch_backends=et)

@@ -1,5 +1,6 @@
 """Rewriting the segments of a .pte, keeping the program valid: one segment replaced by bytes of
-another length (thinning a fat delegate), or the named data taken out (sharing it in a container).
+another length (thinning a fat delegate), or the named data taken out (sharing it in a container);
+and the backend id of delegates changed (making a fat delegate of a lowered program's).
 
 The flatbuffer keeps its size and every table stays where it is: only fixed-width values change,
 patched in place. Those are each moved DataSegment's offset, a replaced one's size, the extended
@@ -11,12 +12,18 @@ mutable_data_segments, named_data). Segments keep their order; each starts at th
 the segment alignment the file already uses (the largest power of two, at most 65536, dividing
 every segment offset), so alignment guarantees the exporter gave still hold. The bytes of every
 other segment are copied unchanged, and the result is read back before it is returned.
+
+A new delegate id is one new string written after the flatbuffer's last byte, in the padding
+before the segments when it fits there, else with the segments moved later by a multiple of the
+alignment their base offset has (their offsets are relative to that base, so none changes); each
+renamed delegate's `id` then points at it. The old strings stay, unreferenced: a string may be
+shared by several references, so it is never written over.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from fatpte.errors import ErrorCode, FatpteError
@@ -228,3 +235,66 @@ def remove_named_data(data: bytes, *, source: str | None = None) -> tuple[bytes,
     rewritten = _rewrite(data, program, replace={}, remove=remove, drop_named=range(len(program.named_data)),
                          source=source)
     return rewritten, moved
+
+
+def _fail(message: str, source: str | None, field: str) -> FatpteError:
+    return FatpteError(ErrorCode.INVALID_ARGUMENT, message, source=source, field=field)
+
+
+def rename_delegates(data: bytes, backend_id: str, delegates: Iterable[tuple[int, int]], *,
+                     source: str | None = None) -> bytes:
+    """`data` (a whole .pte) whose delegates `delegates`, each (method index, delegate index),
+    have the backend id `backend_id` instead of theirs; every other byte of the program means
+    what it meant (the result is read back and compared)."""
+    program = read_program(data, source=source)
+    wanted = sorted(set(delegates))
+    text = backend_id.encode("utf-8")
+    if not text or b"\0" in text:
+        raise _fail(f"backend id {backend_id!r} must be 1 or more bytes without NUL", source, "backend_id")
+    header = program.header
+    size = program.size if header is None else header.program_size
+    root = Buffer(memoryview(data)[:size], source=source).root(IDENTIFIER, "ExecuTorch program")
+    plans = root.tables(1, "execution_plan")
+    fields: list[int] = []  # where each renamed delegate stores the uoffset of its id
+    for m, d in wanted:
+        tables = plans[m].tables(7, "delegates") if 0 <= m < len(plans) else []
+        if not 0 <= d < len(tables):
+            raise _fail(f"the program has no delegate {d} in method {m}", source,
+                        f"execution_plan[{m}].delegates[{d}]")
+        at = tables[d].scalar_position(0, "I", "id")
+        if at is None:
+            raise _fail(f"delegate {d} of method {m} has no id to change", source,
+                        f"execution_plan[{m}].delegates[{d}].id")
+        fields.append(at)
+    string = struct.pack("<I", len(text)) + text + b"\0"
+    at = _align(size, 4)  # a string's length prefix is 4-aligned in the buffer
+    end = at + len(string)
+    base = 0 if header is None else header.segment_base_offset
+    if not base:
+        # No segment data: the file ends with the flatbuffer, which now ends with the string.
+        if any(seg.size for seg in program.segments):
+            raise _fail("the program has segments but no segment base offset", source,
+                        "extended_header.segment_base_offset")
+        out = bytearray(data[:size]) + bytes(at - size) + string
+    elif end <= base and not any(data[size:end]):
+        out = bytearray(data)  # the padding before the segments holds it
+        out[at:end] = string
+    else:
+        step = min(MAX_SEGMENT_ALIGNMENT, base & -base)
+        new_base = base + _align(end - base, step)
+        out = bytearray(data[:at]) + string + bytes(new_base - end) + data[base:]
+        struct.pack_into("<Q", out, 24, new_base)
+    if header is not None:
+        struct.pack_into("<Q", out, 16, end)
+    for field in fields:
+        struct.pack_into("<I", out, field, at - field)
+    result = bytes(out)
+    renamed = read_program(result, source=source)
+    for plan, before in zip(renamed.methods, program.methods, strict=True):
+        if plan.operators != before.operators or plan.name != before.name:
+            raise _fail("renaming the delegates changed another string of the program", source, "execution_plan")
+    ids = {(m, d.index): d.backend_id for m, plan in enumerate(renamed.methods) for d in plan.delegates}
+    old = {(m, d.index): d.backend_id for m, plan in enumerate(program.methods) for d in plan.delegates}
+    if any(ids[k] != (backend_id if k in wanted else old[k]) for k in ids):
+        raise _fail("renaming the delegates changed another delegate's id", source, "execution_plan")
+    return result

@@ -213,7 +213,8 @@ def warn_ranking_ties(rows: Sequence[tuple[str, int, Requirements, Sequence[str]
         warnings.warn(FatpteWarning(
             ErrorCode.RANKING_TIE, f"entries {other!r} and {name!r} can both be eligible on one device and tie on "
             f"priority ({priority}), delegation ({delegation}) and specificity ({key[2]}): only their place in "
-            f"the table chooses {other!r}; give the one to prefer a higher priority", field="specialization"),
+            f"the table chooses {other!r}; give the one to prefer a higher priority (`fatpte pack --priority "
+            f"NAME=N`, `priority = N` in a pack.toml)", field="specialization"),
             stacklevel=2)
     if ties > TIE_WARNINGS:
         warnings.warn(FatpteWarning(

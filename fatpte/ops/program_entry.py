@@ -28,8 +28,8 @@ from fatpte.executorch.keys import program_keys
 from fatpte.executorch.pte import IDENTIFIER, Program, read_program
 from fatpte.executorch.ptn_write import SHARED  # the word both rewritten kinds record
 from fatpte.executorch.signature import program_signature
-from fatpte.manifest.model import SIGNATURE_CHECK_KEY, Signature
-from fatpte.manifest.rules import signature_difference
+from fatpte.manifest.model import SIGNATURE_CHECK_KEY, ManifestEntry, Signature
+from fatpte.manifest.rules import signature_difference, signature_problems
 
 SHA256_KEY = "executorch.pte.sha256"  # provenance: the SHA-256 of the program file packed
 NAMED_DATA_KEY = "executorch.pte.named_data"  # provenance: "shared" when the payload is that file rewritten
@@ -135,6 +135,14 @@ def check_decision(value: str, entry_names: Sequence[str], path: str) -> str | N
     raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{path}: {SIGNATURE_CHECK_KEY} is {value!r}: it must be "
                       f"{SKIPPED!r} or {FROM!r} and the name of an entry ({', '.join(entry_names)})",
                       field=path, actual=value)
+
+
+def disagreeing_signature(signatures: Sequence[tuple[str, Signature]]) -> tuple[int, str] | None:
+    """The first E0411 `pack` finds among entries (name, signature) stating these signatures, as
+    (index, message), or None when they agree: the rule of specs/nfat-manifest.md section 5, for
+    callers that check programs against each other without writing a manifest."""
+    found = signature_problems([(i, ManifestEntry(name, signature=sig)) for i, (name, sig) in enumerate(signatures)])
+    return found[0] if found else None
 
 
 def stated_signature_problem(stated: Signature, derived: Signature) -> str | None:

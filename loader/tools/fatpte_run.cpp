@@ -19,6 +19,18 @@
 #include "fatpte/signature.h"
 #include "fatpte/tensor.hpp"
 
+// --device-json --with-executorch asks ExecuTorch's registry, in a build with the SDK.
+#if __has_include(<executorch/runtime/backend/interface.h>)
+#include <dirent.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/platform/runtime.h>
+#define FATPTE_RUN_REGISTRY 1
+#endif
+
 // Under AddressSanitizer the run mode ends as any program does, so that leaks and errors in
 // tearing down ExecuTorch's method, the mapping and the libraries are still caught by the tests.
 #if defined(__SANITIZE_ADDRESS__)
@@ -33,7 +45,7 @@ namespace {
 
 const char kHelp[] = R"(usage: fatpte-run FILE --inputs CALLS.json [options]  select, load and run the entry for this device
        fatpte-run FILE --select-only [--device D] [--prefer W]... [--exclude W]... [--explain] [--json]
-       fatpte-run --device-json                 print this machine's device profile
+       fatpte-run --device-json [--with-executorch [--backend-path DIR]...]  print this machine's device profile
        fatpte-run --check-profile PROFILE.json...  only read device profiles
        fatpte-run --help
 
@@ -80,6 +92,11 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
 Text output: `ran: NAME [BACKEND_ID]`, then `call N: output K: DTYPE [SHAPE] VALUES...` per
 output (with --input: `output: VALUES...`). An empty list of calls (`[]`) loads the entry and
 runs nothing.
+
+--device-json --with-executorch also lists, as executorch_backends, the ExecuTorch backends this
+runtime provides: every libexecutorch_backend_*.so of the backend path (--backend-path, then
+FATPTE_BACKEND_PATH, then this build's ExecuTorch library folder; a file name once) is loaded,
+and the backends registered and available in ExecuTorch's registry are listed.
 
 A backend id without --backend-lib is looked up as ExecuTorch names its libraries
 (XnnpackBackend -> libexecutorch_backend_xnnpack.so); `kernels` defaults to
@@ -388,6 +405,59 @@ int check_profiles(int argc, char** argv) {
   return std::fflush(stdout) == 0 ? rc : 4;
 }
 
+// `--device-json [--with-executorch [--backend-path DIR]...]`: the host's profile, with the
+// backends of this process's ExecuTorch registry once the backend path's libraries are loaded.
+int device_json(int argc, char** argv) {
+  fatpte::DeviceProfile profile = fatpte::probe_host();
+  bool with_executorch = false;
+  fatpte::LoadOptions options;
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--with-executorch") == 0) {
+      with_executorch = true;
+    } else if (std::strcmp(argv[i], "--backend-path") == 0 && i + 1 < argc) {
+      options.search_path.push_back(argv[++i]);
+    } else {
+      return usage(std::string("unexpected argument '") + argv[i] + "' after --device-json");
+    }
+  }
+  if (!options.search_path.empty() && !with_executorch) return usage("--backend-path goes with --with-executorch");
+  if (with_executorch) {
+#ifdef FATPTE_RUN_REGISTRY
+    namespace R = executorch::runtime;
+    R::runtime_init();
+    std::set<std::string> seen;
+    for (const std::string& dir : fatpte::executorch_search_path(options)) {
+      std::vector<std::string> names;
+      if (DIR* d = opendir(dir.c_str())) {
+        while (const dirent* e = readdir(d)) {
+          const std::string name = e->d_name;
+          if (name.rfind("libexecutorch_backend_", 0) == 0 && name.size() > 3 &&
+              name.compare(name.size() - 3, 3, ".so") == 0 && seen.insert(name).second) {
+            names.push_back(name);
+          }
+        }
+        closedir(d);
+      }
+      std::sort(names.begin(), names.end());
+      // A library that cannot be loaded here (a vendor SDK it needs is absent) provides nothing.
+      for (const std::string& name : names) dlopen((dir + "/" + name).c_str(), RTLD_LAZY | RTLD_GLOBAL);
+    }
+    profile.executorch_backends.emplace();
+    for (std::size_t i = 0; i < R::get_num_registered_backends(); ++i) {
+      R::Result<const char*> id = R::get_backend_name(i);
+      if (!id.ok() || id.get() == nullptr) continue;
+      const R::BackendInterface* backend = R::get_backend_class(id.get());
+      if (backend != nullptr && backend->is_available()) profile.executorch_backends->insert(id.get());
+    }
+#else
+    return usage("--with-executorch: this fatpte-run was built without the ExecuTorch SDK");
+#endif
+  }
+  const std::string json = fatpte::canonical_json(profile);
+  std::fwrite(json.data(), 1, json.size(), stdout);
+  return std::fflush(stdout) == 0 ? 0 : 4;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -396,11 +466,7 @@ int main(int argc, char** argv) {
       std::fputs(kHelp, stdout);
       return std::fflush(stdout) == 0 ? 0 : 4;
     }
-    if (argc == 2 && std::strcmp(argv[1], "--device-json") == 0) {
-      const std::string json = fatpte::canonical_json(fatpte::probe_host());
-      std::fwrite(json.data(), 1, json.size(), stdout);
-      return std::fflush(stdout) == 0 ? 0 : 4;
-    }
+    if (argc >= 2 && std::strcmp(argv[1], "--device-json") == 0) return device_json(argc, argv);
     if (argc >= 3 && std::strcmp(argv[1], "--check-profile") == 0) return check_profiles(argc, argv);
     RunArgs a;
     bool select = false, executorch_log = false, require_signature = false;

@@ -50,7 +50,7 @@ def test_documented_json_fields_are_the_real_ones(tmp_path: Path) -> None:
     assert set(report["findings"][0]) == fields("validate.findings[]")
     d = json.loads(CliRunner().invoke(main, ["diff", "--json", str(a), str(b)]).stdout)
     assert set(d) == fields("diff")
-    u = json.loads(CliRunner().invoke(main, ["unpack", "--json", str(a), "-d", str(tmp_path / "u")]).stdout)
+    u = json.loads(CliRunner().invoke(main, ["unpack", "--json", str(a), "-o", str(tmp_path / "u")]).stdout)
     assert set(u) == fields("unpack")
 
 

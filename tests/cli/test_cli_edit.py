@@ -119,3 +119,43 @@ def test_replace_error_paths(v2: Path, tmp_path: Path) -> None:
     code, _, stderr = run("replace", v2, tmp_path / "missing.bin", "--name", "portable", "-o", tmp_path / "o.nfat")
     assert code == 4 and "E0801" in stderr
     assert not (tmp_path / "o.nfat").exists()
+
+
+def _key(tmp_path: Path) -> Path:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    path = tmp_path / "release.pem"
+    path.write_bytes(ed25519.Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return path
+
+
+def test_an_edit_of_a_signed_container_says_the_output_is_not_signed(tmp_path: Path) -> None:
+    v2 = fatpte.pack([fatpte.Specialization("portable", b"p" * 30, priority=-1),
+                      fatpte.Specialization("xnnpack", b"x" * 40)], tmp_path / "signed.nfat")
+    payload = tmp_path / "new.bin"
+    payload.write_bytes(b"n" * 12)
+    out = tmp_path / "out.nfat"
+    # Unsigned in, nothing to say.
+    code, _, err = run("replace", v2, payload, "--name", "xnnpack", "-o", out)
+    assert (code, err) == (0, "")
+    key = _key(tmp_path)
+    fatpte.sign(v2, key)
+    edits = {"replace": ["replace", v2, payload, "--name", "xnnpack"], "add": ["add", v2, f"gpu={payload}"],
+             "remove": ["remove", v2, "--name", "portable"], "convert": ["convert", v2, "--to", "2"]}
+    for name, args in edits.items():
+        code, _, err = run(*args, "-o", out, "-f")
+        assert code == 0, (name, err)
+        # (add also warns that the new entry ties with one before it: E0709)
+        assert err.endswith(f"fatpte: warning: {v2} is signed (an embedded signature) and {out} is not: a "
+                            "signature vouches for the content it was made for, so an edit drops it; sign again "
+                            f"with `fatpte sign {out} --key PRIVATE.pem` (add --detached for a .sig beside it)\n"), name
+        with fatpte.open(out) as c:
+            assert c.header.signature_size == 0  # what the warning says
+    fatpte.unsign(v2)
+    fatpte.sign(v2, key, detached=True)
+    code, _, err = run("replace", v2, payload, "--name", "xnnpack", "-o", out, "-f")
+    assert code == 0 and f"{v2} is signed ({v2}.sig) and {out} is not" in err
+    # Following the advice gives a container that verifies.
+    assert run("sign", out, "--key", key)[0] == 0

@@ -42,11 +42,11 @@ def _tensor(t: dict[str, Any]) -> str:
 TIE_NATIVE_XNNPACK = ("fatpte: warning: E0709 (specialization): entries 'native' and 'xnnpack' can both be eligible "
                       "on one device and tie on priority (0), delegation (both delegate to a backend) and "
                       "specificity (0): only their place in the table chooses 'native'; give the one to prefer a "
-                      "higher priority\n")
+                      "higher priority (`fatpte pack --priority NAME=N`, `priority = N` in a pack.toml)\n")
 TIE_XNNPACK_NATIVE = ("fatpte: warning: E0709 (specialization): entries 'xnnpack' and 'native' can both be eligible "
                       "on one device and tie on priority (0), delegation (both delegate to a backend) and "
                       "specificity (0): only their place in the table chooses 'xnnpack'; give the one to prefer a "
-                      "higher priority\n")
+                      "higher priority (`fatpte pack --priority NAME=N`, `priority = N` in a pack.toml)\n")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -371,11 +371,38 @@ def test_pack_data_moves_ptd_tensors_into_shared_named_data(tmp_path: Path) -> N
     with fatpte.open(out) as c:
         for t in describe(ptd).to_json()["named_data"]:
             assert bytes(c.named_data(t["key"])) == data[t["offset"] : t["offset"] + t["size"]]
-    # Without NAME=, every program entry gets the file's tensors.
+    # Without NAME=, each program entry that loads the file's keys gets them: here both.
     again = tmp_path / "all.nfat"
     assert run("pack", "-o", again, ET_FIXTURES / "mlp_portable_external.pte", ET_FIXTURES / "mlp_native_external.pte",
                "--data", ptd)[0] == 0
     assert [n["key"] for n in json.loads(run("info", "--json", again)[1])["named_data"]] == keys
+
+
+def test_a_bare_data_file_goes_to_the_programs_that_load_its_keys(tmp_path: Path) -> None:
+    # The portable program loads its weights from its .ptd; the XNNPACK program holds its own. A
+    # bare --data gives the .ptd to the portable entry alone, so the container passes --strict
+    # (given to both, the XNNPACK entry would hold named data it never loads: E1105).
+    ptd = ET_FIXTURES / "mlp_portable_external._default_external_constant.ptd"
+    out = tmp_path / "m.nfat"
+    code, _, err = run("pack", "-o", out, ET_FIXTURES / "mlp_portable_external.pte", ET_FIXTURES / "mlp_xnnpack.pte",
+                       "--data", ptd)
+    assert (code, err) == (0, "")
+    entries = json.loads(run("info", "--json", out)[1])["entries"]
+    assert [(e["name"], sorted(e["named_data"])) for e in entries] == [
+        ("portable", ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]), ("xnnpack", [])]
+    code, stdout, _ = run("validate", "--strict", out)
+    assert code == 0 and "0 errors, 0 warnings" in stdout
+    # Named, the file goes where it is told, and the entry that never loads it is warned about.
+    code, _, err = run("pack", "-o", tmp_path / "n.nfat", ET_FIXTURES / "mlp_portable_external.pte",
+                       ET_FIXTURES / "mlp_xnnpack.pte", "--data", f"xnnpack={ptd}", "--data", f"portable={ptd}")
+    assert code == 0 and "E1105" in err
+    # A file no program loads a key of is another model's: refused, naming its keys.
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", ET_FIXTURES / "mlp_xnnpack.pte", "--data", ptd)
+    assert code == 2
+    assert (f"--data '{ptd}': no ExecuTorch program entry loads a key of it from outside the program (it holds "
+            "'fc1.bias', 'fc1.weight', 'fc2.bias', 'fc2.weight'); give --data NAME=FILE to attach it to entry NAME "
+            "anyway") in err
+    assert not (tmp_path / "x.nfat").exists()
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -428,7 +455,7 @@ def test_pack_toml_reads_a_ptn_signature_and_unpack_names_files_by_kind(tmp_path
         '[[specialization]]\nbackend_id = "raw"\npayload = "raw.bin"\n')
     out = tmp_path / "t.nfat"
     assert run("pack", "-o", out, "--from", tmp_path / "pack.toml")[0] == 0
-    code, _, err = run("unpack", out, "-d", tmp_path / "u")
+    code, _, err = run("unpack", out, "-o", tmp_path / "u")
     assert (code, err) == (0, "")
     assert sorted(p.name for p in (tmp_path / "u" / "payloads").iterdir()) == ["native.ptn", "portable.pte",
                                                                               "raw.bin"]
@@ -669,8 +696,10 @@ def test_info_shows_signature_backends_data_needs_and_provenance(tmp_path: Path)
         "  cpu:",
         "    signature: forward(float32[1, 4]) -> float32[1, 3]",
         "    ExecuTorch backends: none (portable kernels only)",
-        ("    needs a .ptd: 4 keys kept in this container, not in the payload (fatpte extract --data-out): "
-         "fc1.weight, fc1.bias, fc2.weight, fc2.bias"),
+        # fatpte-run runs the entry straight from the container; only an extracted copy needs a .ptd.
+        ("    named data: 4 keys kept in this container, not in the payload; fatpte-run serves them from the "
+         "container, an extracted program needs them as a .ptd (fatpte extract --data-out): fc1.weight, fc1.bias, "
+         "fc2.weight, fc2.bias"),
         f"    provenance: executorch.pte.sha256={short(pte)}",
         "  native:",
         "    signature: forward(float32[1, 4]) -> float32[1, 3]",
@@ -749,9 +778,9 @@ def test_pack_share_moves_ptn_tensors_and_extract_puts_them_back(tmp_path: Path)
                       f"the container's named data, {size} bytes\n")
     assert (tmp_path / "x.ptn").read_bytes() == (ET_FIXTURES / "mlp.ptn").read_bytes()
     # unpack writes the stripped package and the tensors; pack --from gives the same bytes.
-    code, _, err = run("unpack", out, "-d", tmp_path / "u")
+    code, _, err = run("unpack", out, "-o", tmp_path / "u")
     assert (code, err) == (0, "")
-    assert json.loads(run("unpack", out, "-d", tmp_path / "u", "--force", "--json")[1])["reproducible"] is True
+    assert json.loads(run("unpack", out, "-o", tmp_path / "u", "--force", "--json")[1])["reproducible"] is True
 
 
 def test_container_commands_on_a_ptn_say_what_it_is(tmp_path: Path) -> None:

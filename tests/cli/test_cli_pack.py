@@ -33,7 +33,8 @@ def test_pack_writes_the_container_the_library_writes(payloads: dict[str, Path],
     assert (code, stderr) == (0, "fatpte: warning: E0709 (specialization): entries 'xnnpack' and 'cuda-sm80' can "
                                  "both be eligible on one device and tie on priority (0), delegation (neither "
                                  "delegates to a backend) and specificity (0): only their place in the table "
-                                 "chooses 'xnnpack'; give the one to prefer a higher priority\n")
+                                 "chooses 'xnnpack'; give the one to prefer a higher priority (`fatpte pack "
+                                 "--priority NAME=N`, `priority = N` in a pack.toml)\n")
     assert "2 entries" in stdout
     expected = fatpte.pack([fatpte.Specialization("xnnpack", payloads["a"]),
                             fatpte.Specialization("cuda", payloads["b"], name="cuda-sm80")], tmp_path / "ref.nfat")
@@ -132,12 +133,97 @@ def test_a_duplicate_name_speaks_command_line(payloads: dict[str, Path], tmp_pat
                    "name = \"...\" in a pack.toml)\n")
 
 
-def test_version_1_of_a_program_says_why_it_has_a_manifest(tmp_path: Path) -> None:
+def test_version_1_of_programs_is_executorchs_layout_byte_for_byte(tmp_path: Path) -> None:
+    # Version 1 has no manifest: each program is its file under its backend id, nothing else
+    # (specs/nfat.md section 3.5: the header, the entries, the payloads back to back).
+    import struct
+
     from tests.paths import ET_FIXTURES
 
-    code, _, err = run("pack", "--format-version", "1", "-o", tmp_path / "x.nfat", ET_FIXTURES / "add_portable.pte")
-    assert code == 2
-    assert err == ("fatpte: E0703 (specialization[0]): specialization[0] ('portable') has a program signature, "
-                   "which only a version 2 manifest holds: a .pte or .ptn is packed with the signature and "
-                   "provenance fatpte reads from it, and version 1 has no place for them; pack into version 2 "
-                   "(the default)\n")
+    programs = [ET_FIXTURES / "mlp_xnnpack.pte", ET_FIXTURES / "mlp_portable.pte", ET_FIXTURES / "mlp.ptn"]
+    code, stdout, err = run("pack", "--format-version", "1", "-o", tmp_path / "v1.nfat", *programs)
+    assert (code, err) == (0, "")
+    payloads = [p.read_bytes() for p in programs]
+    expected = b"NFAT" + struct.pack("<II", 1, 3)
+    offset = 0
+    for backend, payload in zip((b"xnnpack", b"portable", b"native"), payloads):
+        expected += backend.ljust(32, b"\0") + struct.pack("<QQ", offset, len(payload))
+        offset += len(payload)
+    expected += b"".join(payloads)
+    assert (tmp_path / "v1.nfat").read_bytes() == expected
+    assert stdout == f"wrote {tmp_path / 'v1.nfat'}: version 1, 3 entries, {len(expected)} bytes\n"
+    assert fatpte.validate(tmp_path / "v1.nfat").ok
+    # A backend id of one's own is fine; a name is not (version 1 has none).
+    code, _, err = run("pack", "--format-version", "1", "-o", tmp_path / "x.nfat",
+                       f"xnnpack-avx2={programs[0]}", f"cpu:portable={programs[1]}")
+    assert code == 2 and "E0703" in err and "version 1 has no entry names" in err
+
+
+def test_version_1_still_checks_that_the_programs_are_one_program(tmp_path: Path) -> None:
+    from tests.paths import ET_FIXTURES
+
+    programs = [ET_FIXTURES / "add_xnnpack.pte", ET_FIXTURES / "mlp_portable.pte"]
+    code, _, err = run("pack", "--format-version", "1", "-o", tmp_path / "x.nfat", *programs)
+    assert code == 1
+    assert err == ("fatpte: E0411 (signature): entries 'xnnpack' and 'portable' declare different program "
+                   "signatures: method 'forward' inputs differ (2 vs 1 inputs): [float32[2, 3], float32[2, 3]] vs "
+                   "[float32[1, 4]]\n")
+    code, _, err = run("pack", "--format-version", "1", "-o", tmp_path / "x.nfat", *programs, "--no-signature-check")
+    assert (code, err) == (0, "")
+    with fatpte.open(tmp_path / "x.nfat") as c:
+        assert (c.version, [e.backend_id for e in c.entries]) == (1, ["xnnpack", "portable"])
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--data", "mlp.ptn"], "E0703 (--data): version 1 has no named data"),
+    (["--share-pte-named-data"], "E0703 (--share-pte-named-data): version 1 has no named data"),
+    (["--signature-from", "xnnpack"], "version 1 stores none"),
+])
+def test_version_1_refuses_what_it_cannot_hold(tmp_path: Path, args: list[str], said: str) -> None:
+    from tests.paths import ET_FIXTURES
+
+    args = [str(ET_FIXTURES / a) if a.endswith(".ptn") else a for a in args]
+    code, _, err = run("pack", "--format-version", "1", "-o", tmp_path / "x.nfat", ET_FIXTURES / "mlp_xnnpack.pte",
+                       *args)
+    assert code == 2 and said in err
+    assert not (tmp_path / "x.nfat").exists()
+
+
+def test_priority_sets_an_entrys_priority_and_ends_the_tie(tmp_path: Path) -> None:
+    from tests.paths import ET_FIXTURES
+
+    programs = [ET_FIXTURES / "mlp.ptn", ET_FIXTURES / "mlp_xnnpack.pte", ET_FIXTURES / "mlp_portable.pte"]
+    code, _, err = run("pack", "-o", tmp_path / "t.nfat", *programs)
+    assert code == 0 and "E0709" in err and "`fatpte pack --priority NAME=N`" in err  # the tie, and what ends it
+    code, _, err = run("pack", "-o", tmp_path / "p.nfat", *programs, "--priority", "xnnpack=10",
+                       "--priority", "portable=-1", "--priority", "xnnpack=5")
+    assert (code, err) == (0, "")
+    with fatpte.open(tmp_path / "p.nfat") as c:
+        assert [(e.name, e.priority) for e in c.entries] == [("native", 0), ("xnnpack", 5), ("portable", -1)]
+    # The same container as the library writes with those priorities.
+    specs = [fatpte.ptn_specialization(programs[0]), fatpte.pte_specialization(programs[1], priority=5),
+             fatpte.pte_specialization(programs[2], priority=-1)]
+    assert (tmp_path / "p.nfat").read_bytes() == fatpte.pack(specs, tmp_path / "ref.nfat").read_bytes()
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--priority", "xnnpak=1"], "no entry is named 'xnnpak' (entries: 'a')"),
+    (["--priority", "a=high"], "'a=high' is not NAME=N (N an integer)"),
+    (["--priority", "=1"], "'=1' is not NAME=N (N an integer)"),
+])
+def test_a_priority_that_names_no_entry_or_no_number_is_a_usage_error(payloads: dict[str, Path], tmp_path: Path,
+                                                                       args: list[str], said: str) -> None:
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", f"a={payloads['a']}", *args)
+    assert code == 2 and said in err
+    assert not (tmp_path / "x.nfat").exists()
+
+
+def test_priority_out_of_range_or_in_version_1_is_refused(payloads: dict[str, Path], tmp_path: Path) -> None:
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", f"a={payloads['a']}", "--priority", f"a={1 << 31}")
+    assert code == 2 and "is not a 32-bit integer" in err
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", "--format-version", "1", f"a={payloads['a']}",
+                       "--priority", "a=1")
+    assert code == 2 and "E0703" in err and "no alignment or priority" in err
+    (tmp_path / "pack.toml").write_text(f'[[specialization]]\nbackend_id = "a"\npayload = "{payloads["a"]}"\n')
+    code, _, err = run("pack", "-o", tmp_path / "x.nfat", "--from", tmp_path / "pack.toml", "--priority", "a=1")
+    assert code == 2 and "--priority: the pack.toml states them" in err

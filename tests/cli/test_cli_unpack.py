@@ -32,7 +32,7 @@ def run(*args: object) -> tuple[int, str, str]:
 
 def roundtrip(src: Path, tmp_path: Path) -> Path:
     out_dir = tmp_path / "unpacked"
-    code, _, stderr = run("unpack", src, "-d", out_dir)
+    code, _, stderr = run("unpack", src, "-o", out_dir)
     assert code == 0, stderr
     assert stderr == ""  # no "not reproducible" warning
     repacked = tmp_path / "repacked.nfat"
@@ -107,18 +107,18 @@ def test_unusual_names_get_safe_distinct_file_names(tmp_path: Path) -> None:
 
 def test_json_output(tmp_path: Path) -> None:
     src = fatpte.pack([fatpte.Specialization("a", b"1")], tmp_path / "src.nfat")
-    code, out, _ = run("unpack", src, "-d", tmp_path / "u", "--json")
+    code, out, _ = run("unpack", src, "-o", tmp_path / "u", "--json")
     assert code == 0
     assert json.loads(out) == {"directory": str(tmp_path / "u"), "pack_toml": str(tmp_path / "u" / "pack.toml"),
                                "payload_files": 1, "named_data_files": 0, "reproducible": True}
-    code, out, _ = run("unpack", src, "-d", tmp_path / "u2", "--json", "--no-verify")
+    code, out, _ = run("unpack", src, "-o", tmp_path / "u2", "--json", "--no-verify")
     assert json.loads(out)["reproducible"] is None
 
 
 def test_a_container_fatpte_would_lay_out_differently_warns(tmp_path: Path) -> None:
     src = fatpte.pack([fatpte.Specialization("a", b"1234")], tmp_path / "v1.nfat", version=1)
     src.write_bytes(src.read_bytes() + b"junk")  # trailing bytes: valid v1, not reproducible
-    code, _, err = run("unpack", src, "-d", tmp_path / "u")
+    code, _, err = run("unpack", src, "-o", tmp_path / "u")
     assert code == 0
     assert "warning" in err and "not the same bytes" in err
     assert (tmp_path / "u" / "payloads" / "a.bin").read_bytes() == b"1234"
@@ -127,21 +127,21 @@ def test_a_container_fatpte_would_lay_out_differently_warns(tmp_path: Path) -> N
 def test_existing_directory_needs_force_and_failures_leave_nothing(tmp_path: Path) -> None:
     src = fatpte.pack([fatpte.Specialization("a", b"1")], tmp_path / "src.nfat")
     (tmp_path / "empty").mkdir()
-    assert run("unpack", src, "-d", tmp_path / "empty")[0] == 0  # an empty directory is fine
+    assert run("unpack", src, "-o", tmp_path / "empty")[0] == 0  # an empty directory is fine
     full = tmp_path / "full"
     full.mkdir()
     (full / "keep.txt").write_text("mine")
-    code, _, err = run("unpack", src, "-d", full)
+    code, _, err = run("unpack", src, "-o", full)
     assert code == 2 and "--force" in err
     assert (full / "keep.txt").read_text() == "mine"
-    assert run("unpack", src, "-d", full, "--force")[0] == 0
+    assert run("unpack", src, "-o", full, "--force")[0] == 0
     assert sorted(p.name for p in full.iterdir()) == ["pack.toml", "payloads"]
     bad = tmp_path / "bad.nfat"
     data = bytearray(src.read_bytes())
     assert data[-1] == ord("1")
     data[-1] ^= 0xFF  # the payload checksum fails: nothing may be written
     bad.write_bytes(bytes(data))
-    code, _, err = run("unpack", bad, "-d", tmp_path / "out")
+    code, _, err = run("unpack", bad, "-o", tmp_path / "out")
     assert code == 1 and "E0208" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.nfat", "empty", "full", "src.nfat"]
 
@@ -190,6 +190,22 @@ def test_unpack_then_pack_from_reproduces_any_v1_container(items: list[tuple[str
 
 def test_force_never_replaces_a_directory_holding_the_container(tmp_path: Path) -> None:
     src = fatpte.pack([fatpte.Specialization("a", b"1")], tmp_path / "src.nfat")
-    code, _, err = run("unpack", src, "-d", tmp_path, "--force")
+    code, _, err = run("unpack", src, "-o", tmp_path, "--force")
     assert code == 2 and "holds the container" in err
     assert src.exists()
+
+
+def test_the_directory_is_given_with_o_and_d_is_its_deprecated_spelling(tmp_path: Path) -> None:
+    src = fatpte.pack([fatpte.Specialization("cpu", b"1" * 9)], tmp_path / "m.nfat")
+    code, out, err = run("unpack", src, "--output", tmp_path / "new")
+    assert (code, err) == (0, "")
+    assert out.startswith(f"wrote {tmp_path / 'new'}: 1 payload files")
+    code, out, err = run("unpack", src, "-d", tmp_path / "old")
+    assert code == 0
+    assert err == "fatpte: warning: unpack -d/--directory is deprecated: give the directory with -o DIR\n"
+    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == sorted(p.name for p in (tmp_path / "new").iterdir())
+    code, _, err = run("unpack", src, "-o", tmp_path / "a", "--directory", tmp_path / "b")
+    assert code == 2 and "give the directory once: -o DIR (-d DIR is its deprecated spelling)" in err
+    code, _, err = run("unpack", src)
+    assert code == 2 and "Missing option '-o' / '--output'" in err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

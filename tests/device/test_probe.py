@@ -374,3 +374,85 @@ def test_spec_states_the_hwcap_bits() -> None:
     rows = re.findall(r"^\| `(\w+)` +\|[^|]+\| (AT_HWCAP2?) bit (\d+) *\|$", spec, re.MULTILINE)
     entries = {"AT_HWCAP": probe_linux.AT_HWCAP, "AT_HWCAP2": probe_linux.AT_HWCAP2}
     assert {word: (entries[entry], int(bit)) for word, entry, bit in rows} == probe_linux.ARM_HWCAP_BITS
+
+
+# The ExecuTorch backends of this machine's runtime, as a fatpte-run answers (probe_executorch).
+# Fake fatpte-run scripts here; the real one: tests/loader/test_host_runtime.py.
+
+def _fake_runtime(folder: Path, body: str) -> Path:
+    path = folder / "fatpte-run"
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+ANSWER = 'echo \'{"name": "host", "executorch_backends": ["XnnpackBackend", "FatpteBackend"]}\''
+
+
+def test_the_runtime_named_by_fatpte_run_is_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fatpte.device import probe_executorch
+
+    args = tmp_path / "args"
+    runtime = _fake_runtime(tmp_path, f'echo "$@" > {args}\n{ANSWER}')
+    monkeypatch.setenv("FATPTE_RUN", str(runtime))
+    assert probe_executorch.runtime_backends() == ("FatpteBackend", "XnnpackBackend")
+    assert args.read_text() == "--device-json --with-executorch\n"
+    profile = DeviceProfile.host()
+    assert profile.executorch_backends == frozenset({"FatpteBackend", "XnnpackBackend"})
+
+
+def test_fatpte_run_on_path_or_beside_python_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fatpte.device import probe_executorch
+
+    monkeypatch.delenv("FATPTE_RUN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    runtime = _fake_runtime(tmp_path, ANSWER)
+    assert probe_executorch.find_runtime() == (str(runtime), False)
+    assert probe_executorch.runtime_backends() == ("FatpteBackend", "XnnpackBackend")
+    beside = tmp_path / "venv" / "bin"
+    beside.mkdir(parents=True)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr("sys.executable", str(beside / "python"))
+    assert probe_executorch.find_runtime() == (None, False)
+    found = _fake_runtime(beside, ANSWER)
+    assert probe_executorch.find_runtime() == (str(found), False)
+
+
+@pytest.mark.parametrize("body", ["exit 2", "echo not json", 'echo \'{"name": "host"}\'',
+                                  'echo \'{"executorch_backends": [1]}\''])
+def test_a_found_runtime_that_does_not_answer_means_not_known(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              body: str) -> None:
+    from fatpte.device import probe_executorch
+
+    monkeypatch.delenv("FATPTE_RUN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    _fake_runtime(tmp_path, body)
+    assert probe_executorch.runtime_backends() is None
+    assert DeviceProfile.host().executorch_backends is None
+
+
+@pytest.mark.parametrize(("body", "code", "said"), [
+    ("echo 'fatpte-run: unexpected argument' >&2; exit 2", ErrorCode.INVALID_ARGUMENT,
+     "exited 2 (fatpte-run: unexpected argument); a fatpte-run built with the ExecuTorch SDK answers it"),
+    ('echo \'{"name": "host"}\'', ErrorCode.INVALID_ARGUMENT,
+     "its answer is not a device profile with executorch_backends"),
+    (None, ErrorCode.IO_ERROR, "cannot run FATPTE_RUN="),
+])
+def test_a_named_runtime_that_does_not_answer_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          body: str | None, code: ErrorCode, said: str) -> None:
+    runtime = tmp_path / "fatpte-run" if body is None else _fake_runtime(tmp_path, body)
+    monkeypatch.setenv("FATPTE_RUN", str(runtime))
+    with pytest.raises(FatpteError) as info:
+        DeviceProfile.host()
+    assert (info.value.code, info.value.field, info.value.source) == (code, "FATPTE_RUN", str(runtime))
+    assert said in info.value.message
+
+
+def test_an_empty_fatpte_run_asks_no_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fatpte.device import probe_executorch
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    _fake_runtime(tmp_path, ANSWER)
+    monkeypatch.setenv("FATPTE_RUN", "")
+    assert probe_executorch.find_runtime() == (None, True)
+    assert DeviceProfile.host().executorch_backends is None

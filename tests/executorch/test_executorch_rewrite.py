@@ -11,7 +11,13 @@ import pytest
 
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch import program_signature, read_program
-from fatpte.executorch.rewrite import _layout, _rewrite, remove_named_data, segment_alignment
+from fatpte.executorch.rewrite import (
+    _layout,
+    _rewrite,
+    remove_named_data,
+    rename_delegates,
+    segment_alignment,
+)
 from tests.paths import ET_FIXTURES, FIXTURES
 
 PROGRAMS = sorted(p.name for p in ET_FIXTURES.glob("*.pte"))
@@ -122,3 +128,43 @@ def test_a_dangling_sub_segment_index_is_refused_not_renumbered() -> None:
     assert info.value.code is ErrorCode.ET_BAD_REFERENCE
     assert info.value.field == "root.mutable_data_segments[0].segment_index"
     assert info.value.actual == 12289
+
+
+# rename_delegates: a delegate's backend id changed, the rest of the program meaning the same.
+
+
+@pytest.mark.parametrize(("new_id", "moves"), [("FatpteBackend", False), ("X", False), ("B" * 100, True)])
+def test_renamed_delegate_ids_and_nothing_else_changes(new_id: str, moves: bool) -> None:
+    data = (ET_FIXTURES / "mlp_xnnpack.pte").read_bytes()
+    before = read_program(data)
+    out = rename_delegates(data, new_id, [(0, 0)])
+    after = read_program(out)
+    assert [d.backend_id for d in after.methods[0].delegates] == [new_id]
+    assert before.header is not None and after.header is not None
+    # The new string follows the flatbuffer; the old one stays where it was, unreferenced.
+    assert after.header.program_size == (before.header.program_size + 3) // 4 * 4 + 4 + len(new_id) + 1
+    changed = [i for i in range(before.header.program_size) if data[i] != out[i]]
+    rest = [i for i in changed if not 16 <= i < 32]  # past the header's program size and base offset
+    assert rest and rest[-1] - rest[0] < 4  # one uoffset: the delegate's id
+    base0, base1 = before.header.segment_base_offset, after.header.segment_base_offset
+    assert (base1 != base0) is moves
+    assert (base1 - base0) % (base0 & -base0) == 0  # the segments keep the alignment they had
+    assert [data[s.offset : s.offset + s.size] for s in before.segments] == [
+        out[s.offset : s.offset + s.size] for s in after.segments]
+    assert [(n.key, n.size) for n in after.named_data] == [(n.key, n.size) for n in before.named_data]
+    assert program_signature(after) == program_signature(before)
+    assert after.methods[0].operators == before.methods[0].operators
+    assert after.methods[0].delegates[0].compile_specs == before.methods[0].delegates[0].compile_specs
+
+
+@pytest.mark.parametrize(("new_id", "which", "said"), [
+    ("", [(0, 0)], "must be 1 or more bytes without NUL"),
+    ("A\0B", [(0, 0)], "must be 1 or more bytes without NUL"),
+    ("A", [(0, 1)], "the program has no delegate 1 in method 0"),
+    ("A", [(1, 0)], "the program has no delegate 0 in method 1"),
+])
+def test_rename_refuses_what_it_cannot_do(new_id: str, which: list[tuple[int, int]], said: str) -> None:
+    with pytest.raises(FatpteError) as info:
+        rename_delegates((ET_FIXTURES / "add_xnnpack.pte").read_bytes(), new_id, which)
+    assert info.value.code is ErrorCode.INVALID_ARGUMENT
+    assert said in info.value.message

@@ -170,7 +170,7 @@ def test_shared_named_data_runs_with_no_ptd_and_a_missing_key_is_named(exe: Path
 
     # The same container with one key taken out (unpack, drop it from pack.toml, pack again).
     unpacked = tmp_path / "unpacked"
-    subprocess.run([*FATPTE, "unpack", "-q", str(tmp_path / "kvcache-shared.nfat"), "-d", str(unpacked)], check=True)
+    subprocess.run([*FATPTE, "unpack", "-q", str(tmp_path / "kvcache-shared.nfat"), "-o", str(unpacked)], check=True)
     toml = unpacked / "pack.toml"
     text = toml.read_text()
     key = info(tmp_path / "kvcache-shared.nfat")["entries"][0]["named_data"][0]

@@ -108,6 +108,14 @@ def test_xnnpack_runs_when_its_library_is_loaded_else_the_nested_portable_progra
     want = _example().recorded_outputs(model)
     assert len(calls) == 2
 
+    xnnpack_then_portable(build, program, calls, want)
+
+
+def xnnpack_then_portable(build: Path, program: Path, calls: list[str],
+                          want: list[list[dict[str, Any]]]) -> tuple[str, str]:
+    """Run the fat program `program` with XNNPACK's library loaded, then without it: the XNNPACK
+    entry runs, then the nested portable program, the log saying which and why, each giving the
+    outputs `want`. Their outputs as et_module_runner printed them."""
     with_xnnpack = module_run(build, program, libs=(KERNELS, XNNPACK), calls=calls)
     assert with_xnnpack.returncode == 0, with_xnnpack.stderr
     assert "fatpte fat delegate: running entry xnnpack [xnnpack]" in with_xnnpack.stderr
@@ -122,6 +130,7 @@ def test_xnnpack_runs_when_its_library_is_loaded_else_the_nested_portable_progra
                      alone.stderr), alone.stderr
     assert "running entry xnnpack" not in alone.stderr
     assert _example().mismatches(parsed(alone.stdout), want) == []
+    return with_xnnpack.stdout, alone.stdout
 
 
 def test_each_partition_says_what_the_first_said_only_once(build: Path, tmp_path: Path) -> None:
