@@ -125,6 +125,7 @@ class ErrorCode(enum.IntEnum):
     ET_SEGMENT_OUT_OF_BOUNDS = 1007
     ET_BAD_VALUE = 1008
     ET_BAD_PACKAGE = 1009
+    FAT_DELEGATE_TOO_DEEP = 1010
     # 11xx an ExecuTorch program entry of a container against its manifest record (specs/executorch.md 7)
     PROGRAM_SIGNATURE_MISMATCH = 1101
     BACKEND_ID_CONTRADICTS_PROGRAM = 1102
@@ -275,6 +276,7 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.ET_SEGMENT_OUT_OF_BOUNDS: ("an ExecuTorch segment or payload extends past the end of its file", _E),
     ErrorCode.ET_BAD_VALUE: ("an ExecuTorch field holds a value its schema does not allow", _E),
     ErrorCode.ET_BAD_PACKAGE: ("a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules", _E),
+    ErrorCode.FAT_DELEGATE_TOO_DEEP: ("fat delegates nest deeper than MAX_FAT_DELEGATE_DEPTH (4) levels", _E),
     ErrorCode.PROGRAM_SIGNATURE_MISMATCH: ("an ExecuTorch program's signature disagrees with its manifest entry's", _E),
     ErrorCode.BACKEND_ID_CONTRADICTS_PROGRAM: ("a backend id names an ExecuTorch backend its program does not use", _E),
     ErrorCode.EXECUTORCH_BACKENDS_MISMATCH: ("an entry's executorch_backends differ from its program's delegates", _E),

@@ -102,3 +102,27 @@ def profile_with_backends(count: int) -> bytes:
     backends = {f"b{i}": i for i in range(count)}
     return json.dumps({"name": "many", "os": "linux", "arch": "x86_64", "cpu_features": ["avx2"], "accelerators": [],
                        "memory_bytes": 1 << 33, "backends": backends}).encode("ascii")
+
+
+def nested_fat_delegates(program: bytes, depth: int) -> bytes:
+    """`program` (a .pte whose first delegate is a fat delegate, FatpteBackend) with that delegate's
+    container wrapped in `depth - 1` version 1 containers of one entry each, backend id
+    FatpteBackend, each holding the next: fat delegates `depth` levels deep (specs/executorch.md
+    section 8), 60 bytes a level. Built in one pass, so 10,000 levels cost no more than their bytes."""
+    import struct
+
+    from fatpte.executorch.pte import read_program
+    from fatpte.executorch.rewrite import replace_segment
+    from fatpte.format import layout as L
+
+    (delegate,) = [d for m in read_program(program).methods for d in m.delegates][:1]
+    inner = program[delegate.offset : delegate.offset + delegate.size]
+    levels = depth - 1
+    header, entry = L.RECORDS["v1_header"].size, L.RECORDS["v1_entry"].size
+    out = bytearray()
+    for level in range(levels):
+        rest = (levels - level - 1) * (header + entry) + len(inner)
+        out += L.MAGIC + struct.pack("<II", L.VERSION_1, 1)
+        out += b"FatpteBackend".ljust(32, b"\0") + struct.pack("<QQ", 0, rest)
+    out += inner
+    return replace_segment(program, delegate.data_index, bytes(out))

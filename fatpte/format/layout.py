@@ -207,6 +207,7 @@ MANIFEST_ALIGNMENT: Final = 8  # flatbuffers' largest scalar
 MAX_MANIFEST_SIZE: Final = 64 << 20  # 100k named-data keys need about 8 MiB
 SIGNATURE_ALIGNMENT: Final = 8  # keeps every region of a v2 container 8-byte aligned or less
 MAX_SIGNATURE_SIZE: Final = 64 << 20  # a statement for 100k named-data keys needs about 40 MiB
+MAX_FAT_DELEGATE_DEPTH: Final = 4  # fat delegates inside fat delegates: a few levels have a use, none past that
 
 # Flag bits. No flag is defined in this revision: every bit is reserved and a reader rejects a
 # container that sets one, so a later revision can give a bit a meaning old readers must honour.

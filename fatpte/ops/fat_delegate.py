@@ -19,11 +19,12 @@ from fatpte.container.reader import Container
 from fatpte.container.validation import Report, validate_buffer
 from fatpte.device.profile import DeviceProfile
 from fatpte.device.selection import Selection, select
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, Finding, finding
 from fatpte.executorch.pte import Delegate, Program, read_program
 from fatpte.executorch.rewrite import replace_segment
 from fatpte.fileio.atomic import atomic_output, io_error
-from fatpte.format.layout import MAGIC
+from fatpte.format.layout import MAGIC, MAX_FAT_DELEGATE_DEPTH
+from fatpte.format.structure import read_structure
 from fatpte.ops.thinning import thin
 
 
@@ -39,7 +40,72 @@ def _label(program: Program, d: Delegate) -> str:
 
 
 def validate_nfat_delegates(program: Program) -> list[tuple[Delegate, Report]]:
-    return [(d, validate_buffer(program.payload(d), source=_label(program, d))) for d in nfat_delegates(program)]
+    """Each NFAT delegate's container rules, then how deep fat delegates nest inside it
+    (specs/executorch.md section 8, E1010)."""
+    out = []
+    for d in nfat_delegates(program):
+        report = validate_buffer(program.payload(d), source=_label(program, d))
+        if not report.errors:
+            deep = nesting_finding(program, d)
+            if deep is not None:
+                report = report._replace(findings=report.findings + (deep,))
+        out.append((d, report))
+    return out
+
+
+_PROGRAM = b"ET12"
+
+
+def nesting_finding(program: Program, delegate: Delegate, *, depth: int = 1, base: int = 0,
+                    path: str = "") -> Finding | None:
+    """E1010 for the first NFAT container past MAX_FAT_DELEGATE_DEPTH inside fat delegate
+    `delegate` of `program` (which is at `depth`), at its first byte in the file being validated
+    (`base`: where `program` starts in it) and the path that reaches it; None when none is. Each
+    container and program on the way is read only as far as its table and delegates, at most
+    MAX_FAT_DELEGATE_DEPTH + 1 levels down, so the work stays proportional to the file."""
+    return _container_too_deep(program.payload(delegate), depth, base + delegate.offset,
+                               f"{path}delegates[{delegate.index}].payload")
+
+
+def program_nesting_finding(program: Program, *, base: int = 0, path: str = "") -> Finding | None:
+    """nesting_finding for the fat delegates of a program that is not inside one (depth 1)."""
+    return _program_too_deep(program, 1, base, path)
+
+
+def _program_too_deep(program: Program, depth: int, base: int, path: str) -> Finding | None:
+    for d in nfat_delegates(program):
+        deep = nesting_finding(program, d, depth=depth, base=base, path=path)
+        if deep is not None:
+            return deep
+    return None
+
+
+def _container_too_deep(buf: memoryview, depth: int, at: int, path: str) -> Finding | None:
+    if depth > MAX_FAT_DELEGATE_DEPTH:
+        return finding(ErrorCode.FAT_DELEGATE_TOO_DEEP,
+                       f"a fat delegate at depth {depth}: fat delegates nest at most {MAX_FAT_DELEGATE_DEPTH} "
+                       "levels deep (specs/executorch.md section 8)", offset=at, field=path,
+                       expected=MAX_FAT_DELEGATE_DEPTH, actual=depth)
+    try:
+        entries = read_structure(buf).entries
+    except FatpteError:
+        return None  # validating that container reports why it cannot be read
+    for e in entries:
+        payload = buf[e.offset : e.end]
+        inner = f"{path}.entries[{e.index}].payload"
+        if bytes(payload[:4]) == MAGIC:
+            deep = _container_too_deep(payload, depth + 1, at + e.offset, inner)
+        elif bytes(payload[4:8]) == _PROGRAM:
+            try:
+                nested = read_program(payload, source=None)
+            except FatpteError:
+                continue  # not a program fatpte reads: its record check says so
+            deep = _program_too_deep(nested, depth + 1, at + e.offset, f"{inner}.")
+        else:
+            continue
+        if deep is not None:
+            return deep
+    return None
 
 
 def select_nfat_delegates(

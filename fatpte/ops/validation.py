@@ -86,6 +86,9 @@ def program_findings(buf: BytesLike, source: str | None) -> list[Finding]:
                                        f"manifest entry describes: {exc.message}",
                                        offset=e.offset + (exc.offset or 0), field=f"entries[{e.index}].payload"))
                 continue
+            deep = _nesting(view[e.offset : e.end], e.offset, f"entries[{e.index}].payload.", source)
+            if deep is not None:
+                out.append(deep)
             decision = pe.signature_decision(me.provenance)
             for code, part, why in pe.record_problems(me, facts, decision, e.backend_id):
                 if part == "backend_id":
@@ -96,3 +99,11 @@ def program_findings(buf: BytesLike, source: str | None) -> list[Finding]:
     finally:
         view.release()
     return out
+
+
+def _nesting(payload: memoryview, base: int, path: str, source: str | None) -> Finding | None:
+    """E1010 when the fat delegates of a program entry nest past the limit (specs/executorch.md 8)."""
+    from fatpte.executorch.pte import read_program
+    from fatpte.ops.fat_delegate import program_nesting_finding
+
+    return program_nesting_finding(read_program(payload, source=source), base=base, path=path)

@@ -286,3 +286,25 @@ def test_the_backend_words_of_the_library_are_pythons() -> None:
     source = (ROOT / "loader" / "src" / "delegate" / "fat_backend.cpp").read_text()
     table = source[source.index("kWords[][2] = {"):source.index("};", source.index("kWords[][2] = {"))]
     assert dict(re.findall(r'\{"(\w+)", "(\w+)"\}', table)) == BACKEND_WORDS
+
+
+@pytest.mark.parametrize("depth", [4, 5, 10_000])
+def test_fat_delegates_nest_at_most_four_deep(build: Path, tmp_path: Path, depth: int) -> None:
+    """Issue 33 F1: 10,000 nested fat delegates overflowed the stack of any runner. Up to
+    MAX_FAT_DELEGATE_DEPTH they run; past it the init at depth 5 is refused with E1010, as
+    `fatpte validate` reports the same file (tests/ops/test_fat_nesting.py), and nothing deeper is
+    read."""
+    from tools.hostile import nested_fat_delegates
+
+    program = tmp_path / f"deep{depth}.pte"
+    program.write_bytes(nested_fat_delegates((FIXTURES / "mlp_fat.pte").read_bytes(), depth))
+    proc = module_run(build, program, calls=call_files("mlp", tmp_path))
+    assert "AddressSanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr[-3000:]
+    if depth <= 4:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert _example().mismatches(parsed(proc.stdout), _example().recorded_outputs("mlp")) == []
+    else:
+        assert proc.returncode == 1, proc.stderr[-3000:]
+        assert ("fatpte fat delegate: E1010 at 0x0 (payload): a fat delegate at depth 5: fat delegates nest at "
+                "most 4 levels deep") in proc.stderr
+        assert proc.stderr.count("E1010") == 1

@@ -96,6 +96,7 @@ typedef enum fatpte_status {
   FATPTE_E_ET_SEGMENT_OUT_OF_BOUNDS = 1007, /* E1007: an ExecuTorch segment or payload extends past the end of its file */
   FATPTE_E_ET_BAD_VALUE = 1008, /* E1008: an ExecuTorch field holds a value its schema does not allow */
   FATPTE_E_ET_BAD_PACKAGE = 1009, /* E1009: a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules */
+  FATPTE_E_FAT_DELEGATE_TOO_DEEP = 1010, /* E1010: fat delegates nest deeper than MAX_FAT_DELEGATE_DEPTH (4) levels */
   FATPTE_E_PROGRAM_SIGNATURE_MISMATCH = 1101, /* E1101: an ExecuTorch program's signature disagrees with its manifest entry's */
   FATPTE_E_BACKEND_ID_CONTRADICTS_PROGRAM = 1102, /* E1102: a backend id names an ExecuTorch backend its program does not use */
   FATPTE_E_EXECUTORCH_BACKENDS_MISMATCH = 1103, /* E1103: an entry's executorch_backends differ from its program's delegates */
@@ -156,6 +157,7 @@ inline constexpr std::uint32_t kManifestAlignment = 8;  // layout.MANIFEST_ALIGN
 inline constexpr std::uint32_t kMaxManifestSize = 67108864;  // layout.MAX_MANIFEST_SIZE
 inline constexpr std::uint32_t kSignatureAlignment = 8;  // layout.SIGNATURE_ALIGNMENT
 inline constexpr std::uint32_t kMaxSignatureSize = 67108864;  // layout.MAX_SIGNATURE_SIZE
+inline constexpr std::uint32_t kMaxFatDelegateDepth = 4;  // layout.MAX_FAT_DELEGATE_DEPTH
 inline constexpr std::uint32_t kHeaderFlagsKnown = 0;  // layout.HEADER_FLAGS_KNOWN
 inline constexpr std::uint32_t kEntryFlagsKnown = 0;  // layout.ENTRY_FLAGS_KNOWN
 inline constexpr std::uint32_t kSegmentFlagsKnown = 0;  // layout.SEGMENT_FLAGS_KNOWN
@@ -465,6 +467,7 @@ enum class Error : std::int32_t {
   ET_SEGMENT_OUT_OF_BOUNDS = 1007,
   ET_BAD_VALUE = 1008,
   ET_BAD_PACKAGE = 1009,
+  FAT_DELEGATE_TOO_DEEP = 1010,
   PROGRAM_SIGNATURE_MISMATCH = 1101,
   BACKEND_ID_CONTRADICTS_PROGRAM = 1102,
   EXECUTORCH_BACKENDS_MISMATCH = 1103,
@@ -587,6 +590,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1007, "ET_SEGMENT_OUT_OF_BOUNDS", "E1007", "an ExecuTorch segment or payload extends past the end of its file", "invalid", false},
     {1008, "ET_BAD_VALUE", "E1008", "an ExecuTorch field holds a value its schema does not allow", "invalid", false},
     {1009, "ET_BAD_PACKAGE", "E1009", "a native package (.ptn) is not a stored zip of intact members, or a member breaks its rules", "invalid", false},
+    {1010, "FAT_DELEGATE_TOO_DEEP", "E1010", "fat delegates nest deeper than MAX_FAT_DELEGATE_DEPTH (4) levels", "invalid", false},
     {1101, "PROGRAM_SIGNATURE_MISMATCH", "E1101", "an ExecuTorch program's signature disagrees with its manifest entry's", "invalid", false},
     {1102, "BACKEND_ID_CONTRADICTS_PROGRAM", "E1102", "a backend id names an ExecuTorch backend its program does not use", "invalid", false},
     {1103, "EXECUTORCH_BACKENDS_MISMATCH", "E1103", "an entry's executorch_backends differ from its program's delegates", "invalid", false},
@@ -609,7 +613,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1310, "SIGNED_NAMED_DATA_MISMATCH", "E1310", "a named-data key's bytes or layout differ from the signed ones", "unverified", false},
     {1311, "SIGNED_PAYLOAD_MISMATCH", "E1311", "the SHA-256 of a payload differs from the signed one", "unverified", false},
 };
-inline constexpr std::size_t kErrorCount = 108;
+inline constexpr std::size_t kErrorCount = 109;
 
 }  // namespace fatpte
 #endif  // __cplusplus

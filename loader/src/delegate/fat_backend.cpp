@@ -272,12 +272,35 @@ std::string nested_missing(const Bytes payload, const Entry& e, const char* meth
   return "";
 }
 
+// How deep this thread is in fat delegates' inits: an entry that is itself fat (a payload for this
+// backend, or a nested program with fat delegates) initialises inside its container's init, on the
+// same thread. specs/executorch.md section 8: at most format::kMaxFatDelegateDepth levels.
+class Depth {
+ public:
+  Depth() noexcept { ++level_; }
+  ~Depth() { --level_; }
+  Depth(const Depth&) = delete;
+  Depth& operator=(const Depth&) = delete;
+  static std::uint32_t level() noexcept { return level_; }
+
+ private:
+  static thread_local std::uint32_t level_;
+};
+thread_local std::uint32_t Depth::level_ = 0;
+
 class FatBackend final : public R::BackendInterface {
  public:
   bool is_available() const override { return true; }
 
   R::Result<R::DelegateHandle*> init(R::BackendInitContext& context, R::FreeableBuffer* processed,
                                      R::ArrayRef<R::CompileSpec> compile_specs) const override {
+    const Depth depth;
+    if (Depth::level() > format::kMaxFatDelegateDepth) {
+      return refuse(fail(Error::FAT_DELEGATE_TOO_DEEP, 0, "payload",
+                         "a fat delegate at depth %u: fat delegates nest at most %u levels deep "
+                         "(specs/executorch.md section 8)",
+                         Depth::level(), format::kMaxFatDelegateDepth));
+    }
     // No ensure_runtime(): the application initialised ExecuTorch before loading a program, and
     // its log handler is left alone. What an inner backend logs while failing reaches that log
     // directly, before the line saying the entry was skipped.
