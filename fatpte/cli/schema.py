@@ -195,8 +195,8 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
         ("memory_bytes", "physical memory"),
         ("backends", "backend id -> ABI version the device runtime provides (keys sorted)"),
         ("executorch_backends", ("sorted ExecuTorch backend ids registered in the device's runtime; the key is "
-                                 "absent when not known (`fatpte device` fills it where ExecuTorch's Python "
-                                 "runtime is installed)")),
+                                 "absent when not known (`fatpte device` fills it when it finds the runtime: "
+                                 "fatpte-run, or ExecuTorch's Python runtime)")),
     ]),
     "coverage": ("`fatpte coverage --json`: one object", [
         ("path", "the container"),

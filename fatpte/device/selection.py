@@ -175,7 +175,7 @@ def runtime_check(needs: Sequence[str] | None, device: DeviceProfile) -> tuple[l
     shown = ", ".join(clipped(b) for b in needs)
     if have is None:
         note = (f"ExecuTorch backends {shown} not checked: the profile does not list the backends its "
-                "runtime has (`fatpte device` lists them where ExecuTorch's runtime is installed)")
+                "runtime has (`fatpte device` lists them when it finds the runtime: fatpte-run, or ExecuTorch's Python runtime)")
         return [], [note]
     present = frozenset(have)
     missing = [b for b in needs if b not in present]

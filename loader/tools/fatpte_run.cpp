@@ -19,18 +19,6 @@
 #include "fatpte/signature.h"
 #include "fatpte/tensor.hpp"
 
-// --device-json --with-executorch asks ExecuTorch's registry, in a build with the SDK.
-#if __has_include(<executorch/runtime/backend/interface.h>)
-#include <dirent.h>
-#include <dlfcn.h>
-
-#include <algorithm>
-
-#include <executorch/runtime/backend/interface.h>
-#include <executorch/runtime/platform/runtime.h>
-#define FATPTE_RUN_REGISTRY 1
-#endif
-
 // Under AddressSanitizer the run mode ends as any program does, so that leaks and errors in
 // tearing down ExecuTorch's method, the mapping and the libraries are still caught by the tests.
 #if defined(__SANITIZE_ADDRESS__)
@@ -44,7 +32,8 @@
 namespace {
 
 const char kHelp[] = R"(usage: fatpte-run FILE --inputs CALLS.json [options]  select, load and run the entry for this device
-       fatpte-run FILE --select-only [--device D] [--prefer W]... [--exclude W]... [--explain] [--json]
+       fatpte-run FILE --select-only [--device D] [--with-executorch [--backend-path DIR]...] [--prefer W]...
+                  [--exclude W]... [--explain] [--json]
        fatpte-run --device-json [--with-executorch [--backend-path DIR]...]  print this machine's device profile
        fatpte-run --check-profile PROFILE.json...  only read device profiles
        fatpte-run --help
@@ -95,8 +84,14 @@ runs nothing.
 
 --device-json --with-executorch also lists, as executorch_backends, the ExecuTorch backends this
 runtime provides: every libexecutorch_backend_*.so of the backend path (--backend-path, then
-FATPTE_BACKEND_PATH, then this build's ExecuTorch library folder; a file name once) is loaded,
-and the backends registered and available in ExecuTorch's registry are listed.
+FATPTE_BACKEND_PATH, then this build's ExecuTorch library folder, then the folder libfatpte is in
+and its ../lib; a file name once) is loaded, and the backends registered and available in
+ExecuTorch's registry are listed. --select-only --with-executorch selects for this machine with
+those backends, as `fatpte select --device host` does when it finds this fatpte-run.
+
+For a program whose delegates are fat delegates (FatpteBackend, found beside libfatpte by
+default), the libraries of the backends its entries run on are loaded too, as for any program's
+backends; --explain and --json say which inner entry the fat delegate runs and why not the others.
 
 A backend id without --backend-lib is looked up as ExecuTorch names its libraries
 (XnnpackBackend -> libexecutorch_backend_xnnpack.so); `kernels` defaults to
@@ -167,6 +162,7 @@ struct RunArgs {
   bool json = false;
   bool defaults = true;
   bool fallback = true;
+  bool with_executorch = false;
 };
 
 // --input: one float32 tensor from whitespace-separated numbers.
@@ -359,8 +355,17 @@ int select_only(const RunArgs& a) {
   auto opened = fatpte::Container::open_file(a.file);
   if (!opened.ok()) return fail_with(a.file, opened.error());
   const fatpte::Container& c = *opened.value();
-  // This machine: only what the entries' requirements read, as fatpte_select(NULL) probes it.
-  if (a.device == "host") profile = fatpte::probe_host(fatpte::probe_scope(c));
+  // This machine: only what the entries' requirements read, as fatpte_select(NULL) probes it;
+  // with --with-executorch, and the backends its ExecuTorch runtime provides, as Python's
+  // `--device host` has them when it finds this fatpte-run (specs/device-profile.md 5.1).
+  if (a.device == "host") {
+    profile = fatpte::probe_host(fatpte::probe_scope(c));
+    if (a.with_executorch) {
+      fatpte::LoadOptions options;
+      options.search_path = a.dirs;
+      profile.value().executorch_backends = fatpte::runtime_backends(options);
+    }
+  }
   auto sel = fatpte::select(c, profile.value(), a.prefer, a.exclude);
   if (!sel.ok()) {
     if (a.json && sel.error().code() == fatpte::Error::NO_SPECIALIZATION_FITS) {
@@ -422,36 +427,8 @@ int device_json(int argc, char** argv) {
   }
   if (!options.search_path.empty() && !with_executorch) return usage("--backend-path goes with --with-executorch");
   if (with_executorch) {
-#ifdef FATPTE_RUN_REGISTRY
-    namespace R = executorch::runtime;
-    R::runtime_init();
-    std::set<std::string> seen;
-    for (const std::string& dir : fatpte::executorch_search_path(options)) {
-      std::vector<std::string> names;
-      if (DIR* d = opendir(dir.c_str())) {
-        while (const dirent* e = readdir(d)) {
-          const std::string name = e->d_name;
-          if (name.rfind("libexecutorch_backend_", 0) == 0 && name.size() > 3 &&
-              name.compare(name.size() - 3, 3, ".so") == 0 && seen.insert(name).second) {
-            names.push_back(name);
-          }
-        }
-        closedir(d);
-      }
-      std::sort(names.begin(), names.end());
-      // A library that cannot be loaded here (a vendor SDK it needs is absent) provides nothing.
-      for (const std::string& name : names) dlopen((dir + "/" + name).c_str(), RTLD_LAZY | RTLD_GLOBAL);
-    }
-    profile.executorch_backends.emplace();
-    for (std::size_t i = 0; i < R::get_num_registered_backends(); ++i) {
-      R::Result<const char*> id = R::get_backend_name(i);
-      if (!id.ok() || id.get() == nullptr) continue;
-      const R::BackendInterface* backend = R::get_backend_class(id.get());
-      if (backend != nullptr && backend->is_available()) profile.executorch_backends->insert(id.get());
-    }
-#else
-    return usage("--with-executorch: this fatpte-run was built without the ExecuTorch SDK");
-#endif
+    if (!fatpte::has_executorch()) return usage("--with-executorch: this fatpte-run was built without the ExecuTorch SDK");
+    profile.executorch_backends = fatpte::runtime_backends(options);
   }
   const std::string json = fatpte::canonical_json(profile);
   std::fwrite(json.data(), 1, json.size(), stdout);
@@ -483,6 +460,8 @@ int main(int argc, char** argv) {
         a.defaults = false;
       } else if (arg == "--no-fallback") {
         a.fallback = false;
+      } else if (arg == "--with-executorch") {
+        a.with_executorch = true;
       } else if (arg == "--executorch-log") {
         executorch_log = true;
       } else if (arg == "--require-signature") {
@@ -515,6 +494,10 @@ int main(int argc, char** argv) {
     }
     if (require_signature && select) {
       return usage("--require-signature verifies what is run: it does not go with --select-only");
+    }
+    if (a.with_executorch && !select) return usage("--with-executorch goes with --select-only (or --device-json)");
+    if (a.with_executorch && !fatpte::has_executorch()) {
+      return usage("--with-executorch: this fatpte-run was built without the ExecuTorch SDK");
     }
     if (select) return select_only(a);
     if (a.input_text.empty() == a.inputs_json.empty()) {

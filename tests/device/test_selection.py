@@ -266,8 +266,8 @@ def test_a_profile_that_does_not_say_checks_nothing_and_notes_it(tmp_path: Path)
         (native,) = [v for v in sel.verdicts if v.entry.name == "native"]
         assert native.eligible and native.rank == 3
         assert native.notes == ("ExecuTorch backends NativeBackend not checked: the profile does not list the "
-                                "backends its runtime has (`fatpte device` lists them where ExecuTorch's runtime is "
-                                "installed)",)
+                                "backends its runtime has (`fatpte device` lists them when it finds the runtime: "
+                                "fatpte-run, or ExecuTorch's Python runtime)",)
         assert sel.verdicts[0].notes == ()  # nothing to check for the portable program
 
 

@@ -261,29 +261,52 @@ def test_every_invalid_vector_as_the_payload_is_refused_at_init(build: Path, tmp
 
 
 def test_fatpte_run_runs_a_fat_delegate_program_from_a_container(tmp_path: Path) -> None:
+    """Issue 32: with no path options fatpte-run finds the fat delegate library beside libfatpte,
+    loads the libraries the fat delegate's entries run on (XNNPACK, from the SDK's folder, as for
+    any program), and says in --explain and --json which inner entry ran and why not the others."""
     exe = BUILDS["release"] / "fatpte-run"
     if not exe.exists() or not SDK_LIB.is_dir():
-        pytest.skip("build/loader/fatpte-run is not built: run `make loader`")
+        pytest.fail("build/loader/fatpte-run is not built: run `make loader`")
     container = tmp_path / "mlp_fat.nfat"
     subprocess.run([*FATPTE, "pack", "-q", "-f", "-o", str(container),
                     str(FIXTURES / "mlp_fat.pte")], check=True)
     calls = _example().write_calls("mlp", tmp_path / "calls.json")
     want = _example().recorded_outputs("mlp")
-    base = [str(exe), str(container), "--inputs", str(calls), "--backend-path", str(BUILDS["release"])]
-    for extra, entry in (((), "portable"), (("--backend-lib", f"XnnpackBackend={XNNPACK}"), "xnnpack")):
-        proc = subprocess.run([*base, *extra, "--json", "--executorch-log"], capture_output=True, text=True,
-                              timeout=300, check=False)
+    base = [str(exe), str(container), "--inputs", str(calls)]
+    for extra, said in (((), "fat delegate: running entry xnnpack [xnnpack]"),
+                        (("--backend-lib", "XnnpackBackend="),
+                         "fat delegate: -  xnnpack [xnnpack]: rejected: executorch_backends: needs XnnpackBackend")):
+        proc = subprocess.run([*base, *extra, "--json"], capture_output=True, text=True, timeout=300, check=False)
         assert proc.returncode == 0, proc.stderr
-        assert re.search(rf"fatpte fat delegate: (.* \| )?running entry {entry} \[{entry}\]", proc.stderr), proc.stderr
-        assert _example().mismatches([c["outputs"] for c in json.loads(proc.stdout)["calls"]], want) == []
+        doc = json.loads(proc.stdout)
+        assert _example().mismatches([c["outputs"] for c in doc["calls"]], want) == []
+        assert any(line.startswith(said) for line in doc["dispatch"]), doc["dispatch"]
+        explained = subprocess.run([*base, *extra, "--explain"], capture_output=True, text=True, timeout=300,
+                                   check=False)
+        assert explained.returncode == 0, explained.stderr
+        assert said in explained.stdout
+    withheld = subprocess.run([*base, "--backend-lib", "XnnpackBackend=", "--explain"], capture_output=True,
+                              text=True, timeout=300, check=False)
+    assert "running entry portable [portable] as a nested program" in withheld.stdout
+
+
+def test_an_alias_declines_a_payload_that_is_not_nfat_without_an_error_line(build: Path) -> None:
+    """Registered under another producer's id (NativeBackend), the fat delegate declines that
+    backend's own payloads (NPTG) as a backend declines what it does not run: said at Info level,
+    no Error line of its own (ExecuTorch's loader still reports the init that failed)."""
+    proc = module_run(build, FIXTURES / "mlp_native.pte", "--register", "NativeBackend")
+    assert proc.returncode == 1
+    assert "E0101" not in proc.stderr
+    assert "registered as NativeBackend: a payload that is not an NFAT container is NativeBackend's own" in proc.stderr
+    assert not [line for line in proc.stderr.splitlines() if line.startswith("E ") and "fatpte fat delegate" in line]
 
 
 def test_the_backend_words_of_the_library_are_pythons() -> None:
-    # delegate/fat_backend.cpp's table of backend words (a delegate-payload entry's ExecuTorch backend
+    # executorch/backend_ids.cpp's table of backend words (a delegate-payload entry's ExecuTorch backend
     # id) is fatpte/ops/program_entry.py's BACKEND_WORDS.
     from fatpte.ops.program_entry import BACKEND_WORDS
 
-    source = (ROOT / "loader" / "src" / "delegate" / "fat_backend.cpp").read_text()
+    source = (ROOT / "loader" / "src" / "executorch" / "backend_ids.cpp").read_text()
     table = source[source.index("kWords[][2] = {"):source.index("};", source.index("kWords[][2] = {"))]
     assert dict(re.findall(r'\{"(\w+)", "(\w+)"\}', table)) == BACKEND_WORDS
 

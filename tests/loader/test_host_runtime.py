@@ -51,10 +51,10 @@ def test_fatpte_run_lists_the_backends_its_runtime_registered() -> None:
     assert "executorch_backends" not in plain  # not asked: not known
     sdk = json.loads(device_json("--with-executorch").stdout)
     assert "XnnpackBackend" in sdk["executorch_backends"]
-    assert "FatpteBackend" not in sdk["executorch_backends"]  # not in the SDK's folder
+    assert "FatpteBackend" in sdk["executorch_backends"]  # the fat delegate library, found beside libfatpte
     assert {k: v for k, v in sdk.items() if k != "executorch_backends"} == plain
     with_fat = json.loads(device_json("--with-executorch", "--backend-path", str(BUILD)).stdout)
-    assert set(with_fat["executorch_backends"]) == set(sdk["executorch_backends"]) | {"FatpteBackend"}
+    assert set(with_fat["executorch_backends"]) == set(sdk["executorch_backends"])
     for args in (["--backend-path", str(BUILD)], ["--with-executorch", "--bogus"]):
         proc = device_json(*args)
         assert proc.returncode == 2 and proc.stdout == "" and "fatpte-run: " in proc.stderr
@@ -110,3 +110,28 @@ def test_a_native_entry_is_said_to_need_what_this_runtime_lacks(three: Path) -> 
         "chosen: xnnpack [xnnpack]",
         (f"  -  native [native]: rejected: executorch_backends: needs NativeBackend; the device has no "
          f"NativeBackend (its runtime has {has})")]
+
+
+def test_select_only_with_the_runtime_chooses_what_python_does(three: Path) -> None:
+    """Parity: `fatpte-run --select-only --with-executorch` selects for this machine with the
+    backends its runtime provides, as Python's `--device host` does when it finds that fatpte-run."""
+    python = fatpte("select", three, "--device", "host", "--json", runtime=str(RUNTIME))
+    cpp = subprocess.run([str(RUNTIME), str(three), "--select-only", "--with-executorch", "--json"],
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert python.returncode == cpp.returncode == 0, (python.stderr, cpp.stderr)
+    assert json.loads(cpp.stdout)["chosen"] == json.loads(python.stdout)["chosen"] == "xnnpack"
+    blind = subprocess.run([str(RUNTIME), str(three), "--select-only", "--json"], capture_output=True, text=True,
+                           timeout=300, check=False)
+    assert json.loads(blind.stdout)["chosen"] == "native"  # without the runtime's backends, as Python's
+
+
+def test_fatpte_run_says_this_runtime_has_no_native_backend(three: Path, tmp_path: Path) -> None:
+    """A .ptn entry is a native package for ExecuTorch's NativeBackend, not a payload of fatpte's
+    example backend ABI: the reason says so, and never asks for libfatpte_backend_native.so."""
+    calls = _example().write_calls("mlp", tmp_path / "calls.json")
+    proc = subprocess.run([str(RUNTIME), str(three), "--inputs", str(calls), "--explain"], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert ("dispatch: native [native]: a native package (.ptn) for ExecuTorch backend NativeBackend: this runtime "
+            "has no NativeBackend") in proc.stdout
+    assert "libfatpte_backend_native" not in proc.stdout

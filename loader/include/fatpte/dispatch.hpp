@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -88,9 +89,20 @@ Status set_backend_library(LoadOptions& options, const std::string& assignment);
 // Relative paths in it are taken from the file's folder; its entries override earlier ones and
 // its folders come after those already configured. INVALID_ARGUMENT naming the field.
 Status read_backend_map(LoadOptions& options, const std::string& path);
-// The folders searched, in order: for example backend libraries, and for ExecuTorch's.
+// The folders searched, in order: for example backend libraries, and for ExecuTorch's (with
+// use_build_default, then the SDK's library folder, then the folder of the file libfatpte's code
+// is in and its ../lib, where the fat delegate library lies beside libfatpte or an installed tool).
 std::vector<std::string> backend_search_path(const LoadOptions& options);
 std::vector<std::string> executorch_search_path(const LoadOptions& options);
+// The folder of the file libfatpte's code is in (libfatpte.so, or the program it is linked into);
+// "" when the system does not say.
+std::string own_library_dir();
+// The ExecuTorch backends this process's runtime provides (registered, and available) once every
+// backend library (`libexecutorch_backend_*`) of executorch_search_path(options) is loaded: what a
+// device profile's executorch_backends are for this machine's runtime (specs/device-profile.md
+// 5.1). A library that cannot be loaded (a vendor SDK it needs is absent) provides nothing; one
+// the options withhold is not loaded. Empty in a build without the ExecuTorch SDK.
+std::set<std::string> runtime_backends(const LoadOptions& options);
 // The library file of an ExecuTorch backend id by ExecuTorch's naming (see LoadOptions).
 std::string executorch_library_name(const std::string& backend_id);
 // The library file name of a backend id of fatpte's example ABI on this platform.

@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <executorch/extension/data_loader/buffer_data_loader.h>
@@ -290,11 +291,26 @@ thread_local std::uint32_t Depth::level_ = 0;
 
 class FatBackend final : public R::BackendInterface {
  public:
+  explicit FatBackend(std::string id) : id_(std::move(id)) {}
+  const std::string& id() const noexcept { return id_; }
   bool is_available() const override { return true; }
 
   R::Result<R::DelegateHandle*> init(R::BackendInitContext& context, R::FreeableBuffer* processed,
                                      R::ArrayRef<R::CompileSpec> compile_specs) const override {
     const Depth depth;
+    // Under another producer's id (an alias: upstream's NativeBackend), a payload that is not an
+    // NFAT container is that backend's own and no fat delegate: declined as a backend declines a
+    // payload it does not run, at Info level (it is no error of the file), so the entry holding
+    // the program falls back as for any such backend. No other backend can hold the id in the
+    // same process (ExecuTorch's registry has one backend per id), so there is none to hand it to.
+    if (id_ != kFatBackendId &&
+        (processed->size() < format::kMagicSize || std::memcmp(processed->data(), format::kMagic, format::kMagicSize) != 0)) {
+      const std::string line = "registered as " + detail::printable(id_) + ": a payload that is not an NFAT container "
+                               "is " + detail::printable(id_) + "'s own, not a fat delegate; declined (this process has "
+                               "no other " + detail::printable(id_) + ")";
+      if (first_time(line)) ET_LOG(Info, "fatpte fat delegate: %s", line.c_str());
+      return R::Error::NotSupported;
+    }
     if (Depth::level() > format::kMaxFatDelegateDepth) {
       return refuse(fail(Error::FAT_DELEGATE_TOO_DEEP, 0, "payload",
                          "a fat delegate at depth %u: fat delegates nest at most %u levels deep "
@@ -411,6 +427,8 @@ class FatBackend final : public R::BackendInterface {
   }
 
  private:
+  std::string id_;
+
   static std::string joined(const std::set<std::string>& names) {
     std::string out;
     for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -457,35 +475,24 @@ class FatBackend final : public R::BackendInterface {
 
 }  // namespace
 
-std::string delegate_backend_id(const std::string& backend_id) {
-  // fatpte/ops/program_entry.py BACKEND_WORDS: the backends executorch 1.5.1 ships.
-  static const char* const kWords[][2] = {
-      {"xnnpack", "XnnpackBackend"},   {"native", "NativeBackend"},     {"coreml", "CoreMLBackend"},
-      {"coreai", "CoreAIBackend"},     {"mps", "MPSBackend"},           {"metal", "MetalBackend"},
-      {"vulkan", "VulkanBackend"},     {"qnn", "QnnBackend"},           {"openvino", "OpenvinoBackend"},
-      {"cuda", "CudaBackend"},         {"neuropilot", "NeuropilotBackend"}, {"enn", "EnnBackend"},
-      {"ethosu", "EthosUBackend"},     {"tosa", "TOSABackend"},         {"vgf", "VgfBackend"},
-      {"neutron", "NeutronBackend"},   {"mlx", "MLXBackend"},
-  };
-  for (const auto& w : kWords) {
-    if (backend_id == w[0]) return w[1];
-  }
-  return backend_id;
-}
-
 R::Error register_fat_backend(const char* id) {
   // ExecuTorch's registry keeps the backend's and the names' pointers for the life of the
   // process, and a program (a Module in some other static) may still be destroyed, calling the
   // backend's destroy, after this library's static destructors ran: so none of them is ever
   // destroyed. That also leaves nothing of this library to run at exit.
-  static FatBackend& backend = *new FatBackend();
+  // One backend object per id, so an alias knows it is one.
   static std::mutex mutex;
-  static std::deque<std::string>& names = *new std::deque<std::string>();
+  static std::deque<FatBackend>& backends = *new std::deque<FatBackend>();
   if (id == nullptr || id[0] == '\0' || std::strlen(id) > kMaxIdBytes) return R::Error::InvalidArgument;
   std::lock_guard<std::mutex> lock(mutex);
-  if (R::get_backend_class(id) == &backend) return R::Error::Ok;
-  names.emplace_back(id);
-  return R::register_backend(R::Backend{names.back().c_str(), &backend});
+  for (const FatBackend& b : backends) {
+    if (b.id() == id && R::get_backend_class(id) == &b) return R::Error::Ok;
+  }
+  if (R::get_backend_class(id) != nullptr) return R::Error::InvalidArgument;  // another backend holds it (as ExecuTorch says)
+  backends.emplace_back(id);
+  const R::Error registered = R::register_backend(R::Backend{backends.back().id().c_str(), &backends.back()});
+  if (registered != R::Error::Ok) backends.pop_back();
+  return registered;
 }
 
 }  // namespace et

@@ -17,7 +17,7 @@
 
 #include <executorch/runtime/core/error.h>
 
-#include "executorch/program_payload.hpp"
+#include "executorch/backend_ids.hpp"
 
 namespace fatpte {
 namespace et {
@@ -27,12 +27,6 @@ namespace et {
 // registered under `id` now, including by an earlier call; InvalidArgument for an id that is
 // empty or longer than 128 bytes; ExecuTorch's error when another backend holds the id.
 executorch::runtime::Error register_fat_backend(const char* id);
-
-// The ExecuTorch backend id a delegate-payload entry of a fat delegate runs on: the one id of its
-// manifest entry's executorch_backends; else the id a backend word stands for ("xnnpack" ->
-// "XnnpackBackend", the table of fatpte/ops/program_entry.py's BACKEND_WORDS); else the entry's
-// backend_id itself.
-std::string delegate_backend_id(const std::string& backend_id);
 
 }  // namespace et
 }  // namespace fatpte

@@ -263,7 +263,7 @@ void runtime_check(const Requirements& req, const DeviceProfile& d, Verdict& v) 
   const std::vector<std::string>& needs = *req.executorch_backends;
   if (!d.executorch_backends) {
     v.notes.push_back("ExecuTorch backends " + clipped_list(needs) + " not checked: the profile does not list the "
-                      "backends its runtime has (`fatpte device` lists them where ExecuTorch's runtime is installed)");
+                      "backends its runtime has (`fatpte device` lists them when it finds the runtime: fatpte-run, or ExecuTorch's Python runtime)");
     return;
   }
   std::vector<std::string> missing;

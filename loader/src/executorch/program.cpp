@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/bytes.hpp"
+#include "fatpte/format_generated.h"
 #include "program_generated.h"
 
 namespace fatpte {
@@ -73,6 +74,25 @@ Result<ProgramInfo> read_program(Bytes payload, std::uint64_t at, const std::str
                "verifier refused its first %" PRIu64 " bytes)",
                flatbuffer_size);
   const F::Program* program = F::GetProgram(p);
+  const std::uint64_t segment_base = flatbuffer_size == n ? 0 : detail::read_u64le(p + kHeaderAt + 16);
+  // A delegate's processed data, when it lies within the program.
+  const auto processed = [&](const F::BackendDelegate* delegate) -> Bytes {
+    const F::BackendDelegateDataReference* ref = delegate->processed();
+    if (ref == nullptr) return Bytes{};
+    if (ref->location() == F::DataLocation_INLINE) {
+      const auto* inline_data = program->backend_delegate_data();
+      if (inline_data == nullptr || ref->index() >= inline_data->size()) return Bytes{};
+      const auto* data = inline_data->Get(ref->index())->data();
+      return data == nullptr ? Bytes{} : Bytes{data->data(), data->size()};
+    }
+    const auto* segments = program->segments();
+    if (segment_base == 0 || segments == nullptr || ref->index() >= segments->size()) return Bytes{};
+    const F::DataSegment* segment = segments->Get(ref->index());
+    if (segment->offset() > n - segment_base || !detail::in_bounds(segment_base + segment->offset(), segment->size(), n)) {
+      return Bytes{};
+    }
+    return Bytes{p + segment_base + segment->offset(), segment->size()};
+  };
   ProgramInfo info;
   const auto* plans = program->execution_plan();
   if (plans == nullptr) return info;
@@ -90,6 +110,8 @@ Result<ProgramInfo> read_program(Bytes payload, std::uint64_t at, const std::str
         if (std::find(m.backend_ids.begin(), m.backend_ids.end(), id) == m.backend_ids.end()) {
           m.backend_ids.push_back(std::move(id));
         }
+        const Bytes data = processed(delegate);
+        if (data.size >= 4 && std::memcmp(data.data, format::kMagic, 4) == 0) m.fat_payloads.push_back(data);
       }
     }
     info.methods.push_back(std::move(m));

@@ -28,6 +28,10 @@ namespace et {
 struct MethodInfo {
   std::string name;
   std::vector<std::string> backend_ids;  // each once, in the order its first delegate appears
+  // The processed data of each delegate that is a fat delegate (starts with the NFAT magic), in
+  // the program's bytes, so a loader can see what its entries need; a reference out of the
+  // program's bounds is left for ExecuTorch to refuse.
+  std::vector<Bytes> fat_payloads;
 };
 
 struct ProgramInfo {

@@ -14,11 +14,6 @@
 
 namespace fatpte {
 
-namespace et {
-// The backend id fatpte's fat delegates are written with (fatpte/ops/fat_lowering.py): a program
-// whose delegates name it needs the fat delegate library (delegate/fat_backend.hpp).
-inline constexpr const char* kFatBackendId = "FatpteBackend";
-}  // namespace et
 
 // Payload kind ET12; in version 1, or where no kind is stated, the program's own identifier at
 // bytes 4..8 of the payload. The entry passed the structural pass, so its range is in the buffer.

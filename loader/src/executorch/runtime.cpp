@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -21,11 +22,13 @@ struct CaptureAccess {
     thread_local Capture* capture = nullptr;
     return capture;
   }
-  static void keep(Capture& c, const char* message, std::size_t length) {
-    if (c.lines_.size() >= Capture::kMaxLines) return;
+  static void keep(Capture& c, const char* message, std::size_t length) { add(c.lines_, message, length); }
+  static void keep_fat(Capture& c, const char* message, std::size_t length) { add(c.fat_lines_, message, length); }
+  static void add(std::vector<std::string>& lines, const char* message, std::size_t length) {
+    if (lines.size() >= Capture::kMaxLines) return;
     std::string line(message, length < Capture::kMaxLineBytes ? length : Capture::kMaxLineBytes);
     while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
-    c.lines_.push_back(std::move(line));
+    lines.push_back(std::move(line));
   }
 };
 
@@ -40,6 +43,12 @@ void emit(et_timestamp_t timestamp, et_pal_log_level_t level, const char* filena
   Capture* c = CaptureAccess::current();
   if (c != nullptr && (level == kError || level == kFatal) && message != nullptr) {
     CaptureAccess::keep(*c, message, length);
+  }
+  static constexpr char kFat[] = "fatpte fat delegate: ";
+  constexpr std::size_t kFatSize = sizeof kFat - 1;
+  if (c != nullptr && level == kInfo && message != nullptr && length > kFatSize &&
+      std::memcmp(message, kFat, kFatSize) == 0) {
+    CaptureAccess::keep_fat(*c, message + kFatSize, length - kFatSize);
   }
   if (forwarding.load(std::memory_order_relaxed) && previous_emit != nullptr) {
     previous_emit(timestamp, level, filename, function, line, message, length);
@@ -82,6 +91,7 @@ Capture::~Capture() {
   // An outer capture also hears what was logged inside this one.
   if (outer_ != nullptr) {
     for (const std::string& l : lines_) CaptureAccess::keep(*outer_, l.data(), l.size());
+    for (const std::string& l : fat_lines_) CaptureAccess::keep_fat(*outer_, l.data(), l.size());
   }
 }
 

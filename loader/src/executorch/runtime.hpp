@@ -31,7 +31,9 @@ void ensure_runtime();
 void set_forwarding(bool forward);
 
 // Keeps the Error and Fatal lines ExecuTorch logs on this thread while it lives (nests), once
-// ensure_runtime() has run in this process; else keeps nothing.
+// ensure_runtime() has run in this process; else keeps nothing. Also keeps, apart, what a fat
+// delegate says (its Info lines, `fatpte fat delegate: ...`), so the loader can tell which inner
+// entry of a fat program runs and why the others do not.
 class Capture {
  public:
   Capture();
@@ -42,6 +44,9 @@ class Capture {
   const std::vector<std::string>& lines() const noexcept { return lines_; }
   // The lines joined with "; ", or "" when none.
   std::string text() const;
+  // The fat delegates' lines, without their `fatpte fat delegate: ` prefix, oldest first; at
+  // most kMaxLines.
+  const std::vector<std::string>& fat_lines() const noexcept { return fat_lines_; }
 
   static constexpr std::size_t kMaxLines = 16;
   static constexpr std::size_t kMaxLineBytes = 400;
@@ -49,6 +54,7 @@ class Capture {
  private:
   friend struct CaptureAccess;
   std::vector<std::string> lines_;
+  std::vector<std::string> fat_lines_;
   bool active_;  // the hook is installed: this capture is on the thread's chain
   Capture* outer_ = nullptr;
 };

@@ -172,6 +172,30 @@ std::string example_library_file(const std::string& backend_id) {
   return plain ? backend_library_name(backend_id) : std::string();
 }
 
+// Why an entry that is no program but whose manifest record says it runs on ExecuTorch backends
+// (a backend's own payload, a native package) cannot be loaded here: fatpte loads whole ExecuTorch
+// programs, and other payloads only through its example backend ABI. "" for any other entry.
+std::string bare_backend_payload(const Container& c, const Entry& e) {
+  auto manifest = manifest_view(c);
+  if (!manifest.ok()) return "";
+  const M::Entry* record = manifest.value().entry(e.index);
+  if (record == nullptr || record->executorch_backends() == nullptr || record->executorch_backends()->size() == 0) {
+    return "";
+  }
+  std::string ids;
+  bool registered = true;
+  for (const ::flatbuffers::String* id : *record->executorch_backends()) {
+    ids += (ids.empty() ? "" : ", ") + id->str();
+    registered = registered && et::backend_registered(id->str());
+  }
+  static const std::uint8_t kZip[4] = {'P', 'K', 3, 4};
+  const bool package = e.size >= 4 && std::memcmp(c.bytes().data + e.offset, kZip, 4) == 0;
+  std::string why = std::string(package ? "a native package (.ptn)" : "a backend payload, not a whole program,") +
+                    " for ExecuTorch backend " + ids + ": ";
+  if (!registered) why += "this runtime has no " + ids + "; ";
+  return why + "fatpte loads ExecuTorch programs (.pte) and, for other payloads, its example backend ABI";
+}
+
 // The example backend library of `e`, found, opened and asked (ABI version, id, is_available),
 // before a byte of the payload is read. nullptr with attempt.outcome saying why.
 const fatpte_backend* example_backend(const Entry& e, const Verdict& v, const std::string& device_json,
@@ -345,10 +369,27 @@ std::vector<std::string> backend_search_path(const LoadOptions& options) {
   return dirs;
 }
 
+std::string own_library_dir() {
+  // The file libfatpte's code is in: libfatpte.so, or the program it is linked into (fatpte-run).
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&own_library_dir), &info) == 0 || info.dli_fname == nullptr) return "";
+  std::string path = info.dli_fname;
+  if (path.find('/') == std::string::npos) return "";
+  path.erase(path.rfind('/'));
+  return path.empty() ? "/" : path;
+}
+
 std::vector<std::string> executorch_search_path(const LoadOptions& options) {
   std::vector<std::string> dirs = backend_search_path(options);
-  if (options.use_build_default && build_executorch_library_dir()[0] != '\0') {
-    dirs.push_back(build_executorch_library_dir());
+  if (options.use_build_default) {
+    if (build_executorch_library_dir()[0] != '\0') dirs.push_back(build_executorch_library_dir());
+    // Where fatpte's own ExecuTorch backend (the fat delegate library) is: beside libfatpte, or,
+    // for a tool in an install tree's bin/, in its lib/.
+    const std::string own = own_library_dir();
+    if (!own.empty()) {
+      dirs.push_back(own);
+      dirs.push_back(own + "/../lib");
+    }
   }
   return dirs;
 }
@@ -376,6 +417,10 @@ std::string backend_library_name(const std::string& backend_id) {
 }
 
 const char* build_executorch_library_dir() noexcept { return FATPTE_EXECUTORCH_LIBRARY_DIR; }
+
+std::set<std::string> runtime_backends(const LoadOptions& options) {
+  return et::registry_backends(options, executorch_search_path(options));
+}
 
 bool has_executorch() noexcept { return et::available(); }
 
@@ -448,6 +493,8 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
       if (!ready.ok()) return ready.error();
       if (!ready.value()) continue;
     } else {
+      attempt.outcome = bare_backend_payload(c, e);
+      if (!attempt.outcome.empty()) continue;
       if (device_json.empty()) device_json = canonical_json(device);
       table = example_backend(e, *v, device_json, options, dirs, attempt);
       if (table == nullptr) continue;

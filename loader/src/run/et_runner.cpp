@@ -1,6 +1,8 @@
 // Loading and running an ExecuTorch program entry (run/et_runner.hpp).
 #include "run/et_runner.hpp"
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdint>
@@ -24,6 +26,7 @@
 #include <executorch/runtime/executor/program.h>
 
 #include "container/manifest_view.hpp"
+#include "executorch/backend_ids.hpp"
 #include "executorch/bounded_allocator.hpp"
 #include "executorch/memory.hpp"
 #include "executorch/named_data.hpp"
@@ -158,6 +161,8 @@ class EtLoaded final : public Loaded {
     planned_allocator_ = std::make_unique<R::HierarchicalAllocator>(R::Span<R::Span<uint8_t>>(spans_.data(), spans_.size()));
     memory_ = std::make_unique<R::MemoryManager>(&method_allocator_, planned_allocator_.get(), &temp_allocator_);
     R::Result<R::Method> m = program_->load_method(method().c_str(), memory_.get(), nullptr, &data_map_);
+    // What the program's fat delegates chose, and why not the other entries (their log lines).
+    for (const std::string& line : capture.fat_lines()) attempt.details.push_back("fat delegate: " + line);
     damage = data_map_.damage();
     if (!damage.ok()) return "damaged";
     if (!m.ok()) return load_method_reason(m.error(), capture);
@@ -459,6 +464,45 @@ Result<bool> listed_backends_ready(const Container& c, const Entry& e, const Loa
   return true;
 }
 
+bool backend_registered(const std::string& id) {
+  ensure_runtime();
+  return R::get_backend_class(id.c_str()) != nullptr;
+}
+
+std::set<std::string> registry_backends(const LoadOptions& options, const std::vector<std::string>& dirs) {
+  ensure_runtime();
+  std::set<std::string> withheld;
+  for (const auto& kv : options.libraries) {
+    if (kv.second.empty()) withheld.insert(executorch_library_name(kv.first));
+  }
+  std::set<std::string> seen;
+  for (const std::string& dir : dirs) {
+    std::vector<std::string> names;
+    if (DIR* d = opendir(dir.c_str())) {
+      while (const dirent* e = readdir(d)) {
+        const std::string name = e->d_name;
+        if (name.rfind("libexecutorch_backend_", 0) == 0 && name.size() > 3 &&
+            name.compare(name.size() - 3, 3, ".so") == 0 && withheld.count(name) == 0 && seen.insert(name).second) {
+          names.push_back(name);
+        }
+      }
+      closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) open_library(dir + "/" + name);
+  }
+  std::set<std::string> out;
+  for (std::size_t i = 0; i < R::get_num_registered_backends(); ++i) {
+    R::Result<const char*> id = R::get_backend_name(i);
+    if (!id.ok() || id.get() == nullptr) continue;
+    auto withheld_id = options.libraries.find(id.get());
+    if (withheld_id != options.libraries.end() && withheld_id->second.empty()) continue;
+    const R::BackendInterface* backend = R::get_backend_class(id.get());
+    if (backend != nullptr && backend->is_available()) out.insert(id.get());
+  }
+  return out;
+}
+
 Status load_entry(const Container& c, const Entry& e, const LoadOptions& options, const std::vector<std::string>& dirs,
                   Attempt& attempt, std::unique_ptr<Loaded>& out) {
   ensure_runtime();
@@ -516,12 +560,27 @@ Status load_entry(const Container& c, const Entry& e, const LoadOptions& options
     }
   }
   // A fat delegate chooses among the backends registered in this process when it initialises: the
-  // backend libraries the caller names (--backend-lib ID=LIB) are loaded for it, each optional.
-  if (std::find(method->backend_ids.begin(), method->backend_ids.end(), kFatBackendId) != method->backend_ids.end()) {
+  // libraries of the backends its entries run on are loaded for it, found as for any program's,
+  // and so are those the caller names (--backend-lib ID=LIB); each optional (a missing one only
+  // makes the fat delegate choose another entry). Withheld ones stay withheld.
+  if (!method->fat_payloads.empty()) {
+    std::vector<std::string> wanted;
+    for (const Bytes& nfat : method->fat_payloads) {
+      for (const std::string& id : fat_entry_backends(nfat)) {
+        if (std::find(wanted.begin(), wanted.end(), id) == wanted.end()) wanted.push_back(id);
+      }
+    }
     for (const auto& kv : options.libraries) {
-      if (is_operator_key(kv.first) || kv.second.empty() || kv.first == kFatBackendId) continue;
+      if (is_operator_key(kv.first) || kv.second.empty()) continue;
+      if (std::find(wanted.begin(), wanted.end(), kv.first) == wanted.end()) wanted.push_back(kv.first);
+    }
+    for (const std::string& id : wanted) {
+      if (id == kFatBackendId || std::find(method->backend_ids.begin(), method->backend_ids.end(), id) !=
+                                     method->backend_ids.end()) {
+        continue;  // the program's own delegates: checked above
+      }
       std::string library;
-      const std::string why = backend_ready(kv.first, options, dirs, library, attempt.details);
+      const std::string why = backend_ready(id, options, dirs, library, attempt.details);
       if (!why.empty()) attempt.details.push_back("for the fat delegate: " + why);
     }
   }

@@ -12,6 +12,7 @@
 #define FATPTE_SRC_RUN_ET_RUNNER_HPP_
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,13 @@ void load_operator_libraries(const LoadOptions& options, const std::vector<std::
 // program's own delegates are then checked by load_entry, after its bytes were checked).
 Result<bool> listed_backends_ready(const Container& container, const Entry& entry, const LoadOptions& options,
                                    const std::vector<std::string>& dirs, Attempt& attempt);
+
+// Whether ExecuTorch backend `id` is registered in this process now (false without the SDK).
+bool backend_registered(const std::string& id);
+
+// The backends registered and available in this process's ExecuTorch registry once every
+// `libexecutorch_backend_*` library in `dirs` (but those the options withhold) is loaded.
+std::set<std::string> registry_backends(const LoadOptions& options, const std::vector<std::string>& dirs);
 
 // Load `entry`, whose listed backends are ready. Returns a failed Status only for damage (the
 // payload's or a segment's checksum); otherwise `out` holds the loaded method, or is empty and

@@ -17,6 +17,10 @@ Result<bool> listed_backends_ready(const Container&, const Entry&, const LoadOpt
   return true;
 }
 
+bool backend_registered(const std::string&) { return false; }
+
+std::set<std::string> registry_backends(const LoadOptions&, const std::vector<std::string>&) { return {}; }
+
 Status load_entry(const Container& c, const Entry& e, const LoadOptions&, const std::vector<std::string>&,
                   Attempt& attempt, std::unique_ptr<Loaded>&) {
   FATPTE_RETURN_IF_ERROR(check_payload_integrity(c.bytes(), c.header(), e));
