@@ -316,4 +316,4 @@ test-executorch: $(ET_STAMP)
 	$(VENV_ET)/bin/python -m pytest -p no:cacheprovider tests/executorch/test_executorch_e2e.py \
 		tests/executorch/test_executorch_describe.py tests/executorch/test_executorch_ptn.py tests/ops/test_pte_specialize.py tests/ops/test_fat_delegate.py \
 		tests/executorch/test_executorch_rewrite.py tests/executorch/test_executorch_ptd_write.py tests/ops/test_ptd_export.py \
-		tests/ops/test_program_entry.py
+		tests/ops/test_program_entry.py tests/executorch/test_executorch_tiers.py
