@@ -141,9 +141,61 @@ AARCH64_RUN    := qemu-aarch64 -L /usr/aarch64-linux-gnu $(LOADER_AARCH64)/fatpt
 	--input $(BUILD)/demo-aarch64/dense-input.txt
 .PHONY: loader-aarch64 test-aarch64
 
-loader-aarch64: $(STAMP)
+.PHONY: aarch64-toolchain aarch64-debs
+aarch64-toolchain:
 	@dpkg -s $(AARCH64_PKGS) >/dev/null 2>&1 || \
 		{ apt-get update -q && apt-get install -y -q --no-install-recommends $(AARCH64_PKGS); }
+
+# The aarch64 libraries the cross sysroot (/usr/aarch64-linux-gnu) lacks: OpenSSL's libcrypto
+# (signed containers, FATPTE_SIGNATURES) and GoogleTest (the loader's test suite). Debian's arm64
+# packages are downloaded (`apt-get download`, with arm64 added to dpkg's architectures for its
+# package lists) and unpacked into build/aarch64-debs, never installed: installing libssl3:arm64
+# through multiarch pulls in libc6:arm64 (/usr/lib/aarch64-linux-gnu), which qemu-aarch64 -L
+# /usr/aarch64-linux-gnu then loads through the host's ld.so.cache beside the sysroot's own ld.so,
+# another build of glibc, and every aarch64 program that starts a thread hangs (seen here, qemu
+# 7.2). The two OpenSSL headers that multiarch keeps in usr/include/aarch64-linux-gnu/openssl are
+# copied beside the others, so one include folder serves. CMake: -DFATPTE_AARCH64_DEBS=<this
+# folder>, a second root of the sysroot search (loader/cmake/aarch64-linux-gnu.cmake); at run time
+# `qemu-aarch64 -E LD_LIBRARY_PATH=$(AARCH64_DEBS)/usr/lib/aarch64-linux-gnu` finds libcrypto.so.3.
+AARCH64_DEBS       := $(BUILD)/aarch64-debs
+AARCH64_DEBS_STAMP := $(AARCH64_DEBS)/.unpacked
+AARCH64_DEB_PKGS   := libssl-dev:arm64 libssl3:arm64 libgtest-dev:arm64
+
+aarch64-debs: $(AARCH64_DEBS_STAMP)
+
+$(AARCH64_DEBS_STAMP):
+	rm -rf $(AARCH64_DEBS) && mkdir -p $(AARCH64_DEBS)/debs
+	@{ dpkg --print-foreign-architectures | grep -qx arm64 && apt-cache show libssl3:arm64 >/dev/null 2>&1; } || \
+		{ dpkg --add-architecture arm64 && apt-get update -q; }
+	cd $(AARCH64_DEBS)/debs && apt-get download -q $(AARCH64_DEB_PKGS)
+	for deb in $(AARCH64_DEBS)/debs/*.deb; do dpkg-deb -x $$deb $(AARCH64_DEBS) || exit 1; done
+	cp $(AARCH64_DEBS)/usr/include/aarch64-linux-gnu/openssl/*.h $(AARCH64_DEBS)/usr/include/openssl/
+	touch $@
+
+# The ExecuTorch C++ SDK for aarch64 (issue 29): the same four SDK folders, from the executorch
+# wheel built for manylinux_2_28_aarch64 (the C++ SDK does not depend on the Python version; the
+# cp311 file is the one pinned), downloaded by the venv's pip for that platform and unpacked by
+# the same tool into build/executorch-sdk-aarch64. pip checks the file against its pinned sha256
+# (--require-hashes) and refuses any other.
+ET_SDK_AARCH64        := $(BUILD)/executorch-sdk-aarch64
+ET_SDK_AARCH64_STAMP  := $(ET_SDK_AARCH64)/.unpacked-$(ET_VERSION)
+ET_WHEEL_AARCH64      := $(BUILD)/executorch-wheel-aarch64
+ET_WHEEL_AARCH64_FILE := executorch-$(ET_VERSION)-cp311-cp311-manylinux_2_28_aarch64.whl
+ET_WHEEL_AARCH64_SHA256 := 8ee02348a3ea80ddf770822911ebf78da616b73afce0fbaaa79f23311c88c66a
+
+.PHONY: executorch-sdk-aarch64
+executorch-sdk-aarch64: $(ET_SDK_AARCH64_STAMP)
+
+$(ET_SDK_AARCH64_STAMP): | $(STAMP)
+	rm -rf $(ET_SDK_AARCH64) $(ET_WHEEL_AARCH64)
+	mkdir -p $(ET_WHEEL_AARCH64)
+	printf 'executorch==%s --hash=sha256:%s\n' $(ET_VERSION) $(ET_WHEEL_AARCH64_SHA256) >$(ET_WHEEL_AARCH64)/pin.txt
+	$(BIN)/pip download --quiet --disable-pip-version-check --no-deps --require-hashes --only-binary=:all: \
+		--platform manylinux_2_28_aarch64 --python-version 3.11 -r $(ET_WHEEL_AARCH64)/pin.txt -d $(ET_WHEEL_AARCH64)
+	$(PY) tools/unpack_executorch_sdk.py $(ET_WHEEL_AARCH64)/$(ET_WHEEL_AARCH64_FILE) $(ET_SDK_AARCH64)
+	touch $@
+
+loader-aarch64: $(STAMP) aarch64-toolchain
 	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_AARCH64) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/$(LOADER_SRC)/cmake/aarch64-linux-gnu.cmake -DFATPTE_BUILD_TESTS=OFF \
 		-DFATPTE_SIGNATURES=OFF \
@@ -265,4 +317,4 @@ test-executorch: $(ET_STAMP)
 	$(VENV_ET)/bin/python -m pytest -p no:cacheprovider tests/executorch/test_executorch_e2e.py \
 		tests/executorch/test_executorch_describe.py tests/executorch/test_executorch_ptn.py tests/ops/test_pte_specialize.py tests/ops/test_fat_delegate.py \
 		tests/executorch/test_executorch_rewrite.py tests/executorch/test_executorch_ptd_write.py tests/ops/test_ptd_export.py \
-		tests/ops/test_program_entry.py
+		tests/ops/test_program_entry.py tests/executorch/test_executorch_tiers.py

@@ -15,4 +15,16 @@ set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)
+# The aarch64 packages the cross sysroot lacks (OpenSSL's libcrypto, GoogleTest): `make
+# aarch64-debs` unpacks Debian's arm64 packages into build/aarch64-debs (not installed: the
+# Makefile says why). -DFATPTE_AARCH64_DEBS=<that folder> makes it a second root of the search
+# above, and the programs ctest runs under qemu find libcrypto.so.3 there when libfatpte opens it
+# by soname. Debian's multiarch folders (usr/lib/aarch64-linux-gnu) are searched by name.
+set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
+set(FATPTE_QEMU_ENV "")
+if(FATPTE_AARCH64_DEBS)
+  list(APPEND CMAKE_FIND_ROOT_PATH ${FATPTE_AARCH64_DEBS})
+  set(FATPTE_QEMU_ENV -E LD_LIBRARY_PATH=${FATPTE_AARCH64_DEBS}/usr/lib/aarch64-linux-gnu)
+endif()
+
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu ${FATPTE_QEMU_ENV})
