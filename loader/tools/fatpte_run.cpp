@@ -258,6 +258,7 @@ int run_with_c_api(const RunArgs& a) {
   }
   if (!a.method.empty()) fatpte_load_options_set_method(options, a.method.c_str());
   fatpte_load_options_set_defaults(options, a.defaults ? 1 : 0, 1);
+  fatpte_load_options_set_command_line(options, 1);
   fatpte_load_options_set_fallback(options, a.fallback ? 1 : 0);
   if (!a.trusted_keys.empty()) {
     const auto keys = c_strings(a.trusted_keys);

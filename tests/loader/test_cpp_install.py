@@ -38,7 +38,9 @@ def prefix(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_install_holds_the_libraries_headers_tools_and_package(prefix: Path) -> None:
     for path in ("lib/libfatpte.so", "lib/libfatpte.a", "include/fatpte/fatpte.h", "include/fatpte/dispatch.hpp",
                  "include/fatpte/tensor.hpp", "include/fatpte/format_generated.h", "bin/fatpte-run",
-                 "bin/fatpte-validate", "share/fatpte/devices/x86-64-v3.json", "lib/cmake/fatpte/fatpte-config.cmake",
+                 "bin/fatpte-validate", "bin/fatpte-verify", "include/fatpte/module.hpp",
+                 "lib/libexecutorch.so", "lib/libexecutorch_backend_fatpte.so",
+                 "include/executorch/extension/module/module.h", "share/fatpte/devices/x86-64-v3.json", "lib/cmake/fatpte/fatpte-config.cmake",
                  "lib/cmake/fatpte/fatpte-config-version.cmake", "lib/cmake/fatpte/fatpte-targets.cmake"):
         assert (prefix / path).exists(), path
     # The installed headers stand alone: no private header of the source tree is included.

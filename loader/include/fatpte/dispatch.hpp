@@ -81,6 +81,12 @@ struct LoadOptions {
   // Whether an entry that cannot be loaded makes the next eligible one be tried (the default);
   // false: only the first, and its reason is the error.
   bool fallback = true;
+  // Only this entry (its index in the table) is tried, when it is eligible: another method of an
+  // entry loaded before, or one entry a check runs on purpose.
+  std::optional<std::uint32_t> only_entry;
+  // Who set these options, for the words of the reasons: an application (false: they name the
+  // options, e.g. a library mapped to none) or fatpte-run (true: they name its flags).
+  bool command_line = false;
 };
 
 // "ID=PATH" (as `--backend-lib` gives it) into options.libraries; "ID=" withholds ID.
@@ -111,9 +117,10 @@ std::string backend_library_name(const std::string& backend_id);
 const char* build_executorch_library_dir() noexcept;
 // Whether this build runs ExecuTorch programs.
 bool has_executorch() noexcept;
-// Whether the lines ExecuTorch logs also reach the log handler it had before libfatpte's (its
-// default prints them on stderr); default yes. The Error lines logged while an entry loads are
-// kept in the attempt's reason either way.
+// Whether the lines ExecuTorch logs once libfatpte has initialised its runtime also reach the log
+// handler it had before (its default prints them on stderr, e.g. cpuinfo's `Failed to open midr
+// file`); default no: an application hears them only when it asks. The Error lines logged while
+// an entry loads are kept in the attempt's reason either way. (fatpte-run: --executorch-log.)
 void set_executorch_log(bool forward);
 
 // One entry tried.

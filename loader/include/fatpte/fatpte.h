@@ -195,6 +195,12 @@ FATPTE_API fatpte_status fatpte_load_options_set_defaults(fatpte_load_options* o
  * only the chosen entry is tried (0). Fallback goes by entry: each eligible entry once, in rank
  * order, whatever its name or backend id. */
 FATPTE_API fatpte_status fatpte_load_options_set_fallback(fatpte_load_options* options, int fallback) FATPTE_NOEXCEPT;
+/* Only entry `index` is tried (when eligible): another method of an entry loaded before, or one
+ * entry on purpose. */
+FATPTE_API fatpte_status fatpte_load_options_set_entry(fatpte_load_options* options, uint32_t index) FATPTE_NOEXCEPT;
+/* Whether the reasons name fatpte-run's flags (1) rather than the load options (0, the default). */
+FATPTE_API fatpte_status fatpte_load_options_set_command_line(fatpte_load_options* options,
+                                                              int command_line) FATPTE_NOEXCEPT;
 /* (Signed loading: fatpte_load_options_require_signature, include/fatpte/signature.h.) */
 
 /* What a load did, whether or not an entry loaded: for an explanation of a failure as well as of

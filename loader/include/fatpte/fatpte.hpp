@@ -17,4 +17,7 @@
 #include "fatpte/tensor.hpp"
 #include "fatpte/text.hpp"
 
+// fatpte/module.hpp (a container as an ExecuTorch Module) needs ExecuTorch's headers: included on
+// its own.
+
 #endif  // FATPTE_FATPTE_HPP_

@@ -494,6 +494,18 @@ fatpte_status fatpte_load_options_set_fallback(fatpte_load_options* o, int fallb
   return FATPTE_OK;
 }
 
+fatpte_status fatpte_load_options_set_entry(fatpte_load_options* o, uint32_t index) noexcept {
+  if (o == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  o->options.only_entry = index;
+  return FATPTE_OK;
+}
+
+fatpte_status fatpte_load_options_set_command_line(fatpte_load_options* o, int command_line) noexcept {
+  if (o == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  o->options.command_line = command_line != 0;
+  return FATPTE_OK;
+}
+
 fatpte_status fatpte_load_with(const fatpte_container* c, const fatpte_selection* s, const fatpte_load_options* o,
                                fatpte_loaded** out, fatpte_error* error) noexcept {
   return guarded(error, [&]() -> fatpte_status {

@@ -35,7 +35,7 @@ struct CaptureAccess {
 namespace {
 
 ::pal_emit_log_message_method previous_emit = nullptr;
-std::atomic<bool> forwarding{true};
+std::atomic<bool> forwarding{false};  // an application hears ExecuTorch's lines only when it asks
 std::atomic<bool> hooked{false};  // ensure_runtime has installed emit
 
 void emit(et_timestamp_t timestamp, et_pal_log_level_t level, const char* filename, const char* function,

@@ -12,8 +12,8 @@
 // NotFound, not which backend). Once ensure_runtime() has installed the log hook (fatpte's own
 // runners do), while a Capture is alive on a thread, the Error and Fatal lines ExecuTorch logs on
 // that thread are kept for the attempt being made; every line is also passed on to the log
-// handler that was installed before (ExecuTorch's, which prints to stderr) unless
-// set_forwarding(false) was called. Without the hook (the fat delegate in another application's
+// handler that was installed before (ExecuTorch's, which prints to stderr) once set_forwarding(true)
+// was called. Without the hook (the fat delegate in another application's
 // process, which leaves that application's log handler alone) a Capture keeps nothing.
 #ifndef FATPTE_SRC_EXECUTORCH_RUNTIME_HPP_
 #define FATPTE_SRC_EXECUTORCH_RUNTIME_HPP_
@@ -27,7 +27,7 @@ namespace et {
 // runtime_init() and the log hook, once per process; thread-safe.
 void ensure_runtime();
 
-// Whether ExecuTorch's log lines also reach the handler installed before fatpte's (default: yes).
+// Whether ExecuTorch's log lines also reach the handler installed before fatpte's (default: no).
 void set_forwarding(bool forward);
 
 // Keeps the Error and Fatal lines ExecuTorch logs on this thread while it lives (nests), once

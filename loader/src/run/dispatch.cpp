@@ -478,6 +478,7 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
   bool operators_loaded = false;
   for (const Verdict* v : candidates(s)) {
     if (!options.fallback && !out.attempts.empty()) break;
+    if (options.only_entry && v->index != *options.only_entry) continue;
     const Entry& e = c.entries()[v->index];
     out.attempts.emplace_back();
     Attempt& attempt = out.attempts.back();

@@ -137,6 +137,7 @@ class EtLoaded final : public Loaded {
       : Loaded(index, std::move(method)),
         copy_(std::move(copy)),
         program_data_(copy_ ? copy_.get() : payload.data),
+        program_size_(payload.size),
         loader_(program_data_, static_cast<size_t>(payload.size)),
         data_map_(container, std::move(keys), std::move(layouts)),
         method_allocator_(options.method_allocator_limit),
@@ -173,6 +174,9 @@ class EtLoaded final : public Loaded {
                               bytes_text(method_allocator_.used_size()));
     return "";
   }
+
+  R::Method* executorch_method() { return method_ ? &*method_ : nullptr; }
+  Bytes program_bytes() const { return Bytes{program_data_, program_size_}; }
 
   Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) override {
     const size_t n = method_->inputs_size();
@@ -359,6 +363,7 @@ class EtLoaded final : public Loaded {
   // Destroyed in reverse: the method before the memory and the program it points into.
   Buffer copy_;
   const std::uint8_t* program_data_;  // the program's first byte: the payload in place, or copy_
+  std::uint64_t program_size_;
   executorch::extension::BufferDataLoader loader_;
   ContainerDataMap data_map_;
   std::optional<R::Program> program_;
@@ -381,7 +386,9 @@ std::string backend_ready(const std::string& id, const LoadOptions& options, con
                           std::string& library, std::vector<std::string>& details) {
   auto configured = options.libraries.find(id);
   if (configured != options.libraries.end() && configured->second.empty()) {
-    return "needs ExecuTorch backend " + id + ": withheld by the caller (--backend-lib " + id + "=)";
+    return "needs ExecuTorch backend " + id + ": withheld by the caller (" +
+           (options.command_line ? "--backend-lib " + id + "=" : "its library is set to none in the load options") +
+           ")";
   }
   // A library name derived from the program's own bytes must stay a plain file name searched in the
   // caller's folders: an id outside [A-Za-z0-9_] (a '/', "..") is never turned into one.
@@ -462,6 +469,16 @@ Result<bool> listed_backends_ready(const Container& c, const Entry& e, const Loa
     }
   }
   return true;
+}
+
+R::Method* executorch_method(Loaded& loaded) {
+  auto* et = dynamic_cast<EtLoaded*>(&loaded);
+  return et != nullptr ? et->executorch_method() : nullptr;
+}
+
+Bytes program_bytes(const Loaded& loaded) {
+  const auto* et = dynamic_cast<const EtLoaded*>(&loaded);
+  return et != nullptr ? et->program_bytes() : Bytes{};
 }
 
 bool backend_registered(const std::string& id) {

@@ -17,6 +17,10 @@ Result<bool> listed_backends_ready(const Container&, const Entry&, const LoadOpt
   return true;
 }
 
+executorch::runtime::Method* executorch_method(Loaded&) { return nullptr; }
+
+Bytes program_bytes(const Loaded&) { return Bytes{}; }
+
 bool backend_registered(const std::string&) { return false; }
 
 std::set<std::string> registry_backends(const LoadOptions&, const std::vector<std::string>&) { return {}; }

@@ -1,0 +1,121 @@
+// A container as an ExecuTorch Module (fatpte/module.hpp).
+#include "fatpte/module.hpp"
+
+#include <cstring>
+#include <utility>
+
+#include <executorch/extension/data_loader/buffer_data_loader.h>
+#include <executorch/runtime/executor/method.h>
+
+#include "capi/c_handles.hpp"
+#include "fatpte/select.hpp"
+#include "run/et_runner.hpp"
+
+namespace fatpte {
+namespace {
+
+namespace R = ::executorch::runtime;
+
+// What a load did, without the loaded method (for a caller's report).
+void copy_report(const Dispatch& from, Dispatch& to) {
+  to.attempts = from.attempts;
+  to.notes = from.notes;
+  to.selection = from.selection;
+  to.signature_key_id = from.signature_key_id;
+}
+
+}  // namespace
+
+ContainerModule::ContainerModule(detail::ModuleState state, std::unique_ptr<R::DataLoader> program)
+    : detail::ModuleState(std::move(state)), ::executorch::extension::Module(std::move(program)) {}
+
+ContainerModule::~ContainerModule() = default;
+
+std::string ContainerModule::explain() const {
+  std::string out;
+  if (dispatch->selection) out = fatpte::explain(*container, *dispatch->selection) + "\n";
+  return out + explain_dispatch(*container, *dispatch);
+}
+
+R::Error ContainerModule::load(const R::Program::Verification verification) {
+  // The entry is loaded already (load_module); this loads ExecuTorch's own view of the same bytes,
+  // which the queries of the base class read.
+  return ::executorch::extension::Module::load(verification);
+}
+
+Loaded* ContainerModule::method_for(const std::string& name) {
+  if (name == dispatch->loaded->method()) return dispatch->loaded.get();
+  auto found = more.find(name);
+  if (found != more.end()) return found->second.get();
+  // Another method of the same entry, never of another: no selection, no fallback.
+  LoadOptions o = options.load;
+  o.method = name;
+  o.only_entry = dispatch->loaded->index();
+  o.fallback = false;
+  auto loaded = fatpte::load(*container, *dispatch->selection, options.choice.device.value_or(DeviceProfile{}), o);
+  if (!loaded.ok()) return nullptr;
+  return (more[name] = std::move(loaded.value().loaded)).get();
+}
+
+R::Result<std::vector<R::EValue>> ContainerModule::execute(const std::string& method_name,
+                                                           const std::vector<R::EValue>& input_values) {
+  Loaded* loaded = method_for(method_name);
+  if (loaded == nullptr) return R::Error::InvalidArgument;
+  R::Method* method = et::executorch_method(*loaded);
+  if (method == nullptr) return R::Error::InvalidState;
+  if (input_values.size() != method->inputs_size()) return R::Error::InvalidArgument;
+  for (std::size_t i = 0; i < input_values.size(); ++i) {
+    if (input_values[i].isNone()) continue;
+    const R::Error set = method->set_input(input_values[i], i);
+    if (set != R::Error::Ok) return set;
+  }
+  const R::Error ran = method->execute();
+  if (ran != R::Error::Ok) return ran;
+  std::vector<R::EValue> outputs(method->outputs_size());
+  const R::Error got = method->get_outputs(outputs.data(), outputs.size());
+  if (got != R::Error::Ok) return got;
+  return outputs;
+}
+
+Result<std::unique_ptr<ContainerModule>> load_module(std::shared_ptr<const Container> container,
+                                                     const ModuleOptions& options, Dispatch* report) {
+  if (!container) return fail(Error::INVALID_ARGUMENT, kNoOffset, "", "no container");
+  set_executorch_log(options.executorch_log);
+  auto dispatch = std::make_unique<Dispatch>();
+  const Status loaded = load(*container, options.choice, options.load, *dispatch);
+  if (report != nullptr) copy_report(*dispatch, *report);
+  if (!loaded.ok()) return loaded;
+  const Bytes program = et::program_bytes(*dispatch->loaded);
+  if (program.data == nullptr) {
+    const Entry& e = container->entries()[dispatch->loaded->index()];
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, "", "entry %s is not an ExecuTorch program (it runs through "
+                "fatpte's example backend ABI): a Module runs programs; load it with fatpte::load",
+                entry_label(e).c_str());
+  }
+  auto loader = std::make_unique<::executorch::extension::BufferDataLoader>(program.data,
+                                                                           static_cast<std::size_t>(program.size));
+  detail::ModuleState state{std::move(container), std::move(dispatch), options, {}};
+  return std::make_unique<ContainerModule>(std::move(state), std::move(loader));
+}
+
+Result<std::unique_ptr<ContainerModule>> load_module(const std::string& path, const ModuleOptions& options,
+                                                     Dispatch* report) {
+  auto opened = Container::open_file(path);
+  if (!opened.ok()) return opened.error();
+  return load_module(std::shared_ptr<const Container>(std::move(opened).value()), options, report);
+}
+
+Result<std::unique_ptr<ContainerModule>> load_module(const void* data, std::size_t size, const ModuleOptions& options,
+                                                     Dispatch* report) {
+  auto opened = Container::open_memory(data, size);
+  if (!opened.ok()) return opened.error();
+  return load_module(std::shared_ptr<const Container>(std::move(opened).value()), options, report);
+}
+
+std::shared_ptr<const Container> container_of(const fatpte_container* handle) {
+  const Container* c = capi::container_of(handle);
+  if (c == nullptr) return nullptr;
+  return std::shared_ptr<const Container>(c, [](const Container*) {});  // borrowed: the handle owns it
+}
+
+}  // namespace fatpte
