@@ -178,10 +178,51 @@ def _specs_argument(f: F) -> F:
 # ---------------------------------------------------------------------------------------------
 
 
+def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    import math
+
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise click.BadParameter(f"{value} is not a number of seconds (0 or more)")
+    return value
+
+
+class _Environment:
+    """The environment variables a group option stands for, set while the command runs."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+        self.before: dict[str, str | None] = {}
+
+    def __enter__(self) -> None:
+        for name, value in self.values.items():
+            self.before[name] = os.environ.get(name)
+            os.environ[name] = value
+
+    def __exit__(self, *exc: object) -> None:
+        for name, was in self.before.items():
+            if was is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = was
+
+
 @click.group(cls=FatpteGroup, epilog=EXIT_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="fatpte")
-def main() -> None:
-    """Pack, inspect, validate, select, extract, thin and rewrite NFAT fat ML program containers."""
+@click.option("--remote-timeout", type=float, metavar="SECONDS", callback=_seconds,
+              help="For a FILE that is a URL: seconds to connect and between two reads of an answer before it is "
+                   "tried again (default 30; 0: no limit; env FATPTE_REMOTE_TIMEOUT).")
+@click.option("--remote-deadline", type=float, metavar="SECONDS", callback=_seconds,
+              help="For a FILE that is a URL: seconds for everything read from it, however slowly the server "
+                   "answers (default 3600; 0: no limit; env FATPTE_REMOTE_DEADLINE). Past it: E0809.")
+def main(remote_timeout: float | None, remote_deadline: float | None) -> None:
+    """Pack, inspect, validate, select, extract, thin and rewrite NFAT fat ML program containers.
+
+    A FILE of the reading commands may be the URL of a container (docs/remote.md)."""
+    values = {name: repr(value) for name, value in (("FATPTE_REMOTE_TIMEOUT", remote_timeout),
+                                                     ("FATPTE_REMOTE_DEADLINE", remote_deadline))
+              if value is not None}
+    if values:
+        click.get_current_context().with_resource(_Environment(values))
 
 
 # ---------------------------------------------------------------------------------------------
