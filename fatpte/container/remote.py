@@ -50,7 +50,7 @@ class RemoteContainer(Container):
         assert size is not None
         meta, separate = _metadata(remote, head, size)
         self._manifest_range = separate
-        super().__init__(meta, source=remote.url, size=size)
+        super().__init__(meta, source=remote.source, size=size)
 
     @property
     def stats(self) -> Stats:
@@ -152,12 +152,13 @@ def validate_remote(url: str, *, progress: Progress | None = None, policy: Polic
     `progress(done, total)` follows the bytes read. Raises `FatpteError` only when the file
     cannot be read."""
     remote = RemoteFile(url, policy=policy or Policy.from_environment(), **storage_options)
+    source = remote.source  # the URL without its credentials: what the report names
     try:
         head = remote.head(PREFIX_SIZE)
         size = remote.size
         assert size is not None
         meta, separate = _metadata(remote, head, size)
-        st = read_structure(meta, source=url, size=size)
+        st = read_structure(meta, source=source, size=size)
         manifest = None
         h = st.header
         if h is not None and st.manifest_placed:
@@ -165,10 +166,10 @@ def validate_remote(url: str, *, progress: Progress | None = None, policy: Polic
 
             base, data = separate if separate is not None else (0, meta)
             try:
-                manifest = read_manifest(data, h, source=url, base=base)
+                manifest = read_manifest(data, h, source=source, base=base)
             except FatpteError:
                 manifest = None  # check_integrity reports it
-        scan = ScannedRanges(scan_questions(st, manifest), source=url)
+        scan = ScannedRanges(scan_questions(st, manifest), source=source)
         needed = scan.needed()
         advance = None if progress is None else progress_counter(progress, sum(b - a for a, b in needed))
         held = [(0, meta)] + ([separate] if separate is not None else [])
@@ -177,7 +178,7 @@ def validate_remote(url: str, *, progress: Progress | None = None, policy: Polic
             if advance is not None:
                 advance(len(chunk))
         check_integrity(scan, st)
-        return Report(source=url, version=None if h is None else h.version, size=size, findings=tuple(st.findings))
+        return Report(source=source, version=None if h is None else h.version, size=size, findings=tuple(st.findings))
     finally:
         remote.close()
 

@@ -31,7 +31,8 @@ exponential backoff from `Policy.backoff` seconds; the rest fail at once. Over a
 Both http clients follow redirects in the same loop (`_redirect_target`, `_forwarded`): at most
 `Policy.max_redirects`, only to http and https, and a request to another origin than the URL's
 carries none of the headers (nor auth, nor cookies) the caller gave, unless
-`Policy.redirect_headers` names them.
+`Policy.redirect_headers` names them. Every URL shown (`RemoteFile.source`, every message) has
+its credentials redacted (fatpte/fileio/url.py).
 
 fsspec, aiohttp and asyncio (http.client and ssl too) are imported only here, and this module
 only when a URL is given: they cost more start-up than a whole local `fatpte info`.
@@ -48,6 +49,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from fatpte.errors import ErrorCode, FatpteError
+from fatpte.fileio.url import redact
 
 # The first request's size: the header (64 bytes), the tables and the manifest of a container
 # with up to about a hundred entries and a thousand named-data keys (docs/remote.md measures the
@@ -159,10 +161,14 @@ def _malformed(detail: str) -> _Transient:
 
 class RemoteFile:
     """A file at a URL, read by byte ranges. `head()` makes the first request, which also
-    learns the file's size and identity; every later response must match them."""
+    learns the file's size and identity; every later response must match them.
+
+    `url` is what is asked for; `source`, the URL without its credentials, is what every error
+    and every report names."""
 
     def __init__(self, url: str, *, policy: Policy | None = None, **storage_options: Any) -> None:
         self.url = url
+        self.source = redact(url)
         self.policy = policy or Policy()
         self.stats = Stats()
         self.size: int | None = None
@@ -173,7 +179,7 @@ class RemoteFile:
         self._backend: _HttpClient | _Http | _Fsspec = _open_backend(self, storage_options)
 
     def error(self, code: ErrorCode, message: str, **kw: Any) -> FatpteError:
-        return FatpteError(code, message, source=self.url, **kw)
+        return FatpteError(code, redact(message), source=self.source, **kw)
 
     def left(self) -> float | None:
         """Seconds until the deadline (at least 0), None without one."""
