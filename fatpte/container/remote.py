@@ -17,7 +17,7 @@ checked (fatpte/fileio/remote.py).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fatpte.container.integrity import check_integrity, scan_questions
@@ -25,8 +25,8 @@ from fatpte.container.reader import Container
 from fatpte.container.validation import Report
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.ranges import ScannedRanges
-from fatpte.fileio.remote import PREFIX_SIZE, Policy, RemoteFile, Stats
-from fatpte.fileio.streams import Progress, progress_counter
+from fatpte.fileio.remote import PREFIX_SIZE, Policy, RemoteFile, Stats, coalesce
+from fatpte.fileio.streams import Progress, progress_counter, write_crc
 from fatpte.format.structure import metadata_ranges, read_structure
 
 if TYPE_CHECKING:
@@ -50,6 +50,9 @@ class RemoteContainer(Container):
         assert size is not None
         meta, separate = _metadata(remote, head, size)
         self._manifest_range = separate
+        # Every byte fetched so far, (offset, bytes): the first request's (a payload that starts
+        # in it is not asked for again) and a manifest read on its own.
+        self._held: list[tuple[int, bytes]] = [(0, meta)] + ([separate] if separate is not None else [])
         super().__init__(meta, source=remote.source, size=size)
 
     @property
@@ -81,19 +84,40 @@ class RemoteContainer(Container):
 
     def read(self, offset: int, size: int) -> memoryview:
         self._check_range(offset, size)
-        meta = self._metadata()
-        if offset + size <= len(meta):
-            return memoryview(meta)[offset : offset + size]
-        return memoryview(self.remote.read(offset, size))
+        self._metadata()
+        for at, data in self._held:
+            if at <= offset and offset + size <= at + len(data):
+                return memoryview(data)[offset - at : offset - at + size]
+        return memoryview(b"".join(chunk for _, chunk in _pieces(self.remote, [(offset, offset + size)], self._held)))
 
     def stream(self, offset: int, size: int, step: int = 1 << 20) -> Iterator[memoryview]:
+        """The bytes in order: those already fetched from memory, the rest by range requests."""
         self._check_range(offset, size)
-        meta = self._metadata()
-        if offset + size <= len(meta):
-            yield from _slices(meta, offset, size, step)
-            return
-        for chunk in self.remote.stream(offset, size):
-            yield memoryview(chunk)
+        self._metadata()
+        for _, chunk in _pieces(self.remote, [(offset, offset + size)], self._held):
+            view = memoryview(chunk)
+            for pos in range(0, len(view), step):
+                yield view[pos : pos + step]
+
+    def copy_ranges(self, copies: Sequence[tuple[int, int, int]], dst_fd: int) -> list[int]:
+        """`copy_range` of each (offset, size, dst_offset), near ranges in one request: ranges
+        at most `GAP` apart whose group spans at most a range request (`Policy.range_size`) come
+        in one response, held in memory and written piece by piece; a longer range streams on
+        its own. Bytes already fetched are not asked for again."""
+        crcs = [0] * len(copies)
+        spans = [(offset, offset + size) for offset, size, _ in copies]
+        for group in coalesce(spans, self.remote.policy.range_size):
+            if len(group) == 1:
+                offset, size, dst = copies[group[0]]
+                crcs[group[0]] = self.copy_range(offset, size, dst_fd, dst)
+                continue
+            start = min(spans[i][0] for i in group)
+            end = max(spans[i][1] for i in group)
+            data = self.read(start, end - start)
+            for i in group:
+                offset, size, dst = copies[i]
+                crcs[i] = write_crc([data[offset - start : offset - start + size]], dst_fd, dst)
+        return crcs
 
     def close(self) -> None:
         super().close()
@@ -101,13 +125,6 @@ class RemoteContainer(Container):
 
     def __repr__(self) -> str:
         return f"<fatpte.RemoteContainer {self.source!r} v{self.version} {len(self.entries)} entries>"
-
-
-def _slices(data: bytes, offset: int, size: int, step: int) -> Iterator[memoryview]:
-    """Bytes already fetched with the metadata, as `stream` hands them out."""
-    view = memoryview(data)
-    for pos in range(offset, offset + size, step):
-        yield view[pos : min(offset + size, pos + step)]
 
 
 def _metadata(remote: RemoteFile, head: bytes, size: int) -> tuple[bytes, tuple[int, bytes] | None]:
