@@ -53,18 +53,24 @@ def emit_json(value: Any) -> None:
     echo(json.dumps(value, indent=2))
 
 
-def check_inputs(*paths: str | os.PathLike[str] | None) -> None:
+def check_inputs(*paths: str | os.PathLike[str] | None, local: str | None = None) -> None:
     """Refuse an input file that is missing, unreadable or no regular file (a directory, FIFO,
     device: E0811, as every reader refuses it), before anything else (the output's existence
     included): what the user must fix first is named first. A URL is checked by its first request
-    (docs/remote.md)."""
+    (docs/remote.md), except for the command `local` names, which reads files on disk only
+    (E0702)."""
     import stat
 
     from fatpte.fileio.atomic import io_error
     from fatpte.fileio.mapping import what_file
-    from fatpte.fileio.url import is_url
+    from fatpte.fileio.url import is_url, redact
 
     for path in paths:
+        if path is not None and local is not None and is_url(path):
+            shown = redact(path)
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"`fatpte {local}` reads files on disk, and {shown} is a "
+                              f"URL: fetch it first (curl -o model.nfat {shown}); the reading commands (info, select, "
+                              "extract, thin, validate, coverage, diff, unpack, verify) take URLs", source=shown)
         if path is None or is_url(path):
             continue
         try:

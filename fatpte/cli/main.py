@@ -644,8 +644,10 @@ def unpack(file: str, directory: str, no_verify: bool, force: bool, quiet: bool,
     container in the layout fatpte writes. Unpacking checks this by repacking to a temporary
     file (skip with --no-verify) and warns on stderr when the bytes would differ (a container
     written by another tool, e.g. a version 1 file with gaps): the files are exact either way.
-    With --force, an existing DIR is replaced whole.
+    With --force, an existing DIR is replaced whole. FILE may be a URL (docs/remote.md): it is
+    fetched whole, once.
     """
+    from fatpte.fileio.url import redact
     from fatpte.ops.unpack import unpack_to_dir
 
     check_inputs(file)
@@ -657,8 +659,9 @@ def unpack(file: str, directory: str, no_verify: bool, force: bool, quiet: bool,
         echo(f"wrote {done.directory}: {done.payload_files} payload files, {done.named_data_files} "
                    f"named-data files, {done.pack_toml.name}")
     if done.reproducible is False:
-        echo(f"{file}: warning: `fatpte pack --from {done.pack_toml}` writes the same entries but "
-                   f"not the same bytes: {file} is not in the layout fatpte writes", err=True)
+        shown = redact(file)
+        echo(f"{shown}: warning: `fatpte pack --from {done.pack_toml}` writes the same entries but "
+             f"not the same bytes: {shown} is not in the layout fatpte writes", err=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -712,7 +715,7 @@ def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool
     parsed = [parse_spec(s) for s in specs]
     if not parsed:
         raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD to add")
-    check_inputs(file, *(s.payload for s in parsed if isinstance(s.payload, str)))
+    check_inputs(file, *(s.payload for s in parsed if isinstance(s.payload, str)), local="add")
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         add_entries(file, output, parsed)
@@ -729,7 +732,7 @@ def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: b
     """Write FILE without the named entries to OUT."""
     from fatpte.ops.edit import remove as remove_entries
 
-    check_inputs(file)
+    check_inputs(file, local="remove")
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         remove_entries(file, output, names)
@@ -752,7 +755,7 @@ def replace(file: str, payload: str, name: str, output: str, force: bool, quiet:
     """
     from fatpte.ops.edit import replace as replace_payload
 
-    check_inputs(file, payload)
+    check_inputs(file, payload, local="replace")
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         replace_payload(file, output, name, payload)
@@ -775,7 +778,7 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
     """
     from fatpte.ops.edit import convert as convert_file
 
-    check_inputs(file)
+    check_inputs(file, local="convert")
     check_output(output, force)
     with _progress(f"writing {output}", quiet):
         convert_file(file, output, int(to_version))
@@ -844,7 +847,11 @@ def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: 
     """Verify FILE's signature against trusted keys, then every entry and named-data key it holds:
     each must match the signed statement. Signed entries FILE no longer holds (thinned) are listed,
     and are not an error. Exit 5 when verification fails, naming the entry or field.
+
+    FILE may be a URL (docs/remote.md): the signature region comes in one request, the payloads
+    and named data only when the signature is by a trusted key.
     """
+    from fatpte.fileio.url import is_url
     from fatpte.ops.signing import load_trusted_keys
     from fatpte.ops.signing import verify as verify_file
 
@@ -852,7 +859,12 @@ def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: 
         raise click.UsageError("give --key PUBLIC.pem or --trust DIR")
     trusted = load_trusted_keys(keys, trust)
     with _progress(f"verifying {file}", quiet) as progress:
-        report = verify_file(file, trusted, signature=signature, progress=progress.update)
+        if is_url(file):
+            from fatpte.ops.verify_remote import verify_remote
+
+            report = verify_remote(file, trusted, signature=signature, progress=progress.update)
+        else:
+            report = verify_file(file, trusted, signature=signature, progress=progress.update)
     if as_json:
         emit_json(report.to_json())
     else:

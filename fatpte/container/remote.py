@@ -17,6 +17,7 @@ checked (fatpte/fileio/remote.py).
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -118,6 +119,45 @@ class RemoteContainer(Container):
                 offset, size, dst = copies[i]
                 crcs[i] = write_crc([data[offset - start : offset - start + size]], dst_fd, dst)
         return crcs
+
+    def hold(self, offset: int, size: int) -> bytes:
+        """The bytes [offset, offset + size), fetched once and kept: later reads, streams and
+        copies of them (and `local_copy`) make no request."""
+        data = bytes(self.read(offset, size))
+        self._held.append((offset, data))
+        return data
+
+    def local_copy(self, regions: Sequence[tuple[int, int]]) -> Container:
+        """A `Container` over a scratch file that holds the bytes fetched so far (the metadata,
+        what `hold` kept) and those of `regions` (offset, size), fetched now as `copy_ranges`
+        asks for them: for code written against a mapped container (a signature check) that
+        reads nothing else. Every other byte reads as zero, so the caller MUST name every byte
+        that code may read. The file is unlinked at once and sparse: it takes the disk space of
+        the bytes written, in the temporary folder, and goes with the container's close."""
+        import mmap
+        import tempfile
+
+        from fatpte.fileio.atomic import io_error
+        from fatpte.fileio.streams import write_all
+
+        try:
+            fd, name = tempfile.mkstemp(prefix="fatpte-remote-")
+            os.unlink(name)
+        except OSError as exc:
+            raise io_error(exc, tempfile.gettempdir(), "cannot make a scratch file in") from exc
+        try:
+            os.ftruncate(fd, self.size)
+            for at, data in self._held:
+                write_all(fd, data, at)
+            self.copy_ranges([(offset, size, offset) for offset, size in regions if size], fd)
+            buf = mmap.mmap(fd, self.size, access=mmap.ACCESS_READ)
+        except OSError as exc:
+            os.close(fd)
+            raise io_error(exc, tempfile.gettempdir(), "cannot write a scratch file in") from exc
+        except BaseException:
+            os.close(fd)
+            raise
+        return Container(buf, source=self.source, fd=fd)
 
     def close(self) -> None:
         super().close()
