@@ -448,8 +448,14 @@ class Scripted:
     hands it to `script(asked, wire)`, which writes the answer: any bytes at all, a reset, a
     stall. `asked` lists every request; `headers_seen` their headers."""
 
-    def __init__(self, script: Callable[[Asked, Wire], None]) -> None:
+    def __init__(self, script: Callable[[Asked, Wire], None], tls: tuple[Path, Path] | None = None) -> None:
         self.script = script
+        self.tls = None
+        if tls is not None:  # https, with this certificate and key
+            import ssl
+
+            self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.tls.load_cert_chain(tls[0], tls[1])
         self.asked: list[Asked] = []
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -462,7 +468,7 @@ class Scripted:
         self.thread.start()
 
     def url(self, path: str = "/file") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}{path}"
 
     def _accept(self) -> None:
         while not self.stop.is_set():
@@ -473,6 +479,12 @@ class Scripted:
             threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
 
     def _serve(self, sock: socket.socket) -> None:
+        if self.tls is not None:
+            try:
+                sock = self.tls.wrap_socket(sock, server_side=True)
+            except OSError:
+                sock.close()
+                return
         wire = Wire(sock)
         reader = sock.makefile("rb")
         try:

@@ -389,3 +389,48 @@ def test_aiohttp_auth_cookies_and_session_headers_stay_with_the_origin() -> None
     finally:
         origin.close()
         target.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# the same over https
+# ---------------------------------------------------------------------------------------------
+
+OVER_TLS = ["a correct server", "a correct server, for a file shorter than the first request",
+            "a reset instead of an answer, once", "a body cut short, every time",
+            "the first answer cut short once, for a file shorter than the first request",
+            "Content-Length: \\xb2 (a digit to str.isdigit, not to int)", "a chunked 206", "redirects to file://",
+            "drips a byte per 0.2 s (the per-read timeout is 0.5 s)"]
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    from tests.remote.test_remote_http import _self_signed
+
+    return _self_signed(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.mark.parametrize("aiohttp", [False, True], ids=["http.client", "aiohttp"])
+@pytest.mark.parametrize("what", OVER_TLS)
+def test_over_https_the_same_codes(what: str, aiohttp: bool, certificate: tuple[Path, Path],
+                                   tmp_path: Path) -> None:
+    """Rows of the table over TLS, through the command line (the certificate trusted through
+    SSL_CERT_FILE, which each client reads when it starts): the same code on both clients, and
+    the deadline cuts a TLS connection as it cuts a plain one."""
+    case = next(c for c in TABLE if c.what == what)
+    server = Scripted(lambda asked, wire: case.script(case.data, asked, wire), tls=certificate)
+    env = {"SSL_CERT_FILE": str(certificate[0]), "FATPTE_REMOTE_ATTEMPTS": str(case.policy.attempts),
+           "FATPTE_REMOTE_DEADLINE": f"{case.policy.deadline:g}"}
+    if aiohttp:
+        env["FSSPEC_HTTPS"] = '{"client_kwargs": {}}'
+    try:
+        done = _fatpte("extract", server.url(), "--name", "xnnpack", "-q", "-o", str(tmp_path / "x.bin"), env=env)
+    finally:
+        server.close()
+    if case.expected is None:
+        assert done.returncode == 0, done.stderr
+        with fatpte.Container.from_buffer(case.data) as local:
+            entry = local.entry("xnnpack")
+            assert (tmp_path / "x.bin").read_bytes() == case.data[entry.offset : entry.end]
+    else:
+        assert done.returncode == 4, done.stderr
+        assert done.stderr.startswith(f"{server.url()}: {case.expected.tag}: "), done.stderr
