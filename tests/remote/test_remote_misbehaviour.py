@@ -434,3 +434,28 @@ def test_over_https_the_same_codes(what: str, aiohttp: bool, certificate: tuple[
     else:
         assert done.returncode == 4, done.stderr
         assert done.stderr.startswith(f"{server.url()}: {case.expected.tag}: "), done.stderr
+
+
+def test_the_timeout_option_and_the_environment_it_stands_for(tmp_path: Path) -> None:
+    """--remote-timeout is FATPTE_REMOTE_TIMEOUT for one command: a server that stalls is E0809
+    after that many seconds; the variable is as it was once the command is done."""
+    from click.testing import CliRunner
+
+    from fatpte.cli.main import main
+
+    server = Scripted(lambda asked, wire: stall(BIG, asked, wire))
+    try:
+        done = _fatpte("--remote-timeout", "0.3", "info", server.url(), env={"FATPTE_REMOTE_TIMEOUT": "30",
+                                                                          "FATPTE_REMOTE_ATTEMPTS": "1"})
+    finally:
+        server.close()
+    assert done.returncode == 4, done.stderr
+    assert "E0809: no answer for 0.3 s while reading bytes 0-65535 (1 try, the limit)" in done.stderr
+    before = os.environ.get("FATPTE_REMOTE_DEADLINE")
+    local = tmp_path / "c.nfat"
+    local.write_bytes(BIG)
+    result = CliRunner().invoke(main, ["--remote-deadline", "5", "info", str(local)])
+    assert result.exit_code == 0, result.output
+    assert os.environ.get("FATPTE_REMOTE_DEADLINE") == before
+    bad = CliRunner().invoke(main, ["--remote-deadline", "-1", "info", str(local)])
+    assert bad.exit_code == 2 and "-1.0 is not a number of seconds" in bad.output
