@@ -565,6 +565,7 @@ class _HttpClient:
         self._conn_key: tuple[str, str] | None = None
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
+        self._give_up = 0.0  # when the timer stops waiting for a connection being opened
 
     def close(self) -> None:
         """Stop the deadline's timer and close the connection (RemoteFile.close)."""
@@ -589,6 +590,7 @@ class _HttpClient:
         timer = threading.Timer(left, self._expire)
         timer.daemon = True
         self._timer = timer
+        self._give_up = time.monotonic() + left + (self._remote.policy.timeout or 60.0) + 1.0
         timer.start()
 
     def _expire(self) -> None:
@@ -605,9 +607,10 @@ class _HttpClient:
                     socket.socket.shutdown(sock, socket.SHUT_RDWR)
                 except OSError:
                     pass
-            elif conn is not None:
-                # A connection being opened has no socket yet: look again in a moment (no new
-                # request starts once the deadline has passed: RemoteFile._retrying).
+            elif conn is not None and self._remote.left() == 0 and time.monotonic() < self._give_up:
+                # A connection being opened has no socket yet: look again in a moment, for as
+                # long as opening one may take (no new request starts once the deadline has
+                # passed: RemoteFile._retrying).
                 self._timer = threading.Timer(0.05, self._expire)
                 self._timer.daemon = True
                 self._timer.start()
