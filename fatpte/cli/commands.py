@@ -53,18 +53,24 @@ def emit_json(value: Any) -> None:
     echo(json.dumps(value, indent=2))
 
 
-def check_inputs(*paths: str | os.PathLike[str] | None) -> None:
+def check_inputs(*paths: str | os.PathLike[str] | None, local: str | None = None) -> None:
     """Refuse an input file that is missing, unreadable or no regular file (a directory, FIFO,
     device: E0811, as every reader refuses it), before anything else (the output's existence
     included): what the user must fix first is named first. A URL is checked by its first request
-    (docs/remote.md)."""
+    (docs/remote.md), except for the command `local` names, which reads files on disk only
+    (E0702)."""
     import stat
 
     from fatpte.fileio.atomic import io_error
     from fatpte.fileio.mapping import what_file
-    from fatpte.fileio.url import is_url
+    from fatpte.fileio.url import is_url, redact
 
     for path in paths:
+        if path is not None and local is not None and is_url(path):
+            shown = redact(path)
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"`fatpte {local}` reads files on disk, and {shown} is a "
+                              f"URL: fetch it first (curl -o model.nfat {shown}); the reading commands (info, select, "
+                              "extract, thin, validate, coverage, diff, unpack, verify) take URLs", source=shown)
         if path is None or is_url(path):
             continue
         try:
@@ -85,9 +91,10 @@ def check_output(path: str | os.PathLike[str], force: bool) -> None:
 
 def progress(label: str, quiet: bool, total: int | None = None) -> Progress:
     from fatpte.cli.progress import Progress, wanted
+    from fatpte.fileio.url import redact
 
     stream = sys.stderr
-    return Progress(stream, label, total=total, enabled=wanted(stream, quiet))
+    return Progress(stream, redact(label), total=total, enabled=wanted(stream, quiet))
 
 
 class printed_warnings:
@@ -206,6 +213,7 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
             exclude: Sequence[str], output: str, data_out: str | None, force: bool, quiet: bool) -> int:
     """`fatpte extract`."""
     from fatpte.container.locations import open as open_container
+    from fatpte.fileio.url import redact
     from fatpte.ops.extraction import extract_entry
 
     if sum(x is not None for x in (name, backend, device)) != 1:
@@ -255,7 +263,7 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
     if data_out is None and keys and not package:
         # The payload loads these keys from a data file beside it; without one it fails to load.
         suggestion = os.path.splitext(output)[0] + ".ptd"
-        echo(f"{file}: warning: {quoted(entry.name)} loads {len(keys)} named-data "
+        echo(f"{redact(file)}: warning: {quoted(entry.name)} loads {len(keys)} named-data "
              f"{'key' if len(keys) == 1 else 'keys'} kept in the container, not in its payload: the extracted "
              f"program needs them in a data file; extract again with --data-out {suggestion} --force", err=True)
     if data_out is not None:
@@ -273,7 +281,7 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, allow_emp
     from fatpte.cli.executorch_files import file_reports
     from fatpte.cli.paths import containers
     from fatpte.container.locations import validate as validate_url
-    from fatpte.fileio.url import is_url
+    from fatpte.fileio.url import is_url, redact
 
     empty: list[str] = []
     paths = list(containers(files, skip_plain_pte=skip_plain_pte, empty=empty))
@@ -295,7 +303,7 @@ def validate(files: Sequence[str], strict: bool, skip_plain_pte: bool, allow_emp
                 unreadable.append(exc)
                 echo(error_line(exc), err=True)
                 if as_json:
-                    echo(json.dumps({"path": str(path), "ok": False, "valid": False, "version": None,
+                    echo(json.dumps({"path": redact(path), "ok": False, "valid": False, "version": None,
                                      "size": None, "findings": [exc.finding.to_json()], "omitted": {}}))
                 continue
             finally:

@@ -198,18 +198,59 @@ def _specs_argument(f: F) -> F:
 # ---------------------------------------------------------------------------------------------
 
 
+def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    import math
+
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise click.BadParameter(f"{value} is not a number of seconds (0 or more)")
+    return value
+
+
+class _Environment:
+    """The environment variables a group option stands for, set while the command runs."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+        self.before: dict[str, str | None] = {}
+
+    def __enter__(self) -> None:
+        for name, value in self.values.items():
+            self.before[name] = os.environ.get(name)
+            os.environ[name] = value
+
+    def __exit__(self, *exc: object) -> None:
+        for name, was in self.before.items():
+            if was is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = was
+
+
 @click.group(cls=FatpteGroup, epilog=EXIT_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="fatpte")
 @click.option("--runtime", metavar="FATPTE_RUN", default=None,
               help="The fatpte-run whose ExecuTorch runtime `--device host` and `fatpte device` describe "
                    "(its backends, asked with `fatpte-run --device-json --with-executorch`); sets $FATPTE_RUN. "
                    "Default: $FATPTE_RUN, else fatpte-run on PATH or beside this Python; '' asks none.")
-def main(runtime: str | None) -> None:
-    """Pack, inspect, validate, select, extract, thin and rewrite NFAT fat ML program containers."""
+@click.option("--remote-timeout", type=float, metavar="SECONDS", callback=_seconds,
+              help="For a FILE that is a URL: seconds to connect and between two reads of an answer before it is "
+                   "tried again (default 30; 0: no limit; env FATPTE_REMOTE_TIMEOUT).")
+@click.option("--remote-deadline", type=float, metavar="SECONDS", callback=_seconds,
+              help="For a FILE that is a URL: seconds for everything read from it, however slowly the server "
+                   "answers (default 3600; 0: no limit; env FATPTE_REMOTE_DEADLINE). Past it: E0809.")
+def main(runtime: str | None, remote_timeout: float | None, remote_deadline: float | None) -> None:
+    """Pack, inspect, validate, select, extract, thin and rewrite NFAT fat ML program containers.
+
+    A FILE of the reading commands may be the URL of a container (docs/remote.md)."""
+    values = {name: repr(value) for name, value in (("FATPTE_REMOTE_TIMEOUT", remote_timeout),
+                                                     ("FATPTE_REMOTE_DEADLINE", remote_deadline))
+              if value is not None}
     if runtime is not None:
         from fatpte.device.probe_executorch import RUNTIME_ENV
 
-        os.environ[RUNTIME_ENV] = runtime
+        values[RUNTIME_ENV] = runtime
+    if values:
+        click.get_current_context().with_resource(_Environment(values))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -708,8 +749,10 @@ def unpack(file: str, directory: str | None, old_directory: str | None, no_verif
     file (skip with --no-verify) and warns on stderr when the bytes would differ (a container
     written by another tool, e.g. a version 1 file with gaps): the files are exact either way.
     With --force, an existing DIR is replaced whole. DIR is given with -o, as every command
-    that writes takes its output; -d DIR, the spelling of earlier versions, still works.
+    that writes takes its output; -d DIR, the spelling of earlier versions, still works. FILE
+    may be a URL (docs/remote.md): it is fetched whole, once.
     """
+    from fatpte.fileio.url import redact
     from fatpte.ops.unpack import unpack_to_dir
 
     if directory is not None and old_directory is not None:
@@ -729,8 +772,9 @@ def unpack(file: str, directory: str | None, old_directory: str | None, no_verif
         echo(f"wrote {done.directory}: {done.payload_files} payload files, {done.named_data_files} "
                    f"named-data files, {done.pack_toml.name}")
     if done.reproducible is False:
-        echo(f"{file}: warning: `fatpte pack --from {done.pack_toml}` writes the same entries but "
-                   f"not the same bytes: {file} is not in the layout fatpte writes", err=True)
+        shown = redact(file)
+        echo(f"{shown}: warning: `fatpte pack --from {done.pack_toml}` writes the same entries but "
+             f"not the same bytes: {shown} is not in the layout fatpte writes", err=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -802,7 +846,7 @@ def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool
     parsed = [parse_spec(s) for s in specs]
     if not parsed:
         raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD to add")
-    check_inputs(file, *(s.payload for s in parsed if isinstance(s.payload, str)))
+    check_inputs(file, *(s.payload for s in parsed if isinstance(s.payload, str)), local="add")
     check_output(output, force)
     signatures = _signed(file)
     with _progress(f"writing {output}", quiet):
@@ -821,7 +865,7 @@ def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: b
     """Write FILE without the named entries to OUT."""
     from fatpte.ops.edit import remove as remove_entries
 
-    check_inputs(file)
+    check_inputs(file, local="remove")
     check_output(output, force)
     signatures = _signed(file)
     with _progress(f"writing {output}", quiet):
@@ -849,7 +893,7 @@ def replace(file: str, payload: str, name: str, output: str, force: bool, quiet:
     """
     from fatpte.ops.edit import replace as replace_payload
 
-    check_inputs(file, payload)
+    check_inputs(file, payload, local="replace")
     check_output(output, force)
     signatures = _signed(file)
     with _progress(f"writing {output}", quiet):
@@ -874,7 +918,7 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
     """
     from fatpte.ops.edit import convert as convert_file
 
-    check_inputs(file)
+    check_inputs(file, local="convert")
     check_output(output, force)
     signatures = _signed(file)
     with _progress(f"writing {output}", quiet):
@@ -945,7 +989,11 @@ def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: 
     """Verify FILE's signature against trusted keys, then every entry and named-data key it holds:
     each must match the signed statement. Signed entries FILE no longer holds (thinned) are listed,
     and are not an error. Exit 5 when verification fails, naming the entry or field.
+
+    FILE may be a URL (docs/remote.md): the signature region comes in one request, the payloads
+    and named data only when the signature is by a trusted key.
     """
+    from fatpte.fileio.url import is_url
     from fatpte.ops.signing import load_trusted_keys
     from fatpte.ops.signing import verify as verify_file
 
@@ -953,7 +1001,12 @@ def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: 
         raise click.UsageError("give --key PUBLIC.pem or --trust DIR")
     trusted = load_trusted_keys(keys, trust)
     with _progress(f"verifying {file}", quiet) as progress:
-        report = verify_file(file, trusted, signature=signature, progress=progress.update)
+        if is_url(file):
+            from fatpte.ops.verify_remote import verify_remote
+
+            report = verify_remote(file, trusted, signature=signature, progress=progress.update)
+        else:
+            report = verify_file(file, trusted, signature=signature, progress=progress.update)
     if as_json:
         emit_json(report.to_json())
     else:

@@ -17,7 +17,8 @@ checked (fatpte/fileio/remote.py).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fatpte.container.integrity import check_integrity, scan_questions
@@ -25,8 +26,8 @@ from fatpte.container.reader import Container
 from fatpte.container.validation import Report
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.ranges import ScannedRanges
-from fatpte.fileio.remote import PREFIX_SIZE, Policy, RemoteFile, Stats
-from fatpte.fileio.streams import Progress, progress_counter
+from fatpte.fileio.remote import PREFIX_SIZE, Policy, RemoteFile, Stats, coalesce
+from fatpte.fileio.streams import Progress, progress_counter, write_crc
 from fatpte.format.structure import metadata_ranges, read_structure
 
 if TYPE_CHECKING:
@@ -50,7 +51,10 @@ class RemoteContainer(Container):
         assert size is not None
         meta, separate = _metadata(remote, head, size)
         self._manifest_range = separate
-        super().__init__(meta, source=remote.url, size=size)
+        # Every byte fetched so far, (offset, bytes): the first request's (a payload that starts
+        # in it is not asked for again) and a manifest read on its own.
+        self._held: list[tuple[int, bytes]] = [(0, meta)] + ([separate] if separate is not None else [])
+        super().__init__(meta, source=remote.source, size=size)
 
     @property
     def stats(self) -> Stats:
@@ -81,19 +85,79 @@ class RemoteContainer(Container):
 
     def read(self, offset: int, size: int) -> memoryview:
         self._check_range(offset, size)
-        meta = self._metadata()
-        if offset + size <= len(meta):
-            return memoryview(meta)[offset : offset + size]
-        return memoryview(self.remote.read(offset, size))
+        self._metadata()
+        for at, data in self._held:
+            if at <= offset and offset + size <= at + len(data):
+                return memoryview(data)[offset - at : offset - at + size]
+        return memoryview(b"".join(chunk for _, chunk in _pieces(self.remote, [(offset, offset + size)], self._held)))
 
     def stream(self, offset: int, size: int, step: int = 1 << 20) -> Iterator[memoryview]:
+        """The bytes in order: those already fetched from memory, the rest by range requests."""
         self._check_range(offset, size)
-        meta = self._metadata()
-        if offset + size <= len(meta):
-            yield from _slices(meta, offset, size, step)
-            return
-        for chunk in self.remote.stream(offset, size):
-            yield memoryview(chunk)
+        self._metadata()
+        for _, chunk in _pieces(self.remote, [(offset, offset + size)], self._held):
+            view = memoryview(chunk)
+            for pos in range(0, len(view), step):
+                yield view[pos : pos + step]
+
+    def copy_ranges(self, copies: Sequence[tuple[int, int, int]], dst_fd: int) -> list[int]:
+        """`copy_range` of each (offset, size, dst_offset), near ranges in one request: ranges
+        at most `GAP` apart whose group spans at most a range request (`Policy.range_size`) come
+        in one response, held in memory and written piece by piece; a longer range streams on
+        its own. Bytes already fetched are not asked for again."""
+        crcs = [0] * len(copies)
+        spans = [(offset, offset + size) for offset, size, _ in copies]
+        for group in coalesce(spans, self.remote.policy.range_size):
+            if len(group) == 1:
+                offset, size, dst = copies[group[0]]
+                crcs[group[0]] = self.copy_range(offset, size, dst_fd, dst)
+                continue
+            start = min(spans[i][0] for i in group)
+            end = max(spans[i][1] for i in group)
+            data = self.read(start, end - start)
+            for i in group:
+                offset, size, dst = copies[i]
+                crcs[i] = write_crc([data[offset - start : offset - start + size]], dst_fd, dst)
+        return crcs
+
+    def hold(self, offset: int, size: int) -> bytes:
+        """The bytes [offset, offset + size), fetched once and kept: later reads, streams and
+        copies of them (and `local_copy`) make no request."""
+        data = bytes(self.read(offset, size))
+        self._held.append((offset, data))
+        return data
+
+    def local_copy(self, regions: Sequence[tuple[int, int]]) -> Container:
+        """A `Container` over a scratch file that holds the bytes fetched so far (the metadata,
+        what `hold` kept) and those of `regions` (offset, size), fetched now as `copy_ranges`
+        asks for them: for code written against a mapped container (a signature check) that
+        reads nothing else. Every other byte reads as zero, so the caller MUST name every byte
+        that code may read. The file is unlinked at once and sparse: it takes the disk space of
+        the bytes written, in the temporary folder, and goes with the container's close."""
+        import mmap
+        import tempfile
+
+        from fatpte.fileio.atomic import io_error
+        from fatpte.fileio.streams import write_all
+
+        try:
+            fd, name = tempfile.mkstemp(prefix="fatpte-remote-")
+            os.unlink(name)
+        except OSError as exc:
+            raise io_error(exc, tempfile.gettempdir(), "cannot make a scratch file in") from exc
+        try:
+            os.ftruncate(fd, self.size)
+            for at, data in self._held:
+                write_all(fd, data, at)
+            self.copy_ranges([(offset, size, offset) for offset, size in regions if size], fd)
+            buf = mmap.mmap(fd, self.size, access=mmap.ACCESS_READ)
+        except OSError as exc:
+            os.close(fd)
+            raise io_error(exc, tempfile.gettempdir(), "cannot write a scratch file in") from exc
+        except BaseException:
+            os.close(fd)
+            raise
+        return Container(buf, source=self.source, fd=fd)
 
     def close(self) -> None:
         super().close()
@@ -101,13 +165,6 @@ class RemoteContainer(Container):
 
     def __repr__(self) -> str:
         return f"<fatpte.RemoteContainer {self.source!r} v{self.version} {len(self.entries)} entries>"
-
-
-def _slices(data: bytes, offset: int, size: int, step: int) -> Iterator[memoryview]:
-    """Bytes already fetched with the metadata, as `stream` hands them out."""
-    view = memoryview(data)
-    for pos in range(offset, offset + size, step):
-        yield view[pos : min(offset + size, pos + step)]
 
 
 def _metadata(remote: RemoteFile, head: bytes, size: int) -> tuple[bytes, tuple[int, bytes] | None]:
@@ -152,12 +209,13 @@ def validate_remote(url: str, *, progress: Progress | None = None, policy: Polic
     `progress(done, total)` follows the bytes read. Raises `FatpteError` only when the file
     cannot be read."""
     remote = RemoteFile(url, policy=policy or Policy.from_environment(), **storage_options)
+    source = remote.source  # the URL without its credentials: what the report names
     try:
         head = remote.head(PREFIX_SIZE)
         size = remote.size
         assert size is not None
         meta, separate = _metadata(remote, head, size)
-        st = read_structure(meta, source=url, size=size)
+        st = read_structure(meta, source=source, size=size)
         manifest = None
         h = st.header
         if h is not None and st.manifest_placed:
@@ -165,10 +223,10 @@ def validate_remote(url: str, *, progress: Progress | None = None, policy: Polic
 
             base, data = separate if separate is not None else (0, meta)
             try:
-                manifest = read_manifest(data, h, source=url, base=base)
+                manifest = read_manifest(data, h, source=source, base=base)
             except FatpteError:
                 manifest = None  # check_integrity reports it
-        scan = ScannedRanges(scan_questions(st, manifest), source=url)
+        scan = ScannedRanges(scan_questions(st, manifest), source=source)
         needed = scan.needed()
         advance = None if progress is None else progress_counter(progress, sum(b - a for a, b in needed))
         held = [(0, meta)] + ([separate] if separate is not None else [])
@@ -177,7 +235,7 @@ def validate_remote(url: str, *, progress: Progress | None = None, policy: Polic
             if advance is not None:
                 advance(len(chunk))
         check_integrity(scan, st)
-        return Report(source=url, version=None if h is None else h.version, size=size, findings=tuple(st.findings))
+        return Report(source=source, version=None if h is None else h.version, size=size, findings=tuple(st.findings))
     finally:
         remote.close()
 

@@ -38,7 +38,7 @@ def coverage(path: str | os.PathLike[str], devices: Sequence[DeviceProfile], *, 
     the thinned container it would download."""
     rows: list[dict[str, Any]] = []
     with open_container(path) as c:
-        size = c.size
+        size, source = c.size, c.source  # a URL without its credentials (fileio/url.py)
         names = [e.name for e in c.entries]
         backends = {e.name: e.backend_id for e in c.entries}
         for d in devices:
@@ -55,7 +55,7 @@ def coverage(path: str | os.PathLike[str], devices: Sequence[DeviceProfile], *, 
         r["download_bytes"] = thinned.get(r["entry"]) if r["entry"] is not None else None
     used = {r["entry"] for r in rows}
     return {
-        "path": str(path),
+        "path": source,
         "size": size,
         "devices": rows,
         "uncovered": [r["device"] for r in rows if r["entry"] is None],

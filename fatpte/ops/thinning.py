@@ -203,11 +203,13 @@ def _write_v2(plan: _Plan, c: Container, target: Path) -> None:
     with atomic_output(target) as out:
         out.write(plan.prefix)
         out.flush()
-        for copy in plan.copies:
-            if c.fileno is not None:
+        if c.fileno is not None:
+            for copy in plan.copies:
                 copy_range(c.fileno, copy.src, out.fileno(), copy.dst, copy.size)
-                continue
-            actual = c.copy_range(copy.src, copy.size, out.fileno(), copy.dst)
+        # Bytes that arrive (a container at a URL: near regions in one request) are checked.
+        received = [] if c.fileno is not None else c.copy_ranges(
+            [(copy.src, copy.size, copy.dst) for copy in plan.copies], out.fileno())
+        for copy, actual in zip(plan.copies, received):
             if actual != copy.checksum:
                 code = (ErrorCode.PAYLOAD_CHECKSUM_MISMATCH if copy.field.startswith("entries")
                         else ErrorCode.SIGNATURE_CHECKSUM_MISMATCH if copy.field.startswith("header")

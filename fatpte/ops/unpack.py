@@ -32,6 +32,7 @@ from fatpte.container.reader import open as open_container
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.atomic import io_error, terminations_raise
 from fatpte.fileio.streams import copy_range
+from fatpte.fileio.url import is_url
 from fatpte.format import layout as L
 
 PACK_TOML = "pack.toml"
@@ -256,11 +257,13 @@ def unpack_to_dir(path: str | os.PathLike[str], dest: str | os.PathLike[str], *,
     if target.exists() and not target.is_dir():
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, "the output exists and is not a directory",
                           source=str(target))
+    remote = is_url(path)
     if target.exists():
         # Replacing a directory deletes what it holds: never the container itself, never the
         # directory the command runs in.
         held = target.resolve()
-        guarded = ((Path(path).resolve(), f"the container {path}"), (Path.cwd(), "the current directory"))
+        guarded = ((Path.cwd(), "the current directory"),) if remote else (
+            (Path(path).resolve(), f"the container {path}"), (Path.cwd(), "the current directory"))
         for inside, what in guarded:
             if inside == held or held in inside.parents:
                 raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"refusing to replace this directory: it holds "
@@ -272,14 +275,32 @@ def unpack_to_dir(path: str | os.PathLike[str], dest: str | os.PathLike[str], *,
         raise io_error(exc, target, "cannot create a temporary directory beside") from exc
     try:
         with terminations_raise():
-            with open_container(path) as container:
+            # A URL (docs/remote.md): unpacking writes every payload and segment, and checking
+            # the repack compares every byte, so the file is fetched whole, once, beside them.
+            local = _download(os.fspath(path), scratch / ".container.nfat") if remote else Path(path)
+            with open_container(local) as container:
                 payloads, segments = _write_tree(container, scratch)
-            reproducible = _reproduces(Path(path), scratch / PACK_TOML, scratch) if verify else None
+            reproducible = _reproduces(local, scratch / PACK_TOML, scratch) if verify else None
+            if remote:
+                local.unlink()
             _move_into_place(scratch, target)
     except BaseException:  # SIGTERM and SIGHUP too (terminations_raise), as Ctrl-C
         shutil.rmtree(scratch, ignore_errors=True)
         raise
     return Unpacked(target, target / PACK_TOML, payloads, segments, reproducible)
+
+
+def _download(url: str, dest: Path) -> Path:
+    """The container at `url`, every byte, into `dest` (range requests of bounded size)."""
+    from fatpte.container.remote import open_remote
+
+    with open_remote(url) as c:
+        try:
+            with dest.open("wb") as out:
+                c.copy_range(0, c.size, out.fileno(), 0)
+        except OSError as exc:
+            raise io_error(exc, dest, "cannot write") from exc
+    return dest
 
 
 def _move_into_place(scratch: Path, target: Path) -> None:

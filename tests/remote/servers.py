@@ -8,6 +8,8 @@
 - `Misbehaving`: a small server of our own that serves one file with Range support and can
   misbehave in each way a real server does: ignore Range, change the file between requests,
   cut a response short, stall, redirect in a loop, refuse access, fail transiently.
+- `Scripted`: a server whose every byte on the wire the test writes (malformed headers, chunked
+  bodies that stop, resets, drips), recording every request's headers.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -378,3 +382,134 @@ class Misbehaving:
                 h.close_connection = True
 
 
+
+
+# ---------------------------------------------------------------------------------------------
+# a server whose every byte on the wire a test writes
+# ---------------------------------------------------------------------------------------------
+
+
+class Asked(NamedTuple):
+    """One request a `Scripted` server read: its number (from 1, over all connections), path,
+    and headers (names in lower case)."""
+
+    number: int
+    path: str
+    headers: dict[str, str]
+
+    def span(self, size: int) -> tuple[int, int] | None:
+        """[start, end) of its `Range: bytes=a-b`, clipped to `size`; None without one."""
+        text = self.headers.get("range")
+        if text is None:
+            return None
+        first, _, last = text.removeprefix("bytes=").partition("-")
+        return int(first), min(int(last) + 1, size)
+
+
+class Wire:
+    """The connection a `Scripted` server answers on: raw bytes, a well-formed answer, a reset."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.closed = False
+
+    def raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def answer(self, status: int, headers: list[tuple[str, str]], body: bytes = b"", *, close: bool = False) -> None:
+        """A response with exactly these header lines (latin-1, as HTTP carries them), `body`
+        after them; `close` ends the connection after it."""
+        lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase if status in _PHRASES else 'Whatever'}"]
+        lines += [f"{k}: {v}" for k, v in headers]
+        if close:
+            lines.append("Connection: close")
+        self.raw(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        if close:
+            self.close()
+
+    def reset(self) -> None:
+        """Close with a TCP reset (SO_LINGER 0): the client sees ECONNRESET."""
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)
+            self.sock.close()
+
+
+_PHRASES = {s.value for s in HTTPStatus}
+
+
+class Scripted:
+    """A server on 127.0.0.1 that reads each request (keep-alive, several per connection) and
+    hands it to `script(asked, wire)`, which writes the answer: any bytes at all, a reset, a
+    stall. `asked` lists every request; `headers_seen` their headers."""
+
+    def __init__(self, script: Callable[[Asked, Wire], None], tls: tuple[Path, Path] | None = None) -> None:
+        self.script = script
+        self.tls = None
+        if tls is not None:  # https, with this certificate and key
+            import ssl
+
+            self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.tls.load_cert_chain(tls[0], tls[1])
+        self.asked: list[Asked] = []
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str = "/file") -> str:
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}{path}"
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
+
+    def _serve(self, sock: socket.socket) -> None:
+        if self.tls is not None:
+            try:
+                sock = self.tls.wrap_socket(sock, server_side=True)
+            except OSError:
+                sock.close()
+                return
+        wire = Wire(sock)
+        reader = sock.makefile("rb")
+        try:
+            while not wire.closed and not self.stop.is_set():
+                line = reader.readline(65536)
+                if not line:
+                    break
+                parts = line.decode("latin-1").split()
+                headers: dict[str, str] = {}
+                while True:
+                    h = reader.readline(65536)
+                    if h in (b"\r\n", b"\n", b""):
+                        break
+                    name, _, value = h.decode("latin-1").partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                with self.lock:
+                    asked = Asked(len(self.asked) + 1, parts[1] if len(parts) > 1 else "/", headers)
+                    self.asked.append(asked)
+                self.script(asked, wire)
+        except OSError:
+            pass
+        finally:
+            reader.close()
+            wire.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.listener.close()

@@ -65,9 +65,9 @@ def serve(data: bytes) -> Iterator[object]:
         s.close()
 
 
-def _extract(url: str, dest: Path) -> FatpteError:
+def _extract(url: str, dest: Path, policy: Policy = QUICK) -> FatpteError:
     with pytest.raises(FatpteError) as info:
-        with fatpte.open_remote(url, policy=QUICK) as c:
+        with fatpte.open_remote(url, policy=policy) as c:
             from fatpte.ops.extraction import extract_entry
 
             extract_entry(c, c.entry("xnnpack"), dest)
@@ -134,10 +134,12 @@ def test_a_replaced_file_fails_its_if_match(serve: object, tmp_path: Path) -> No
 
 def test_a_response_cut_short_is_retried_then_an_error(serve: object, tmp_path: Path) -> None:
     server = serve("truncate")  # type: ignore[operator]
-    err = _extract(server.url, tmp_path / "x.bin")
+    # Two tries: each resumes after the bytes received, and the server cuts only answers of more
+    # than 64 KiB (the payload's bytes past the prefix, 236 KiB, then 118 KiB).
+    err = _extract(server.url, tmp_path / "x.bin", QUICK._replace(attempts=2))
     assert err.code is ErrorCode.REMOTE_SHORT_READ
-    assert "ended early" in err.message and "(3 tries, the limit)" in err.message
-    assert len(server.requests) == 1 + 3
+    assert "ended early" in err.message and "(2 tries, the limit)" in err.message
+    assert len(server.requests) == 1 + 2
 
 
 def test_a_server_that_stalls_times_out(serve: object, tmp_path: Path) -> None:

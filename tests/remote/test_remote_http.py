@@ -84,14 +84,20 @@ def test_thin_fetches_the_entry_and_its_named_data_only(nginx: Nginx, big: Serve
     with fatpte.open(big.path) as c:
         entry = c.entry("portable")
         keys = c.manifest.entry("portable").named_data  # type: ignore[union-attr]
-        segments = {c.manifest.keys[k] for k in keys}  # type: ignore[union-attr]
-        wanted = entry.size + sum(c.segments[s].size for s in segments)
+        segments = sorted({c.manifest.keys[k] for k in keys})  # type: ignore[union-attr]
+        regions = [(entry.offset, entry.end)] + [(c.segments[s].offset, c.segments[s].end) for s in segments]
+    assert entry.offset < PREFIX_SIZE < entry.end and len(regions) == 2  # the payload starts in the prefix
     mark = nginx.mark()
     done = fatpte_cli("thin", url, "--device", "host", "-q", "-o", str(tmp_path / "remote.nfat"))
     assert done.returncode == 0, done.stderr
     assert "kept 'portable'" in done.stdout and f"(was {big.path.stat().st_size})" in done.stdout
     log = nginx.requests(mark)
-    assert sum(r.body_bytes for r in log[1:]) == wanted
+    # The prefix, the rest of the payload (its first bytes came with the prefix), the segment.
+    (_, payload_end), (segment, segment_end) = regions
+    assert [(r.range, r.body_bytes) for r in log] == [
+        (f"bytes=0-{PREFIX_SIZE - 1}", PREFIX_SIZE),
+        (f"bytes={PREFIX_SIZE}-{payload_end - 1}", payload_end - PREFIX_SIZE),
+        (f"bytes={segment}-{segment_end - 1}", segment_end - segment)]
     fatpte.thin(big.path, tmp_path / "local.nfat", names=["portable"])
     assert (tmp_path / "remote.nfat").read_bytes() == (tmp_path / "local.nfat").read_bytes()
     assert fatpte.validate(tmp_path / "remote.nfat").ok

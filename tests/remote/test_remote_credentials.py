@@ -1,0 +1,111 @@
+"""A URL's credentials (`https://user:password@host/...`) are used, never shown: not in an error
+line, not in --json, not in a report's path, not in a progress label (issue 33 R2;
+fatpte/fileio/url.py `redact`, the one helper every place that shows a URL goes through)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import fatpte
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.fileio.remote import Policy
+from fatpte.fileio.url import redact
+from tests.remote.servers import Asked, Scripted, Wire
+from tests.remote.test_remote_misbehaviour import BIG, ranged
+
+PASSWORD = "s3cret-pw"  # noqa: S105 - the test's own server's
+GOOD = "Basic " + base64.b64encode(f"reader:{PASSWORD}".encode()).decode()
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("https://reader:pw@models.example.com/a.nfat", "https://***@models.example.com/a.nfat"),
+    ("https://reader@models.example.com/a.nfat", "https://***@models.example.com/a.nfat"),
+    ("https://reader:p@ss@models.example.com/a.nfat?x=1", "https://***@models.example.com/a.nfat?x=1"),
+    ("s3://KEY:SECRET@bucket/a.nfat", "s3://***@bucket/a.nfat"),
+    ("HTTP://u:p@h:8080", "HTTP://***@h:8080"),
+    ("redirected to 'https://u:p@cdn/x' from http://a:b@origin/y", "redirected to 'https://***@cdn/x' from http://***@origin/y"),
+    ("https://models.example.com/a@b.nfat", "https://models.example.com/a@b.nfat"),
+    ("https://models.example.com/a.nfat?user=a@b", "https://models.example.com/a.nfat?user=a@b"),
+    ("./models/a@b.nfat", "./models/a@b.nfat"),
+    ("mailto:someone@example.com", "mailto:someone@example.com"),
+])
+def test_redact(text: str, shown: str) -> None:
+    assert redact(text) == shown
+
+
+@pytest.fixture
+def server() -> Iterator[Scripted]:
+    def script(asked: Asked, wire: Wire) -> None:
+        if asked.headers.get("authorization") != GOOD:
+            wire.answer(401, [("Content-Length", "0"), ("WWW-Authenticate", "Basic")])
+        elif asked.path.startswith("/missing"):
+            wire.answer(404, [("Content-Length", "0")])
+        elif asked.path.startswith("/loop"):
+            # back to itself, credentials and all: the Location is shown redacted too
+            wire.answer(302, [("Location", f"http://reader:{PASSWORD}@127.0.0.1:{port}/loop?{asked.number}"),
+                              ("Content-Length", "0")])
+        else:
+            ranged(BIG, asked, wire)
+
+    s = Scripted(script)
+    port = s.port
+    yield s
+    s.close()
+
+
+def fatpte_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FATPTE_REMOTE_ATTEMPTS": "1", "FATPTE_REMOTE_TIMEOUT": "2"}
+    return subprocess.run([sys.executable, "-m", "fatpte", *args], capture_output=True, text=True, check=False,
+                          env=env)
+
+
+def test_the_password_of_a_url_is_used_and_never_shown(server: Scripted, tmp_path: Path) -> None:
+    url = server.url("/c.nfat").replace("http://", f"http://reader:{PASSWORD}@")
+    shown = server.url("/c.nfat").replace("http://", "http://***@")
+    runs = {
+        "info": fatpte_cli("info", url, "--json"),
+        "select": fatpte_cli("select", url, "--device", "host", "--json"),
+        "validate": fatpte_cli("validate", url, "--json"),
+        "coverage": fatpte_cli("coverage", url, "--json"),
+        "diff": fatpte_cli("diff", url, url, "--json"),
+        "extract": fatpte_cli("extract", url, "--name", "xnnpack", "-o", str(tmp_path / "x.bin")),
+        "thin": fatpte_cli("thin", url, "--name", "xnnpack", "-o", str(tmp_path / "t.nfat")),
+    }
+    for verb, done in runs.items():
+        assert done.returncode == 0, (verb, done.stderr)
+        assert PASSWORD not in done.stdout + done.stderr, verb
+    assert json.loads(runs["info"].stdout)["path"] == shown
+    assert json.loads(runs["validate"].stdout.splitlines()[0])["path"] == shown
+    diff = json.loads(runs["diff"].stdout)
+    assert (diff["a"], diff["b"]) == (shown, shown)
+    failing = {
+        "not found": fatpte_cli("info", url.replace("/c.nfat", "/missing.nfat")),
+        "redirect loop": fatpte_cli("info", url.replace("/c.nfat", "/loop")),
+        "wrong password": fatpte_cli("info", url.replace(PASSWORD, PASSWORD + "x")),
+        "validate --json": fatpte_cli("validate", url.replace("/c.nfat", "/missing.nfat"), "--json"),
+    }
+    for what, done in failing.items():
+        assert done.returncode == 4, (what, done.stderr)
+        assert PASSWORD not in done.stdout + done.stderr, what
+        assert "***@" in done.stderr, (what, done.stderr)
+    assert "E0808: redirected more than 5 times (the last to http://***@127.0.0.1:" in failing["redirect loop"].stderr
+    assert json.loads(failing["validate --json"].stdout)["path"] == shown.replace("/c.nfat", "/missing.nfat")
+
+
+def test_the_library_names_a_url_without_its_credentials(server: Scripted) -> None:
+    url = server.url("/c.nfat").replace("http://", f"http://reader:{PASSWORD}@")
+    with fatpte.open(url) as c:
+        assert c.source == redact(url) and PASSWORD not in repr(c)
+    assert fatpte.validate(url).source == redact(url)
+    with pytest.raises(FatpteError) as info:
+        fatpte.open_remote(url.replace("/c.nfat", "/missing.nfat"), policy=Policy(attempts=1))
+    assert info.value.code is ErrorCode.REMOTE_NOT_FOUND
+    assert PASSWORD not in str(info.value) and info.value.source == redact(url).replace("/c.nfat", "/missing.nfat")
