@@ -39,6 +39,7 @@ from fatpte.fileio.buffers import BytesLike
 from fatpte.fileio.checksum import crc32c
 from fatpte.fileio.mapping import releasable, release_pages
 from fatpte.fileio.streams import Advance, Progress, copy_range, progress_counter
+from fatpte.fileio.strict_json import JsonRefused, JsonRules, loads
 from fatpte.format import layout as L
 from fatpte.format.codec import encode
 from fatpte.format.structure import id_problem, valid_alignment
@@ -63,7 +64,6 @@ MAX_SIGNATURES: Final = 16  # signatures in one envelope
 MAX_SIG_BASE64: Final = 512  # an ECDSA P-256 DER signature is at most 72 bytes, Ed25519 64
 MAX_HINT: Final = 256  # verificationMaterial.publicKey.hint
 MAX_TEXT_BYTES: Final = 4096  # a named-data key, as in the manifest
-_I64 = (-(1 << 63), (1 << 63) - 1)
 _HEX = frozenset("0123456789abcdef")
 # Bytes hashed per call: progress between, the GIL released during, and the pages read released
 # after each (a mapped file's pages stay resident once read: verifying 3 GiB held 3 GiB).
@@ -489,7 +489,7 @@ def unsign(path: str | os.PathLike[str], dest: str | os.PathLike[str] | None = N
 
 
 # ---------------------------------------------------------------------------------------------
-# Reading a bundle: strict, bounded JSON
+# Reading a bundle
 # ---------------------------------------------------------------------------------------------
 
 
@@ -499,60 +499,21 @@ class _Malformed(Exception):
         self.field, self.message, self.code = field, message, code
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"the key {k!r} appears twice in one object")
-        out[k] = v
-    return out
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _reject_float(text: str) -> Any:
-    raise ValueError(f"{text} is not an integer: numbers in a bundle are integers")
-
-
-def _check_tree(value: Any, depth: int) -> None:
-    """Depth, integer range and text the C++ reader accepts too (no lone surrogates)."""
-    if depth > MAX_JSON_DEPTH:
-        raise ValueError(f"the JSON nests deeper than {MAX_JSON_DEPTH} levels")
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _check_text(k)
-            _check_tree(v, depth + 1)
-    elif isinstance(value, list):
-        for v in value:
-            _check_tree(v, depth + 1)
-    elif isinstance(value, str):
-        _check_text(value)
-    elif isinstance(value, int) and not isinstance(value, bool) and not _I64[0] <= value <= _I64[1]:
-        raise ValueError(f"the integer {value} does not fit in 64 bits")
-
-
-def _check_text(text: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("a string holds a lone surrogate (\\ud800..\\udfff)") from None
+# How a bundle and a statement are read (specs/nfat-signature.md section 2); the C++ reader applies
+# the same rules.
+SIGNATURE_JSON: Final = JsonRules(max_depth=MAX_JSON_DEPTH, depth_of="values", fractions=False,
+                                  integers=(-(1 << 63), (1 << 63) - 1), lone_surrogates=False)
 
 
 def parse_json(data: bytes, field: str) -> Any:
-    """A JSON document by the rules of specs/nfat-signature.md section 7: UTF-8, no duplicate keys,
-    integers only, at most MAX_JSON_DEPTH levels."""
+    """A JSON document by the rules of specs/nfat-signature.md section 2: UTF-8, no duplicate keys,
+    integers only (64-bit), no lone surrogates, at most MAX_JSON_DEPTH levels."""
     try:
-        text = data.decode("utf-8")
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant,
-                           parse_float=_reject_float)
-        _check_tree(value, 1)
-    except RecursionError:
-        raise _Malformed(field, f"the JSON nests deeper than {MAX_JSON_DEPTH} levels") from None
-    except (ValueError, UnicodeDecodeError) as exc:  # json.JSONDecodeError is a ValueError
+        return loads(data, SIGNATURE_JSON)
+    except JsonRefused as exc:
+        if exc.kind == "depth":
+            raise _Malformed(field, f"the JSON nests deeper than {MAX_JSON_DEPTH} levels") from None
         raise _Malformed(field, f"not a JSON document of the documented shape: {exc}") from None
-    return value
 
 
 def _get(obj: Any, key: str, kind: type | tuple[type, ...], path: str, *, required: bool = True) -> Any:

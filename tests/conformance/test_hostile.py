@@ -378,6 +378,7 @@ def test_the_library_turns_memory_exhaustion_into_e0801(reader: str, monkeypatch
     from fatpte.container import reader as container_reader
     from fatpte.container import validation
     from fatpte.device import profile
+    from fatpte.fileio import strict_json
     from fatpte.manifest import codec
 
     describing = importlib.import_module("fatpte.executorch.describe")  # the package exports the function
@@ -391,7 +392,7 @@ def test_the_library_turns_memory_exhaustion_into_e0801(reader: str, monkeypatch
         "open": (container_reader, "read_structure", lambda: Container.from_buffer(data)),
         "manifest": (codec, "_build", lambda: codec.decode(b"\x10\0\0\0NFMF" + bytes(64))),
         "describe": (describing, "_describe", lambda: describing.describe(hostile.pte_shared_operator(2, 4))),
-        "profile": (profile, "_nesting", lambda: profile.parse_json(b"{}")),
+        "profile": (strict_json, "nesting", lambda: profile.parse_json(b"{}")),
     }
     module, name, call = calls[reader]
     monkeypatch.setattr(module, name, exhausted)
