@@ -58,6 +58,16 @@ def test_a_circle_breaks_the_no_circles_contract(tmp_path: Path) -> None:
     assert "- .mapping -> .atomic (1 import)" in done.stdout
 
 
+def test_an_upward_import_breaks_the_signing_rooms(tmp_path: Path) -> None:
+    tree = _copy(tmp_path)
+    keys = tree / "fatpte" / "ops" / "signing" / "keys.py"
+    keys.write_text(keys.read_text() + "\n\ndef _up() -> None:\n    from fatpte.ops.signing import verification  # noqa: F401\n")
+    done = _lint(tree, tree)
+    assert done.returncode == 1, done.stdout
+    assert "fatpte.ops.signing: keys under the bundle under the statement" in done.stdout
+    assert "fatpte.ops.signing.keys -> fatpte.ops.signing.verification" in done.stdout
+
+
 def _modules() -> list[Path]:
     return sorted(p for p in PACKAGE.rglob("*.py") if "_generated" not in p.parts)
 

@@ -1,4 +1,4 @@
-"""fatpte/ops/signing.py and fatpte/manifest/canonical.py: sign, verify, unsign, thinning a signed
+"""fatpte/ops/signing/ and fatpte/manifest/canonical.py: sign, verify, unsign, thinning a signed
 container, detached signatures, the command line, and bounded work on hostile bundles."""
 
 from __future__ import annotations

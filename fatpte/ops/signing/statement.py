@@ -1,0 +1,235 @@
+"""The signed statement (specs/nfat-signature.md section 3.2): an in-toto Statement v1 whose
+predicate lists every entry and named-data key of a container; built from a container (hashing
+every payload and segment once, on as many threads as cores) and read back from a verified
+envelope with every field's shape checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Final, NamedTuple
+
+from fatpte.container.reader import Container
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.fileio.buffers import BytesLike
+from fatpte.fileio.mapping import releasable, release_pages
+from fatpte.fileio.streams import Advance, Progress, progress_counter
+from fatpte.format import layout as L
+from fatpte.format.structure import id_problem, valid_alignment
+from fatpte.manifest.canonical import entry_record, named_data_record
+from fatpte.ops.signing.bundle import Malformed, member, parse_json
+
+STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE: Final = "https://fatpte.dev/nfat-signature/v1"
+FORMAT_VERSION: Final = L.VERSION_2
+ENTRY_SUBJECT: Final = "entries/"
+NAMED_DATA_SUBJECT: Final = "named_data/"
+MAX_TEXT_BYTES: Final = 4096  # a named-data key, as in the manifest
+_HEX = frozenset("0123456789abcdef")
+# Bytes hashed per call: progress between, the GIL released during, and the pages read released
+# after each (a mapped file's pages stay resident once read: verifying 3 GiB held 3 GiB).
+_HASH_STEP = 8 << 20
+
+
+class SignedEntry(NamedTuple):
+    """What the statement says of one entry."""
+
+    name: str
+    backend_id: str
+    payload_kind: bytes
+    priority: int
+    alignment: int
+    payload_sha256: str
+    record_sha256: str
+
+
+class SignedKey(NamedTuple):
+    """What the statement says of one named-data key."""
+
+    key: str
+    sha256: str
+    record_sha256: str
+
+
+class Statement(NamedTuple):
+    """A parsed statement (only the fields this module reads; others are ignored)."""
+
+    entries: tuple[SignedEntry, ...]
+    named_data: tuple[SignedKey, ...]
+
+    def entry_index(self) -> dict[str, int]:
+        return {e.name: i for i, e in enumerate(self.entries)}
+
+
+
+def sha256_of_ranges(buf: BytesLike, ranges: Iterable[tuple[int, int]], advance: Advance | None) -> dict[tuple[int, int],
+                                                                                                    str]:
+    """SHA-256 of each distinct (offset, size) range of `buf`, hashed on as many threads as cores:
+    hashlib releases the GIL, so distinct regions hash in parallel, each read once."""
+    todo = sorted(set(ranges), key=lambda r: -r[1])
+    view = memoryview(buf)
+    release = releasable(buf)
+
+    def one(region: tuple[int, int]) -> str:
+        start, size = region
+        h = hashlib.sha256()
+        pos, end = start, start + size
+        while pos < end:
+            step = min(end, pos + _HASH_STEP)
+            h.update(view[pos:step])
+            if advance is not None:
+                advance(step - pos)
+            if release:  # a page another thread still reads is only faulted in again from the page cache
+                release_pages(buf, pos, step)
+            pos = step
+        return h.hexdigest()
+
+    try:
+        workers = min(len(todo), os.cpu_count() or 1)
+        if workers <= 1:
+            return {r: one(r) for r in todo}
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return dict(zip(todo, pool.map(one, todo)))
+    finally:
+        view.release()
+
+
+def key_segments(c: Container) -> dict[str, int]:
+    m = c.manifest
+    return {} if m is None else dict(m.named_data)
+
+
+
+def statement_of(c: Container, *, progress: Progress | None = None) -> dict[str, Any]:
+    """The in-toto statement that describes container `c` (specs/nfat-signature.md section 4)."""
+    if c.version != L.VERSION_2:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "only version 2 containers can be signed; convert it first "
+                          "(fatpte convert --to 2)", source=c.source, field="header.version", actual=c.version)
+    manifest = c.manifest
+    seg_of = key_segments(c)
+    ranges = [(e.offset, e.size) for e in c.entries]
+    ranges += [(c.segments[s].offset, c.segments[s].size) for s in seg_of.values()]
+    total = sum(size for _, size in set(ranges))
+    advance = None if progress is None else progress_counter(progress, total)
+    digest = sha256_of_ranges(c.buffer, ranges, advance)
+    subjects: list[dict[str, Any]] = []
+    entries: list[dict[str, Any]] = []
+    for e in c.entries:
+        me = None if manifest is None else manifest.entry(e.name)
+        subjects.append({"name": ENTRY_SUBJECT + e.name, "digest": {"sha256": digest[(e.offset, e.size)]}})
+        assert e.payload_kind is not None
+        entries.append({"name": e.name, "backend_id": e.backend_id, "payload_kind": e.payload_kind.hex(),
+                        "priority": e.priority, "alignment": e.alignment,
+                        "record_sha256": hashlib.sha256(entry_record(me)).hexdigest()})
+    keys: list[dict[str, Any]] = []
+    for key, seg in seg_of.items():
+        s = c.segments[seg]
+        subjects.append({"name": NAMED_DATA_SUBJECT + key, "digest": {"sha256": digest[(s.offset, s.size)]}})
+        layout = None if manifest is None else manifest.layout(key)
+        keys.append({"key": key, "record_sha256": hashlib.sha256(named_data_record(key, layout)).hexdigest()})
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subjects,
+        "predicateType": PREDICATE_TYPE,
+        "predicate": {"format_version": FORMAT_VERSION, "entries": entries, "named_data": keys},
+    }
+
+
+
+def _hex_digest(text: Any, path: str) -> str:
+    if not isinstance(text, str) or len(text) != 64 or not set(text) <= _HEX:
+        raise Malformed(path, f"{path} must be 64 lowercase hexadecimal digits (a SHA-256)")
+    return text
+
+
+def _int(obj: Any, key: str, path: str, low: int, high: int) -> int:
+    value: int = member(obj, key, int, path)
+    if not low <= value <= high:
+        raise Malformed(f"{path}.{key}", f"{path}.{key} is {value}, outside {low}..{high}")
+    return value
+
+
+def read_statement(payload: bytes) -> Statement:
+    """The statement of a verified envelope, shape checked (specs/nfat-signature.md 6.5)."""
+    p = "signature.statement"
+    root = parse_json(payload, p)
+    if not isinstance(root, dict):
+        raise Malformed(p, "the statement must be a JSON object")
+    kind = member(root, "_type", str, p)
+    if kind != STATEMENT_TYPE:
+        raise Malformed(f"{p}._type", f"_type is {kind[:80]!r}, not {STATEMENT_TYPE!r}",
+                         ErrorCode.SIGNATURE_UNSUPPORTED)
+    predicate_type = member(root, "predicateType", str, p)
+    if predicate_type != PREDICATE_TYPE:
+        raise Malformed(f"{p}.predicateType", f"predicateType is {predicate_type[:80]!r}, not {PREDICATE_TYPE!r}",
+                         ErrorCode.SIGNATURE_UNSUPPORTED)
+    pred = member(root, "predicate", dict, p)
+    pp = f"{p}.predicate"
+    version = member(pred, "format_version", int, pp)
+    if version != FORMAT_VERSION:
+        raise Malformed(f"{pp}.format_version", f"format_version is {version}; this reader knows {FORMAT_VERSION}",
+                         ErrorCode.SIGNATURE_UNSUPPORTED)
+    raw_entries = member(pred, "entries", list, pp)
+    if not 1 <= len(raw_entries) <= L.MAX_ENTRIES:
+        raise Malformed(f"{pp}.entries", f"the statement lists {len(raw_entries)} entries; 1 to {L.MAX_ENTRIES} "
+                         "are allowed")
+    rows: list[dict[str, Any]] = []
+    names: set[str] = set()
+    for i, e in enumerate(raw_entries):
+        ep = f"{pp}.entries[{i}]"
+        row: dict[str, Any] = {}
+        for fld in ("name", "backend_id"):
+            text = member(e, fld, str, ep)
+            raw = text.encode("utf-8")
+            if len(raw) > L.ID_FIELD_SIZE or id_problem(raw.ljust(L.ID_FIELD_SIZE, b"\0")) or b"\0" in raw:
+                raise Malformed(f"{ep}.{fld}", f"{fld} {text[:40]!r} is not 1 to 32 characters of [A-Za-z0-9_.-]")
+            row[fld] = text
+        if row["name"] in names:
+            raise Malformed(f"{ep}.name", f"entry {row['name']!r} is listed twice")
+        names.add(row["name"])
+        kind_hex = member(e, "payload_kind", str, ep)
+        if len(kind_hex) != 8 or not set(kind_hex) <= _HEX:
+            raise Malformed(f"{ep}.payload_kind", "payload_kind must be 8 lowercase hexadecimal digits")
+        row["payload_kind"] = bytes.fromhex(kind_hex)
+        row["priority"] = _int(e, "priority", ep, -(1 << 31), (1 << 31) - 1)
+        row["alignment"] = _int(e, "alignment", ep, L.MIN_ALIGNMENT, L.MAX_ALIGNMENT)
+        if not valid_alignment(row["alignment"]):
+            raise Malformed(f"{ep}.alignment", f"alignment {row['alignment']} is not a power of two")
+        row["record_sha256"] = _hex_digest(member(e, "record_sha256", str, ep), f"{ep}.record_sha256")
+        rows.append(row)
+    raw_keys = member(pred, "named_data", list, pp)
+    if len(raw_keys) > L.MAX_SEGMENTS:
+        raise Malformed(f"{pp}.named_data", f"the statement lists {len(raw_keys)} keys, above {L.MAX_SEGMENTS}")
+    keys: list[tuple[str, str]] = []
+    previous: bytes | None = None
+    for i, k in enumerate(raw_keys):
+        kp = f"{pp}.named_data[{i}]"
+        key = member(k, "key", str, kp)
+        raw = key.encode("utf-8")
+        if not 1 <= len(raw) <= MAX_TEXT_BYTES:
+            raise Malformed(f"{kp}.key", f"a key is 1 to {MAX_TEXT_BYTES} bytes")
+        if previous is not None and raw <= previous:
+            raise Malformed(f"{kp}.key", "keys must be unique and sorted bytewise")
+        previous = raw
+        keys.append((key, _hex_digest(member(k, "record_sha256", str, kp), f"{kp}.record_sha256")))
+    subjects = member(root, "subject", list, p)
+    want = [ENTRY_SUBJECT + r["name"] for r in rows] + [NAMED_DATA_SUBJECT + k for k, _ in keys]
+    if len(subjects) != len(want):
+        raise Malformed(f"{p}.subject", f"the statement has {len(subjects)} subjects; its predicate needs "
+                         f"{len(want)}, one per entry then one per named-data key")
+    digests: list[str] = []
+    for i, (s, name) in enumerate(zip(subjects, want)):
+        sp = f"{p}.subject[{i}]"
+        got = member(s, "name", str, sp)
+        if got != name:
+            raise Malformed(f"{sp}.name", f"subject {i} is named {got[:80]!r}, not {name[:80]!r}")
+        digests.append(_hex_digest(member(member(s, "digest", dict, sp), "sha256", str, f"{sp}.digest"),
+                                   f"{sp}.digest.sha256"))
+    entries = tuple(SignedEntry(r["name"], r["backend_id"], r["payload_kind"], r["priority"], r["alignment"],
+                                d, r["record_sha256"]) for r, d in zip(rows, digests))
+    signed_keys = tuple(SignedKey(k, d, rec) for (k, rec), d in zip(keys, digests[len(rows):]))
+    return Statement(entries, signed_keys)
+

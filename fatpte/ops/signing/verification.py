@@ -1,0 +1,291 @@
+"""`verify` (specs/nfat-signature.md section 6): a container's signature checked against trusted
+keys, then every entry and named-data key it holds against the signed statement, in the canonical
+order of the checks, which the C++ loader follows too: the first error is the same code, offset
+and field in both. Signed entries and keys the container no longer holds are reported as thinned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from fatpte.container.reader import Container
+from fatpte.container.reader import open as open_container
+from fatpte.errors import ErrorCode, FatpteError, Finding, finding
+from fatpte.fileio.atomic import io_error
+from fatpte.fileio.buffers import BytesLike
+from fatpte.fileio.streams import Progress, progress_counter
+from fatpte.format import layout as L
+from fatpte.manifest.canonical import entry_record, named_data_record
+from fatpte.ops.signing.bundle import DETACHED_SUFFIX, Envelope, Malformed, pae, read_bundle
+from fatpte.ops.signing.keys import TrustedKey, verifies
+from fatpte.ops.signing.statement import (
+    NAMED_DATA_SUBJECT,
+    Statement,
+    key_segments,
+    read_statement,
+    sha256_of_ranges,
+)
+
+
+class EntryVerdict(NamedTuple):
+    name: str
+    backend_id: str
+    status: str  # "verified", "tampered", "unsigned"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "backend_id": self.backend_id, "status": self.status}
+
+
+class VerifyReport(NamedTuple):
+    """The outcome of verifying one container against trusted keys."""
+
+    source: str
+    signature: str | None  # "embedded", the detached file's path, or None when there was none
+    key_id: str | None  # the trusted key that verified the envelope
+    entries: tuple[EntryVerdict, ...] = ()
+    thinned: tuple[str, ...] = ()  # signed entries the container no longer holds
+    named_data: int = 0  # named-data keys whose bytes and record match
+    thinned_named_data: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    @property
+    def first_error(self) -> Finding | None:
+        return self.findings[0] if self.findings else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.source, "ok": self.ok, "signature": self.signature, "key_id": self.key_id,
+            "entries": [e.to_json() for e in self.entries], "thinned": list(self.thinned),
+            "named_data_verified": self.named_data, "thinned_named_data": list(self.thinned_named_data),
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def _locate(c: Container, signature: str | os.PathLike[str] | bytes | None) -> tuple[bytes | None, str | None,
+                                                                                    int | None]:
+    """(bundle bytes, where they came from, file offset for findings)."""
+    if isinstance(signature, bytes):
+        return signature, "given", None
+    if signature is not None:
+        try:
+            with open(signature, "rb") as f:
+                data = f.read(L.MAX_SIGNATURE_SIZE + 1)
+        except OSError as exc:
+            raise io_error(exc, signature, "cannot read the signature") from exc
+        return data, os.fspath(signature), None
+    h = c.header
+    if c.version == L.VERSION_2 and h.signature_size:
+        return bytes(c.buffer[h.signature_offset:h.signature_offset + h.signature_size]), "embedded", \
+            h.signature_offset
+    if c.source is not None and os.path.isfile(c.source + DETACHED_SUFFIX):
+        return _locate(c, c.source + DETACHED_SUFFIX)
+    return None, None, None
+
+
+def check_envelope(env: Envelope, keys: Sequence[TrustedKey]) -> TrustedKey:
+    """The trusted key one of the envelope's signatures verifies with (6.4)."""
+    message = pae(env.payload_type, env.payload)
+    named = [k for k in keys if env.hint is not None and k.key_id == env.hint]
+    candidates = named or list(keys)
+    for sig in env.signatures:
+        for k in candidates:
+            if verifies(k.key, sig, message):
+                return k
+    path = "signature.dsseEnvelope.signatures[0].sig"
+    if named:
+        raise Malformed(path, f"the signature does not verify with the trusted key {named[0].key_id[:16]}... "
+                         f"({named[0].source}) it names: the statement was altered after signing, or the "
+                         "signature is damaged", ErrorCode.SIGNATURE_INVALID)
+    who = f"key {env.hint[:16]}..." if env.hint else "an unnamed key"
+    raise Malformed(path, f"the container is signed by {who}, which is not among the {len(keys)} trusted key(s)",
+                     ErrorCode.SIGNATURE_UNTRUSTED)
+
+
+def _entry_base(c: Container, index: int) -> int:
+    return c.header.header_size + index * c.header.entry_size
+
+
+def check_records(c: Container, st: Statement, sig_offset: int | None,
+                  add: Callable[[Finding], None]) -> None:
+    """Everything that needs no payload byte (6.6, 6.7, 6.8): which entries are signed, their
+    table fields and order, their manifest records, the named-data keys and their records."""
+    ent = L.RECORDS["v2_entry"]
+    signed = st.entry_index()
+    if c.version != L.VERSION_2 or not any(e.name in signed for e in c.entries):
+        names = ", ".join(repr(e.name) for e in st.entries[:8])
+        add(finding(ErrorCode.SIGNATURE_NOT_FOR_CONTAINER,
+                    f"the signature describes entries {names}, none of which this container holds: it belongs "
+                    "to another container", offset=sig_offset, field="signature"))
+        return
+    manifest = c.manifest
+    last = -1
+    for e in c.entries:
+        base = _entry_base(c, e.index)
+        p = f"entries[{e.index}]"
+        k = signed.get(e.name)
+        if k is None:
+            add(finding(ErrorCode.ENTRY_NOT_SIGNED, f"entry {e.name!r} is not in the signed statement: it was added "
+                        "after signing", offset=base, field=f"{p}.name", actual=e.name))
+            continue
+        s = st.entries[k]
+        if k < last:
+            add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
+                        f"entry {e.name!r} comes after {st.entries[last].name!r} in the table but before it in "
+                        "the signed statement: the entries were reordered", offset=base, field=f"{p}.name"))
+        last = max(last, k)
+        assert e.payload_kind is not None
+        for fld, have, want in (("backend_id", e.backend_id, s.backend_id),
+                                ("payload_kind", e.payload_kind, s.payload_kind),
+                                ("priority", e.priority, s.priority), ("alignment", e.alignment, s.alignment)):
+            if have != want:
+                add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
+                            f"entry {e.name!r}: {fld} is {have!r}, the signed statement says {want!r}",
+                            offset=base + ent.offsets[fld][0], field=f"{p}.{fld}", expected=want, actual=have))
+        me = None if manifest is None else manifest.entry(e.name)
+        if hashlib.sha256(entry_record(me)).hexdigest() != s.record_sha256:
+            at, where = base, f"{p}.name"
+            if manifest is not None and me is not None:
+                pos = next(i for i, x in enumerate(manifest.entries) if x.name == e.name)
+                at, where = c.header.manifest_offset + me.position, f"manifest.entries[{pos}]"
+            add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
+                        f"entry {e.name!r}: its manifest record (requirements, program signature, named data, "
+                        "digests, provenance, ExecuTorch backends) differs from the signed one",
+                        offset=at, field=where))
+    keys = {k.key: k for k in st.named_data}
+    if manifest is not None:
+        for j, (key, _) in enumerate(manifest.named_data):
+            where = f"manifest.named_data[{j}]"
+            sk = keys.get(key)
+            if sk is None:
+                add(finding(ErrorCode.NAMED_DATA_NOT_SIGNED, f"named-data key {key!r} is not in the signed "
+                            "statement: it was added after signing", offset=c.header.manifest_offset,
+                            field=where, actual=key))
+            elif hashlib.sha256(named_data_record(key, manifest.layout(key))).hexdigest() != sk.record_sha256:
+                add(finding(ErrorCode.SIGNED_NAMED_DATA_MISMATCH,
+                            f"named-data key {key!r}: its tensor layout differs from the signed one",
+                            offset=c.header.manifest_offset, field=where))
+
+
+def check_bytes(c: Container, st: Statement, add: Callable[[Finding], None], *,
+                names: Sequence[str] | None = None, progress: Progress | None = None) -> set[str]:
+    """The SHA-256 of every payload and named-data segment against the statement (6.9, 6.10):
+    of every entry, or of the entries `names` and the keys they use. Returns the entries and keys
+    whose bytes did not match."""
+    signed = st.entry_index()
+    keys = {k.key: k for k in st.named_data}
+    manifest = c.manifest
+    seg_of = key_segments(c)
+    entries = [e for e in c.entries if e.name in signed and (names is None or e.name in names)]
+    if names is None:
+        wanted_keys = [k for k in seg_of if k in keys]
+    else:
+        used: set[str] = set()
+        for e in entries:
+            me = None if manifest is None else manifest.entry(e.name)
+            used.update(() if me is None else me.named_data)
+        wanted_keys = [k for k in seg_of if k in keys and k in used]
+    ranges = [(e.offset, e.size) for e in entries]
+    ranges += [(c.segments[seg_of[k]].offset, c.segments[seg_of[k]].size) for k in wanted_keys]
+    total = sum(size for _, size in set(ranges))
+    digest = sha256_of_ranges(c.buffer, ranges, None if progress is None else progress_counter(progress, total))
+    bad: set[str] = set()
+    for e in entries:
+        s = st.entries[signed[e.name]]
+        if digest[(e.offset, e.size)] != s.payload_sha256:
+            bad.add(e.name)
+            add(finding(ErrorCode.SIGNED_PAYLOAD_MISMATCH,
+                        f"the payload of {e.name!r} ({e.offset:#x}..{e.end:#x}) has SHA-256 "
+                        f"{digest[(e.offset, e.size)][:16]}..., the signed statement says {s.payload_sha256[:16]}...: "
+                        "its bytes were changed after signing", offset=_entry_base(c, e.index)
+                        + L.RECORDS["v2_entry"].offsets["offset"][0], field=f"entries[{e.index}].offset"))
+    h = c.header
+    seg_at = h.header_size + h.entry_count * h.entry_size
+    for key in wanted_keys:
+        seg = c.segments[seg_of[key]]
+        got = digest[(seg.offset, seg.size)]
+        if got != keys[key].sha256:
+            bad.add(NAMED_DATA_SUBJECT + key)
+            add(finding(ErrorCode.SIGNED_NAMED_DATA_MISMATCH,
+                        f"the bytes of named-data key {key!r} (segment {seg.index}) have SHA-256 {got[:16]}..., the "
+                        f"signed statement says {keys[key].sha256[:16]}...: they were changed after signing",
+                        offset=seg_at + seg.index * h.segment_entry_size, field=f"segments[{seg.index}].offset"))
+    return bad
+
+
+def verify(
+    path: str | os.PathLike[str],
+    keys: Sequence[TrustedKey],
+    *,
+    signature: str | os.PathLike[str] | bytes | None = None,
+    progress: Progress | None = None,
+) -> VerifyReport:
+    """Verify the container at `path` against `keys` (specs/nfat-signature.md section 6).
+
+    The signature is `signature` (a detached file or its bytes) when given, else the embedded one,
+    else `path` + ".sig" when that file exists. Every entry present must match the statement;
+    signed entries and keys the container no longer holds are reported as thinned. Raises
+    FatpteError only when the container cannot be opened (its structural error) or read."""
+    if not keys:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "no trusted public key to verify with", field="key")
+    with open_container(path) as c:
+        return verify_container(c, keys, signature=signature, progress=progress)
+
+
+def verify_buffer(buf: BytesLike, keys: Sequence[TrustedKey], *, signature: bytes | None = None,
+                  source: str = "<buffer>") -> VerifyReport:
+    """`verify` of a container held in memory."""
+    with Container.from_buffer(buf, source=source) as c:
+        return verify_container(c, keys, signature=signature)
+
+
+def verify_container(c: Container, keys: Sequence[TrustedKey], *,
+                     signature: str | os.PathLike[str] | bytes | None = None,
+                     progress: Progress | None = None) -> VerifyReport:
+    """`verify` of an open container."""
+    source = c.source or "<buffer>"
+    data, where, sig_offset = _locate(c, signature)
+    if data is None:
+        return VerifyReport(source, None, None, findings=(finding(
+            ErrorCode.SIGNATURE_REQUIRED, "the container carries no signature region and no detached "
+            f"signature ({source}{DETACHED_SUFFIX}) was found", field="signature"),))
+    try:
+        env = read_bundle(data)
+        trusted = check_envelope(env, keys)
+        st = read_statement(env.payload)
+    except Malformed as problem:
+        return VerifyReport(source, where, None, findings=(finding(
+            problem.code, problem.message, offset=sig_offset, field=problem.field),))
+    findings: list[Finding] = []
+    check_records(c, st, sig_offset, findings.append)
+    if any(f.code is ErrorCode.SIGNATURE_NOT_FOR_CONTAINER for f in findings):
+        return VerifyReport(source, where, trusted.key_id, findings=tuple(findings))
+    bad = check_bytes(c, st, findings.append, progress=progress)
+    signed = st.entry_index()
+    flagged = {f.field for f in findings}
+    verdicts = []
+    for e in c.entries:
+        if e.name not in signed:
+            status = "unsigned"
+        elif e.name in bad or any(fl and fl.startswith(f"entries[{e.index}].") for fl in flagged):
+            status = "tampered"
+        else:
+            status = "verified"
+        verdicts.append(EntryVerdict(e.name, e.backend_id, status))
+    present = {e.name for e in c.entries}
+    seg_of = key_segments(c)
+    thinned_keys = tuple(k.key for k in st.named_data if k.key not in seg_of)
+    key_problems = {f.actual for f in findings if f.code is ErrorCode.NAMED_DATA_NOT_SIGNED}
+    key_problems |= {f.field for f in findings if f.code is ErrorCode.SIGNED_NAMED_DATA_MISMATCH}
+    good_keys = sum(1 for j, k in enumerate(seg_of) if NAMED_DATA_SUBJECT + k not in bad
+                    and k not in key_problems and f"manifest.named_data[{j}]" not in key_problems)
+    return VerifyReport(source, where, trusted.key_id, tuple(verdicts),
+                        tuple(s.name for s in st.entries if s.name not in present), good_keys, thinned_keys,
+                        tuple(findings))
+
