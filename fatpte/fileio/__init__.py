@@ -1,5 +1,5 @@
-"""Bytes on disk, in memory and at URLs, the lowest floor: CRC32C (`checksum`), read-only mappings
-(`mapping`), payload sources opened once and compared chunk by chunk (`sources`), streaming range
+"""Bytes on disk, in memory and at URLs, the lowest floor: what the readers read from
+(`buffers`), CRC32C (`checksum`), read-only mappings (`mapping`), payload sources opened once and compared chunk by chunk (`sources`), streaming range
 copies with a concurrent checksum (`streams`), atomic outputs (`atomic`), whether a location is a
 URL (`url`), range reads of a URL checked answer by answer (`remote`), the checksums and
 digests of ranges answered from a buffer or from one streaming pass (`ranges`), and the one
