@@ -23,6 +23,7 @@ from fatpte.errors import MAX_FINDINGS_PER_CODE, ErrorCode, FatpteError, Selecti
 from fatpte.manifest.model import work_budget
 from fatpte.ops.diff import compare
 from fatpte.ops.info import summary
+from tests.builds import missing_build
 from tests.paths import ROOT
 from tests.work import executed_lines, growth, peak_allocation
 from tools import hostile
@@ -34,7 +35,7 @@ DEVICE = "x86-64-v3"
 def loader_tool(name: str) -> Path:
     path = LOADER / name
     if not path.exists():
-        pytest.skip(f"{path.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
+        missing_build(f"{path.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
     return path
 
 
