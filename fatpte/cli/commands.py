@@ -234,6 +234,11 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
         described = None if manifest is None else manifest.entry(entry.name)
         keys = () if described is None else described.named_data
         package = False
+        if keys and data_out is not None:
+            from fatpte.container.reader import segment_of
+
+            for key in keys:  # a key that is missing or past the segment table: stop before writing -o
+                segment_of(container, key)
         if keys:  # only then can it be a .ptn whose tensors moved into the container
             from fatpte.ops.ptn_export import is_shared_package
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, NamedTuple
 
-from fatpte.container.reader import Container
+from fatpte.container.reader import Container, key_segments
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.buffers import BytesLike
 from fatpte.fileio.mapping import releasable, release_pages
@@ -97,21 +97,15 @@ def sha256_of_ranges(buf: BytesLike, ranges: Iterable[tuple[int, int]], advance:
         view.release()
 
 
-def key_segments(c: Container) -> dict[str, int]:
-    m = c.manifest
-    return {} if m is None else dict(m.named_data)
-
-
-
 def statement_of(c: Container, *, progress: Progress | None = None) -> dict[str, Any]:
     """The in-toto statement that describes container `c` (specs/nfat-signature.md section 4)."""
     if c.version != L.VERSION_2:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, "only version 2 containers can be signed; convert it first "
                           "(fatpte convert --to 2)", source=c.source, field="header.version", actual=c.version)
     manifest = c.manifest
-    seg_of = key_segments(c)
+    seg_of = key_segments(c)  # E0414 for a key past the segment table
     ranges = [(e.offset, e.size) for e in c.entries]
-    ranges += [(c.segments[s].offset, c.segments[s].size) for s in seg_of.values()]
+    ranges += [(s.offset, s.size) for s in seg_of.values()]
     total = sum(size for _, size in set(ranges))
     advance = None if progress is None else progress_counter(progress, total)
     digest = sha256_of_ranges(c.buffer, ranges, advance)
@@ -125,8 +119,7 @@ def statement_of(c: Container, *, progress: Progress | None = None) -> dict[str,
                         "priority": e.priority, "alignment": e.alignment,
                         "record_sha256": hashlib.sha256(entry_record(me)).hexdigest()})
     keys: list[dict[str, Any]] = []
-    for key, seg in seg_of.items():
-        s = c.segments[seg]
+    for key, s in seg_of.items():
         subjects.append({"name": NAMED_DATA_SUBJECT + key, "digest": {"sha256": digest[(s.offset, s.size)]}})
         layout = None if manifest is None else manifest.layout(key)
         keys.append({"key": key, "record_sha256": hashlib.sha256(named_data_record(key, layout)).hexdigest()})

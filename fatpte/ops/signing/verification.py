@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from fatpte.container.reader import Container
+from fatpte.container.reader import Container, key_segments
 from fatpte.container.reader import open as open_container
 from fatpte.errors import ErrorCode, FatpteError, Finding, finding
 from fatpte.fileio.atomic import io_error
@@ -21,13 +21,7 @@ from fatpte.format import layout as L
 from fatpte.manifest.canonical import entry_record, named_data_record
 from fatpte.ops.signing.bundle import DETACHED_SUFFIX, Envelope, Malformed, pae, read_bundle
 from fatpte.ops.signing.keys import TrustedKey, verifies
-from fatpte.ops.signing.statement import (
-    NAMED_DATA_SUBJECT,
-    Statement,
-    key_segments,
-    read_statement,
-    sha256_of_ranges,
-)
+from fatpte.ops.signing.statement import NAMED_DATA_SUBJECT, Statement, read_statement, sha256_of_ranges
 
 
 class EntryVerdict(NamedTuple):
@@ -192,7 +186,7 @@ def check_bytes(c: Container, st: Statement, add: Callable[[Finding], None], *,
             used.update(() if me is None else me.named_data)
         wanted_keys = [k for k in seg_of if k in keys and k in used]
     ranges = [(e.offset, e.size) for e in entries]
-    ranges += [(c.segments[seg_of[k]].offset, c.segments[seg_of[k]].size) for k in wanted_keys]
+    ranges += [(seg_of[k].offset, seg_of[k].size) for k in wanted_keys]
     total = sum(size for _, size in set(ranges))
     digest = sha256_of_ranges(c.buffer, ranges, None if progress is None else progress_counter(progress, total))
     bad: set[str] = set()
@@ -208,7 +202,7 @@ def check_bytes(c: Container, st: Statement, add: Callable[[Finding], None], *,
     h = c.header
     seg_at = h.header_size + h.entry_count * h.entry_size
     for key in wanted_keys:
-        seg = c.segments[seg_of[key]]
+        seg = seg_of[key]
         got = digest[(seg.offset, seg.size)]
         if got != keys[key].sha256:
             bad.add(NAMED_DATA_SUBJECT + key)
@@ -250,6 +244,10 @@ def verify_container(c: Container, keys: Sequence[TrustedKey], *,
                      progress: Progress | None = None) -> VerifyReport:
     """`verify` of an open container."""
     source = c.source or "<buffer>"
+    # What the statement speaks of must be readable first (specs/nfat-signature.md section 6,
+    # before step 1): the manifest (E0407, E0415, E0418, E0420) and each named-data key's segment
+    # (E0414), reported as the container errors they are.
+    key_segments(c)
     data, where, sig_offset = _locate(c, signature)
     if data is None:
         return VerifyReport(source, None, None, findings=(finding(
