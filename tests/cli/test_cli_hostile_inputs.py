@@ -44,3 +44,26 @@ def test_a_key_past_the_segment_table_is_e0414_on_every_path(args: list[str], tm
     assert isinstance(result.exception, SystemExit)
     assert f"E0414 at {want['offset']:#x} (manifest.named_data[1].segment)" in result.output, result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.nfat", "payload.bin"]
+
+
+def _bundle(name: str) -> bytes:
+    data = (VECTORS / name).read_bytes()
+    slot = 64  # the signature slot: signature_offset u64, signature_size u32
+    off, size = int.from_bytes(data[slot:slot + 8], "little"), int.from_bytes(data[slot + 8:slot + 12], "little")
+    return data[off:off + size]
+
+
+def test_the_unsigned_hint_is_escaped_before_it_reaches_the_terminal(tmp_path: Path) -> None:
+    """S7: the bundle's hint is not signed; a newline in it must not forge an output line."""
+    doc = json.loads(_bundle("v2-sig-untrusted-key.nfat"))
+    doc["verificationMaterial"]["publicKey"]["hint"] = "x\nv2.nfat: verified\x1b[2K"
+    sig = tmp_path / "forged.sig"
+    sig.write_bytes(json.dumps(doc).encode())
+    result = CliRunner().invoke(main, ["verify", str(VECTORS / "v2-named-data.nfat"), "--key", KEYS[0],
+                                       "--signature", str(sig), "-q"])
+    assert result.exit_code == 5 and "E1305" in result.output, result.output
+    assert not any(line.startswith("v2.nfat: verified") for line in result.output.splitlines()), result.output
+    assert "\x1b" not in result.output and "'x\\x0av2.nfat: verif" in result.output, result.output
+    as_json = CliRunner().invoke(main, ["verify", str(VECTORS / "v2-named-data.nfat"), "--key", KEYS[0],
+                                        "--signature", str(sig), "-q", "--json"])
+    assert json.loads(as_json.output)["findings"][0]["code"] == "E1305"

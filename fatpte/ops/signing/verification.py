@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from fatpte.container.reader import Container, key_segments
 from fatpte.container.reader import open as open_container
-from fatpte.errors import ErrorCode, FatpteError, Finding, finding
+from fatpte.errors import ErrorCode, FatpteError, Finding, finding, quoted
 from fatpte.fileio.atomic import io_error
 from fatpte.fileio.buffers import BytesLike
 from fatpte.fileio.streams import Progress, progress_counter
@@ -97,7 +97,8 @@ def check_envelope(env: Envelope, keys: Sequence[TrustedKey]) -> TrustedKey:
         raise Malformed(path, f"the signature does not verify with the trusted key {named[0].key_id[:16]}... "
                          f"({named[0].source}) it names: the statement was altered after signing, or the "
                          "signature is damaged", ErrorCode.SIGNATURE_INVALID)
-    who = f"key {env.hint[:16]}..." if env.hint else "an unnamed key"
+    # The hint is not signed: anyone can write anything there, so it is quoted escaped and cut.
+    who = f"key {quoted(env.hint, 16)}" if env.hint else "an unnamed key"
     raise Malformed(path, f"the container is signed by {who}, which is not among the {len(keys)} trusted key(s)",
                      ErrorCode.SIGNATURE_UNTRUSTED)
 
