@@ -61,7 +61,7 @@ def check_inputs(*paths: str | os.PathLike[str] | None) -> None:
     import stat
 
     from fatpte.fileio.atomic import io_error
-    from fatpte.fileio.mapping import what_file
+    from fatpte.fileio.kinds import what_file
     from fatpte.fileio.url import is_url
 
     for path in paths:

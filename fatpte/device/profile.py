@@ -364,31 +364,9 @@ def _names_in(directory: str) -> list[str]:
 
 
 def _read_json(path: str) -> Any:
-    import stat
+    from fatpte.fileio.mapping import read_regular
 
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read the device profile {path}: {exc.strerror or exc}",
-                          source=path, actual=exc.errno) from exc
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            from fatpte.fileio.mapping import what_file
-
-            raise FatpteError(ErrorCode.NOT_A_FILE, f"cannot read the device profile {path}: it is "
-                              f"{what_file(mode)}, not a regular file", source=path)
-        with os.fdopen(fd, "rb") as handle:
-            fd = -1
-            data = handle.read(MAX_PROFILE_BYTES + 1)
-    except OSError as exc:
-        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read the device profile {path}: {exc.strerror or exc}",
-                          source=path, actual=exc.errno) from exc
-    finally:
-        if fd >= 0:
-            os.close(fd)
-    return parse_json(data, source=path)
+    return parse_json(read_regular(path, MAX_PROFILE_BYTES, "the device profile"), source=path)
 
 
 # How a profile file is read (specs/device-profile.md, "Reading a profile"); the C++ reader

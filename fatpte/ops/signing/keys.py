@@ -9,13 +9,17 @@ import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.fileio.atomic import io_error
+from fatpte.fileio.mapping import read_regular
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes, PublicKeyTypes
+
+
+# A PEM public key is under 200 bytes; a file larger than this is not one.
+MAX_KEY_FILE_SIZE: Final = 64 << 10
 
 
 class TrustedKey(NamedTuple):
@@ -48,11 +52,13 @@ def check_supported(key: Any, path: str) -> None:
 
 
 def _read_key_file(path: str | os.PathLike[str]) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read(1 << 20)
-    except OSError as exc:
-        raise io_error(exc, path, "cannot read the key") from exc
+    """A key file's bytes: a regular file (a FIFO or /dev/zero is refused before a byte is read)
+    of at most MAX_KEY_FILE_SIZE bytes."""
+    data = read_regular(path, MAX_KEY_FILE_SIZE, "the key")
+    if len(data) > MAX_KEY_FILE_SIZE:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{os.fspath(path)} is larger than {MAX_KEY_FILE_SIZE} bytes: "
+                          "not a key file", source=os.fspath(path), field="key")
+    return data
 
 
 def load_private_key(path: str | os.PathLike[str], password: bytes | None = None) -> PrivateKeyTypes:

@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 from fatpte.container.reader import Container, key_segments
 from fatpte.container.reader import open as open_container
 from fatpte.errors import ErrorCode, FatpteError, Finding, finding, quoted
-from fatpte.fileio.atomic import io_error
 from fatpte.fileio.buffers import BytesLike
+from fatpte.fileio.mapping import read_regular
 from fatpte.fileio.streams import Progress, progress_counter
 from fatpte.format import layout as L
 from fatpte.manifest.canonical import entry_record, named_data_record
@@ -68,12 +68,9 @@ def _locate(c: Container, signature: str | os.PathLike[str] | bytes | None) -> t
     if isinstance(signature, bytes):
         return signature, "given", None
     if signature is not None:
-        try:
-            with open(signature, "rb") as f:
-                data = f.read(L.MAX_SIGNATURE_SIZE + 1)
-        except OSError as exc:
-            raise io_error(exc, signature, "cannot read the signature") from exc
-        return data, os.fspath(signature), None
+        # A regular file (a FIFO never blocks), read up to one byte past the limit: the bundle's
+        # reader refuses a larger one (E1302).
+        return read_regular(signature, L.MAX_SIGNATURE_SIZE, "the signature"), os.fspath(signature), None
     h = c.header
     if c.version == L.VERSION_2 and h.signature_size:
         return bytes(c.buffer[h.signature_offset:h.signature_offset + h.signature_size]), "embedded", \
