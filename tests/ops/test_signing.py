@@ -264,3 +264,92 @@ def test_verify_holds_a_bounded_resident_set(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=300)
     grew_mib = int(out.stdout.strip()) / 1024
     assert grew_mib < 64, f"verifying {size >> 20} MiB raised the peak resident set by {grew_mib:.0f} MiB"
+
+
+def _certificate_pem(key: Any) -> bytes:
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.x509.oid import NameOID
+
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fatpte test")])
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+            .sign(key, hashes.SHA256()))
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _explicit_p256_spki(public: ec.EllipticCurvePublicKey) -> bytes:
+    """The SubjectPublicKeyInfo of `public` with P-256's parameters written out (specifiedCurve), as
+    `openssl ec -param_enc explicit` writes it."""
+    def tlv(tag: int, body: bytes) -> bytes:
+        n = len(body)
+        size = bytes([n]) if n < 0x80 else bytes([0x80 | ((n.bit_length() + 7) // 8)]) + n.to_bytes(
+            (n.bit_length() + 7) // 8, "big")
+        return bytes([tag]) + size + body
+
+    def integer(v: int) -> bytes:
+        raw = v.to_bytes((v.bit_length() + 8) // 8, "big")
+        return tlv(0x02, raw)
+
+    p = 0xFFFFFFFF00000001000000000000000000000000FFFFFFFFFFFFFFFFFFFFFFFF
+    a, b = p - 3, 0x5AC635D8AA3A93E7B3EBBD55769886BC651D06B0CC53B0F63BCE3C3E27D2604B
+    gx = 0x6B17D1F2E12C4247F8BCE6E563A440F277037D812DEB33A0F4A13945D898C296
+    gy = 0x4FE342E2FE1A7F9B8EE7EB4A7C0F9E162BCE33576B315ECECBB6406837BF51F5
+    n = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+    field = tlv(0x30, tlv(0x06, bytes.fromhex("2a8648ce3d0101")) + integer(p))
+    curve = tlv(0x30, tlv(0x04, a.to_bytes(32, "big")) + tlv(0x04, b.to_bytes(32, "big")))
+    params = tlv(0x30, integer(1) + field + curve + tlv(0x04, b"\x04" + gx.to_bytes(32, "big") + gy.to_bytes(32, "big"))
+                 + integer(n) + integer(1))
+    point = public.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    return tlv(0x30, tlv(0x30, tlv(0x06, bytes.fromhex("2a8648ce3d0201")) + params) + tlv(0x03, b"\0" + point))
+
+
+def _pem(der: bytes, label: str = "PUBLIC KEY") -> bytes:
+    import base64
+    import textwrap
+
+    body = "\n".join(textwrap.wrap(base64.b64encode(der).decode(), 64))
+    return f"-----BEGIN {label}-----\n{body}\n-----END {label}-----\n".encode()
+
+
+def test_trusted_key_files_follow_section_5_4(tmp_path: Path) -> None:
+    """One PEM block labelled PUBLIC KEY and nothing else; P-256 on its named curve, compressed or
+    not, with one key id; explicit parameters, certificates and private keys refused."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    public = key.public_key()
+    spki = public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    canonical = hashlib.sha256(spki).hexdigest()
+    private_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                    serialization.NoEncryption())
+    point = public.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.CompressedPoint)
+    compressed = b"\x30\x39" + spki[2:23] + b"\x03\x22\x00" + point  # SEQUENCE { algorithm, BIT STRING }
+    assert compressed[1] == 0x39 and len(compressed) == 0x39 + 2
+    cases: dict[str, tuple[bytes, str | None]] = {
+        "plain": (_pem(spki), canonical),
+        "crlf and surrounding whitespace": (b"\n \r\n" + _pem(spki).replace(b"\n", b"\r\n") + b"\n\n", canonical),
+        "one line of base64": (_pem(spki).replace(b"\n", b"", 2).replace(b"KEY-----", b"KEY-----\n", 1), canonical),
+        "compressed point": (_pem(compressed), canonical),
+        "explicit parameters": (_pem(_explicit_p256_spki(public)), None),
+        "certificate first": (_certificate_pem(key) + _pem(spki), None),
+        "private key first": (private_pem + _pem(spki), None),
+        "a second public key": (_pem(spki) + _pem(spki), None),
+        "text before": (b"my release key\n" + _pem(spki), None),
+        "1 MiB of text first": (b"#" * (1 << 20) + b"\n" + _pem(spki), None),
+        "a certificate alone": (_certificate_pem(key), None),
+        "an RSA-style label": (_pem(spki, "RSA PUBLIC KEY"), None),
+        "base64 with a space": (_pem(spki).replace(b"\n", b"\n ", 2), None),
+    }
+    for label, (data, want) in cases.items():
+        path = tmp_path / "k.pem"
+        path.write_bytes(data)
+        if want is None:
+            with pytest.raises(FatpteError) as info:
+                signing.load_public_key(path)
+            assert (info.value.code, info.value.field) == (ErrorCode.INVALID_ARGUMENT, "key"), label
+        else:
+            assert signing.load_public_key(path).key_id == want, label
+    # The explicit form is the same key: cryptography would read it; the rule refuses it all the same.
+    assert serialization.load_der_public_key(_explicit_p256_spki(public)).public_numbers() == public.public_numbers()
