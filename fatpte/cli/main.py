@@ -752,7 +752,8 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
               help="ECDSA P-256 or Ed25519 private key (PEM).")
 @click.option("-o", "--output", "output", metavar="OUT", type=click.Path(dir_okay=False),
               help="File to write (default: FILE itself, or FILE.sig with --detached).")
-@click.option("--detached", is_flag=True, help="Write the signature to a file beside FILE instead of into it.")
+@click.option("--detached", is_flag=True, help="Write the signature to a file beside FILE instead of into it "
+              "(verify it with --signature).")
 @_force_option
 @_quiet_option
 def sign(file: str, key: str, output: str | None, detached: bool, force: bool, quiet: bool) -> None:
@@ -795,7 +796,8 @@ def _verify_text(report: Any) -> str:
 @click.option("--trust", "trust", multiple=True, metavar="DIR", type=click.Path(file_okay=False),
               help="Folder whose *.pem files are trusted public keys.")
 @click.option("--signature", "signature", metavar="SIG", type=click.Path(dir_okay=False),
-              help="Detached signature to use (default: the embedded one, else FILE.sig).")
+              help="Detached signature to use (default: the embedded one; FILE.sig is read only when given "
+                   "here).")
 @_json_option
 @_quiet_option
 def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: str | None, as_json: bool,

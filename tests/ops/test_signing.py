@@ -119,11 +119,15 @@ def test_detached_signature(tmp_path: Path) -> None:
     sig = signing.sign(src, key, detached=True)
     assert sig == Path(str(src) + ".sig") and src.read_bytes() == before
     json.loads(sig.read_bytes())  # the bundle is plain JSON
-    report = signing.verify(src, _trusted(key))
+    # Beside the container, it is read only when named (specs/nfat-signature.md section 6 step 1).
+    first = signing.verify(src, _trusted(key)).first_error
+    assert first is not None and first.code is ErrorCode.SIGNATURE_REQUIRED and "--signature" in first.message
+    report = signing.verify(src, _trusted(key), signature=sig)
     assert report.ok and report.signature == str(sig)
+    assert signing.verify_buffer(src.read_bytes(), _trusted(key), signature=sig.read_bytes()).ok
     moved = tmp_path / "elsewhere.sig"
     sig.rename(moved)
-    assert signing.verify(src, _trusted(key)).first_error.code is ErrorCode.SIGNATURE_REQUIRED  # type: ignore[union-attr]
+    assert "--signature" not in signing.verify(src, _trusted(key)).first_error.message  # type: ignore[union-attr]
     assert signing.verify(src, _trusted(key), signature=moved).ok
 
 

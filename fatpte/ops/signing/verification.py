@@ -71,12 +71,12 @@ def _locate(c: Container, signature: str | os.PathLike[str] | bytes | None) -> t
         # A regular file (a FIFO never blocks), read up to one byte past the limit: the bundle's
         # reader refuses a larger one (E1302).
         return read_regular(signature, L.MAX_SIGNATURE_SIZE, "the signature"), os.fspath(signature), None
+    # Nothing else is looked for: a file beside the container is not read unless the caller names
+    # it (specs/nfat-signature.md section 6 step 1).
     h = c.header
     if c.version == L.VERSION_2 and h.signature_size:
         return bytes(c.buffer[h.signature_offset:h.signature_offset + h.signature_size]), "embedded", \
             h.signature_offset
-    if c.source is not None and os.path.isfile(c.source + DETACHED_SUFFIX):
-        return _locate(c, c.source + DETACHED_SUFFIX)
     return None, None, None
 
 
@@ -220,10 +220,12 @@ def verify(
 ) -> VerifyReport:
     """Verify the container at `path` against `keys` (specs/nfat-signature.md section 6).
 
-    The signature is `signature` (a detached file or its bytes) when given, else the embedded one,
-    else `path` + ".sig" when that file exists. Every entry present must match the statement;
+    The signature is `signature` (a detached file or its bytes) when given, else the embedded one;
+    a file beside the container is never looked for (section 6 step 1). Every entry present must
+    match the statement;
     signed entries and keys the container no longer holds are reported as thinned. Raises
-    FatpteError only when the container cannot be opened (its structural error) or read."""
+    FatpteError only when the container cannot be opened (its structural error), its manifest
+    read or its named-data keys resolved (section 6, before step 1), or a file read."""
     if not keys:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, "no trusted public key to verify with", field="key")
     with open_container(path) as c:
@@ -248,9 +250,11 @@ def verify_container(c: Container, keys: Sequence[TrustedKey], *,
     key_segments(c)
     data, where, sig_offset = _locate(c, signature)
     if data is None:
+        beside = c.source is not None and os.path.lexists(c.source + DETACHED_SUFFIX)
+        hint = (f"; {source}{DETACHED_SUFFIX} lies beside it, but a detached signature is read only when given "
+                "(--signature)") if beside else " and no detached signature was given"
         return VerifyReport(source, None, None, findings=(finding(
-            ErrorCode.SIGNATURE_REQUIRED, "the container carries no signature region and no detached "
-            f"signature ({source}{DETACHED_SUFFIX}) was found", field="signature"),))
+            ErrorCode.SIGNATURE_REQUIRED, f"the container carries no signature region{hint}", field="signature"),))
     try:
         env = read_bundle(data)
         trusted = check_envelope(env, keys)
