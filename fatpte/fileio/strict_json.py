@@ -37,6 +37,10 @@ class JsonRules(NamedTuple):
     # "values": every value is at most max_depth deep, the document itself at depth 1 (a number
     # inside max_depth arrays is one level too deep). Object keys are not values.
     depth_of: Literal["containers", "values"] = "containers"
+    # The most values the document may hold (each object, array, string, number, true, false and
+    # null counts one; keys do not); None: bounded by the size. Counted before parsing, and the
+    # count stops at the first value over the limit, so a refused document costs no more.
+    max_values: int | None = None
     constants: bool = False  # NaN, Infinity and -Infinity (not JSON; Python's extension)
     fractions: bool = True  # numbers with a fraction or an exponent
     integers: tuple[int, int] | None = None  # the range of integers; None: any of MAX_INTEGER_DIGITS digits
@@ -44,8 +48,8 @@ class JsonRules(NamedTuple):
 
 
 class JsonRefused(ValueError):
-    """A document the rules refuse; `kind` says which rule: `size`, `utf8`, `depth`, `syntax`
-    (json's own grammar), `duplicate`, `constant`, `fraction`, `integer` or `surrogate`."""
+    """A document the rules refuse; `kind` says which rule: `size`, `utf8`, `depth`, `values`,
+    `syntax` (json's own grammar), `duplicate`, `constant`, `fraction`, `integer` or `surrogate`."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -68,11 +72,13 @@ def loads(data: bytes | bytearray | memoryview, rules: JsonRules = PLAIN) -> Any
         text = bytes(data).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise JsonRefused("utf8", str(exc)) from None
-    if rules.max_depth is not None:
-        depth = nesting(text, rules.depth_of)
-        if depth > rules.max_depth:
+    if rules.max_depth is not None or rules.max_values is not None:
+        depth, values = measure(text, rules.depth_of, rules.max_values)
+        if rules.max_depth is not None and depth > rules.max_depth:
             what = "arrays and objects nest" if rules.depth_of == "containers" else "values nest"
             raise JsonRefused("depth", f"{what} {depth} deep, more than the limit of {rules.max_depth}")
+        if rules.max_values is not None and values > rules.max_values:
+            raise JsonRefused("values", f"the document holds more than {rules.max_values} values")
     try:
         value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_constant(rules),
                            parse_float=_fraction(rules), parse_int=_integer(rules))
@@ -90,20 +96,35 @@ def loads(data: bytes | bytearray | memoryview, rules: JsonRules = PLAIN) -> Any
 def nesting(text: str, depth_of: Literal["containers", "values"] = "containers") -> int:
     """How deep `text` nests, strings skipped: arrays and objects (`containers`), or values with
     the document at 1 (`values`). Counted on the text, so it works on documents of any depth."""
+    return measure(text, depth_of)[0]
+
+
+def measure(text: str, depth_of: Literal["containers", "values"] = "containers",
+            max_values: int | None = None) -> tuple[int, int]:
+    """How deep `text` nests (as `nesting`) and how many values it holds (keys are not values),
+    counted on the text; with `max_values`, the scan stops at the first value over it (the depth
+    is then that of the text scanned so far)."""
     import re
 
-    deepest = depth = 0
-    values = depth_of == "values"
+    deepest = depth = values = 0
+    by_value = depth_of == "values"
+    limit = -1 if max_values is None else max_values
     for m in re.finditer(_TOKENS, text):
         kind = m.lastgroup
+        if kind == "close":
+            depth -= 1
+            continue
+        if kind == "key":
+            continue
+        values += 1
+        if values == limit + 1:
+            break
         if kind == "open":
             depth += 1
             deepest = max(deepest, depth)
-        elif kind == "close":
-            depth -= 1
-        elif values and kind != "key":
+        elif by_value:
             deepest = max(deepest, depth + 1)  # a string or a literal: one level inside its container
-    return deepest
+    return deepest, values
 
 
 # A string (a key when a colon follows it), a bracket, or a run of a literal's characters. A

@@ -171,3 +171,12 @@ def test_each_reader_keeps_its_number_policy() -> None:
     with pytest.raises(Exception) as sig:
         signature_json(b"[1.5]", "signature.statement")
     assert getattr(sig.value, "field", None) == "signature.statement"
+
+
+def test_values_are_counted_and_the_count_stops_at_the_limit() -> None:
+    from fatpte.fileio.strict_json import measure
+
+    assert measure('{"a": [1, "x", {}], "b": null}') == (3, 6)  # keys are not values
+    assert loads(b"[" + b"0," * 9 + b"0]", JsonRules(max_values=11)) == [0] * 10
+    assert refused(b"[" + b"0," * 10 + b"0]", JsonRules(max_values=11)) == "values"
+    assert measure("[" + "0," * 100 + "0]", max_values=5) == (1, 6)  # it stopped at the sixth

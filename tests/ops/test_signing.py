@@ -22,6 +22,7 @@ from fatpte.format import layout as L
 from fatpte.manifest.canonical import entry_record, named_data_record
 from fatpte.manifest.codec import decode, encode
 from fatpte.ops import signing
+from tests.paths import ROOT
 
 S = fatpte.Specialization
 SIG = {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, "batch"]}],
@@ -357,3 +358,32 @@ def test_trusted_key_files_follow_section_5_4(tmp_path: Path) -> None:
             assert signing.load_public_key(path).key_id == want, label
     # The explicit form is the same key: cryptography would read it; the rule refuses it all the same.
     assert serialization.load_der_public_key(_explicit_p256_spki(public)).public_numbers() == public.public_numbers()
+
+
+@pytest.mark.parametrize("zeros", [1 << 20, 4 << 20])
+def test_an_unsigned_addition_to_the_bundle_is_refused_before_it_costs_memory(zeros: int) -> None:
+    """S5: a member of millions of zeros added to a bundle (no key needed) is E1302 at the 4097th
+    value: the work does not grow with the addition, the memory only by the text itself."""
+    from tests.work import executed_lines, peak_allocation
+
+    signed = (ROOT / "specs" / "vectors" / "v2-signed.nfat").read_bytes()
+    off = int.from_bytes(signed[64:72], "little")
+    size = int.from_bytes(signed[72:76], "little")
+    bundle = signed[off:off + size].rstrip()
+    assert bundle.endswith(b"}")
+    hostile = bundle[:-1] + b',"x":[' + b"0," * (zeros - 1) + b"0]}"
+    with pytest.raises(Exception) as info:
+        signing.read_bundle(hostile)
+    assert (getattr(info.value, "code", None), getattr(info.value, "field", None)) == (
+        ErrorCode.SIGNATURE_MALFORMED, "signature")
+    assert "more than 4096 values" in str(info.value)
+    lines = executed_lines(lambda: _refused(hostile))
+    assert lines < 100_000, lines  # about 4096 tokens' worth, whatever the addition's size
+    assert peak_allocation(lambda: _refused(hostile)) < 2 * len(hostile) + (1 << 20)
+    ok = bundle[:-1] + b',"x":[' + b"0," * 4000 + b"0]}"  # within the limit: still verifies
+    assert signing.read_bundle(ok).payload_type == signing.PAYLOAD_TYPE
+
+
+def _refused(bundle: bytes) -> None:
+    with pytest.raises(Exception):  # noqa: PT011 - the bundle reader's own exception
+        signing.read_bundle(bundle)

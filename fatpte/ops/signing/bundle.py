@@ -29,6 +29,10 @@ MAX_JSON_DEPTH: Final = 16  # the documents need 5 levels
 MAX_SIGNATURES: Final = 16  # signatures in one envelope
 MAX_SIG_BASE64: Final = 512  # an ECDSA P-256 DER signature is at most 72 bytes, Ed25519 64
 MAX_HINT: Final = 256  # verificationMaterial.publicKey.hint
+# The bundle is parsed before its signature is checked, so what an attacker adds to it without a
+# key (an ignored member of 30 million zeros) must cost next to nothing: a bundle holds a few
+# dozen values (a Sigstore bundle with transparency-log entries a few hundred).
+MAX_BUNDLE_VALUES: Final = 4096
 
 
 class Malformed(Exception):
@@ -44,13 +48,16 @@ class Malformed(Exception):
 # the same rules.
 SIGNATURE_JSON: Final = JsonRules(max_depth=MAX_JSON_DEPTH, depth_of="values", fractions=False,
                                   integers=(-(1 << 63), (1 << 63) - 1), lone_surrogates=False)
+# The bundle, read before anything vouches for it, is also bounded in values (section 7).
+BUNDLE_JSON: Final = SIGNATURE_JSON._replace(max_values=MAX_BUNDLE_VALUES)
 
 
-def parse_json(data: bytes, field: str) -> Any:
+def parse_json(data: bytes, field: str, rules: JsonRules = SIGNATURE_JSON) -> Any:
     """A JSON document by the rules of specs/nfat-signature.md section 2: UTF-8, no duplicate keys,
-    integers only (64-bit), no lone surrogates, at most MAX_JSON_DEPTH levels."""
+    integers only (64-bit), no lone surrogates, at most MAX_JSON_DEPTH levels (and, for the
+    bundle, at most MAX_BUNDLE_VALUES values)."""
     try:
-        return loads(data, SIGNATURE_JSON)
+        return loads(data, rules)
     except JsonRefused as exc:
         if exc.kind == "depth":
             raise Malformed(field, f"the JSON nests deeper than {MAX_JSON_DEPTH} levels") from None
@@ -98,7 +105,7 @@ def read_bundle(data: bytes) -> Envelope:
     p = "signature"
     if len(data) > L.MAX_SIGNATURE_SIZE:
         raise Malformed(p, f"the bundle is {len(data)} bytes, above the limit of {L.MAX_SIGNATURE_SIZE}")
-    root = parse_json(data, p)
+    root = parse_json(data, p, BUNDLE_JSON)
     if not isinstance(root, dict):
         raise Malformed(p, "the bundle must be a JSON object")
     media = member(root, "mediaType", str, p)
