@@ -387,3 +387,44 @@ def test_an_unsigned_addition_to_the_bundle_is_refused_before_it_costs_memory(ze
 def _refused(bundle: bytes) -> None:
     with pytest.raises(Exception):  # noqa: PT011 - the bundle reader's own exception
         signing.read_bundle(bundle)
+
+
+def _many(tmp_path: Path, n: int) -> Path:
+    """A container of `n` entries, each with its own named-data key and tensor layout."""
+    from fatpte.manifest.model import TensorLayout
+    from fatpte.ops.specialization import NamedData
+
+    specs = [S("xnnpack", i.to_bytes(4, "little") * 2, name=f"e{i}", named_data=[f"k{i:06d}"]) for i in range(n)]
+    data = {f"k{i:06d}": NamedData(i.to_bytes(4, "little"), layout=TensorLayout("float32", (1,))) for i in range(n)}
+    return fatpte.pack(specs, tmp_path / f"many{n}.nfat", named_data=data)
+
+
+def test_sign_and_verify_are_linear_in_the_entries(tmp_path: Path) -> None:
+    """S6: signing, verifying, and verifying a copy whose every payload was changed (one finding per
+    entry) run a number of lines of fatpte linear in the entries and keys: x4 entries, at most x5
+    lines (counted, never timed). The manifest was scanned once per entry, the findings once per
+    entry."""
+    from tests.work import executed_lines, growth
+
+    key = _key("ed25519")
+    trusted = _trusted(key)
+    work: dict[str, list[int]] = {"sign": [], "verify": [], "verify tampered": []}
+    for n in (150, 600, 2400):
+        src = _many(tmp_path, n)
+        out = tmp_path / f"signed{n}.nfat"
+        work["sign"].append(executed_lines(lambda s=src, o=out: signing.sign(s, key, o)))
+        report = signing.verify(out, trusted)
+        assert report.ok and report.named_data == n
+        work["verify"].append(executed_lines(lambda o=out: signing.verify(o, trusted)))
+        data = bytearray(out.read_bytes())
+        with fatpte.Container.from_buffer(bytes(data)) as c:
+            for e in c.entries:
+                data[e.offset] ^= 0xFF
+        bad = tmp_path / f"bad{n}.nfat"
+        bad.write_bytes(bytes(data))
+        report = signing.verify(bad, trusted)
+        assert [f.code for f in report.findings] == [ErrorCode.SIGNED_PAYLOAD_MISMATCH] * n
+        assert {e.status for e in report.entries} == {"tampered"}
+        work["verify tampered"].append(executed_lines(lambda b=bad: signing.verify(b, trusted)))
+    for what, lines in work.items():
+        assert all(g <= 5 for g in growth(lines)), (what, lines)

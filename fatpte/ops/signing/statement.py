@@ -111,8 +111,12 @@ def statement_of(c: Container, *, progress: Progress | None = None) -> dict[str,
     digest = sha256_of_ranges(c.buffer, ranges, advance)
     subjects: list[dict[str, Any]] = []
     entries: list[dict[str, Any]] = []
+    # Each looked up once per entry or key, by dict: a container of 65536 entries must not scan
+    # the manifest once per entry.
+    described = {} if manifest is None else manifest.by_name()
+    layouts = {} if manifest is None else dict(manifest.layouts)
     for e in c.entries:
-        me = None if manifest is None else manifest.entry(e.name)
+        me = described.get(e.name)
         subjects.append({"name": ENTRY_SUBJECT + e.name, "digest": {"sha256": digest[(e.offset, e.size)]}})
         assert e.payload_kind is not None
         entries.append({"name": e.name, "backend_id": e.backend_id, "payload_kind": e.payload_kind.hex(),
@@ -121,7 +125,7 @@ def statement_of(c: Container, *, progress: Progress | None = None) -> dict[str,
     keys: list[dict[str, Any]] = []
     for key, s in seg_of.items():
         subjects.append({"name": NAMED_DATA_SUBJECT + key, "digest": {"sha256": digest[(s.offset, s.size)]}})
-        layout = None if manifest is None else manifest.layout(key)
+        layout = layouts.get(key)
         keys.append({"key": key, "record_sha256": hashlib.sha256(named_data_record(key, layout)).hexdigest()})
     return {
         "_type": STATEMENT_TYPE,

@@ -104,19 +104,34 @@ def _entry_base(c: Container, index: int) -> int:
     return c.header.header_size + index * c.header.entry_size
 
 
+class Problems(NamedTuple):
+    """What the record checks found wrong, by entry table index and by named-data key: the
+    verdicts are read from these, never by matching the findings' field paths (which cost one
+    pass over the findings per entry)."""
+
+    entries: set[int]
+    keys: set[str]
+
+
 def check_records(c: Container, st: Statement, sig_offset: int | None,
-                  add: Callable[[Finding], None]) -> None:
+                  add: Callable[[Finding], None]) -> Problems:
     """Everything that needs no payload byte (6.6, 6.7, 6.8): which entries are signed, their
-    table fields and order, their manifest records, the named-data keys and their records."""
+    table fields and order, their manifest records, the named-data keys and their records. Linear
+    in the entries and keys: every lookup is a dict built once."""
     ent = L.RECORDS["v2_entry"]
     signed = st.entry_index()
+    found = Problems(set(), set())
     if c.version != L.VERSION_2 or not any(e.name in signed for e in c.entries):
         names = ", ".join(repr(e.name) for e in st.entries[:8])
         add(finding(ErrorCode.SIGNATURE_NOT_FOR_CONTAINER,
                     f"the signature describes entries {names}, none of which this container holds: it belongs "
                     "to another container", offset=sig_offset, field="signature"))
-        return
+        return found
     manifest = c.manifest
+    described = {} if manifest is None else manifest.by_name()
+    position: dict[str, int] = {}  # the index of the first manifest entry of each name
+    for i, record in enumerate(() if manifest is None else manifest.entries):
+        position.setdefault(record.name, i)
     last = -1
     for e in c.entries:
         base = _entry_base(c, e.index)
@@ -128,6 +143,7 @@ def check_records(c: Container, st: Statement, sig_offset: int | None,
             continue
         s = st.entries[k]
         if k < last:
+            found.entries.add(e.index)
             add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
                         f"entry {e.name!r} comes after {st.entries[last].name!r} in the table but before it in "
                         "the signed statement: the entries were reordered", offset=base, field=f"{p}.name"))
@@ -137,50 +153,57 @@ def check_records(c: Container, st: Statement, sig_offset: int | None,
                                 ("payload_kind", e.payload_kind, s.payload_kind),
                                 ("priority", e.priority, s.priority), ("alignment", e.alignment, s.alignment)):
             if have != want:
+                found.entries.add(e.index)
                 add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
                             f"entry {e.name!r}: {fld} is {have!r}, the signed statement says {want!r}",
                             offset=base + ent.offsets[fld][0], field=f"{p}.{fld}", expected=want, actual=have))
-        me = None if manifest is None else manifest.entry(e.name)
+        me = described.get(e.name)
         if hashlib.sha256(entry_record(me)).hexdigest() != s.record_sha256:
+            found.entries.add(e.index)
             at, where = base, f"{p}.name"
-            if manifest is not None and me is not None:
-                pos = next(i for i, x in enumerate(manifest.entries) if x.name == e.name)
-                at, where = c.header.manifest_offset + me.position, f"manifest.entries[{pos}]"
+            if me is not None:
+                at, where = c.header.manifest_offset + me.position, f"manifest.entries[{position[e.name]}]"
             add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
                         f"entry {e.name!r}: its manifest record (requirements, program signature, named data, "
                         "digests, provenance, ExecuTorch backends) differs from the signed one",
                         offset=at, field=where))
     keys = {k.key: k for k in st.named_data}
     if manifest is not None:
+        layouts = dict(manifest.layouts)
         for j, (key, _) in enumerate(manifest.named_data):
             where = f"manifest.named_data[{j}]"
             sk = keys.get(key)
             if sk is None:
+                found.keys.add(key)
                 add(finding(ErrorCode.NAMED_DATA_NOT_SIGNED, f"named-data key {key!r} is not in the signed "
                             "statement: it was added after signing", offset=c.header.manifest_offset,
                             field=where, actual=key))
-            elif hashlib.sha256(named_data_record(key, manifest.layout(key))).hexdigest() != sk.record_sha256:
+            elif hashlib.sha256(named_data_record(key, layouts.get(key))).hexdigest() != sk.record_sha256:
+                found.keys.add(key)
                 add(finding(ErrorCode.SIGNED_NAMED_DATA_MISMATCH,
                             f"named-data key {key!r}: its tensor layout differs from the signed one",
                             offset=c.header.manifest_offset, field=where))
+    return found
 
 
 def check_bytes(c: Container, st: Statement, add: Callable[[Finding], None], *,
                 names: Sequence[str] | None = None, progress: Progress | None = None) -> set[str]:
     """The SHA-256 of every payload and named-data segment against the statement (6.9, 6.10):
     of every entry, or of the entries `names` and the keys they use. Returns the entries and keys
-    whose bytes did not match."""
+    (`named_data/KEY`) whose bytes did not match. Each region is hashed once."""
     signed = st.entry_index()
     keys = {k.key: k for k in st.named_data}
     manifest = c.manifest
     seg_of = key_segments(c)
-    entries = [e for e in c.entries if e.name in signed and (names is None or e.name in names)]
-    if names is None:
+    wanted = None if names is None else frozenset(names)
+    entries = [e for e in c.entries if e.name in signed and (wanted is None or e.name in wanted)]
+    if wanted is None:
         wanted_keys = [k for k in seg_of if k in keys]
     else:
+        described = {} if manifest is None else manifest.by_name()
         used: set[str] = set()
         for e in entries:
-            me = None if manifest is None else manifest.entry(e.name)
+            me = described.get(e.name)
             used.update(() if me is None else me.named_data)
         wanted_keys = [k for k in seg_of if k in keys and k in used]
     ranges = [(e.offset, e.size) for e in entries]
@@ -263,17 +286,16 @@ def verify_container(c: Container, keys: Sequence[TrustedKey], *,
         return VerifyReport(source, where, None, findings=(finding(
             problem.code, problem.message, offset=sig_offset, field=problem.field),))
     findings: list[Finding] = []
-    check_records(c, st, sig_offset, findings.append)
+    problems = check_records(c, st, sig_offset, findings.append)
     if any(f.code is ErrorCode.SIGNATURE_NOT_FOR_CONTAINER for f in findings):
         return VerifyReport(source, where, trusted.key_id, findings=tuple(findings))
     bad = check_bytes(c, st, findings.append, progress=progress)
     signed = st.entry_index()
-    flagged = {f.field for f in findings}
     verdicts = []
     for e in c.entries:
         if e.name not in signed:
             status = "unsigned"
-        elif e.name in bad or any(fl and fl.startswith(f"entries[{e.index}].") for fl in flagged):
+        elif e.name in bad or e.index in problems.entries:
             status = "tampered"
         else:
             status = "verified"
@@ -281,11 +303,7 @@ def verify_container(c: Container, keys: Sequence[TrustedKey], *,
     present = {e.name for e in c.entries}
     seg_of = key_segments(c)
     thinned_keys = tuple(k.key for k in st.named_data if k.key not in seg_of)
-    key_problems = {f.actual for f in findings if f.code is ErrorCode.NAMED_DATA_NOT_SIGNED}
-    key_problems |= {f.field for f in findings if f.code is ErrorCode.SIGNED_NAMED_DATA_MISMATCH}
-    good_keys = sum(1 for j, k in enumerate(seg_of) if NAMED_DATA_SUBJECT + k not in bad
-                    and k not in key_problems and f"manifest.named_data[{j}]" not in key_problems)
+    good_keys = sum(1 for k in seg_of if NAMED_DATA_SUBJECT + k not in bad and k not in problems.keys)
     return VerifyReport(source, where, trusted.key_id, tuple(verdicts),
                         tuple(s.name for s in st.entries if s.name not in present), good_keys, thinned_keys,
                         tuple(findings))
-
