@@ -798,13 +798,18 @@ def _verify_text(report: Any) -> str:
 @click.option("--signature", "signature", metavar="SIG", type=click.Path(dir_okay=False),
               help="Detached signature to use (default: the embedded one; FILE.sig is read only when given "
                    "here).")
+@click.option("--refuse-downgrade", "downgrade", metavar="host|NAME|PROFILE.json", default=None,
+              shell_complete=_complete_device,
+              help="Also fail (E1308) when the entry this device gets among the signed entries was thinned "
+                   "away, leaving it a weaker one. Off by default (specs/nfat-signature.md 6, step 11).")
 @_json_option
 @_quiet_option
-def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: str | None, as_json: bool,
-           quiet: bool) -> None:
+def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: str | None, downgrade: str | None,
+           as_json: bool, quiet: bool) -> None:
     """Verify FILE's signature against trusted keys, then every entry and named-data key it holds:
     each must match the signed statement. Signed entries FILE no longer holds (thinned) are listed,
-    and are not an error. Exit 5 when verification fails, naming the entry or field.
+    and are not an error, unless --refuse-downgrade names a device whose best signed entry is one
+    of them. Exit 5 when verification fails, naming the entry or field.
     """
     from fatpte.ops.signing import load_trusted_keys
     from fatpte.ops.signing import verify as verify_file
@@ -812,8 +817,9 @@ def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: 
     if not keys and not trust:
         raise click.UsageError("give --key PUBLIC.pem or --trust DIR")
     trusted = load_trusted_keys(keys, trust)
+    profile = None if downgrade is None else load_device(downgrade)
     with _progress(f"verifying {file}", quiet) as progress:
-        report = verify_file(file, trusted, signature=signature, progress=progress.update)
+        report = verify_file(file, trusted, signature=signature, progress=progress.update, downgrade=profile)
     if as_json:
         emit_json(report.to_json())
     else:

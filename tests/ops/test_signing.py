@@ -428,3 +428,80 @@ def test_sign_and_verify_are_linear_in_the_entries(tmp_path: Path) -> None:
         work["verify tampered"].append(executed_lines(lambda b=bad: signing.verify(b, trusted)))
     for what, lines in work.items():
         assert all(g <= 5 for g in growth(lines)), (what, lines)
+
+
+def _fast_and_portable(tmp_path: Path) -> Path:
+    return fatpte.pack([
+        S("xnnpack", b"fast program", name="fast", priority=10, requires={"arch": ["x86_64"], "cpu_features": ["avx2"]}),
+        S("portable", b"slow program", name="slow"),
+    ], tmp_path / "two.nfat")
+
+
+def test_the_statement_carries_what_selection_reads(tmp_path: Path) -> None:
+    """Revision 2: each statement entry's `selection` holds its requirements and ExecuTorch
+    backends as decoded, words and numbers unchanged, and reads back to the same values."""
+    src = fatpte.pack([
+        S("cuda", b"gpu program", name="gpu", requires={
+            "os": ["linux"], "arch": ["x86_64", "aarch64"], "min_memory_bytes": 1 << 34, "backend_abi": {"min": 2},
+            "accelerators": [{"kind": "cuda", "targets": ["sm_80", "compute_90", "sm_90a"],
+                              "min_memory_bytes": 1 << 33}]}),
+        S("portable", b"cpu program", name="cpu"),
+    ], tmp_path / "c.nfat")
+    with fatpte.open(src) as c:
+        statement = signing.statement_of(c)
+        described = c.manifest.by_name()  # type: ignore[union-attr]
+    rows = statement["predicate"]["entries"]
+    assert rows[1]["selection"] == {"os": [], "arch": [], "cpu_features": [], "accelerators": [],
+                                    "min_memory_bytes": 0}
+    assert rows[0]["selection"]["accelerators"][0]["targets"] == [[1, 8, 0], [0, 9, 0], [2, 9, 0]]
+    back = signing.read_statement(json.dumps(statement).encode())
+    assert back.entries[0].selection == (described["gpu"].requires, described["gpu"].executorch_backends)
+    assert back.entries[1].selection is not None and back.entries[1].selection.requires.specificity == 0
+    for bad in ({"os": "linux"}, {"min_memory_bytes": -1}, {"backend_abi": [1]},
+                {"accelerators": [{"kind": "cuda", "targets": [[0, 1]], "min_memory_bytes": 0}]}):
+        broken = json.loads(json.dumps(statement))
+        broken["predicate"]["entries"][0]["selection"].update(bad)
+        with pytest.raises(Exception) as info:
+            signing.read_statement(json.dumps(broken).encode())
+        assert getattr(info.value, "field", "").startswith("signature.statement.predicate.entries[0].selection")
+
+
+def test_downgrade_by_thinning_is_refused_only_when_asked(tmp_path: Path) -> None:
+    """Thinned to its portable entry, a container still verifies (thinning is by design), unless
+    the caller names a device on which the thinned-away entry would win: then E1308 at that
+    statement entry. On a device where it would not, or thinned to the winner, it verifies."""
+    from fatpte.device.profile import DeviceProfile
+
+    key = _key("ed25519")
+    signed = signing.sign(_fast_and_portable(tmp_path), key, tmp_path / "s.nfat")
+    slow = fatpte.thin(signed, tmp_path / "slow.nfat", names=["slow"])
+    fast = fatpte.thin(signed, tmp_path / "fast.nfat", names=["fast"])
+    v3, v2 = DeviceProfile.load("x86-64-v3"), DeviceProfile.load("x86-64-v2")
+    assert signing.verify(slow, _trusted(key)).ok
+    report = signing.verify(slow, _trusted(key), downgrade=v3)
+    first = report.first_error
+    assert first is not None and (first.code, first.field) == (
+        ErrorCode.SIGNED_RECORD_MISMATCH, "signature.statement.predicate.entries[0]")
+    with fatpte.open(slow) as c:
+        assert first.offset == c.header.signature_offset
+    assert "'fast'" in first.message and "downgrade" in first.message
+    assert signing.verify(slow, _trusted(key), downgrade=v2).ok  # no avx2: 'slow' is what it gets anyway
+    assert signing.verify(fast, _trusted(key), downgrade=v3).ok
+    assert signing.verify(signed, _trusted(key), downgrade=v3).ok
+    # A statement written before revision 2 says nothing of what a thinned entry needs: refused.
+    with fatpte.open(_fast_and_portable(tmp_path)) as c:
+        old = signing.statement_of(c)
+    for row in old["predicate"]["entries"]:
+        del row["selection"]
+    bundle = signing.bundle_for(old, key)
+    plain_slow = fatpte.thin(_fast_and_portable(tmp_path), tmp_path / "plain-slow.nfat", names=["slow"])
+    assert signing.verify(plain_slow, _trusted(key), signature=bundle).ok
+    refused = signing.verify(plain_slow, _trusted(key), signature=bundle, downgrade=v2).first_error
+    assert refused is not None and refused.code is ErrorCode.SIGNED_RECORD_MISMATCH and "revision 2" in refused.message
+    # The command line.
+    runner = CliRunner()
+    _, public = _write_keys(tmp_path, key)
+    r = runner.invoke(cli, ["verify", str(slow), "--key", str(public), "-q", "--refuse-downgrade", "x86-64-v3"])
+    assert r.exit_code == 5 and "E1308" in r.output and "downgrade" in r.output, r.output
+    r = runner.invoke(cli, ["verify", str(slow), "--key", str(public), "-q", "--refuse-downgrade", "x86-64-v2"])
+    assert r.exit_code == 0, r.output

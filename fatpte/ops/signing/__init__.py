@@ -15,8 +15,9 @@ Rooms, lowest first: `keys` (trusted and private keys, key ids, the two algorith
 `unsign`) and `verification` (`verify`). Every input is bounded (section 7), so a hostile bundle
 costs work linear in its size; checks run in the order of section 6, which the C++ loader follows.
 
-May use: fatpte.container, fatpte.manifest, fatpte.format, fatpte.fileio, fatpte.errors, and
-`cryptography` (imported only by the functions that sign or check a signature).
+May use: fatpte.device (selection, to replay it for the downgrade check), fatpte.container,
+fatpte.manifest, fatpte.format, fatpte.fileio, fatpte.errors, and `cryptography` (imported only by
+the functions that sign or check a signature).
 """
 
 from fatpte.ops.signing.bundle import (
@@ -47,6 +48,7 @@ from fatpte.ops.signing.verification import (
     EntryVerdict,
     VerifyReport,
     check_bytes,
+    check_downgrade,
     check_envelope,
     check_records,
     verify,
@@ -58,7 +60,7 @@ from fatpte.ops.signing.writing import sign, unsign
 __all__ = [
     "BUNDLE_MEDIA_TYPE", "DETACHED_SUFFIX", "MAX_HINT", "MAX_JSON_DEPTH", "MAX_SIGNATURES", "MAX_SIG_BASE64",
     "PAYLOAD_TYPE", "PREDICATE_TYPE", "STATEMENT_TYPE", "EntryVerdict", "Envelope", "SignedEntry", "SignedKey",
-    "Statement", "TrustedKey", "VerifyReport", "bundle_for", "check_bytes", "check_envelope", "check_records",
+    "Statement", "TrustedKey", "VerifyReport", "bundle_for", "check_bytes", "check_downgrade", "check_envelope", "check_records",
     "key_id", "load_private_key", "load_public_key", "load_trusted_keys", "pae", "parse_json", "read_bundle",
     "read_statement", "sign", "statement_of", "unsign", "verify", "verify_buffer", "verify_container",
 ]

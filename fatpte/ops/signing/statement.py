@@ -20,6 +20,13 @@ from fatpte.fileio.streams import Advance, Progress, progress_counter
 from fatpte.format import layout as L
 from fatpte.format.structure import id_problem, valid_alignment
 from fatpte.manifest.canonical import entry_record, named_data_record
+from fatpte.manifest.model import (
+    AbiRange,
+    AcceleratorRequirement,
+    ManifestEntry,
+    Requirements,
+    VersionConstraint,
+)
 from fatpte.ops.signing.bundle import Malformed, member, parse_json
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
@@ -28,10 +35,22 @@ FORMAT_VERSION: Final = L.VERSION_2
 ENTRY_SUBJECT: Final = "entries/"
 NAMED_DATA_SUBJECT: Final = "named_data/"
 MAX_TEXT_BYTES: Final = 4096  # a named-data key, as in the manifest
+# Memory sizes in `selection` are JSON integers (at most 2^63 - 1, section 2); a requirement above
+# that is written as it, which no device profile exceeds (fatpte.device.fields.MAX_MEMORY_BYTES).
+_MAX_JSON_INT: Final = (1 << 63) - 1
+_U32: Final = (1 << 32) - 1
 _HEX = frozenset("0123456789abcdef")
 # Bytes hashed per call: progress between, the GIL released during, and the pages read released
 # after each (a mapped file's pages stay resident once read: verifying 3 GiB held 3 GiB).
 _HASH_STEP = 8 << 20
+
+
+class SignedSelection(NamedTuple):
+    """What selection reads of a signed entry's manifest record (its `selection` member, section
+    3.2): enough to replay selection over entries a thinned container no longer holds."""
+
+    requires: Requirements
+    executorch_backends: tuple[str, ...] | None
 
 
 class SignedEntry(NamedTuple):
@@ -44,6 +63,7 @@ class SignedEntry(NamedTuple):
     alignment: int
     payload_sha256: str
     record_sha256: str
+    selection: SignedSelection | None = None  # None: a statement written before revision 2
 
 
 class SignedKey(NamedTuple):
@@ -97,6 +117,23 @@ def sha256_of_ranges(buf: BytesLike, ranges: Iterable[tuple[int, int]], advance:
         view.release()
 
 
+def selection_json(me: ManifestEntry | None) -> dict[str, Any]:
+    """The `selection` member of a statement's entry (section 3.2): the requirements and ExecuTorch
+    backends of its manifest record, as decoded, words and numbers unchanged."""
+    req = Requirements() if me is None else me.requires
+    out: dict[str, Any] = {
+        "os": list(req.os), "arch": list(req.arch), "cpu_features": list(req.cpu_features),
+        "accelerators": [{"kind": a.kind, "targets": [[t.match, t.major, t.minor] for t in a.targets],
+                          "min_memory_bytes": min(a.min_memory_bytes, _MAX_JSON_INT)} for a in req.accelerators],
+        "min_memory_bytes": min(req.min_memory_bytes, _MAX_JSON_INT),
+    }
+    if req.backend_abi is not None:
+        out["backend_abi"] = [req.backend_abi.min, req.backend_abi.max]
+    if me is not None and me.executorch_backends is not None:
+        out["executorch_backends"] = list(me.executorch_backends)
+    return out
+
+
 def statement_of(c: Container, *, progress: Progress | None = None) -> dict[str, Any]:
     """The in-toto statement that describes container `c` (specs/nfat-signature.md section 4)."""
     if c.version != L.VERSION_2:
@@ -121,7 +158,8 @@ def statement_of(c: Container, *, progress: Progress | None = None) -> dict[str,
         assert e.payload_kind is not None
         entries.append({"name": e.name, "backend_id": e.backend_id, "payload_kind": e.payload_kind.hex(),
                         "priority": e.priority, "alignment": e.alignment,
-                        "record_sha256": hashlib.sha256(entry_record(me)).hexdigest()})
+                        "record_sha256": hashlib.sha256(entry_record(me)).hexdigest(),
+                        "selection": selection_json(me)})
     keys: list[dict[str, Any]] = []
     for key, s in seg_of.items():
         subjects.append({"name": NAMED_DATA_SUBJECT + key, "digest": {"sha256": digest[(s.offset, s.size)]}})
@@ -196,6 +234,8 @@ def read_statement(payload: bytes) -> Statement:
         if not valid_alignment(row["alignment"]):
             raise Malformed(f"{ep}.alignment", f"alignment {row['alignment']} is not a power of two")
         row["record_sha256"] = _hex_digest(member(e, "record_sha256", str, ep), f"{ep}.record_sha256")
+        raw_selection = member(e, "selection", dict, ep, required=False)
+        row["selection"] = None if raw_selection is None else _selection(raw_selection, f"{ep}.selection")
         rows.append(row)
     raw_keys = member(pred, "named_data", list, pp)
     if len(raw_keys) > L.MAX_SEGMENTS:
@@ -226,7 +266,53 @@ def read_statement(payload: bytes) -> Statement:
         digests.append(_hex_digest(member(member(s, "digest", dict, sp), "sha256", str, f"{sp}.digest"),
                                    f"{sp}.digest.sha256"))
     entries = tuple(SignedEntry(r["name"], r["backend_id"], r["payload_kind"], r["priority"], r["alignment"],
-                                d, r["record_sha256"]) for r, d in zip(rows, digests))
+                                d, r["record_sha256"], r["selection"]) for r, d in zip(rows, digests))
     signed_keys = tuple(SignedKey(k, d, rec) for (k, rec), d in zip(keys, digests[len(rows):]))
     return Statement(entries, signed_keys)
 
+
+def _words(obj: Any, key: str, path: str, *, required: bool = True) -> tuple[str, ...] | None:
+    raw = member(obj, key, list, path, required=required)
+    if raw is None:
+        return None
+    for i, w in enumerate(raw):
+        if not isinstance(w, str) or not 1 <= len(w.encode("utf-8")) <= MAX_TEXT_BYTES:
+            raise Malformed(f"{path}.{key}[{i}]", f"{path}.{key}[{i}] must be a string of 1 to {MAX_TEXT_BYTES} bytes")
+    return tuple(raw)
+
+
+def _number(value: Any, path: str, high: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= high:
+        raise Malformed(path, f"{path} must be an integer from 0 to {high}")
+    return value
+
+
+def _selection(obj: dict[str, Any], path: str) -> SignedSelection:
+    """The `selection` member of a statement's entry, shape checked (section 3.2). Words are taken
+    as they are: a word outside the device-profile vocabulary is a requirement no device meets,
+    as in the manifest."""
+    accelerators = []
+    for i, a in enumerate(member(obj, "accelerators", list, path)):
+        ap = f"{path}.accelerators[{i}]"
+        kind = member(a, "kind", str, ap)
+        targets = []
+        for j, t in enumerate(member(a, "targets", list, ap)):
+            tp = f"{ap}.targets[{j}]"
+            if not isinstance(t, list) or len(t) != 3:
+                raise Malformed(tp, f"{tp} must be [match, major, minor]")
+            targets.append(VersionConstraint(_number(t[0], f"{tp}[0]", 255), _number(t[1], f"{tp}[1]", _U32),
+                                             _number(t[2], f"{tp}[2]", _U32)))
+        accelerators.append(AcceleratorRequirement(kind, tuple(targets), _number(
+            member(a, "min_memory_bytes", int, ap), f"{ap}.min_memory_bytes", _MAX_JSON_INT)))
+    abi = member(obj, "backend_abi", list, path, required=False)
+    backend_abi = None
+    if abi is not None:
+        if len(abi) != 2:
+            raise Malformed(f"{path}.backend_abi", f"{path}.backend_abi must be [min, max]")
+        backend_abi = AbiRange(_number(abi[0], f"{path}.backend_abi[0]", _U32),
+                               _number(abi[1], f"{path}.backend_abi[1]", _U32))
+    requires = Requirements(
+        _words(obj, "os", path) or (), _words(obj, "arch", path) or (), _words(obj, "cpu_features", path) or (),
+        tuple(accelerators),
+        _number(member(obj, "min_memory_bytes", int, path), f"{path}.min_memory_bytes", _MAX_JSON_INT), backend_abi)
+    return SignedSelection(requires, _words(obj, "executorch_backends", path, required=False))

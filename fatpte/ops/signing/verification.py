@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fatpte.container.reader import Container, key_segments
 from fatpte.container.reader import open as open_container
@@ -22,6 +22,9 @@ from fatpte.manifest.canonical import entry_record, named_data_record
 from fatpte.ops.signing.bundle import DETACHED_SUFFIX, Envelope, Malformed, pae, read_bundle
 from fatpte.ops.signing.keys import TrustedKey, verifies
 from fatpte.ops.signing.statement import NAMED_DATA_SUBJECT, Statement, read_statement, sha256_of_ranges
+
+if TYPE_CHECKING:
+    from fatpte.device.profile import DeviceProfile
 
 
 class EntryVerdict(NamedTuple):
@@ -234,14 +237,58 @@ def check_bytes(c: Container, st: Statement, add: Callable[[Finding], None], *,
     return bad
 
 
+def check_downgrade(c: Container, st: Statement, device: DeviceProfile, sig_offset: int | None,
+                    add: Callable[[Finding], None], *, prefer: Sequence[str] = (),
+                    exclude: Sequence[str] = ()) -> None:
+    """Step 11, when the caller asks for it: replay selection for `device` over the entries the
+    statement lists, in its order (the signed container's table order), each held entry as the
+    container describes it and each thinned one as its `selection` member does. When the winner is
+    an entry the container no longer holds, a weaker one was left to run here: E1308 at that
+    statement entry. A thinned entry whose statement has no `selection` (written before revision
+    2) cannot be ranked, and is refused the same way: asked for, the check never passes unproven."""
+    from fatpte.device.selection import Candidate, rank
+    from fatpte.format.model import Entry
+    from fatpte.manifest.model import Requirements
+
+    manifest = c.manifest
+    described = {} if manifest is None else manifest.by_name()
+    held = {e.name: e for e in c.entries}
+    candidates: list[Candidate] = []
+    for k, s in enumerate(st.entries):
+        entry = Entry(k, s.name, s.backend_id, 0, 0, s.payload_kind, s.alignment, None, s.priority, 0)
+        if s.name in held:
+            me = described.get(s.name)
+            candidates.append(Candidate(entry, Requirements() if me is None else me.requires,
+                                        None if me is None else me.executorch_backends))
+        elif s.selection is None:
+            add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
+                        f"entry {s.name!r} was thinned away and the signed statement does not say what it needs "
+                        "(no `selection`: signed before revision 2), so it cannot be shown that it would not run "
+                        f"on {device.name!r}: sign the container again to check thinning", offset=sig_offset,
+                        field=f"signature.statement.predicate.entries[{k}]"))
+            return
+        else:
+            candidates.append(Candidate(entry, s.selection.requires, s.selection.executorch_backends))
+    _, chosen = rank(candidates, device, prefer=prefer, exclude=exclude)
+    if chosen is not None and chosen.name not in held:
+        add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
+                    f"entry {chosen.name!r} ({chosen.backend_id}) is what {device.name!r} gets among the signed "
+                    "entries, and it was thinned away: the container offers this device a weaker entry "
+                    "(a downgrade)", offset=sig_offset, field=f"signature.statement.predicate.entries[{chosen.index}]"))
+
+
 def verify(
     path: str | os.PathLike[str],
     keys: Sequence[TrustedKey],
     *,
     signature: str | os.PathLike[str] | bytes | None = None,
     progress: Progress | None = None,
+    downgrade: DeviceProfile | None = None,
 ) -> VerifyReport:
     """Verify the container at `path` against `keys` (specs/nfat-signature.md section 6).
+
+    With `downgrade` (a device profile; off by default, section 6 step 11), a container from which
+    the entry that device would get among the signed entries was thinned is refused (E1308).
 
     The signature is `signature` (a detached file or its bytes) when given, else the embedded one;
     a file beside the container is never looked for (section 6 step 1). Every entry present must
@@ -252,20 +299,21 @@ def verify(
     if not keys:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, "no trusted public key to verify with", field="key")
     with open_container(path) as c:
-        return verify_container(c, keys, signature=signature, progress=progress)
+        return verify_container(c, keys, signature=signature, progress=progress, downgrade=downgrade)
 
 
 def verify_buffer(buf: BytesLike, keys: Sequence[TrustedKey], *, signature: bytes | None = None,
-                  source: str = "<buffer>") -> VerifyReport:
+                  source: str = "<buffer>", downgrade: DeviceProfile | None = None) -> VerifyReport:
     """`verify` of a container held in memory."""
     with Container.from_buffer(buf, source=source) as c:
-        return verify_container(c, keys, signature=signature)
+        return verify_container(c, keys, signature=signature, downgrade=downgrade)
 
 
 def verify_container(c: Container, keys: Sequence[TrustedKey], *,
                      signature: str | os.PathLike[str] | bytes | None = None,
-                     progress: Progress | None = None) -> VerifyReport:
-    """`verify` of an open container."""
+                     progress: Progress | None = None, downgrade: DeviceProfile | None = None) -> VerifyReport:
+    """`verify` of an open container. With `downgrade`, also step 11: refuse the container when
+    the entry that device gets among the signed entries was thinned away (check_downgrade)."""
     source = c.source or "<buffer>"
     # What the statement speaks of must be readable first (specs/nfat-signature.md section 6,
     # before step 1): the manifest (E0407, E0415, E0418, E0420) and each named-data key's segment
@@ -290,6 +338,8 @@ def verify_container(c: Container, keys: Sequence[TrustedKey], *,
     if any(f.code is ErrorCode.SIGNATURE_NOT_FOR_CONTAINER for f in findings):
         return VerifyReport(source, where, trusted.key_id, findings=tuple(findings))
     bad = check_bytes(c, st, findings.append, progress=progress)
+    if downgrade is not None:
+        check_downgrade(c, st, downgrade, sig_offset, findings.append)
     signed = st.entry_index()
     verdicts = []
     for e in c.entries:
