@@ -393,7 +393,7 @@ def test_the_library_turns_memory_exhaustion_into_e0801(reader: str, monkeypatch
         "open": (container_reader, "read_structure", lambda: Container.from_buffer(data)),
         "manifest": (codec, "_build", lambda: codec.decode(b"\x10\0\0\0NFMF" + bytes(64))),
         "describe": (describing, "_describe", lambda: describing.describe(hostile.pte_shared_operator(2, 4))),
-        "profile": (strict_json, "nesting", lambda: profile.parse_json(b"{}")),
+        "profile": (strict_json, "measure", lambda: profile.parse_json(b"{}")),
     }
     module, name, call = calls[reader]
     monkeypatch.setattr(module, name, exhausted)
