@@ -81,6 +81,15 @@ def member(obj: Any, key: str, kind: type | tuple[type, ...], path: str, *, requ
     return value
 
 
+def known(obj: Any, key: str, want: str, path: str) -> str:
+    """A string member that names a format this reader knows: E1302 when missing or not a string,
+    E1303 SIGNATURE_UNSUPPORTED when another string (section 3)."""
+    got: str = member(obj, key, str, path)
+    if got != want:
+        raise Malformed(f"{path}.{key}", f"{key} is {got[:80]!r}, not {want!r}", ErrorCode.SIGNATURE_UNSUPPORTED)
+    return got
+
+
 # Standard base64, padded, nothing else (RFC 4648 section 4): the C++ reader applies this rule.
 _BASE64 = r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"
 
@@ -108,16 +117,10 @@ def read_bundle(data: bytes) -> Envelope:
     root = parse_json(data, p, BUNDLE_JSON)
     if not isinstance(root, dict):
         raise Malformed(p, "the bundle must be a JSON object")
-    media = member(root, "mediaType", str, p)
-    if media != BUNDLE_MEDIA_TYPE:
-        raise Malformed(f"{p}.mediaType", f"mediaType is {media[:80]!r}, not {BUNDLE_MEDIA_TYPE!r}",
-                         ErrorCode.SIGNATURE_UNSUPPORTED)
+    known(root, "mediaType", BUNDLE_MEDIA_TYPE, p)
     env = member(root, "dsseEnvelope", dict, p)
     ep = f"{p}.dsseEnvelope"
-    payload_type = member(env, "payloadType", str, ep)
-    if payload_type != PAYLOAD_TYPE:
-        raise Malformed(f"{ep}.payloadType", f"payloadType is {payload_type[:80]!r}, not {PAYLOAD_TYPE!r}",
-                         ErrorCode.SIGNATURE_UNSUPPORTED)
+    payload_type = known(env, "payloadType", PAYLOAD_TYPE, ep)
     payload = _b64(member(env, "payload", str, ep), f"{ep}.payload")
     sigs = member(env, "signatures", list, ep)
     if not 1 <= len(sigs) <= MAX_SIGNATURES:

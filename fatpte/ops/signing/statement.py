@@ -27,7 +27,7 @@ from fatpte.manifest.model import (
     Requirements,
     VersionConstraint,
 )
-from fatpte.ops.signing.bundle import Malformed, member, parse_json
+from fatpte.ops.signing.bundle import Malformed, known, member, parse_json
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE: Final = "https://fatpte.dev/nfat-signature/v1"
@@ -193,14 +193,8 @@ def read_statement(payload: bytes) -> Statement:
     root = parse_json(payload, p)
     if not isinstance(root, dict):
         raise Malformed(p, "the statement must be a JSON object")
-    kind = member(root, "_type", str, p)
-    if kind != STATEMENT_TYPE:
-        raise Malformed(f"{p}._type", f"_type is {kind[:80]!r}, not {STATEMENT_TYPE!r}",
-                         ErrorCode.SIGNATURE_UNSUPPORTED)
-    predicate_type = member(root, "predicateType", str, p)
-    if predicate_type != PREDICATE_TYPE:
-        raise Malformed(f"{p}.predicateType", f"predicateType is {predicate_type[:80]!r}, not {PREDICATE_TYPE!r}",
-                         ErrorCode.SIGNATURE_UNSUPPORTED)
+    known(root, "_type", STATEMENT_TYPE, p)
+    known(root, "predicateType", PREDICATE_TYPE, p)
     pred = member(root, "predicate", dict, p)
     pp = f"{p}.predicate"
     version = member(pred, "format_version", int, pp)
