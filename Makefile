@@ -28,7 +28,7 @@ demo: $(STAMP)
 test: test-cpp test-py lint
 
 test-py: $(STAMP)
-	$(BIN)/pytest
+	FATPTE_REQUIRE_BUILDS=1 $(BIN)/pytest
 
 lint: $(STAMP)
 	$(BIN)/mypy

@@ -204,6 +204,13 @@ class Vector:
     # entries it reports as thinned. None: not a signing vector.
     verify: tuple[ErrorCode | None, int | None, str | None] | None = None
     thinned: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()  # the trusted-key files verify reads (default: TRUSTED_KEY_FILES)
+    # What verify with the downgrade check for a device profile says (specs/nfat-signature.md
+    # section 6 step 11): (device, code, offset, field); None: not declared.
+    downgrade: tuple[str, ErrorCode | None, int | None, str | None] | None = None
+    # A file written beside this one, named as it plus the suffix given (a detached signature that
+    # must not be found: section 6 step 1), and its bytes.
+    sidecar: tuple[str, bytes] | None = None
 
     @property
     def file(self) -> str:
@@ -1175,6 +1182,8 @@ def _manifest_rule_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
 # ---------------------------------------------------------------------------------------------
 
 TRUSTED_KEY_FILES = ("trusted-ed25519.pub.pem", "trusted-p256.pub.pem")
+# The same P-256 key written with its point compressed: the same key id (section 5.2).
+COMPRESSED_P256 = "trusted-p256-compressed.pub.pem"
 
 
 def _seed(label: str) -> bytes:
@@ -1204,16 +1213,107 @@ def _public_pem(private: Any) -> bytes:
     return pem
 
 
-def verify_outcome(data: bytes) -> tuple[tuple[ErrorCode | None, int | None, str | None], tuple[str, ...], str]:
-    """What verifying `data` with the trusted keys reports first, the entries it finds thinned,
-    and the first error's message. A container that does not open reports its structural error
-    (specs/nfat-signature.md section 6)."""
-    from fatpte.ops.signing import TrustedKey, key_id, verify_buffer
+def key_files() -> dict[str, tuple[bytes, ErrorCode | None, str]]:
+    """The trusted-key files of specs/vectors (specs/nfat-signature.md section 5.4): name -> (bytes,
+    None and the key id when a verifier must accept the file, or the code it must refuse it with
+    and why). Deterministic: the keys come from fixed seeds, the certificate is signed with Ed25519
+    over fixed dates."""
+    import datetime
 
-    keys = [TrustedKey(key_id(k.public_key()), k.public_key(), name) for k, name in
-            zip(trusted_keys(), TRUSTED_KEY_FILES)]
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.x509.oid import NameOID
+
+    from fatpte.ops.signing import key_id
+
+    ed, p256 = trusted_keys()
+    pub = p256.public_key()
+    spki = pub.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    point = pub.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.CompressedPoint)
+    compressed = b"\x30\x39" + spki[2:23] + b"\x03\x22\x00" + point
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fatpte conformance")])
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(ed.public_key())
+            .serial_number(1).not_valid_before(start).not_valid_after(start + datetime.timedelta(days=3650))
+            .sign(ed, None).public_bytes(serialization.Encoding.PEM))
+    private = p256.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption())
+    ok = None
+    C = ErrorCode.INVALID_ARGUMENT
+    return {
+        TRUSTED_KEY_FILES[0]: (_public_pem(ed), ok, key_id(ed.public_key())),
+        TRUSTED_KEY_FILES[1]: (_public_pem(p256), ok, key_id(pub)),
+        COMPRESSED_P256: (_pem(compressed), ok, key_id(pub)),
+        "refused-p256-explicit-parameters.pub.pem": (_pem(_explicit_p256(pub)), C, "P-256 with explicit curve "
+                                                     "parameters (RFC 5480 forbids them)"),
+        "refused-certificate-first.pub.pem": (cert + _public_pem(ed), C, "a certificate before the public key"),
+        "refused-private-key-first.pub.pem": (private + _public_pem(p256), C, "a private key before the public key"),
+        "refused-text-first.pub.pem": (b"release key, 2026\n" + _public_pem(ed), C, "a line of text before the key"),
+        "refused-two-keys.pub.pem": (_public_pem(ed) + _public_pem(p256), C, "two public keys"),
+        "refused-certificate.pub.pem": (cert, C, "a certificate and no PUBLIC KEY block"),
+    }
+
+
+def _pem(der: bytes) -> bytes:
+    import base64
+
+    text = base64.b64encode(der).decode()
+    lines = [text[i:i + 64] for i in range(0, len(text), 64)]
+    return ("-----BEGIN PUBLIC KEY-----\n" + "\n".join(lines) + "\n-----END PUBLIC KEY-----\n").encode()
+
+
+def _explicit_p256(public: Any) -> bytes:
+    """The SubjectPublicKeyInfo of a P-256 key with the curve's parameters written out
+    (specifiedCurve), as `openssl ec -param_enc explicit` writes it."""
+    from cryptography.hazmat.primitives import serialization
+
+    def tlv(tag: int, body: bytes) -> bytes:
+        n = len(body)
+        if n < 0x80:
+            return bytes([tag, n]) + body
+        size = n.to_bytes((n.bit_length() + 7) // 8, "big")
+        return bytes([tag, 0x80 | len(size)]) + size + body
+
+    def integer(v: int) -> bytes:
+        return tlv(0x02, v.to_bytes((v.bit_length() + 8) // 8, "big"))
+
+    p = 0xFFFFFFFF00000001000000000000000000000000FFFFFFFFFFFFFFFFFFFFFFFF
+    b = 0x5AC635D8AA3A93E7B3EBBD55769886BC651D06B0CC53B0F63BCE3C3E27D2604B
+    g = bytes.fromhex("046B17D1F2E12C4247F8BCE6E563A440F277037D812DEB33A0F4A13945D898C296"
+                      "4FE342E2FE1A7F9B8EE7EB4A7C0F9E162BCE33576B315ECECBB6406837BF51F5")
+    n = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+    field = tlv(0x30, tlv(0x06, bytes.fromhex("2a8648ce3d0101")) + integer(p))
+    curve = tlv(0x30, tlv(0x04, (p - 3).to_bytes(32, "big")) + tlv(0x04, b.to_bytes(32, "big")))
+    params = tlv(0x30, integer(1) + field + curve + tlv(0x04, g) + integer(n) + integer(1))
+    point = public.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    return tlv(0x30, tlv(0x30, tlv(0x06, bytes.fromhex("2a8648ce3d0201")) + params) + tlv(0x03, b"\0" + point))
+
+
+def loaded_keys(names: Sequence[str]) -> list[Any]:
+    """The trusted keys of the key files `names`, read as a verifier reads them (load_public_key)."""
+    from fatpte.ops.signing import load_public_key
+
+    files = key_files()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = []
+        for name in names:
+            (Path(tmp) / name).write_bytes(files[name][0])
+            out.append(load_public_key(Path(tmp) / name)._replace(source=name))
+        return out
+
+
+def verify_outcome(data: bytes, keys: Sequence[str] = TRUSTED_KEY_FILES, downgrade: str | None = None,
+                   ) -> tuple[tuple[ErrorCode | None, int | None, str | None], tuple[str, ...], str]:
+    """What verifying `data` with the trusted-key files `keys` (with the downgrade check for the
+    named profile `downgrade`) reports first, the entries it finds thinned, and the first error's
+    message. A container that does not open reports its structural error, as one whose manifest
+    cannot be read or whose keys name no segment does (specs/nfat-signature.md section 6)."""
+    from fatpte.device.profile import DeviceProfile
+    from fatpte.ops.signing import verify_buffer
+
+    profile = None if downgrade is None else DeviceProfile.load(downgrade)
     try:
-        report = verify_buffer(data, keys)
+        report = verify_buffer(data, loaded_keys(keys), downgrade=profile)
     except fatpte.FatpteError as exc:
         return (exc.code, exc.offset, exc.field), (), str(exc)
     first = report.first_error
@@ -1293,8 +1393,10 @@ def signed_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
         fatpte.thin(Path(tmp) / "s.nfat", Path(tmp) / "t.nfat", names=["gpu"])
         thin = (Path(tmp) / "t.nfat").read_bytes()
     yield Vector("v2-signed-thinned", thin, "v2-signed thinned to entry 'gpu': the statement still vouches for "
-                 "it; 'cpu' and key 'w.b' are reported as thinned", verify=ok,
-                 thinned=("cpu",))
+                 "it; 'cpu' and key 'w.b' are reported as thinned; with the downgrade check, refused on a "
+                 "device where 'cpu' would win", verify=ok,
+                 thinned=("cpu",), downgrade=("x86-64-v3", ErrorCode.SIGNED_RECORD_MISMATCH, region(thin)[0],
+                                              "signature.statement.predicate.entries[0]"))
 
     def sv(src: bytes, base_name: str, fn: Callable[[Edit], object], name: str, description: str,
            code: ErrorCode | None, offset: int | None, fld: str | None,
@@ -1427,8 +1529,9 @@ def signed_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
     yield Vector("v2-sig-untrusted-key", untrusted, "v2-named-data signed by a key that is not trusted", verify=(C.SIGNATURE_UNTRUSTED, sig_off,
                                                "signature.dsseEnvelope.signatures[0].sig"))
     yield Vector("v2-sig-stripped", by["v2-named-data"].data, "v2-signed with its signature region removed "
-                 "(fatpte unsign gives back v2-named-data byte for byte)",
-                 verify=(C.SIGNATURE_REQUIRED, None, "signature"))
+                 "(fatpte unsign gives back v2-named-data byte for byte); the signature lies beside it, as "
+                 "v2-sig-stripped.nfat.sig, and is not read unless given",
+                 verify=(C.SIGNATURE_REQUIRED, None, "signature"), sidecar=(".sig", bundle_of(base)))
 
     def threat(name: str, bundle: bytes, description: str, code: ErrorCode, fld: str) -> Vector:
         return Vector(name, bytes(with_bundle(base, bundle)), description,
@@ -1461,6 +1564,36 @@ def signed_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
                  C.SIGNATURE_MALFORMED, "signature")
     yield threat("v2-sig-float", rebundle(b0, lambda d: d.update(extra=1.5)), "a member holds the number 1.5",
                  C.SIGNATURE_MALFORMED, "signature")
+    yield threat("v2-sig-bundle-too-many-values", rebundle(b0, lambda d: d.update(extra=[0] * 5000)),
+                 "an ignored member of 5000 zeros, added without any key: the bundle holds more than 4096 values",
+                 C.SIGNATURE_MALFORMED, "signature")
+
+    # -- issue 33: what must be readable before the signature, and key ids --------------------
+    bm = Edit(Vector("v2-signed", base, ""))
+    moff = bm.header("manifest_offset")
+    wb = ManifestMap(bm.buf, moff).target("named_data[1].key")
+    yield sv(base, "v2-signed", lambda e: e.set_manifest("named_data[1].segment", 99), "v2-sig-key-past-segment-table",
+             "signed, then key 'w.b' pointed at segment 99 of 2: the key cannot be resolved, so nothing is verified "
+             "(validate's E0414)", C.NAMED_DATA_BAD_SEGMENT, moff, "manifest.named_data[1].segment",
+             (C.NAMED_DATA_BAD_SEGMENT, moff, "manifest.named_data[1].segment"), seal=False)
+    yield sv(base, "v2-signed", lambda e: e.set_manifest("named_data[1].key", b"w.a"), "v2-sig-key-duplicated",
+             "signed, then key 'w.b' renamed 'w.a', so 'w.a' is listed twice: the manifest cannot be read (E0415)",
+             C.NAMED_DATA_KEYS_UNSORTED, bm.manifest_field("named_data[1]")[0], "manifest.named_data[1].key",
+             (C.NAMED_DATA_KEYS_UNSORTED, bm.manifest_field("named_data[1]")[0], "manifest.named_data[1].key"),
+             seal=False)
+    yield sv(base, "v2-signed", lambda e: e.set_manifest("named_data[1].key", b"w.\xff"), "v2-sig-key-not-utf8",
+             "signed, then key 'w.b' given the byte 0xff: the manifest cannot be read (E0407), not E1309",
+             C.MANIFEST_CORRUPT, wb + 6, "manifest.named_data[1].key",
+             (C.MANIFEST_CORRUPT, wb + 6, "manifest.named_data[1].key"), seal=False)
+    r2_sig, _ = region(r2)
+    altered = restate(bundle_of(r2), lambda st: st["predicate"]["entries"][0].update(priority=7))
+    yield Vector("v2-sig-statement-modified-compressed-key", bytes(with_bundle(r2, altered)),
+                 "v2-signed-p256 with its statement altered, verified with the P-256 key read from a "
+                 "compressed-point file: the key has the id the hint names, so E1304, not E1305",
+                 verify=(C.SIGNATURE_INVALID, r2_sig, "signature.dsseEnvelope.signatures[0].sig"),
+                 keys=(TRUSTED_KEY_FILES[0], COMPRESSED_P256))
+    yield Vector("v2-sig-compressed-key", r2, "v2-signed-p256 verified with the P-256 key read from a "
+                 "compressed-point file", verify=ok, keys=(COMPRESSED_P256,))
 
 
 def _named_data_specs() -> list[fatpte.Specialization]:
@@ -1552,11 +1685,16 @@ def check(v: Vector) -> list[str]:
     if got["open_code"] != expect_open:
         problems.append(f"open should raise {expect_open!r}, raised {got['open_code']!r}")
     if v.verify is not None:
-        said, thinned, message = verify_outcome(v.data)
+        said, thinned, message = verify_outcome(v.data, v.keys or TRUSTED_KEY_FILES)
         if said != v.verify:
             problems.append(f"declared verify {v.verify}, verify says {said}: {message}")
         if thinned != v.thinned:
             problems.append(f"declared thinned {v.thinned}, verify says {thinned}")
+    if v.downgrade is not None:
+        device, *declared = v.downgrade
+        said, _, message = verify_outcome(v.data, v.keys or TRUSTED_KEY_FILES, device)
+        if said != tuple(declared):
+            problems.append(f"declared downgrade {v.downgrade}, verify says {said}: {message}")
     return [f"{v.file}: {p}" for p in problems]
 
 
@@ -1578,13 +1716,20 @@ def index_of(vectors: Sequence[Vector]) -> dict[str, Any]:
         if v.verify is not None:
             code, offset, fld = v.verify
             row["verify"] = {
-                "keys": list(TRUSTED_KEY_FILES),
+                "keys": list(v.keys or TRUSTED_KEY_FILES),
                 "code": None if code is None else code.tag,
                 "name": None if code is None else code.name,
                 "offset": offset,
                 "field": fld,
                 "thinned": list(v.thinned),
             }
+            if v.downgrade is not None:
+                device, dcode, doffset, dfield = v.downgrade
+                row["verify"]["refuse_downgrade"] = {
+                    "device": device, "code": None if dcode is None else dcode.tag,
+                    "name": None if dcode is None else dcode.name, "offset": doffset, "field": dfield}
+            if v.sidecar is not None:
+                row["verify"]["beside"] = v.file + v.sidecar[0]
         if v.code is None:
             row["warnings"] = [c.tag for c in v.warnings]
             row["entries"] = _entries(v.data)
@@ -1598,12 +1743,17 @@ def index_of(vectors: Sequence[Vector]) -> dict[str, Any]:
                 "open_raises": v.code not in CONTENT_CODES,
             }
         rows[v.file] = row
+    keys: dict[str, Any] = {}
+    for name, (_, code, why) in key_files().items():
+        keys[name] = ({"accepted": True, "key_id": why} if code is None else
+                      {"accepted": False, "code": code.tag, "name": code.name, "field": "key", "why": why})
     return {
         "generator": "tools/gen_vectors.py",
         "about": "NFAT conformance vectors: per file, valid (with the warnings it carries) or the first error "
                  "a conforming reader reports (code, byte offset, field path); open_raises is false for "
                  "errors found only by reading payload, segment, manifest or padding bytes",
         "vectors": rows,
+        "trusted_key_files": keys,
     }
 
 
@@ -1645,7 +1795,18 @@ or tables changed, `header_checksum`; a file shorter than its base was cut).
   signed entries the file no longer holds. The threats of issue 18 each have one: a payload,
   named data, a manifest record or requirement changed after signing, an entry added, two
   entries' bytes swapped, a signature replayed from another container, an untrusted key, the
-  region stripped, malformed bundles.
+  region stripped, malformed bundles; and those of issue 33: a named-data key past the segment
+  table, duplicated or not UTF-8 (the manifest and the keys are read before the signature, so
+  these are the container errors E0414, E0415 and E0407), a bundle of more than 4096 values, a
+  P-256 key read from a compressed-point file (the same key id, so an altered statement is E1304,
+  not E1305). Where present, `refuse_downgrade` is what verifying with the downgrade check for the
+  named device profile reports (section 6 step 11), and `beside` names a file of this folder
+  holding a valid detached signature of the vector that a verifier must not read unless given it
+  (section 6 step 1: `v2-sig-stripped.nfat` stays E1301).
+
+`trusted_key_files` maps each `*.pub.pem` file here to what a verifier must do with it as a
+trusted key (specs/nfat-signature.md section 5.4): `accepted` with its `key_id` (section 5.2), or
+refused with `code` (`E0702`) at field `key`, and `why`.
 """
 
 
@@ -1655,8 +1816,15 @@ def write(out: Path, vectors: Sequence[Vector]) -> None:
         old.unlink()
     for v in vectors:
         (out / v.file).write_bytes(v.data)
-    for name, key in zip(TRUSTED_KEY_FILES, trusted_keys()):
-        (out / name).write_bytes(_public_pem(key))
+    for old in out.glob("*.pem"):
+        old.unlink()
+    for old in out.glob("*" + SUFFIX + ".sig"):
+        old.unlink()
+    for name, (data, _, _) in key_files().items():
+        (out / name).write_bytes(data)
+    for v in vectors:
+        if v.sidecar is not None:
+            (out / (v.file + v.sidecar[0])).write_bytes(v.sidecar[1])
     (out / INDEX).write_text(render_index(vectors))
     valid = sum(v.code is None for v in vectors)
     (out / "README.md").write_text(README.format(count=len(vectors), valid=valid, invalid=len(vectors) - valid))

@@ -62,7 +62,7 @@ def check_inputs(*paths: str | os.PathLike[str] | None, local: str | None = None
     import stat
 
     from fatpte.fileio.atomic import io_error
-    from fatpte.fileio.mapping import what_file
+    from fatpte.fileio.kinds import what_file
     from fatpte.fileio.url import is_url, redact
 
     for path in paths:
@@ -242,6 +242,11 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
         described = None if manifest is None else manifest.entry(entry.name)
         keys = () if described is None else described.named_data
         package = False
+        if keys and data_out is not None:
+            from fatpte.container.reader import segment_of
+
+            for key in keys:  # a key that is missing or past the segment table: stop before writing -o
+                segment_of(container, key)
         if keys:  # only then can it be a .ptn whose tensors moved into the container
             from fatpte.ops.ptn_export import is_shared_package
 

@@ -938,7 +938,8 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
               help="ECDSA P-256 or Ed25519 private key (PEM).")
 @click.option("-o", "--output", "output", metavar="OUT", type=click.Path(dir_okay=False),
               help="File to write (default: FILE itself, or FILE.sig with --detached).")
-@click.option("--detached", is_flag=True, help="Write the signature to a file beside FILE instead of into it.")
+@click.option("--detached", is_flag=True, help="Write the signature to a file beside FILE instead of into it "
+              "(verify it with --signature).")
 @_force_option
 @_quiet_option
 def sign(file: str, key: str, output: str | None, detached: bool, force: bool, quiet: bool) -> None:
@@ -981,14 +982,20 @@ def _verify_text(report: Any) -> str:
 @click.option("--trust", "trust", multiple=True, metavar="DIR", type=click.Path(file_okay=False),
               help="Folder whose *.pem files are trusted public keys.")
 @click.option("--signature", "signature", metavar="SIG", type=click.Path(dir_okay=False),
-              help="Detached signature to use (default: the embedded one, else FILE.sig).")
+              help="Detached signature to use (default: the embedded one; FILE.sig is read only when given "
+                   "here).")
+@click.option("--refuse-downgrade", "downgrade", metavar="host|NAME|PROFILE.json", default=None,
+              shell_complete=_complete_device,
+              help="Also fail (E1308) when the entry this device gets among the signed entries was thinned "
+                   "away, leaving it a weaker one. Off by default (specs/nfat-signature.md 6, step 11).")
 @_json_option
 @_quiet_option
-def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: str | None, as_json: bool,
-           quiet: bool) -> None:
+def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: str | None, downgrade: str | None,
+           as_json: bool, quiet: bool) -> None:
     """Verify FILE's signature against trusted keys, then every entry and named-data key it holds:
     each must match the signed statement. Signed entries FILE no longer holds (thinned) are listed,
-    and are not an error. Exit 5 when verification fails, naming the entry or field.
+    and are not an error, unless --refuse-downgrade names a device whose best signed entry is one
+    of them. Exit 5 when verification fails, naming the entry or field.
 
     FILE may be a URL (docs/remote.md): the signature region comes in one request, the payloads
     and named data only when the signature is by a trusted key.
@@ -1000,13 +1007,14 @@ def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: 
     if not keys and not trust:
         raise click.UsageError("give --key PUBLIC.pem or --trust DIR")
     trusted = load_trusted_keys(keys, trust)
+    profile = None if downgrade is None else load_device(downgrade)
     with _progress(f"verifying {file}", quiet) as progress:
         if is_url(file):
             from fatpte.ops.verify_remote import verify_remote
 
-            report = verify_remote(file, trusted, signature=signature, progress=progress.update)
+            report = verify_remote(file, trusted, signature=signature, progress=progress.update, downgrade=profile)
         else:
-            report = verify_file(file, trusted, signature=signature, progress=progress.update)
+            report = verify_file(file, trusted, signature=signature, progress=progress.update, downgrade=profile)
     if as_json:
         emit_json(report.to_json())
     else:

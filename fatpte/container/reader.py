@@ -228,7 +228,8 @@ def lookup(container: Container, key: str) -> memoryview:
 
 
 def segment_of(container: Container, key: str) -> Segment:
-    """The segment that holds the named data `key`."""
+    """The segment that holds the named data `key`: NAMED_DATA_NOT_FOUND when no key is `key`,
+    NAMED_DATA_BAD_SEGMENT when its segment index is past the segment table."""
     manifest = container.manifest
     index = None if manifest is None else manifest.keys.get(key)
     if index is None:
@@ -238,8 +239,32 @@ def segment_of(container: Container, key: str) -> Segment:
                           f"no named data has the key {quoted(key)}; the container holds "
                           f"{len(have)} keys{': ' + shown if have else ''}", source=container.source, actual=key)
     if index >= len(container.segments):
-        raise FatpteError(ErrorCode.NAMED_DATA_BAD_SEGMENT,
-                          f"named-data key {quoted(key)} points at segment {index}, but the segment table has "
-                          f"{len(container.segments)}", source=container.source, field="manifest.named_data",
-                          actual=index)
+        assert manifest is not None
+        position = next(i for i, (k, _) in enumerate(manifest.named_data) if k == key)
+        raise _past_the_table(container, position, key, index)
     return container.segments[index]
+
+
+def key_segments(container: Container) -> dict[str, Segment]:
+    """Every named-data key with the segment that holds its bytes, in key order (empty without a
+    manifest). A key whose segment index is past the segment table is NAMED_DATA_BAD_SEGMENT, at
+    the offset and field `fatpte validate` reports it (specs/nfat-manifest.md section 7, step 5):
+    an operation that reads, copies or hashes named data stops there, on every path."""
+    manifest = container.manifest
+    if manifest is None:
+        return {}
+    segments = container.segments
+    out: dict[str, Segment] = {}
+    for position, (key, index) in enumerate(manifest.named_data):
+        if index >= len(segments):
+            raise _past_the_table(container, position, key, index)
+        out[key] = segments[index]
+    return out
+
+
+def _past_the_table(container: Container, position: int, key: str, index: int) -> FatpteError:
+    return FatpteError(ErrorCode.NAMED_DATA_BAD_SEGMENT,
+                       f"named-data key {quoted(key)} points at segment {index}, but the segment table has "
+                       f"{len(container.segments)}", source=container.source,
+                       offset=container.header.manifest_offset, field=f"manifest.named_data[{position}].segment",
+                       actual=index)

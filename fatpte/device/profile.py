@@ -4,8 +4,8 @@ in one canonical form, named profiles looked up, and `DeviceProfile.host()` buil
 probes (fatpte.device.host) report.
 
 The words come from fatpte.format.vocabulary; specs/device-profile.md and
-specs/device_profile.schema.json define them. Standard library only (and fatpte.errors), so a bare
-machine can run the probe.
+specs/device_profile.schema.json define them. Standard library only (and fatpte.errors, and the
+strict JSON reader of fatpte.fileio), so a bare machine can run the probe.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from fatpte.device.fields import (
     string,
 )
 from fatpte.errors import ErrorCode, FatpteError, out_of_memory
+from fatpte.fileio.strict_json import JsonRefused, JsonRules, loads
 from fatpte.format.vocabulary import ARCHES, CPU_FEATURES, OS_NAMES
 
 # Profile names double as file names in specs/devices/ and as command-line words.
@@ -42,9 +43,6 @@ MAX_PROFILE_BYTES: Final = 1 << 20  # profiles are a few hundred bytes; a larger
 # Arrays and objects nest at most this deep in a profile file (a profile needs 3); deeper is not
 # JSON a profile reader reads, whatever the interpreter's stack (the C++ reader has the same limit).
 MAX_PROFILE_DEPTH: Final = 64
-# An integer literal of more digits is refused as a whole, as Python's int() refuses it by default;
-# stated here so that neither reader depends on sys.set_int_max_str_digits.
-MAX_INTEGER_DIGITS: Final = 4300
 
 DEVICES_DIR_ENV: Final = "FATPTE_DEVICES_DIR"
 HOST_NAME: Final = "host"
@@ -177,7 +175,7 @@ class DeviceProfile(_DeviceProfileFields):
             resources = _packaged() if directory == _PACKAGED_DIR else None
             if resources is not None and text in _names_in(directory):
                 blob = resources.joinpath(f"{text}.json").read_bytes()
-                return cls.from_json(_parse_json(blob, path), source=path)
+                return cls.from_json(parse_json(blob, source=path), source=path)
             if not os.path.isfile(path):
                 known = ", ".join(_names_in(directory)) or "none"
                 raise FatpteError(ErrorCode.INVALID_ARGUMENT,
@@ -367,100 +365,28 @@ def _names_in(directory: str) -> list[str]:
 
 
 def _read_json(path: str) -> Any:
-    import stat
+    from fatpte.fileio.mapping import read_regular
 
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read the device profile {path}: {exc.strerror or exc}",
-                          source=path, actual=exc.errno) from exc
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            from fatpte.fileio.mapping import what_file
-
-            raise FatpteError(ErrorCode.NOT_A_FILE, f"cannot read the device profile {path}: it is "
-                              f"{what_file(mode)}, not a regular file", source=path)
-        with os.fdopen(fd, "rb") as handle:
-            fd = -1
-            data = handle.read(MAX_PROFILE_BYTES + 1)
-    except OSError as exc:
-        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read the device profile {path}: {exc.strerror or exc}",
-                          source=path, actual=exc.errno) from exc
-    finally:
-        if fd >= 0:
-            os.close(fd)
-    return _parse_json(data, path)
+    return parse_json(read_regular(path, MAX_PROFILE_BYTES, "the device profile"), source=path)
 
 
-def _parse_json(data: bytes, path: str) -> Any:
-    if len(data) > MAX_PROFILE_BYTES:
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"is larger than the limit of {MAX_PROFILE_BYTES} bytes "
-                          "for a device profile", source=path, field="$")
-    return parse_json(data, source=path)
+# How a profile file is read (specs/device-profile.md, "Reading a profile"); the C++ reader
+# applies the same rules.
+PROFILE_JSON: Final = JsonRules(max_bytes=MAX_PROFILE_BYTES, max_depth=MAX_PROFILE_DEPTH, depth_of="containers")
 
 
 def parse_json(data: bytes, *, source: str | None = None) -> Any:
     """The JSON value of a profile file's bytes, read strictly (specs/device-profile.md, "Reading
-    a profile"): UTF-8, at most MAX_PROFILE_DEPTH levels of arrays and objects, no integer of more
-    than MAX_INTEGER_DIGITS digits, no key twice in an object, no NaN or Infinity. Anything else
-    is INVALID_ARGUMENT at field `$`, as the C++ reader reports it."""
+    a profile"): at most MAX_PROFILE_BYTES, UTF-8, at most MAX_PROFILE_DEPTH levels of arrays and
+    objects, no integer of more than MAX_INTEGER_DIGITS digits, no key twice in an object, no NaN
+    or Infinity. Anything else is INVALID_ARGUMENT at field `$`, as the C++ reader reports it."""
     try:
-        import json
-
-        text = data.decode("utf-8")
-        depth = _nesting(text)
-        if depth > MAX_PROFILE_DEPTH:
-            raise ValueError(f"arrays and objects nest {depth} deep, more than the limit of {MAX_PROFILE_DEPTH}")
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys,
-                          parse_int=_integer)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return loads(data, PROFILE_JSON)
+    except JsonRefused as exc:
+        if exc.kind == "size":
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"is larger than the limit of {MAX_PROFILE_BYTES} bytes "
+                              "for a device profile", source=source, field="$") from None
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"is not valid JSON: {exc}", source=source,
                           field="$") from exc
     except MemoryError:
         raise out_of_memory(source, "reading the device profile") from None
-
-
-def _nesting(text: str) -> int:
-    """How deep arrays and objects nest in `text`, strings skipped: counted before parsing, so a
-    deep document is refused by a stated limit rather than by the interpreter's stack."""
-    deepest = depth = 0
-    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
-        c = m.group()
-        if c in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in "]}":
-            depth -= 1
-    return deepest
-
-
-# What an integer of 21 to MAX_INTEGER_DIGITS digits reads as: no field takes more than 2^64 - 1, so
-# its value only has to be out of every range (and the reader never converts thousands of digits).
-_HUGE: Final = 1 << 64
-
-
-def _integer(literal: str) -> int:
-    digits = len(literal) - literal.startswith("-")
-    if digits > MAX_INTEGER_DIGITS:
-        raise ValueError(f"an integer of {digits} digits, more than the limit of {MAX_INTEGER_DIGITS}")
-    if digits > 20:
-        return -_HUGE if literal.startswith("-") else _HUGE
-    return int(literal)
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # Python's json keeps the last of two equal keys; which one a reader keeps is not defined by
-    # JSON, so a profile that repeats a key is ambiguous and rejected.
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise ValueError(f"the key {key!r} appears twice in one object")
-        obj[key] = value
-    return obj
-
-
-def _reject_constant(name: str) -> Any:
-    # Python's json accepts NaN and Infinity, which are not JSON.
-    raise ValueError(f"{name} is not a JSON value")

@@ -229,16 +229,45 @@ def select(
     # Indexed once: a container may hold 65536 entries, and so may the caller's lists (thin
     # excludes every entry but the named ones).
     described = {} if manifest is None else manifest.by_name()
+    candidates = []
+    for e in container.entries:
+        me = described.get(e.name)
+        candidates.append(Candidate(e, Requirements() if me is None else me.requires,
+                                    None if me is None else me.executorch_backends))
+    verdicts, chosen = rank(candidates, device, prefer=prefer, exclude=exclude)
+    if chosen is None:
+        lines = "\n".join("  " + v.line() for v in verdicts)
+        error = SelectionError(ErrorCode.NO_SPECIALIZATION_FITS,
+                               f"no specialization fits device {device.name!r} ({device.os} {device.arch}):\n{lines}",
+                               source=container.source)
+        error.report = _report(device, None, prefer, exclude, verdicts)
+        raise error
+    return Selection(chosen, verdicts, device, prefer, exclude)
+
+
+class Candidate(NamedTuple):
+    """An entry as selection sees it: its table record, its requirements and the ExecuTorch
+    backends its program needs (None: not known). `entry.index` is its place in the ranking's
+    last key, table order."""
+
+    entry: Entry
+    requires: Requirements
+    executorch_backends: tuple[str, ...] | None
+
+
+def rank(candidates: Sequence[Candidate], device: DeviceProfile, *, prefer: Sequence[str] = (),
+         exclude: Sequence[str] = ()) -> tuple[tuple[Verdict, ...], Entry | None]:
+    """The verdict of every candidate, in their order, and the chosen entry (None when none is
+    eligible): specs/nfat-manifest.md section 6, over any list of entries. `select` ranks a
+    container's entries; verification replays it over the entries a signed statement lists."""
+    prefer, exclude = tuple(prefer), tuple(exclude)
     excluded = frozenset(exclude)
     rank_of: dict[str, int] = {}
     for i, w in enumerate(prefer):
         rank_of.setdefault(w, i)
     evaluated: list[tuple[Entry, list[Failure], list[str], int, tuple[str, ...] | None]] = []
-    for e in container.entries:
-        me = described.get(e.name)
-        req = Requirements() if me is None else me.requires
+    for e, req, needs in candidates:
         failures, notes = evaluate(e, req, device)
-        needs = None if me is None else me.executorch_backends
         more_failures, more_notes = runtime_check(needs, device)
         failures += more_failures
         notes += more_notes
@@ -258,14 +287,7 @@ def select(
     ranks = {x[0].index: r for r, x in enumerate(eligible, 1)}
     verdicts = tuple(Verdict(e, not f, tuple(f), tuple(n), s, ranks.get(e.index), et)
                      for e, f, n, s, et in evaluated)
-    if not eligible:
-        lines = "\n".join("  " + v.line() for v in verdicts)
-        error = SelectionError(ErrorCode.NO_SPECIALIZATION_FITS,
-                               f"no specialization fits device {device.name!r} ({device.os} {device.arch}):\n{lines}",
-                               source=container.source)
-        error.report = _report(device, None, prefer, exclude, verdicts)
-        raise error
-    return Selection(eligible[0][0], verdicts, device, prefer, exclude)
+    return verdicts, (eligible[0][0] if eligible else None)
 
 
 def _report(device: DeviceProfile, chosen: Entry | None, prefer: tuple[str, ...], exclude: tuple[str, ...],

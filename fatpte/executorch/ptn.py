@@ -18,15 +18,15 @@ file, so the tensors can be used in place.
 from __future__ import annotations
 
 import io
-import json
 import struct
 import zipfile
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.nptg import NativeProgram, read_nptg
+from fatpte.fileio.strict_json import JsonRefused, JsonRules, loads
 
 ZIP_MAGIC = b"PK\x03\x04"
 PROGRAM_MEMBER = "program.ptg"
@@ -198,18 +198,15 @@ def _members(data: bytes | memoryview, source: str | None) -> tuple[PtnMember, .
     return tuple(members)
 
 
-def _json(blob: bytes | memoryview, what: str, source: str | None, offset: int) -> Any:
-    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj: dict[str, Any] = {}
-        for k, v in pairs:
-            if k in obj:
-                raise ValueError(f"the key {k!r} appears twice")
-            obj[k] = v
-        return obj
+# How a package's JSON members are read: strict about keys (a header naming one tensor twice is
+# ambiguous), otherwise as ExecuTorch's reader takes them; their sizes are bounded by the callers.
+PTN_JSON: Final = JsonRules(constants=True)
 
+
+def _json(blob: bytes | memoryview, what: str, source: str | None, offset: int) -> Any:
     try:
-        return json.loads(bytes(blob).decode("utf-8"), object_pairs_hook=unique)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return loads(blob, PTN_JSON)
+    except JsonRefused as exc:
         raise _bad(f"{what} is not valid JSON: {exc}", source, offset=offset, field=what) from None
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -84,6 +85,7 @@ def atomic_output(dest: str | os.PathLike[str], *, overwrite: bool = True) -> It
     if not overwrite and os.path.exists(target):
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{target} exists; refusing to overwrite it",
                           source=target)
+    refuse_special_output(target)
     folder, name = os.path.split(target)
     remove_stale(folder or ".", name)
     with terminations_raise():
@@ -103,6 +105,24 @@ def atomic_output(dest: str | os.PathLike[str], *, overwrite: bool = True) -> It
             if isinstance(exc, OSError):
                 raise io_error(exc, target, "cannot write") from exc
             raise
+
+
+def refuse_special_output(target: str) -> None:
+    """An output that exists must be a regular file: the rename would replace a device node, a
+    FIFO, a socket or a symbolic link (`-o /dev/null --force`; as root in /dev, system-wide) with a
+    regular file. E0811 NOT_A_FILE naming what it is; the link is not followed (lstat)."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise io_error(exc, target, "cannot examine the output") from exc
+    if not stat.S_ISREG(mode):
+        from fatpte.fileio.kinds import what_file
+
+        raise FatpteError(ErrorCode.NOT_A_FILE, f"cannot write {target}: it is {what_file(mode)}, which fatpte does "
+                          "not replace: only a regular file is replaced by an output; write to another path",
+                          source=target)
 
 
 def remove_stale(folder: str, name: str) -> list[str]:

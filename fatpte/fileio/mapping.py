@@ -1,5 +1,6 @@
 """Files mapped read-only: `map_file` (a mapping and the descriptor behind it), `mapped_file` (the
 same for a `with` block), `map_view` (a view that keeps its mapping alive), `release_mapping`;
+`open_regular` and `read_regular` (a small file read whole, bounded, regular files only);
 `releasable` and `release_pages` drop the pages a pass over a mapping has read from the resident
 set. A mapping is never unmapped under a live view.
 """
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.atomic import io_error
 from fatpte.fileio.buffers import BytesLike
+from fatpte.fileio.kinds import what_file
 
 _DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
 
@@ -44,35 +46,50 @@ def release_pages(buf: BytesLike, start: int, end: int) -> None:
         pass
 
 
-def open_regular(path: str | os.PathLike[str]) -> int:
+def open_regular(path: str | os.PathLike[str], what: str = "") -> int:
     """A read-only descriptor of `path`, which must be a regular file: E0811 NOT_A_FILE for a
     directory, device, FIFO or socket, decided by fstat after an O_NONBLOCK open, so that a FIFO
-    without a writer is refused at once instead of blocking the caller forever."""
+    without a writer is refused at once instead of blocking the caller forever. `what` names the
+    file in messages (`the device profile`)."""
+    named = f"{what} " if what else ""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise io_error(exc, path, "cannot open") from exc
+        raise io_error(exc, path, f"cannot open {named}".rstrip()) from exc
     try:
         mode = os.fstat(fd).st_mode
     except OSError as exc:
         os.close(fd)
-        raise io_error(exc, path, "cannot stat") from exc
+        raise io_error(exc, path, f"cannot stat {named}".rstrip()) from exc
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise FatpteError(ErrorCode.NOT_A_FILE, f"cannot read {os.fspath(path)}: it is {what_file(mode)}, not a "
-                          "regular file", source=os.fspath(path))
+        raise FatpteError(ErrorCode.NOT_A_FILE, f"cannot read {named}{os.fspath(path)}: it is {what_file(mode)}, "
+                          "not a regular file", source=os.fspath(path))
     return fd
 
 
-def what_file(mode: int) -> str:
-    """`a directory`, `a FIFO`, `a device`, `a socket`: what a path that is no regular file is."""
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+def read_regular(path: str | os.PathLike[str], limit: int, what: str = "") -> bytes:
+    """The bytes of the regular file `path`, at most `limit` + 1 of them: one more than the limit,
+    so that the caller can tell a file over it and refuse it in its own terms. Anything that is not
+    a regular file is E0811 NOT_A_FILE, decided before a byte is read (open_regular: a FIFO never
+    blocks, /dev/zero is never read); a failed read is E0801. What every small file a command
+    reads goes through: device profiles, pack.toml, keys, detached signatures. `what` names the
+    file in messages."""
+    fd = open_regular(path, what)
+    try:
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise io_error(exc, path, f"cannot read {what}".rstrip()) from exc
+    finally:
+        os.close(fd)
 
 
 def read_head(path: str | os.PathLike[str], size: int) -> bytes:

@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from fatpte.container.reader import Container
+from fatpte.container.reader import Container, segment_of
 from fatpte.container.reader import open as open_container
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.mapping import map_view
@@ -68,7 +68,7 @@ def _named_data(container: Container, specs: Sequence[Specialization],
         if key in used:
             view = container.named_data(key)
             views.append(view)
-            out[key] = NamedData(view, container.segments[seg_index].alignment, layouts.get(key))
+            out[key] = NamedData(view, segment_of(container, key).alignment, layouts.get(key))
     return out or None
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fatpte.errors import ErrorCode, FatpteError
+from fatpte.fileio.mapping import read_regular
 from fatpte.fileio.streams import Progress
 from fatpte.manifest.model import TensorLayout
 from fatpte.ops.packing import pack
@@ -105,27 +106,7 @@ MAX_PACK_FILE_BYTES = 64 << 20
 
 
 def _read(toml: Path) -> bytes:
-    import stat
-
-    try:
-        # O_NONBLOCK: a FIFO must not make pack wait for a writer; fstat then refuses it.
-        fd = os.open(toml, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read {toml}: {exc.strerror or exc}", source=str(toml)) from exc
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise FatpteError(ErrorCode.NOT_A_FILE, f"{toml} is not a regular file (a directory, device, FIFO or "
-                              "socket)", source=str(toml))
-        data = b""
-        while len(data) <= MAX_PACK_FILE_BYTES:
-            chunk = os.read(fd, MAX_PACK_FILE_BYTES + 1 - len(data))
-            if not chunk:
-                break
-            data += chunk
-    except OSError as exc:
-        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read {toml}: {exc.strerror or exc}", source=str(toml)) from exc
-    finally:
-        os.close(fd)
+    data = read_regular(toml, MAX_PACK_FILE_BYTES)  # a FIFO, device or directory: E0811 at once
     if len(data) > MAX_PACK_FILE_BYTES:
         raise FatpteError(ErrorCode.BAD_PACK_FILE, f"is larger than {MAX_PACK_FILE_BYTES} bytes: not a pack.toml",
                           source=str(toml), field="$")

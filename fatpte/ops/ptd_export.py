@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fatpte.container.locations import open as open_container
+from fatpte.container.reader import key_segments, segment_of
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.ptd import read_ptd
 from fatpte.executorch.ptd_write import TensorLayout, external_layouts, plan_ptd
@@ -58,9 +59,11 @@ def entry_data_file(
         segments: list[Segment] = []
         local: dict[int, int] = {}  # container segment index -> .ptd segment index
         key_segment: dict[str, int] = {}
-        index = manifest.keys  # a dict built on each access: once, not once per key
+        by_key = key_segments(c)  # E0414 for a key past the segment table
         for key in keys:
-            seg = c.segments[index[key]]
+            seg = by_key.get(key)
+            if seg is None:
+                seg = segment_of(c, key)  # NAMED_DATA_NOT_FOUND, naming the keys there are
             key_segment[key] = local.setdefault(seg.index, len(segments))
             if key_segment[key] == len(segments):
                 segments.append(seg)

@@ -14,7 +14,7 @@ import mmap
 import os
 from typing import BinaryIO
 
-from fatpte.container.reader import Container
+from fatpte.container.reader import Container, key_segments, segment_of
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.ptn import read_ptn
 from fatpte.executorch.ptn_write import SHARED, SHARED_KEY, Owner, layout, tensor_types, write_ptn
@@ -45,17 +45,20 @@ def write_entry_package(container: Container, entry: Entry, dest: str | os.PathL
     found = None if manifest is None else manifest.entry(entry.name)
     keys = () if found is None else found.named_data
     assert manifest is not None  # an entry with named data has a manifest
-    segment_of = manifest.keys
+    by_key = key_segments(container)  # E0414 for a key past the segment table
     types = tensor_types(package.program, source=label)
     unknown = [k for k in keys if k not in types]
     if unknown:
         raise FatpteError(ErrorCode.NAMED_DATA_NOT_FOUND, f"entry {entry.name!r}: program.ptg loads no constant "
                           f"named {unknown[0]!r}, so its package cannot hold it", source=container.source,
                           field=f"named_data[{unknown[0]!r}]")
-    owners, aliases = layout(types, lambda a, b: segment_of[a] == segment_of[b], keys)
+    missing = [k for k in keys if k not in by_key]
+    if missing:
+        segment_of(container, missing[0])  # NAMED_DATA_NOT_FOUND, naming the keys there are
+    owners, aliases = layout(types, lambda a, b: by_key[a].index == by_key[b].index, keys)
 
     def write_tensor(owner: Owner, stream: BinaryIO) -> None:
-        seg = container.segments[segment_of[owner.key]]
+        seg = by_key[owner.key]
         if seg.size != owner.size:
             raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"named data {owner.key!r} is {seg.size} bytes, but "
                               f"program.ptg says {owner.dtype}{list(owner.shape)}, {owner.size} bytes",

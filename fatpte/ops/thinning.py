@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fatpte.container.locations import open as open_container
-from fatpte.container.reader import Container
+from fatpte.container.reader import Container, key_segments
 from fatpte.device.profile import DeviceProfile
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.atomic import atomic_output
@@ -123,8 +123,8 @@ def _plan_v2(c: Container, keep: list[Entry], manifest: Manifest | None) -> _Pla
         kept_names = {e.name for e in keep}
         entries = tuple(me for me in manifest.entries if me.name in kept_names)
         used = {k for me in entries for k in me.named_data}
-        old_index = manifest.keys
-        segments = sorted({old_index[k] for k in used if k in old_index})
+        by_key = key_segments(c)  # E0414 for a key past the segment table, before anything is planned
+        segments = sorted({by_key[k].index for k in used if k in by_key})
         renumber = {old: new for new, old in enumerate(segments)}
         named = tuple((k, renumber[s]) for k, s in manifest.named_data if k in used)
         layouts = tuple((k, lay) for k, lay in manifest.layouts if k in used)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fatpte.container.reader import Container
+from fatpte.container.reader import Container, key_segments, segment_of
 from fatpte.container.reader import open as open_container
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.atomic import io_error, terminations_raise
@@ -137,7 +137,7 @@ def _toml_lines(container: Container, payload_files: dict[int, str],
             by_segment.setdefault(seg, []).append(key)
         # Segments are created in the order their first key appears: list them by index.
         for seg_index in sorted(by_segment):
-            alignment = container.segments[seg_index].alignment
+            alignment = segment_of(container, by_segment[seg_index][0]).alignment
             for key in by_segment[seg_index]:
                 value: dict[str, Any] = {"path": f"named_data/{segment_files[seg_index]}", "alignment": alignment}
                 layout = layouts.get(key)
@@ -177,6 +177,7 @@ def _toml_lines(container: Container, payload_files: dict[int, str],
 
 
 def _write_tree(container: Container, root: Path) -> tuple[int, int]:
+    by_key = key_segments(container) if container.version == L.VERSION_2 else {}  # E0414 before any write
     used: set[str] = set()
     payload_files: dict[int, str] = {}
     by_region: dict[tuple[int, int], str] = {}
@@ -200,7 +201,7 @@ def _write_tree(container: Container, root: Path) -> tuple[int, int]:
         for key, seg in manifest.named_data:
             first_key.setdefault(seg, key)
         for seg_index, key in sorted(first_key.items()):
-            segment = container.segments[seg_index]
+            segment = by_key[key]
             name = segment_files[seg_index] = _file_name(key, seg_used)
             _write_range(container, segment.offset, segment.size, root / "named_data" / name)
     text = "\n".join(_toml_lines(container, payload_files, segment_files)) + "\n"

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fatpte.container.remote import open_remote
+from fatpte.device.profile import DeviceProfile
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.remote import Policy
 from fatpte.fileio.streams import Progress
@@ -31,11 +32,11 @@ from fatpte.ops.signing import (
 
 def verify_remote(url: str, keys: Sequence[TrustedKey], *, signature: str | os.PathLike[str] | bytes | None = None,
                   progress: Progress | None = None, policy: Policy | None = None,
-                  **storage_options: Any) -> VerifyReport:
+                  downgrade: DeviceProfile | None = None, **storage_options: Any) -> VerifyReport:
     """`signing.verify` of the container at `url`. `signature` is a detached signature (a local
     file, or its bytes); without it the embedded one is used (a URL has no `FILE.sig` beside it).
-    `storage_options` and `policy` as for `open_remote`. Raises FatpteError only when the
-    container cannot be opened or read."""
+    `storage_options` and `policy` as for `open_remote`; `downgrade` as for `signing.verify`.
+    Raises FatpteError only when the container cannot be opened or read."""
     if not keys:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, "no trusted public key to verify with", field="key")
     with open_remote(url, policy=policy, **storage_options) as c:
@@ -48,7 +49,7 @@ def verify_remote(url: str, keys: Sequence[TrustedKey], *, signature: str | os.P
             # a byte it reads and this did not fetch would read as zero.
             hashed = [(e.offset, e.size) for e in c.entries] + [(s.offset, s.size) for s in c.segments]
         with c.local_copy(hashed) as local:
-            return verify_container(local, keys, signature=signature, progress=progress)
+            return verify_container(local, keys, signature=signature, progress=progress, downgrade=downgrade)
 
 
 def _holds(region: bytes, keys: Sequence[TrustedKey]) -> bool:

@@ -23,6 +23,7 @@ from fatpte.errors import MAX_FINDINGS_PER_CODE, ErrorCode, FatpteError, Selecti
 from fatpte.manifest.model import work_budget
 from fatpte.ops.diff import compare
 from fatpte.ops.info import summary
+from tests.builds import missing_build
 from tests.paths import ROOT
 from tests.work import executed_lines, growth, peak_allocation
 from tools import hostile
@@ -34,7 +35,7 @@ DEVICE = "x86-64-v3"
 def loader_tool(name: str) -> Path:
     path = LOADER / name
     if not path.exists():
-        pytest.skip(f"{path.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
+        missing_build(f"{path.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
     return path
 
 
@@ -378,6 +379,7 @@ def test_the_library_turns_memory_exhaustion_into_e0801(reader: str, monkeypatch
     from fatpte.container import reader as container_reader
     from fatpte.container import validation
     from fatpte.device import profile
+    from fatpte.fileio import strict_json
     from fatpte.manifest import codec
 
     describing = importlib.import_module("fatpte.executorch.describe")  # the package exports the function
@@ -391,7 +393,7 @@ def test_the_library_turns_memory_exhaustion_into_e0801(reader: str, monkeypatch
         "open": (container_reader, "read_structure", lambda: Container.from_buffer(data)),
         "manifest": (codec, "_build", lambda: codec.decode(b"\x10\0\0\0NFMF" + bytes(64))),
         "describe": (describing, "_describe", lambda: describing.describe(hostile.pte_shared_operator(2, 4))),
-        "profile": (profile, "_nesting", lambda: profile.parse_json(b"{}")),
+        "profile": (strict_json, "measure", lambda: profile.parse_json(b"{}")),
     }
     module, name, call = calls[reader]
     monkeypatch.setattr(module, name, exhausted)

@@ -123,6 +123,59 @@ def test_signed_vector_verifies_as_the_index_says(name: str) -> None:
     assert thinned == want["thinned"]
 
 
+KEY_FILES: dict[str, Any] = json.loads((VECTORS / gen_vectors.INDEX).read_text())["trusted_key_files"]
+
+
+@pytest.mark.parametrize("name", sorted(KEY_FILES))
+def test_trusted_key_file_is_accepted_or_refused_as_the_index_says(name: str) -> None:
+    """specs/nfat-signature.md section 5.4: each *.pub.pem of the vectors is trusted with the
+    declared key id (5.2: a compressed point has its key's id), or refused with E0702 at `key`."""
+    from fatpte.errors import FatpteError
+    from fatpte.ops.signing import load_public_key
+
+    row = KEY_FILES[name]
+    if row["accepted"]:
+        assert load_public_key(VECTORS / name).key_id == row["key_id"]
+    else:
+        with pytest.raises(FatpteError) as info:
+            load_public_key(VECTORS / name)
+        assert (info.value.code.tag, info.value.field) == (row["code"], row["field"])
+
+
+def test_the_key_files_on_disk_are_the_indexed_ones() -> None:
+    assert sorted(p.name for p in VECTORS.glob("*.pem")) == sorted(KEY_FILES)
+    assert len({row["key_id"] for row in KEY_FILES.values() if row["accepted"]}) == 2  # compressed: same id
+
+
+@pytest.mark.parametrize("name", [n for n in SIGNED if "refuse_downgrade" in INDEX[n]["verify"]])
+def test_downgrade_check_says_what_the_index_says(name: str) -> None:
+    """Section 6 step 11 for the declared device: the vector verifies without the check and is
+    refused with it."""
+    from fatpte.ops.signing import load_trusted_keys, verify
+
+    want = INDEX[name]["verify"]
+    keys = load_trusted_keys([VECTORS / k for k in want["keys"]])
+    check = want["refuse_downgrade"]
+    first = verify(VECTORS / name, keys, downgrade=DeviceProfile.load(check["device"])).first_error
+    said = (None, None, None) if first is None else (first.code.tag, first.offset, first.field)
+    assert said == (check["code"], check["offset"], check["field"])
+
+
+@pytest.mark.parametrize("name", [n for n in SIGNED if "beside" in INDEX[n]["verify"]])
+def test_a_signature_beside_a_vector_is_read_only_when_given(name: str) -> None:
+    """Section 6 step 1: the verdict does not change because a valid detached signature lies
+    beside the file; given, it verifies."""
+    from fatpte.ops.signing import load_trusted_keys, verify
+
+    want = INDEX[name]["verify"]
+    keys = load_trusted_keys([VECTORS / k for k in want["keys"]])
+    beside = VECTORS / want["beside"]
+    assert beside.is_file()
+    first = verify(VECTORS / name, keys).first_error
+    assert first is not None and first.code.tag == want["code"]
+    assert verify(VECTORS / name, keys, signature=beside).ok
+
+
 def test_every_signature_rule_has_a_vector() -> None:
     """Each code of the signature region (12xx) and of verification (13xx) is some vector's
     validation error or verification outcome."""

@@ -13,6 +13,9 @@ import fatpte
 from fatpte.container.reader import Container
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.ops.specialization import Specialization
+from tests.paths import ROOT
+
+VECTORS = ROOT / "specs" / "vectors"
 
 
 def _v1(entries: list[tuple[bytes, int, int]], data: bytes) -> bytes:
@@ -185,3 +188,21 @@ def test_records_are_immutable_named_tuples(packed: Path) -> None:
     # `index` keeps its public meaning (the table position), shadowing tuple.index.
     assert entry.index == 1 and entry._fields[0] == "index"
     assert list(header.to_json()) == list(header._fields) and header.to_json()["entry_count"] == 3
+
+
+def test_a_key_past_the_segment_table_is_e0414_where_validate_reports_it() -> None:
+    """key_segments and segment_of, which every path that reads named data goes through, report a
+    key whose segment index is past the table with validate's code, offset and field."""
+    from fatpte.container.reader import key_segments, segment_of
+
+    data = (VECTORS / "v2-named-data-bad-segment.nfat").read_bytes()
+    first = fatpte.validate_buffer(data).first_error
+    assert first is not None and first.code is ErrorCode.NAMED_DATA_BAD_SEGMENT
+    with Container.from_buffer(data) as c:
+        assert segment_of(c, "w.a").index == 0
+        for call in (lambda: key_segments(c), lambda: segment_of(c, "w.b"), lambda: c.named_data("w.b")):
+            with pytest.raises(FatpteError) as info:
+                call()
+            assert (info.value.code, info.value.offset, info.value.field) == (first.code, first.offset, first.field)
+    with Container.from_buffer((VECTORS / "v2-named-data.nfat").read_bytes()) as c:
+        assert [(k, s.index) for k, s in key_segments(c).items()] == [("w.a", 0), ("w.b", 1)]

@@ -1,6 +1,7 @@
 """`fatpte_bench` (loader/tools/fatpte_bench.cpp) runs on a small container and prints lines that
 bench/op_loader.py parses; bad input is refused with the loader's error. Never asserts on timings.
-Skipped with the reason when the loader is not built; `make test` builds it first."""
+Skipped with the reason when the loader is not built (failed under `make test`, which builds it
+first: tests/builds.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 import fatpte
 from bench.op_loader import parse
 from fatpte.device.profile import DeviceProfile
+from tests.builds import missing_build
 from tests.paths import ROOT
 
 EXE = ROOT / "build" / "loader" / "fatpte_bench"
@@ -20,7 +22,7 @@ QUICK = ["--min-seconds", "0", "--min-batches", "3", "--batch", "2"]
 
 def _exe() -> Path:
     if not EXE.exists():
-        pytest.skip(f"{EXE.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
+        missing_build(f"{EXE.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
     return EXE
 
 

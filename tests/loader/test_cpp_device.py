@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 from fatpte.device.profile import DeviceProfile
+from tests.builds import missing_build
 from tests.paths import ROOT
 
 BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
@@ -23,7 +24,7 @@ BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader
 def test_device_json_is_byte_identical_to_python(build: str) -> None:
     exe = BUILDS[build] / "fatpte-run"
     if not exe.exists():
-        pytest.skip(f"{exe.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
+        missing_build(f"{exe.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
     proc = subprocess.run([str(exe), "--device-json"], check=False, capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     expected = DeviceProfile.host().to_json_text()
@@ -35,7 +36,7 @@ def test_device_json_is_byte_identical_to_python(build: str) -> None:
 def test_fatpte_run_refuses_what_it_does_not_implement() -> None:
     exe = BUILDS["release"] / "fatpte-run"
     if not exe.exists():
-        pytest.skip(f"{exe.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
+        missing_build(f"{exe.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
     proc = subprocess.run([str(exe), "model.nfat"], check=False, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "usage: fatpte-run" in proc.stderr

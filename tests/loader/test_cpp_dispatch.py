@@ -18,6 +18,7 @@ from types import ModuleType
 
 import pytest
 
+from tests.builds import missing_build
 from tests.paths import ROOT
 from tests.scripts import load_script
 
@@ -32,7 +33,7 @@ def _example() -> ModuleType:
 def build(request: pytest.FixtureRequest) -> Path:
     out: Path = BUILDS[request.param]
     if not (out / "fatpte-run").exists():
-        pytest.skip(f"{out.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
+        missing_build(f"{out.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
     return out
 
 

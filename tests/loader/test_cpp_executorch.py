@@ -35,6 +35,7 @@ from flatbuffers import table
 
 import fatpte
 from fatpte.format import layout as L
+from tests.builds import missing_build
 from tests.paths import ROOT
 from tests.scripts import load_script
 
@@ -53,7 +54,7 @@ def _example() -> ModuleType:
 def exe(request: pytest.FixtureRequest) -> Path:
     path: Path = BUILDS[request.param] / "fatpte-run"
     if not path.exists() or not SDK_LIB.is_dir():
-        pytest.skip(f"{path.relative_to(ROOT)} or the ExecuTorch SDK is not built: run `make loader` "
+        missing_build(f"{path.relative_to(ROOT)} or the ExecuTorch SDK is not built: run `make loader` "
                     "(make test builds both first)")
     return path
 

@@ -16,6 +16,7 @@ from types import ModuleType
 
 import pytest
 
+from tests.builds import missing_build
 from tests.paths import ROOT
 from tests.scripts import load_script
 
@@ -29,7 +30,7 @@ def _example() -> ModuleType:
 @pytest.fixture(scope="module")
 def prefix(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not (BUILD / "libfatpte.so").exists() or shutil.which("cmake") is None:
-        pytest.skip("build/loader is not built: run `make loader` (make test builds it first)")
+        missing_build("build/loader is not built: run `make loader` (make test builds it first)")
     out = tmp_path_factory.mktemp("prefix")
     subprocess.run(["cmake", "--install", str(BUILD), "--prefix", str(out)], check=True, capture_output=True)
     return out
@@ -88,8 +89,10 @@ def test_no_run_path_names_the_current_directory(name: str) -> None:
     """An empty run-path entry (CMake's build-tree padding, `<sdk>/lib:`) is the current directory
     to the dynamic loader: every library would first be looked for where the run started."""
     binary = BUILD / name
-    if not binary.exists() or shutil.which("readelf") is None:
-        pytest.skip(f"{binary.relative_to(ROOT)} is not built, or readelf is missing")
+    if not binary.exists():
+        missing_build(f"{binary.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
+    if shutil.which("readelf") is None:
+        pytest.skip("readelf (binutils) is not installed")
     paths = _run_paths(binary)
     assert "" not in paths and "." not in paths, paths
     assert all(Path(p).is_absolute() or p.startswith("$ORIGIN") for p in paths), paths

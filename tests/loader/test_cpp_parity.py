@@ -14,7 +14,8 @@ Selection: for every named device profile, several containers and prefer/exclude
 and explain(), and a failed selection carries Python's SelectionError message.
 
 The loader is built by `make loader` (and by `make test` before this runs). Each build that is
-missing is skipped with the reason; `make test` builds both, so CI never skips.
+missing is skipped with the reason, except under `make test`, which builds both and makes a missing
+one fail (tests/builds.py).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from fatpte.fileio.checksum import crc32c
 from fatpte.format import layout as L
 from fatpte.ops.packing import pack
 from fatpte.ops.specialization import Specialization
+from tests.builds import missing_build
 from tests.paths import ROOT
 
 BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
@@ -50,7 +52,7 @@ _SEGMENT = L.RECORDS["v2_segment"]
 def tool(build: str) -> Path:
     path = BUILDS[build] / "fatpte-validate"
     if not path.exists():
-        pytest.skip(f"{path.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
+        missing_build(f"{path.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
     return path
 
 

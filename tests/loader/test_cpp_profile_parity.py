@@ -28,6 +28,7 @@ from fatpte.cli.main import main
 from fatpte.device import profile as D
 from fatpte.errors import FatpteError
 from fatpte.format import vocabulary as V
+from tests.builds import missing_build
 from tests.paths import ROOT
 from tests.strategies import device_profiles
 
@@ -38,7 +39,7 @@ BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader
 def exe(request: pytest.FixtureRequest) -> Path:
     path: Path = BUILDS[request.param] / "fatpte-run"
     if not path.exists():
-        pytest.skip(f"{path.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
+        missing_build(f"{path.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
     return path
 
 

@@ -2,7 +2,8 @@
 loader verifies the signature before it selects, hashes the selected entry and its named data
 before its bytes reach a backend, and nothing else; an unsigned container, an untrusted key or
 changed bytes stop the run with exit 5 before a backend is called. Runs on the release build and
-under ASan + UBSan (a missing build is skipped with the reason; `make test` builds both)."""
+under ASan + UBSan (a missing build is skipped with the reason; `make test` builds both and fails
+on a missing one: tests/builds.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 import fatpte
 from fatpte.fileio.checksum import crc32c
 from fatpte.ops import signing
+from tests.builds import missing_build
 from tests.loader.test_cpp_dispatch import close, outputs, packed  # noqa: F401  (a fixture)
 from tests.paths import ROOT
 from tools.gen_vectors import reseal
@@ -28,7 +30,7 @@ BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader
 def build(request: pytest.FixtureRequest) -> Path:
     out: Path = BUILDS[request.param]
     if not (out / "fatpte-run").exists():
-        pytest.skip(f"{out.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
+        missing_build(f"{out.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
     return out
 
 
@@ -143,7 +145,7 @@ def test_libcrypto_is_opened_only_to_verify(packed: tuple[Path, Path, list[float
     --require-signature opens it to load the trusted key (src/signature/libcrypto.hpp)."""
     build = BUILDS["release"]
     if not (build / "fatpte-run").exists():
-        pytest.skip("build/loader is not built: run `make loader` (make test builds it first)")
+        missing_build("build/loader is not built: run `make loader` (make test builds it first)")
     container, inp, reference = packed
     key, pub = _key(tmp_path, "k")
     signed = signing.sign(container, key, tmp_path / "signed.nfat")

@@ -33,6 +33,7 @@ import pytest
 
 from fatpte.executorch.pte import read_program
 from fatpte.executorch.rewrite import replace_segment
+from tests.builds import missing_build
 from tests.paths import ROOT
 from tests.scripts import load_script
 
@@ -55,7 +56,7 @@ def _example() -> ModuleType:
 def build(request: pytest.FixtureRequest) -> Path:
     folder: Path = BUILDS[request.param]
     if not (folder / "et_module_runner").exists() or not SDK_LIB.is_dir():
-        pytest.skip(f"{folder.relative_to(ROOT)}/et_module_runner or the ExecuTorch SDK is not built: run "
+        missing_build(f"{folder.relative_to(ROOT)}/et_module_runner or the ExecuTorch SDK is not built: run "
                     "`make loader` (make test builds both first)")
     return folder
 
@@ -266,7 +267,7 @@ def test_fatpte_run_runs_a_fat_delegate_program_from_a_container(tmp_path: Path)
     any program), and says in --explain and --json which inner entry ran and why not the others."""
     exe = BUILDS["release"] / "fatpte-run"
     if not exe.exists() or not SDK_LIB.is_dir():
-        pytest.fail("build/loader/fatpte-run is not built: run `make loader`")
+        missing_build("build/loader/fatpte-run is not built: run `make loader`")
     container = tmp_path / "mlp_fat.nfat"
     subprocess.run([*FATPTE, "pack", "-q", "-f", "-o", str(container),
                     str(FIXTURES / "mlp_fat.pte")], check=True)
