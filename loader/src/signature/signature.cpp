@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/json.hpp"
 #include "common/text.hpp"
 #include "fatpte/crc32c.hpp"
 #include "nfat_manifest_generated.h"
@@ -51,234 +52,59 @@ constexpr std::size_t kMaxTextBytes = 4096;  // signing.MAX_TEXT_BYTES
 
 // ---- strict JSON (specs/nfat-signature.md section 2) ----
 
-struct Json {
-  enum Kind { kNull, kBool, kInt, kString, kArray, kObject } kind = kNull;
-  bool b = false;
-  std::int64_t i = 0;
-  std::string s;
-  std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
+using json::Kind;
+using json::Value;
 
-  const Json* find(const std::string& key) const {
-    for (const auto& m : members) {
-      if (m.first == key) return &m.second;
-    }
-    return nullptr;
-  }
-};
+// What each document keeps: the members specs/nfat-signature.md section 3 names, every other
+// member checked by the rules of section 2 and dropped, so the bundle (read before the signature
+// is checked) holds at most its own size in memory however it is written. An array keeps one item
+// more than its limit, which the reader then refuses by its count.
+constexpr json::Shape kScalar{};
+constexpr json::Field kSigFields[] = {{"sig", &kScalar}};
+constexpr json::Shape kSig = json::object_of(kSigFields);
+constexpr json::Shape kSigs = json::array_of(&kSig, kMaxSignatures + 1);
+constexpr json::Field kEnvelopeFields[] = {{"payloadType", &kScalar}, {"payload", &kScalar}, {"signatures", &kSigs}};
+constexpr json::Shape kEnvelope = json::object_of(kEnvelopeFields);
+constexpr json::Field kPublicKeyFields[] = {{"hint", &kScalar}};
+constexpr json::Shape kPublicKey = json::object_of(kPublicKeyFields);
+constexpr json::Field kMaterialFields[] = {{"publicKey", &kPublicKey}};
+constexpr json::Shape kMaterial = json::object_of(kMaterialFields);
+constexpr json::Field kBundleFields[] = {
+    {"mediaType", &kScalar}, {"dsseEnvelope", &kEnvelope}, {"verificationMaterial", &kMaterial}};
+constexpr json::Shape kBundle = json::object_of(kBundleFields);
 
-class JsonReader {
- public:
-  JsonReader(const std::uint8_t* data, std::size_t size) : p_(data), n_(size) {}
+constexpr json::Field kEntryFields[] = {{"name", &kScalar},     {"backend_id", &kScalar}, {"payload_kind", &kScalar},
+                                        {"priority", &kScalar}, {"alignment", &kScalar},  {"record_sha256", &kScalar}};
+constexpr json::Shape kEntry = json::object_of(kEntryFields);
+constexpr json::Shape kEntries = json::array_of(&kEntry, F::kMaxEntries + 1);
+constexpr json::Field kKeyFields[] = {{"key", &kScalar}, {"record_sha256", &kScalar}};
+constexpr json::Shape kKey = json::object_of(kKeyFields);
+constexpr json::Shape kKeys = json::array_of(&kKey, F::kMaxSegments + 1);
+constexpr json::Field kPredicateFields[] = {
+    {"format_version", &kScalar}, {"entries", &kEntries}, {"named_data", &kKeys}};
+constexpr json::Shape kPredicate = json::object_of(kPredicateFields);
+constexpr json::Field kDigestFields[] = {{"sha256", &kScalar}};
+constexpr json::Shape kDigest = json::object_of(kDigestFields);
+constexpr json::Field kSubjectFields[] = {{"name", &kScalar}, {"digest", &kDigest}};
+constexpr json::Shape kSubject = json::object_of(kSubjectFields);
+constexpr json::Shape kSubjects = json::array_of(&kSubject, std::size_t{F::kMaxEntries} + F::kMaxSegments + 1);
+constexpr json::Field kStatementFields[] = {
+    {"_type", &kScalar}, {"predicateType", &kScalar}, {"predicate", &kPredicate}, {"subject", &kSubjects}};
+constexpr json::Shape kStatement = json::object_of(kStatementFields);
 
-  bool parse(Json& out) {
-    if (!detail::valid_utf8(p_, n_)) return false;
-    if (!value(out, 1)) return false;
-    ws();
-    return at_ == n_;
-  }
-
- private:
-  void ws() {
-    while (at_ < n_ && (p_[at_] == ' ' || p_[at_] == '\t' || p_[at_] == '\n' || p_[at_] == '\r')) ++at_;
-  }
-  bool literal(const char* word) {
-    const std::size_t len = std::strlen(word);
-    if (n_ - at_ < len || std::memcmp(p_ + at_, word, len) != 0) return false;
-    at_ += len;
-    return true;
-  }
-
-  bool value(Json& v, int depth) {
-    if (depth > kMaxJsonDepth) return false;
-    ws();
-    if (at_ >= n_) return false;
-    const std::uint8_t c = p_[at_];
-    if (c == '{') return object(v, depth);
-    if (c == '[') return array(v, depth);
-    if (c == '"') {
-      v.kind = Json::kString;
-      return string(v.s);
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) return number(v);
-    if (literal("true")) {
-      v.kind = Json::kBool;
-      v.b = true;
-      return true;
-    }
-    if (literal("false")) {
-      v.kind = Json::kBool;
-      return true;
-    }
-    if (literal("null")) return true;
-    return false;  // NaN, Infinity and anything else
-  }
-
-  // An integer from -2^63 to 2^63 - 1; a fraction or an exponent is refused, as Python's reader does.
-  bool number(Json& v) {
-    const bool negative = p_[at_] == '-';
-    if (negative) ++at_;
-    if (at_ >= n_ || p_[at_] < '0' || p_[at_] > '9') return false;
-    if (p_[at_] == '0' && at_ + 1 < n_ && p_[at_ + 1] >= '0' && p_[at_ + 1] <= '9') return false;
-    std::uint64_t magnitude = 0;
-    bool overflow = false;
-    while (at_ < n_ && p_[at_] >= '0' && p_[at_] <= '9') {
-      const std::uint64_t d = p_[at_] - '0';
-      if (magnitude > (UINT64_MAX - d) / 10) overflow = true;
-      if (!overflow) magnitude = magnitude * 10 + d;
-      ++at_;
-    }
-    if (at_ < n_ && (p_[at_] == '.' || p_[at_] == 'e' || p_[at_] == 'E')) return false;
-    const std::uint64_t limit = negative ? (std::uint64_t{1} << 63) : (std::uint64_t{1} << 63) - 1;
-    if (overflow || magnitude > limit) return false;
-    v.kind = Json::kInt;
-    v.i = negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
-    return true;
-  }
-
-  bool hex4(std::uint32_t& out) {
-    if (n_ - at_ < 4) return false;
-    out = 0;
-    for (int k = 0; k < 4; ++k) {
-      const std::uint8_t c = p_[at_++];
-      out <<= 4;
-      if (c >= '0' && c <= '9') {
-        out |= c - '0';
-      } else if (c >= 'a' && c <= 'f') {
-        out |= c - 'a' + 10;
-      } else if (c >= 'A' && c <= 'F') {
-        out |= c - 'A' + 10;
-      } else {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  static void put_utf8(std::string& s, std::uint32_t cp) {
-    if (cp < 0x80) {
-      s += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      s += static_cast<char>(0xC0 | (cp >> 6));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      s += static_cast<char>(0xE0 | (cp >> 12));
-      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      s += static_cast<char>(0xF0 | (cp >> 18));
-      s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
-  bool string(std::string& out) {
-    ++at_;  // the opening quote
-    while (at_ < n_) {
-      const std::uint8_t c = p_[at_++];
-      if (c == '"') return true;
-      if (c < 0x20) return false;  // a control character must be escaped
-      if (c != '\\') {
-        out += static_cast<char>(c);
-        continue;
-      }
-      if (at_ >= n_) return false;
-      const std::uint8_t e = p_[at_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          std::uint32_t cp;
-          if (!hex4(cp)) return false;
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            std::uint32_t low;
-            if (n_ - at_ < 2 || p_[at_] != '\\' || p_[at_ + 1] != 'u') return false;  // a lone surrogate
-            at_ += 2;
-            if (!hex4(low) || low < 0xDC00 || low > 0xDFFF) return false;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            return false;
-          }
-          put_utf8(out, cp);
-          break;
-        }
-        default:
-          return false;
-      }
-    }
-    return false;
-  }
-
-  bool array(Json& v, int depth) {
-    v.kind = Json::kArray;
-    ++at_;
-    ws();
-    if (at_ < n_ && p_[at_] == ']') {
-      ++at_;
-      return true;
-    }
-    while (true) {
-      v.items.emplace_back();
-      if (!value(v.items.back(), depth + 1)) return false;
-      ws();
-      if (at_ >= n_) return false;
-      if (p_[at_] == ',') {
-        ++at_;
-        continue;
-      }
-      if (p_[at_] == ']') {
-        ++at_;
-        return true;
-      }
-      return false;
-    }
-  }
-
-  bool object(Json& v, int depth) {
-    v.kind = Json::kObject;
-    ++at_;
-    ws();
-    if (at_ < n_ && p_[at_] == '}') {
-      ++at_;
-      return true;
-    }
-    std::set<std::string> seen;
-    while (true) {
-      ws();
-      if (at_ >= n_ || p_[at_] != '"') return false;
-      std::string key;
-      if (!string(key)) return false;
-      if (!seen.insert(key).second) return false;  // a key twice in one object
-      ws();
-      if (at_ >= n_ || p_[at_] != ':') return false;
-      ++at_;
-      v.members.emplace_back(std::move(key), Json());
-      if (!value(v.members.back().second, depth + 1)) return false;
-      ws();
-      if (at_ >= n_) return false;
-      if (p_[at_] == ',') {
-        ++at_;
-        continue;
-      }
-      if (p_[at_] == '}') {
-        ++at_;
-        return true;
-      }
-      return false;
-    }
-  }
-
-  const std::uint8_t* p_;
-  std::size_t n_;
-  std::size_t at_ = 0;
-};
+// Section 2's rules: UTF-8, no key twice, integers of 64 bits only, 16 levels counting scalars
+// (signing.MAX_JSON_DEPTH, as Python counts them), no lone surrogate.
+Result<json::Document> read_json(const std::uint8_t* data, std::size_t size, const json::Shape& keep,
+                                 std::size_t max_bytes) {
+  json::Options rules;
+  rules.max_bytes = max_bytes;
+  rules.utf8 = true;
+  rules.max_depth = kMaxJsonDepth;
+  rules.fractions = false;
+  rules.int64 = true;
+  rules.keep = &keep;
+  return json::parse(std::string_view(reinterpret_cast<const char*>(data), size), rules);
+}
 
 // ---- findings ----
 
@@ -294,19 +120,25 @@ Status malformed(const Where& w, const std::string& field, const std::string& wh
 }
 
 // Python's _get: `obj` must be an object holding `key` of `kind`.
-Status get(const Where& w, const Json* obj, const char* key, Json::Kind kind, const std::string& path,
-           const Json** out, bool required = true) {
-  *out = nullptr;
-  if (obj == nullptr || obj->kind != Json::kObject) return malformed(w, path, path + " must be a JSON object");
-  const Json* v = obj->find(key);
+Status get(const Where& w, const Value& obj, const char* key, Kind kind, const std::string& path, Value& out,
+           bool required = true) {
+  out = Value();
+  if (!obj.is(Kind::kObject)) return malformed(w, path, path + " must be a JSON object");
+  const Value v = obj.find(key);
   const std::string at = path + "." + key;
-  if (v == nullptr) {
+  if (!v) {
     if (required) return malformed(w, at, at + " is missing");
     return Status();
   }
-  if (v->kind != kind) return malformed(w, at, at + " has the wrong JSON type");
-  *out = v;
+  if (!v.is(kind)) return malformed(w, at, at + " has the wrong JSON type");
+  out = v;
   return Status();
+}
+
+// A JSON syntax error of a document, at its field.
+Status not_json(const Where& w, const std::string& field, const Status& why) {
+  return malformed(w, field, "not a JSON document of the documented shape: " + why.message() +
+                                 (why.offset() == kNoOffset ? "" : " (byte " + std::to_string(why.offset()) + ")"));
 }
 
 bool base64_char(std::uint8_t c) {
@@ -314,7 +146,7 @@ bool base64_char(std::uint8_t c) {
 }
 
 // Standard base64, padded, nothing else (signing._BASE64).
-bool base64_decode(const std::string& text, std::vector<std::uint8_t>& out) {
+bool base64_decode(std::string_view text, std::vector<std::uint8_t>& out) {
   const std::size_t n = text.size();
   std::size_t data = 0;
   while (data < n && base64_char(static_cast<std::uint8_t>(text[data]))) ++data;
@@ -351,7 +183,7 @@ bool base64_decode(const std::string& text, std::vector<std::uint8_t>& out) {
   return true;
 }
 
-bool hex_digest(const std::string& text, Digest& out) {
+bool hex_digest(std::string_view text, Digest& out) {
   if (text.size() != 64) return false;
   for (std::size_t k = 0; k < 64; ++k) {
     const char c = text[k];
@@ -385,58 +217,57 @@ struct Envelope {
 Status read_bundle(const Where& w, Bytes data, Envelope& env) {
   const std::string p = "signature";
   if (data.size > F::kMaxSignatureSize) return malformed(w, p, "the bundle is above the limit of 64 MiB");
-  Json root;
-  if (!JsonReader(data.data, static_cast<std::size_t>(data.size)).parse(root)) {
-    return malformed(w, p, "not a JSON document of the documented shape");
-  }
-  if (root.kind != Json::kObject) return malformed(w, p, "the bundle must be a JSON object");
-  const Json* media;
-  FATPTE_RETURN_IF_ERROR(get(w, &root, "mediaType", Json::kString, p, &media));
-  if (media->s != kBundleMediaType) {
+  Result<json::Document> doc = read_json(data.data, static_cast<std::size_t>(data.size), kBundle, F::kMaxSignatureSize);
+  if (!doc.ok()) return not_json(w, p, doc.error());
+  const Value root = doc.value().root();
+  if (!root.is(Kind::kObject)) return malformed(w, p, "the bundle must be a JSON object");
+  Value media;
+  FATPTE_RETURN_IF_ERROR(get(w, root, "mediaType", Kind::kString, p, media));
+  if (media.text() != kBundleMediaType) {
     return malformed(w, p + ".mediaType", "mediaType is not " + std::string(kBundleMediaType),
                      Error::SIGNATURE_UNSUPPORTED);
   }
-  const Json* e;
-  FATPTE_RETURN_IF_ERROR(get(w, &root, "dsseEnvelope", Json::kObject, p, &e));
+  Value e;
+  FATPTE_RETURN_IF_ERROR(get(w, root, "dsseEnvelope", Kind::kObject, p, e));
   const std::string ep = p + ".dsseEnvelope";
-  const Json* type;
-  FATPTE_RETURN_IF_ERROR(get(w, e, "payloadType", Json::kString, ep, &type));
-  if (type->s != kPayloadType) {
+  Value type;
+  FATPTE_RETURN_IF_ERROR(get(w, e, "payloadType", Kind::kString, ep, type));
+  if (type.text() != kPayloadType) {
     return malformed(w, ep + ".payloadType", "payloadType is not " + std::string(kPayloadType),
                      Error::SIGNATURE_UNSUPPORTED);
   }
-  env.payload_type = type->s;
-  const Json* payload;
-  FATPTE_RETURN_IF_ERROR(get(w, e, "payload", Json::kString, ep, &payload));
-  if (!base64_decode(payload->s, env.payload)) return malformed(w, ep + ".payload", "the payload is not base64");
-  const Json* sigs;
-  FATPTE_RETURN_IF_ERROR(get(w, e, "signatures", Json::kArray, ep, &sigs));
-  if (sigs->items.empty() || sigs->items.size() > kMaxSignatures) {
-    return malformed(w, ep + ".signatures", "the envelope holds " + std::to_string(sigs->items.size()) +
+  env.payload_type = type.text();
+  Value payload;
+  FATPTE_RETURN_IF_ERROR(get(w, e, "payload", Kind::kString, ep, payload));
+  if (!base64_decode(payload.text(), env.payload)) return malformed(w, ep + ".payload", "the payload is not base64");
+  Value sigs;
+  FATPTE_RETURN_IF_ERROR(get(w, e, "signatures", Kind::kArray, ep, sigs));
+  if (sigs.size() == 0 || sigs.size() > kMaxSignatures) {
+    return malformed(w, ep + ".signatures", "the envelope holds " + std::to_string(sigs.size()) +
                                                 " signatures; 1 to 16 are allowed");
   }
-  for (std::size_t i = 0; i < sigs->items.size(); ++i) {
-    const std::string sp = ep + ".signatures[" + std::to_string(i) + "]";
-    const Json* sig;
-    FATPTE_RETURN_IF_ERROR(get(w, &sigs->items[i], "sig", Json::kString, sp, &sig));
-    if (sig->s.size() > kMaxSigBase64) return malformed(w, sp + ".sig", "sig is above 512 characters");
+  for (const Value item : sigs.items()) {
+    const std::string sp = ep + ".signatures[" + std::to_string(env.signatures.size()) + "]";
+    Value sig;
+    FATPTE_RETURN_IF_ERROR(get(w, item, "sig", Kind::kString, sp, sig));
+    if (sig.text().size() > kMaxSigBase64) return malformed(w, sp + ".sig", "sig is above 512 characters");
     std::vector<std::uint8_t> raw;
-    if (!base64_decode(sig->s, raw)) return malformed(w, sp + ".sig", "sig is not base64");
+    if (!base64_decode(sig.text(), raw)) return malformed(w, sp + ".sig", "sig is not base64");
     env.signatures.push_back(std::move(raw));
   }
-  const Json* material;
-  FATPTE_RETURN_IF_ERROR(get(w, &root, "verificationMaterial", Json::kObject, p, &material, false));
-  if (material != nullptr) {
-    const Json* pub;
-    FATPTE_RETURN_IF_ERROR(get(w, material, "publicKey", Json::kObject, p + ".verificationMaterial", &pub, false));
-    if (pub != nullptr) {
-      const Json* hint;
+  Value material;
+  FATPTE_RETURN_IF_ERROR(get(w, root, "verificationMaterial", Kind::kObject, p, material, false));
+  if (material) {
+    Value pub;
+    FATPTE_RETURN_IF_ERROR(get(w, material, "publicKey", Kind::kObject, p + ".verificationMaterial", pub, false));
+    if (pub) {
+      Value hint;
       const std::string hp = p + ".verificationMaterial.publicKey";
-      FATPTE_RETURN_IF_ERROR(get(w, pub, "hint", Json::kString, hp, &hint, false));
-      if (hint != nullptr) {
-        if (hint->s.size() > kMaxHint) return malformed(w, hp + ".hint", "hint is above 256 bytes");
+      FATPTE_RETURN_IF_ERROR(get(w, pub, "hint", Kind::kString, hp, hint, false));
+      if (hint) {
+        if (hint.text().size() > kMaxHint) return malformed(w, hp + ".hint", "hint is above 256 bytes");
         env.has_hint = true;
-        env.hint = hint->s;
+        env.hint = hint.text();
       }
     }
   }
@@ -458,7 +289,7 @@ struct Statement {
   std::vector<SignedKey> keys;
 };
 
-bool id_ok(const std::string& s) {
+bool id_ok(std::string_view s) {
   if (s.empty() || s.size() > 32) return false;
   for (const char c : s) {
     const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -468,107 +299,117 @@ bool id_ok(const std::string& s) {
   return true;
 }
 
-Status get_digest(const Where& w, const Json* obj, const char* key, const std::string& path, Digest& out) {
-  const Json* v;
-  FATPTE_RETURN_IF_ERROR(get(w, obj, key, Json::kString, path, &v));
+Status get_digest(const Where& w, const Value& obj, const char* key, const std::string& path, Digest& out) {
+  Value v;
+  FATPTE_RETURN_IF_ERROR(get(w, obj, key, Kind::kString, path, v));
   const std::string at = path + "." + key;
-  if (!hex_digest(v->s, out)) return malformed(w, at, at + " must be 64 lowercase hexadecimal digits");
+  if (!hex_digest(v.text(), out)) return malformed(w, at, at + " must be 64 lowercase hexadecimal digits");
   return Status();
 }
 
-Status get_int(const Where& w, const Json* obj, const char* key, const std::string& path, std::int64_t low,
+// An integer member: the parser refused every number but integers of 64 bits (section 2).
+Status get_int(const Where& w, const Value& obj, const char* key, const std::string& path, std::int64_t low,
                std::int64_t high, std::int64_t& out) {
-  const Json* v;
-  FATPTE_RETURN_IF_ERROR(get(w, obj, key, Json::kInt, path, &v));
-  if (v->i < low || v->i > high) return malformed(w, path + "." + key, path + "." + key + " is out of range");
-  out = v->i;
+  Value v;
+  FATPTE_RETURN_IF_ERROR(get(w, obj, key, Kind::kNumber, path, v));
+  bool negative = false;
+  std::uint64_t magnitude = 0;
+  json::integer(v, negative, magnitude);
+  const std::int64_t n = negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
+  if (n < low || n > high) return malformed(w, path + "." + key, path + "." + key + " is out of range");
+  out = n;
   return Status();
 }
 
 Status read_statement(const Where& w, const std::vector<std::uint8_t>& payload, Statement& st) {
   const std::string p = "signature.statement";
-  Json root;
-  if (!JsonReader(payload.data(), payload.size()).parse(root)) {
-    return malformed(w, p, "not a JSON document of the documented shape");
+  Result<json::Document> doc = read_json(payload.data(), payload.size(), kStatement, payload.size());
+  if (!doc.ok()) return not_json(w, p, doc.error());
+  const Value root = doc.value().root();
+  if (!root.is(Kind::kObject)) return malformed(w, p, "the statement must be a JSON object");
+  Value v;
+  FATPTE_RETURN_IF_ERROR(get(w, root, "_type", Kind::kString, p, v));
+  if (v.text() != kStatementType) {
+    return malformed(w, p + "._type", "_type is not in-toto Statement v1", Error::SIGNATURE_UNSUPPORTED);
   }
-  if (root.kind != Json::kObject) return malformed(w, p, "the statement must be a JSON object");
-  const Json* v;
-  FATPTE_RETURN_IF_ERROR(get(w, &root, "_type", Json::kString, p, &v));
-  if (v->s != kStatementType) return malformed(w, p + "._type", "_type is not in-toto Statement v1", Error::SIGNATURE_UNSUPPORTED);
-  FATPTE_RETURN_IF_ERROR(get(w, &root, "predicateType", Json::kString, p, &v));
-  if (v->s != kPredicateType) {
+  FATPTE_RETURN_IF_ERROR(get(w, root, "predicateType", Kind::kString, p, v));
+  if (v.text() != kPredicateType) {
     return malformed(w, p + ".predicateType", "predicateType is not " + std::string(kPredicateType),
                      Error::SIGNATURE_UNSUPPORTED);
   }
-  const Json* pred;
-  FATPTE_RETURN_IF_ERROR(get(w, &root, "predicate", Json::kObject, p, &pred));
+  Value pred;
+  FATPTE_RETURN_IF_ERROR(get(w, root, "predicate", Kind::kObject, p, pred));
   const std::string pp = p + ".predicate";
-  FATPTE_RETURN_IF_ERROR(get(w, pred, "format_version", Json::kInt, pp, &v));
-  if (v->i != F::kVersion2) {
+  FATPTE_RETURN_IF_ERROR(get(w, pred, "format_version", Kind::kNumber, pp, v));
+  if (v.text() != std::to_string(F::kVersion2)) {
     return malformed(w, pp + ".format_version", "format_version is not 2", Error::SIGNATURE_UNSUPPORTED);
   }
-  const Json* entries;
-  FATPTE_RETURN_IF_ERROR(get(w, pred, "entries", Json::kArray, pp, &entries));
-  if (entries->items.empty() || entries->items.size() > F::kMaxEntries) {
+  Value entries;
+  FATPTE_RETURN_IF_ERROR(get(w, pred, "entries", Kind::kArray, pp, entries));
+  if (entries.size() == 0 || entries.size() > F::kMaxEntries) {
     return malformed(w, pp + ".entries", "the statement lists no entry, or more than 65536");
   }
   std::set<std::string> names;
-  for (std::size_t i = 0; i < entries->items.size(); ++i) {
-    const Json* e = &entries->items[i];
-    const std::string ep = pp + ".entries[" + std::to_string(i) + "]";
+  for (const Value e : entries.items()) {
+    const std::string ep = pp + ".entries[" + std::to_string(st.entries.size()) + "]";
     SignedEntry se;
-    FATPTE_RETURN_IF_ERROR(get(w, e, "name", Json::kString, ep, &v));
-    if (!id_ok(v->s)) return malformed(w, ep + ".name", "name is not 1 to 32 characters of [A-Za-z0-9_.-]");
-    se.name = v->s;
-    FATPTE_RETURN_IF_ERROR(get(w, e, "backend_id", Json::kString, ep, &v));
-    if (!id_ok(v->s)) return malformed(w, ep + ".backend_id", "backend_id is not 1 to 32 characters of [A-Za-z0-9_.-]");
-    se.backend_id = v->s;
+    FATPTE_RETURN_IF_ERROR(get(w, e, "name", Kind::kString, ep, v));
+    if (!id_ok(v.text())) return malformed(w, ep + ".name", "name is not 1 to 32 characters of [A-Za-z0-9_.-]");
+    se.name = v.text();
+    FATPTE_RETURN_IF_ERROR(get(w, e, "backend_id", Kind::kString, ep, v));
+    if (!id_ok(v.text())) {
+      return malformed(w, ep + ".backend_id", "backend_id is not 1 to 32 characters of [A-Za-z0-9_.-]");
+    }
+    se.backend_id = v.text();
     if (!names.insert(se.name).second) return malformed(w, ep + ".name", "entry '" + se.name + "' is listed twice");
-    FATPTE_RETURN_IF_ERROR(get(w, e, "payload_kind", Json::kString, ep, &v));
+    FATPTE_RETURN_IF_ERROR(get(w, e, "payload_kind", Kind::kString, ep, v));
     Digest kind{};
-    const std::string padded = v->s + std::string(56, '0');
-    if (v->s.size() != 8 || !hex_digest(padded, kind)) {
+    const std::string padded = std::string(v.text()) + std::string(56, '0');
+    if (v.text().size() != 8 || !hex_digest(padded, kind)) {
       return malformed(w, ep + ".payload_kind", "payload_kind must be 8 lowercase hexadecimal digits");
     }
     std::memcpy(se.payload_kind.data(), kind.data(), 4);
     FATPTE_RETURN_IF_ERROR(get_int(w, e, "priority", ep, INT32_MIN, INT32_MAX, se.priority));
     FATPTE_RETURN_IF_ERROR(get_int(w, e, "alignment", ep, F::kMinAlignment, F::kMaxAlignment, se.alignment));
-    if ((se.alignment & (se.alignment - 1)) != 0) return malformed(w, ep + ".alignment", "alignment is not a power of two");
+    if ((se.alignment & (se.alignment - 1)) != 0) {
+      return malformed(w, ep + ".alignment", "alignment is not a power of two");
+    }
     FATPTE_RETURN_IF_ERROR(get_digest(w, e, "record_sha256", ep, se.record));
     st.entries.push_back(std::move(se));
   }
-  const Json* keys;
-  FATPTE_RETURN_IF_ERROR(get(w, pred, "named_data", Json::kArray, pp, &keys));
-  if (keys->items.size() > F::kMaxSegments) return malformed(w, pp + ".named_data", "more keys than 1048576");
-  for (std::size_t i = 0; i < keys->items.size(); ++i) {
-    const Json* k = &keys->items[i];
-    const std::string kp = pp + ".named_data[" + std::to_string(i) + "]";
+  Value keys;
+  FATPTE_RETURN_IF_ERROR(get(w, pred, "named_data", Kind::kArray, pp, keys));
+  if (keys.size() > F::kMaxSegments) return malformed(w, pp + ".named_data", "more keys than 1048576");
+  for (const Value k : keys.items()) {
+    const std::string kp = pp + ".named_data[" + std::to_string(st.keys.size()) + "]";
     SignedKey sk;
-    FATPTE_RETURN_IF_ERROR(get(w, k, "key", Json::kString, kp, &v));
-    if (v->s.empty() || v->s.size() > kMaxTextBytes) return malformed(w, kp + ".key", "a key is 1 to 4096 bytes");
-    if (!st.keys.empty() && !(st.keys.back().key < v->s)) {
+    FATPTE_RETURN_IF_ERROR(get(w, k, "key", Kind::kString, kp, v));
+    if (v.text().empty() || v.text().size() > kMaxTextBytes) {
+      return malformed(w, kp + ".key", "a key is 1 to 4096 bytes");
+    }
+    if (!st.keys.empty() && !(st.keys.back().key < v.text())) {
       return malformed(w, kp + ".key", "keys must be unique and sorted bytewise");
     }
-    sk.key = v->s;
+    sk.key = v.text();
     FATPTE_RETURN_IF_ERROR(get_digest(w, k, "record_sha256", kp, sk.record));
     st.keys.push_back(std::move(sk));
   }
-  const Json* subjects;
-  FATPTE_RETURN_IF_ERROR(get(w, &root, "subject", Json::kArray, p, &subjects));
+  Value subjects;
+  FATPTE_RETURN_IF_ERROR(get(w, root, "subject", Kind::kArray, p, subjects));
   const std::size_t want = st.entries.size() + st.keys.size();
-  if (subjects->items.size() != want) {
+  if (subjects.size() != want) {
     return malformed(w, p + ".subject", "the statement needs one subject per entry, then one per named-data key");
   }
-  for (std::size_t i = 0; i < want; ++i) {
-    const Json* s = &subjects->items[i];
+  std::size_t i = 0;
+  for (const Value s : subjects.items()) {
     const std::string sp = p + ".subject[" + std::to_string(i) + "]";
     const bool entry = i < st.entries.size();
     const std::string name = entry ? kEntrySubject + st.entries[i].name
                                    : kNamedDataSubject + st.keys[i - st.entries.size()].key;
-    FATPTE_RETURN_IF_ERROR(get(w, s, "name", Json::kString, sp, &v));
-    if (v->s != name) return malformed(w, sp + ".name", "subject " + std::to_string(i) + " is not named " + name);
-    const Json* digest;
-    FATPTE_RETURN_IF_ERROR(get(w, s, "digest", Json::kObject, sp, &digest));
+    FATPTE_RETURN_IF_ERROR(get(w, s, "name", Kind::kString, sp, v));
+    if (v.text() != name) return malformed(w, sp + ".name", "subject " + std::to_string(i) + " is not named " + name);
+    Value digest;
+    FATPTE_RETURN_IF_ERROR(get(w, s, "digest", Kind::kObject, sp, digest));
     Digest d;
     FATPTE_RETURN_IF_ERROR(get_digest(w, digest, "sha256", sp + ".digest", d));
     if (entry) {
@@ -576,6 +417,7 @@ Status read_statement(const Where& w, const std::vector<std::uint8_t>& payload, 
     } else {
       st.keys[i - st.entries.size()].digest = d;
     }
+    ++i;
   }
   return Status();
 }
