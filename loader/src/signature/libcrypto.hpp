@@ -33,6 +33,7 @@ struct LibCrypto {
   decltype(&::PEM_read_bio_PUBKEY) pem_read_bio_pubkey;
   decltype(&::i2d_PUBKEY) i2d_pubkey;
   decltype(&::CRYPTO_free) crypto_free;
+  decltype(&::EVP_DecodeBlock) decode_block;
 };
 
 // The bound functions, opening the library on the first call (thread-safe, once per process);
