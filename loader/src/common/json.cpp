@@ -48,9 +48,8 @@ void put_utf8(std::string& out, std::uint32_t cp) {
   }
 }
 
-// One pass over the text: values kept become nodes, values dropped are checked by the same
-// rules. Memory: the nodes and text kept, plus the keys of the objects open at the moment (for
-// the duplicate check), which are released when each object closes.
+// One pass over the text, each value a node. Memory: the nodes and text, plus the keys of the
+// objects open at the moment (for the duplicate check), released when each object closes.
 class Parser {
  public:
   Parser(std::string_view text, const Options& options) : t_(text), o_(options) {}
@@ -67,7 +66,7 @@ class Parser {
         return bad("not valid UTF-8");
       }
     }
-    FATPTE_RETURN_IF_ERROR(value(1, o_.keep, true));
+    FATPTE_RETURN_IF_ERROR(value(1));
     ws();
     if (p_ != t_.size()) return bad("unexpected text after the JSON value");
     return Status();
@@ -78,7 +77,7 @@ class Parser {
 
  private:
   struct Key {
-    std::uint32_t start, size;  // in keys_text_
+    std::uint32_t start, size;  // in text
     std::uint32_t offset;       // in the document
   };
 
@@ -105,25 +104,27 @@ class Parser {
     return static_cast<std::uint32_t>(nodes.size() - 1);
   }
 
-  // `level`: 1 for the root. `keep`: store this value; `shape`: what to store of it.
-  Status value(int level, const Shape* shape, bool keep) {
+  // `level`: 1 for the root.
+  Status value(int level) {
     ws();
     if (p_ >= t_.size()) return bad("unexpected end");
     const char c = t_[p_];
     const bool container = c == '{' || c == '[';
     if (level > o_.max_depth && (container || o_.depth_counts_scalars)) return bad("nested too deeply");
-    if (c == '{') return object(level, shape, keep);
-    if (c == '[') return array(level, shape, keep);
+    if (o_.max_values != 0 && nodes.size() - keys_counted_ >= o_.max_values) {
+      return fail(Error::INVALID_ARGUMENT, p_, "", "the document holds more than %zu values", o_.max_values);
+    }
+    if (c == '{') return object(level);
+    if (c == '[') return array(level);
     if (c == '"') {
-      if (!keep) return string(nullptr);
       const std::uint32_t at = add(Kind::kString, p_);
       const std::size_t start = text.size();
-      FATPTE_RETURN_IF_ERROR(string(&text));
+      FATPTE_RETURN_IF_ERROR(string(text));
       nodes[at].a = static_cast<std::uint32_t>(start);
       nodes[at].b = static_cast<std::uint32_t>(text.size() - start);
       return Status();
     }
-    if (c == '-' || is_digit(c) || (o_.nan_infinity && (c == 'N' || c == 'I'))) return number(keep);
+    if (c == '-' || is_digit(c) || (o_.nan_infinity && (c == 'N' || c == 'I'))) return number();
     const std::size_t start = p_;
     Kind kind;
     if (word("true") || word("false")) {
@@ -133,11 +134,11 @@ class Parser {
     } else {
       return bad("unexpected character");
     }
-    if (keep) nodes[add(kind, start)].boolean = t_[start] == 't';
+    nodes[add(kind, start)].boolean = t_[start] == 't';
     return Status();
   }
 
-  Status number(bool keep) {
+  Status number() {
     const std::size_t start = p_;
     if (!(o_.nan_infinity && (word("NaN") || word("Infinity") || word("-Infinity")))) {
       const bool negative = t_[p_] == '-';
@@ -187,12 +188,10 @@ class Parser {
         }
       }
     }
-    if (keep) {
-      const std::uint32_t at = add(Kind::kNumber, start);
-      nodes[at].a = static_cast<std::uint32_t>(text.size());
-      nodes[at].b = static_cast<std::uint32_t>(p_ - start);
-      text.append(t_, start, p_ - start);
-    }
+    const std::uint32_t at = add(Kind::kNumber, start);
+    nodes[at].a = static_cast<std::uint32_t>(text.size());
+    nodes[at].b = static_cast<std::uint32_t>(p_ - start);
+    text.append(t_, start, p_ - start);
     return Status();
   }
 
@@ -208,13 +207,13 @@ class Parser {
     return Status();
   }
 
-  // A string from its opening quote; its value is appended to `*out` unless `out` is null.
-  Status string(std::string* out) {
+  // A string from its opening quote; its value is appended to `out`.
+  Status string(std::string& out) {
     ++p_;
     for (;;) {
       const std::size_t run = p_;
       while (p_ < t_.size() && t_[p_] != '"' && t_[p_] != '\\' && static_cast<unsigned char>(t_[p_]) >= 0x20) ++p_;
-      if (out != nullptr) out->append(t_, run, p_ - run);
+      out.append(t_, run, p_ - run);
       if (p_ >= t_.size()) return bad("a string is not closed");
       if (eat('"')) return Status();
       if (!eat('\\')) return bad("a control character inside a string");
@@ -234,7 +233,7 @@ class Parser {
         default: return bad("an unknown escape in a string");
       }
       if (e != 'u') {
-        if (out != nullptr) *out += plain;
+        out += plain;
         continue;
       }
       std::uint32_t cp = 0;
@@ -256,21 +255,13 @@ class Parser {
       } else if (cp >= 0xD800 && cp <= 0xDFFF && !o_.lone_surrogates) {
         return bad("a lone surrogate in a \\u escape");
       }
-      if (out != nullptr) put_utf8(*out, cp);
+      put_utf8(out, cp);
     }
   }
 
-  // The member kept for `key` by `shape`, or nullptr when it is dropped.
-  static const Field* field_for(const Shape* shape, std::string_view key) noexcept {
-    for (std::size_t k = 0; k < shape->field_count; ++k) {
-      if (shape->fields[k].key == key) return &shape->fields[k];
-    }
-    return nullptr;
-  }
-
-  Status object(int level, const Shape* shape, bool keep) {
-    const std::uint32_t at = keep ? add(Kind::kObject, p_) : 0;
-    const std::size_t first_key = keys_.size(), key_text = keys_text_.size();
+  Status object(int level) {
+    const std::uint32_t at = add(Kind::kObject, p_);
+    const std::size_t first_key = keys_.size();
     std::uint32_t count = 0;
     ++p_;
     ws();
@@ -278,22 +269,16 @@ class Parser {
       do {
         ws();
         if (p_ >= t_.size() || t_[p_] != '"') return bad("expected a string key");
-        const std::size_t key_at = p_, start = keys_text_.size();
-        FATPTE_RETURN_IF_ERROR(string(&keys_text_));
-        keys_.push_back(Key{static_cast<std::uint32_t>(start), static_cast<std::uint32_t>(keys_text_.size() - start),
-                            static_cast<std::uint32_t>(key_at)});
+        const std::uint32_t k = add(Kind::kString, p_);  // a key: a node, not a value (max_values)
+        ++keys_counted_;
+        const std::size_t start = text.size();
+        FATPTE_RETURN_IF_ERROR(string(text));
+        nodes[k].a = static_cast<std::uint32_t>(start);
+        nodes[k].b = static_cast<std::uint32_t>(text.size() - start);
+        keys_.push_back(Key{nodes[k].a, nodes[k].b, nodes[k].offset});
         ws();
         if (!eat(':')) return bad("expected ':'");
-        const std::string_view key(keys_text_.data() + start, keys_text_.size() - start);
-        const Field* kept = keep && shape != nullptr ? field_for(shape, key) : nullptr;
-        const bool keep_member = keep && (shape == nullptr || kept != nullptr);
-        if (keep_member) {
-          const std::uint32_t k = add(Kind::kString, key_at);
-          nodes[k].a = static_cast<std::uint32_t>(text.size());
-          nodes[k].b = static_cast<std::uint32_t>(key.size());
-          text.append(key);
-        }
-        FATPTE_RETURN_IF_ERROR(value(level + 1, kept != nullptr ? kept->shape : nullptr, keep_member));
+        FATPTE_RETURN_IF_ERROR(value(level + 1));
         ++count;
         ws();
       } while (eat(','));
@@ -301,11 +286,8 @@ class Parser {
     }
     FATPTE_RETURN_IF_ERROR(unique_keys(first_key));
     keys_.resize(first_key);
-    keys_text_.resize(key_text);
-    if (keep) {
-      nodes[at].a = count;
-      nodes[at].b = static_cast<std::uint32_t>(nodes.size());
-    }
+    nodes[at].a = count;
+    nodes[at].b = static_cast<std::uint32_t>(nodes.size());
     return Status();
   }
 
@@ -315,7 +297,7 @@ class Parser {
   Status unique_keys(std::size_t first) {
     const std::size_t n = keys_.size() - first;
     if (n < 2) return Status();
-    const auto text_of = [this](const Key& k) { return std::string_view(keys_text_.data() + k.start, k.size); };
+    const auto text_of = [this](const Key& k) { return std::string_view(text.data() + k.start, k.size); };
     std::sort(keys_.begin() + static_cast<std::ptrdiff_t>(first), keys_.end(), [&](const Key& a, const Key& b) {
       const int c = text_of(a).compare(text_of(b));
       return c != 0 ? c < 0 : a.offset < b.offset;
@@ -332,32 +314,29 @@ class Parser {
                 std::string(text_of(*twice)).c_str());
   }
 
-  Status array(int level, const Shape* shape, bool keep) {
-    const std::uint32_t at = keep ? add(Kind::kArray, p_) : 0;
+  Status array(int level) {
+    const std::uint32_t at = add(Kind::kArray, p_);
     std::uint32_t count = 0;
     ++p_;
     ws();
     if (!eat(']')) {
       do {
-        const bool keep_item = keep && (shape == nullptr || count < shape->max_items);
-        FATPTE_RETURN_IF_ERROR(value(level + 1, shape != nullptr ? shape->items : nullptr, keep_item));
+        FATPTE_RETURN_IF_ERROR(value(level + 1));
         ++count;
         ws();
       } while (eat(','));
       if (!eat(']')) return bad("expected ',' or ']'");
     }
-    if (keep) {
-      nodes[at].a = count;
-      nodes[at].b = static_cast<std::uint32_t>(nodes.size());
-    }
+    nodes[at].a = count;
+    nodes[at].b = static_cast<std::uint32_t>(nodes.size());
     return Status();
   }
 
   std::string_view t_;
   const Options& o_;
   std::size_t p_ = 0;
+  std::size_t keys_counted_ = 0;  // nodes that are keys, for max_values
   std::vector<Key> keys_;   // the keys of the objects open, for the duplicate check
-  std::string keys_text_;   // their text
 };
 
 Status not_a(const Value& v, const std::string& field, const char* what) {
@@ -459,10 +438,9 @@ Result<Document> parse(std::string_view text, const Options& options) {
   return d;
 }
 
-Result<Document> parse(std::string_view text, const std::string& source, const Shape* keep) {
+Result<Document> parse(std::string_view text, const std::string& source) {
   Options o;
   o.nan_infinity = true;
-  o.keep = keep;
   Result<Document> d = parse(text, o);
   if (d.ok()) return d;
   const Status& s = d.error();

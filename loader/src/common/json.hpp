@@ -7,15 +7,16 @@
 // Always: duplicate keys refused (two readers could otherwise see different values), a control
 // character in a string refused, depth bounded, no exception. Numbers keep their text, so a
 // mapper converts each to the type it needs without a detour through double (int64 and uint64
-// values stay exact). A Document is flat: 16 bytes a value kept plus one copy of the strings
-// and numbers kept; with Options::keep, values a reader does not name are checked by the same
-// rules and dropped, so what a hostile document adds costs no memory (the bundle reader keeps
-// only the members specs/nfat-signature.md names).
+// values stay exact). A Document is flat: 16 bytes a value plus one copy of its strings and
+// numbers, so memory is linear in the text with a small constant; a document read before anything
+// vouches for it (a signature bundle) is also bounded in values (Options::max_values), counted as
+// they are read, so a refused one costs no more than the text scanned up to the refusal.
 //
-// Why not a library: nlohmann/json, RapidJSON and simdjson (all in Debian) either accept
-// duplicate keys silently (last wins) or refuse lone surrogates that Python's reader keeps, and
-// none reads NaN/Infinity, which calls.json holds (`json.dumps` writes them for float tensors);
-// matching Python's readers on top of one would take as much code as this.
+// Why not a library (all four are Debian packages): nlohmann/json and simdjson accept duplicate
+// keys (one wins), RapidJSON keeps both and is unmaintained since 2016, jsoncpp can refuse them but
+// turns numbers into int64/uint64/double (a big integer loses its text) and is a shared library to
+// relocate at start-up; all four refuse the lone surrogate escapes Python's profile reader keeps,
+// and only RapidJSON reads the NaN/Infinity calls.json holds (`json.dumps` writes them).
 #ifndef FATPTE_SRC_COMMON_JSON_HPP_
 #define FATPTE_SRC_COMMON_JSON_HPP_
 
@@ -34,44 +35,19 @@ namespace json {
 
 enum class Kind : std::uint8_t { kNull, kBool, kNumber, kString, kArray, kObject };
 
-struct Shape;
-
-// A member an object keeps, and what it keeps of that member's value (nullptr: all of it).
-struct Field {
-  std::string_view key;
-  const Shape* shape;
-};
-
-// What a reader keeps of a value. Of an object: the members `fields` names (any other member is
-// checked and dropped); of an array: its first `max_items` items, each by `items` (the rest are
-// checked, counted in size() and dropped); a string, number, true, false or null is kept as it is.
-// Shape{} keeps a scalar and drops what an array or object holds, leaving its kind and size.
-struct Shape {
-  const Field* fields = nullptr;
-  std::size_t field_count = 0;
-  std::size_t max_items = 0;
-  const Shape* items = nullptr;
-};
-
-template <std::size_t N>
-constexpr Shape object_of(const Field (&fields)[N]) {
-  return Shape{fields, N, 0, nullptr};
-}
-constexpr Shape array_of(const Shape* item, std::size_t max_items) { return Shape{nullptr, 0, max_items, item}; }
-
 // What a document may hold beyond RFC 8259, and its bounds.
 struct Options {
   std::size_t max_bytes = 0xFFFFFFFEu;  // a longer document is refused before it is read (at most 4 GiB - 2)
   bool utf8 = false;                     // the whole document must be UTF-8 (checked first, as Python decodes)
   int max_depth = 64;                    // levels of nesting, the root being level 1
   bool depth_counts_scalars = true;      // false: only arrays and objects count (a scalar may be one deeper)
+  std::size_t max_values = 0;            // the most values (keys are not values) it may hold (0: any)
   bool nan_infinity = false;             // NaN, Infinity and -Infinity are numbers (Python's json extension)
   bool fractions = true;                 // false: a fraction or an exponent is refused (integers only)
   bool int64 = false;                    // an integer outside -2^63 .. 2^63-1 is refused
   std::size_t max_integer_digits = 0;    // an integer of more digits is refused (0: any)
   bool lone_surrogates = false;          // true: a lone \ud800..\udfff escape is kept as its three bytes
                                          // (a Python str holds it); false: refused
-  const Shape* keep = nullptr;           // what to keep of the root (nullptr: everything)
 };
 
 class Document;
@@ -86,12 +62,12 @@ class Value {
   bool boolean() const noexcept;           // true for `true`
   std::string_view text() const noexcept;  // a string's value; a number as written; "" otherwise
   std::uint64_t offset() const noexcept;   // where the value starts in the document
-  std::size_t size() const noexcept;       // an array's items or an object's members, dropped ones included
+  std::size_t size() const noexcept;       // an array's items or an object's members
   Value find(std::string_view key) const noexcept;  // an object's member `key`, or no value
 
   struct Member;
   class Iterator;
-  // The items of an array kept, in order (`for (json::Value item : v.items())`).
+  // The items of an array, in order (`for (json::Value item : v.items())`).
   struct Items {
     Iterator begin() const noexcept;
     Iterator end() const noexcept;
@@ -99,7 +75,7 @@ class Value {
     std::uint32_t first, last;
   };
   Items items() const noexcept;
-  // The members of an object kept, in document order.
+  // The members of an object, in document order.
   struct Members {
     class Iterator;
     Iterator begin() const noexcept;
@@ -160,7 +136,7 @@ class Value::Members::Iterator {
 class Document {
  public:
   Value root() const noexcept { return Value(this, 0); }
-  // The bytes it holds (values and text kept): what a hostile document can make it cost.
+  // The bytes it holds (values and text): what a document can make it cost.
   std::size_t memory() const noexcept { return nodes_.capacity() * sizeof(Node) + text_.capacity(); }
 
   struct Node {
@@ -176,7 +152,7 @@ class Document {
   friend Result<Document> parse(std::string_view text, const Options& options);
   std::uint32_t next(std::uint32_t at) const noexcept;  // the value after `at` and what it holds
   std::vector<Node> nodes_;
-  std::string text_;  // the strings and numbers kept, decoded, back to back
+  std::string text_;  // the strings and numbers, decoded, back to back
 };
 
 inline Kind Value::kind() const noexcept { return doc_ == nullptr ? Kind::kNull : doc_->nodes_[at_].kind; }
@@ -194,7 +170,7 @@ Result<Document> parse(std::string_view text, const Options& options);
 
 // The loader's own inputs (calls.json, the backend map): Python's json extensions NaN, Infinity
 // and -Infinity are numbers, 64 levels; errors read "SOURCE is not valid JSON at byte N: what".
-Result<Document> parse(std::string_view text, const std::string& source, const Shape* keep = nullptr);
+Result<Document> parse(std::string_view text, const std::string& source);
 
 // A number's integer: true when its text writes one (no fraction, exponent, NaN or Infinity)
 // whose magnitude fits 64 bits.
