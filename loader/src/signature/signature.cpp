@@ -17,8 +17,9 @@
 
 #include "common/json.hpp"
 #include "common/text.hpp"
-#include "fatpte/crc32c.hpp"
+#include "container/manifest_view.hpp"
 #include "nfat_manifest_generated.h"
+#include "signature/check.hpp"
 
 #if FATPTE_WITH_OPENSSL
 #include "signature/libcrypto.hpp"
@@ -160,11 +161,12 @@ struct Envelope {
   std::string hint;
 };
 
-Status read_bundle(const Where& w, Bytes data, Envelope& env) {
+Status read_bundle(const Where& w, Bytes data, Envelope& env, detail::SignatureWork& work) {
   const std::string p = "signature";
   if (data.size > F::kMaxSignatureSize) return malformed(w, p, "the bundle is above the limit of 64 MiB");
   Result<json::Document> doc = read_json(data.data, static_cast<std::size_t>(data.size), kMaxBundleValues);
   if (!doc.ok()) return not_json(w, p, doc.error());
+  work.json_bytes = std::max<std::uint64_t>(work.json_bytes, doc.value().memory());
   const Value root = doc.value().root();
   if (!root.is(Kind::kObject)) return malformed(w, p, "the bundle must be a JSON object");
   Value media;
@@ -267,10 +269,12 @@ Status get_int(const Where& w, const Value& obj, const char* key, const std::str
   return Status();
 }
 
-Status read_statement(const Where& w, const std::vector<std::uint8_t>& payload, Statement& st) {
+Status read_statement(const Where& w, const std::vector<std::uint8_t>& payload, Statement& st,
+                      detail::SignatureWork& work) {
   const std::string p = "signature.statement";
   Result<json::Document> doc = read_json(payload.data(), payload.size(), 0);
   if (!doc.ok()) return not_json(w, p, doc.error());
+  work.json_bytes = std::max<std::uint64_t>(work.json_bytes, doc.value().memory());
   const Value root = doc.value().root();
   if (!root.is(Kind::kObject)) return malformed(w, p, "the statement must be a JSON object");
   Value v;
@@ -541,28 +545,25 @@ std::vector<std::uint8_t> pae(const std::string& type, const std::vector<std::ui
   return out;
 }
 
-struct Manifest {
-  const M::Manifest* root = nullptr;
-  const std::uint8_t* base = nullptr;
-};
+// Where manifest entry `me` sits in the manifest's list (for a finding's field), found by sorting
+// the list's addresses once, on the first finding that needs it: never a scan per entry.
+class ManifestPositions {
+ public:
+  explicit ManifestPositions(const M::Manifest* root) : root_(root) {}
+  std::size_t of(const M::Entry* me) {
+    if (sorted_.empty() && root_ != nullptr && root_->entries() != nullptr) {
+      const auto* list = root_->entries();
+      for (::flatbuffers::uoffset_t j = 0; j < list->size(); ++j) sorted_.emplace_back(list->Get(j), j);
+      std::sort(sorted_.begin(), sorted_.end());
+    }
+    const auto at = std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(me, std::size_t{0}));
+    return at != sorted_.end() && at->first == me ? at->second : 0;
+  }
 
-Status read_manifest(const Container& c, Manifest& out) {
-  const Header& h = c.header();
-  if (h.manifest_size == 0) return Status();
-  const std::uint8_t* m = c.bytes().data + h.manifest_offset;
-  FATPTE_CHECK(crc32c(m, h.manifest_size) == h.manifest_checksum, Error::MANIFEST_CHECKSUM_MISMATCH,
-               F::kV2Header_manifest_checksum_offset, "header.manifest_checksum",
-               "the manifest's CRC32C does not match manifest_checksum");
-  ::flatbuffers::Verifier::Options options;
-  options.max_depth = 64;
-  options.max_tables = 1000000;
-  ::flatbuffers::Verifier verifier(m, static_cast<std::size_t>(h.manifest_size), options);
-  FATPTE_CHECK(M::VerifyManifestBuffer(verifier), Error::MANIFEST_CORRUPT, h.manifest_offset, "manifest",
-               "the manifest is not a well-formed flatbuffer of specs/nfat_manifest.fbs");
-  out.root = M::GetManifest(m);
-  out.base = m;
-  return Status();
-}
+ private:
+  const M::Manifest* root_;
+  std::vector<std::pair<const M::Entry*, std::size_t>> sorted_;
+};
 
 }  // namespace
 
@@ -614,7 +615,30 @@ Result<std::shared_ptr<const TrustedKeys>> TrustedKeys::load(const std::vector<s
 }
 
 Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& keys, Bytes detached) {
+  return detail::check_signature(c, keys, detached, nullptr);
+}
+
+Result<SignatureCheck> detail::check_signature(const Container& c, const TrustedKeys& keys, Bytes detached,
+                                               SignatureWork* counted) {
+  SignatureWork uncounted;
+  SignatureWork& work = counted != nullptr ? *counted : uncounted;
   const Header& h = c.header();
+  // Before step 1: the manifest, through the loader's one accessor (every rule of
+  // specs/nfat-manifest.md section 2 and its work budget, checked once per container), and each
+  // named-data key's segment. Records are then built only from a manifest that passed, in work
+  // bounded by its size.
+  Result<ManifestView> view = manifest_view(c);
+  if (!view.ok()) return view.error();
+  const M::Manifest* root = view.value().root();
+  const auto* nds = root == nullptr ? nullptr : root->named_data();
+  if (nds != nullptr) {
+    for (::flatbuffers::uoffset_t j = 0; j < nds->size(); ++j) {
+      FATPTE_CHECK(nds->Get(j)->segment() < c.segments().size(), Error::NAMED_DATA_BAD_SEGMENT, h.manifest_offset,
+                   "manifest.named_data[" + std::to_string(j) + "].segment",
+                   "named-data key '%s' points at segment %u, but the segment table has %zu",
+                   nds->Get(j)->key()->c_str(), nds->Get(j)->segment(), c.segments().size());
+    }
+  }
   // Step 1: the signature.
   Bytes data = detached;
   Where w{kNoOffset};
@@ -628,7 +652,7 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
   }
   // Steps 2 and 3: the bundle.
   Envelope env;
-  FATPTE_RETURN_IF_ERROR(read_bundle(w, data, env));
+  FATPTE_RETURN_IF_ERROR(read_bundle(w, data, env, work));
   // Step 4: the signature, before anything of the statement is read.
   const std::vector<std::uint8_t> message = pae(env.payload_type, env.payload);
   std::vector<const TrustedKeys::Key*> named, candidates;
@@ -663,7 +687,7 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
   }
   // Step 5: the statement.
   Statement st;
-  FATPTE_RETURN_IF_ERROR(read_statement(w, env.payload, st));
+  FATPTE_RETURN_IF_ERROR(read_statement(w, env.payload, st, work));
   std::map<std::string, int> signed_index;
   for (std::size_t i = 0; i < st.entries.size(); ++i) signed_index[st.entries[i].name] = static_cast<int>(i);
   // Step 6: a signature of another container.
@@ -673,8 +697,6 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
     return fail(Error::SIGNATURE_NOT_FOR_CONTAINER, w.offset, "signature",
                 "the signature describes none of this container's entries: it belongs to another container");
   }
-  Manifest manifest;
-  FATPTE_RETURN_IF_ERROR(read_manifest(c, manifest));
 
   SignatureCheck check;
   check.key_id = signer->key_id;
@@ -682,6 +704,10 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
   auto note = [&check](Status s) {
     if (check.first_error.ok()) check.first_error = std::move(s);
   };
+  // Each table entry's manifest record comes from the view's index (O(1) each), so verifying is
+  // linear in the entries, never a scan of the manifest per entry.
+  ManifestPositions positions(root);
+  const std::uint8_t* manifest_base = c.bytes().data + h.manifest_offset;
   // Step 7: entries.
   int last = -1;
   std::set<std::string> present;
@@ -729,26 +755,17 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
                   "entry '%s': alignment is %u, the signed statement says %" PRId64, e.name.c_str(), e.alignment,
                   s.alignment));
     }
-    const M::Entry* me = nullptr;
-    std::size_t position = 0;
-    if (manifest.root != nullptr && manifest.root->entries() != nullptr) {
-      const auto* list = manifest.root->entries();
-      for (::flatbuffers::uoffset_t j = 0; j < list->size(); ++j) {
-        if (list->Get(j)->name()->str() == e.name) {
-          me = list->Get(j);
-          position = j;
-          break;
-        }
-      }
-    }
+    const M::Entry* me = view.value().entry(e.index);
+    ++work.records_looked_up;
     const std::vector<std::uint8_t> record = entry_record(me);
+    work.record_bytes += record.size();
     if (sha256(record.data(), record.size()) != s.record) {
-      const std::uint64_t at = me == nullptr ? base
-                                             : h.manifest_offset + static_cast<std::uint64_t>(
-                                                                       reinterpret_cast<const std::uint8_t*>(me) -
-                                                                       manifest.base);
+      const std::uint64_t at =
+          me == nullptr ? base
+                        : h.manifest_offset + static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(me) -
+                                                                         manifest_base);
       tamper(fail(Error::SIGNED_RECORD_MISMATCH, at,
-                  me == nullptr ? p + ".name" : "manifest.entries[" + std::to_string(position) + "]",
+                  me == nullptr ? p + ".name" : "manifest.entries[" + std::to_string(positions.of(me)) + "]",
                   "entry '%s': its manifest record differs from the signed one", e.name.c_str()));
     }
     check.states.push_back(state);
@@ -761,7 +778,6 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
   std::map<std::string, std::size_t> signed_keys;
   for (std::size_t i = 0; i < st.keys.size(); ++i) signed_keys[st.keys[i].key] = i;
   std::map<std::string, std::size_t> key_index;
-  const auto* nds = manifest.root == nullptr ? nullptr : manifest.root->named_data();
   if (nds != nullptr) {
     for (::flatbuffers::uoffset_t j = 0; j < nds->size(); ++j) {
       const M::NamedData* nd = nds->Get(j);
@@ -777,6 +793,7 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
         key.signed_key = true;
         key.digest = st.keys[it->second].digest;
         const std::vector<std::uint8_t> record = named_data_record(nd);
+        work.record_bytes += record.size();
         if (sha256(record.data(), record.size()) != st.keys[it->second].record) {
           note(fail(Error::SIGNED_NAMED_DATA_MISMATCH, h.manifest_offset, where,
                     "named-data key '%s': its tensor layout differs from the signed one", key.key.c_str()));
@@ -789,16 +806,12 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
   // The keys each entry lists, for step 10 of a loader that hashes only what it loads.
   for (const Entry& e : c.entries()) {
     std::vector<std::uint32_t> used;
-    if (manifest.root != nullptr && manifest.root->entries() != nullptr) {
-      for (const auto* me : *manifest.root->entries()) {
-        if (me->name()->str() != e.name) continue;
-        if (me->named_data() != nullptr) {
-          for (const auto* key : *me->named_data()) {
-            auto it = key_index.find(key->str());
-            if (it != key_index.end()) used.push_back(static_cast<std::uint32_t>(it->second));
-          }
-        }
-        break;
+    const M::Entry* me = view.value().entry(e.index);
+    ++work.records_looked_up;
+    if (me != nullptr && me->named_data() != nullptr) {
+      for (const auto* key : *me->named_data()) {
+        auto it = key_index.find(key->str());
+        if (it != key_index.end()) used.push_back(static_cast<std::uint32_t>(it->second));
       }
     }
     check.entry_keys.push_back(std::move(used));
@@ -890,6 +903,9 @@ Status unsupported() {
 
 Result<std::shared_ptr<const TrustedKeys>> TrustedKeys::load(const std::vector<std::string>&) { return unsupported(); }
 Result<SignatureCheck> check_signature(const Container&, const TrustedKeys&, Bytes) { return unsupported(); }
+Result<SignatureCheck> detail::check_signature(const Container&, const TrustedKeys&, Bytes, SignatureWork*) {
+  return unsupported();
+}
 Status check_entry_bytes(const Container&, SignatureCheck&, std::uint32_t) { return unsupported(); }
 Status check_all_bytes(const Container&, SignatureCheck&) { return unsupported(); }
 
