@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -565,6 +564,164 @@ class ManifestPositions {
   std::vector<std::pair<const M::Entry*, std::size_t>> sorted_;
 };
 
+// ---- trusted-key files (specs/nfat-signature.md section 5.4) ----
+
+constexpr std::uint64_t kMaxKeyFileSize = 64 << 10;  // signing.MAX_KEY_FILE_SIZE
+constexpr std::string_view kPemBegin = "-----BEGIN PUBLIC KEY-----";
+constexpr std::string_view kPemEnd = "-----END PUBLIC KEY-----";
+constexpr std::uint8_t kEcPublicKeyOid[] = {0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01};        // 1.2.840.10045.2.1
+constexpr std::uint8_t kPrime256v1Oid[] = {0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07};  // 1.2.840.10045.3.1.7
+// The canonical P-256 SubjectPublicKeyInfo of section 5.2 before its point: SEQUENCE { SEQUENCE {
+// id-ecPublicKey, prime256v1 }, BIT STRING (no unused bits) { 04 || X || Y } }, 91 bytes in all.
+constexpr std::uint8_t kP256SpkiHead[] = {0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01,
+                                          0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00};
+constexpr std::size_t kP256Point = 65;
+
+// The lines of ASCII text as Python's str.splitlines cuts them (LF, CR, CRLF, VT, FF, FS, GS, RS).
+std::vector<std::string_view> text_lines(std::string_view t) {
+  std::vector<std::string_view> lines;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const char c = t[i];
+    if (c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '\x1c' || c == '\x1d' || c == '\x1e') {
+      lines.push_back(t.substr(start, i - start));
+      if (c == '\r' && i + 1 < t.size() && t[i + 1] == '\n') ++i;
+      start = i + 1;
+    }
+  }
+  if (start < t.size()) lines.push_back(t.substr(start));
+  return lines;
+}
+
+// One DER element inside [pos, end): its tag and its contents' range; false when it does not fit.
+struct DerElement {
+  std::uint8_t tag;
+  std::size_t begin, end;
+};
+bool der_element(const std::vector<std::uint8_t>& d, std::size_t pos, std::size_t end, DerElement& out) {
+  if (end < 2 || pos > end - 2) return false;
+  const std::uint8_t tag = d[pos];
+  std::size_t size = d[pos + 1];
+  pos += 2;
+  if ((size & 0x80) != 0) {
+    const std::size_t n = size & 0x7F;
+    if (n < 1 || n > 4 || n > end - pos) return false;
+    size = 0;
+    for (std::size_t k = 0; k < n; ++k) size = size << 8 | d[pos + k];
+    pos += n;
+  }
+  if (size > end - pos) return false;
+  out = DerElement{tag, pos, pos + size};
+  return true;
+}
+
+// Whether a SubjectPublicKeyInfo is an ECDSA key on anything but the named curve prime256v1
+// (explicit parameters, another curve, none): refused before it is parsed, as RFC 5480 forbids
+// explicit parameters in public keys. Another algorithm, or DER too damaged to tell, is left to
+// d2i_PUBKEY. As signing/keys.py's _ec_parameters.
+bool ec_off_named_p256(const std::vector<std::uint8_t>& der) {
+  DerElement outer, algorithm, oid, params;
+  if (!der_element(der, 0, der.size(), outer) || outer.tag != 0x30) return false;
+  if (!der_element(der, outer.begin, outer.end, algorithm) || algorithm.tag != 0x30) return false;
+  if (!der_element(der, algorithm.begin, algorithm.end, oid) || oid.tag != 0x06 ||
+      oid.end - oid.begin != sizeof kEcPublicKeyOid ||
+      std::memcmp(der.data() + oid.begin, kEcPublicKeyOid, sizeof kEcPublicKeyOid) != 0) {
+    return false;
+  }
+  return !der_element(der, oid.end, algorithm.end, params) || params.tag != 0x06 ||
+         params.end - params.begin != sizeof kPrime256v1Oid ||
+         std::memcmp(der.data() + params.begin, kPrime256v1Oid, sizeof kPrime256v1Oid) != 0;
+}
+
+// The DER SubjectPublicKeyInfo a trusted-key file holds: ASCII; after leading and trailing space,
+// tab, CR and LF, exactly one PEM block labelled PUBLIC KEY and nothing else (no certificate or
+// private key before it, no text); its lines base64, together standard base64 (section 2); an
+// ECDSA key on the named curve P-256. INVALID_ARGUMENT at field `key` otherwise.
+Status key_file_der(const std::string& text, const std::string& path, std::vector<std::uint8_t>& der) {
+  const auto refuse = [&path](const char* why) {
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s is not a trusted-key file: %s", path.c_str(), why);
+  };
+  for (const char c : text) {
+    if (static_cast<unsigned char>(c) >= 0x80) return refuse("it holds bytes that are not ASCII");
+  }
+  std::string_view t(text);
+  const std::size_t first = t.find_first_not_of(" \t\r\n");
+  t = first == std::string_view::npos ? std::string_view() : t.substr(first, t.find_last_not_of(" \t\r\n") - first + 1);
+  const std::vector<std::string_view> lines = text_lines(t);
+  if (lines.size() < 2 || lines.front() != kPemBegin || lines.back() != kPemEnd) {
+    return refuse("it must hold one PEM block, -----BEGIN PUBLIC KEY----- to -----END PUBLIC KEY-----, and nothing "
+                  "else (no certificate, no private key, no other text)");
+  }
+  std::string body;
+  for (std::size_t k = 1; k + 1 < lines.size(); ++k) {
+    if (lines[k].empty() || lines[k].find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") !=
+                                std::string_view::npos) {
+      return refuse("a line of the PEM block is not base64 (or a second block follows the first)");
+    }
+    body += lines[k];
+  }
+  if (!base64_decode(body, der)) return refuse("the PEM block is not standard base64");
+  if (ec_off_named_p256(der)) {
+    return refuse("an ECDSA key must name its curve, P-256 (prime256v1); explicit curve parameters are refused "
+                  "(RFC 5480): convert it with `openssl ec -pubin -in KEY -param_enc named_curve`");
+  }
+  return Status();
+}
+
+// The key a trusted-key file holds, with its id (section 5.2): the SHA-256 of the canonical
+// SubjectPublicKeyInfo, so a compressed point has the id of the same key uncompressed.
+Status trusted_key(const std::string& path, EVP_PKEY*& key, std::string& key_id) {
+  const detail::LibCrypto& f = ossl();
+  bool more = false;
+  Result<std::string> text = json::read_head(path, kMaxKeyFileSize, "the key", more);
+  if (!text.ok()) return text.error();
+  if (more) {
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s is larger than %llu bytes: not a key file",
+                path.c_str(), static_cast<unsigned long long>(kMaxKeyFileSize));
+  }
+  std::vector<std::uint8_t> der;
+  FATPTE_RETURN_IF_ERROR(key_file_der(text.value(), path, der));
+  // Strict DER, as Python's parser: the whole block is one SubjectPublicKeyInfo that encodes back
+  // to the same bytes (no trailing data, no BER lengths).
+  const unsigned char* p = der.data();
+  key = f.d2i_pubkey(nullptr, &p, static_cast<long>(der.size()));
+  unsigned char* back = nullptr;
+  const int n = key == nullptr ? -1 : f.i2d_pubkey(key, &back);
+  const bool exact = key != nullptr && p == der.data() + der.size() && n == static_cast<int>(der.size()) &&
+                     std::memcmp(back, der.data(), der.size()) == 0;
+  if (back != nullptr) f.crypto_free(back, OPENSSL_FILE, OPENSSL_LINE);
+  if (!exact) {
+    if (key != nullptr) f.pkey_free(key);
+    key = nullptr;
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s is not a PEM public key (a DER SubjectPublicKeyInfo)",
+                path.c_str());
+  }
+  const int type = f.pkey_get_id(key);
+  std::uint8_t point[kP256Point + 1] = {0};
+  std::size_t point_size = 0;
+  char group[64] = {0};
+  std::size_t group_size = 0;
+  const bool p256 = type == EVP_PKEY_EC &&
+                    f.pkey_get_utf8_string_param(key, "group", group, sizeof group, &group_size) == 1 &&
+                    std::strcmp(group, "prime256v1") == 0 &&
+                    f.pkey_get_octet_string_param(key, "encoded-pub-key", point, sizeof point, &point_size) == 1 &&
+                    point_size == kP256Point && point[0] == 0x04;
+  if (type != EVP_PKEY_ED25519 && !p256) {
+    f.pkey_free(key);
+    key = nullptr;
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s holds a key other than ECDSA P-256 or Ed25519",
+                path.c_str());
+  }
+  if (p256) {  // re-encoded uncompressed on its named curve
+    std::vector<std::uint8_t> canonical(kP256SpkiHead, kP256SpkiHead + sizeof kP256SpkiHead);
+    canonical.insert(canonical.end(), point, point + kP256Point);
+    key_id = hex(sha256(canonical.data(), canonical.size()));
+  } else {  // Ed25519 has one form (RFC 8410), the bytes read
+    key_id = hex(sha256(der.data(), der.size()));
+  }
+  return Status();
+}
+
 }  // namespace
 
 bool signatures_supported() noexcept { return true; }
@@ -577,38 +734,12 @@ Result<std::shared_ptr<const TrustedKeys>> TrustedKeys::load(const std::vector<s
   std::string why;
   const detail::LibCrypto* lib = detail::libcrypto(&why);
   FATPTE_CHECK(lib != nullptr, Error::SIGNATURE_UNSUPPORTED, kNoOffset, "key", "%s", why.c_str());
-  const detail::LibCrypto& f = *lib;
   std::shared_ptr<TrustedKeys> out(new TrustedKeys());
   for (const std::string& path : pem_paths) {
-    std::ifstream in(path, std::ios::binary);
-    std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    FATPTE_CHECK(in.good() || in.eof(), Error::IO_ERROR, kNoOffset, "key", "cannot read the key %s", path.c_str());
-    BIO* bio = f.bio_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-    EVP_PKEY* key = bio == nullptr ? nullptr : f.pem_read_bio_pubkey(bio, nullptr, nullptr, nullptr);
-    f.bio_free(bio);
-    FATPTE_CHECK(key != nullptr, Error::INVALID_ARGUMENT, kNoOffset, "key", "%s is not a PEM public key",
-                 path.c_str());
-    bool supported = f.pkey_get_id(key) == EVP_PKEY_ED25519;
-    if (f.pkey_get_id(key) == EVP_PKEY_EC) {
-      char group[64] = {0};
-      std::size_t len = 0;
-      supported = f.pkey_get_utf8_string_param(key, "group", group, sizeof group, &len) == 1 &&
-                  std::strcmp(group, "prime256v1") == 0;
-    }
-    if (!supported) {
-      f.pkey_free(key);
-      return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s holds a key other than ECDSA P-256 or Ed25519",
-                  path.c_str());
-    }
-    unsigned char* der = nullptr;
-    const int n = f.i2d_pubkey(key, &der);
-    if (n <= 0) {
-      f.pkey_free(key);
-      return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s: cannot encode the key", path.c_str());
-    }
-    const Digest id = sha256(der, static_cast<std::size_t>(n));
-    f.crypto_free(der, OPENSSL_FILE, OPENSSL_LINE);
-    out->keys_.push_back(Key{hex(id), path, key});
+    EVP_PKEY* key = nullptr;
+    std::string id;
+    FATPTE_RETURN_IF_ERROR(trusted_key(path, key, id));
+    out->keys_.push_back(Key{id, path, key});
   }
   FATPTE_CHECK(!out->keys_.empty(), Error::INVALID_ARGUMENT, kNoOffset, "key", "no trusted public key");
   return std::shared_ptr<const TrustedKeys>(out);
