@@ -106,7 +106,12 @@ std::vector<std::uint8_t> build_v2_named(const std::vector<Spec>& specs,
   }
   M::FinishManifestBuffer(fbb, M::CreateManifestDirect(fbb, layouts.empty() ? 1 : 2, &entries, &nd));
   const std::vector<std::uint8_t> manifest(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  return build_v2_manifest(specs, named, manifest);
+}
 
+std::vector<std::uint8_t> build_v2_manifest(const std::vector<Spec>& specs,
+                                            const std::vector<std::pair<std::string, std::vector<std::uint8_t>>>& named,
+                                            const std::vector<std::uint8_t>& manifest) {
   const auto count = static_cast<std::uint32_t>(specs.size());
   const auto segs = static_cast<std::uint32_t>(named.size());
   auto align = [](std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; };

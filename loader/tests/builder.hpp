@@ -39,6 +39,11 @@ struct Layout {
 std::vector<std::uint8_t> build_v2_named(const std::vector<Spec>& specs,
                                          const std::vector<std::pair<std::string, std::vector<std::uint8_t>>>& named,
                                          const std::map<std::string, Layout>& layouts);
+// The same around a manifest the test wrote (its CRC32C set, nothing else of it checked); segment i
+// holds named[i]'s bytes.
+std::vector<std::uint8_t> build_v2_manifest(const std::vector<Spec>& specs,
+                                            const std::vector<std::pair<std::string, std::vector<std::uint8_t>>>& named,
+                                            const std::vector<std::uint8_t>& manifest);
 // Recompute header_checksum after a test edited the header or a table record.
 void reseal(std::vector<std::uint8_t>& buf);
 // Offset of field `field_offset` of entry `index` in a container built by build_v2.

@@ -6,7 +6,10 @@
 // Verification is split so that a loader hashes only what it loads: `check_signature` runs
 // steps 1 to 8 (bundle, signature, statement, the entries' table fields and manifest records,
 // the named-data keys), which read no payload or segment byte; `check_entry_bytes` runs steps 9
-// and 10 for one entry and the keys it uses, before that entry's bytes reach a backend.
+// and 10 for one entry and the keys it uses, before that entry's bytes reach a backend. Before
+// step 1 the manifest passes the loader's manifest rules and work budget (the container's memo,
+// the same check selection and loading use) and each key's segment exists; the work after is
+// linear in the entries and keys.
 #ifndef FATPTE_SIGNATURE_HPP_
 #define FATPTE_SIGNATURE_HPP_
 

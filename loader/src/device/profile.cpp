@@ -1,28 +1,21 @@
-// Reading a device profile from JSON (specs/device-profile.md): a small strict parser (objects,
-// arrays, strings, numbers, true/false/null) and the profile's shape rules, so the
-// loader reads the same profiles as Python's DeviceProfile.from_json. Errors are
+// Reading a device profile from JSON (specs/device-profile.md): the loader's JSON parser under
+// the profile's rules (common/json.hpp: UTF-8, 64 levels of arrays and objects, integers of at
+// most 4300 digits, lone surrogates kept as Python keeps them), then the profile's shape rules,
+// so the loader reads the same profiles as Python's DeviceProfile.from_json. Errors are
 // INVALID_ARGUMENT naming the field path.
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cinttypes>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
-#include <cstdio>
-#include <map>
-#include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "common/text.hpp"
+#include "common/json.hpp"
 #include "fatpte/device.hpp"
 #include "fatpte/result.hpp"
 #include "fatpte/profile.hpp"
@@ -48,286 +41,45 @@ constexpr int kMaxNesting = 64;
 constexpr std::size_t kMaxIntegerDigits = 4300;
 constexpr std::size_t kMaxExecutorchBackends = 64;  // fields.MAX_EXECUTORCH_BACKENDS
 
-struct Value {
-  enum Kind { kNull, kBool, kInt, kNumber, kString, kArray, kObject } kind = kNull;
-  bool b = false;
-  std::uint64_t i = 0;
-  std::string s;
-  std::vector<Value> items;
-  std::vector<std::pair<std::string, Value>> members;  // in document order
-};
-
-class Parser {
- public:
-  explicit Parser(const std::string& text) : t_(text) {}
-
-  Status parse(Value& out) {
-    FATPTE_RETURN_IF_ERROR(value(out, 0));
-    ws();
-    FATPTE_CHECK(p_ == t_.size(), Error::INVALID_ARGUMENT, p_, "$", "unexpected text after the JSON value");
-    return Status();
-  }
-
- private:
-  void ws() {
-    while (p_ < t_.size() && (t_[p_] == ' ' || t_[p_] == '\n' || t_[p_] == '\r' || t_[p_] == '\t')) ++p_;
-  }
-  Status bad(const char* what) { return fail(Error::INVALID_ARGUMENT, p_, "$", "invalid JSON: %s", what); }
-
-  // `depth`: the arrays and objects around this value. A value that is itself one may be the
-  // 64th (device.MAX_PROFILE_DEPTH counts containers, not the scalars inside the deepest).
-  Status value(Value& v, int depth) {
-    ws();
-    if (p_ >= t_.size()) return bad("unexpected end");
-    const char c = t_[p_];
-    if (c == '{' || c == '[') {
-      FATPTE_CHECK(depth < kMaxNesting, Error::INVALID_ARGUMENT, p_, "$", "JSON nests too deeply");
-    }
-    if (c == '{') return object(v, depth);
-    if (c == '[') return array(v, depth);
-    if (c == '"') {
-      v.kind = Value::kString;
-      return string(v.s);
-    }
-    if ((c >= '0' && c <= '9') || c == '-') return number(v);
-    for (const char* word : {"true", "false", "null"}) {
-      if (t_.compare(p_, std::strlen(word), word) == 0) {
-        p_ += std::strlen(word);
-        v.kind = word[0] == 'n' ? Value::kNull : Value::kBool;
-        v.b = word[0] == 't';
-        return Status();
-      }
-    }
-    return bad("unexpected character");
-  }
-
-  // Any JSON number, as Python's json reads it: a non-negative integer that fits 64 bits (or -0,
-  // which Python reads as 0) is kInt; every other number (negative, fraction, exponent, beyond
-  // 64 bits) is kNumber, which no field accepts, so the error names the field as Python's does.
-  Status number(Value& v) {
-    const bool negative = t_[p_] == '-';
-    if (negative) ++p_;
-    const std::size_t start = p_;
-    while (p_ < t_.size() && t_[p_] >= '0' && t_[p_] <= '9') ++p_;
-    const std::size_t digits = p_ - start;
-    if (digits == 0) return bad("a '-' without a number");
-    if (digits > 1 && t_[start] == '0') {
-      p_ = start + 1;  // Python reads the 0 and stops: what follows is unexpected text
-      return bad("a number with a leading zero");
-    }
-    bool integral = true;
-    if (p_ < t_.size() && t_[p_] == '.') {
-      const std::size_t dot = ++p_;
-      while (p_ < t_.size() && t_[p_] >= '0' && t_[p_] <= '9') ++p_;
-      if (p_ == dot) return bad("a number without digits after '.'");
-      integral = false;
-    }
-    if (p_ < t_.size() && (t_[p_] == 'e' || t_[p_] == 'E')) {
-      ++p_;
-      if (p_ < t_.size() && (t_[p_] == '+' || t_[p_] == '-')) ++p_;
-      const std::size_t exp = p_;
-      while (p_ < t_.size() && t_[p_] >= '0' && t_[p_] <= '9') ++p_;
-      if (p_ == exp) return bad("a number without exponent digits");
-      integral = false;
-    }
-    // An integer (no fraction, no exponent) of more than 4300 digits is refused as a whole; a number
-    // with a fraction or exponent is read whatever its length, and no field takes it.
-    if (integral && digits > kMaxIntegerDigits) return bad("an integer of more than 4300 digits");
-    std::uint64_t n = 0;
-    bool fits = integral && digits <= 20;
-    for (std::size_t k = start; fits && k < start + digits; ++k) {
-      const std::uint64_t d = static_cast<std::uint64_t>(t_[k] - '0');
-      if (n > (~std::uint64_t{0} - d) / 10) fits = false;
-      else n = n * 10 + d;
-    }
-    if (fits && (!negative || n == 0)) {
-      v.kind = Value::kInt;
-      v.i = n;
-    } else {
-      v.kind = Value::kNumber;
-    }
-    return Status();
-  }
-
-  Status string(std::string& out) {
-    ++p_;  // opening quote
-    while (p_ < t_.size()) {
-      const unsigned char c = static_cast<unsigned char>(t_[p_++]);
-      if (c == '"') return Status();
-      if (c < 0x20) return bad("a control character in a string");
-      if (c != '\\') {
-        out += static_cast<char>(c);
-        continue;
-      }
-      if (p_ >= t_.size()) break;
-      const char e = t_[p_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          if (p_ + 4 > t_.size()) return bad("a short \\u escape");
-          unsigned cp = 0;
-          for (int k = 0; k < 4; ++k) {
-            const char h = t_[p_++];
-            cp <<= 4;
-            if (h >= '0' && h <= '9') cp |= static_cast<unsigned>(h - '0');
-            else if (h >= 'a' && h <= 'f') cp |= static_cast<unsigned>(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F') cp |= static_cast<unsigned>(h - 'A' + 10);
-            else return bad("a bad \\u escape");
-          }
-          // Profile strings are printable ASCII; anything else is kept as UTF-8 so the shape
-          // rules below can reject it by name. A surrogate pair is one character, as in Python;
-          // a lone surrogate is kept as its own three bytes.
-          if (cp >= 0xD800 && cp <= 0xDBFF && p_ + 6 <= t_.size() && t_[p_] == '\\' && t_[p_ + 1] == 'u') {
-            unsigned low = 0;
-            bool hex = true;
-            for (int k = 2; k < 6 && hex; ++k) {
-              const char h = t_[p_ + k];
-              low <<= 4;
-              if (h >= '0' && h <= '9') low |= static_cast<unsigned>(h - '0');
-              else if (h >= 'a' && h <= 'f') low |= static_cast<unsigned>(h - 'a' + 10);
-              else if (h >= 'A' && h <= 'F') low |= static_cast<unsigned>(h - 'A' + 10);
-              else hex = false;
-            }
-            if (hex && low >= 0xDC00 && low <= 0xDFFF) {
-              p_ += 6;
-              const unsigned full = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-              out += static_cast<char>(0xF0 | (full >> 18));
-              out += static_cast<char>(0x80 | ((full >> 12) & 0x3F));
-              out += static_cast<char>(0x80 | ((full >> 6) & 0x3F));
-              out += static_cast<char>(0x80 | (full & 0x3F));
-              break;
-            }
-          }
-          if (cp < 0x80) {
-            out += static_cast<char>(cp);
-          } else if (cp < 0x800) {
-            out += static_cast<char>(0xC0 | (cp >> 6));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-          } else {
-            out += static_cast<char>(0xE0 | (cp >> 12));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-          }
-          break;
-        }
-        default:
-          return bad("an unknown escape");
-      }
-    }
-    return bad("an unterminated string");
-  }
-
-  Status array(Value& v, int depth) {
-    ++p_;
-    v.kind = Value::kArray;
-    ws();
-    if (p_ < t_.size() && t_[p_] == ']') {
-      ++p_;
-      return Status();
-    }
-    for (;;) {
-      v.items.emplace_back();
-      FATPTE_RETURN_IF_ERROR(value(v.items.back(), depth + 1));
-      ws();
-      if (p_ < t_.size() && t_[p_] == ',') {
-        ++p_;
-        continue;
-      }
-      if (p_ < t_.size() && t_[p_] == ']') {
-        ++p_;
-        return Status();
-      }
-      return bad("expected ',' or ']'");
-    }
-  }
-
-  Status object(Value& v, int depth) {
-    ++p_;
-    std::set<std::string> seen;
-    v.kind = Value::kObject;
-    ws();
-    if (p_ < t_.size() && t_[p_] == '}') {
-      ++p_;
-      return Status();
-    }
-    for (;;) {
-      ws();
-      if (p_ >= t_.size() || t_[p_] != '"') return bad("expected a key");
-      std::string key;
-      FATPTE_RETURN_IF_ERROR(string(key));
-      ws();
-      if (p_ >= t_.size() || t_[p_] != ':') return bad("expected ':'");
-      ++p_;
-      // A set, not a scan of the members: a 1 MiB profile may hold tens of thousands of keys.
-      if (!seen.insert(key).second) return bad("a key appears twice");
-      v.members.emplace_back(std::move(key), Value());
-      FATPTE_RETURN_IF_ERROR(value(v.members.back().second, depth + 1));
-      ws();
-      if (p_ < t_.size() && t_[p_] == ',') {
-        ++p_;
-        continue;
-      }
-      if (p_ < t_.size() && t_[p_] == '}') {
-        ++p_;
-        return Status();
-      }
-      return bad("expected ',' or '}'");
-    }
-  }
-
-  const std::string& t_;
-  std::size_t p_ = 0;
-};
-
-// Well-formed UTF-8, what Python's bytes.decode("utf-8") accepts; a profile that is not is
-// rejected as a whole.
-bool valid_utf8(const std::string& s) {
-  return detail::first_invalid_utf8(reinterpret_cast<const std::uint8_t*>(s.data()), s.size()) < 0;
-}
-
 Status invalid(const std::string& path, const std::string& message) {
   return fail(Error::INVALID_ARGUMENT, kNoOffset, path, "%s", message.c_str());
 }
 
-const Value* member(const Value& obj, const char* key) {
-  for (const auto& m : obj.members) {
-    if (m.first == key) return &m.second;
-  }
-  return nullptr;
-}
+using json::Kind;
+using json::Value;
 
 // Unknown keys first (in document order), then missing ones (in the listed order), as
 // fields.check_keys, so both name the same field; the keys of `optional` may be absent.
 Status keys(const Value& obj, std::initializer_list<const char*> want, const std::string& path,
             std::initializer_list<const char*> optional = {}) {
-  for (const auto& m : obj.members) {
+  for (const Value::Member m : obj.members()) {
     bool known = false;
-    for (const char* k : want) known = known || m.first == k;
-    for (const char* k : optional) known = known || m.first == k;
-    if (!known) return invalid(path.empty() ? m.first : path + "." + m.first, "is not a field of a device profile");
+    for (const char* k : want) known = known || m.key == k;
+    for (const char* k : optional) known = known || m.key == k;
+    const std::string key(m.key);
+    if (!known) return invalid(path.empty() ? key : path + "." + key, "is not a field of a device profile");
   }
   for (const char* k : want) {
-    if (member(obj, k) == nullptr) return invalid(path.empty() ? k : path + "." + k, "is missing");
+    if (!obj.find(k)) return invalid(path.empty() ? k : path + "." + k, "is missing");
   }
   return Status();
 }
 
-Status text(const Value* v, const std::string& path, std::string& out) {
-  if (v->kind != Value::kString) return invalid(path, "must be a string");
-  out = v->s;
+Status field_text(const Value& v, const std::string& path, std::string& out) {
+  if (!v.is(Kind::kString)) return invalid(path, "must be a string");
+  out = v.text();
   return Status();
 }
 
-Status integer(const Value* v, const std::string& path, std::uint64_t high, std::uint64_t& out) {
-  if (v->kind != Value::kInt || v->i > high) return invalid(path, "must be an integer from 0 to " + std::to_string(high));
-  out = v->i;
+// A non-negative integer (or -0, which Python reads as 0) up to `high`; no fraction or exponent,
+// as Python's json reads those as floats, which no field takes.
+Status integer(const Value& v, const std::string& path, std::uint64_t high, std::uint64_t& out) {
+  bool negative = false;
+  std::uint64_t n = 0;
+  if (!json::integer(v, negative, n) || (negative && n != 0) || n > high) {
+    return invalid(path, "must be an integer from 0 to " + std::to_string(high));
+  }
+  out = n;
   return Status();
 }
 
@@ -409,13 +161,13 @@ bool is_version(const std::string& s, std::size_t min_parts, std::size_t max_par
 }
 
 Status accelerator(const Value& a, const std::string& path, Accelerator& acc) {
-  if (a.kind != Value::kObject) return invalid(path, "must be an object");
+  if (!a.is(Kind::kObject)) return invalid(path, "must be an object");
   FATPTE_RETURN_IF_ERROR(keys(a, {"kind", "name", "version", "memory_bytes"}, path));
-  FATPTE_RETURN_IF_ERROR(text(member(a, "kind"), path + ".kind", acc.kind));
-  FATPTE_RETURN_IF_ERROR(text(member(a, "name"), path + ".name", acc.name));
-  FATPTE_RETURN_IF_ERROR(text(member(a, "version"), path + ".version", acc.version));
+  FATPTE_RETURN_IF_ERROR(field_text(a.find("kind"), path + ".kind", acc.kind));
+  FATPTE_RETURN_IF_ERROR(field_text(a.find("name"), path + ".name", acc.name));
+  FATPTE_RETURN_IF_ERROR(field_text(a.find("version"), path + ".version", acc.version));
   FATPTE_RETURN_IF_ERROR(
-      integer(member(a, "memory_bytes"), path + ".memory_bytes", (std::uint64_t{1} << 63) - 1, acc.memory_bytes));
+      integer(a.find("memory_bytes"), path + ".memory_bytes", (std::uint64_t{1} << 63) - 1, acc.memory_bytes));
   if (!one_of(acc.kind, kAcceleratorKinds)) {
     return invalid(path + ".kind", "'" + acc.kind + "' is not an accelerator kind (one of cuda, metal, vulkan, "
                    "opencl, npu)");
@@ -435,57 +187,67 @@ Status accelerator(const Value& a, const std::string& path, Accelerator& acc) {
 
 // The checks and their order are device.py's DeviceProfile._from_json then _check_profile, so
 // both readers accept the same profiles and name the same first bad field.
-Result<DeviceProfile> profile_from_json(const std::string& json) {
-  if (json.size() > kMaxProfileBytes) {
-    return invalid("$", "is larger than the limit of 1048576 bytes for a device profile");
+Result<DeviceProfile> profile_from_json(const std::string& text) {
+  json::Options rules;
+  rules.max_bytes = kMaxProfileBytes;
+  rules.utf8 = true;  // what Python's bytes.decode("utf-8") accepts, else refused as a whole
+  rules.max_depth = kMaxNesting;
+  rules.depth_counts_scalars = false;
+  rules.max_integer_digits = kMaxIntegerDigits;
+  rules.lone_surrogates = true;  // kept, so the shape rules below refuse them by field, as Python's
+  Result<json::Document> doc = json::parse(text, rules);
+  if (!doc.ok()) {
+    return fail(Error::INVALID_ARGUMENT, doc.error().offset(), "$", "invalid JSON: %s", doc.error().message().c_str());
   }
-  if (!valid_utf8(json)) return invalid("$", "is not valid UTF-8");
-  Value root;
-  Parser parser(json);
-  FATPTE_RETURN_IF_ERROR(parser.parse(root));
-  if (root.kind != Value::kObject) return invalid("$", "a device profile must be a JSON object");
+  const Value root = doc.value().root();
+  if (!root.is(Kind::kObject)) return invalid("$", "a device profile must be a JSON object");
   FATPTE_RETURN_IF_ERROR(keys(root, {"name", "os", "arch", "cpu_features", "accelerators", "memory_bytes", "backends"},
                               "", {"executorch_backends"}));
   DeviceProfile p;
-  FATPTE_RETURN_IF_ERROR(text(member(root, "name"), "name", p.name));
-  FATPTE_RETURN_IF_ERROR(text(member(root, "os"), "os", p.os));
-  FATPTE_RETURN_IF_ERROR(text(member(root, "arch"), "arch", p.arch));
-  const Value* features = member(root, "cpu_features");
-  if (features->kind != Value::kArray) return invalid("cpu_features", "must be an array of strings");
-  std::vector<std::string> words(features->items.size());
-  for (std::size_t i = 0; i < features->items.size(); ++i) {
-    FATPTE_RETURN_IF_ERROR(text(&features->items[i], "cpu_features[" + std::to_string(i) + "]", words[i]));
+  FATPTE_RETURN_IF_ERROR(field_text(root.find("name"), "name", p.name));
+  FATPTE_RETURN_IF_ERROR(field_text(root.find("os"), "os", p.os));
+  FATPTE_RETURN_IF_ERROR(field_text(root.find("arch"), "arch", p.arch));
+  const Value features = root.find("cpu_features");
+  if (!features.is(Kind::kArray)) return invalid("cpu_features", "must be an array of strings");
+  std::vector<std::string> words(features.size());
+  std::size_t n = 0;
+  for (const Value f : features.items()) {
+    FATPTE_RETURN_IF_ERROR(field_text(f, "cpu_features[" + std::to_string(n) + "]", words[n]));
+    ++n;
   }
   for (std::size_t i = 0; i < words.size(); ++i) {
     if (!p.cpu_features.insert(words[i]).second) {
       return invalid("cpu_features[" + std::to_string(i) + "]", "'" + words[i] + "' is listed twice");
     }
   }
-  const Value* accs = member(root, "accelerators");
-  if (accs->kind != Value::kArray) return invalid("accelerators", "must be an array of objects");
-  if (accs->items.size() > kMaxAccelerators) return invalid("accelerators", "lists more than 64 accelerators");
-  for (std::size_t i = 0; i < accs->items.size(); ++i) {
+  const Value accs = root.find("accelerators");
+  if (!accs.is(Kind::kArray)) return invalid("accelerators", "must be an array of objects");
+  if (accs.size() > kMaxAccelerators) return invalid("accelerators", "lists more than 64 accelerators");
+  for (const Value a : accs.items()) {
     Accelerator acc;
-    FATPTE_RETURN_IF_ERROR(accelerator(accs->items[i], "accelerators[" + std::to_string(i) + "]", acc));
+    FATPTE_RETURN_IF_ERROR(accelerator(a, "accelerators[" + std::to_string(p.accelerators.size()) + "]", acc));
     p.accelerators.push_back(std::move(acc));
   }
-  FATPTE_RETURN_IF_ERROR(integer(member(root, "memory_bytes"), "memory_bytes", (std::uint64_t{1} << 63) - 1,
+  FATPTE_RETURN_IF_ERROR(integer(root.find("memory_bytes"), "memory_bytes", (std::uint64_t{1} << 63) - 1,
                                  p.memory_bytes));
-  const Value* backends = member(root, "backends");
-  if (backends->kind != Value::kObject) return invalid("backends", "must be an object mapping backend ids to ABI versions");
-  for (const auto& m : backends->members) {
+  const Value backends = root.find("backends");
+  if (!backends.is(Kind::kObject)) return invalid("backends", "must be an object mapping backend ids to ABI versions");
+  for (const Value::Member m : backends.members()) {
     std::uint64_t v = 0;
-    FATPTE_RETURN_IF_ERROR(integer(&m.second, "backends." + m.first, 0xFFFFFFFFu, v));
-    p.backends[m.first] = static_cast<std::uint32_t>(v);
+    const std::string id(m.key);
+    FATPTE_RETURN_IF_ERROR(integer(m.value, "backends." + id, 0xFFFFFFFFu, v));
+    p.backends[id] = static_cast<std::uint32_t>(v);
   }
-  if (const Value* et = member(root, "executorch_backends")) {
-    if (et->kind != Value::kArray) return invalid("executorch_backends", "must be an array of strings");
-    if (et->items.size() > kMaxExecutorchBackends) {
+  if (const Value et = root.find("executorch_backends")) {
+    if (!et.is(Kind::kArray)) return invalid("executorch_backends", "must be an array of strings");
+    if (et.size() > kMaxExecutorchBackends) {
       return invalid("executorch_backends", "lists more than 64 backends");
     }
-    std::vector<std::string> ids(et->items.size());
-    for (std::size_t i = 0; i < et->items.size(); ++i) {
-      FATPTE_RETURN_IF_ERROR(text(&et->items[i], "executorch_backends[" + std::to_string(i) + "]", ids[i]));
+    std::vector<std::string> ids(et.size());
+    n = 0;
+    for (const Value id : et.items()) {
+      FATPTE_RETURN_IF_ERROR(field_text(id, "executorch_backends[" + std::to_string(n) + "]", ids[n]));
+      ++n;
     }
     std::set<std::string> seen;
     for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -521,39 +283,14 @@ Result<DeviceProfile> profile_from_json(const std::string& json) {
 }
 
 Result<DeviceProfile> profile_from_file(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it (as Python does).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    return fail(Error::IO_ERROR, kNoOffset, "", "cannot read the device profile %s: %s", path.c_str(),
-                std::strerror(errno));
-  }
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    ::close(fd);
-    return fail(Error::NOT_A_FILE, kNoOffset, "",
-                "the device profile %s is not a regular file (a directory, device, FIFO or socket)", path.c_str());
-  }
-  std::string text(kMaxProfileBytes + 1, '\0');
-  std::size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::read(fd, &text[got], text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return fail(Error::IO_ERROR, kNoOffset, "", "cannot read the device profile %s: %s", path.c_str(),
-                  std::strerror(err));
-    }
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  text.resize(got);
-  if (text.size() > kMaxProfileBytes) {
+  bool more = false;
+  Result<std::string> text = json::read_head(path, kMaxProfileBytes, "the device profile", more);
+  if (!text.ok()) return text.error();
+  if (more) {
     return fail(Error::INVALID_ARGUMENT, kNoOffset, "$", "%s is larger than 1 MiB: not a device profile",
                 path.c_str());
   }
-  Result<DeviceProfile> r = profile_from_json(text);
+  Result<DeviceProfile> r = profile_from_json(text.value());
   if (!r.ok()) {
     return fail(r.error().code(), r.error().offset(), r.error().field(), "%s: %s", path.c_str(),
                 r.error().message().c_str());

@@ -313,35 +313,39 @@ Status read_backend_map(LoadOptions& options, const std::string& path) {
   if (!doc.ok()) return doc.error();
   const std::size_t slash = path.rfind('/');
   const std::string base = slash == std::string::npos ? std::string(".") : path.substr(0, slash);
-  const json::Value& root = doc.value();
-  FATPTE_CHECK(root.kind == json::Value::kObject, Error::INVALID_ARGUMENT, 0, "$",
+  const json::Value root = doc.value().root();
+  FATPTE_CHECK(root.is(json::Kind::kObject), Error::INVALID_ARGUMENT, 0, "$",
                "%s: a backend map is an object with \"search_path\" and \"libraries\"", path.c_str());
-  for (const auto& member : root.members) {
-    const json::Value& v = member.second;
-    if (member.first == "search_path") {
-      FATPTE_CHECK(v.kind == json::Value::kArray, Error::INVALID_ARGUMENT, v.offset, "search_path",
+  for (const json::Value::Member member : root.members()) {
+    const json::Value v = member.value;
+    const std::string key(member.key);
+    if (key == "search_path") {
+      FATPTE_CHECK(v.is(json::Kind::kArray), Error::INVALID_ARGUMENT, v.offset(), "search_path",
                    "%s: search_path must be a list of folders", path.c_str());
-      for (std::size_t i = 0; i < v.items.size(); ++i) {
-        FATPTE_CHECK(v.items[i].kind == json::Value::kString && !v.items[i].text.empty(), Error::INVALID_ARGUMENT,
-                     v.items[i].offset, "search_path[" + std::to_string(i) + "]",
-                     "%s: search_path[%zu] must be a folder name", path.c_str(), i);
-        options.search_path.push_back(resolve_from(base, v.items[i].text));
+      std::size_t i = 0;
+      for (const json::Value item : v.items()) {
+        FATPTE_CHECK(item.is(json::Kind::kString) && !item.text().empty(), Error::INVALID_ARGUMENT, item.offset(),
+                     "search_path[" + std::to_string(i) + "]", "%s: search_path[%zu] must be a folder name",
+                     path.c_str(), i);
+        options.search_path.push_back(resolve_from(base, std::string(item.text())));
+        ++i;
       }
-    } else if (member.first == "libraries") {
-      FATPTE_CHECK(v.kind == json::Value::kObject, Error::INVALID_ARGUMENT, v.offset, "libraries",
+    } else if (key == "libraries") {
+      FATPTE_CHECK(v.is(json::Kind::kObject), Error::INVALID_ARGUMENT, v.offset(), "libraries",
                    "%s: libraries must map backend ids to library files", path.c_str());
-      for (const auto& lib : v.members) {
-        FATPTE_CHECK(valid_backend_key(lib.first) && lib.second.kind == json::Value::kString, Error::INVALID_ARGUMENT,
-                     lib.second.offset, "libraries." + lib.first,
+      for (const json::Value::Member lib : v.members()) {
+        const std::string id(lib.key);
+        FATPTE_CHECK(valid_backend_key(id) && lib.value.is(json::Kind::kString), Error::INVALID_ARGUMENT,
+                     lib.value.offset(), "libraries." + id,
                      "%s: libraries.%s must be a library file name or path (\"\" withholds it)", path.c_str(),
-                     lib.first.c_str());
-        const std::string& file = lib.second.text;
-        options.libraries[lib.first] = file.find('/') == std::string::npos ? file : resolve_from(base, file);
+                     id.c_str());
+        const std::string file(lib.value.text());
+        options.libraries[id] = file.find('/') == std::string::npos ? file : resolve_from(base, file);
       }
     } else {
-      return fail(Error::INVALID_ARGUMENT, v.offset, member.first,
+      return fail(Error::INVALID_ARGUMENT, v.offset(), key,
                   "%s: unknown key \"%s\" (a backend map has \"search_path\" and \"libraries\")", path.c_str(),
-                  member.first.c_str());
+                  key.c_str());
     }
   }
   return Status();

@@ -57,12 +57,12 @@ Status put_value(const json::Value& v, DType dtype, std::vector<std::uint8_t>& o
                  const std::string& field) {
   switch (dtype) {
     case DType::kBool: {
-      if (v.kind == json::Value::kBool) {
-        out[i] = v.b ? 1 : 0;
+      if (v.is(json::Kind::kBool)) {
+        out[i] = v.boolean() ? 1 : 0;
         return Status();
       }
-      if (v.kind == json::Value::kNumber && (v.text == "0" || v.text == "1")) {
-        out[i] = v.text == "1" ? 1 : 0;
+      if (v.is(json::Kind::kNumber) && (v.text() == "0" || v.text() == "1")) {
+        out[i] = v.text() == "1" ? 1 : 0;
         return Status();
       }
       return bad_field(field, "must be true or false");
@@ -124,7 +124,7 @@ Status put_value(const json::Value& v, DType dtype, std::vector<std::uint8_t>& o
       store<std::int64_t>(out, i, x);
       break;
   }
-  if (range != nullptr) return bad_field(field, std::string("is ") + v.text + ", outside " + range);
+  if (range != nullptr) return bad_field(field, "is " + std::string(v.text()) + ", outside " + range);
   return Status();
 }
 
@@ -135,26 +135,25 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 }
 
 Result<Tensor> tensor_from_json(const json::Value& v, const std::string& field) {
-  if (v.kind != json::Value::kObject) return bad_field(field, "must be an object with dtype, shape and values");
-  const json::Value* dtype = v.find("dtype");
-  const json::Value* shape = v.find("shape");
-  const json::Value* values = v.find("values");
-  if (dtype == nullptr || dtype->kind != json::Value::kString) return bad_field(field + ".dtype", "must be a string");
+  if (!v.is(json::Kind::kObject)) return bad_field(field, "must be an object with dtype, shape and values");
+  const json::Value dtype = v.find("dtype");
+  const json::Value shape = v.find("shape");
+  const json::Value values = v.find("values");
+  if (!dtype.is(json::Kind::kString)) return bad_field(field + ".dtype", "must be a string");
   Tensor t;
-  if (!dtype_from_name(dtype->text, &t.dtype)) {
+  if (!dtype_from_name(std::string(dtype.text()), &t.dtype)) {
     std::string names;
     for (const DTypeInfo& i : kDTypes) names += std::string(names.empty() ? "" : ", ") + i.name;
-    return bad_field(field + ".dtype", "is '" + dtype->text + "', not one of " + names);
+    return bad_field(field + ".dtype", "is '" + std::string(dtype.text()) + "', not one of " + names);
   }
-  if (shape == nullptr || shape->kind != json::Value::kArray) {
-    return bad_field(field + ".shape", "must be a list of sizes ([] for a scalar)");
-  }
-  for (std::size_t d = 0; d < shape->items.size(); ++d) {
-    auto n = json::to_int64(shape->items[d], field + ".shape[" + std::to_string(d) + "]");
-    if (!n.ok() || n.value() < 0) return bad_field(field + ".shape[" + std::to_string(d) + "]", "must be a size >= 0");
+  if (!shape.is(json::Kind::kArray)) return bad_field(field + ".shape", "must be a list of sizes ([] for a scalar)");
+  for (const json::Value size : shape.items()) {
+    const std::string at = field + ".shape[" + std::to_string(t.shape.size()) + "]";
+    auto n = json::to_int64(size, at);
+    if (!n.ok() || n.value() < 0) return bad_field(at, "must be a size >= 0");
     t.shape.push_back(n.value());
   }
-  if (values == nullptr || values->kind != json::Value::kArray) {
+  if (!values.is(json::Kind::kArray)) {
     return bad_field(field + ".values", "must be a flat list of the elements in row-major order");
   }
   const std::uint64_t numel = t.numel();
@@ -162,15 +161,16 @@ Result<Tensor> tensor_from_json(const json::Value& v, const std::string& field) 
     return fail(Error::INVALID_ARGUMENT, kNoOffset, field + ".shape",
                 "%s.shape %s has more elements than 64 bits count", field.c_str(), shape_text(t.shape).c_str());
   }
-  if (numel != values->items.size()) {
+  if (numel != values.size()) {
     return fail(Error::INVALID_ARGUMENT, kNoOffset, field + ".values",
-                "%s.values holds %zu elements, but shape %s has %" PRIu64, field.c_str(), values->items.size(),
+                "%s.values holds %zu elements, but shape %s has %" PRIu64, field.c_str(), values.size(),
                 shape_text(t.shape).c_str(), numel);
   }
   t.data.assign(static_cast<std::size_t>(numel) * element_size(t.dtype), 0);
-  for (std::size_t i = 0; i < values->items.size(); ++i) {
-    FATPTE_RETURN_IF_ERROR(
-        put_value(values->items[i], t.dtype, t.data, i, field + ".values[" + std::to_string(i) + "]"));
+  std::size_t i = 0;
+  for (const json::Value x : values.items()) {
+    FATPTE_RETURN_IF_ERROR(put_value(x, t.dtype, t.data, i, field + ".values[" + std::to_string(i) + "]"));
+    ++i;
   }
   return t;
 }
@@ -273,21 +273,18 @@ double Tensor::as_double(std::size_t i) const noexcept {
 Result<std::vector<Call>> calls_from_json(const std::string& text, const std::string& source) {
   auto doc = json::parse(text, source);
   if (!doc.ok()) return doc.error();
-  const json::Value& root = doc.value();
-  if (root.kind != json::Value::kArray) {
+  const json::Value root = doc.value().root();
+  if (!root.is(json::Kind::kArray)) {
     return bad_field("calls", "must be a JSON list with one {\"inputs\": [...]} object per call (" + source + ")");
   }
   std::vector<Call> calls;
-  for (std::size_t c = 0; c < root.items.size(); ++c) {
-    const std::string field = "calls[" + std::to_string(c) + "]";
-    const json::Value& call = root.items[c];
-    const json::Value* inputs = call.kind == json::Value::kObject ? call.find("inputs") : nullptr;
-    if (inputs == nullptr || inputs->kind != json::Value::kArray) {
-      return bad_field(field + ".inputs", "must be a list of tensors");
-    }
+  for (const json::Value call : root.items()) {
+    const std::string field = "calls[" + std::to_string(calls.size()) + "]";
+    const json::Value inputs = call.find("inputs");  // other keys are ignored
+    if (!inputs.is(json::Kind::kArray)) return bad_field(field + ".inputs", "must be a list of tensors");
     Call out;
-    for (std::size_t k = 0; k < inputs->items.size(); ++k) {
-      auto t = tensor_from_json(inputs->items[k], field + ".inputs[" + std::to_string(k) + "]");
+    for (const json::Value input : inputs.items()) {
+      auto t = tensor_from_json(input, field + ".inputs[" + std::to_string(out.inputs.size()) + "]");
       if (!t.ok()) return t.error();
       out.inputs.push_back(std::move(t).value());
     }
@@ -299,7 +296,7 @@ Result<std::vector<Call>> calls_from_json(const std::string& text, const std::st
 Result<std::vector<Call>> calls_from_file(const std::string& path) {
   // A bound against reading a runaway file: a few million values fit comfortably below it.
   constexpr std::uint64_t kMaxCallsBytes = std::uint64_t{1} << 30;
-  auto text = json::read_file(path, kMaxCallsBytes);
+  auto text = json::read_file(path, kMaxCallsBytes, "the calls file");
   if (!text.ok()) return text.error();
   return calls_from_json(text.value(), path);
 }

@@ -46,9 +46,9 @@ Loaded open_library() {
          bind(lib, "EVP_MD_CTX_new", f.md_ctx_new, l.why) && bind(lib, "EVP_MD_CTX_free", f.md_ctx_free, l.why) &&
          bind(lib, "EVP_DigestVerifyInit", f.digest_verify_init, l.why) &&
          bind(lib, "EVP_DigestVerify", f.digest_verify, l.why) &&
-         bind(lib, "BIO_new_mem_buf", f.bio_new_mem_buf, l.why) && bind(lib, "BIO_free", f.bio_free, l.why) &&
-         bind(lib, "PEM_read_bio_PUBKEY", f.pem_read_bio_pubkey, l.why) &&
-         bind(lib, "i2d_PUBKEY", f.i2d_pubkey, l.why) && bind(lib, "CRYPTO_free", f.crypto_free, l.why);
+         bind(lib, "EVP_PKEY_get_octet_string_param", f.pkey_get_octet_string_param, l.why) &&
+         bind(lib, "d2i_PUBKEY", f.d2i_pubkey, l.why) && bind(lib, "i2d_PUBKEY", f.i2d_pubkey, l.why) && bind(lib, "CRYPTO_free", f.crypto_free, l.why) &&
+         bind(lib, "EVP_DecodeBlock", f.decode_block, l.why);
   return l;
 }
 

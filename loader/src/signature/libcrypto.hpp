@@ -7,9 +7,7 @@
 // CMake found at build time (FATPTE_LIBCRYPTO_SONAME, OpenSSL 3.0 or later).
 #pragma once
 
-#include <openssl/bio.h>
 #include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/x509.h>
 
 #include <string>
@@ -28,11 +26,11 @@ struct LibCrypto {
   decltype(&::EVP_MD_CTX_free) md_ctx_free;
   decltype(&::EVP_DigestVerifyInit) digest_verify_init;
   decltype(&::EVP_DigestVerify) digest_verify;
-  decltype(&::BIO_new_mem_buf) bio_new_mem_buf;
-  decltype(&::BIO_free) bio_free;
-  decltype(&::PEM_read_bio_PUBKEY) pem_read_bio_pubkey;
+  decltype(&::EVP_PKEY_get_octet_string_param) pkey_get_octet_string_param;
+  decltype(&::d2i_PUBKEY) d2i_pubkey;
   decltype(&::i2d_PUBKEY) i2d_pubkey;
   decltype(&::CRYPTO_free) crypto_free;
+  decltype(&::EVP_DecodeBlock) decode_block;
 };
 
 // The bound functions, opening the library on the first call (thread-safe, once per process);

@@ -1,23 +1,24 @@
 // Verifying signed containers (specs/nfat-signature.md), mirroring fatpte/ops/signing.py check for
 // check and in its order: the bundle read as strict JSON, the DSSE signature with OpenSSL's
 // libcrypto, the in-toto statement, then the container's entries and named-data keys against it.
-// Every input is bounded (64 MiB bundle, 16 levels of JSON, 16 signatures of at most 512 base64
-// characters), so a hostile bundle costs work linear in its size.
+// Every input is bounded (64 MiB bundle of at most 4096 JSON values, 16 levels of JSON, 16
+// signatures of at most 512 base64 characters), so a hostile bundle costs work linear in its size.
 #include "fatpte/signature.hpp"
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/json.hpp"
 #include "common/text.hpp"
-#include "fatpte/crc32c.hpp"
+#include "container/manifest_view.hpp"
 #include "nfat_manifest_generated.h"
+#include "signature/check.hpp"
 
 #if FATPTE_WITH_OPENSSL
 #include "signature/libcrypto.hpp"
@@ -48,237 +49,25 @@ constexpr std::size_t kMaxSignatures = 16;  // signing.MAX_SIGNATURES
 constexpr std::size_t kMaxSigBase64 = 512;  // signing.MAX_SIG_BASE64
 constexpr std::size_t kMaxHint = 256;       // signing.MAX_HINT
 constexpr std::size_t kMaxTextBytes = 4096;  // signing.MAX_TEXT_BYTES
+constexpr std::size_t kMaxBundleValues = 4096;  // signing.MAX_BUNDLE_VALUES
 
 // ---- strict JSON (specs/nfat-signature.md section 2) ----
 
-struct Json {
-  enum Kind { kNull, kBool, kInt, kString, kArray, kObject } kind = kNull;
-  bool b = false;
-  std::int64_t i = 0;
-  std::string s;
-  std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
+using json::Kind;
+using json::Value;
 
-  const Json* find(const std::string& key) const {
-    for (const auto& m : members) {
-      if (m.first == key) return &m.second;
-    }
-    return nullptr;
-  }
-};
-
-class JsonReader {
- public:
-  JsonReader(const std::uint8_t* data, std::size_t size) : p_(data), n_(size) {}
-
-  bool parse(Json& out) {
-    if (!detail::valid_utf8(p_, n_)) return false;
-    if (!value(out, 1)) return false;
-    ws();
-    return at_ == n_;
-  }
-
- private:
-  void ws() {
-    while (at_ < n_ && (p_[at_] == ' ' || p_[at_] == '\t' || p_[at_] == '\n' || p_[at_] == '\r')) ++at_;
-  }
-  bool literal(const char* word) {
-    const std::size_t len = std::strlen(word);
-    if (n_ - at_ < len || std::memcmp(p_ + at_, word, len) != 0) return false;
-    at_ += len;
-    return true;
-  }
-
-  bool value(Json& v, int depth) {
-    if (depth > kMaxJsonDepth) return false;
-    ws();
-    if (at_ >= n_) return false;
-    const std::uint8_t c = p_[at_];
-    if (c == '{') return object(v, depth);
-    if (c == '[') return array(v, depth);
-    if (c == '"') {
-      v.kind = Json::kString;
-      return string(v.s);
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) return number(v);
-    if (literal("true")) {
-      v.kind = Json::kBool;
-      v.b = true;
-      return true;
-    }
-    if (literal("false")) {
-      v.kind = Json::kBool;
-      return true;
-    }
-    if (literal("null")) return true;
-    return false;  // NaN, Infinity and anything else
-  }
-
-  // An integer from -2^63 to 2^63 - 1; a fraction or an exponent is refused, as Python's reader does.
-  bool number(Json& v) {
-    const bool negative = p_[at_] == '-';
-    if (negative) ++at_;
-    if (at_ >= n_ || p_[at_] < '0' || p_[at_] > '9') return false;
-    if (p_[at_] == '0' && at_ + 1 < n_ && p_[at_ + 1] >= '0' && p_[at_ + 1] <= '9') return false;
-    std::uint64_t magnitude = 0;
-    bool overflow = false;
-    while (at_ < n_ && p_[at_] >= '0' && p_[at_] <= '9') {
-      const std::uint64_t d = p_[at_] - '0';
-      if (magnitude > (UINT64_MAX - d) / 10) overflow = true;
-      if (!overflow) magnitude = magnitude * 10 + d;
-      ++at_;
-    }
-    if (at_ < n_ && (p_[at_] == '.' || p_[at_] == 'e' || p_[at_] == 'E')) return false;
-    const std::uint64_t limit = negative ? (std::uint64_t{1} << 63) : (std::uint64_t{1} << 63) - 1;
-    if (overflow || magnitude > limit) return false;
-    v.kind = Json::kInt;
-    v.i = negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
-    return true;
-  }
-
-  bool hex4(std::uint32_t& out) {
-    if (n_ - at_ < 4) return false;
-    out = 0;
-    for (int k = 0; k < 4; ++k) {
-      const std::uint8_t c = p_[at_++];
-      out <<= 4;
-      if (c >= '0' && c <= '9') {
-        out |= c - '0';
-      } else if (c >= 'a' && c <= 'f') {
-        out |= c - 'a' + 10;
-      } else if (c >= 'A' && c <= 'F') {
-        out |= c - 'A' + 10;
-      } else {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  static void put_utf8(std::string& s, std::uint32_t cp) {
-    if (cp < 0x80) {
-      s += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      s += static_cast<char>(0xC0 | (cp >> 6));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      s += static_cast<char>(0xE0 | (cp >> 12));
-      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      s += static_cast<char>(0xF0 | (cp >> 18));
-      s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
-  bool string(std::string& out) {
-    ++at_;  // the opening quote
-    while (at_ < n_) {
-      const std::uint8_t c = p_[at_++];
-      if (c == '"') return true;
-      if (c < 0x20) return false;  // a control character must be escaped
-      if (c != '\\') {
-        out += static_cast<char>(c);
-        continue;
-      }
-      if (at_ >= n_) return false;
-      const std::uint8_t e = p_[at_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          std::uint32_t cp;
-          if (!hex4(cp)) return false;
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            std::uint32_t low;
-            if (n_ - at_ < 2 || p_[at_] != '\\' || p_[at_ + 1] != 'u') return false;  // a lone surrogate
-            at_ += 2;
-            if (!hex4(low) || low < 0xDC00 || low > 0xDFFF) return false;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            return false;
-          }
-          put_utf8(out, cp);
-          break;
-        }
-        default:
-          return false;
-      }
-    }
-    return false;
-  }
-
-  bool array(Json& v, int depth) {
-    v.kind = Json::kArray;
-    ++at_;
-    ws();
-    if (at_ < n_ && p_[at_] == ']') {
-      ++at_;
-      return true;
-    }
-    while (true) {
-      v.items.emplace_back();
-      if (!value(v.items.back(), depth + 1)) return false;
-      ws();
-      if (at_ >= n_) return false;
-      if (p_[at_] == ',') {
-        ++at_;
-        continue;
-      }
-      if (p_[at_] == ']') {
-        ++at_;
-        return true;
-      }
-      return false;
-    }
-  }
-
-  bool object(Json& v, int depth) {
-    v.kind = Json::kObject;
-    ++at_;
-    ws();
-    if (at_ < n_ && p_[at_] == '}') {
-      ++at_;
-      return true;
-    }
-    std::set<std::string> seen;
-    while (true) {
-      ws();
-      if (at_ >= n_ || p_[at_] != '"') return false;
-      std::string key;
-      if (!string(key)) return false;
-      if (!seen.insert(key).second) return false;  // a key twice in one object
-      ws();
-      if (at_ >= n_ || p_[at_] != ':') return false;
-      ++at_;
-      v.members.emplace_back(std::move(key), Json());
-      if (!value(v.members.back().second, depth + 1)) return false;
-      ws();
-      if (at_ >= n_) return false;
-      if (p_[at_] == ',') {
-        ++at_;
-        continue;
-      }
-      if (p_[at_] == '}') {
-        ++at_;
-        return true;
-      }
-      return false;
-    }
-  }
-
-  const std::uint8_t* p_;
-  std::size_t n_;
-  std::size_t at_ = 0;
-};
+// Section 2's rules: UTF-8, no key twice, integers of 64 bits only, 16 levels counting scalars
+// (signing.MAX_JSON_DEPTH, as Python counts them), no lone surrogate; and for the bundle, read
+// before anything vouches for it, at most kMaxBundleValues values, refused as they are counted.
+Result<json::Document> read_json(const std::uint8_t* data, std::size_t size, std::size_t max_values) {
+  json::Options rules;
+  rules.utf8 = true;
+  rules.max_depth = kMaxJsonDepth;
+  rules.fractions = false;
+  rules.int64 = true;
+  rules.max_values = max_values;
+  return json::parse(std::string_view(reinterpret_cast<const char*>(data), size), rules);
+}
 
 // ---- findings ----
 
@@ -294,27 +83,35 @@ Status malformed(const Where& w, const std::string& field, const std::string& wh
 }
 
 // Python's _get: `obj` must be an object holding `key` of `kind`.
-Status get(const Where& w, const Json* obj, const char* key, Json::Kind kind, const std::string& path,
-           const Json** out, bool required = true) {
-  *out = nullptr;
-  if (obj == nullptr || obj->kind != Json::kObject) return malformed(w, path, path + " must be a JSON object");
-  const Json* v = obj->find(key);
+Status get(const Where& w, const Value& obj, const char* key, Kind kind, const std::string& path, Value& out,
+           bool required = true) {
+  out = Value();
+  if (!obj.is(Kind::kObject)) return malformed(w, path, path + " must be a JSON object");
+  const Value v = obj.find(key);
   const std::string at = path + "." + key;
-  if (v == nullptr) {
+  if (!v) {
     if (required) return malformed(w, at, at + " is missing");
     return Status();
   }
-  if (v->kind != kind) return malformed(w, at, at + " has the wrong JSON type");
-  *out = v;
+  if (!v.is(kind)) return malformed(w, at, at + " has the wrong JSON type");
+  out = v;
   return Status();
+}
+
+// A JSON syntax error of a document, at its field.
+Status not_json(const Where& w, const std::string& field, const Status& why) {
+  return malformed(w, field, "not a JSON document of the documented shape: " + why.message() +
+                                 (why.offset() == kNoOffset ? "" : " (byte " + std::to_string(why.offset()) + ")"));
 }
 
 bool base64_char(std::uint8_t c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
 }
 
-// Standard base64, padded, nothing else (signing._BASE64).
-bool base64_decode(const std::string& text, std::vector<std::uint8_t>& out) {
+// Standard base64, padded, nothing else (signing._BASE64): the rule is checked here, the bytes are
+// decoded by libcrypto's EVP_DecodeBlock (which alone would take surrounding whitespace). Bundles
+// are read with trusted keys loaded, so libcrypto is open by then.
+bool base64_decode(std::string_view text, std::vector<std::uint8_t>& out) {
   const std::size_t n = text.size();
   std::size_t data = 0;
   while (data < n && base64_char(static_cast<std::uint8_t>(text[data]))) ++data;
@@ -322,36 +119,17 @@ bool base64_decode(const std::string& text, std::vector<std::uint8_t>& out) {
   for (std::size_t k = data; k < n; ++k) {
     if (text[k] != '=') return false;
   }
-  const std::size_t rem = data % 4;
-  if (!((rem == 0 && pad == 0) || (rem == 2 && pad == 2) || (rem == 3 && pad == 1))) return false;
-  out.clear();
-  out.reserve(data / 4 * 3 + 2);
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (std::size_t k = 0; k < data; ++k) {
-    const char c = text[k];
-    std::uint32_t v;
-    if (c >= 'A' && c <= 'Z') {
-      v = c - 'A';
-    } else if (c >= 'a' && c <= 'z') {
-      v = c - 'a' + 26;
-    } else if (c >= '0' && c <= '9') {
-      v = c - '0' + 52;
-    } else {
-      v = c == '+' ? 62 : 63;
-    }
-    acc = (acc << 6) | v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<std::uint8_t>(acc >> bits));
-      acc &= (1u << bits) - 1;
-    }
-  }
+  if (n % 4 != 0 || pad > 2) return false;  // whole quads, padded with one or two '='
+  out.resize(n / 4 * 3);
+  if (n == 0) return true;
+  const int got = ossl().decode_block(out.data(), reinterpret_cast<const unsigned char*>(text.data()),
+                                      static_cast<int>(n));  // n <= 64 MiB, the bundle's limit
+  if (got < 0 || static_cast<std::size_t>(got) != out.size()) return false;
+  out.resize(out.size() - pad);
   return true;
 }
 
-bool hex_digest(const std::string& text, Digest& out) {
+bool hex_digest(std::string_view text, Digest& out) {
   if (text.size() != 64) return false;
   for (std::size_t k = 0; k < 64; ++k) {
     const char c = text[k];
@@ -382,61 +160,61 @@ struct Envelope {
   std::string hint;
 };
 
-Status read_bundle(const Where& w, Bytes data, Envelope& env) {
+Status read_bundle(const Where& w, Bytes data, Envelope& env, detail::SignatureWork& work) {
   const std::string p = "signature";
   if (data.size > F::kMaxSignatureSize) return malformed(w, p, "the bundle is above the limit of 64 MiB");
-  Json root;
-  if (!JsonReader(data.data, static_cast<std::size_t>(data.size)).parse(root)) {
-    return malformed(w, p, "not a JSON document of the documented shape");
-  }
-  if (root.kind != Json::kObject) return malformed(w, p, "the bundle must be a JSON object");
-  const Json* media;
-  FATPTE_RETURN_IF_ERROR(get(w, &root, "mediaType", Json::kString, p, &media));
-  if (media->s != kBundleMediaType) {
+  Result<json::Document> doc = read_json(data.data, static_cast<std::size_t>(data.size), kMaxBundleValues);
+  if (!doc.ok()) return not_json(w, p, doc.error());
+  work.json_bytes = std::max<std::uint64_t>(work.json_bytes, doc.value().memory());
+  const Value root = doc.value().root();
+  if (!root.is(Kind::kObject)) return malformed(w, p, "the bundle must be a JSON object");
+  Value media;
+  FATPTE_RETURN_IF_ERROR(get(w, root, "mediaType", Kind::kString, p, media));
+  if (media.text() != kBundleMediaType) {
     return malformed(w, p + ".mediaType", "mediaType is not " + std::string(kBundleMediaType),
                      Error::SIGNATURE_UNSUPPORTED);
   }
-  const Json* e;
-  FATPTE_RETURN_IF_ERROR(get(w, &root, "dsseEnvelope", Json::kObject, p, &e));
+  Value e;
+  FATPTE_RETURN_IF_ERROR(get(w, root, "dsseEnvelope", Kind::kObject, p, e));
   const std::string ep = p + ".dsseEnvelope";
-  const Json* type;
-  FATPTE_RETURN_IF_ERROR(get(w, e, "payloadType", Json::kString, ep, &type));
-  if (type->s != kPayloadType) {
+  Value type;
+  FATPTE_RETURN_IF_ERROR(get(w, e, "payloadType", Kind::kString, ep, type));
+  if (type.text() != kPayloadType) {
     return malformed(w, ep + ".payloadType", "payloadType is not " + std::string(kPayloadType),
                      Error::SIGNATURE_UNSUPPORTED);
   }
-  env.payload_type = type->s;
-  const Json* payload;
-  FATPTE_RETURN_IF_ERROR(get(w, e, "payload", Json::kString, ep, &payload));
-  if (!base64_decode(payload->s, env.payload)) return malformed(w, ep + ".payload", "the payload is not base64");
-  const Json* sigs;
-  FATPTE_RETURN_IF_ERROR(get(w, e, "signatures", Json::kArray, ep, &sigs));
-  if (sigs->items.empty() || sigs->items.size() > kMaxSignatures) {
-    return malformed(w, ep + ".signatures", "the envelope holds " + std::to_string(sigs->items.size()) +
+  env.payload_type = type.text();
+  Value payload;
+  FATPTE_RETURN_IF_ERROR(get(w, e, "payload", Kind::kString, ep, payload));
+  if (!base64_decode(payload.text(), env.payload)) return malformed(w, ep + ".payload", "the payload is not base64");
+  Value sigs;
+  FATPTE_RETURN_IF_ERROR(get(w, e, "signatures", Kind::kArray, ep, sigs));
+  if (sigs.size() == 0 || sigs.size() > kMaxSignatures) {
+    return malformed(w, ep + ".signatures", "the envelope holds " + std::to_string(sigs.size()) +
                                                 " signatures; 1 to 16 are allowed");
   }
-  for (std::size_t i = 0; i < sigs->items.size(); ++i) {
-    const std::string sp = ep + ".signatures[" + std::to_string(i) + "]";
-    const Json* sig;
-    FATPTE_RETURN_IF_ERROR(get(w, &sigs->items[i], "sig", Json::kString, sp, &sig));
-    if (sig->s.size() > kMaxSigBase64) return malformed(w, sp + ".sig", "sig is above 512 characters");
+  for (const Value item : sigs.items()) {
+    const std::string sp = ep + ".signatures[" + std::to_string(env.signatures.size()) + "]";
+    Value sig;
+    FATPTE_RETURN_IF_ERROR(get(w, item, "sig", Kind::kString, sp, sig));
+    if (sig.text().size() > kMaxSigBase64) return malformed(w, sp + ".sig", "sig is above 512 characters");
     std::vector<std::uint8_t> raw;
-    if (!base64_decode(sig->s, raw)) return malformed(w, sp + ".sig", "sig is not base64");
+    if (!base64_decode(sig.text(), raw)) return malformed(w, sp + ".sig", "sig is not base64");
     env.signatures.push_back(std::move(raw));
   }
-  const Json* material;
-  FATPTE_RETURN_IF_ERROR(get(w, &root, "verificationMaterial", Json::kObject, p, &material, false));
-  if (material != nullptr) {
-    const Json* pub;
-    FATPTE_RETURN_IF_ERROR(get(w, material, "publicKey", Json::kObject, p + ".verificationMaterial", &pub, false));
-    if (pub != nullptr) {
-      const Json* hint;
+  Value material;
+  FATPTE_RETURN_IF_ERROR(get(w, root, "verificationMaterial", Kind::kObject, p, material, false));
+  if (material) {
+    Value pub;
+    FATPTE_RETURN_IF_ERROR(get(w, material, "publicKey", Kind::kObject, p + ".verificationMaterial", pub, false));
+    if (pub) {
+      Value hint;
       const std::string hp = p + ".verificationMaterial.publicKey";
-      FATPTE_RETURN_IF_ERROR(get(w, pub, "hint", Json::kString, hp, &hint, false));
-      if (hint != nullptr) {
-        if (hint->s.size() > kMaxHint) return malformed(w, hp + ".hint", "hint is above 256 bytes");
+      FATPTE_RETURN_IF_ERROR(get(w, pub, "hint", Kind::kString, hp, hint, false));
+      if (hint) {
+        if (hint.text().size() > kMaxHint) return malformed(w, hp + ".hint", "hint is above 256 bytes");
         env.has_hint = true;
-        env.hint = hint->s;
+        env.hint = hint.text();
       }
     }
   }
@@ -458,7 +236,7 @@ struct Statement {
   std::vector<SignedKey> keys;
 };
 
-bool id_ok(const std::string& s) {
+bool id_ok(std::string_view s) {
   if (s.empty() || s.size() > 32) return false;
   for (const char c : s) {
     const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -468,107 +246,119 @@ bool id_ok(const std::string& s) {
   return true;
 }
 
-Status get_digest(const Where& w, const Json* obj, const char* key, const std::string& path, Digest& out) {
-  const Json* v;
-  FATPTE_RETURN_IF_ERROR(get(w, obj, key, Json::kString, path, &v));
+Status get_digest(const Where& w, const Value& obj, const char* key, const std::string& path, Digest& out) {
+  Value v;
+  FATPTE_RETURN_IF_ERROR(get(w, obj, key, Kind::kString, path, v));
   const std::string at = path + "." + key;
-  if (!hex_digest(v->s, out)) return malformed(w, at, at + " must be 64 lowercase hexadecimal digits");
+  if (!hex_digest(v.text(), out)) return malformed(w, at, at + " must be 64 lowercase hexadecimal digits");
   return Status();
 }
 
-Status get_int(const Where& w, const Json* obj, const char* key, const std::string& path, std::int64_t low,
+// An integer member: the parser refused every number but integers of 64 bits (section 2).
+Status get_int(const Where& w, const Value& obj, const char* key, const std::string& path, std::int64_t low,
                std::int64_t high, std::int64_t& out) {
-  const Json* v;
-  FATPTE_RETURN_IF_ERROR(get(w, obj, key, Json::kInt, path, &v));
-  if (v->i < low || v->i > high) return malformed(w, path + "." + key, path + "." + key + " is out of range");
-  out = v->i;
+  Value v;
+  FATPTE_RETURN_IF_ERROR(get(w, obj, key, Kind::kNumber, path, v));
+  bool negative = false;
+  std::uint64_t magnitude = 0;
+  json::integer(v, negative, magnitude);
+  const std::int64_t n = negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
+  if (n < low || n > high) return malformed(w, path + "." + key, path + "." + key + " is out of range");
+  out = n;
   return Status();
 }
 
-Status read_statement(const Where& w, const std::vector<std::uint8_t>& payload, Statement& st) {
+Status read_statement(const Where& w, const std::vector<std::uint8_t>& payload, Statement& st,
+                      detail::SignatureWork& work) {
   const std::string p = "signature.statement";
-  Json root;
-  if (!JsonReader(payload.data(), payload.size()).parse(root)) {
-    return malformed(w, p, "not a JSON document of the documented shape");
+  Result<json::Document> doc = read_json(payload.data(), payload.size(), 0);
+  if (!doc.ok()) return not_json(w, p, doc.error());
+  work.json_bytes = std::max<std::uint64_t>(work.json_bytes, doc.value().memory());
+  const Value root = doc.value().root();
+  if (!root.is(Kind::kObject)) return malformed(w, p, "the statement must be a JSON object");
+  Value v;
+  FATPTE_RETURN_IF_ERROR(get(w, root, "_type", Kind::kString, p, v));
+  if (v.text() != kStatementType) {
+    return malformed(w, p + "._type", "_type is not in-toto Statement v1", Error::SIGNATURE_UNSUPPORTED);
   }
-  if (root.kind != Json::kObject) return malformed(w, p, "the statement must be a JSON object");
-  const Json* v;
-  FATPTE_RETURN_IF_ERROR(get(w, &root, "_type", Json::kString, p, &v));
-  if (v->s != kStatementType) return malformed(w, p + "._type", "_type is not in-toto Statement v1", Error::SIGNATURE_UNSUPPORTED);
-  FATPTE_RETURN_IF_ERROR(get(w, &root, "predicateType", Json::kString, p, &v));
-  if (v->s != kPredicateType) {
+  FATPTE_RETURN_IF_ERROR(get(w, root, "predicateType", Kind::kString, p, v));
+  if (v.text() != kPredicateType) {
     return malformed(w, p + ".predicateType", "predicateType is not " + std::string(kPredicateType),
                      Error::SIGNATURE_UNSUPPORTED);
   }
-  const Json* pred;
-  FATPTE_RETURN_IF_ERROR(get(w, &root, "predicate", Json::kObject, p, &pred));
+  Value pred;
+  FATPTE_RETURN_IF_ERROR(get(w, root, "predicate", Kind::kObject, p, pred));
   const std::string pp = p + ".predicate";
-  FATPTE_RETURN_IF_ERROR(get(w, pred, "format_version", Json::kInt, pp, &v));
-  if (v->i != F::kVersion2) {
+  FATPTE_RETURN_IF_ERROR(get(w, pred, "format_version", Kind::kNumber, pp, v));
+  if (v.text() != std::to_string(F::kVersion2)) {
     return malformed(w, pp + ".format_version", "format_version is not 2", Error::SIGNATURE_UNSUPPORTED);
   }
-  const Json* entries;
-  FATPTE_RETURN_IF_ERROR(get(w, pred, "entries", Json::kArray, pp, &entries));
-  if (entries->items.empty() || entries->items.size() > F::kMaxEntries) {
+  Value entries;
+  FATPTE_RETURN_IF_ERROR(get(w, pred, "entries", Kind::kArray, pp, entries));
+  if (entries.size() == 0 || entries.size() > F::kMaxEntries) {
     return malformed(w, pp + ".entries", "the statement lists no entry, or more than 65536");
   }
   std::set<std::string> names;
-  for (std::size_t i = 0; i < entries->items.size(); ++i) {
-    const Json* e = &entries->items[i];
-    const std::string ep = pp + ".entries[" + std::to_string(i) + "]";
+  for (const Value e : entries.items()) {
+    const std::string ep = pp + ".entries[" + std::to_string(st.entries.size()) + "]";
     SignedEntry se;
-    FATPTE_RETURN_IF_ERROR(get(w, e, "name", Json::kString, ep, &v));
-    if (!id_ok(v->s)) return malformed(w, ep + ".name", "name is not 1 to 32 characters of [A-Za-z0-9_.-]");
-    se.name = v->s;
-    FATPTE_RETURN_IF_ERROR(get(w, e, "backend_id", Json::kString, ep, &v));
-    if (!id_ok(v->s)) return malformed(w, ep + ".backend_id", "backend_id is not 1 to 32 characters of [A-Za-z0-9_.-]");
-    se.backend_id = v->s;
+    FATPTE_RETURN_IF_ERROR(get(w, e, "name", Kind::kString, ep, v));
+    if (!id_ok(v.text())) return malformed(w, ep + ".name", "name is not 1 to 32 characters of [A-Za-z0-9_.-]");
+    se.name = v.text();
+    FATPTE_RETURN_IF_ERROR(get(w, e, "backend_id", Kind::kString, ep, v));
+    if (!id_ok(v.text())) {
+      return malformed(w, ep + ".backend_id", "backend_id is not 1 to 32 characters of [A-Za-z0-9_.-]");
+    }
+    se.backend_id = v.text();
     if (!names.insert(se.name).second) return malformed(w, ep + ".name", "entry '" + se.name + "' is listed twice");
-    FATPTE_RETURN_IF_ERROR(get(w, e, "payload_kind", Json::kString, ep, &v));
+    FATPTE_RETURN_IF_ERROR(get(w, e, "payload_kind", Kind::kString, ep, v));
     Digest kind{};
-    const std::string padded = v->s + std::string(56, '0');
-    if (v->s.size() != 8 || !hex_digest(padded, kind)) {
+    const std::string padded = std::string(v.text()) + std::string(56, '0');
+    if (v.text().size() != 8 || !hex_digest(padded, kind)) {
       return malformed(w, ep + ".payload_kind", "payload_kind must be 8 lowercase hexadecimal digits");
     }
     std::memcpy(se.payload_kind.data(), kind.data(), 4);
     FATPTE_RETURN_IF_ERROR(get_int(w, e, "priority", ep, INT32_MIN, INT32_MAX, se.priority));
     FATPTE_RETURN_IF_ERROR(get_int(w, e, "alignment", ep, F::kMinAlignment, F::kMaxAlignment, se.alignment));
-    if ((se.alignment & (se.alignment - 1)) != 0) return malformed(w, ep + ".alignment", "alignment is not a power of two");
+    if ((se.alignment & (se.alignment - 1)) != 0) {
+      return malformed(w, ep + ".alignment", "alignment is not a power of two");
+    }
     FATPTE_RETURN_IF_ERROR(get_digest(w, e, "record_sha256", ep, se.record));
     st.entries.push_back(std::move(se));
   }
-  const Json* keys;
-  FATPTE_RETURN_IF_ERROR(get(w, pred, "named_data", Json::kArray, pp, &keys));
-  if (keys->items.size() > F::kMaxSegments) return malformed(w, pp + ".named_data", "more keys than 1048576");
-  for (std::size_t i = 0; i < keys->items.size(); ++i) {
-    const Json* k = &keys->items[i];
-    const std::string kp = pp + ".named_data[" + std::to_string(i) + "]";
+  Value keys;
+  FATPTE_RETURN_IF_ERROR(get(w, pred, "named_data", Kind::kArray, pp, keys));
+  if (keys.size() > F::kMaxSegments) return malformed(w, pp + ".named_data", "more keys than 1048576");
+  for (const Value k : keys.items()) {
+    const std::string kp = pp + ".named_data[" + std::to_string(st.keys.size()) + "]";
     SignedKey sk;
-    FATPTE_RETURN_IF_ERROR(get(w, k, "key", Json::kString, kp, &v));
-    if (v->s.empty() || v->s.size() > kMaxTextBytes) return malformed(w, kp + ".key", "a key is 1 to 4096 bytes");
-    if (!st.keys.empty() && !(st.keys.back().key < v->s)) {
+    FATPTE_RETURN_IF_ERROR(get(w, k, "key", Kind::kString, kp, v));
+    if (v.text().empty() || v.text().size() > kMaxTextBytes) {
+      return malformed(w, kp + ".key", "a key is 1 to 4096 bytes");
+    }
+    if (!st.keys.empty() && !(st.keys.back().key < v.text())) {
       return malformed(w, kp + ".key", "keys must be unique and sorted bytewise");
     }
-    sk.key = v->s;
+    sk.key = v.text();
     FATPTE_RETURN_IF_ERROR(get_digest(w, k, "record_sha256", kp, sk.record));
     st.keys.push_back(std::move(sk));
   }
-  const Json* subjects;
-  FATPTE_RETURN_IF_ERROR(get(w, &root, "subject", Json::kArray, p, &subjects));
+  Value subjects;
+  FATPTE_RETURN_IF_ERROR(get(w, root, "subject", Kind::kArray, p, subjects));
   const std::size_t want = st.entries.size() + st.keys.size();
-  if (subjects->items.size() != want) {
+  if (subjects.size() != want) {
     return malformed(w, p + ".subject", "the statement needs one subject per entry, then one per named-data key");
   }
-  for (std::size_t i = 0; i < want; ++i) {
-    const Json* s = &subjects->items[i];
+  std::size_t i = 0;
+  for (const Value s : subjects.items()) {
     const std::string sp = p + ".subject[" + std::to_string(i) + "]";
     const bool entry = i < st.entries.size();
     const std::string name = entry ? kEntrySubject + st.entries[i].name
                                    : kNamedDataSubject + st.keys[i - st.entries.size()].key;
-    FATPTE_RETURN_IF_ERROR(get(w, s, "name", Json::kString, sp, &v));
-    if (v->s != name) return malformed(w, sp + ".name", "subject " + std::to_string(i) + " is not named " + name);
-    const Json* digest;
-    FATPTE_RETURN_IF_ERROR(get(w, s, "digest", Json::kObject, sp, &digest));
+    FATPTE_RETURN_IF_ERROR(get(w, s, "name", Kind::kString, sp, v));
+    if (v.text() != name) return malformed(w, sp + ".name", "subject " + std::to_string(i) + " is not named " + name);
+    Value digest;
+    FATPTE_RETURN_IF_ERROR(get(w, s, "digest", Kind::kObject, sp, digest));
     Digest d;
     FATPTE_RETURN_IF_ERROR(get_digest(w, digest, "sha256", sp + ".digest", d));
     if (entry) {
@@ -576,6 +366,7 @@ Status read_statement(const Where& w, const std::vector<std::uint8_t>& payload, 
     } else {
       st.keys[i - st.entries.size()].digest = d;
     }
+    ++i;
   }
   return Status();
 }
@@ -753,26 +544,181 @@ std::vector<std::uint8_t> pae(const std::string& type, const std::vector<std::ui
   return out;
 }
 
-struct Manifest {
-  const M::Manifest* root = nullptr;
-  const std::uint8_t* base = nullptr;
+// Where manifest entry `me` sits in the manifest's list (for a finding's field), found by sorting
+// the list's addresses once, on the first finding that needs it: never a scan per entry.
+class ManifestPositions {
+ public:
+  explicit ManifestPositions(const M::Manifest* root) : root_(root) {}
+  std::size_t of(const M::Entry* me) {
+    if (sorted_.empty() && root_ != nullptr && root_->entries() != nullptr) {
+      const auto* list = root_->entries();
+      for (::flatbuffers::uoffset_t j = 0; j < list->size(); ++j) sorted_.emplace_back(list->Get(j), j);
+      std::sort(sorted_.begin(), sorted_.end());
+    }
+    const auto at = std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(me, std::size_t{0}));
+    return at != sorted_.end() && at->first == me ? at->second : 0;
+  }
+
+ private:
+  const M::Manifest* root_;
+  std::vector<std::pair<const M::Entry*, std::size_t>> sorted_;
 };
 
-Status read_manifest(const Container& c, Manifest& out) {
-  const Header& h = c.header();
-  if (h.manifest_size == 0) return Status();
-  const std::uint8_t* m = c.bytes().data + h.manifest_offset;
-  FATPTE_CHECK(crc32c(m, h.manifest_size) == h.manifest_checksum, Error::MANIFEST_CHECKSUM_MISMATCH,
-               F::kV2Header_manifest_checksum_offset, "header.manifest_checksum",
-               "the manifest's CRC32C does not match manifest_checksum");
-  ::flatbuffers::Verifier::Options options;
-  options.max_depth = 64;
-  options.max_tables = 1000000;
-  ::flatbuffers::Verifier verifier(m, static_cast<std::size_t>(h.manifest_size), options);
-  FATPTE_CHECK(M::VerifyManifestBuffer(verifier), Error::MANIFEST_CORRUPT, h.manifest_offset, "manifest",
-               "the manifest is not a well-formed flatbuffer of specs/nfat_manifest.fbs");
-  out.root = M::GetManifest(m);
-  out.base = m;
+// ---- trusted-key files (specs/nfat-signature.md section 5.4) ----
+
+constexpr std::uint64_t kMaxKeyFileSize = 64 << 10;  // signing.MAX_KEY_FILE_SIZE
+constexpr std::string_view kPemBegin = "-----BEGIN PUBLIC KEY-----";
+constexpr std::string_view kPemEnd = "-----END PUBLIC KEY-----";
+constexpr std::uint8_t kEcPublicKeyOid[] = {0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01};        // 1.2.840.10045.2.1
+constexpr std::uint8_t kPrime256v1Oid[] = {0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07};  // 1.2.840.10045.3.1.7
+// The canonical P-256 SubjectPublicKeyInfo of section 5.2 before its point: SEQUENCE { SEQUENCE {
+// id-ecPublicKey, prime256v1 }, BIT STRING (no unused bits) { 04 || X || Y } }, 91 bytes in all.
+constexpr std::uint8_t kP256SpkiHead[] = {0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01,
+                                          0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00};
+constexpr std::size_t kP256Point = 65;
+
+// The lines of ASCII text as Python's str.splitlines cuts them (LF, CR, CRLF, VT, FF, FS, GS, RS).
+std::vector<std::string_view> text_lines(std::string_view t) {
+  std::vector<std::string_view> lines;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const char c = t[i];
+    if (c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '\x1c' || c == '\x1d' || c == '\x1e') {
+      lines.push_back(t.substr(start, i - start));
+      if (c == '\r' && i + 1 < t.size() && t[i + 1] == '\n') ++i;
+      start = i + 1;
+    }
+  }
+  if (start < t.size()) lines.push_back(t.substr(start));
+  return lines;
+}
+
+// One DER element inside [pos, end): its tag and its contents' range; false when it does not fit.
+struct DerElement {
+  std::uint8_t tag;
+  std::size_t begin, end;
+};
+bool der_element(const std::vector<std::uint8_t>& d, std::size_t pos, std::size_t end, DerElement& out) {
+  if (end < 2 || pos > end - 2) return false;
+  const std::uint8_t tag = d[pos];
+  std::size_t size = d[pos + 1];
+  pos += 2;
+  if ((size & 0x80) != 0) {
+    const std::size_t n = size & 0x7F;
+    if (n < 1 || n > 4 || n > end - pos) return false;
+    size = 0;
+    for (std::size_t k = 0; k < n; ++k) size = size << 8 | d[pos + k];
+    pos += n;
+  }
+  if (size > end - pos) return false;
+  out = DerElement{tag, pos, pos + size};
+  return true;
+}
+
+// Whether a SubjectPublicKeyInfo is an ECDSA key on anything but the named curve prime256v1
+// (explicit parameters, another curve, none): refused before it is parsed, as RFC 5480 forbids
+// explicit parameters in public keys. Another algorithm, or DER too damaged to tell, is left to
+// d2i_PUBKEY. As signing/keys.py's _ec_parameters.
+bool ec_off_named_p256(const std::vector<std::uint8_t>& der) {
+  DerElement outer, algorithm, oid, params;
+  if (!der_element(der, 0, der.size(), outer) || outer.tag != 0x30) return false;
+  if (!der_element(der, outer.begin, outer.end, algorithm) || algorithm.tag != 0x30) return false;
+  if (!der_element(der, algorithm.begin, algorithm.end, oid) || oid.tag != 0x06 ||
+      oid.end - oid.begin != sizeof kEcPublicKeyOid ||
+      std::memcmp(der.data() + oid.begin, kEcPublicKeyOid, sizeof kEcPublicKeyOid) != 0) {
+    return false;
+  }
+  return !der_element(der, oid.end, algorithm.end, params) || params.tag != 0x06 ||
+         params.end - params.begin != sizeof kPrime256v1Oid ||
+         std::memcmp(der.data() + params.begin, kPrime256v1Oid, sizeof kPrime256v1Oid) != 0;
+}
+
+// The DER SubjectPublicKeyInfo a trusted-key file holds: ASCII; after leading and trailing space,
+// tab, CR and LF, exactly one PEM block labelled PUBLIC KEY and nothing else (no certificate or
+// private key before it, no text); its lines base64, together standard base64 (section 2); an
+// ECDSA key on the named curve P-256. INVALID_ARGUMENT at field `key` otherwise.
+Status key_file_der(const std::string& text, const std::string& path, std::vector<std::uint8_t>& der) {
+  const auto refuse = [&path](const char* why) {
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s is not a trusted-key file: %s", path.c_str(), why);
+  };
+  for (const char c : text) {
+    if (static_cast<unsigned char>(c) >= 0x80) return refuse("it holds bytes that are not ASCII");
+  }
+  std::string_view t(text);
+  const std::size_t first = t.find_first_not_of(" \t\r\n");
+  t = first == std::string_view::npos ? std::string_view() : t.substr(first, t.find_last_not_of(" \t\r\n") - first + 1);
+  const std::vector<std::string_view> lines = text_lines(t);
+  if (lines.size() < 2 || lines.front() != kPemBegin || lines.back() != kPemEnd) {
+    return refuse("it must hold one PEM block, -----BEGIN PUBLIC KEY----- to -----END PUBLIC KEY-----, and nothing "
+                  "else (no certificate, no private key, no other text)");
+  }
+  std::string body;
+  for (std::size_t k = 1; k + 1 < lines.size(); ++k) {
+    if (lines[k].empty() || lines[k].find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") !=
+                                std::string_view::npos) {
+      return refuse("a line of the PEM block is not base64 (or a second block follows the first)");
+    }
+    body += lines[k];
+  }
+  if (!base64_decode(body, der)) return refuse("the PEM block is not standard base64");
+  if (ec_off_named_p256(der)) {
+    return refuse("an ECDSA key must name its curve, P-256 (prime256v1); explicit curve parameters are refused "
+                  "(RFC 5480): convert it with `openssl ec -pubin -in KEY -param_enc named_curve`");
+  }
+  return Status();
+}
+
+// The key a trusted-key file holds, with its id (section 5.2): the SHA-256 of the canonical
+// SubjectPublicKeyInfo, so a compressed point has the id of the same key uncompressed.
+Status trusted_key(const std::string& path, EVP_PKEY*& key, std::string& key_id) {
+  const detail::LibCrypto& f = ossl();
+  bool more = false;
+  Result<std::string> text = json::read_head(path, kMaxKeyFileSize, "the key", more);
+  if (!text.ok()) return text.error();
+  if (more) {
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s is larger than %llu bytes: not a key file",
+                path.c_str(), static_cast<unsigned long long>(kMaxKeyFileSize));
+  }
+  std::vector<std::uint8_t> der;
+  FATPTE_RETURN_IF_ERROR(key_file_der(text.value(), path, der));
+  // Strict DER, as Python's parser: the whole block is one SubjectPublicKeyInfo that encodes back
+  // to the same bytes (no trailing data, no BER lengths).
+  const unsigned char* p = der.data();
+  key = f.d2i_pubkey(nullptr, &p, static_cast<long>(der.size()));
+  unsigned char* back = nullptr;
+  const int n = key == nullptr ? -1 : f.i2d_pubkey(key, &back);
+  const bool exact = key != nullptr && p == der.data() + der.size() && n == static_cast<int>(der.size()) &&
+                     std::memcmp(back, der.data(), der.size()) == 0;
+  if (back != nullptr) f.crypto_free(back, OPENSSL_FILE, OPENSSL_LINE);
+  if (!exact) {
+    if (key != nullptr) f.pkey_free(key);
+    key = nullptr;
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s is not a PEM public key (a DER SubjectPublicKeyInfo)",
+                path.c_str());
+  }
+  const int type = f.pkey_get_id(key);
+  std::uint8_t point[kP256Point + 1] = {0};
+  std::size_t point_size = 0;
+  char group[64] = {0};
+  std::size_t group_size = 0;
+  const bool p256 = type == EVP_PKEY_EC &&
+                    f.pkey_get_utf8_string_param(key, "group", group, sizeof group, &group_size) == 1 &&
+                    std::strcmp(group, "prime256v1") == 0 &&
+                    f.pkey_get_octet_string_param(key, "encoded-pub-key", point, sizeof point, &point_size) == 1 &&
+                    point_size == kP256Point && point[0] == 0x04;
+  if (type != EVP_PKEY_ED25519 && !p256) {
+    f.pkey_free(key);
+    key = nullptr;
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s holds a key other than ECDSA P-256 or Ed25519",
+                path.c_str());
+  }
+  if (p256) {  // re-encoded uncompressed on its named curve
+    std::vector<std::uint8_t> canonical(kP256SpkiHead, kP256SpkiHead + sizeof kP256SpkiHead);
+    canonical.insert(canonical.end(), point, point + kP256Point);
+    key_id = hex(sha256(canonical.data(), canonical.size()));
+  } else {  // Ed25519 has one form (RFC 8410), the bytes read
+    key_id = hex(sha256(der.data(), der.size()));
+  }
   return Status();
 }
 
@@ -788,45 +734,42 @@ Result<std::shared_ptr<const TrustedKeys>> TrustedKeys::load(const std::vector<s
   std::string why;
   const detail::LibCrypto* lib = detail::libcrypto(&why);
   FATPTE_CHECK(lib != nullptr, Error::SIGNATURE_UNSUPPORTED, kNoOffset, "key", "%s", why.c_str());
-  const detail::LibCrypto& f = *lib;
   std::shared_ptr<TrustedKeys> out(new TrustedKeys());
   for (const std::string& path : pem_paths) {
-    std::ifstream in(path, std::ios::binary);
-    std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    FATPTE_CHECK(in.good() || in.eof(), Error::IO_ERROR, kNoOffset, "key", "cannot read the key %s", path.c_str());
-    BIO* bio = f.bio_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-    EVP_PKEY* key = bio == nullptr ? nullptr : f.pem_read_bio_pubkey(bio, nullptr, nullptr, nullptr);
-    f.bio_free(bio);
-    FATPTE_CHECK(key != nullptr, Error::INVALID_ARGUMENT, kNoOffset, "key", "%s is not a PEM public key",
-                 path.c_str());
-    bool supported = f.pkey_get_id(key) == EVP_PKEY_ED25519;
-    if (f.pkey_get_id(key) == EVP_PKEY_EC) {
-      char group[64] = {0};
-      std::size_t len = 0;
-      supported = f.pkey_get_utf8_string_param(key, "group", group, sizeof group, &len) == 1 &&
-                  std::strcmp(group, "prime256v1") == 0;
-    }
-    if (!supported) {
-      f.pkey_free(key);
-      return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s holds a key other than ECDSA P-256 or Ed25519",
-                  path.c_str());
-    }
-    unsigned char* der = nullptr;
-    const int n = f.i2d_pubkey(key, &der);
-    if (n <= 0) {
-      f.pkey_free(key);
-      return fail(Error::INVALID_ARGUMENT, kNoOffset, "key", "%s: cannot encode the key", path.c_str());
-    }
-    const Digest id = sha256(der, static_cast<std::size_t>(n));
-    f.crypto_free(der, OPENSSL_FILE, OPENSSL_LINE);
-    out->keys_.push_back(Key{hex(id), path, key});
+    EVP_PKEY* key = nullptr;
+    std::string id;
+    FATPTE_RETURN_IF_ERROR(trusted_key(path, key, id));
+    out->keys_.push_back(Key{id, path, key});
   }
   FATPTE_CHECK(!out->keys_.empty(), Error::INVALID_ARGUMENT, kNoOffset, "key", "no trusted public key");
   return std::shared_ptr<const TrustedKeys>(out);
 }
 
 Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& keys, Bytes detached) {
+  return detail::check_signature(c, keys, detached, nullptr);
+}
+
+Result<SignatureCheck> detail::check_signature(const Container& c, const TrustedKeys& keys, Bytes detached,
+                                               SignatureWork* counted) {
+  SignatureWork uncounted;
+  SignatureWork& work = counted != nullptr ? *counted : uncounted;
   const Header& h = c.header();
+  // Before step 1: the manifest, through the loader's one accessor (every rule of
+  // specs/nfat-manifest.md section 2 and its work budget, checked once per container), and each
+  // named-data key's segment. Records are then built only from a manifest that passed, in work
+  // bounded by its size.
+  Result<ManifestView> view = manifest_view(c);
+  if (!view.ok()) return view.error();
+  const M::Manifest* root = view.value().root();
+  const auto* nds = root == nullptr ? nullptr : root->named_data();
+  if (nds != nullptr) {
+    for (::flatbuffers::uoffset_t j = 0; j < nds->size(); ++j) {
+      FATPTE_CHECK(nds->Get(j)->segment() < c.segments().size(), Error::NAMED_DATA_BAD_SEGMENT, h.manifest_offset,
+                   "manifest.named_data[" + std::to_string(j) + "].segment",
+                   "named-data key '%s' points at segment %u, but the segment table has %zu",
+                   nds->Get(j)->key()->c_str(), nds->Get(j)->segment(), c.segments().size());
+    }
+  }
   // Step 1: the signature.
   Bytes data = detached;
   Where w{kNoOffset};
@@ -840,7 +783,7 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
   }
   // Steps 2 and 3: the bundle.
   Envelope env;
-  FATPTE_RETURN_IF_ERROR(read_bundle(w, data, env));
+  FATPTE_RETURN_IF_ERROR(read_bundle(w, data, env, work));
   // Step 4: the signature, before anything of the statement is read.
   const std::vector<std::uint8_t> message = pae(env.payload_type, env.payload);
   std::vector<const TrustedKeys::Key*> named, candidates;
@@ -875,7 +818,7 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
   }
   // Step 5: the statement.
   Statement st;
-  FATPTE_RETURN_IF_ERROR(read_statement(w, env.payload, st));
+  FATPTE_RETURN_IF_ERROR(read_statement(w, env.payload, st, work));
   std::map<std::string, int> signed_index;
   for (std::size_t i = 0; i < st.entries.size(); ++i) signed_index[st.entries[i].name] = static_cast<int>(i);
   // Step 6: a signature of another container.
@@ -885,8 +828,6 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
     return fail(Error::SIGNATURE_NOT_FOR_CONTAINER, w.offset, "signature",
                 "the signature describes none of this container's entries: it belongs to another container");
   }
-  Manifest manifest;
-  FATPTE_RETURN_IF_ERROR(read_manifest(c, manifest));
 
   SignatureCheck check;
   check.key_id = signer->key_id;
@@ -894,6 +835,10 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
   auto note = [&check](Status s) {
     if (check.first_error.ok()) check.first_error = std::move(s);
   };
+  // Each table entry's manifest record comes from the view's index (O(1) each), so verifying is
+  // linear in the entries, never a scan of the manifest per entry.
+  ManifestPositions positions(root);
+  const std::uint8_t* manifest_base = c.bytes().data + h.manifest_offset;
   // Step 7: entries.
   int last = -1;
   std::set<std::string> present;
@@ -941,26 +886,17 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
                   "entry '%s': alignment is %u, the signed statement says %" PRId64, e.name.c_str(), e.alignment,
                   s.alignment));
     }
-    const M::Entry* me = nullptr;
-    std::size_t position = 0;
-    if (manifest.root != nullptr && manifest.root->entries() != nullptr) {
-      const auto* list = manifest.root->entries();
-      for (::flatbuffers::uoffset_t j = 0; j < list->size(); ++j) {
-        if (list->Get(j)->name()->str() == e.name) {
-          me = list->Get(j);
-          position = j;
-          break;
-        }
-      }
-    }
+    const M::Entry* me = view.value().entry(e.index);
+    ++work.records_looked_up;
     const std::vector<std::uint8_t> record = entry_record(me);
+    work.record_bytes += record.size();
     if (sha256(record.data(), record.size()) != s.record) {
-      const std::uint64_t at = me == nullptr ? base
-                                             : h.manifest_offset + static_cast<std::uint64_t>(
-                                                                       reinterpret_cast<const std::uint8_t*>(me) -
-                                                                       manifest.base);
+      const std::uint64_t at =
+          me == nullptr ? base
+                        : h.manifest_offset + static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(me) -
+                                                                         manifest_base);
       tamper(fail(Error::SIGNED_RECORD_MISMATCH, at,
-                  me == nullptr ? p + ".name" : "manifest.entries[" + std::to_string(position) + "]",
+                  me == nullptr ? p + ".name" : "manifest.entries[" + std::to_string(positions.of(me)) + "]",
                   "entry '%s': its manifest record differs from the signed one", e.name.c_str()));
     }
     check.states.push_back(state);
@@ -973,7 +909,6 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
   std::map<std::string, std::size_t> signed_keys;
   for (std::size_t i = 0; i < st.keys.size(); ++i) signed_keys[st.keys[i].key] = i;
   std::map<std::string, std::size_t> key_index;
-  const auto* nds = manifest.root == nullptr ? nullptr : manifest.root->named_data();
   if (nds != nullptr) {
     for (::flatbuffers::uoffset_t j = 0; j < nds->size(); ++j) {
       const M::NamedData* nd = nds->Get(j);
@@ -989,6 +924,7 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
         key.signed_key = true;
         key.digest = st.keys[it->second].digest;
         const std::vector<std::uint8_t> record = named_data_record(nd);
+        work.record_bytes += record.size();
         if (sha256(record.data(), record.size()) != st.keys[it->second].record) {
           note(fail(Error::SIGNED_NAMED_DATA_MISMATCH, h.manifest_offset, where,
                     "named-data key '%s': its tensor layout differs from the signed one", key.key.c_str()));
@@ -1001,16 +937,12 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
   // The keys each entry lists, for step 10 of a loader that hashes only what it loads.
   for (const Entry& e : c.entries()) {
     std::vector<std::uint32_t> used;
-    if (manifest.root != nullptr && manifest.root->entries() != nullptr) {
-      for (const auto* me : *manifest.root->entries()) {
-        if (me->name()->str() != e.name) continue;
-        if (me->named_data() != nullptr) {
-          for (const auto* key : *me->named_data()) {
-            auto it = key_index.find(key->str());
-            if (it != key_index.end()) used.push_back(static_cast<std::uint32_t>(it->second));
-          }
-        }
-        break;
+    const M::Entry* me = view.value().entry(e.index);
+    ++work.records_looked_up;
+    if (me != nullptr && me->named_data() != nullptr) {
+      for (const auto* key : *me->named_data()) {
+        auto it = key_index.find(key->str());
+        if (it != key_index.end()) used.push_back(static_cast<std::uint32_t>(it->second));
       }
     }
     check.entry_keys.push_back(std::move(used));
@@ -1102,6 +1034,9 @@ Status unsupported() {
 
 Result<std::shared_ptr<const TrustedKeys>> TrustedKeys::load(const std::vector<std::string>&) { return unsupported(); }
 Result<SignatureCheck> check_signature(const Container&, const TrustedKeys&, Bytes) { return unsupported(); }
+Result<SignatureCheck> detail::check_signature(const Container&, const TrustedKeys&, Bytes, SignatureWork*) {
+  return unsupported();
+}
 Status check_entry_bytes(const Container&, SignatureCheck&, std::uint32_t) { return unsupported(); }
 Status check_all_bytes(const Container&, SignatureCheck&) { return unsupported(); }
 
