@@ -3,11 +3,13 @@ calls: `packing` (pack, with `specialization`, `named_data` planning and `pack_m
 `packfile` (pack.toml), `thinning`, `extraction`, `edit` (add, remove, replace, convert), `diff`,
 `unpack`, `coverage`, `info`, `validation` (`fatpte.validate`); and the ExecuTorch ones:
 `program_entry` (a program's record and the checks every write path and validate make),
-`pte_specialize` (a .pte as a specialization), `fat_delegate` (fat delegates inside a .pte),
+`pte_specialize` (a .pte as a specialization), `fat_delegate` (fat delegates inside a .pte,
+and how deep they nest), `fat_merge` (a fat program authored from lowered programs, no torch),
 `fat_lowering` (lowering a model to fat delegates with ExecuTorch's toolchain, imported only when
 called: fatpte does not depend on `executorch`), `ptd_export` (an entry's named data as a .ptd)
 and `ptn_export` (an entry as a .ptn package); and `signing` (`sign`, `verify`, `unsign`, a
-package of its own rooms, over the `cryptography` package).
+package of its own rooms, over the `cryptography` package) and `verify_remote` (verify of a
+container at a URL, fetching only what the check reads).
 
 May use: fatpte.executorch, fatpte.device, fatpte.container, fatpte.manifest, fatpte.format,
 fatpte.fileio, fatpte.errors.

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 import fatpte
+from tests.builds import missing_build
 from tests.paths import ROOT
 from tests.scripts import load_script
 
@@ -37,7 +38,7 @@ def _example() -> ModuleType:
 def exe(request: pytest.FixtureRequest) -> Path:
     path: Path = BUILDS[request.param] / "fatpte-run"
     if not path.exists():
-        pytest.fail(f"{path.relative_to(ROOT)} is not built: run `make loader loader-asan`")
+        missing_build(f"{path.relative_to(ROOT)} is not built: run `make loader loader-asan`")
     return path
 
 
@@ -186,7 +187,7 @@ def _entries(container: Path) -> dict[str, dict[str, int]]:
 def test_a_withheld_entry_is_never_read_in_signed_mode(two_of_one_backend_word: tuple[Path, Path, Path]) -> None:
     library = BUILDS["release"] / "libfatpte.so"
     if not library.exists():
-        pytest.fail("build/loader/libfatpte.so is not built: run `make loader`")
+        missing_build("build/loader/libfatpte.so is not built: run `make loader`")
     container, public, _ = two_of_one_backend_word
     entries = _entries(container)
     cpu, xnnpack = entries["cpu"], entries["portable"]

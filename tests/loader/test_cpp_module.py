@@ -16,6 +16,7 @@ from types import ModuleType
 import pytest
 
 from tests.loader.test_cpp_install import _run_paths
+from tests.builds import missing_build
 from tests.paths import ROOT
 from tests.scripts import load_script
 
@@ -31,7 +32,7 @@ def _example() -> ModuleType:
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not (BUILD / "libfatpte.so").exists() or not (BUILD / "et_module_runner").exists():
-        pytest.fail("build/loader is not built: run `make loader`")
+        missing_build("build/loader is not built: run `make loader`")
     tmp = tmp_path_factory.mktemp("module")
     installed = tmp / "installed"
     subprocess.run(["cmake", "--install", str(BUILD), "--prefix", str(installed)], check=True, capture_output=True)

@@ -56,21 +56,7 @@ def python(path: Path) -> tuple[str, str]:
     return head, "thinned: " + ",".join(report.thinned)
 
 
-# Vectors of issue 33 whose rule the C++ verifier does not follow yet (specs/nfat-signature.md
-# revision 2; the loader is being changed to match). Strict: each fails the suite as soon as the
-# loader agrees, so that it is taken off this list then.
-AWAITING_LOADER = {
-    "v2-sig-bundle-too-many-values.nfat": "MAX_BUNDLE_VALUES (section 2): C++ parses the whole bundle",
-    "v2-sig-key-duplicated.nfat": "the manifest is read before step 1: C++ says E1310",
-    "v2-sig-key-not-utf8.nfat": "the manifest is read before step 1: C++ says E1309",
-    "v2-sig-key-past-segment-table.nfat": "keys are resolved before step 1 (E0414): C++ says OK",
-    "v2-sig-statement-modified-compressed-key.nfat": "canonical key ids (section 5.2): C++ hashes the file's "
-                                                     "compressed point and says E1305",
-}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=AWAITING_LOADER[n], strict=True))
-                                  if n in AWAITING_LOADER else n for n in SIGNED])
+@pytest.mark.parametrize("name", SIGNED)
 def test_signing_vector(name: str) -> None:
     want = INDEX[name]["verify"]
     offset = "-" if want["offset"] is None else str(want["offset"])
@@ -130,17 +116,9 @@ def test_damaged_bundles_give_the_same_error(base: str, tmp_path: Path) -> None:
 
 
 KEY_FILES = json.loads((VECTORS / "index.json").read_text())["trusted_key_files"]
-KEYS_AWAITING_LOADER = {
-    name: "trusted-key files (specs/nfat-signature.md section 5.4): C++ takes the PUBLIC KEY block wherever it is"
-    for name in ("refused-certificate-first.pub.pem", "refused-private-key-first.pub.pem",
-                 "refused-text-first.pub.pem", "refused-two-keys.pub.pem")
-}
-KEYS_AWAITING_LOADER["refused-p256-explicit-parameters.pub.pem"] = (
-    "explicit curve parameters are refused (section 5.4): C++ loads the key")
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KEYS_AWAITING_LOADER[n], strict=True))
-                                  if n in KEYS_AWAITING_LOADER else n for n in sorted(KEY_FILES)])
+@pytest.mark.parametrize("name", sorted(KEY_FILES))
 def test_trusted_key_file(name: str) -> None:
     """`fatpte-verify --trusted-key FILE` trusts the key files the index accepts (exit 0 or 5: the
     key was loaded) and refuses the others (exit 2, E0702), as Python's load_public_key does."""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builds import missing_build
 from tests.loader.test_fat_delegate_runtime import _example
 from tests.paths import ET_FIXTURES, ROOT
 
@@ -25,7 +26,7 @@ FATPTE = [sys.executable, "-m", "fatpte"]
 @pytest.fixture(autouse=True)
 def runtime() -> Path:
     if not RUNTIME.exists() or not (ROOT / "build" / "executorch-sdk").is_dir():
-        pytest.skip("build/loader/fatpte-run or the ExecuTorch SDK is not built: run `make loader`")
+        missing_build("build/loader/fatpte-run or the ExecuTorch SDK is not built: run `make loader`")
     return RUNTIME
 
 
