@@ -5,10 +5,11 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/json.hpp"
 #include "common/text.hpp"
 #include "fatpte/device.hpp"
 #include "fatpte/dispatch.hpp"
@@ -167,8 +168,10 @@ struct RunArgs {
 
 // --input: one float32 tensor from whitespace-separated numbers.
 fatpte::Result<std::vector<fatpte::Call>> text_call(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return fatpte::fail(fatpte::Error::IO_ERROR, fatpte::kNoOffset, "", "cannot read the input %s", path.c_str());
+  // A regular file of at most 64 MiB (16 M values), read without blocking on a FIFO.
+  auto text = fatpte::json::read_file(path, std::uint64_t{64} << 20, "the input");
+  if (!text.ok()) return text.error();
+  std::istringstream in(text.value());
   std::vector<float> values;
   for (float v; in >> v;) values.push_back(v);
   if (!in.eof()) {

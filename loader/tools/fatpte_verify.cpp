@@ -6,12 +6,12 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
+#include "common/json.hpp"
 #include "fatpte/signature.h"
+#include "fatpte/text.hpp"
 
 namespace {
 
@@ -58,8 +58,14 @@ int main(int argc, char** argv) {
   }
   std::string detached;
   if (signature != nullptr) {
-    std::ifstream in(signature, std::ios::binary);
-    detached.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    // A regular file no larger than a signature region may be (MAX_SIGNATURE_SIZE), read without
+    // blocking on a FIFO.
+    auto read = fatpte::json::read_file(signature, fatpte::format::kMaxSignatureSize, "the signature");
+    if (!read.ok()) {
+      std::fprintf(stderr, "fatpte-verify: %s\n", fatpte::terminal_safe(read.error().describe()).c_str());
+      return read.error().code() == fatpte::Error::NOT_A_FILE || read.error().code() == fatpte::Error::IO_ERROR ? 4 : 2;
+    }
+    detached = std::move(read).value();
   }
   fatpte_container* c = nullptr;
   s = fatpte_open_file(file, &c, &err);
