@@ -78,6 +78,9 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
                           loaded, a fallback included (steps 9 and 10): nothing unverified
                           reaches a backend (exit 5)
   --trusted-key PUBLIC.pem  a trusted public key (PEM; repeatable; needs --require-signature)
+  --refuse-downgrade      with --require-signature: refuse a container from which the entry this
+                          device would get among the signed entries was thinned away (step 11;
+                          off by default: specs/nfat-signature.md section 6)
 
 Text output: `ran: NAME [BACKEND_ID]`, then `call N: output K: DTYPE [SHAPE] VALUES...` per
 output (with --input: `output: VALUES...`). An empty list of calls (`[]`) loads the entry and
@@ -164,6 +167,7 @@ struct RunArgs {
   bool defaults = true;
   bool fallback = true;
   bool with_executorch = false;
+  bool refuse_downgrade = false;
 };
 
 // --input: one float32 tensor from whitespace-separated numbers.
@@ -268,6 +272,7 @@ int run_with_c_api(const RunArgs& a) {
     fatpte_trust* trust = nullptr;
     if (fatpte_trust_load(keys.data(), keys.size(), &trust, &err) != FATPTE_OK) return fail_with("fatpte-run", err);
     fatpte_load_options_require_signature(options, trust);
+    fatpte_load_options_refuse_downgrade(options, a.refuse_downgrade ? 1 : 0);
     fatpte_trust_free(trust);
   }
 
@@ -466,6 +471,8 @@ int main(int argc, char** argv) {
         a.fallback = false;
       } else if (arg == "--with-executorch") {
         a.with_executorch = true;
+      } else if (arg == "--refuse-downgrade") {
+        a.refuse_downgrade = true;
       } else if (arg == "--executorch-log") {
         executorch_log = true;
       } else if (arg == "--require-signature") {
@@ -496,6 +503,7 @@ int main(int argc, char** argv) {
     if (require_signature != !a.trusted_keys.empty()) {
       return usage("--require-signature needs --trusted-key PUBLIC.pem, and --trusted-key needs --require-signature");
     }
+    if (a.refuse_downgrade && !require_signature) return usage("--refuse-downgrade goes with --require-signature");
     if (require_signature && select) {
       return usage("--require-signature verifies what is run: it does not go with --select-only");
     }

@@ -32,12 +32,15 @@ int line(fatpte_status s, const fatpte_error& err, const char* file) {
 int main(int argc, char** argv) {
   const char* file = nullptr;
   const char* signature = nullptr;
+  const char* downgrade = nullptr;
   std::vector<const char*> keys;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--trusted-key") == 0 && i + 1 < argc) {
       keys.push_back(argv[++i]);
     } else if (std::strcmp(argv[i], "--signature") == 0 && i + 1 < argc) {
       signature = argv[++i];
+    } else if (std::strcmp(argv[i], "--refuse-downgrade") == 0 && i + 1 < argc) {
+      downgrade = argv[++i];
     } else if (file == nullptr && argv[i][0] != '-') {
       file = argv[i];
     } else {
@@ -46,10 +49,17 @@ int main(int argc, char** argv) {
     }
   }
   if (file == nullptr || keys.empty()) {
-    std::fprintf(stderr, "usage: fatpte-verify FILE --trusted-key PUBLIC.pem [--trusted-key ...] [--signature SIG]\n");
+    std::fprintf(stderr, "usage: fatpte-verify FILE --trusted-key PUBLIC.pem [--trusted-key ...] [--signature SIG] "
+                         "[--refuse-downgrade host|DEVICE|PROFILE.json]\n");
     return 2;
   }
   fatpte_error err;
+  // --refuse-downgrade: step 11 for this device, after every other step (as `fatpte verify`).
+  fatpte_device* device = nullptr;
+  if (downgrade != nullptr && fatpte_device_load(downgrade, &device, &err) != FATPTE_OK) {
+    std::fprintf(stderr, "%s\n", fatpte::terminal_safe(err.message).c_str());
+    return 2;
+  }
   fatpte_trust* trust = nullptr;
   fatpte_status s = fatpte_trust_load(keys.data(), keys.size(), &trust, &err);
   if (s != FATPTE_OK) {
@@ -84,6 +94,7 @@ int main(int argc, char** argv) {
         s = b;
         err = bytes_err;
       }
+      if (s == FATPTE_OK && device != nullptr) s = fatpte_signature_check_downgrade(c, report, device, &err);
     }
     if (s == FATPTE_OK) {
       std::printf("OK\n");
@@ -103,5 +114,6 @@ int main(int argc, char** argv) {
     fatpte_close(c);
   }
   fatpte_trust_free(trust);
+  fatpte_device_free(device);
   return rc;
 }

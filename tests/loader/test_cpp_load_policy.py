@@ -289,3 +289,31 @@ def test_a_backend_id_from_the_file_never_names_a_path(exe: Path, tmp_path: Path
     assert proc.returncode == 3, proc.stderr
     assert "no library is looked up for a backend id outside letters" in proc.stderr
     assert not marker.exists(), "a library named by the file was opened"
+
+
+def test_a_downgrade_by_thinning_is_refused_when_asked(exe: Path, tmp_path: Path) -> None:
+    """Issue 33, downgrade by thinning: a signed container thinned down to its weakest entry still
+    verifies (thinning keeps signatures by design), but with --refuse-downgrade a device whose best
+    signed entry was thinned away refuses it (E1308, exit 5) before any entry is tried; a device
+    for which the entry left is the best runs it (specs/nfat-signature.md section 6, step 11)."""
+    ex = load_script("loader/examples/dense_example.py")
+    container = ex.pack_example(tmp_path / "dense.nfat")
+    private, public = _keys(tmp_path)
+    subprocess.run([*FATPTE, "sign", "-q", str(container), "--key", str(private)], check=True, capture_output=True)
+    thinned = tmp_path / "thinned.nfat"
+    subprocess.run([*FATPTE, "thin", "-q", str(container), "--name", "dense_ref", "-o", str(thinned)], check=True,
+                   capture_output=True)
+    inp = tmp_path / "input.txt"
+    inp.write_text(" ".join(f"{v:.9g}" for v in ex.example_input()))
+    base = [str(exe), str(thinned), "--input", str(inp), "--backend-path", str(exe.parent / "backends"),
+            "--require-signature", "--trusted-key", str(public)]
+    assert subprocess.run([*base, "--device", "x86-64-v3"], capture_output=True, text=True, timeout=120,
+                          check=False).returncode == 0  # not asked: it runs the entry left
+    refused = subprocess.run([*base, "--device", "x86-64-v3", "--refuse-downgrade", "--explain"], capture_output=True,
+                             text=True, timeout=120, check=False)
+    assert refused.returncode == 5, refused.stderr
+    assert "E1308" in refused.stderr and "dense_avx2" in refused.stderr and "a downgrade" in refused.stderr
+    assert "output:" not in refused.stdout
+    weak = subprocess.run([*base, "--device", "x86-64-v2", "--refuse-downgrade"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert weak.returncode == 0, weak.stderr  # without AVX2 the entry left is this device's best

@@ -37,8 +37,8 @@ def tool() -> Path:
     return path
 
 
-def cpp(path: Path, keys: list[Path] = KEYS) -> tuple[str, str]:
-    args = [str(tool()), str(path)]
+def cpp(path: Path, keys: list[Path] = KEYS, *extra: str) -> tuple[str, str]:
+    args = [str(tool()), str(path), *extra]
     for k in keys:
         args += ["--trusted-key", str(k)]
     out = subprocess.run(args, capture_output=True, text=True, check=False, timeout=60).stdout.splitlines()
@@ -63,6 +63,12 @@ def test_signing_vector(name: str) -> None:
     expected = "OK" if want["code"] is None else f"{want['code']} {offset} {want['field']}"
     keys = [VECTORS / k for k in want["keys"]]  # some name other key files (a compressed-point key)
     assert cpp(VECTORS / name, keys) == (expected, "thinned: " + ",".join(want["thinned"]))
+    check = want.get("refuse_downgrade")
+    if check is not None:  # step 11 for the device the index names, as `fatpte verify --refuse-downgrade`
+        offset = "-" if check["offset"] is None else str(check["offset"])
+        expected = "OK" if check["code"] is None else f"{check['code']} {offset} {check['field']}"
+        got = cpp(VECTORS / name, keys, "--refuse-downgrade", check["device"])
+        assert got[0] == expected, got
 
 
 def _mutants(data: bytes, rng: random.Random, count: int) -> list[bytes]:

@@ -78,6 +78,9 @@ struct LoadOptions {
   // fatpte-run). `detached_signature` is a detached bundle; empty: the container's own.
   std::shared_ptr<const TrustedKeys> trusted_keys;
   std::vector<std::uint8_t> detached_signature;
+  // With a signature required: refuse a container from which the entry this device would get among
+  // the signed entries was thinned away (step 11, the downgrade check; off by default).
+  bool refuse_downgrade = false;
   // Whether an entry that cannot be loaded makes the next eligible one be tried (the default);
   // false: only the first, and its reason is the error.
   bool fallback = true;

@@ -77,6 +77,17 @@ FATPTE_API void fatpte_signature_report_free(fatpte_signature_report* report) FA
  * they need: `trust` may be freed afterwards. NULL: no signature required. */
 FATPTE_API fatpte_status fatpte_load_options_require_signature(fatpte_load_options* options,
                                                                const fatpte_trust* trust) FATPTE_NOEXCEPT;
+/* With a signature required: refuse a container from which the entry the load's device would get
+ * among the signed entries was thinned away (1; step 11 of specs/nfat-signature.md section 6, the
+ * downgrade check), or not (0, the default). */
+FATPTE_API fatpte_status fatpte_load_options_refuse_downgrade(fatpte_load_options* options,
+                                                              int refuse) FATPTE_NOEXCEPT;
+/* Step 11 on its own, after fatpte_verify_signature: E1308 when the entry `device` would get among
+ * the signed entries (NULL: this machine) is one the container no longer holds. */
+FATPTE_API fatpte_status fatpte_signature_check_downgrade(const fatpte_container* container,
+                                                          const fatpte_signature_report* report,
+                                                          const fatpte_device* device,
+                                                          fatpte_error* error) FATPTE_NOEXCEPT;
 /* A detached signature bundle (`size` bytes, copied) to verify instead of the container's own. */
 FATPTE_API fatpte_status fatpte_load_options_set_signature(fatpte_load_options* options, const void* bundle,
                                                            size_t size) FATPTE_NOEXCEPT;

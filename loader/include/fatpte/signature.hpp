@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "fatpte/container.hpp"
+#include "fatpte/device.hpp"
 #include "fatpte/result.hpp"
 
 namespace fatpte {
@@ -54,6 +55,10 @@ enum class EntryState : int {
 
 using Digest = std::array<std::uint8_t, 32>;
 
+namespace detail {
+struct SignedEntries;  // signature.cpp: what the statement says of every entry, for step 11
+}  // namespace detail
+
 // Steps 1 to 8 of the verification, and what steps 9 and 10 need.
 struct SignatureCheck {
   std::string key_id;                    // the trusted key that verified the envelope
@@ -71,6 +76,10 @@ struct SignatureCheck {
   };
   std::vector<Key> keys;                             // the manifest's keys, in its order
   std::vector<std::vector<std::uint32_t>> entry_keys;  // per container entry: indices into `keys` it lists
+  // For step 11: the statement's entries, and where findings about the statement are reported
+  // (the embedded signature's offset; kNoOffset for a detached one).
+  std::shared_ptr<const detail::SignedEntries> statement;
+  std::uint64_t signature_offset = kNoOffset;
 };
 
 // Steps 1 to 8 (`detached` may be empty: the embedded signature is used). A Result error is a
@@ -81,6 +90,13 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
 Status check_entry_bytes(const Container& c, SignatureCheck& check, std::uint32_t index);
 // Steps 9 and 10 for every signed entry, then every signed key, as Python's verify does.
 Status check_all_bytes(const Container& c, SignatureCheck& check);
+// Step 11, the downgrade check, when a caller asks for it (off by default, specs/nfat-signature.md
+// section 6): selection replayed for `device` over the entries the statement lists, each held one
+// as the container's manifest describes it and each thinned one as its `selection` says. E1308 at
+// the statement entry that wins and was thinned away, or at a thinned one whose statement does
+// not say what it needs (revision 1).
+Status check_downgrade(const Container& c, const SignatureCheck& check, const DeviceProfile& device,
+                       const std::vector<std::string>& prefer = {}, const std::vector<std::string>& exclude = {});
 
 // Whether this build verifies signatures (FATPTE_SIGNATURES).
 bool signatures_supported() noexcept;

@@ -134,4 +134,20 @@ fatpte_status fatpte_load_options_set_signature(fatpte_load_options* options, co
   });
 }
 
+fatpte_status fatpte_load_options_refuse_downgrade(fatpte_load_options* options, int refuse) noexcept {
+  if (options == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  options->options.refuse_downgrade = refuse != 0;
+  return FATPTE_OK;
+}
+
+fatpte_status fatpte_signature_check_downgrade(const fatpte_container* container, const fatpte_signature_report* report,
+                                               const fatpte_device* device, fatpte_error* error) noexcept {
+  return guarded(error, [&]() {
+    const fatpte::Container* c = fatpte::capi::container_of(container);
+    if (c == nullptr || report == nullptr) return to_status(bad_argument("NULL argument"), error);
+    const fatpte::DeviceProfile profile = device != nullptr ? device->profile : fatpte::probe_host();
+    return to_status(fatpte::check_downgrade(*c, report->check, profile), error);
+  });
+}
+
 }  // extern "C"

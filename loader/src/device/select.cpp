@@ -15,6 +15,7 @@
 
 #include "common/text.hpp"
 #include "container/manifest_view.hpp"
+#include "device/requirements.hpp"
 #include "fatpte/format_generated.h"
 #include "nfat_manifest_generated.h"
 
@@ -23,64 +24,10 @@ namespace {
 
 namespace F = format;
 namespace M = nfat::manifest;
-constexpr std::uint32_t kU32Max = 0xFFFFFFFFu;
-
-struct Constraint {
-  std::uint8_t match = 0;
-  std::uint32_t major = 0;
-  std::uint32_t minor = 0;
-
-  bool holds(std::uint64_t a, std::uint64_t b) const {
-    switch (match) {
-      case M::VersionMatch_AT_LEAST: return a > major || (a == major && b >= minor);
-      case M::VersionMatch_SAME_MAJOR: return a == major && b >= minor;
-      case M::VersionMatch_EXACT: return a == major && b == minor;
-      default: return false;  // a later revision's rule never holds here
-    }
-  }
-
-  std::string text(const std::string& kind) const {
-    const bool cuda = kind == "cuda" && minor < 10 && major < 1000;  // what sm_XY can spell
-    const std::string mm = std::to_string(major) + "." + std::to_string(minor);
-    const std::string digits = std::to_string(major) + std::to_string(minor);
-    switch (match) {
-      case M::VersionMatch_SAME_MAJOR: return cuda ? "sm_" + digits : "~" + mm;
-      case M::VersionMatch_AT_LEAST: return cuda ? "compute_" + digits : ">=" + mm;
-      case M::VersionMatch_EXACT: return cuda ? "sm_" + digits + "a" : "==" + mm;
-      default: return "<match " + std::to_string(match) + ">" + mm;
-    }
-  }
-};
-
-struct AccRequirement {
-  std::string kind;
-  std::vector<Constraint> targets;
-  std::uint64_t min_memory_bytes = 0;
-};
-
-struct Requirements {
-  std::vector<std::string> os, arch, cpu_features;
-  std::vector<AccRequirement> accelerators;
-  std::uint64_t min_memory_bytes = 0;
-  bool has_abi = false;
-  std::uint32_t abi_min = 0, abi_max = kU32Max;
-  // Not a requirement of `requires` but the entry's manifest record: the ExecuTorch backends its
-  // program needs, in manifest order (absent: not known).
-  std::optional<std::vector<std::string>> executorch_backends;
-
-  int specificity() const {
-    std::vector<std::string> distinct(cpu_features);
-    std::sort(distinct.begin(), distinct.end());
-    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-    return (os.empty() ? 0 : 1) + (arch.empty() ? 0 : 1) + static_cast<int>(distinct.size()) +
-           static_cast<int>(accelerators.size()) + (min_memory_bytes ? 1 : 0) + (has_abi ? 1 : 0);
-  }
-  std::string abi_text() const {
-    return abi_max != kU32Max ? std::to_string(abi_min) + ".." + std::to_string(abi_max)
-                              : ">= " + std::to_string(abi_min);
-  }
-};
-
+using detail::AccRequirement;
+using detail::Constraint;
+using detail::kU32Max;
+using detail::Requirements;
 std::string join(const std::vector<std::string>& words, const char* sep) {
   std::string out;
   for (std::size_t i = 0; i < words.size(); ++i) out += (i ? sep : "") + words[i];
@@ -130,15 +77,20 @@ Result<std::map<std::string, Requirements>> manifest_requirements(const Containe
   const M::Manifest* root = manifest.value().root();
   if (root != nullptr && root->entries() != nullptr) {
     for (const auto* e : *root->entries()) {
-      Requirements req = decode(e->requires_());
-      if (e->executorch_backends() != nullptr) req.executorch_backends = strings(e->executorch_backends());
-      out.emplace(e->name()->str(), std::move(req));  // emplace keeps the first
+      out.emplace(e->name()->str(), detail::requirements_of(e));  // emplace keeps the first
     }
   }
   return out;
 }
 
 }  // namespace
+
+Requirements detail::requirements_of(const M::Entry* record) {
+  if (record == nullptr) return Requirements();
+  Requirements req = decode(record->requires_());
+  if (record->executorch_backends() != nullptr) req.executorch_backends = strings(record->executorch_backends());
+  return req;
+}
 
 bool requires_accelerators(const Container& c) {
   auto reqs = manifest_requirements(c);
@@ -302,21 +254,32 @@ Result<Selection> assess(const Container& c, const DeviceProfile& d, const std::
                          const std::vector<std::string>& exclude) {
   Result<std::map<std::string, Requirements>> reqs = manifest_requirements(c);
   if (!reqs.ok()) return reqs.error();
+  static const Requirements kNone;
+  std::vector<detail::Candidate> candidates;
+  candidates.reserve(c.entries().size());
+  for (const Entry& e : c.entries()) {
+    auto it = reqs.value().find(e.name);
+    candidates.push_back({&e, it == reqs.value().end() ? &kNone : &it->second});
+  }
+  return detail::rank(candidates, d, prefer, exclude);
+}
+
+Selection detail::rank(const std::vector<Candidate>& candidates, const DeviceProfile& d,
+                       const std::vector<std::string>& prefer, const std::vector<std::string>& exclude) {
   Selection s;
   s.device_name = d.name;
   s.device_os = d.os;
   s.device_arch = d.arch;
   s.prefer = prefer;
   s.exclude = exclude;
-  static const Requirements kNone;
   const std::set<std::string> excluded(exclude.begin(), exclude.end());
   std::map<std::string, std::size_t> rank_of;  // a word's first place in `prefer`
   for (std::size_t i = 0; i < prefer.size(); ++i) rank_of.emplace(prefer[i], i);
-  for (const Entry& e : c.entries()) {
-    auto it = reqs.value().find(e.name);
-    const Requirements& req = it == reqs.value().end() ? kNone : it->second;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const Entry& e = *candidates[i].entry;
+    const Requirements& req = *candidates[i].requirements;
     Verdict v;
-    v.index = e.index;
+    v.index = static_cast<std::uint32_t>(i);
     v.executorch_backends = req.executorch_backends;
     evaluate(e, req, d, v);
     runtime_check(req, d, v);
@@ -338,10 +301,9 @@ Result<Selection> assess(const Container& c, const DeviceProfile& d, const std::
   for (Verdict& v : s.verdicts) {
     if (v.eligible) eligible.push_back(&v);
   }
-  const auto& entries = c.entries();
   std::sort(eligible.begin(), eligible.end(), [&](const Verdict* a, const Verdict* b) {
-    const Entry& ea = entries[a->index];
-    const Entry& eb = entries[b->index];
+    const Entry& ea = *candidates[a->index].entry;
+    const Entry& eb = *candidates[b->index].entry;
     if (ea.priority != eb.priority) return ea.priority > eb.priority;
     const std::size_t pa = preference(ea), pb = preference(eb);
     if (pa != pb) return pa < pb;

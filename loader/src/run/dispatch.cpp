@@ -459,15 +459,21 @@ std::vector<const Verdict*> candidates(const Selection& s) {
 
 // Steps 1 to 8 of specs/nfat-signature.md section 6 when the options require a signature: before
 // any entry is tried, so nothing of an unsigned or tampered container reaches a backend.
-Status verify_signature(const Container& c, const LoadOptions& options, std::optional<SignatureCheck>& check,
-                        Dispatch& out) {
+// And step 11 for `device` when the options refuse a downgrade.
+Status verify_signature(const Container& c, const LoadOptions& options, const DeviceProfile& device,
+                        const std::vector<std::string>& prefer, const std::vector<std::string>& exclude,
+                        std::optional<SignatureCheck>& check, Dispatch& out) {
   if (!options.trusted_keys) return Status();
   const Bytes detached{options.detached_signature.data(), options.detached_signature.size()};
   auto verified = check_signature(c, *options.trusted_keys, detached);
   if (!verified.ok()) return verified.error();
   FATPTE_RETURN_IF_ERROR(verified.value().first_error);
+  if (options.refuse_downgrade) {
+    FATPTE_RETURN_IF_ERROR(check_downgrade(c, verified.value(), device, prefer, exclude));
+  }
   out.signature_key_id = verified.value().key_id;
-  out.notes.push_back("signature: verified with key " + out.signature_key_id);
+  out.notes.push_back("signature: verified with key " + out.signature_key_id +
+                      (options.refuse_downgrade ? "; no better signed entry was thinned away for this device" : ""));
   check.emplace(std::move(verified).value());
   return Status();
 }
@@ -531,8 +537,12 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
 
 Status load(const Container& c, const Choice& choice, const LoadOptions& options, Dispatch& out) {
   std::optional<SignatureCheck> signature;
-  FATPTE_RETURN_IF_ERROR(verify_signature(c, options, signature, out));
-  const DeviceProfile device = choice.device ? *choice.device : probe_host(probe_scope(c));
+  // This machine: only what the entries' requirements read (the whole probe for a downgrade
+  // check, which also ranks the thinned entries the statement describes).
+  const DeviceProfile device = choice.device                                  ? *choice.device
+                               : options.trusted_keys && options.refuse_downgrade ? probe_host()
+                                                                              : probe_host(probe_scope(c));
+  FATPTE_RETURN_IF_ERROR(verify_signature(c, options, device, choice.prefer, choice.exclude, signature, out));
   auto s = select(c, device, choice.prefer, choice.exclude);
   if (!s.ok()) {
     // Every verdict, for an explanation of why none fits.
@@ -547,7 +557,7 @@ Status load(const Container& c, const Choice& choice, const LoadOptions& options
 Result<Dispatch> load(const Container& c, const Selection& s, const DeviceProfile& device, const LoadOptions& options) {
   Dispatch out;
   std::optional<SignatureCheck> signature;
-  FATPTE_RETURN_IF_ERROR(verify_signature(c, options, signature, out));
+  FATPTE_RETURN_IF_ERROR(verify_signature(c, options, device, s.prefer, s.exclude, signature, out));
   FATPTE_RETURN_IF_ERROR(try_candidates(c, s, device, options, signature, out));
   return out;
 }

@@ -9,6 +9,8 @@
 #include <cinttypes>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -17,6 +19,7 @@
 #include "common/json.hpp"
 #include "common/text.hpp"
 #include "container/manifest_view.hpp"
+#include "device/requirements.hpp"
 #include "nfat_manifest_generated.h"
 #include "signature/check.hpp"
 
@@ -25,6 +28,13 @@
 #endif
 
 namespace fatpte {
+
+// What the statement says of every entry, in its order (each an Entry whose index is its place
+// in the statement), and its `selection` member: what the downgrade check (step 11) ranks.
+struct detail::SignedEntries {
+  std::vector<Entry> entries;
+  std::vector<std::optional<detail::Requirements>> selections;
+};
 
 #if FATPTE_WITH_OPENSSL
 namespace {
@@ -226,6 +236,8 @@ struct SignedEntry {
   std::array<std::uint8_t, 4> payload_kind{};
   std::int64_t priority = 0, alignment = 0;
   Digest payload{}, record{};
+  // What selection reads of its record (revision 2, section 3.2); absent in a revision 1 statement.
+  std::optional<detail::Requirements> selection;
 };
 struct SignedKey {
   std::string key;
@@ -265,6 +277,96 @@ Status get_int(const Where& w, const Value& obj, const char* key, const std::str
   const std::int64_t n = negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
   if (n < low || n > high) return malformed(w, path + "." + key, path + "." + key + " is out of range");
   out = n;
+  return Status();
+}
+
+// An integer from 0 to `high` (Python's _number): `v` is the value at `path`.
+Status number(const Where& w, const Value& v, const std::string& path, std::uint64_t high, std::uint64_t& out) {
+  bool negative = false;
+  std::uint64_t magnitude = 0;
+  if (!v.is(Kind::kNumber) || !json::integer(v, negative, magnitude) || negative || magnitude > high) {
+    return malformed(w, path, path + " must be an integer from 0 to " + std::to_string(high));
+  }
+  out = magnitude;
+  return Status();
+}
+
+// An array of words of 1 to 4096 bytes (Python's _words); `present` false when it is absent and
+// may be.
+Status words(const Where& w, const Value& obj, const char* key, const std::string& path, bool required,
+             std::vector<std::string>& out, bool& present) {
+  Value v;
+  FATPTE_RETURN_IF_ERROR(get(w, obj, key, Kind::kArray, path, v, required));
+  present = static_cast<bool>(v);
+  std::size_t i = 0;
+  for (const Value item : v.items()) {
+    const std::string at = path + "." + key + "[" + std::to_string(i++) + "]";
+    if (!item.is(Kind::kString) || item.text().empty() || item.text().size() > kMaxTextBytes) {
+      return malformed(w, at, at + " must be a string of 1 to 4096 bytes");
+    }
+    out.emplace_back(item.text());
+  }
+  return Status();
+}
+
+// A statement entry's `selection` member (section 3.2), its shape checked in the order Python's
+// _selection checks it: accelerators, backend_abi, os, arch, cpu_features, min_memory_bytes,
+// executorch_backends.
+Status read_selection(const Where& w, const Value& obj, const std::string& path, detail::Requirements& out) {
+  constexpr std::uint64_t kMaxJsonInt = (std::uint64_t{1} << 63) - 1;
+  Value list;
+  FATPTE_RETURN_IF_ERROR(get(w, obj, "accelerators", Kind::kArray, path, list));
+  std::size_t i = 0;
+  for (const Value a : list.items()) {
+    const std::string ap = path + ".accelerators[" + std::to_string(i++) + "]";
+    detail::AccRequirement acc;
+    Value v;
+    FATPTE_RETURN_IF_ERROR(get(w, a, "kind", Kind::kString, ap, v));
+    acc.kind = std::string(v.text());
+    Value targets;
+    FATPTE_RETURN_IF_ERROR(get(w, a, "targets", Kind::kArray, ap, targets));
+    std::size_t j = 0;
+    for (const Value t : targets.items()) {
+      const std::string tp = ap + ".targets[" + std::to_string(j++) + "]";
+      if (!t.is(Kind::kArray) || t.size() != 3) return malformed(w, tp, tp + " must be [match, major, minor]");
+      std::uint64_t parts[3] = {0, 0, 0};
+      const std::uint64_t highs[3] = {255, detail::kU32Max, detail::kU32Max};
+      std::size_t n = 0;
+      for (const Value part : t.items()) {
+        FATPTE_RETURN_IF_ERROR(number(w, part, tp + "[" + std::to_string(n) + "]", highs[n], parts[n]));
+        ++n;
+      }
+      acc.targets.push_back({static_cast<std::uint8_t>(parts[0]), static_cast<std::uint32_t>(parts[1]),
+                             static_cast<std::uint32_t>(parts[2])});
+    }
+    FATPTE_RETURN_IF_ERROR(get(w, a, "min_memory_bytes", Kind::kNumber, ap, v));
+    FATPTE_RETURN_IF_ERROR(number(w, v, ap + ".min_memory_bytes", kMaxJsonInt, acc.min_memory_bytes));
+    out.accelerators.push_back(std::move(acc));
+  }
+  Value abi;
+  FATPTE_RETURN_IF_ERROR(get(w, obj, "backend_abi", Kind::kArray, path, abi, false));
+  if (abi) {
+    if (abi.size() != 2) return malformed(w, path + ".backend_abi", path + ".backend_abi must be [min, max]");
+    std::uint64_t bounds[2] = {0, 0};
+    std::size_t n = 0;
+    for (const Value b : abi.items()) {
+      FATPTE_RETURN_IF_ERROR(number(w, b, path + ".backend_abi[" + std::to_string(n) + "]", detail::kU32Max, bounds[n]));
+      ++n;
+    }
+    out.has_abi = true;
+    out.abi_min = static_cast<std::uint32_t>(bounds[0]);
+    out.abi_max = static_cast<std::uint32_t>(bounds[1]);
+  }
+  bool present = false;
+  FATPTE_RETURN_IF_ERROR(words(w, obj, "os", path, true, out.os, present));
+  FATPTE_RETURN_IF_ERROR(words(w, obj, "arch", path, true, out.arch, present));
+  FATPTE_RETURN_IF_ERROR(words(w, obj, "cpu_features", path, true, out.cpu_features, present));
+  Value v;
+  FATPTE_RETURN_IF_ERROR(get(w, obj, "min_memory_bytes", Kind::kNumber, path, v));
+  FATPTE_RETURN_IF_ERROR(number(w, v, path + ".min_memory_bytes", kMaxJsonInt, out.min_memory_bytes));
+  std::vector<std::string> backends;
+  FATPTE_RETURN_IF_ERROR(words(w, obj, "executorch_backends", path, false, backends, present));
+  if (present) out.executorch_backends = std::move(backends);
   return Status();
 }
 
@@ -324,6 +426,12 @@ Status read_statement(const Where& w, const std::vector<std::uint8_t>& payload, 
       return malformed(w, ep + ".alignment", "alignment is not a power of two");
     }
     FATPTE_RETURN_IF_ERROR(get_digest(w, e, "record_sha256", ep, se.record));
+    Value selection;
+    FATPTE_RETURN_IF_ERROR(get(w, e, "selection", Kind::kObject, ep, selection, false));
+    if (selection) {
+      se.selection.emplace();
+      FATPTE_RETURN_IF_ERROR(read_selection(w, selection, ep + ".selection", *se.selection));
+    }
     st.entries.push_back(std::move(se));
   }
   Value keys;
@@ -831,6 +939,21 @@ Result<SignatureCheck> detail::check_signature(const Container& c, const Trusted
 
   SignatureCheck check;
   check.key_id = signer->key_id;
+  check.signature_offset = w.offset;
+  auto signed_entries = std::make_shared<detail::SignedEntries>();
+  for (std::size_t k = 0; k < st.entries.size(); ++k) {
+    const SignedEntry& se = st.entries[k];
+    Entry e;
+    e.index = static_cast<std::uint32_t>(k);
+    e.name = se.name;
+    e.backend_id = se.backend_id;
+    e.payload_kind = se.payload_kind;
+    e.alignment = static_cast<std::uint32_t>(se.alignment);
+    e.priority = static_cast<std::int32_t>(se.priority);
+    signed_entries->entries.push_back(std::move(e));
+    signed_entries->selections.push_back(se.selection);
+  }
+  check.statement = std::move(signed_entries);
   for (const auto& se : st.entries) check.payload_digests.push_back(se.payload);
   auto note = [&check](Status s) {
     if (check.first_error.ok()) check.first_error = std::move(s);
@@ -950,6 +1073,45 @@ Result<SignatureCheck> detail::check_signature(const Container& c, const Trusted
   return check;
 }
 
+Status check_downgrade(const Container& c, const SignatureCheck& check, const DeviceProfile& device,
+                       const std::vector<std::string>& prefer, const std::vector<std::string>& exclude) {
+  if (!check.statement) return Status();
+  const detail::SignedEntries& statement = *check.statement;
+  Result<ManifestView> view = manifest_view(c);
+  if (!view.ok()) return view.error();
+  std::map<std::string, std::uint32_t> held;
+  for (const Entry& e : c.entries()) held.emplace(e.name, e.index);
+  const auto at = [](std::size_t k) { return "signature.statement.predicate.entries[" + std::to_string(k) + "]"; };
+  std::vector<detail::Requirements> requirements(statement.entries.size());
+  std::vector<detail::Candidate> candidates;
+  for (std::size_t k = 0; k < statement.entries.size(); ++k) {
+    const Entry& e = statement.entries[k];
+    auto it = held.find(e.name);
+    if (it != held.end()) {
+      requirements[k] = detail::requirements_of(view.value().entry(it->second));
+    } else if (!statement.selections[k]) {
+      return fail(Error::SIGNED_RECORD_MISMATCH, check.signature_offset, at(k),
+                  "entry '%s' was thinned away and the signed statement does not say what it needs (no "
+                  "`selection`: signed before revision 2), so it cannot be shown that it would not run on '%s': "
+                  "sign the container again to check thinning",
+                  detail::printable(e.name).c_str(), detail::printable(device.name).c_str());
+    } else {
+      requirements[k] = *statement.selections[k];
+    }
+    candidates.push_back({&e, &requirements[k]});
+  }
+  const Selection s = detail::rank(candidates, device, prefer, exclude);
+  if (s.fits && held.count(statement.entries[s.chosen].name) == 0) {
+    const Entry& e = statement.entries[s.chosen];
+    return fail(Error::SIGNED_RECORD_MISMATCH, check.signature_offset, at(s.chosen),
+                "entry '%s' (%s) is what '%s' gets among the signed entries, and it was thinned away: the "
+                "container offers this device a weaker entry (a downgrade)",
+                detail::printable(e.name).c_str(), detail::printable(e.backend_id).c_str(),
+                detail::printable(device.name).c_str());
+  }
+  return Status();
+}
+
 namespace {
 
 Status check_payload(const Container& c, SignatureCheck& check, std::uint32_t index) {
@@ -1039,6 +1201,10 @@ Result<SignatureCheck> detail::check_signature(const Container&, const TrustedKe
 }
 Status check_entry_bytes(const Container&, SignatureCheck&, std::uint32_t) { return unsupported(); }
 Status check_all_bytes(const Container&, SignatureCheck&) { return unsupported(); }
+Status check_downgrade(const Container&, const SignatureCheck&, const DeviceProfile&, const std::vector<std::string>&,
+                       const std::vector<std::string>&) {
+  return unsupported();
+}
 
 #endif  // FATPTE_WITH_OPENSSL
 
