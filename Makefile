@@ -29,7 +29,7 @@ test: test-cpp test-py lint
 
 # The aarch64 tests run under qemu with the cross-built loader: `make test-aarch64` (part of
 # `make test`) builds it and runs them.
-AARCH64_TESTS := tests/loader/test_aarch64.py
+AARCH64_TESTS := tests/loader/test_aarch64.py tests/loader/test_aarch64_tiers.py tests/loader/test_aarch64_profiles.py
 
 test-py: $(STAMP)
 	$(BIN)/pytest $(addprefix --ignore=,$(AARCH64_TESTS))
@@ -221,10 +221,12 @@ loader-aarch64: $(STAMP) aarch64-toolchain aarch64-debs $(ET_SDK_AARCH64_STAMP)
 		"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(LOADER_AARCH64) -j$(JOBS) --target $(AARCH64_TARGETS)
 
-# The GoogleTest suite under qemu, the dense example, then the aarch64 tests;
-# FATPTE_REQUIRE_AARCH64=1 makes a missing build fail them instead of skipping
-# (tests/loader/aarch64_builds.py).
-test-aarch64: loader-aarch64
+# The GoogleTest suite under qemu, the dense example, then the aarch64 tests: the feature-tier
+# matrix (fatpte-run and the fat delegate natively and under four emulated CPUs, with Python's
+# choice on each CPU's probed profile), the named profiles against the probe, signatures. They
+# need this machine's build too (the native rows); FATPTE_REQUIRE_AARCH64=1 makes a missing build
+# fail them instead of skipping (tests/loader/aarch64_builds.py).
+test-aarch64: loader loader-aarch64
 	ctest --test-dir $(LOADER_AARCH64) --output-on-failure -j$(JOBS)
 	$(PY) loader/examples/dense_example.py --aarch64 $(BUILD)/demo-aarch64
 	$(AARCH64_RUN) --explain
