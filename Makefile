@@ -27,8 +27,12 @@ demo: $(STAMP)
 
 test: test-cpp test-py lint
 
+# The aarch64 tests run under qemu with the cross-built loader: `make test-aarch64` (part of
+# `make test`) builds it and runs them.
+AARCH64_TESTS := tests/loader/test_aarch64.py tests/loader/test_aarch64_tiers.py tests/loader/test_aarch64_profiles.py
+
 test-py: $(STAMP)
-	FATPTE_REQUIRE_BUILDS=1 $(BIN)/pytest
+	FATPTE_REQUIRE_BUILDS=1 $(BIN)/pytest $(addprefix --ignore=,$(AARCH64_TESTS))
 
 lint: $(STAMP)
 	$(BIN)/mypy
@@ -131,12 +135,13 @@ demo-loader: loader
 	$(LOADER_OUT)/fatpte-run $(BUILD)/demo-loader/dense.nfat --backend-path $(LOADER_OUT)/backends \
 		--input $(BUILD)/demo-loader/dense-input.txt --exclude dense_avx2
 
-# The `dense_neon` example backend (issue 5), checked on any Linux x86_64 machine: cross-built
-# with Debian's g++-aarch64-linux-gnu (loader/cmake/aarch64-linux-gnu.cmake, no GoogleTest) and
-# run under qemu-aarch64 (both installed here when missing). Not part of `make test`.
+# ---- The loader on aarch64 (issues 5 and 29) ------------------------------------------------------
+# Checked on any Linux x86_64 machine: cross-built with Debian's g++-aarch64-linux-gnu
+# (loader/cmake/aarch64-linux-gnu.cmake) and run under qemu-aarch64 (both installed here when
+# missing). Part of `make test` (test-aarch64, below; docs/ci.md has its cost).
 LOADER_AARCH64 := $(BUILD)/loader-aarch64
 AARCH64_PKGS   := g++-aarch64-linux-gnu qemu-user
-AARCH64_RUN    := qemu-aarch64 -L /usr/aarch64-linux-gnu $(LOADER_AARCH64)/fatpte-run $(BUILD)/demo-aarch64/dense.nfat \
+AARCH64_RUN     = qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu $(AARCH64_TEST_CPU) $(LOADER_AARCH64)/fatpte-run $(BUILD)/demo-aarch64/dense.nfat \
 	--device specs/devices/raspberry-pi-5.json --backend-path $(LOADER_AARCH64)/backends \
 	--input $(BUILD)/demo-aarch64/dense-input.txt
 .PHONY: loader-aarch64 test-aarch64
@@ -195,19 +200,40 @@ $(ET_SDK_AARCH64_STAMP): | $(STAMP)
 	$(PY) tools/unpack_executorch_sdk.py $(ET_WHEEL_AARCH64)/$(ET_WHEEL_AARCH64_FILE) $(ET_SDK_AARCH64)
 	touch $@
 
-loader-aarch64: $(STAMP) aarch64-toolchain
-	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_AARCH64) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/$(LOADER_SRC)/cmake/aarch64-linux-gnu.cmake -DFATPTE_BUILD_TESTS=OFF \
-		-DFATPTE_SIGNATURES=OFF \
-		-DFATPTE_EXECUTORCH=OFF \
-		"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
-	cmake --build $(LOADER_AARCH64) -j$(JOBS) --target fatpte-run fatpte_backend_dense_ref fatpte_backend_dense_neon
+# The full loader for aarch64 (issue 29): libfatpte, fatpte-run, the fat delegate's library
+# (libexecutorch_backend_fatpte.so), ExecuTorch's own Module runner (et_module_runner), the example
+# backends and the GoogleTest suite, cross-built in one configuration against the aarch64 SDK with
+# signatures on. OpenSSL: the headers of Debian's libssl-dev:arm64 unpacked in build/aarch64-debs;
+# libcrypto.so.3 is opened with dlopen at run time, as on x86 (qemu finds it through -E
+# LD_LIBRARY_PATH). Only the targets the qemu matrix and the test suite need are built (no
+# fatpte-validate, fatpte-verify, benchmarks or refused backends); ctest runs the suite under
+# qemu-aarch64 -cpu $(AARCH64_TEST_CPU) (loader/cmake/aarch64-linux-gnu.cmake).
+AARCH64_TARGETS  := fatpte-run executorch_backend_fatpte et_module_runner fatpte_backend_dense_ref \
+	fatpte_backend_dense_neon fatpte_tests libcrypto_absent_test fatpte_c_smoke
+AARCH64_TEST_CPU := max,sme=off
 
-test-aarch64: loader-aarch64
+loader-aarch64: $(STAMP) aarch64-toolchain aarch64-debs $(ET_SDK_AARCH64_STAMP)
+	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_AARCH64) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/$(LOADER_SRC)/cmake/aarch64-linux-gnu.cmake \
+		-DFATPTE_AARCH64_DEBS=$(CURDIR)/$(AARCH64_DEBS) -DFATPTE_QEMU_CPU=$(AARCH64_TEST_CPU) \
+		-DFATPTE_SIGNATURES=ON -DFATPTE_BUILD_TESTS=ON -DFATPTE_EXECUTORCH=ON -DFATPTE_EXECUTORCH_VERSION=$(ET_VERSION) \
+		-Dexecutorch_DIR=$(CURDIR)/$(ET_SDK_AARCH64)/executorch/share/cmake \
+		"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
+	cmake --build $(LOADER_AARCH64) -j$(JOBS) --target $(AARCH64_TARGETS)
+
+# The GoogleTest suite under qemu, the dense example, then the aarch64 tests: the feature-tier
+# matrix (fatpte-run and the fat delegate natively and under four emulated CPUs, with Python's
+# choice on each CPU's probed profile), the named profiles against the probe, signatures. They
+# need this machine's build too (the native rows); FATPTE_REQUIRE_AARCH64=1 makes a missing build
+# fail them instead of skipping (tests/loader/aarch64_builds.py).
+test-aarch64: loader loader-aarch64
+	ctest --test-dir $(LOADER_AARCH64) --output-on-failure -j$(JOBS)
 	$(PY) loader/examples/dense_example.py --aarch64 $(BUILD)/demo-aarch64
 	$(AARCH64_RUN) --explain
 	$(AARCH64_RUN) --exclude dense_neon
-	$(BIN)/pytest tests/loader/test_aarch64.py
+	FATPTE_REQUIRE_AARCH64=1 $(BIN)/pytest $(AARCH64_TESTS)
+
+test: test-aarch64
 
 # Regenerate what is derived from layout.py and errors.py after changing them:
 # loader/include/fatpte/format_generated.h and fatpte/_generated/layout_records.py
