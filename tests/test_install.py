@@ -20,6 +20,8 @@ import pytest
 
 from tests.paths import ROOT
 
+pytestmark = pytest.mark.slow  # builds the wheel and installs it into a new venv: `make check` leaves it out
+
 # What the build reads: the package and the two files pyproject.toml names. Copied, so that the
 # build writes its build/ and *.egg-info folders outside the repository (whose build/ is the C++
 # loader's).

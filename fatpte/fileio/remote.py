@@ -807,8 +807,11 @@ class _Http:
         hop = 0
         while True:
             same = _origin(url) == origin
+            # Connection: close: a connection of fsspec's shared pool is never reused after one of
+            # these answers, so bytes a server sent after a body (a second, smuggled answer) can
+            # never be read as the answer to the next range request.
             async with self._session.get(self._fs.encode_url(url), headers={
-                    **_forwarded(remote, self._headers, same), **own}, timeout=self._timeout,
+                    **_forwarded(remote, self._headers, same), **own, "Connection": "close"}, timeout=self._timeout,
                     allow_redirects=False, read_bufsize=CHUNK, **self._request_options(same)) as r:
                 location = r.headers.get("Location")
                 if r.status in _REDIRECTS and location:

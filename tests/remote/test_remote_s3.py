@@ -17,6 +17,8 @@ from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.remote import PREFIX_SIZE, Policy
 from tests.remote.conftest import BIG_ENTRY, S3, Served
 
+pytestmark = pytest.mark.slow  # moto's S3 server starts in about 40 s: `make check` leaves it out
+
 
 @pytest.fixture(scope="module")
 def big_s3(s3: S3, big: Served) -> Iterator[str]:
