@@ -29,9 +29,10 @@ from fatpte.ops.packing import pack
 from fatpte.ops.specialization import NamedData, Specialization
 
 _TOP = ("version", "alignment", "segment_alignment", "signature", "source_digest", "named_data",
-        "specialization", "signature_from", "check_signatures")
+        "specialization", "signature_from", "check_signatures", "golden", "golden_from")
 _SPEC = ("backend_id", "payload", "name", "priority", "alignment", "requires", "named_data", "signature",
-         "source_digest", "provenance", "payload_sha256", "data", "share_named_data", "executorch_backends")
+         "source_digest", "provenance", "payload_sha256", "data", "share_named_data", "executorch_backends",
+         "golden_tolerance")
 FROM_PAYLOAD = "from-payload"  # `signature = "from-payload"`: read the signature from the .pte payload
 _PROGRAM_ONLY = ("data", "share_named_data")  # keys that only an entry with a derived signature takes
 
@@ -162,6 +163,12 @@ def _load(ctx: _Ctx, doc: dict[str, Any]) -> tuple[list[Specialization], dict[st
         if not isinstance(doc["check_signatures"], bool):
             raise ctx.bad("check_signatures", "must be true or false", doc["check_signatures"])
         kwargs["check_signatures"] = doc["check_signatures"]
+    if "golden" in doc:
+        kwargs["golden"] = ctx.file(doc["golden"], "golden")
+    if "golden_from" in doc:
+        if not isinstance(doc["golden_from"], str):
+            raise ctx.bad("golden_from", "must be the name of an entry", doc["golden_from"])
+        kwargs["golden_from"] = doc["golden_from"]
     shared_raw = doc.get("named_data", {})
     shared = ctx.keys(shared_raw, tuple(shared_raw) if isinstance(shared_raw, Mapping) else (), "named_data")
     kwargs["named_data"] = {k: _named_value(ctx, v, f"named_data.{k}") for k, v in shared.items()} or None
@@ -196,8 +203,14 @@ def _load(ctx: _Ctx, doc: dict[str, Any]) -> tuple[list[Specialization], dict[st
         if derive and "executorch_backends" in s:
             raise ctx.bad(f"{p}.executorch_backends", f"comes from the program with signature = {FROM_PAYLOAD!r}; "
                           "state it only for an entry whose signature is written out", s["executorch_backends"])
+        tolerance = s.get("golden_tolerance")
+        if tolerance is not None:
+            from fatpte.ops.golden import tolerance_from_mapping
+
+            tolerance_from_mapping(tolerance, f"{p}.golden_tolerance")  # E0708 at its path when it is wrong
         if derive:
-            specs.append(_program_spec(ctx, s, p, nd, kwargs["named_data"], doc.get("source_digest"), sha))
+            spec = _program_spec(ctx, s, p, nd, kwargs["named_data"], doc.get("source_digest"), sha)
+            specs.append(dataclasses.replace(spec, golden_tolerance=tolerance))
             continue
         specs.append(Specialization(
             s["backend_id"], ctx.file(s["payload"], f"{p}.payload"),
@@ -211,6 +224,7 @@ def _load(ctx: _Ctx, doc: dict[str, Any]) -> tuple[list[Specialization], dict[st
             provenance=s.get("provenance"),
             payload_sha256=sha,
             executorch_backends=s.get("executorch_backends"),
+            golden_tolerance=tolerance,
         ))
     return specs, kwargs
 

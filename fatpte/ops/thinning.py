@@ -122,7 +122,7 @@ def _plan_v2(c: Container, keep: list[Entry], manifest: Manifest | None) -> _Pla
     if manifest is not None:
         kept_names = {e.name for e in keep}
         entries = tuple(me for me in manifest.entries if me.name in kept_names)
-        used = {k for me in entries for k in me.named_data}
+        used = {k for me in entries for k in (*me.named_data, *me.golden_keys())}  # golden tensors too (spec 8)
         old_index = manifest.keys
         segments = sorted({old_index[k] for k in used if k in old_index})
         renumber = {old: new for new, old in enumerate(segments)}
