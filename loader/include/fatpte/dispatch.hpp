@@ -81,6 +81,11 @@ struct LoadOptions {
   // Whether an entry that cannot be loaded makes the next eligible one be tried (the default);
   // false: only the first, and its reason is the error.
   bool fallback = true;
+  // Run each loaded entry's golden calls before serving it (fatpte/self_test.hpp): a mismatch is a
+  // failed load, and the next eligible entry is tried with the finding as the reason.
+  bool self_test = false;
+  // Only the entry of this name is tried, when it is eligible ("": every eligible entry).
+  std::string entry;
 };
 
 // "ID=PATH" (as `--backend-lib` gives it) into options.libraries; "ID=" withholds ID.
