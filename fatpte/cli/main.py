@@ -455,6 +455,46 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# check
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.option("--aarch64-runtime", "aarch64_runtime", metavar="FATPTE_RUN", default=None,
+              type=click.Path(dir_okay=False),
+              help="An aarch64 build of fatpte-run, run under qemu-aarch64 for entries made for aarch64 "
+                   "(default: $FATPTE_RUN_AARCH64).")
+@click.option("--qemu", "qemu", metavar="QEMU", default=None, type=click.Path(dir_okay=False),
+              help="The qemu-aarch64 to emulate with (default: the one on PATH).")
+@_json_option
+def check(file: str, aarch64_runtime: str | None, qemu: str | None, as_json: bool) -> None:
+    """Run every entry of FILE this machine can run on its golden calls, and compare.
+
+    Each entry that states golden calls (packed with --golden) runs them through the real
+    runtime (fatpte-run: `fatpte --runtime`, $FATPTE_RUN or on PATH), one process per entry
+    and method, its calls in order on one loaded method; each output is compared with its
+    golden tensor under its tolerance, and each entry with the others. Prints the agreement
+    table: entry x output, the largest absolute and relative differences and the tolerance.
+    An entry this machine cannot run is listed with the reason (a requirement it fails, a
+    backend library that is not there); one made for aarch64 runs under qemu-aarch64 with the
+    CPU model its requirements name when an aarch64 fatpte-run is given. Exit 6 when an entry
+    disagrees, 3 when no entry can run here.
+    """
+    from fatpte.ops.check import check as check_file
+
+    check_inputs(file)
+    report = check_file(file, aarch64_runtime=aarch64_runtime, qemu=qemu)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        echo(report.text())
+    error = report.error
+    if error is not None:
+        _exit(exit_code(error))
+
+
+# ---------------------------------------------------------------------------------------------
 # validate
 # ---------------------------------------------------------------------------------------------
 

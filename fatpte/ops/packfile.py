@@ -16,6 +16,7 @@ pack.toml stating everything (what `fatpte unpack` writes) packs exactly what it
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -24,7 +25,7 @@ from typing import Any
 
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.streams import Progress
-from fatpte.manifest.model import TensorLayout
+from fatpte.manifest.model import GoldenCall, GoldenOutput, TensorLayout
 from fatpte.ops.packing import pack
 from fatpte.ops.specialization import NamedData, Specialization
 
@@ -32,7 +33,7 @@ _TOP = ("version", "alignment", "segment_alignment", "signature", "source_digest
         "specialization", "signature_from", "check_signatures", "golden", "golden_from")
 _SPEC = ("backend_id", "payload", "name", "priority", "alignment", "requires", "named_data", "signature",
          "source_digest", "provenance", "payload_sha256", "data", "share_named_data", "executorch_backends",
-         "golden_tolerance")
+         "golden_tolerance", "golden")
 FROM_PAYLOAD = "from-payload"  # `signature = "from-payload"`: read the signature from the .pte payload
 _PROGRAM_ONLY = ("data", "share_named_data")  # keys that only an entry with a derived signature takes
 
@@ -203,6 +204,7 @@ def _load(ctx: _Ctx, doc: dict[str, Any]) -> tuple[list[Specialization], dict[st
         if derive and "executorch_backends" in s:
             raise ctx.bad(f"{p}.executorch_backends", f"comes from the program with signature = {FROM_PAYLOAD!r}; "
                           "state it only for an entry whose signature is written out", s["executorch_backends"])
+        golden = _golden_calls(ctx, s.get("golden"), f"{p}.golden")
         tolerance = s.get("golden_tolerance")
         if tolerance is not None:
             from fatpte.ops.golden import tolerance_from_mapping
@@ -210,7 +212,7 @@ def _load(ctx: _Ctx, doc: dict[str, Any]) -> tuple[list[Specialization], dict[st
             tolerance_from_mapping(tolerance, f"{p}.golden_tolerance")  # E0708 at its path when it is wrong
         if derive:
             spec = _program_spec(ctx, s, p, nd, kwargs["named_data"], doc.get("source_digest"), sha)
-            specs.append(dataclasses.replace(spec, golden_tolerance=tolerance))
+            specs.append(dataclasses.replace(spec, golden_tolerance=tolerance, golden=golden))
             continue
         specs.append(Specialization(
             s["backend_id"], ctx.file(s["payload"], f"{p}.payload"),
@@ -225,8 +227,44 @@ def _load(ctx: _Ctx, doc: dict[str, Any]) -> tuple[list[Specialization], dict[st
             payload_sha256=sha,
             executorch_backends=s.get("executorch_backends"),
             golden_tolerance=tolerance,
+            golden=golden,
         ))
     return specs, kwargs
+
+
+def _golden_calls(ctx: _Ctx, value: Any, path: str) -> tuple[GoldenCall, ...]:
+    """An entry's own golden calls as the manifest states them (what `fatpte unpack` writes):
+    `[{ method, inputs = [keys], outputs = [{ key, atol, rtol }] }]`, keys of `[named_data]`."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ctx.bad(path, "must be a list of { method, inputs, outputs } tables", value)
+    calls = []
+    for c, call in enumerate(value):
+        cp = f"{path}[{c}]"
+        ctx.keys(call, ("method", "inputs", "outputs"), cp)
+        method, inputs, outputs = call.get("method"), call.get("inputs", []), call.get("outputs", [])
+        if not isinstance(method, str) or not method:
+            raise ctx.bad(f"{cp}.method", "must be a method name", method)
+        if not isinstance(inputs, list) or not all(isinstance(k, str) and k for k in inputs):
+            raise ctx.bad(f"{cp}.inputs", "must be a list of named-data keys", inputs)
+        if not isinstance(outputs, list):
+            raise ctx.bad(f"{cp}.outputs", "must be a list of { key, atol, rtol } tables", outputs)
+        outs = []
+        for j, o in enumerate(outputs):
+            op = f"{cp}.outputs[{j}]"
+            ctx.keys(o, ("key", "atol", "rtol"), op)
+            if not isinstance(o.get("key"), str) or not o["key"]:
+                raise ctx.bad(f"{op}.key", "must be a named-data key", o.get("key"))
+            tol = []
+            for name in ("atol", "rtol"):
+                v = o.get(name, 0.0)
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                    raise ctx.bad(f"{op}.{name}", "must be a finite number at least 0", v)
+                tol.append(float(v))
+            outs.append(GoldenOutput(o["key"], tol[0], tol[1]))
+        calls.append(GoldenCall(method, tuple(inputs), tuple(outs)))
+    return tuple(calls)
 
 
 def _program_spec(ctx: _Ctx, s: Mapping[str, Any], p: str, nd: Any, shared: Mapping[str, Any] | None,

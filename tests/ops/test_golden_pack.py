@@ -172,3 +172,24 @@ def test_the_python_api_takes_the_same_as_the_command_line(tmp_path: Path) -> No
     with packed(tmp_path, tolerant) as c:
         assert c.manifest is not None
         assert {o.rtol for e in c.manifest.entries for call in e.golden for o in call.outputs} == {0.5}
+
+
+def test_unpack_writes_golden_calls_that_pack_again_byte_for_byte(tmp_path: Path) -> None:
+    from fatpte.ops.unpack import unpack_to_dir
+
+    packed(tmp_path).close()
+    done = unpack_to_dir(tmp_path / "g.nfat", tmp_path / "out")
+    assert done.reproducible is True
+    assert "golden = [{" in (tmp_path / "out" / "pack.toml").read_text()
+    pack_from_file(tmp_path / "out" / "pack.toml", tmp_path / "again.nfat")
+    assert (tmp_path / "again.nfat").read_bytes() == (tmp_path / "g.nfat").read_bytes()
+
+
+def test_info_shows_the_golden_calls(tmp_path: Path) -> None:
+    from fatpte.ops.info import summary
+
+    with packed(tmp_path) as c:
+        rows = summary(c)["entries"]
+    assert [len(r["golden"]) for r in rows] == [2, 2]
+    assert rows[1]["golden"][1]["outputs"][0] == {"key": rows[1]["golden"][1]["outputs"][0]["key"], "atol": 0.5,
+                                                  "rtol": 0.04}
