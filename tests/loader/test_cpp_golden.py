@@ -205,7 +205,7 @@ def test_golden_bytes_are_read_only_for_a_self_test(build: Path, tmp_path: Path)
     container = pack(build, "mlp", tmp_path, ("xnnpack", "portable"))
     damaged = tmp_path / "damaged.nfat"
     data = bytearray(container.read_bytes())
-    offset, size, _ = _golden_segment(container)
+    offset, _, _ = _golden_segment(container)
     data[offset] ^= 0x40  # its CRC32C no longer matches
     damaged.write_bytes(data)
     calls = calls_of("mlp", tmp_path)
@@ -320,3 +320,26 @@ def test_aarch64_entries_run_under_the_cpu_model_their_requirements_name(build: 
     assert runners["xnnpack-fp32-aarch64"] == "qemu cortex-a53" and runners["portable"].startswith("native")
     fp32 = next(e for e in report["entries"] if e["name"] == "xnnpack-fp32-aarch64")
     assert all(o["max_rel"] < 1e-6 for o in fp32["outputs"])
+
+
+def test_a_load_without_the_self_test_reads_no_golden_byte(tmp_path: Path) -> None:
+    """Counted through the release library's range reader (bench/op_golden.py measures the same)."""
+    from bench.op_golden import reader_bytes
+
+    build = BUILDS["release"]
+    if not (build / "libfatpte.so").exists() or not SDK_LIB.is_dir():
+        pytest.skip("build/loader or the ExecuTorch SDK is not built: run `make loader` (make test builds both first)")
+    container = pack(build, "kvcache", tmp_path, ("xnnpack", "portable"))
+    big = tmp_path / "big.nfat"
+    (tmp_path / "blob.bin").write_bytes(bytes(range(256)) * 4096)  # 1 MiB, after which the segments lie
+    assert fatpte_cli(build, "add", container, f"cuda:cuda={tmp_path / 'blob.bin'}", "-o", big).returncode == 0
+    call = TIERS["kvcache"]["calls"][0]
+    without = reader_bytes(big, call, self_test=False)
+    tested = reader_bytes(big, call, self_test=True)
+    with fatpte.open(big) as c:
+        assert c.manifest is not None
+        keys = c.manifest.entries[0].golden_keys()
+        assert min(c.segments[c.manifest.keys[k]].offset for k in keys) > 1 << 20
+        size = sum(c.segments[c.manifest.keys[k]].size for k in keys)
+    assert without["golden"] == 0 and tested["golden"] == size
+    assert tested["bytes"] - without["bytes"] == size
