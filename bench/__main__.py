@@ -19,6 +19,7 @@ from bench import (
     op_api,
     op_extract,
     op_fat_delegate,
+    op_golden,
     op_hostile,
     op_info_select,
     op_loader,
@@ -51,6 +52,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "remote": op_remote.measure,
     "runtime": op_runtime.measure,
     "fat_delegate": op_fat_delegate.measure,
+    "golden": op_golden.measure,
 }
 
 

@@ -42,6 +42,8 @@ _EXPORTS: dict[str, str] = {
     "Verdict": "fatpte.device.selection",
     "Failure": "fatpte.device.selection",
     "thin": "fatpte.ops.thinning",
+    "check": "fatpte.ops.check",
+    "CheckReport": "fatpte.ops.check",
     "merge_programs": "fatpte.ops.fat_merge",
     "sign": "fatpte.ops.signing",
     "verify": "fatpte.ops.signing",
@@ -62,6 +64,7 @@ _EXPORTS: dict[str, str] = {
 # Static, so type checkers and linters see the API; tests/test_api.py keeps it equal to _EXPORTS.
 __all__ = [
     "Accelerator",
+    "CheckReport",
     "Container",
     "DeviceProfile",
     "Entry",
@@ -86,6 +89,7 @@ __all__ = [
     "TrustedKey",
     "Verdict",
     "VerifyReport",
+    "check",
     "extract",
     "load_trusted_keys",
     "merge_programs",
@@ -131,6 +135,8 @@ if TYPE_CHECKING:
     from fatpte.manifest.model import ManifestEntry as ManifestEntry
     from fatpte.manifest.model import Requirements as Requirements
     from fatpte.manifest.model import Signature as Signature
+    from fatpte.ops.check import CheckReport as CheckReport
+    from fatpte.ops.check import check as check
     from fatpte.ops.extraction import extract as extract
     from fatpte.ops.fat_merge import merge_programs as merge_programs
     from fatpte.ops.packfile import pack_from_file as pack_from_file

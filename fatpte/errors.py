@@ -4,7 +4,8 @@ Codes are pinned: a value never changes meaning once published, because CI logs,
 C++ loader (through the generated format header) match on them. They are grouped by what they
 are about: 1xx header, 2xx entries, 3xx named-data segments, 4xx manifest, 5xx version 1 quirks,
 6xx the regions of the file as a whole, 7xx how fatpte was called, 8xx I/O, 9xx device selection,
-10xx ExecuTorch files, 12xx the signature region of a container, 13xx signature verification.
+10xx ExecuTorch files, 12xx the signature region of a container, 13xx signature verification,
+14xx what an entry computes (golden calls).
 Each code is one rule of specs/nfat.md (section 7 lists them; a test keeps the two in step).
 """
 
@@ -25,6 +26,7 @@ class Category(enum.Enum):
     IO = "io"  # the operating system refused a read or a write
     SELECTION = "selection"  # no specialization fits the device
     UNVERIFIED = "unverified"  # a signature is missing, untrusted, or does not match the container
+    DISAGREES = "disagrees"  # an entry runs but computes something else than its golden calls say
 
 
 class ErrorCode(enum.IntEnum):
@@ -80,6 +82,9 @@ class ErrorCode(enum.IntEnum):
     MANIFEST_VALUE_INVALID = 418
     NAMED_DATA_LAYOUT_MISMATCH = 419
     MANIFEST_OVER_BUDGET = 420
+    GOLDEN_KEY_INVALID = 421
+    GOLDEN_CALL_MISMATCH = 422
+    GOLDEN_DIGEST_MISMATCH = 423
     # 5xx version 1
     V1_BAD_ID = 501
     V1_ID_PADDING_NOT_ZERO = 502
@@ -101,6 +106,7 @@ class ErrorCode(enum.IntEnum):
     BAD_PACK_FILE = 708
     RANKING_TIE = 709
     UNKNOWN_WORD = 710
+    NO_GOLDEN_CALLS = 711
     # 8xx I/O
     IO_ERROR = 801
     REMOTE_UNSUPPORTED = 802
@@ -150,6 +156,8 @@ class ErrorCode(enum.IntEnum):
     NAMED_DATA_NOT_SIGNED = 1309
     SIGNED_NAMED_DATA_MISMATCH = 1310
     SIGNED_PAYLOAD_MISMATCH = 1311
+    # 14xx what an entry computes: its golden calls run (specs/nfat-manifest.md section 11)
+    GOLDEN_MISMATCH = 1401
 
     @property
     def tag(self) -> str:
@@ -171,6 +179,8 @@ class ErrorCode(enum.IntEnum):
 
     @property
     def category(self) -> Category:
+        if self.value >= 1400:  # 14xx: the entry runs, and computes something else
+            return Category.DISAGREES
         if self.value >= 1300:  # 13xx: the signature does not vouch for the container
             return Category.UNVERIFIED
         if self.value >= 1000:  # 10xx: an ExecuTorch file breaks its layout; 11xx: a program entry its record;
@@ -236,6 +246,11 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.MANIFEST_VALUE_INVALID: ("a manifest field holds a value its rule forbids", _E),
     ErrorCode.NAMED_DATA_LAYOUT_MISMATCH: ("a named-data layout does not describe its segment's bytes", _E),
     ErrorCode.MANIFEST_OVER_BUDGET: ("the manifest's references expand past its work budget", _E),
+    ErrorCode.GOLDEN_KEY_INVALID: ("a golden call names a key the manifest lacks, or one with no contiguous layout",
+                                   _E),
+    ErrorCode.GOLDEN_CALL_MISMATCH: ("a golden call does not fit its entry's program signature", _E),
+    ErrorCode.GOLDEN_DIGEST_MISMATCH: ("an entry's golden calls do not hash to its provenance's fatpte.golden.sha256",
+                                       _E),
     ErrorCode.V1_BAD_ID: ("a v1 backend id is empty or has a byte outside ASCII 0x01..0x7f", _E),
     ErrorCode.V1_ID_PADDING_NOT_ZERO: ("a v1 backend id has non-zero bytes after its terminating NUL", _W),
     ErrorCode.V1_OVERLAPPING_PAYLOADS: ("two v1 payloads share bytes", _W),
@@ -254,6 +269,7 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.BAD_PACK_FILE: ("a pack.toml file breaks a rule of docs/pack-toml.md", _E),
     ErrorCode.RANKING_TIE: ("entries one device can both run tie on every ranking key but table position", _W),
     ErrorCode.UNKNOWN_WORD: ("a prefer or exclude word names no entry and no backend id of the container", _W),
+    ErrorCode.NO_GOLDEN_CALLS: ("the container, or the input given, has no golden calls to check or record", _E),
     ErrorCode.IO_ERROR: ("reading or writing a file failed", _E),
     ErrorCode.REMOTE_UNSUPPORTED: ("no reader for this URL's scheme is installed (pip install 'fatpte[remote]')", _E),
     ErrorCode.REMOTE_RANGE_IGNORED: ("the server did not answer a range request with the range asked for", _E),
@@ -300,6 +316,8 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.NAMED_DATA_NOT_SIGNED: ("a named-data key of the container is not in the signed statement", _E),
     ErrorCode.SIGNED_NAMED_DATA_MISMATCH: ("a named-data key's bytes or layout differ from the signed ones", _E),
     ErrorCode.SIGNED_PAYLOAD_MISMATCH: ("the SHA-256 of a payload differs from the signed one", _E),
+    ErrorCode.GOLDEN_MISMATCH: ("an entry's output is outside its golden output's tolerance, or a call did not run",
+                                _E),
 }
 
 

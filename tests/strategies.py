@@ -140,10 +140,23 @@ def manifests(draw: st.DrawFn) -> M.Manifest:
         payload_sha256=draw(st.none() | st.binary(min_size=32, max_size=32)),
         provenance=tuple(draw(st.lists(st.tuples(_words, _words), max_size=2))),
         executorch_backends=draw(st.none() | st.lists(_words, max_size=3, unique=True).map(tuple)),
+        golden=tuple(draw(st.lists(golden_calls(keys), max_size=2))),
     ) for n in names)
     layouts = tuple((k, draw(layouts_of_tensors())) for k in keys if draw(st.booleans()))
     m = M.Manifest(1, entries, tuple((k, draw(st.integers(0, 4))) for k in keys), layouts)
     return m._replace(revision=M.required_revision(m))
+
+
+_tolerances = st.floats(min_value=0, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def golden_calls(draw: st.DrawFn, keys: list[str]) -> M.GoldenCall:
+    """A golden call the value rules accept (2.2.11); its keys mostly of `keys`."""
+    key = st.sampled_from(keys) | _words if keys else _words
+    return M.GoldenCall(draw(_words), tuple(draw(st.lists(key, max_size=2))),
+                        tuple(M.GoldenOutput(draw(key), draw(_tolerances), draw(_tolerances))
+                              for _ in range(draw(st.integers(0, 2)))))
 
 
 @st.composite
@@ -158,7 +171,7 @@ def layouts_of_tensors(draw: st.DrawFn) -> M.TensorLayout:
 
 
 def pack_bytes(specs: list[Specialization], *, version: int = L.VERSION_2,
-               named_data: dict[str, bytes] | None = None) -> bytes:
+               named_data: dict[str, bytes] | None = None, golden: list[dict[str, object]] | None = None) -> bytes:
     """The bytes `fatpte.pack` writes for `specs` (through a temporary file: pack writes files)."""
     import tempfile
     from pathlib import Path
@@ -167,25 +180,54 @@ def pack_bytes(specs: list[Specialization], *, version: int = L.VERSION_2,
 
     with tempfile.TemporaryDirectory() as tmp:
         dest = Path(tmp) / "c.nfat"
-        pack(specs, dest, version=version, named_data=named_data)
+        pack(specs, dest, version=version, named_data=named_data, golden=golden)
         return dest.read_bytes()
 
 
 @st.composite
 def packed_containers(draw: st.DrawFn, max_entries: int = 4) -> bytes:
-    """A valid container, v2 (with or without named data and a manifest) or v1."""
-    kind = draw(st.sampled_from(["v2", "v2-named-data", "v1"]))
+    """A valid container, v2 (with or without named data and a manifest, with or without golden
+    calls) or v1."""
+    kind = draw(st.sampled_from(["v2", "v2-named-data", "v2-golden", "v1"]))
     if kind == "v1":
         return reference_v1(draw(v1_specializations(max_entries)))
     specs = draw(v2_specializations(max_entries))
     if kind == "v2":
         return pack_bytes(specs)
+    if kind == "v2-golden":
+        golden_specs, calls = draw(golden_specializations(specs))
+        return pack_bytes(golden_specs, golden=calls)
     keys = draw(st.lists(v2_ids, min_size=1, max_size=3, unique=True))
     shared = {k: draw(payloads) for k in keys}
     specs = [Specialization(s.backend_id, s.payload, name=s.name, priority=s.priority, alignment=s.alignment,
                             named_data=draw(st.lists(st.sampled_from(keys), max_size=len(keys), unique=True)))
              for s in specs]
     return pack_bytes(specs, named_data=shared)
+
+
+@st.composite
+def golden_specializations(draw: st.DrawFn, specs: list[Specialization],
+                           ) -> tuple[list[Specialization], list[dict[str, object]]]:
+    """`specs` stating one signature, and golden calls for it (specs/nfat-manifest.md section 11),
+    some entries with a wider tolerance: what pack_bytes takes as (specs, golden=calls)."""
+    import dataclasses
+
+    dtype = draw(st.sampled_from(["float32", "float16", "int64", "bool"]))
+    shape = draw(st.lists(st.integers(1, 3), max_size=2))
+    count = 1
+    for d in shape:
+        count *= d
+    value = {"float32": st.floats(width=32), "float16": st.floats(width=16),
+             "int64": st.integers(-(1 << 63), (1 << 63) - 1), "bool": st.booleans()}[dtype]
+    tensor = st.lists(value, min_size=count, max_size=count).map(
+        lambda vs: {"dtype": dtype, "shape": shape, "values": vs})
+    calls = draw(st.lists(st.builds(lambda i, o: {"inputs": [i], "outputs": [o]}, tensor, tensor),
+                          min_size=1, max_size=3))
+    signature = {"methods": [{"name": "forward", "inputs": [{"dtype": dtype, "shape": shape}],
+                              "outputs": [{"dtype": dtype, "shape": shape}]}]}
+    out = [dataclasses.replace(s, signature=signature, golden_tolerance=draw(st.none() | st.fixed_dictionaries(
+        {"atol": _tolerances, "rtol": _tolerances}))) for s in specs]
+    return out, calls
 
 
 def _boundary_values(size: int, data_len: int) -> st.SearchStrategy[int]:

@@ -94,7 +94,7 @@ def _records() -> list[str]:
     return lines
 
 
-_FIELD_KINDS = {"u8": "kU8", "u32": "kU32", "u64": "kU64", "string": "kString", "table": "kTable",
+_FIELD_KINDS = {"u8": "kU8", "u32": "kU32", "u64": "kU64", "f64": "kF64", "string": "kString", "table": "kTable",
                 "[string]": "kStringVector", "[table]": "kTableVector", "[u8]": "kByteVector",
                 "[i32]": "kInt32Vector"}
 
@@ -115,7 +115,7 @@ def _manifest_schema() -> list[str]:
         f"inline constexpr std::uint64_t kExpansionAllowance = {MM.EXPANSION_ALLOWANCE};  // manifest.EXPANSION_ALLOWANCE",
         "",
         "enum class FieldKind : std::uint8_t {",
-        "  kU8, kU32, kU64, kString, kTable, kStringVector, kTableVector, kByteVector, kInt32Vector",
+        "  kU8, kU32, kU64, kF64, kString, kTable, kStringVector, kTableVector, kByteVector, kInt32Vector",
         "};",
         "",
         "struct FieldSpec {",

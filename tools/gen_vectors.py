@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 import tempfile
 import warnings
@@ -77,6 +78,9 @@ CONTENT_CODES = frozenset({
     ErrorCode.NAMED_DATA_LAYOUT_MISMATCH,
     ErrorCode.MANIFEST_OVER_BUDGET,
     ErrorCode.SIGNATURE_CHECKSUM_MISMATCH,
+    ErrorCode.GOLDEN_KEY_INVALID,
+    ErrorCode.GOLDEN_CALL_MISMATCH,
+    ErrorCode.GOLDEN_DIGEST_MISMATCH,
 })
 
 U64_MAX = (1 << 64) - 1
@@ -368,8 +372,8 @@ class ManifestMap:
             name, _, index = part.partition("[")
             at, f = self._field(table, name, table_name)
             last = n == len(parts) - 1
-            if f.kind in ("u8", "u32", "u64"):
-                return self.base + at, {"u8": 1, "u32": 4, "u64": 8}[f.kind]
+            if f.kind in ("u8", "u32", "u64", "f64"):
+                return self.base + at, {"u8": 1, "u32": 4, "u64": 8, "f64": 8}[f.kind]
             target = self._ref(at)
             if f.kind == "string":
                 return self.base + target + 4, _u(self.d, target, 4)
@@ -614,6 +618,8 @@ def valid_vectors() -> list[Vector]:
     ]), "three entries with one buffer each, named by two of them only: names are compared only where "
         "both entries have one, so they agree")
     layout = {"dtype": "float32", "sizes": [2, 3, 4], "dim_order": [0, 2, 1]}
+    add("v3-golden", golden_packed(), "v2-named-data's two entries with two golden calls each (specs/nfat-manifest.md "
+        "section 11): four golden tensors as named data with layouts, entry 'gpu' with wider tolerances")
     add("v2-manifest-revision-2", packed([
         S("accel", blob("r2-e0", 40), name="accel", named_data=["w.a", "w.b"],
           executorch_backends=["MpsBackend", "QnnBackend"]),
@@ -972,6 +978,7 @@ def invalid_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
                   C.NAMED_DATA_LAYOUT_MISMATCH, r2m.header("manifest_offset"), "manifest.named_data[0].layout")
 
     yield from _manifest_rule_vectors(by)
+    yield from _golden_vectors(by)
 
     # -- 5xx version 1 ----------------------------------------------------------------------------
     v1 = by["v1-many-entries"]
@@ -1594,6 +1601,109 @@ def signed_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
                  keys=(TRUSTED_KEY_FILES[0], COMPRESSED_P256))
     yield Vector("v2-sig-compressed-key", r2, "v2-signed-p256 verified with the P-256 key read from a "
                  "compressed-point file", verify=ok, keys=(COMPRESSED_P256,))
+
+
+def golden_calls() -> list[dict[str, Any]]:
+    """Two golden calls of the signature of v2-named-data's entries: forward(float32[1, 3]) -> float32[1]."""
+    def tensor(shape: list[int], values: list[float]) -> dict[str, Any]:
+        return {"dtype": "float32", "shape": shape, "values": values}
+    return [{"inputs": [tensor([1, 3], [0.5, -1.0, 2.0])], "outputs": [tensor([1], [1.5])]},
+            {"inputs": [tensor([1, 3], [0.25, 0.0, -4.0])], "outputs": [tensor([1], [-3.75])]}]
+
+
+def golden_packed() -> bytes:
+    """v2-named-data's entries with golden calls: entry 'gpu' with a wider tolerance."""
+    import dataclasses
+
+    cpu, gpu = _named_data_specs()
+    gpu = dataclasses.replace(gpu, golden_tolerance={"atol": 1e-3, "rtol": 1e-2})
+    with tempfile.TemporaryDirectory() as tmp:
+        dest = Path(tmp) / "c.nfat"
+        fatpte.pack([cpu, gpu], dest, named_data={"w.a": blob("nd-s0", 96), "w.b": blob("nd-s1", 10)},
+                    golden=golden_calls())
+        return dest.read_bytes()
+
+
+def _golden_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
+    """Defects of golden calls (specs/nfat-manifest.md section 11), each one edit of v3-golden."""
+    import struct
+
+    C = ErrorCode
+    base = by["v3-golden"]
+    probe = Edit(base)
+    moff = probe.header("manifest_offset")
+    m = ManifestMap(probe.buf, moff)
+    e0 = moff + _entry_position(base.data, 0)
+    out0 = "entries[0].golden[0].outputs[0]"
+
+    def vec(name: str, description: str, fn: Callable[[Edit], object], code: ErrorCode, offset: int,
+            fld: str, rule: str | None = None) -> Vector:
+        e = Edit(base)
+        fn(e)
+        e.reseal_manifest()
+        v = e.vector(name, description, code, offset, fld)
+        v.rule = rule
+        return v
+
+    def f64(value: float) -> bytes:
+        return struct.pack("<d", value)
+
+    yield vec("v3-golden-atol-negative", "entry 'cpu''s first golden output has atol -1",
+              lambda e: e.put(e.manifest_field(f"{out0}.atol")[0], f64(-1.0)), C.MANIFEST_VALUE_INVALID,
+              m.target(out0), f"manifest.{out0}.atol", "2.2.11")
+    yield vec("v3-golden-rtol-nan", "entry 'cpu''s first golden output has rtol NaN",
+              lambda e: e.put(e.manifest_field(f"{out0}.rtol")[0], f64(math.nan)), C.MANIFEST_VALUE_INVALID,
+              m.target(out0), f"manifest.{out0}.rtol", "2.2.11")
+    yield vec("v3-golden-digest-mismatch", "entry 'cpu''s first golden output's atol changed from 1e-05 to 2e-05: "
+              "its calls no longer hash to its provenance's fatpte.golden.sha256",
+              lambda e: e.put(e.manifest_field(f"{out0}.atol")[0], f64(2e-5)), C.GOLDEN_DIGEST_MISMATCH, e0,
+              "manifest.entries[0].provenance")
+    method = m.target("entries[0].golden[0].method")
+    yield vec("v3-golden-method-unknown", "the golden calls' method 'forward' reads 'fxrward' (a string both "
+              "entries' calls share)", lambda e: e.put(method + 4 + 1, b"x"), C.GOLDEN_CALL_MISMATCH, e0,
+              "manifest.entries[0].golden[0].method")
+    key = m.target("entries[0].golden[0].inputs[0]")
+    yield vec("v3-golden-key-undefined", "the first golden call's input key ends in 'z' (a string both entries' "
+              "calls share): no named-data key has that name",
+              lambda e: e.put(key + 4 + _u(probe.buf, key, 4) - 1, b"z"), C.GOLDEN_KEY_INVALID, e0,
+              "manifest.entries[0].golden[0].inputs[0]")
+    with fatpte.Container.from_buffer(base.data) as c:
+        assert c.manifest is not None
+        wanted = c.manifest.entries[0].golden[0].inputs[0]
+        k = next(i for i, (name, _) in enumerate(c.manifest.named_data) if name == wanted)
+
+    def transposed(e: Edit) -> None:  # sizes[0] and sizes[1] lie side by side: one 8-byte write
+        e.put(e.manifest_field(f"named_data[{k}].layout.sizes[0]")[0], (3).to_bytes(4, "little") + (1).to_bytes(4, "little"))
+    yield vec("v3-golden-shape-mismatch", "the first golden call's input tensor has layout float32[3, 1] (its "
+              "segment's 12 bytes still), the method takes float32[1, 3]", transposed, C.GOLDEN_CALL_MISMATCH, e0,
+              "manifest.entries[0].golden[0].inputs[0]")
+    yield rewritten(base, "v3-golden-key-without-layout", "the first golden call's input key has no tensor "
+                    "layout: it names bytes with no dtype or shape",
+                    lambda man: man._replace(layouts=tuple(kv for kv in man.layouts if kv[0] != wanted)),
+                    C.GOLDEN_KEY_INVALID, "entries[0]", "manifest.entries[0].golden[0].inputs[0]")
+    yield rewritten(base, "v3-golden-entry-without-signature", "entry 'cpu' states golden calls and no program "
+                    "signature to check them against",
+                    lambda man: man._replace(entries=(man.entries[0]._replace(signature=None), *man.entries[1:])),
+                    C.GOLDEN_CALL_MISMATCH, "entries[0]", "manifest.entries[0].golden[0]")
+
+
+def rewritten(base: Vector, name: str, description: str, change: Callable[[Any], Any], code: ErrorCode,
+              at_table: str, fld: str) -> Vector:
+    """`base` with its manifest decoded, changed and written again (with_manifest): for defects a
+    same-size edit cannot make (flatbuffers shares one vtable between tables of several types)."""
+    from fatpte.manifest.codec import encode
+
+    with fatpte.Container.from_buffer(base.data) as c:
+        assert c.manifest is not None
+        manifest = change(c.manifest)
+        entries = [(e.name, e.backend_id, bytes(c.payload(e))) for e in c.entries]
+        segments = [bytes(c.named_data(next(k for k, s in c.manifest.named_data if s == i)))
+                    for i in range(len(c.segments))]
+    data = with_manifest(entries, encode(manifest), segments)
+    moff = _u(data, _HDR.offsets["manifest_offset"][0], 8)
+    # No base: the manifest is written anew, not edited in place.
+    return Vector(name, data, f"{description} (v3-golden's manifest written again)", None, code,
+                  ManifestMap(data, moff).target(at_table), fld)
 
 
 def _named_data_specs() -> list[fatpte.Specialization]:

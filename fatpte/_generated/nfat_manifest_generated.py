@@ -733,6 +733,162 @@ def KeyValueEnd(builder):
 
 
 
+class GoldenOutput(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = GoldenOutput()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsGoldenOutput(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    @classmethod
+    def GoldenOutputBufferHasIdentifier(cls, buf, offset, size_prefixed=False):
+        return flatbuffers.util.BufferHasIdentifier(buf, offset, b"\x4E\x46\x4D\x46", size_prefixed=size_prefixed)
+
+    # GoldenOutput
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # GoldenOutput
+    def Key(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.String(o + self._tab.Pos)
+        return None
+
+    # GoldenOutput
+    def Atol(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float64Flags, o + self._tab.Pos)
+        return 0.0
+
+    # GoldenOutput
+    def Rtol(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float64Flags, o + self._tab.Pos)
+        return 0.0
+
+def GoldenOutputStart(builder):
+    builder.StartObject(3)
+
+def GoldenOutputAddKey(builder, key):
+    builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(key), 0)
+
+def GoldenOutputAddAtol(builder, atol):
+    builder.PrependFloat64Slot(1, atol, 0.0)
+
+def GoldenOutputAddRtol(builder, rtol):
+    builder.PrependFloat64Slot(2, rtol, 0.0)
+
+def GoldenOutputEnd(builder):
+    return builder.EndObject()
+
+
+
+class GoldenCall(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = GoldenCall()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsGoldenCall(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    @classmethod
+    def GoldenCallBufferHasIdentifier(cls, buf, offset, size_prefixed=False):
+        return flatbuffers.util.BufferHasIdentifier(buf, offset, b"\x4E\x46\x4D\x46", size_prefixed=size_prefixed)
+
+    # GoldenCall
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # GoldenCall
+    def Method(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.String(o + self._tab.Pos)
+        return None
+
+    # GoldenCall
+    def Inputs(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.String(a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return ""
+
+    # GoldenCall
+    def InputsLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # GoldenCall
+    def InputsIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        return o == 0
+
+    # GoldenCall
+    def Outputs(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            x = self._tab.Vector(o)
+            x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
+            x = self._tab.Indirect(x)
+            obj = GoldenOutput()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # GoldenCall
+    def OutputsLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # GoldenCall
+    def OutputsIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        return o == 0
+
+def GoldenCallStart(builder):
+    builder.StartObject(3)
+
+def GoldenCallAddMethod(builder, method):
+    builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(method), 0)
+
+def GoldenCallAddInputs(builder, inputs):
+    builder.PrependUOffsetTRelativeSlot(1, flatbuffers.number_types.UOffsetTFlags.py_type(inputs), 0)
+
+def GoldenCallStartInputsVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def GoldenCallAddOutputs(builder, outputs):
+    builder.PrependUOffsetTRelativeSlot(2, flatbuffers.number_types.UOffsetTFlags.py_type(outputs), 0)
+
+def GoldenCallStartOutputsVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def GoldenCallEnd(builder):
+    return builder.EndObject()
+
+
+
 class Entry(object):
     __slots__ = ['_tab']
 
@@ -880,8 +1036,32 @@ class Entry(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
         return o == 0
 
+    # Entry
+    def Golden(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            x = self._tab.Vector(o)
+            x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
+            x = self._tab.Indirect(x)
+            obj = GoldenCall()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # Entry
+    def GoldenLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # Entry
+    def GoldenIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        return o == 0
+
 def EntryStart(builder):
-    builder.StartObject(8)
+    builder.StartObject(9)
 
 def EntryAddName(builder, name):
     builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(name), 0)
@@ -917,6 +1097,12 @@ def EntryAddExecutorchBackends(builder, executorchBackends):
     builder.PrependUOffsetTRelativeSlot(7, flatbuffers.number_types.UOffsetTFlags.py_type(executorchBackends), 0)
 
 def EntryStartExecutorchBackendsVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def EntryAddGolden(builder, golden):
+    builder.PrependUOffsetTRelativeSlot(8, flatbuffers.number_types.UOffsetTFlags.py_type(golden), 0)
+
+def EntryStartGoldenVector(builder, numElems):
     return builder.StartVector(4, numElems, 4)
 
 def EntryEnd(builder):

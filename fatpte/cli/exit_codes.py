@@ -18,6 +18,7 @@ EXIT_USAGE = 2
 EXIT_NO_FIT = 3
 EXIT_IO = 4
 EXIT_UNVERIFIED = 5
+EXIT_DISAGREES = 6
 
 # The one place that maps an error category to an exit status.
 EXIT_CODES: dict[Category, int] = {
@@ -26,6 +27,7 @@ EXIT_CODES: dict[Category, int] = {
     Category.SELECTION: EXIT_NO_FIT,
     Category.IO: EXIT_IO,
     Category.UNVERIFIED: EXIT_UNVERIFIED,
+    Category.DISAGREES: EXIT_DISAGREES,
 }
 
 

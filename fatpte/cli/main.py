@@ -57,7 +57,8 @@ Exit codes:
   2  usage error
   3  no specialization fits the device
   4  I/O error (a file cannot be read or written)
-  5  not verified: no signature, an untrusted one, or content it does not vouch for (verify)"""
+  5  not verified: no signature, an untrusted one, or content it does not vouch for (verify)
+  6  an entry runs but disagrees with its golden calls or another entry (check)"""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -280,12 +281,21 @@ def main(runtime: str | None, remote_timeout: float | None, remote_deadline: flo
                    "agree; recorded in each entry's provenance (fatpte.signature_check).")
 @click.option("--no-signature-check", "no_signature_check", is_flag=True,
               help="Store no program signature and check none; recorded in each entry's provenance.")
+@click.option("--golden", "golden", type=click.Path(dir_okay=False), metavar="CALLS.json", default=None,
+              help="Golden calls for every entry that states a program signature: the calls `fatpte-run --inputs` "
+                   "takes, each with its expected outputs (docs/golden.md).")
+@click.option("--golden-from", "golden_from", metavar="NAME", default=None,
+              help="Record the golden calls' outputs by running entry NAME with the real runtime (fatpte-run).")
+@click.option("--golden-tolerance", "golden_tolerances", multiple=True, metavar="NAME=ATOL,RTOL",
+              help="Let entry NAME's outputs be this far from the golden ones at least (repeatable): wider for "
+                   "a quantized or fp16 entry.")
 @_priority_option
 @_force_option
 @_quiet_option
 def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_named_data: bool,
          format_version: str | None, align: int | None, from_toml: str | None, signature_from: str | None,
-         no_signature_check: bool, priorities: tuple[str, ...], force: bool, quiet: bool) -> None:
+         no_signature_check: bool, golden: str | None, golden_from: str | None, golden_tolerances: tuple[str, ...],
+         priorities: tuple[str, ...], force: bool, quiet: bool) -> None:
     """Pack payloads into a container.
 
     Each argument is BACKEND=PAYLOAD (the entry is named after its backend id) or
@@ -316,15 +326,24 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     Entries are ranked by priority (0 unless --priority NAME=N; higher is chosen first), then
     by the rules of specs/nfat-manifest.md section 6; pack warns (E0709) about entries that
     only their place in the table would tell apart.
+
+    --golden CALLS.json stores golden calls (specs/nfat-manifest.md section 11): reference
+    inputs and the outputs each entry must give, within a tolerance per output (its dtype's
+    default, widened for an entry by --golden-tolerance), which `fatpte check` and
+    `fatpte-run --self-test` run. --golden-from NAME records the outputs by running entry NAME
+    with fatpte-run (`fatpte --runtime`, $FATPTE_RUN or on PATH) instead of taking them from
+    CALLS.json.
     """
     if signature_from is not None and no_signature_check:
         raise click.UsageError("--signature-from and --no-signature-check exclude each other")
     if from_toml is not None:
         if (specs or data or share_pte_named_data or format_version is not None or align is not None
-                or signature_from is not None or no_signature_check or priorities):
+                or signature_from is not None or no_signature_check or priorities or golden is not None
+                or golden_from is not None or golden_tolerances):
             raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
-                                   "--format-version, --align, --signature-from, --no-signature-check or "
-                                   "--priority: the pack.toml states them")
+                                   "--format-version, --align, --signature-from, --no-signature-check, "
+                                   "--golden, --golden-from, --golden-tolerance or --priority: the pack.toml "
+                                   "states them")
         from fatpte.cli.executorch_files import unresolved_warnings
         from fatpte.ops.packfile import pack_from_file
 
@@ -349,12 +368,16 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         if not parsed:
             raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
         parsed = _prioritised(parsed, _priorities(priorities))
-        check_inputs(*(s.payload for s in parsed if isinstance(s.payload, str)))
+        parsed = _golden_tolerances(parsed, golden_tolerances)
+        if golden_from is not None and golden is None:
+            raise click.UsageError("--golden-from records the outputs of the golden calls --golden CALLS.json gives")
+        check_inputs(*(s.payload for s in parsed if isinstance(s.payload, str)), *([golden] if golden else []))
         check_output(output, force)
         warnings = unresolved_warnings(parsed)
         with _progress(f"packing {output}", quiet) as progress:
             pack_specs(parsed, output, version=version, alignment=align, progress=progress.update,
-                       signature_from=signature_from, check_signatures=not no_signature_check or version == 1)
+                       signature_from=signature_from, check_signatures=not no_signature_check or version == 1,
+                       golden=golden, golden_from=golden_from)
     _wrote_container(output)
     for line in warnings:
         echo(line, err=True)
@@ -370,6 +393,29 @@ def _prioritised(specs: list[Specialization], priorities: dict[str, int]) -> lis
         raise click.BadParameter(f"no entry is named {listed([quoted(n) for n in unknown])} (entries: "
                                  f"{listed([quoted(n) for n in names])})", param_hint="'--priority'")
     return [dataclasses.replace(s, priority=priorities[s.entry_name]) if s.entry_name in priorities else s
+            for s in specs]
+
+
+def _golden_tolerances(specs: list[Specialization], values: tuple[str, ...]) -> list[Specialization]:
+    """`specs` with the tolerances `--golden-tolerance NAME=ATOL,RTOL` gives their entries."""
+    import dataclasses
+
+    names = [s.entry_name for s in specs]
+    given: dict[str, dict[str, float]] = {}
+    for value in values:
+        name, eq, numbers = value.partition("=")
+        parts = numbers.split(",")
+        try:
+            atol, rtol = (float(x) for x in parts) if len(parts) == 2 else (None, None)
+        except ValueError:
+            atol = rtol = None
+        if not eq or atol is None or rtol is None:
+            raise click.BadParameter(f"{value!r} is not NAME=ATOL,RTOL", param_hint="'--golden-tolerance'")
+        if name not in names:
+            raise click.BadParameter(f"no entry is named {quoted(name)} (entries: {listed([quoted(n) for n in names])})",
+                                     param_hint="'--golden-tolerance'")
+        given[name] = {"atol": atol, "rtol": rtol}
+    return [dataclasses.replace(s, golden_tolerance=given[s.entry_name]) if s.entry_name in given else s
             for s in specs]
 
 
@@ -447,6 +493,46 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
     docs/remote.md): one request fetches its header, tables and manifest, nothing more.
     """
     _run_body(bodies.info, file=file, show_map=show_map, as_json=as_json)
+
+
+# ---------------------------------------------------------------------------------------------
+# check
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command(epilog=EXIT_HELP)
+@click.argument("file", type=click.Path())
+@click.option("--aarch64-runtime", "aarch64_runtime", metavar="FATPTE_RUN", default=None,
+              type=click.Path(dir_okay=False),
+              help="An aarch64 build of fatpte-run, run under qemu-aarch64 for entries made for aarch64 "
+                   "(default: $FATPTE_RUN_AARCH64).")
+@click.option("--qemu", "qemu", metavar="QEMU", default=None, type=click.Path(dir_okay=False),
+              help="The qemu-aarch64 to emulate with (default: the one on PATH).")
+@_json_option
+def check(file: str, aarch64_runtime: str | None, qemu: str | None, as_json: bool) -> None:
+    """Run every entry of FILE this machine can run on its golden calls, and compare.
+
+    Each entry that states golden calls (packed with --golden) runs them through the real
+    runtime (fatpte-run: `fatpte --runtime`, $FATPTE_RUN or on PATH), one process per entry
+    and method, its calls in order on one loaded method; each output is compared with its
+    golden tensor under its tolerance, and each entry with the others. Prints the agreement
+    table: entry x output, the largest absolute and relative differences and the tolerance.
+    An entry this machine cannot run is listed with the reason (a requirement it fails, a
+    backend library that is not there); one made for aarch64 runs under qemu-aarch64 with the
+    CPU model its requirements name when an aarch64 fatpte-run is given. Exit 6 when an entry
+    disagrees, 3 when no entry can run here.
+    """
+    from fatpte.ops.check import check as check_file
+
+    check_inputs(file)
+    report = check_file(file, aarch64_runtime=aarch64_runtime, qemu=qemu)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        echo(report.text())
+    error = report.error
+    if error is not None:
+        _exit(exit_code(error))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -150,6 +150,12 @@ def _entry_lines(e: dict[str, Any]) -> list[str]:
                      "by fatpte extract: " + ", ".join(short(k) for k in keys))
     if e["shared_with"]:
         lines.append(f"    same payload bytes as: {names(e['shared_with'], e.get('shared_count'))}")
+    if e.get("golden"):
+        methods = list(dict.fromkeys(shown(c["method"]) for c in e["golden"]))
+        tolerances = [(o["atol"], o["rtol"]) for c in e["golden"] for o in c["outputs"]]
+        widest = f", outputs within atol {max(a for a, _ in tolerances):.3g}, rtol {max(r for _, r in tolerances):.3g}" \
+            if tolerances else ""
+        lines.append(f"    golden calls: {len(e['golden'])} of {', '.join(methods)}{widest} (fatpte check; docs/golden.md)")
     provenance = [f"{shown(k)}={short(v)}" for k, v in e["provenance"].items()]
     if e["source_digest"] is not None:
         provenance.insert(0, f"source {short(e['source_digest'])}")

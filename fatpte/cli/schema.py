@@ -60,6 +60,8 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
         ("signature_check", ("null, or the decision the packer recorded about the program signature "
                              "(provenance `fatpte.signature_check`): `skipped` (no signature stored or "
                              "checked) or `from:NAME` (every entry states entry NAME's)")),
+        ("golden", ("the entry's golden calls (docs/golden.md): `[{\"method\", \"inputs\": [keys], \"outputs\": "
+                    "[{\"key\", \"atol\", \"rtol\"}]}]`; [] when none")),
     ]),
     "info.named_data[]": ("A named-data key of `info`", [
         ("key", "the key"),

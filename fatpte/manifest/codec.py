@@ -17,7 +17,9 @@ Writing goes through the code flatc generated from the schema (fatpte/_generated
 from __future__ import annotations
 
 import importlib
+import math
 import re
+import struct
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, NamedTuple, NoReturn
 
@@ -34,6 +36,8 @@ from fatpte.manifest.model import (
     AbiRange,
     AcceleratorRequirement,
     Dim,
+    GoldenCall,
+    GoldenOutput,
     Manifest,
     ManifestEntry,
     Method,
@@ -59,13 +63,13 @@ _fb: Any = None
 
 class _F(NamedTuple):
     name: str
-    kind: str  # "u8" "u32" "u64" "string" "table" "[string]" "[table]" "[u8]"
+    kind: str  # "u8" "u32" "u64" "f64" "string" "table" "[string]" "[table]" "[u8]" "[i32]"
     target: str = ""  # table name for "table" and "[table]"
     required: bool = False
     default: int = 0
 
 
-_SCALARS: Final = {"u8": 1, "u32": 4, "u64": 8}
+_SCALARS: Final = {"u8": 1, "u32": 4, "u64": 8, "f64": 8}
 _ELEMENTS: Final = {"[u8]": 1, "[i32]": 4}  # vectors of scalars: element size
 
 SCHEMA: Final[dict[str, tuple[_F, ...]]] = {
@@ -85,7 +89,10 @@ SCHEMA: Final[dict[str, tuple[_F, ...]]] = {
     "Entry": (_F("name", "string", required=True), _F("requires", "table", "Requirements"),
               _F("signature", "table", "Signature"), _F("named_data", "[string]"), _F("source_digest", "string"),
               _F("payload_sha256", "[u8]"), _F("provenance", "[table]", "KeyValue"),
-              _F("executorch_backends", "[string]")),
+              _F("executorch_backends", "[string]"), _F("golden", "[table]", "GoldenCall")),
+    "GoldenOutput": (_F("key", "string", required=True), _F("atol", "f64"), _F("rtol", "f64")),
+    "GoldenCall": (_F("method", "string", required=True), _F("inputs", "[string]"),
+                   _F("outputs", "[table]", "GoldenOutput")),
     "TensorLayout": (_F("dtype", "string", required=True), _F("sizes", "[i32]"), _F("dim_order", "[u8]")),
     "NamedData": (_F("key", "string", required=True), _F("segment", "u32"),
                   _F("layout", "table", "TensorLayout")),
@@ -229,6 +236,8 @@ class _Reader:
         if f.kind in _SCALARS:
             value = self.uint(fp, _SCALARS[f.kind], path, f"field {f.name}")
             self.spend(_SCALARS[f.kind], fp, path)
+            if f.kind == "f64":
+                return struct.unpack("<d", value.to_bytes(8, "little"))[0]
             return value
         target = self.offset(fp, path)
         if f.kind == "string":
@@ -322,15 +331,19 @@ def _build(root: dict[str, Any]) -> Manifest:
             if backend in seen_backends:
                 _invalid(e, f"{p}.executorch_backends[{k}]", f"backend id {backend!r} is listed twice")
             seen_backends.add(backend)
+        name = _nonempty(e, "name", p)
+        requires = _requirements(e["requires"], f"{p}.requires")
+        signature = None if e["signature"] is None else _signature(e["signature"], f"{p}.signature")
         entries.append(ManifestEntry(
-            name=_nonempty(e, "name", p),
-            requires=_requirements(e["requires"], f"{p}.requires"),
-            signature=None if e["signature"] is None else _signature(e["signature"], f"{p}.signature"),
+            name=name,
+            requires=requires,
+            signature=signature,
             named_data=keys,
             source_digest=digest,
             payload_sha256=bytes(sha) if sha else None,
             provenance=tuple((kv["key"], kv["value"]) for kv in e["provenance"] or ()),
             executorch_backends=backends,
+            golden=_golden(e["golden"], f"{p}.golden"),
             position=int(e["@pos"]),
         ))
     named: list[tuple[str, int]] = []
@@ -372,6 +385,30 @@ def _requirements(obj: dict[str, Any] | None, path: str) -> Requirements:
                         tuple(accs), int(obj["min_memory_bytes"]), backend_abi)
 
 
+def _golden(calls: list[dict[str, Any]] | None, path: str) -> tuple[GoldenCall, ...]:
+    """Value rule 2.2.11: keys and methods 1 to 4096 bytes, tolerances finite and at least 0."""
+    out: list[GoldenCall] = []
+    for c, call in enumerate(calls or ()):
+        p = f"{path}[{c}]"
+        method = _nonempty(call, "method", p)
+        inputs = []
+        for j, key in enumerate(call["inputs"] or ()):
+            if not key or len(key.encode("utf-8")) > MAX_TEXT_BYTES:
+                _invalid(call, f"{p}.inputs[{j}]", f"a golden input key must be 1 to {MAX_TEXT_BYTES} bytes")
+            inputs.append(key)
+        outputs = []
+        for j, o in enumerate(call["outputs"] or ()):
+            op = f"{p}.outputs[{j}]"
+            key = _nonempty(o, "key", op)
+            for name in ("atol", "rtol"):
+                value = o[name]
+                if not math.isfinite(value) or value < 0:
+                    _invalid(o, f"{op}.{name}", f"{name} is {value!r}; a tolerance is a finite number at least 0")
+            outputs.append(GoldenOutput(key, float(o["atol"]), float(o["rtol"])))
+        out.append(GoldenCall(method, tuple(inputs), tuple(outputs)))
+    return tuple(out)
+
+
 def _signature(obj: dict[str, Any], path: str) -> Signature:
     methods: list[Method] = []
     for i, m in enumerate(obj["methods"] or ()):
@@ -410,7 +447,8 @@ def encode(manifest: Manifest) -> bytes:
     if _fb is None:
         _fb = importlib.import_module("fatpte._generated.nfat_manifest_generated")
     b = flatbuffers.Builder(1024)
-    entries = [_write_entry(b, e) for e in manifest.entries]
+    golden_strings: dict[str, int] = {}
+    entries = [_write_entry(b, e, golden_strings) for e in manifest.entries]
     named = []
     layouts = dict(manifest.layouts)
     for key, segment in sorted(manifest.named_data, key=lambda kv: kv[0].encode("utf-8")):
@@ -447,7 +485,7 @@ def _strings(b: Any, start: Any, items: Iterable[str]) -> int:
     return _offsets(b, start, [b.CreateString(s) for s in items])
 
 
-def _write_entry(b: Any, e: ManifestEntry) -> int:
+def _write_entry(b: Any, e: ManifestEntry, golden_strings: dict[str, int]) -> int:
     name = b.CreateString(e.name)
     requires = _write_requirements(b, e.requires)
     signature = None if e.signature is None else _write_signature(b, e.signature)
@@ -456,6 +494,7 @@ def _write_entry(b: Any, e: ManifestEntry) -> int:
     sha = None if e.payload_sha256 is None else b.CreateByteVector(e.payload_sha256)
     backends = (None if e.executorch_backends is None
                 else _strings(b, _fb.EntryStartExecutorchBackendsVector, e.executorch_backends))
+    golden = _write_golden(b, e.golden, golden_strings) if e.golden else None
     prov = None
     if e.provenance:
         pairs = []
@@ -482,7 +521,39 @@ def _write_entry(b: Any, e: ManifestEntry) -> int:
         _fb.EntryAddProvenance(b, prov)
     if backends is not None:
         _fb.EntryAddExecutorchBackends(b, backends)
+    if golden is not None:
+        _fb.EntryAddGolden(b, golden)
     return int(_fb.EntryEnd(b))
+
+
+def _write_golden(b: Any, calls: Sequence[GoldenCall], strings: dict[str, int]) -> int:
+    # Keys and method names repeat across calls and entries (one golden tensor, several entries):
+    # each string is written once and shared, as flatbuffers allows and the work budget (2.3) is
+    # sized for.
+    def text(s: str) -> int:
+        if s not in strings:
+            strings[s] = b.CreateString(s)
+        return strings[s]
+
+    items = []
+    for call in calls:
+        method = text(call.method)
+        inputs = _offsets(b, _fb.GoldenCallStartInputsVector, [text(k) for k in call.inputs])
+        outs = []
+        for o in call.outputs:
+            key = text(o.key)
+            _fb.GoldenOutputStart(b)
+            _fb.GoldenOutputAddKey(b, key)
+            _fb.GoldenOutputAddAtol(b, o.atol)
+            _fb.GoldenOutputAddRtol(b, o.rtol)
+            outs.append(_fb.GoldenOutputEnd(b))
+        outputs = _offsets(b, _fb.GoldenCallStartOutputsVector, outs)
+        _fb.GoldenCallStart(b)
+        _fb.GoldenCallAddMethod(b, method)
+        _fb.GoldenCallAddInputs(b, inputs)
+        _fb.GoldenCallAddOutputs(b, outputs)
+        items.append(_fb.GoldenCallEnd(b))
+    return _offsets(b, _fb.EntryStartGoldenVector, items)
 
 
 def _write_layout(b: Any, layout: TensorLayout) -> int:

@@ -1,6 +1,6 @@
 """The NFAT v2 manifest's records (specs/nfat_manifest.fbs, specs/nfat-manifest.md): requirements,
-signatures, entries, the manifest itself, and the strict readers of the mappings Python callers
-and pack.toml give for them (`Requirements.from_mapping`, `Signature.from_mapping`, ...).
+signatures, golden calls, entries, the manifest itself, and the strict readers of the mappings
+Python callers and pack.toml give for them (`Requirements.from_mapping`, `Signature.from_mapping`, ...).
 
 The records are NamedTuples, not dataclasses, whose import alone costs `fatpte info` more than
 reading the manifest. Their bytes are read and written by fatpte.manifest.codec.
@@ -18,7 +18,7 @@ from fatpte.errors import ErrorCode, FatpteError
 # The highest revision this implementation reads and writes. A writer states the lowest revision
 # whose fields its manifest uses (`required_revision`), so a manifest without revision-2 fields
 # keeps the bytes revision 1 gave it.
-REVISION: Final = 2
+REVISION: Final = 3
 # The limits of the reference C++ verifier's defaults, stated in the spec so both sides agree.
 MAX_DEPTH: Final = 64
 MAX_TABLES: Final = 1_000_000
@@ -36,6 +36,9 @@ def work_budget(size: int) -> int:
 # The provenance key that records a packer's decision about the signature check: "skipped" (no
 # entry states a signature) or "from:NAME" (every entry states entry NAME's); spec section 3.2.
 SIGNATURE_CHECK_KEY: Final = "fatpte.signature_check"
+# The provenance key that records the SHA-256 of an entry's golden calls (specs/nfat-manifest.md
+# 11.3), through which a signature covers them.
+GOLDEN_DIGEST_KEY: Final = "fatpte.golden.sha256"
 
 
 class VersionMatch(enum.IntEnum):
@@ -315,6 +318,85 @@ class Signature(NamedTuple):
         return cls(tuple(methods))
 
 
+class GoldenOutput(NamedTuple):
+    """One output a golden call must give: the named-data key of the expected tensor and how far
+    the entry's may be from it, `max|got - want| <= atol + rtol * max|want|` (revision 3)."""
+
+    key: str
+    atol: float = 0.0
+    rtol: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "atol": self.atol, "rtol": self.rtol}
+
+
+class GoldenCall(NamedTuple):
+    """One reference call of a method (revision 3): the named-data keys of its inputs, in call
+    order, and the outputs it must give (specs/nfat-manifest.md section 11)."""
+
+    method: str
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[GoldenOutput, ...] = ()
+
+    def tensor_keys(self) -> tuple[str, ...]:
+        return (*self.inputs, *(o.key for o in self.outputs))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "inputs": list(self.inputs), "outputs": [o.to_json() for o in self.outputs]}
+
+
+def golden_encoding(calls: Sequence[GoldenCall]) -> bytes:
+    """The canonical encoding of an entry's golden calls (specs/nfat-manifest.md 11.3): the
+    primitives of specs/nfat-signature.md section 4, a tolerance as the u64 of its binary64 bits."""
+    import struct
+
+    def text(s: str) -> bytes:
+        raw = s.encode("utf-8")
+        return len(raw).to_bytes(4, "little") + raw
+
+    out = bytearray(text("nfat.golden/1"))
+    out += len(calls).to_bytes(4, "little")
+    for call in calls:
+        out += text(call.method) + len(call.inputs).to_bytes(4, "little")
+        for key in call.inputs:
+            out += text(key)
+        out += len(call.outputs).to_bytes(4, "little")
+        for o in call.outputs:
+            out += text(o.key) + struct.pack("<dd", o.atol, o.rtol)
+    return bytes(out)
+
+
+def golden_digest(calls: Sequence[GoldenCall]) -> str:
+    """The SHA-256 of `golden_encoding(calls)`, lowercase hex: what `GOLDEN_DIGEST_KEY` records."""
+    import hashlib
+
+    return hashlib.sha256(golden_encoding(calls)).hexdigest()
+
+
+# The value kinds of ExecuTorch a signature names for a scalar argument or result (not a tensor),
+# and the dtype of the one-element tensor a golden call gives for each (specs/nfat-manifest.md 11.2).
+GOLDEN_SCALAR_KINDS: Final[dict[str, str]] = {"Int": "int64", "Double": "float64", "Bool": "bool"}
+
+
+def golden_fit_problem(spec: TensorSpec, layout: TensorLayout) -> str | None:
+    """Why a golden tensor of `layout` does not fit `spec`, a method's input or output
+    (specs/nfat-manifest.md 11.2), or None."""
+    kind = GOLDEN_SCALAR_KINDS.get(spec.dtype)
+    if kind is not None:
+        numel = 1
+        for d in layout.sizes:
+            numel *= d
+        if layout.dtype != kind or numel != 1:
+            return f"the method takes a {spec.dtype} value, given as one {kind} element, not {layout.text()}"
+        return None
+    if spec.dtype not in LAYOUT_DTYPES:
+        return f"the method's {spec.text()} is a {spec.dtype} value, which no golden tensor can give"
+    if layout.dtype != spec.dtype or len(layout.sizes) != len(spec.shape) or any(
+            d.symbol is None and d.size != s for d, s in zip(spec.shape, layout.sizes)):
+        return f"the method's is {spec.text()}, the golden tensor is {layout.text()}"
+    return None
+
+
 class ManifestEntry(NamedTuple):
     """What the manifest says about one table entry."""
 
@@ -328,6 +410,7 @@ class ManifestEntry(NamedTuple):
     # The ExecuTorch backend ids the program's delegates need (revision 2): None when not known,
     # () when none (a program of portable operators only).
     executorch_backends: tuple[str, ...] | None = None
+    golden: tuple[GoldenCall, ...] = ()  # revision 3: reference calls (specs/nfat-manifest.md 11)
     position: int = 0  # of its table in the manifest, for messages; not part of equality
 
     # Equality and hash leave out `position`, where the manifest happened to place the table: two
@@ -358,7 +441,12 @@ class ManifestEntry(NamedTuple):
             "payload_sha256": None if self.payload_sha256 is None else self.payload_sha256.hex(),
             "provenance": dict(self.provenance),
             "executorch_backends": None if self.executorch_backends is None else list(self.executorch_backends),
+            "golden": [c.to_json() for c in self.golden],
         }
+
+    def golden_keys(self) -> tuple[str, ...]:
+        """Every named-data key its golden calls name, each once, in the order they name them."""
+        return tuple(dict.fromkeys(k for c in self.golden for k in c.tensor_keys()))
 
 
 # The dtypes a TensorLayout may name and the bytes of one element: ExecuTorch's ScalarType names
@@ -470,6 +558,8 @@ class Manifest(NamedTuple):
 
 def required_revision(manifest: Manifest) -> int:
     """The lowest revision whose fields `manifest` uses."""
+    if any(e.golden for e in manifest.entries):
+        return 3
     uses_2 = bool(manifest.layouts) or any(e.executorch_backends is not None for e in manifest.entries)
     return 2 if uses_2 else 1
 

@@ -11,7 +11,16 @@ from typing import Any
 from fatpte.errors import LIST_LIMIT, MAX_FINDINGS_PER_CODE, ErrorCode, FatpteError, clipped, listed, quoted
 from fatpte.format import layout as L
 from fatpte.manifest.codec import decode
-from fatpte.manifest.model import Manifest, ManifestEntry, Signature, TensorSpec
+from fatpte.manifest.model import (
+    GOLDEN_DIGEST_KEY,
+    Manifest,
+    ManifestEntry,
+    Signature,
+    TensorLayout,
+    TensorSpec,
+    golden_digest,
+    golden_fit_problem,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Consistency (specs/nfat-manifest.md section "Consistency"), shared by validate and pack
@@ -193,6 +202,62 @@ def consistency(manifest: Manifest, table_names: Sequence[str], segment_sizes: S
     return out
 
 
+def golden_problems(manifest: Manifest, out: Problems | None = None) -> Problems:
+    """The golden rules (specs/nfat-manifest.md 11.2 and 11.3: section 7 step 10, after the payload
+    digests of step 9), in their order, added to `out` (a new Problems when None)."""
+    out = Problems() if out is None else out
+    C = ErrorCode
+    keys = manifest.keys
+    layouts = dict(manifest.layouts)
+    for i, e in enumerate(manifest.entries):
+        for c, call in enumerate(e.golden):
+            found = _golden_call_problem(e, call, keys, layouts)
+            if found is not None and out.wants(found[0]):
+                code, where, message = found
+                out.add(code, f"manifest.entries[{i}].golden[{c}]{where}",
+                        f"entry {quoted(e.name)}, golden call {c} (method {quoted(call.method)}): {message}",
+                        e.position)
+    for i, e in enumerate(manifest.entries):
+        stated = next((v for k, v in e.provenance if k == GOLDEN_DIGEST_KEY), None)  # the first, as C++ reads it
+        if stated is None:
+            continue
+        actual = golden_digest(e.golden)
+        if stated != actual and out.wants(C.GOLDEN_DIGEST_MISMATCH):
+            out.add(C.GOLDEN_DIGEST_MISMATCH, f"manifest.entries[{i}].provenance",
+                    f"the golden calls of entry {quoted(e.name)} have SHA-256 {actual}, but its provenance "
+                    f"{GOLDEN_DIGEST_KEY} says {clipped(stated)}", e.position)
+    return out
+
+
+def _golden_call_problem(e: ManifestEntry, call: Any, keys: dict[str, int],
+                         layouts: dict[str, TensorLayout]) -> tuple[ErrorCode, str, str] | None:
+    """The first problem of one golden call as (code, field path below the call, message), or None."""
+    C = ErrorCode
+    if e.signature is None:
+        return C.GOLDEN_CALL_MISMATCH, "", "the entry states no program signature to check the call against"
+    method = e.signature.method(call.method)
+    if method is None:
+        names = listed([quoted(m.name) for m in e.signature.methods]) or "none"
+        return C.GOLDEN_CALL_MISMATCH, ".method", f"the entry's program has no such method (it has {names})"
+    for part, given, specs in (("inputs", call.inputs, method.inputs),
+                               ("outputs", tuple(o.key for o in call.outputs), method.outputs)):
+        if len(given) != len(specs):
+            return (C.GOLDEN_CALL_MISMATCH, f".{part}",
+                    f"the call has {len(given)} {part}, the method {len(specs)}: {_texts(specs)}")
+        for j, (key, spec) in enumerate(zip(given, specs)):
+            where = f".{part}[{j}]" + (".key" if part == "outputs" else "")
+            layout = layouts.get(key)
+            if key not in keys:
+                return C.GOLDEN_KEY_INVALID, where, f"{part[:-1]} {j}: key {quoted(key)} is not a named-data key"
+            if layout is None or list(layout.dim_order or range(len(layout.sizes))) != list(range(len(layout.sizes))):
+                what = "has no tensor layout" if layout is None else f"has a layout that is not contiguous ({layout.text()})"
+                return C.GOLDEN_KEY_INVALID, where, f"{part[:-1]} {j}: key {quoted(key)} {what}"
+            why = golden_fit_problem(spec, layout)
+            if why is not None:
+                return C.GOLDEN_CALL_MISMATCH, where, f"{part[:-1]} {j} ({quoted(key)}): {why}"
+    return None
+
+
 def read_manifest(buf: Any, header: Any, *, source: str | None = None, base: int = 0) -> Manifest | None:
     """The manifest of a structurally sound v2 container (None when it has none), after checking
     its CRC32C: bounds-checked, FatpteError on any defect. `buf` holds the file's bytes from
@@ -273,3 +338,8 @@ def check_container(src: Any, st: Any) -> None:
                            f"{me.payload_sha256.hex()}", offset=h.manifest_offset + me.position,
                            field=f"manifest.entries[{i}].payload_sha256", expected=me.payload_sha256.hex(),
                            actual=digest.hex()))
+    golden = golden_problems(manifest)
+    for code, count in golden.omitted.items():
+        st.omit(code, count)
+    for code, path, message, position in golden.found:
+        st.add(finding(code, message, offset=h.manifest_offset + (position or 0), field=path))

@@ -50,7 +50,8 @@ def specializations_of(container: Container, views: list[memoryview]) -> list[Sp
             e.backend_id, view, name=e.name, priority=e.priority, alignment=e.alignment,
             requires=m.requires, named_data=list(m.named_data) or None, signature=m.signature,
             source_digest=m.source_digest, provenance=dict(m.provenance) or None,
-            payload_sha256=m.payload_sha256 is not None, executorch_backends=m.executorch_backends))
+            payload_sha256=m.payload_sha256 is not None, executorch_backends=m.executorch_backends,
+            golden=m.golden))
     return specs
 
 
@@ -62,6 +63,7 @@ def _named_data(container: Container, specs: Sequence[Specialization],
     if manifest is None or not manifest.named_data:
         return None
     used = {k for s in specs if isinstance(s.named_data, list) for k in s.named_data}
+    used |= {k for s in specs for call in s.golden for k in call.tensor_keys()}  # golden tensors go with their entries
     out: dict[str, NamedData] = {}
     layouts = dict(manifest.layouts)  # once: manifest.layout(key) scans them all
     for key, seg_index in sorted(manifest.named_data, key=lambda kv: kv[1]):

@@ -28,6 +28,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fatpte.errors import ErrorCode, FatpteError, listed, quoted
 from fatpte.executorch.keys import program_keys
@@ -204,6 +205,7 @@ def merge_programs(
     dest: PathArg,
     *,
     priorities: Mapping[str, int] | None = None,
+    golden: Any = None,
 ) -> Path:
     """Write to `dest` one fat program of `programs`, lowered programs of one model: each
     delegating program's delegate payloads and at most one portable program (no delegate), in
@@ -212,7 +214,9 @@ def merge_programs(
     Entries are named after their backend (`xnnpack`, `portable`, as `pack` names a bare .pte);
     a (name, path) pair in `programs` names its entry. `priorities` maps entry names to
     priorities (default 0; with equal priorities a backend's entry ranks above the portable
-    program). FatpteError,
+    program). `golden` (calls.json with outputs, as `pack` takes it) gives the nested portable
+    program's entry golden calls, which the fat delegate runs when its load-time option
+    `self_test` is set (docs/golden.md). FatpteError,
     nothing written, when the programs cannot make one fat program (see the module's text)."""
     sources = _sources(programs)
     if not sources:
@@ -267,7 +271,7 @@ def merge_programs(
     try:
         with tempfile.TemporaryDirectory(prefix="fatpte-merge-") as tmp:
             for m, segment, entries in per_method:
-                fat = pack(entries, Path(tmp, f"method{m}.nfat")).read_bytes()
+                fat = pack(entries, Path(tmp, f"method{m}.nfat"), golden=golden if nested else None).read_bytes()
                 data = replace_segment(data, segment, fat, source=frame.path)
     except OSError as exc:  # the temporary folder: pack's own I/O errors are FatpteErrors already
         raise io_error(exc, tempfile.gettempdir(), "cannot use the temporary folder") from None

@@ -141,6 +141,7 @@ def summary(container: Container) -> dict[str, Any]:
         row["payload_sha256"] = None if m is None or m.payload_sha256 is None else m.payload_sha256.hex()
         row["provenance"] = {} if m is None else dict(m.provenance)
         row["signature_check"] = None if m is None else dict(m.provenance).get(_signature_check_key())
+        row["golden"] = [] if m is None else [c.to_json() for c in m.golden]
         entries.append(row)
     distinct = {(e.offset, e.size) for e in container.entries}
     stored = sum(size for _, size in distinct)

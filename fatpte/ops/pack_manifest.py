@@ -15,16 +15,18 @@ from fatpte.errors import ErrorCode, FatpteError, FatpteWarning
 from fatpte.format import layout as L
 from fatpte.manifest.codec import encode
 from fatpte.manifest.model import (
+    GOLDEN_DIGEST_KEY,
     SIGNATURE_CHECK_KEY,
     Manifest,
     ManifestEntry,
     Requirements,
     Signature,
+    golden_digest,
     parse_executorch_backends,
     parse_provenance,
     parse_source_digest,
 )
-from fatpte.manifest.rules import consistency_problems
+from fatpte.manifest.rules import consistency_problems, golden_problems
 
 
 def _program(s: Any, src: Any, label: str) -> Any:
@@ -53,7 +55,7 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
     programs = [_program(s, src, f"specialization[{i}]") for i, (s, src) in enumerate(zip(specs, sources))]
     wanted = bool(nd.segments) or any(p is not None for p in programs) or any(
         s.requires or s.named_data or s.signature or s.source_digest or s.provenance or s.payload_sha256
-        or s.executorch_backends is not None for s in specs)
+        or s.executorch_backends is not None or s.golden for s in specs)
     if not wanted:
         warn_ranking_ties([(s.entry_name, s.priority, Requirements(), None) for s in specs])
         return b""
@@ -84,17 +86,26 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
             finally:
                 view.release()
             sha = h.digest()
+        # Golden calls need a signature to be checked against (specs/nfat-manifest.md 11.2): an entry
+        # that states none (not a program, or packed without one) is given none.
+        golden = tuple(s.golden) if signature is not None else ()
+        if golden:
+            prov = (*((k, v) for k, v in prov if k != GOLDEN_DIGEST_KEY), (GOLDEN_DIGEST_KEY, golden_digest(golden)))
         entries.append(ManifestEntry(
             name=s.entry_name,
             requires=Requirements.from_mapping(s.requires, f"{label}.requires"),
             signature=signature,
             named_data=nd.entry_keys[i], source_digest=digest, payload_sha256=sha, provenance=prov,
-            executorch_backends=backends))
+            executorch_backends=backends, golden=golden))
+    if any(s.golden for s in specs) and not any(e.golden for e in entries):
+        raise FatpteError(ErrorCode.NO_GOLDEN_CALLS, "golden calls were given, but no entry states a program "
+                          "signature to check them against (an ExecuTorch program states one, unless packed with "
+                          "--no-signature-check)", field="golden")
     named = tuple(sorted(nd.key_segment.items(), key=lambda kv: kv[0].encode("utf-8")))
     layouts = tuple(sorted(nd.key_layout.items(), key=lambda kv: kv[0].encode("utf-8")))
     manifest = Manifest(1, tuple(entries), named, layouts)  # encode states the revision the fields need
     problems = consistency_problems(manifest, [s.entry_name for s in specs],
-                                    [seg.source.size for seg in nd.segments])
+                                    [seg.source.size for seg in nd.segments]) + golden_problems(manifest).found
     if problems:
         code, path, message, _ = problems[0]
         raise FatpteError(code, message, field=path.replace("manifest.entries", "specialization"))

@@ -16,6 +16,7 @@ pack.toml stating everything (what `fatpte unpack` writes) packs exactly what it
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -25,14 +26,15 @@ from typing import Any
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.mapping import read_regular
 from fatpte.fileio.streams import Progress
-from fatpte.manifest.model import TensorLayout
+from fatpte.manifest.model import GoldenCall, GoldenOutput, TensorLayout
 from fatpte.ops.packing import pack
 from fatpte.ops.specialization import NamedData, Specialization
 
 _TOP = ("version", "alignment", "segment_alignment", "signature", "source_digest", "named_data",
-        "specialization", "signature_from", "check_signatures")
+        "specialization", "signature_from", "check_signatures", "golden", "golden_from")
 _SPEC = ("backend_id", "payload", "name", "priority", "alignment", "requires", "named_data", "signature",
-         "source_digest", "provenance", "payload_sha256", "data", "share_named_data", "executorch_backends")
+         "source_digest", "provenance", "payload_sha256", "data", "share_named_data", "executorch_backends",
+         "golden_tolerance", "golden")
 FROM_PAYLOAD = "from-payload"  # `signature = "from-payload"`: read the signature from the .pte payload
 _PROGRAM_ONLY = ("data", "share_named_data")  # keys that only an entry with a derived signature takes
 
@@ -143,6 +145,12 @@ def _load(ctx: _Ctx, doc: dict[str, Any]) -> tuple[list[Specialization], dict[st
         if not isinstance(doc["check_signatures"], bool):
             raise ctx.bad("check_signatures", "must be true or false", doc["check_signatures"])
         kwargs["check_signatures"] = doc["check_signatures"]
+    if "golden" in doc:
+        kwargs["golden"] = ctx.file(doc["golden"], "golden")
+    if "golden_from" in doc:
+        if not isinstance(doc["golden_from"], str):
+            raise ctx.bad("golden_from", "must be the name of an entry", doc["golden_from"])
+        kwargs["golden_from"] = doc["golden_from"]
     shared_raw = doc.get("named_data", {})
     shared = ctx.keys(shared_raw, tuple(shared_raw) if isinstance(shared_raw, Mapping) else (), "named_data")
     kwargs["named_data"] = {k: _named_value(ctx, v, f"named_data.{k}") for k, v in shared.items()} or None
@@ -177,8 +185,15 @@ def _load(ctx: _Ctx, doc: dict[str, Any]) -> tuple[list[Specialization], dict[st
         if derive and "executorch_backends" in s:
             raise ctx.bad(f"{p}.executorch_backends", f"comes from the program with signature = {FROM_PAYLOAD!r}; "
                           "state it only for an entry whose signature is written out", s["executorch_backends"])
+        golden = _golden_calls(ctx, s.get("golden"), f"{p}.golden")
+        tolerance = s.get("golden_tolerance")
+        if tolerance is not None:
+            from fatpte.ops.golden import tolerance_from_mapping
+
+            tolerance_from_mapping(tolerance, f"{p}.golden_tolerance")  # E0708 at its path when it is wrong
         if derive:
-            specs.append(_program_spec(ctx, s, p, nd, kwargs["named_data"], doc.get("source_digest"), sha))
+            spec = _program_spec(ctx, s, p, nd, kwargs["named_data"], doc.get("source_digest"), sha)
+            specs.append(dataclasses.replace(spec, golden_tolerance=tolerance, golden=golden))
             continue
         specs.append(Specialization(
             s["backend_id"], ctx.file(s["payload"], f"{p}.payload"),
@@ -192,8 +207,45 @@ def _load(ctx: _Ctx, doc: dict[str, Any]) -> tuple[list[Specialization], dict[st
             provenance=s.get("provenance"),
             payload_sha256=sha,
             executorch_backends=s.get("executorch_backends"),
+            golden_tolerance=tolerance,
+            golden=golden,
         ))
     return specs, kwargs
+
+
+def _golden_calls(ctx: _Ctx, value: Any, path: str) -> tuple[GoldenCall, ...]:
+    """An entry's own golden calls as the manifest states them (what `fatpte unpack` writes):
+    `[{ method, inputs = [keys], outputs = [{ key, atol, rtol }] }]`, keys of `[named_data]`."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ctx.bad(path, "must be a list of { method, inputs, outputs } tables", value)
+    calls = []
+    for c, call in enumerate(value):
+        cp = f"{path}[{c}]"
+        ctx.keys(call, ("method", "inputs", "outputs"), cp)
+        method, inputs, outputs = call.get("method"), call.get("inputs", []), call.get("outputs", [])
+        if not isinstance(method, str) or not method:
+            raise ctx.bad(f"{cp}.method", "must be a method name", method)
+        if not isinstance(inputs, list) or not all(isinstance(k, str) and k for k in inputs):
+            raise ctx.bad(f"{cp}.inputs", "must be a list of named-data keys", inputs)
+        if not isinstance(outputs, list):
+            raise ctx.bad(f"{cp}.outputs", "must be a list of { key, atol, rtol } tables", outputs)
+        outs = []
+        for j, o in enumerate(outputs):
+            op = f"{cp}.outputs[{j}]"
+            ctx.keys(o, ("key", "atol", "rtol"), op)
+            if not isinstance(o.get("key"), str) or not o["key"]:
+                raise ctx.bad(f"{op}.key", "must be a named-data key", o.get("key"))
+            tol = []
+            for name in ("atol", "rtol"):
+                v = o.get(name, 0.0)
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                    raise ctx.bad(f"{op}.{name}", "must be a finite number at least 0", v)
+                tol.append(float(v))
+            outs.append(GoldenOutput(o["key"], tol[0], tol[1]))
+        calls.append(GoldenCall(method, tuple(inputs), tuple(outs)))
+    return tuple(calls)
 
 
 def _program_spec(ctx: _Ctx, s: Mapping[str, Any], p: str, nd: Any, shared: Mapping[str, Any] | None,

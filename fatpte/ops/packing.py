@@ -95,6 +95,10 @@ def pack(
     progress: Progress | None = None,
     signature_from: str | None = None,
     check_signatures: bool = True,
+    golden: Any = None,
+    golden_from: str | None = None,
+    runtime: str | None = None,
+    aarch64_runtime: str | None = None,
 ) -> Path:
     """Write a container holding `specializations` to `dest` and return its path.
 
@@ -114,12 +118,31 @@ def pack(
     the caller knows better: `signature_from=NAME` gives every entry entry NAME's signature, and
     `check_signatures=False` stores none; either is recorded in each entry's provenance
     (`fatpte.signature_check`), and `fatpte info` shows it.
+
+    `golden` (a calls.json path or its decoded list) gives golden calls (specs/nfat-manifest.md
+    section 11) to every entry that states a program signature; with `golden_from=NAME` their
+    outputs are recorded by running entry NAME with the real runtime (fatpte-run: `runtime`, else
+    $FATPTE_RUN or one on PATH; `aarch64_runtime` for an aarch64 entry under qemu), else each call
+    states them. A specialization's `golden_tolerance` widens its outputs' tolerances
+    (fatpte.ops.golden).
     """
     specs = list(specializations)
     if not specs:
         raise FatpteError(ErrorCode.NO_SPECIALIZATIONS, "nothing to pack: give at least one specialization")
     if signature_from is not None or not check_signatures:
         specs = _decide_signatures(specs, signature_from, check_signatures)
+    if golden_from is not None and golden is None:
+        raise FatpteError(ErrorCode.NO_GOLDEN_CALLS, "golden_from records the outputs of golden calls: give their "
+                          "inputs too (golden=CALLS.json)", field="golden_from", actual=golden_from)
+    if golden is not None:
+        if version == L.VERSION_1:
+            raise FatpteError(ErrorCode.NOT_REPRESENTABLE_IN_V1, "version 1 has no manifest for golden calls",
+                              field="golden")
+        from fatpte.ops.golden import prepare
+
+        specs, named_data = prepare(specs, golden, golden_from, named_data, Path(dest),
+                                    lambda spec, where, nd: pack([spec], where, named_data=nd), runtime=runtime,
+                                    aarch64_runtime=aarch64_runtime)
     if version not in L.SUPPORTED_VERSIONS:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"version must be 1 or 2, not {version!r}",
                           field="version", actual=version)

@@ -11,7 +11,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import TypedDict
 
 from fatpte.fileio.sources import PayloadSource
-from fatpte.manifest.model import Requirements, Signature, TensorLayout
+from fatpte.manifest.model import GoldenCall, Requirements, Signature, TensorLayout
 
 
 class LayoutMapping(TypedDict, total=False):
@@ -107,6 +107,11 @@ class Specialization:
     # The ExecuTorch backend ids (delegate ids, e.g. "XnnpackBackend") the program needs; None: not
     # known, []: none. pte_specialization derives them from the program.
     executorch_backends: Sequence[str] | None = None
+    # Golden calls (specs/nfat-manifest.md section 11): the entry's own, as the manifest states them
+    # (pack(golden=...) fills them from calls.json for every entry), and how far this entry's outputs
+    # may be from the golden ones at least: {"atol": 1e-5, "rtol": 0.04} for a quantized entry.
+    golden: Sequence[GoldenCall] = ()
+    golden_tolerance: Mapping[str, float] | None = None
 
     @property
     def entry_name(self) -> str:

@@ -122,7 +122,7 @@ def _plan_v2(c: Container, keep: list[Entry], manifest: Manifest | None) -> _Pla
     if manifest is not None:
         kept_names = {e.name for e in keep}
         entries = tuple(me for me in manifest.entries if me.name in kept_names)
-        used = {k for me in entries for k in me.named_data}
+        used = {k for me in entries for k in (*me.named_data, *me.golden_keys())}  # golden tensors too (spec 8)
         by_key = key_segments(c)  # E0414 for a key past the segment table, before anything is planned
         segments = sorted({by_key[k].index for k in used if k in by_key})
         renumber = {old: new for new, old in enumerate(segments)}

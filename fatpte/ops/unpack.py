@@ -4,7 +4,7 @@ The directory holds `pack.toml` (docs/pack-toml.md), `payloads/` (one file per d
 region: entries that share bytes share a file, named after the entry with the suffix of what the
 payload is: `.pte`, `.ptd`, `.ptn` for ExecuTorch files, `.bin` otherwise) and `named_data/` (one
 `.bin` file per segment: aliases share a file). The pack.toml states everything that decides the bytes (order, names, backend ids,
-priorities, alignments, requirements, signatures, named-data keys), so `fatpte pack --from
+priorities, alignments, requirements, signatures, named-data keys, golden calls), so `fatpte pack --from
 DIR/pack.toml` writes the same bytes for any container in the layout `fatpte.pack` writes.
 
 A container written otherwise (another packer's padding, a version 1 file with gaps or
@@ -77,6 +77,8 @@ def toml_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, float):  # repr is exact; TOML spells the non-finite ones differently
+        return {"inf": "inf", "-inf": "-inf", "nan": "nan"}.get(repr(value), repr(value))
     if isinstance(value, str):
         return toml_string(value)
     if isinstance(value, (list, tuple)):
@@ -173,6 +175,8 @@ def _toml_lines(container: Container, payload_files: dict[int, str],
             lines.append("payload_sha256 = true")
         if m.executorch_backends is not None:
             lines.append(f"executorch_backends = {toml_value(list(m.executorch_backends))}")
+        if m.golden:
+            lines.append(f"golden = {toml_value([c.to_json() for c in m.golden])}")
     return lines
 
 

@@ -3,6 +3,7 @@
 // fatpte-run exercise the interface a C caller uses.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -33,6 +34,8 @@
 namespace {
 
 const char kHelp[] = R"(usage: fatpte-run FILE --inputs CALLS.json [options]  select, load and run the entry for this device
+       fatpte-run FILE --self-test [--inputs CALLS.json] [options]  the same, each entry checked by its golden calls first
+       fatpte-run FILE --golden-report [--entry NAME] [--save-outputs DIR] [options]  run the golden calls and report
        fatpte-run FILE --select-only [--device D] [--with-executorch [--backend-path DIR]...] [--prefer W]...
                   [--exclude W]... [--explain] [--json]
        fatpte-run --device-json [--with-executorch [--backend-path DIR]...]  print this machine's device profile
@@ -67,6 +70,19 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
                           comma-separated)
   --no-fallback           try only the chosen entry: when it cannot be loaded, that is the error
                           (by default each eligible entry is tried in rank order until one loads)
+  --entry NAME            try only the entry NAME (it must be eligible on the device)
+  --self-test             before serving an entry, run its golden calls (specs/nfat-manifest.md
+                          section 11) and compare each output with the golden one: a mismatch is a
+                          failed load, so the next eligible entry is tried, the reason (E1401) in
+                          --explain and --json; without --inputs, only that
+  --golden-report         load the entry (no self-test), run its golden calls of the method and
+                          print every figure: `golden: SUMMARY` (with --json, "golden": {...}:
+                          per call and output max_abs, max_rel, atol, rtol, bound, passed); exit
+                          6 when an output is outside its tolerance or a call cannot run
+  --save-outputs DIR      write each output to DIR/call-K-output-J.bin (its bytes, row-major),
+                          K counting the calls made (with --golden-report, in the order of the
+                          report's calls); --json then gives each output's dtype, shape and
+                          file, not its values
   --explain               print the selection and every loading step first
   --json                  print {"chosen": NAME, "backend_id": ID, "method": M, "dispatch":
                           [lines], "calls": [{"outputs": [tensor, ...]}, ...]} instead of text;
@@ -102,8 +118,9 @@ A backend id without --backend-lib is looked up as ExecuTorch names its librarie
 libexecutorch_kernels_optimized.so. Libraries are never taken from the container.
 
 Exit codes as the Python CLI: 0 ok, 1 invalid container, 2 usage (a call that does not fit the
-method), 3 no specialization fits or none that fits could be loaded, 4 I/O error, 5 not
-verified (--require-signature).
+method), 3 no specialization fits or none that fits could be loaded (with --self-test: none
+passed its golden calls), 4 I/O error, 5 not verified (--require-signature), 6 an entry disagrees
+with its golden calls (--golden-report).
 )";
 
 int usage(const std::string& why) {
@@ -121,6 +138,7 @@ int exit_code(fatpte::Error code) {
   if (category == "io") return 4;
   if (category == "usage") return 2;
   if (category == "unverified") return 5;
+  if (category == "disagrees") return 6;
   return 1;
 }
 
@@ -162,6 +180,10 @@ struct RunArgs {
   std::string inputs_json;
   std::string input_text;
   std::vector<std::string> prefer, exclude, dirs, libraries, maps, trusted_keys;
+  std::string entry;
+  std::string save_outputs;
+  bool self_test = false;
+  bool golden_report = false;
   bool explain = false;
   bool json = false;
   bool defaults = true;
@@ -204,6 +226,28 @@ fatpte::Tensor from_c(const fatpte_tensor& c) {
 }
 
 std::vector<std::string> lines_of(const std::string& text);
+
+// --save-outputs: one output's bytes to DIR/call-K-output-J.bin (a name of fatpte-run's, never
+// one from the container). "" when written, else why not.
+std::string save_output(const std::string& dir, std::size_t call, std::size_t output, const fatpte::Tensor& t,
+                        std::string& name) {
+  name = "call-" + std::to_string(call) + "-output-" + std::to_string(output) + ".bin";
+  const std::string path = dir + "/" + name;
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return "cannot write " + path + ": " + std::strerror(errno);
+  const bool ok = (t.data.empty() || std::fwrite(t.data.data(), 1, t.data.size(), f) == t.data.size());
+  const bool closed = std::fclose(f) == 0;
+  return ok && closed ? "" : "cannot write " + path;
+}
+
+// An output as --json gives it: its values, or with --save-outputs its file.
+std::string output_json(const fatpte::Tensor& t, const std::string& file) {
+  if (file.empty() || t.none) return fatpte::tensor_json(t);
+  std::string shape;
+  for (std::size_t d = 0; d < t.shape.size(); ++d) shape += (d ? ", " : "") + std::to_string(t.shape[d]);
+  return std::string("{\"dtype\": ") + fatpte::detail::json_quote(fatpte::dtype_name(t.dtype)) + ", \"shape\": [" +
+         shape + "], \"file\": " + fatpte::detail::json_quote(file) + "}";
+}
 
 // The lines of an explanation as the items of a JSON list, each without its indent.
 std::string json_lines(const std::string& text) {
@@ -267,6 +311,7 @@ int run_with_c_api(const RunArgs& a) {
   fatpte_load_options_set_defaults(options, a.defaults ? 1 : 0, 1);
   fatpte_load_options_set_command_line(options, 1);
   fatpte_load_options_set_fallback(options, a.fallback ? 1 : 0);
+  fatpte_load_options_set_self_test(options, a.self_test ? 1 : 0);
   if (!a.trusted_keys.empty()) {
     const auto keys = c_strings(a.trusted_keys);
     fatpte_trust* trust = nullptr;
@@ -279,6 +324,14 @@ int run_with_c_api(const RunArgs& a) {
   fatpte_container* c = nullptr;
   if (fatpte_open_file(a.file.c_str(), &c, &err) != FATPTE_OK) return fail_with(a.file, err);
   std::unique_ptr<fatpte_container, void (*)(fatpte_container*)> own_container(c, fatpte_close);
+  if (!a.entry.empty()) {  // --entry NAME: that entry, by its index
+    uint32_t index = 0;
+    if (fatpte_find_entry(c, a.entry.c_str(), &index) != FATPTE_OK) {
+      return fail_with(a.file, fatpte::fail(fatpte::Error::ENTRY_NOT_FOUND, fatpte::kNoOffset, "entry",
+                                            "the container has no entry named '%s'", a.entry.c_str()));
+    }
+    fatpte_load_options_set_entry(options, index);
+  }
   // The library's load policy: signature, selection, then each eligible entry in turn.
   const auto p = c_strings(a.prefer), x = c_strings(a.exclude);
   fatpte_loaded* loaded = nullptr;
@@ -295,7 +348,7 @@ int run_with_c_api(const RunArgs& a) {
     // --json: every attempt and its reason on stdout, `chosen` null; the error follows on stderr.
     if (a.json) {
       std::printf("{\n  \"chosen\": null,\n  \"backend_id\": null,\n  \"method\": %s,\n  \"dispatch\": [%s\n  ],\n"
-                  "  \"calls\": []\n}\n",
+                  "  \"calls\": [],\n  \"golden\": null\n}\n",
                   fatpte::detail::json_quote(a.method.empty() ? "forward" : a.method).c_str(),
                   json_lines(fatpte_load_report_dispatch(report)).c_str());
     }
@@ -310,6 +363,34 @@ int run_with_c_api(const RunArgs& a) {
   fatpte_entry_name(c, index, &name);
   fatpte_entry_backend_id(c, index, &backend);
   if (!a.json) std::printf("ran: %s [%s]\n", fatpte::printable(name).c_str(), fatpte::printable(backend).c_str());
+
+  // --golden-report: the entry's golden calls, every figure; their outputs saved when asked.
+  std::string golden_json = "null";
+  int golden_rc = 0;
+  if (a.golden_report) {
+    fatpte_self_test_report* report = nullptr;
+    const fatpte_status gst = fatpte_self_test(c, loaded, a.save_outputs.empty() ? 0 : 1, &report, &err);
+    std::unique_ptr<fatpte_self_test_report, void (*)(fatpte_self_test_report*)> own_golden(report,
+                                                                                            fatpte_self_test_report_free);
+    if (report == nullptr) return fail_with(a.file, err);
+    golden_json = fatpte_self_test_report_json(report);
+    if (gst != FATPTE_OK) golden_rc = exit_code(static_cast<fatpte::Error>(gst));
+    if (!a.json) std::printf("golden: %s\n", fatpte::terminal_safe(fatpte_self_test_report_summary(report)).c_str());
+    std::size_t made = 0;
+    fatpte_self_test_report_call_count(report, &made);
+    for (std::size_t k = 0; k < made && !a.save_outputs.empty(); ++k) {
+      fatpte_tensor out;
+      for (std::size_t o = 0; fatpte_self_test_report_output(report, k, o, &out) == FATPTE_OK; ++o) {
+        std::string file;
+        // K counts the calls made, in the order of the report's "calls".
+        const std::string why = save_output(a.save_outputs, k, o, from_c(out), file);
+        if (!why.empty()) {
+          std::fprintf(stderr, "fatpte-run: %s\n", fatpte::terminal_safe(why).c_str());
+          return 4;
+        }
+      }
+    }
+  }
 
   std::string calls_json;
   for (std::size_t k = 0; k < calls.size(); ++k) {
@@ -333,7 +414,15 @@ int run_with_c_api(const RunArgs& a) {
       fatpte_tensor out;
       fatpte_output(loaded, o, &out);
       const fatpte::Tensor t = from_c(out);
-      calls_json += (o ? ", " : "") + fatpte::tensor_json(t);
+      std::string file;
+      if (!a.save_outputs.empty()) {
+        const std::string why = save_output(a.save_outputs, k, o, t, file);
+        if (!why.empty()) {
+          std::fprintf(stderr, "fatpte-run: %s\n", fatpte::terminal_safe(why).c_str());
+          return 4;
+        }
+      }
+      calls_json += (o ? ", " : "") + output_json(t, file);
       if (a.json) continue;
       if (text_mode) {
         std::printf("output:");
@@ -348,11 +437,12 @@ int run_with_c_api(const RunArgs& a) {
   if (a.json) {
     const std::string dispatch = json_lines(fatpte_loaded_explain(loaded));
     std::printf("{\n  \"chosen\": %s,\n  \"backend_id\": %s,\n  \"method\": %s,\n  \"dispatch\": [%s\n  ],\n"
-                "  \"calls\": [%s]\n}\n",
+                "  \"calls\": [%s],\n  \"golden\": %s\n}\n",
                 fatpte::detail::json_quote(name).c_str(), fatpte::detail::json_quote(backend).c_str(),
-                fatpte::detail::json_quote(fatpte_loaded_method(loaded)).c_str(), dispatch.c_str(), calls_json.c_str());
+                fatpte::detail::json_quote(fatpte_loaded_method(loaded)).c_str(), dispatch.c_str(), calls_json.c_str(),
+                golden_json.c_str());
   }
-  return std::fflush(stdout) == 0 ? 0 : 4;
+  return std::fflush(stdout) == 0 ? golden_rc : 4;
 }
 
 int select_only(const RunArgs& a) {
@@ -469,6 +559,10 @@ int main(int argc, char** argv) {
         a.defaults = false;
       } else if (arg == "--no-fallback") {
         a.fallback = false;
+      } else if (arg == "--self-test") {
+        a.self_test = true;
+      } else if (arg == "--golden-report") {
+        a.golden_report = true;
       } else if (arg == "--with-executorch") {
         a.with_executorch = true;
       } else if (arg == "--refuse-downgrade") {
@@ -481,7 +575,7 @@ int main(int argc, char** argv) {
         a.trusted_keys.push_back(argv[++i]);
       } else if ((arg == "--device" || arg == "--prefer" || arg == "--exclude" || arg == "--backend-path" ||
                   arg == "--input" || arg == "--inputs" || arg == "--method" || arg == "--backend-lib" ||
-                  arg == "--backend-map") &&
+                  arg == "--backend-map" || arg == "--entry" || arg == "--save-outputs") &&
                  has_value) {
         const char* v = argv[++i];
         if (arg == "--backend-path") a.dirs.push_back(v);
@@ -491,6 +585,8 @@ int main(int argc, char** argv) {
         if (arg == "--backend-lib") a.libraries.push_back(v);
         if (arg == "--backend-map") a.maps.push_back(v);
         if (arg == "--device") a.device = v;
+        if (arg == "--entry") a.entry = v;
+        if (arg == "--save-outputs") a.save_outputs = v;
         if (arg == "--prefer") split_into(v, a.prefer);
         if (arg == "--exclude") split_into(v, a.exclude);
       } else if (!arg.empty() && arg[0] != '-' && a.file.empty()) {
@@ -512,9 +608,17 @@ int main(int argc, char** argv) {
       return usage("--with-executorch: this fatpte-run was built without the ExecuTorch SDK");
     }
     if (select) return select_only(a);
-    if (a.input_text.empty() == a.inputs_json.empty()) {
-      return usage("give the calls with --inputs CALLS.json (or one float32 input with --input VALUES.txt), not both");
+    if (a.golden_report && (a.self_test || !a.input_text.empty() || !a.inputs_json.empty())) {
+      return usage("--golden-report runs the golden calls alone: it takes no --self-test, --inputs or --input");
     }
+    if (!a.input_text.empty() && !a.inputs_json.empty()) {
+      return usage("give the calls with --inputs CALLS.json or --input VALUES.txt, not both");
+    }
+    if (a.input_text.empty() && a.inputs_json.empty() && !a.self_test && !a.golden_report) {
+      return usage("give the calls with --inputs CALLS.json (or one float32 input with --input VALUES.txt), or "
+                   "--self-test or --golden-report");
+    }
+    if (!a.save_outputs.empty() && !a.input_text.empty()) return usage("--save-outputs goes with --inputs or --golden-report");
     fatpte::set_executorch_log(executorch_log);
     const int rc = run_with_c_api(a);
 #ifndef FATPTE_RUN_TEARDOWN

@@ -22,8 +22,9 @@ from fatpte.errors import Category, ErrorCode, FatpteError
 
 def test_every_category_has_its_documented_exit_code() -> None:
     assert EXIT_CODES == {Category.INVALID: 1, Category.USAGE: 2, Category.SELECTION: 3, Category.IO: 4,
-                          Category.UNVERIFIED: 5}
-    assert {exit_code(FatpteError(c, "x")) for c in ErrorCode} == {1, 2, 3, 4, 5}
+                          Category.UNVERIFIED: 5, Category.DISAGREES: 6}
+    assert {exit_code(FatpteError(c, "x")) for c in ErrorCode} == {1, 2, 3, 4, 5, 6}
+    assert exit_code(FatpteError(ErrorCode.GOLDEN_MISMATCH, "x")) == 6
     assert exit_code(FatpteError(ErrorCode.NO_SPECIALIZATION_FITS, "x")) == 3
     assert exit_code(FatpteError(ErrorCode.IO_ERROR, "x")) == 4
 

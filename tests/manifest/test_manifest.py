@@ -68,7 +68,7 @@ def _parse_fbs(text: str) -> dict[str, list[tuple[str, str, bool, str | None]]]:
     return tables
 
 
-_FBS_KIND = {"ubyte": "u8", "uint": "u32", "ulong": "u64", "string": "string", "VersionMatch": "u8",
+_FBS_KIND = {"ubyte": "u8", "uint": "u32", "ulong": "u64", "double": "f64", "string": "string", "VersionMatch": "u8",
              "[string]": "[string]", "[ubyte]": "[u8]", "[int]": "[i32]"}
 
 

@@ -90,6 +90,9 @@ struct LoadOptions {
   // Who set these options, for the words of the reasons: an application (false: they name the
   // options, e.g. a library mapped to none) or fatpte-run (true: they name its flags).
   bool command_line = false;
+  // Run each loaded entry's golden calls before serving it (fatpte/self_test.hpp): a mismatch is a
+  // failed load, and the next eligible entry is tried with the finding as the reason.
+  bool self_test = false;
 };
 
 // "ID=PATH" (as `--backend-lib` gives it) into options.libraries; "ID=" withholds ID.

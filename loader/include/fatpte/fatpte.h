@@ -195,12 +195,17 @@ FATPTE_API fatpte_status fatpte_load_options_set_defaults(fatpte_load_options* o
  * only the chosen entry is tried (0). Fallback goes by entry: each eligible entry once, in rank
  * order, whatever its name or backend id. */
 FATPTE_API fatpte_status fatpte_load_options_set_fallback(fatpte_load_options* options, int fallback) FATPTE_NOEXCEPT;
-/* Only entry `index` is tried (when eligible): another method of an entry loaded before, or one
- * entry on purpose. */
+/* Only entry `index` is tried: another method of an entry loaded before, or one entry on purpose
+ * (fatpte_find_entry gives an index by name). FATPTE_E_ENTRY_NOT_FOUND when the container has no
+ * such entry, FATPTE_E_NO_SPECIALIZATION_FITS when it is not eligible. */
 FATPTE_API fatpte_status fatpte_load_options_set_entry(fatpte_load_options* options, uint32_t index) FATPTE_NOEXCEPT;
 /* Whether the reasons name fatpte-run's flags (1) rather than the load options (0, the default). */
 FATPTE_API fatpte_status fatpte_load_options_set_command_line(fatpte_load_options* options,
                                                               int command_line) FATPTE_NOEXCEPT;
+/* Whether each loaded entry runs its golden calls (specs/nfat-manifest.md section 11) before it
+ * is served (0, the default: no golden byte is read). A mismatch is a failed load: the next
+ * eligible entry is tried, the finding (E1401) its reason in the report. */
+FATPTE_API fatpte_status fatpte_load_options_set_self_test(fatpte_load_options* options, int self_test) FATPTE_NOEXCEPT;
 /* (Signed loading: fatpte_load_options_require_signature, include/fatpte/signature.h.) */
 
 /* What a load did, whether or not an entry loaded: for an explanation of a failure as well as of
@@ -301,6 +306,30 @@ FATPTE_API fatpte_status fatpte_run_f32(fatpte_loaded* loaded, const float* inpu
                                         fatpte_error* error) FATPTE_NOEXCEPT;
 FATPTE_API void fatpte_unload(fatpte_loaded* loaded) FATPTE_NOEXCEPT;
 
+/* ---- golden calls (specs/nfat-manifest.md section 11, fatpte/self_test.hpp) ---- */
+
+typedef struct fatpte_self_test_report fatpte_self_test_report;
+
+/* Run the golden calls of the loaded entry's method on `loaded` (its state changes) and compare
+ * each output with its golden tensor: FATPTE_OK when all passed, FATPTE_E_GOLDEN_MISMATCH when one
+ * did not or a call could not run (`report` says which, with every figure); another status for a
+ * container whose golden calls are damaged (no report). `keep_outputs`: keep each call's outputs
+ * for fatpte_self_test_report_output. Signatures are not checked here: a signed load checks the
+ * golden tensors' bytes itself (fatpte_load_options_set_self_test). */
+FATPTE_API fatpte_status fatpte_self_test(const fatpte_container* container, fatpte_loaded* loaded, int keep_outputs,
+                                          fatpte_self_test_report** report, fatpte_error* error) FATPTE_NOEXCEPT;
+/* One line: how many calls passed and the largest difference, or the first failure. */
+FATPTE_API const char* fatpte_self_test_report_summary(const fatpte_self_test_report* report) FATPTE_NOEXCEPT;
+/* Every figure as JSON (fatpte/self_test.hpp, SelfTestReport::json). */
+FATPTE_API const char* fatpte_self_test_report_json(const fatpte_self_test_report* report) FATPTE_NOEXCEPT;
+/* The calls made, and output `output` of the `call`-th call made (kept with keep_outputs; its
+ * pointers valid until the report is freed). */
+FATPTE_API fatpte_status fatpte_self_test_report_call_count(const fatpte_self_test_report* report,
+                                                            size_t* count) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_self_test_report_output(const fatpte_self_test_report* report, size_t call,
+                                                        size_t output, fatpte_tensor* out) FATPTE_NOEXCEPT;
+FATPTE_API void fatpte_self_test_report_free(fatpte_self_test_report* report) FATPTE_NOEXCEPT;
+
 /* ---- reading through a callback (specs/remote.md): a container at a URL, read by ranges ---- */
 
 /* The first read: the header and, in practice, the tables and the manifest (specs/remote.md 2;
@@ -334,6 +363,11 @@ FATPTE_API fatpte_status fatpte_reader_fetch_entry(fatpte_reader* reader, uint32
  * signature_checksum (FATPTE_E_SIGNATURE_CHECKSUM_MISMATCH): call it before
  * fatpte_verify_signature on the reader's container (include/fatpte/signature.h). */
 FATPTE_API fatpte_status fatpte_reader_fetch_signature(fatpte_reader* reader, fatpte_error* error) FATPTE_NOEXCEPT;
+/* Read the golden tensors entry `index`'s golden calls name, each checked against its CRC32C:
+ * before a self-test of that entry (fatpte_load_options_set_self_test, fatpte_self_test). A load
+ * without one reads none of them. */
+FATPTE_API fatpte_status fatpte_reader_fetch_golden(fatpte_reader* reader, uint32_t index,
+                                                    fatpte_error* error) FATPTE_NOEXCEPT;
 /* The bytes read and the read_at calls made so far. */
 FATPTE_API fatpte_status fatpte_reader_stats(const fatpte_reader* reader, uint64_t* bytes_read,
                                              uint64_t* calls) FATPTE_NOEXCEPT;

@@ -57,6 +57,9 @@ typedef enum fatpte_status {
   FATPTE_E_MANIFEST_VALUE_INVALID = 418, /* E0418: a manifest field holds a value its rule forbids */
   FATPTE_E_NAMED_DATA_LAYOUT_MISMATCH = 419, /* E0419: a named-data layout does not describe its segment's bytes */
   FATPTE_E_MANIFEST_OVER_BUDGET = 420, /* E0420: the manifest's references expand past its work budget */
+  FATPTE_E_GOLDEN_KEY_INVALID = 421, /* E0421: a golden call names a key the manifest lacks, or one with no contiguous layout */
+  FATPTE_E_GOLDEN_CALL_MISMATCH = 422, /* E0422: a golden call does not fit its entry's program signature */
+  FATPTE_E_GOLDEN_DIGEST_MISMATCH = 423, /* E0423: an entry's golden calls do not hash to its provenance's fatpte.golden.sha256 */
   FATPTE_E_V1_BAD_ID = 501, /* E0501: a v1 backend id is empty or has a byte outside ASCII 0x01..0x7f */
   FATPTE_E_V1_ID_PADDING_NOT_ZERO = 502, /* E0502: a v1 backend id has non-zero bytes after its terminating NUL */
   FATPTE_E_V1_OVERLAPPING_PAYLOADS = 503, /* E0503: two v1 payloads share bytes */
@@ -75,6 +78,7 @@ typedef enum fatpte_status {
   FATPTE_E_BAD_PACK_FILE = 708, /* E0708: a pack.toml file breaks a rule of docs/pack-toml.md */
   FATPTE_E_RANKING_TIE = 709, /* E0709: entries one device can both run tie on every ranking key but table position */
   FATPTE_E_UNKNOWN_WORD = 710, /* E0710: a prefer or exclude word names no entry and no backend id of the container */
+  FATPTE_E_NO_GOLDEN_CALLS = 711, /* E0711: the container, or the input given, has no golden calls to check or record */
   FATPTE_E_IO_ERROR = 801, /* E0801: reading or writing a file failed */
   FATPTE_E_REMOTE_UNSUPPORTED = 802, /* E0802: no reader for this URL's scheme is installed (pip install 'fatpte[remote]') */
   FATPTE_E_REMOTE_RANGE_IGNORED = 803, /* E0803: the server did not answer a range request with the range asked for */
@@ -118,6 +122,7 @@ typedef enum fatpte_status {
   FATPTE_E_NAMED_DATA_NOT_SIGNED = 1309, /* E1309: a named-data key of the container is not in the signed statement */
   FATPTE_E_SIGNED_NAMED_DATA_MISMATCH = 1310, /* E1310: a named-data key's bytes or layout differ from the signed ones */
   FATPTE_E_SIGNED_PAYLOAD_MISMATCH = 1311, /* E1311: the SHA-256 of a payload differs from the signed one */
+  FATPTE_E_GOLDEN_MISMATCH = 1401, /* E1401: an entry's output is outside its golden output's tolerance, or a call did not run */
 } fatpte_status;
 
 #ifdef __cplusplus
@@ -271,7 +276,7 @@ inline constexpr std::uint64_t kExpansionFactor = 16;  // manifest.EXPANSION_FAC
 inline constexpr std::uint64_t kExpansionAllowance = 1048576;  // manifest.EXPANSION_ALLOWANCE
 
 enum class FieldKind : std::uint8_t {
-  kU8, kU32, kU64, kString, kTable, kStringVector, kTableVector, kByteVector, kInt32Vector
+  kU8, kU32, kU64, kF64, kString, kTable, kStringVector, kTableVector, kByteVector, kInt32Vector
 };
 
 struct FieldSpec {
@@ -340,6 +345,17 @@ inline constexpr FieldSpec kEntryFields[] = {
     {"payload_sha256", FieldKind::kByteVector, -1, false},
     {"provenance", FieldKind::kTableVector, 8, false},
     {"executorch_backends", FieldKind::kStringVector, -1, false},
+    {"golden", FieldKind::kTableVector, 11, false},
+};
+inline constexpr FieldSpec kGoldenOutputFields[] = {
+    {"key", FieldKind::kString, -1, true},
+    {"atol", FieldKind::kF64, -1, false},
+    {"rtol", FieldKind::kF64, -1, false},
+};
+inline constexpr FieldSpec kGoldenCallFields[] = {
+    {"method", FieldKind::kString, -1, true},
+    {"inputs", FieldKind::kStringVector, -1, false},
+    {"outputs", FieldKind::kTableVector, 10, false},
 };
 inline constexpr FieldSpec kTensorLayoutFields[] = {
     {"dtype", FieldKind::kString, -1, true},
@@ -349,12 +365,12 @@ inline constexpr FieldSpec kTensorLayoutFields[] = {
 inline constexpr FieldSpec kNamedDataFields[] = {
     {"key", FieldKind::kString, -1, true},
     {"segment", FieldKind::kU32, -1, false},
-    {"layout", FieldKind::kTable, 10, false},
+    {"layout", FieldKind::kTable, 12, false},
 };
 inline constexpr FieldSpec kManifestFields[] = {
     {"revision", FieldKind::kU32, -1, false},
     {"entries", FieldKind::kTableVector, 9, false},
-    {"named_data", FieldKind::kTableVector, 11, false},
+    {"named_data", FieldKind::kTableVector, 13, false},
 };
 
 inline constexpr TableSpec kTables[] = {
@@ -367,13 +383,15 @@ inline constexpr TableSpec kTables[] = {
     {"Method", kMethodFields, 4},
     {"Signature", kSignatureFields, 1},
     {"KeyValue", kKeyValueFields, 2},
-    {"Entry", kEntryFields, 8},
+    {"Entry", kEntryFields, 9},
+    {"GoldenOutput", kGoldenOutputFields, 3},
+    {"GoldenCall", kGoldenCallFields, 3},
     {"TensorLayout", kTensorLayoutFields, 3},
     {"NamedData", kNamedDataFields, 3},
     {"Manifest", kManifestFields, 3},
 };
-inline constexpr std::size_t kTableCount = 13;
-inline constexpr std::int32_t kRootTable = 12;  // Manifest
+inline constexpr std::size_t kTableCount = 15;
+inline constexpr std::int32_t kRootTable = 14;  // Manifest
 
 }  // namespace manifest_schema
 
@@ -428,6 +446,9 @@ enum class Error : std::int32_t {
   MANIFEST_VALUE_INVALID = 418,
   NAMED_DATA_LAYOUT_MISMATCH = 419,
   MANIFEST_OVER_BUDGET = 420,
+  GOLDEN_KEY_INVALID = 421,
+  GOLDEN_CALL_MISMATCH = 422,
+  GOLDEN_DIGEST_MISMATCH = 423,
   V1_BAD_ID = 501,
   V1_ID_PADDING_NOT_ZERO = 502,
   V1_OVERLAPPING_PAYLOADS = 503,
@@ -446,6 +467,7 @@ enum class Error : std::int32_t {
   BAD_PACK_FILE = 708,
   RANKING_TIE = 709,
   UNKNOWN_WORD = 710,
+  NO_GOLDEN_CALLS = 711,
   IO_ERROR = 801,
   REMOTE_UNSUPPORTED = 802,
   REMOTE_RANGE_IGNORED = 803,
@@ -489,6 +511,7 @@ enum class Error : std::int32_t {
   NAMED_DATA_NOT_SIGNED = 1309,
   SIGNED_NAMED_DATA_MISMATCH = 1310,
   SIGNED_PAYLOAD_MISMATCH = 1311,
+  GOLDEN_MISMATCH = 1401,
 };
 
 // One row of the error table. Its texts are held in the row, as read-only data that needs no
@@ -551,6 +574,9 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {418, "MANIFEST_VALUE_INVALID", "E0418", "a manifest field holds a value its rule forbids", "invalid", false},
     {419, "NAMED_DATA_LAYOUT_MISMATCH", "E0419", "a named-data layout does not describe its segment's bytes", "invalid", false},
     {420, "MANIFEST_OVER_BUDGET", "E0420", "the manifest's references expand past its work budget", "invalid", false},
+    {421, "GOLDEN_KEY_INVALID", "E0421", "a golden call names a key the manifest lacks, or one with no contiguous layout", "invalid", false},
+    {422, "GOLDEN_CALL_MISMATCH", "E0422", "a golden call does not fit its entry's program signature", "invalid", false},
+    {423, "GOLDEN_DIGEST_MISMATCH", "E0423", "an entry's golden calls do not hash to its provenance's fatpte.golden.sha256", "invalid", false},
     {501, "V1_BAD_ID", "E0501", "a v1 backend id is empty or has a byte outside ASCII 0x01..0x7f", "invalid", false},
     {502, "V1_ID_PADDING_NOT_ZERO", "E0502", "a v1 backend id has non-zero bytes after its terminating NUL", "invalid", true},
     {503, "V1_OVERLAPPING_PAYLOADS", "E0503", "two v1 payloads share bytes", "invalid", true},
@@ -569,6 +595,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {708, "BAD_PACK_FILE", "E0708", "a pack.toml file breaks a rule of docs/pack-toml.md", "usage", false},
     {709, "RANKING_TIE", "E0709", "entries one device can both run tie on every ranking key but table position", "usage", true},
     {710, "UNKNOWN_WORD", "E0710", "a prefer or exclude word names no entry and no backend id of the container", "usage", true},
+    {711, "NO_GOLDEN_CALLS", "E0711", "the container, or the input given, has no golden calls to check or record", "usage", false},
     {801, "IO_ERROR", "E0801", "reading or writing a file failed", "io", false},
     {802, "REMOTE_UNSUPPORTED", "E0802", "no reader for this URL's scheme is installed (pip install 'fatpte[remote]')", "io", false},
     {803, "REMOTE_RANGE_IGNORED", "E0803", "the server did not answer a range request with the range asked for", "io", false},
@@ -612,8 +639,9 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1309, "NAMED_DATA_NOT_SIGNED", "E1309", "a named-data key of the container is not in the signed statement", "unverified", false},
     {1310, "SIGNED_NAMED_DATA_MISMATCH", "E1310", "a named-data key's bytes or layout differ from the signed ones", "unverified", false},
     {1311, "SIGNED_PAYLOAD_MISMATCH", "E1311", "the SHA-256 of a payload differs from the signed one", "unverified", false},
+    {1401, "GOLDEN_MISMATCH", "E1401", "an entry's output is outside its golden output's tolerance, or a call did not run", "disagrees", false},
 };
-inline constexpr std::size_t kErrorCount = 109;
+inline constexpr std::size_t kErrorCount = 114;
 
 }  // namespace fatpte
 #endif  // __cplusplus

@@ -19,6 +19,7 @@
 #include "fatpte/result.hpp"
 #include "fatpte/profile.hpp"
 #include "fatpte/select.hpp"
+#include "fatpte/self_test.hpp"
 #include "fatpte/status.hpp"
 #include "fatpte/tensor.hpp"
 
@@ -506,6 +507,12 @@ fatpte_status fatpte_load_options_set_command_line(fatpte_load_options* o, int c
   return FATPTE_OK;
 }
 
+fatpte_status fatpte_load_options_set_self_test(fatpte_load_options* o, int self_test) noexcept {
+  if (o == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  o->options.self_test = self_test != 0;
+  return FATPTE_OK;
+}
+
 fatpte_status fatpte_load_with(const fatpte_container* c, const fatpte_selection* s, const fatpte_load_options* o,
                                fatpte_loaded** out, fatpte_error* error) noexcept {
   return guarded(error, [&]() -> fatpte_status {
@@ -704,6 +711,59 @@ fatpte_status fatpte_run_f32(fatpte_loaded* l, const float* input, size_t input_
 }
 
 void fatpte_unload(fatpte_loaded* l) noexcept { delete l; }
+
+fatpte_status fatpte_self_test(const fatpte_container* c, fatpte_loaded* l, int keep_outputs,
+                               fatpte_self_test_report** out, fatpte_error* error) noexcept {
+  return guarded(error, [&]() -> fatpte_status {
+    if (out != nullptr) *out = nullptr;
+    if (c == nullptr || !c->impl || l == nullptr || !l->dispatch.loaded || out == nullptr) {
+      return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "a required argument is NULL"),
+                    error);
+    }
+    fatpte::SelfTestOptions options;
+    options.keep_outputs = keep_outputs != 0;
+    auto r = fatpte::self_test(*c->impl, *l->dispatch.loaded, options);
+    if (!r.ok()) return report(r.error(), error);
+    auto handle = std::make_unique<fatpte_self_test_report>();
+    handle->report = std::move(r).value();
+    handle->summary = handle->report.summary();
+    handle->json = handle->report.json(*c->impl);
+    const bool passed = handle->report.passed;
+    const std::string summary = handle->summary;
+    *out = handle.release();
+    if (passed) return report(Status(), error);
+    return report(fatpte::fail(Error::GOLDEN_MISMATCH, fatpte::kNoOffset, "", "%s", summary.c_str()), error);
+  });
+}
+
+const char* fatpte_self_test_report_summary(const fatpte_self_test_report* r) noexcept {
+  return r == nullptr ? "" : r->summary.c_str();
+}
+
+const char* fatpte_self_test_report_json(const fatpte_self_test_report* r) noexcept {
+  return r == nullptr ? "" : r->json.c_str();
+}
+
+fatpte_status fatpte_self_test_report_call_count(const fatpte_self_test_report* r, size_t* count) noexcept {
+  if (r == nullptr || count == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  *count = r->report.calls.size();
+  return FATPTE_OK;
+}
+
+fatpte_status fatpte_self_test_report_output(const fatpte_self_test_report* r, size_t call, size_t output,
+                                            fatpte_tensor* out) noexcept {
+  if (r == nullptr || out == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  if (call >= r->report.calls.size() || output >= r->report.calls[call].got.size()) return FATPTE_E_ENTRY_NOT_FOUND;
+  const fatpte::Tensor& t = r->report.calls[call].got[output];
+  out->dtype = t.none ? FATPTE_DTYPE_NONE : static_cast<int32_t>(t.dtype);
+  out->rank = static_cast<uint32_t>(t.none ? 0 : t.shape.size());
+  out->shape = t.shape.data();
+  out->data = t.data.data();
+  out->nbytes = t.none ? 0 : t.data.size();
+  return FATPTE_OK;
+}
+
+void fatpte_self_test_report_free(fatpte_self_test_report* r) noexcept { delete r; }
 
 }  // extern "C"
 

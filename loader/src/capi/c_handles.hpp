@@ -14,6 +14,7 @@
 #include "fatpte/dispatch.hpp"
 #include "fatpte/fatpte.h"
 #include "fatpte/select.hpp"
+#include "fatpte/self_test.hpp"
 #include "fatpte/signature.h"
 #include "fatpte/signature.hpp"
 #include "fatpte/status.hpp"
@@ -56,6 +57,12 @@ struct fatpte_load_report {
   std::string dispatch;
   std::string key_id;
   std::vector<std::pair<std::uint32_t, std::string>> attempts;
+};
+
+struct fatpte_self_test_report {
+  fatpte::SelfTestReport report;
+  std::string summary;
+  std::string json;
 };
 
 struct fatpte_trust {

@@ -23,7 +23,9 @@
 #include <utility>
 #include <vector>
 
+#include "capi/c_handles.hpp"
 #include "common/bytes.hpp"
+#include "container/golden.hpp"
 #include "fatpte/crc32c.hpp"
 #include "fatpte/fatpte.h"
 #include "fatpte/result.hpp"
@@ -296,6 +298,45 @@ fatpte_status fatpte_reader_fetch_entry(fatpte_reader* r, uint32_t index, fatpte
                           read_u32le(rec + F::kV2Segment_checksum_offset), FATPTE_E_SEGMENT_CHECKSUM_MISMATCH,
                           seg + ".checksum", "the named data '" + key->str() + "' (" + seg + ")", error);
         if (s != FATPTE_OK) return s;
+      }
+    }
+    return FATPTE_OK;
+  } catch (...) {
+    set_error(error, FATPTE_E_IO_ERROR, FATPTE_NO_OFFSET, "", "out of memory");
+    return FATPTE_E_IO_ERROR;
+  }
+}
+
+fatpte_status fatpte_reader_fetch_golden(fatpte_reader* r, uint32_t index, fatpte_error* error) noexcept {
+  if (r == nullptr || r->container == nullptr) {
+    set_error(error, FATPTE_E_INVALID_ARGUMENT, FATPTE_NO_OFFSET, "", "no reader");
+    return FATPTE_E_INVALID_ARGUMENT;
+  }
+  try {
+    const fatpte::Container* c = fatpte::capi::container_of(r->container);
+    if (index >= c->entries().size()) {
+      set_error(error, FATPTE_E_ENTRY_NOT_FOUND, FATPTE_NO_OFFSET, "", "entry index " + std::to_string(index) +
+                " is out of range (the container holds " + std::to_string(c->entries().size()) + ")");
+      return FATPTE_E_ENTRY_NOT_FOUND;
+    }
+    // The golden keys from the verified manifest (opening fetched it); their segments' records lie
+    // in the tables, fetched too.
+    auto calls = fatpte::golden_calls(*c, index);
+    if (!calls.ok()) return fatpte::capi::to_status(calls.error(), error);
+    std::vector<std::uint32_t> done;
+    for (const fatpte::GoldenCallSpec& call : calls.value()) {
+      std::vector<const fatpte::GoldenTensor*> tensors;
+      for (const fatpte::GoldenTensor& t : call.inputs) tensors.push_back(&t);
+      for (const fatpte::GoldenOutputSpec& o : call.outputs) tensors.push_back(&o.want);
+      for (const fatpte::GoldenTensor* t : tensors) {
+        if (std::find(done.begin(), done.end(), t->segment) != done.end()) continue;
+        done.push_back(t->segment);
+        const fatpte::Segment& s = c->segments()[t->segment];
+        const std::string seg = "segments[" + std::to_string(t->segment) + "]";
+        const fatpte_status st = fetch_checked(r, s.offset, s.size, s.checksum, FATPTE_E_SEGMENT_CHECKSUM_MISMATCH,
+                                               seg + ".checksum", "the golden tensor '" + t->key + "' (" + seg + ")",
+                                               error);
+        if (st != FATPTE_OK) return st;
       }
     }
     return FATPTE_OK;

@@ -27,6 +27,7 @@
 #include <executorch/runtime/platform/log.h>
 
 #include "common/text.hpp"
+#include "container/golden.hpp"
 #include "container/manifest_view.hpp"
 #include "executorch/bounded_allocator.hpp"
 #include "executorch/memory.hpp"
@@ -118,6 +119,15 @@ std::vector<std::string> words(R::BackendInitContext& context, const char* key) 
   return out;
 }
 
+// Load-time option `self_test` (a bool, or the string "1" or "true"): run each nested program
+// entry's golden calls before it is served (specs/nfat-manifest.md section 11).
+bool self_test_wanted(R::BackendInitContext& context) {
+  R::Result<bool> flag = context.get_runtime_spec<bool>("self_test");
+  if (flag.ok()) return flag.get();
+  R::Result<const char*> text = context.get_runtime_spec<const char*>("self_test");
+  return text.ok() && text.get() != nullptr && (std::strcmp(text.get(), "1") == 0 || std::strcmp(text.get(), "true") == 0);
+}
+
 // The backends of this process's ExecuTorch registry that are registered and available now.
 std::set<std::string> available_backends() {
   std::set<std::string> out;
@@ -196,6 +206,105 @@ class NestedProgram {
     R::Result<R::Method> method = program_->load_method(name_.c_str(), memory_.get(), nullptr, named_data);
     if (!method.ok()) return et_reason(("ExecuTorch could not load the nested method '" + name_ + "'").c_str(), method.error(), capture);
     method_.emplace(std::move(method.get()));
+    return "";
+  }
+
+  const std::string& name() const noexcept { return name_; }
+
+  // Golden call `call` on the loaded method: "" when every output is within its tolerance, else
+  // why not (container/golden.hpp compares). The method's state changes; the caller loads a fresh
+  // program to serve.
+  std::string golden(const GoldenCallSpec& call) {
+    const std::size_t inputs = method_->inputs_size();
+    if (call.inputs.size() != inputs || call.outputs.size() != method_->outputs_size()) {
+      return "the golden call has " + std::to_string(call.inputs.size()) + " inputs and " +
+             std::to_string(call.outputs.size()) + " outputs, the method " + std::to_string(inputs) + " and " +
+             std::to_string(method_->outputs_size());
+    }
+    const R::MethodMeta meta = method_->method_meta();
+    std::vector<std::vector<std::uint8_t>> data(inputs);
+    std::vector<std::vector<R::etensor::TensorImpl::SizesType>> sizes(inputs);
+    std::vector<std::vector<R::etensor::TensorImpl::DimOrderType>> orders(inputs);
+    std::vector<std::vector<R::etensor::TensorImpl::StridesType>> strides(inputs);
+    std::vector<std::unique_ptr<R::etensor::TensorImpl>> impls(inputs);
+    for (std::size_t i = 0; i < inputs; ++i) {
+      const GoldenTensor& t = call.inputs[i];
+      R::Result<R::Tag> tag = meta.input_tag(i);
+      if (!tag.ok()) return "input " + std::to_string(i) + " cannot be described";
+      R::Error e = R::Error::Ok;
+      double x = 0;
+      std::int64_t iv = 0;
+      if (tag.get() == R::Tag::Int || tag.get() == R::Tag::Double || tag.get() == R::Tag::Bool) {
+        if (t.bytes.size != t.element_size) return "input " + std::to_string(i) + " is a scalar, the golden tensor is not";
+        if (t.scalar_type == 4) std::memcpy(&iv, t.bytes.data, 8);
+        if (t.scalar_type == 7) std::memcpy(&x, t.bytes.data, 8);
+        if (t.scalar_type == 11) iv = t.bytes.data[0] != 0;
+        const R::EValue v = tag.get() == R::Tag::Int ? R::EValue(iv)
+                            : tag.get() == R::Tag::Double ? R::EValue(x) : R::EValue(iv != 0);
+        e = method_->set_input(v, i);
+      } else {
+        const std::size_t rank = t.sizes.size();
+        data[i].assign(t.bytes.data, t.bytes.data + t.bytes.size);
+        std::int64_t step = 1;
+        strides[i].resize(rank);
+        for (std::size_t d = rank; d-- > 0;) {
+          strides[i][d] = static_cast<R::etensor::TensorImpl::StridesType>(step);
+          step *= std::max<std::int64_t>(t.sizes[d], 1);
+        }
+        for (std::size_t d = 0; d < rank; ++d) {
+          sizes[i].push_back(static_cast<R::etensor::TensorImpl::SizesType>(t.sizes[d]));
+          orders[i].push_back(static_cast<R::etensor::TensorImpl::DimOrderType>(d));
+        }
+        impls[i] = std::make_unique<R::etensor::TensorImpl>(
+            static_cast<executorch::aten::ScalarType>(t.scalar_type), static_cast<ssize_t>(rank), sizes[i].data(),
+            data[i].data(), orders[i].data(), strides[i].data(), R::TensorShapeDynamism::STATIC);
+        e = method_->set_input(R::EValue(executorch::aten::Tensor(impls[i].get())), i);
+      }
+      if (e != R::Error::Ok) return "input " + std::to_string(i) + " was refused (set_input, error " + std::to_string(static_cast<int>(e)) + ")";
+    }
+    const R::Error e = method_->execute();
+    if (e != R::Error::Ok) return "the method could not execute (error " + std::to_string(static_cast<int>(e)) + ")";
+    for (std::size_t j = 0; j < call.outputs.size(); ++j) {
+      const R::EValue& v = method_->get_output(j);
+      std::int8_t type = 0;
+      std::vector<std::int64_t> got_sizes;
+      std::vector<std::uint8_t> scalar(8, 0);
+      const std::uint8_t* bytes = scalar.data();
+      std::uint64_t nbytes = 8;
+      if (v.isTensor()) {
+        const executorch::aten::Tensor& out = v.toTensor();
+        if (!R::is_contiguous_dim_order(out.dim_order().data(), out.dim())) {
+          return "output " + std::to_string(j) + " is not in contiguous dim order";
+        }
+        type = static_cast<std::int8_t>(out.scalar_type());
+        for (auto s : out.sizes()) got_sizes.push_back(s);
+        bytes = static_cast<const std::uint8_t*>(out.const_data_ptr());
+        nbytes = out.nbytes();
+      } else if (v.isInt()) {
+        type = 4;
+        const std::int64_t x = v.toInt();
+        std::memcpy(scalar.data(), &x, 8);
+      } else if (v.isDouble()) {
+        type = 7;
+        const double x = v.toDouble();
+        std::memcpy(scalar.data(), &x, 8);
+      } else if (v.isBool()) {
+        type = 11;
+        scalar[0] = v.toBool() ? 1 : 0;
+        nbytes = 1;
+      } else {
+        return "output " + std::to_string(j) + " is no tensor or scalar";
+      }
+      if (!v.isTensor()) got_sizes = call.outputs[j].want.sizes;  // a scalar has the one element it has
+      const GoldenComparison cmp = compare_golden(call.outputs[j], type, got_sizes, bytes, nbytes);
+      if (!cmp.problem.empty()) return "output " + std::to_string(j) + ": " + cmp.problem;
+      if (!cmp.passed) {
+        char text[160];
+        std::snprintf(text, sizeof text, "output %zu: max abs %.3g (rel %.3g) > %.3g + %.3g * max|want| = %.3g", j,
+                      cmp.max_abs, cmp.max_rel(), call.outputs[j].atol, call.outputs[j].rtol, cmp.bound);
+        return text;
+      }
+    }
     return "";
   }
 
@@ -378,6 +487,11 @@ class FatBackend final : public R::BackendInterface {
       if (payload_is_program(c, e)) {
         outcome = nested_missing(payload, e, context.get_method_name());
         if (outcome.empty()) outcome = load_nested(payload, context, *handle);
+        if (outcome.empty() && self_test_wanted(context)) {
+          std::string passed;
+          outcome = self_test_nested(c, e, payload, context, *handle, passed);
+          if (outcome.empty() && !passed.empty()) news.push_back("entry " + entry_label(e) + ": " + passed);
+        }
       } else {
         const nfat::manifest::Entry* me = manifest.value().entry(e.index);
         std::string id = delegate_backend_id(e.backend_id);
@@ -455,6 +569,40 @@ class FatBackend final : public R::BackendInterface {
     handle.inner = inner.get();
     if (view.data() == nullptr) processed->Free();
     return "";
+  }
+
+  // The opt-in self-test of a nested program entry (load-time option `self_test`): its golden calls
+  // of the loaded method, in order; then a fresh load to serve. "" when it passed (`passed` then
+  // says what ran), else the reason the entry is skipped.
+  static std::string self_test_nested(const Container& c, const Entry& e, Bytes payload, R::BackendInitContext& context,
+                                      FatHandle& handle, std::string& passed) {
+    Result<std::vector<GoldenCallSpec>> calls = golden_calls(c, e.index);
+    if (!calls.ok()) return "self-test: " + calls.error().describe();
+    std::vector<const GoldenCallSpec*> mine;
+    for (const GoldenCallSpec& call : calls.value()) {
+      if (call.method == handle.nested->name()) mine.push_back(&call);
+    }
+    if (mine.empty()) {
+      passed = "self-test: no golden calls of method '" + detail::printable(handle.nested->name()) + "'";
+      return "";
+    }
+    std::vector<GoldenCallSpec> made;
+    for (const GoldenCallSpec* call : mine) made.push_back(*call);
+    const Status damage = check_golden_segments(c, made);
+    if (!damage.ok()) return "self-test: " + damage.describe();
+    for (const GoldenCallSpec& call : made) {
+      const std::string why = handle.nested->golden(call);
+      if (!why.empty()) {
+        handle.nested.reset();
+        return "self-test failed: " + fail(Error::GOLDEN_MISMATCH, kNoOffset, "", "golden call %u of method '%s', %s",
+                                           call.index, call.method.c_str(), why.c_str()).describe();
+      }
+    }
+    passed = "self-test: " + std::to_string(made.size()) + " golden call" + (made.size() == 1 ? "" : "s") +
+             " passed";
+    // Served from the program's initial state: loaded again.
+    handle.nested.reset();
+    return load_nested(payload, context, handle);
   }
 
   static std::string load_nested(Bytes payload, R::BackendInitContext& context, FatHandle& handle) {

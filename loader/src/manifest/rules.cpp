@@ -7,6 +7,7 @@
 // of the manifest table the rule is about, as Python reports them.
 #include <array>
 #include <cinttypes>
+#include <limits>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "fatpte/format.hpp"
 #include "fatpte/result.hpp"
 #include "fatpte/status.hpp"
+#include "manifest/golden.hpp"
 #include "manifest/rules.hpp"
 #include "manifest/verify.hpp"
 #include "nfat_manifest_generated.h"
@@ -94,6 +96,7 @@ struct MethodV {
   std::vector<TensorV> parts[3];  // inputs, outputs, buffers
 };
 struct EntryV {
+  const M::Entry* record = nullptr;
   std::string name;
   std::uint64_t position;  // of the Entry table, within the manifest
   std::vector<std::string> named_data;
@@ -200,6 +203,40 @@ class Builder {
     return Status();
   }
 
+  // Value rule 2.2.11 (codec._golden): methods and keys 1 to 4096 bytes, tolerances finite and >= 0.
+  Status golden(const M::Entry* e, const std::string& path) const {
+    if (e->golden() == nullptr) return Status();
+    for (::flatbuffers::uoffset_t c = 0; c < e->golden()->size(); ++c) {
+      const M::GoldenCall* call = e->golden()->Get(c);
+      const std::string p = path + "[" + std::to_string(c) + "]";
+      FATPTE_RETURN_IF_ERROR(nonempty(call, call->method(), p, "method"));
+      if (call->inputs() != nullptr) {
+        for (::flatbuffers::uoffset_t j = 0; j < call->inputs()->size(); ++j) {
+          const std::size_t n = call->inputs()->Get(j)->size();
+          if (n == 0 || n > kMaxTextBytes) {
+            return invalid(call, p + ".inputs[" + std::to_string(j) + "]", "a golden input key must be 1 to 4096 bytes");
+          }
+        }
+      }
+      if (call->outputs() == nullptr) continue;
+      for (::flatbuffers::uoffset_t j = 0; j < call->outputs()->size(); ++j) {
+        const M::GoldenOutput* o = call->outputs()->Get(j);
+        const std::string op = p + ".outputs[" + std::to_string(j) + "]";
+        FATPTE_RETURN_IF_ERROR(nonempty(o, o->key(), op, "key"));
+        const double values[2] = {o->atol(), o->rtol()};
+        static const char* const kNames[2] = {"atol", "rtol"};
+        for (int k = 0; k < 2; ++k) {
+          // NaN fails both comparisons: `!(v >= 0)` is true for it.
+          if (!(values[k] >= 0) || values[k] > std::numeric_limits<double>::max()) {
+            return invalid(o, op + "." + kNames[k],
+                           std::string(kNames[k]) + " is not a finite number at least 0");
+          }
+        }
+      }
+    }
+    return Status();
+  }
+
   // manifest.TensorLayout.problem(), in its order.
   Status layout(const M::TensorLayout* lay, const std::string& path) const {
     FATPTE_RETURN_IF_ERROR(nonempty(lay, lay->dtype(), path, "dtype"));
@@ -240,6 +277,7 @@ class Builder {
                        "source_digest '" + e->source_digest()->str() + "' is not '<algorithm>:<lowercase hex>'");
       }
       EntryV ev;
+      ev.record = e;
       if (e->named_data() != nullptr) {
         for (::flatbuffers::uoffset_t k = 0; k < e->named_data()->size(); ++k) {
           const auto* key = e->named_data()->Get(k);
@@ -266,6 +304,7 @@ class Builder {
         FATPTE_RETURN_IF_ERROR(signature(e->signature(), p + ".signature", methods));
         ev.signature = std::move(methods);
       }
+      FATPTE_RETURN_IF_ERROR(golden(e, p + ".golden"));
       ev.source_digest = opt(e->source_digest());
       if (sha != nullptr) ev.payload_sha256.assign(sha->begin(), sha->end());
       out.push_back(std::move(ev));
@@ -298,6 +337,72 @@ bool same_signature(const std::vector<MethodV>& a, const std::vector<MethodV>& b
     }
   }
   return true;
+}
+
+// Why a golden tensor of `layout` does not fit the method's tensor `spec` (manifest.golden_fit_problem),
+// or "".
+std::string golden_fit(const TensorV& spec, const M::TensorLayout& layout) {
+  const std::string dtype = layout.dtype()->str();
+  std::vector<std::int64_t> sizes;
+  if (layout.sizes() != nullptr) sizes.assign(layout.sizes()->begin(), layout.sizes()->end());
+  if (const char* kind = detail::golden_scalar_dtype(spec.dtype)) {
+    std::uint64_t numel = 1;
+    for (std::int64_t d : sizes) numel *= static_cast<std::uint64_t>(d);  // each < 2^31, a rank < vector bound
+    if (dtype != kind || numel != 1) {
+      return "the method takes a " + spec.dtype + " value, given as one " + kind + " element";
+    }
+    return "";
+  }
+  if (layout_dtype(spec.dtype.c_str()) == nullptr) return "the method's " + spec.dtype + " value cannot be given";
+  bool fits = dtype == spec.dtype && sizes.size() == spec.shape.size();
+  for (std::size_t d = 0; fits && d < sizes.size(); ++d) {
+    fits = spec.shape[d].symbol || spec.shape[d].size == static_cast<std::uint64_t>(sizes[d]);
+  }
+  return fits ? "" : "the golden tensor's dtype or shape is not the method's";
+}
+
+// Step 10 for golden call `c` of entry `e`: rules._golden_call_problem, in its order.
+Status golden_call_rules(const EntryV& e, ::flatbuffers::uoffset_t c,
+                         const std::map<std::string, const M::TensorLayout*>& layout_of, std::uint64_t base,
+                         const std::string& path) {
+  const M::GoldenCall* call = e.record->golden()->Get(c);
+  const std::uint64_t at = base + e.position;
+  FATPTE_CHECK(e.signature.has_value(), Error::GOLDEN_CALL_MISMATCH, at, path,
+               "entry '%s', golden call %u: the entry states no program signature to check the call against",
+               e.name.c_str(), c);
+  const MethodV* method = nullptr;
+  for (const MethodV& m : *e.signature) {
+    if (m.name == call->method()->str()) method = &m;
+  }
+  FATPTE_CHECK(method != nullptr, Error::GOLDEN_CALL_MISMATCH, at, path + ".method",
+               "entry '%s', golden call %u: the entry's program has no method '%s'", e.name.c_str(), c,
+               detail::clipped(call->method()->str()).c_str());
+  static const char* const kParts[2] = {"inputs", "outputs"};
+  for (int part = 0; part < 2; ++part) {
+    std::vector<const ::flatbuffers::String*> keys;
+    if (part == 0 && call->inputs() != nullptr) keys.assign(call->inputs()->begin(), call->inputs()->end());
+    if (part == 1 && call->outputs() != nullptr) {
+      for (const M::GoldenOutput* o : *call->outputs()) keys.push_back(o->key());
+    }
+    const std::vector<TensorV>& specs = method->parts[part];
+    FATPTE_CHECK(keys.size() == specs.size(), Error::GOLDEN_CALL_MISMATCH, at, path + "." + kParts[part],
+                 "entry '%s', golden call %u: the call has %zu %s, the method %zu", e.name.c_str(), c, keys.size(),
+                 kParts[part], specs.size());
+    for (std::size_t j = 0; j < keys.size(); ++j) {
+      const std::string where = path + "." + kParts[part] + "[" + std::to_string(j) + "]" + (part == 1 ? ".key" : "");
+      const auto found = layout_of.find(keys[j]->str());
+      FATPTE_CHECK(found != layout_of.end(), Error::GOLDEN_KEY_INVALID, at, where,
+                   "entry '%s', golden call %u: key '%s' is not a named-data key", e.name.c_str(), c,
+                   detail::clipped(keys[j]->str()).c_str());
+      FATPTE_CHECK(found->second != nullptr && detail::contiguous_layout(*found->second), Error::GOLDEN_KEY_INVALID,
+                   at, where, "entry '%s', golden call %u: key '%s' has no contiguous tensor layout", e.name.c_str(),
+                   c, detail::clipped(keys[j]->str()).c_str());
+      const std::string why = golden_fit(specs[j], *found->second);
+      FATPTE_CHECK(why.empty(), Error::GOLDEN_CALL_MISMATCH, at, where, "entry '%s', golden call %u, %s %zu: %s",
+                   e.name.c_str(), c, kParts[part], j, why.c_str());
+    }
+  }
+  return Status();
 }
 
 // Section 2 of specs/nfat-manifest.md whole: the verifier (2.1, 2.3), then the value rules of 2.2 in
@@ -476,6 +581,28 @@ Status check_manifest_contents(Bytes buf, const Structure& st) {
                  Error::PAYLOAD_DIGEST_MISMATCH, base + me.position,
                  "manifest.entries[" + std::to_string(i) + "].payload_sha256",
                  "the SHA-256 of the payload of '%s' does not match its manifest entry", e.name.c_str());
+  }
+
+  // ---- golden calls (section 7 step 10; rules.golden_problems) ----
+  std::map<std::string, const M::TensorLayout*> layout_of;
+  for (std::size_t i = 0; i < named.size(); ++i) layout_of[named[i].first] = named_layouts[i];
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const EntryV& e = entries[i];
+    if (e.record->golden() == nullptr) continue;
+    for (::flatbuffers::uoffset_t c = 0; c < e.record->golden()->size(); ++c) {
+      FATPTE_RETURN_IF_ERROR(golden_call_rules(e, c, layout_of, base, "manifest.entries[" + std::to_string(i) +
+                                               "].golden[" + std::to_string(c) + "]"));
+    }
+  }
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const EntryV& e = entries[i];
+    const ::flatbuffers::String* stated = detail::provenance_value(*e.record, detail::kGoldenDigestKey);
+    if (stated == nullptr) continue;
+    const std::string actual = detail::golden_digest_hex(*e.record);
+    FATPTE_CHECK(stated->str() == actual, Error::GOLDEN_DIGEST_MISMATCH, base + e.position,
+                 "manifest.entries[" + std::to_string(i) + "].provenance",
+                 "the golden calls of entry '%s' have SHA-256 %s, but its provenance %s says %s", e.name.c_str(),
+                 actual.c_str(), detail::kGoldenDigestKey, detail::clipped(stated->str()).c_str());
   }
   return Status();
 }

@@ -206,7 +206,7 @@ class Walker {
 
   Status field(std::int64_t fp, const S::FieldSpec& f, const PathNode* path) {
     using K = S::FieldKind;
-    if (f.kind == K::kU8 || f.kind == K::kU32 || f.kind == K::kU64) {
+    if (f.kind == K::kU8 || f.kind == K::kU32 || f.kind == K::kU64 || f.kind == K::kF64) {
       const std::int64_t size = f.kind == K::kU8 ? 1 : f.kind == K::kU32 ? 4 : 8;
       FATPTE_RETURN_IF_ERROR(need(fp, size, size, path, "field"));
       return spend(static_cast<std::uint64_t>(size), fp, path);

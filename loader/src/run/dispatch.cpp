@@ -23,6 +23,7 @@
 #include "fatpte/device.hpp"
 #include "run/et_runner.hpp"
 #include "run/library_search.hpp"
+#include "run/self_test.hpp"
 
 #ifndef FATPTE_EXECUTORCH_LIBRARY_DIR
 #define FATPTE_EXECUTORCH_LIBRARY_DIR ""
@@ -457,6 +458,21 @@ std::vector<const Verdict*> candidates(const Selection& s) {
   return ranked;
 }
 
+// LoadOptions::only_entry: the entry exists and is eligible, or why not (E0704, E0901).
+Status only_entry(const Container& c, const Selection& s, const LoadOptions& options) {
+  if (!options.only_entry) return Status();
+  const std::uint32_t index = *options.only_entry;
+  FATPTE_CHECK(index < c.entries().size(), Error::ENTRY_NOT_FOUND, kNoOffset, "entry",
+               "the container has no entry %u (it holds %zu)", index, c.entries().size());
+  const Entry& e = c.entries()[index];
+  for (const Verdict& v : s.verdicts) {
+    if (v.index != index) continue;
+    FATPTE_CHECK(v.eligible, Error::NO_SPECIALIZATION_FITS, kNoOffset, "", "entry %s is not eligible on the device: %s",
+                 entry_label(e).c_str(), detail::printable(explain_verdict(e, v)).c_str());
+  }
+  return Status();
+}
+
 // Steps 1 to 8 of specs/nfat-signature.md section 6 when the options require a signature: before
 // any entry is tried, so nothing of an unsigned or tampered container reaches a backend.
 // And step 11 for `device` when the options refuse a downgrade.
@@ -486,6 +502,7 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
   const std::vector<std::string> et_dirs = executorch_search_path(options);
   std::string device_json;  // what an example library is given; programs need none
   bool operators_loaded = false;
+  FATPTE_RETURN_IF_ERROR(only_entry(c, s, options));
   for (const Verdict* v : candidates(s)) {
     if (!options.fallback && !out.attempts.empty()) break;
     if (options.only_entry && v->index != *options.only_entry) continue;
@@ -519,6 +536,16 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
     std::unique_ptr<Loaded> loaded;
     if (stop.ok()) {
       stop = program ? et::load_entry(c, e, options, et_dirs, attempt, loaded) : load_example(c, e, table, attempt, loaded);
+    }
+    if (stop.ok() && loaded && options.self_test) {
+      stop = detail::self_test_on_load(c, signature ? &*signature : nullptr, attempt, loaded,
+                                       [&](std::unique_ptr<Loaded>& again, std::string& why) -> Status {
+                                         if (!program) return Status();  // the example ABI keeps no state
+                                         Attempt second;
+                                         const Status st = et::load_entry(c, e, options, et_dirs, second, again);
+                                         if (st.ok() && !again) why = second.outcome;
+                                         return st;
+                                       });
     }
     if (!stop.ok()) {
       attempt.outcome = "stopped: " + stop.describe();

@@ -1,0 +1,236 @@
+// An entry's golden calls, read to be run (container/golden.hpp).
+#include "container/golden.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/text.hpp"
+#include "container/manifest_view.hpp"
+#include "manifest/golden.hpp"
+#include "manifest/rules.hpp"
+
+namespace fatpte {
+namespace {
+
+namespace M = nfat::manifest;
+
+double half_to_double(std::uint16_t h) {
+  const int exponent = (h >> 10) & 0x1f;
+  const int mantissa = h & 0x3ff;
+  const double sign = (h & 0x8000) != 0 ? -1.0 : 1.0;
+  if (exponent == 0x1f) return mantissa != 0 ? std::nan("") : sign * std::numeric_limits<double>::infinity();
+  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
+  return sign * std::ldexp(mantissa + 1024, exponent - 25);
+}
+
+template <typename T>
+double load(const std::uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);  // little-endian hosts only, as the rest of the loader's tensors
+  return static_cast<double>(v);
+}
+
+// One element of ScalarType `type` at `p` as a double; false for a type without plain numbers.
+bool element(std::int8_t type, const std::uint8_t* p, double* out) {
+  switch (type) {
+    case 0: case 13: *out = load<std::uint8_t>(p); return true;   // uint8, quint8
+    case 1: case 12: *out = load<std::int8_t>(p); return true;    // int8, qint8
+    case 2: *out = load<std::int16_t>(p); return true;
+    case 3: case 14: *out = load<std::int32_t>(p); return true;   // int32, qint32
+    case 4: *out = load<std::int64_t>(p); return true;
+    case 5: { std::uint16_t h; std::memcpy(&h, p, 2); *out = half_to_double(h); return true; }
+    case 6: *out = load<float>(p); return true;
+    case 7: *out = load<double>(p); return true;
+    case 11: *out = p[0] != 0 ? 1.0 : 0.0; return true;
+    case 15: {  // bfloat16: the high half of a float32
+      std::uint16_t b;
+      std::memcpy(&b, p, 2);
+      const std::uint32_t bits = std::uint32_t{b} << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      *out = f;
+      return true;
+    }
+    case 27: *out = load<std::uint16_t>(p); return true;
+    case 28: *out = load<std::uint32_t>(p); return true;
+    case 29: *out = load<std::uint64_t>(p); return true;
+    default: return false;
+  }
+}
+
+// The manifest's record of `key`: its keys are sorted bytewise (rule 2.2.10), so a binary search.
+const M::NamedData* find_key(const M::Manifest* root, const char* key) {
+  const auto* keys = root->named_data();
+  if (keys == nullptr) return nullptr;
+  ::flatbuffers::uoffset_t lo = 0, hi = keys->size();
+  while (lo < hi) {
+    const ::flatbuffers::uoffset_t mid = lo + (hi - lo) / 2;
+    const int order = std::strcmp(keys->Get(mid)->key()->c_str(), key);
+    if (order == 0) return keys->Get(mid);
+    if (order < 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return nullptr;
+}
+
+std::string sizes_text(const std::vector<std::int64_t>& sizes) {
+  std::string out = "[";
+  for (std::size_t d = 0; d < sizes.size(); ++d) out += (d ? ", " : "") + std::to_string(sizes[d]);
+  return out + "]";
+}
+
+}  // namespace
+
+double GoldenComparison::max_rel() const noexcept {
+  if (max_want > 0) return max_abs / max_want;
+  return max_abs == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+}
+
+Result<std::vector<GoldenCallSpec>> golden_calls(const Container& c, std::uint32_t index) {
+  std::vector<GoldenCallSpec> out;
+  auto manifest = manifest_view(c);
+  if (!manifest.ok()) return manifest.error();
+  const M::Manifest* root = manifest.value().root();
+  const M::Entry* record = manifest.value().entry(index);
+  if (root == nullptr || record == nullptr || record->golden() == nullptr) return out;
+  const std::uint64_t at = c.header().manifest_offset;
+  const std::string entry = "manifest entry of '" + detail::printable(c.entries()[index].name) + "'";
+  if (const ::flatbuffers::String* stated = detail::provenance_value(*record, detail::kGoldenDigestKey)) {
+    const std::string actual = detail::golden_digest_hex(*record);
+    FATPTE_CHECK(stated->str() == actual, Error::GOLDEN_DIGEST_MISMATCH, at, "provenance",
+                 "the golden calls of the %s have SHA-256 %s, but its provenance %s says %s", entry.c_str(),
+                 actual.c_str(), detail::kGoldenDigestKey, detail::clipped(stated->str()).c_str());
+  }
+  // Each key once: the manifest's keys are sorted (E0415), looked up by binary search.
+  std::map<std::string, GoldenTensor> seen;
+  auto tensor = [&](const ::flatbuffers::String* key, GoldenTensor* t) -> Status {
+    auto hit = seen.find(key->str());
+    if (hit != seen.end()) {
+      *t = hit->second;
+      return Status();
+    }
+    const M::NamedData* nd = find_key(root, key->c_str());
+    FATPTE_CHECK(nd != nullptr && nd->layout() != nullptr && detail::contiguous_layout(*nd->layout()),
+                 Error::GOLDEN_KEY_INVALID, at, "named_data",
+                 "the %s names golden key '%s', which is not a named-data key with a contiguous tensor layout",
+                 entry.c_str(), detail::clipped(key->str()).c_str());
+    const LayoutDtype* dtype = layout_dtype(nd->layout()->dtype()->c_str());
+    FATPTE_CHECK(dtype != nullptr && nd->segment() < c.segments().size(), Error::GOLDEN_KEY_INVALID, at, "named_data",
+                 "golden key '%s' has an unknown dtype or names no segment", detail::clipped(key->str()).c_str());
+    t->key = key->str();
+    t->dtype = dtype->name;
+    t->scalar_type = dtype->scalar_type;
+    t->element_size = dtype->bytes;
+    t->sizes.clear();
+    std::uint64_t nbytes = dtype->bytes;
+    if (nd->layout()->sizes() != nullptr) {
+      for (const std::int32_t d : *nd->layout()->sizes()) {
+        t->sizes.push_back(d);
+        // Sizes are at least 0 (rule 2.2.9); a product past the segment cannot match it.
+        if (d != 0 && nbytes > std::numeric_limits<std::uint64_t>::max() / static_cast<std::uint64_t>(d)) {
+          nbytes = std::numeric_limits<std::uint64_t>::max();
+        } else {
+          nbytes *= static_cast<std::uint64_t>(d);
+        }
+      }
+    }
+    const Segment& s = c.segments()[nd->segment()];
+    FATPTE_CHECK(nbytes == s.size, Error::NAMED_DATA_LAYOUT_MISMATCH, at, "named_data",
+                 "golden key '%s' has a layout of %llu bytes, but its segment %u holds %llu",
+                 detail::clipped(key->str()).c_str(), static_cast<unsigned long long>(nbytes), nd->segment(),
+                 static_cast<unsigned long long>(s.size));
+    t->segment = nd->segment();
+    t->bytes = Bytes{c.bytes().data + s.offset, s.size};
+    seen.emplace(t->key, *t);
+    return Status();
+  };
+  for (::flatbuffers::uoffset_t k = 0; k < record->golden()->size(); ++k) {
+    const M::GoldenCall* call = record->golden()->Get(k);
+    GoldenCallSpec spec;
+    spec.index = k;
+    spec.method = call->method()->str();
+    if (call->inputs() != nullptr) {
+      for (const ::flatbuffers::String* key : *call->inputs()) {
+        spec.inputs.emplace_back();
+        FATPTE_RETURN_IF_ERROR(tensor(key, &spec.inputs.back()));
+      }
+    }
+    if (call->outputs() != nullptr) {
+      for (const M::GoldenOutput* o : *call->outputs()) {
+        spec.outputs.emplace_back();
+        FATPTE_RETURN_IF_ERROR(tensor(o->key(), &spec.outputs.back().want));
+        spec.outputs.back().atol = o->atol();
+        spec.outputs.back().rtol = o->rtol();
+      }
+    }
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
+Status check_golden_segments(const Container& c, const std::vector<GoldenCallSpec>& calls) {
+  std::set<std::uint32_t> checked;
+  auto check = [&](const GoldenTensor& t) -> Status {
+    if (!checked.insert(t.segment).second) return Status();
+    return check_segment_integrity(c.bytes(), c.header(), c.segments()[t.segment]);
+  };
+  for (const GoldenCallSpec& call : calls) {
+    for (const GoldenTensor& t : call.inputs) FATPTE_RETURN_IF_ERROR(check(t));
+    for (const GoldenOutputSpec& o : call.outputs) FATPTE_RETURN_IF_ERROR(check(o.want));
+  }
+  return Status();
+}
+
+GoldenComparison compare_golden(const GoldenOutputSpec& spec, std::int8_t got_type,
+                                const std::vector<std::int64_t>& got_sizes, const std::uint8_t* got,
+                                std::uint64_t got_bytes) {
+  GoldenComparison r;
+  const GoldenTensor& want = spec.want;
+  double probe = 0;
+  if (got_type != want.scalar_type || got_sizes != want.sizes) {
+    r.problem = "the output is ScalarType " + std::to_string(got_type) + " " + sizes_text(got_sizes) +
+                ", the golden tensor " + want.dtype + " " + sizes_text(want.sizes);
+    return r;
+  }
+  if (got_bytes != want.bytes.size) {
+    r.problem = "the output holds " + std::to_string(got_bytes) + " bytes, the golden tensor " +
+                std::to_string(want.bytes.size);
+    return r;
+  }
+  std::uint8_t zero[8] = {0};
+  if (!element(want.scalar_type, zero, &probe)) {
+    r.problem = "a " + want.dtype + " tensor has no numbers to compare";
+    return r;
+  }
+  const std::uint64_t n = want.element_size == 0 ? 0 : want.bytes.size / want.element_size;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    double g = 0, w = 0;
+    element(got_type, got + i * want.element_size, &g);
+    element(want.scalar_type, want.bytes.data + i * want.element_size, &w);
+    if (std::isfinite(w)) r.max_want = std::max(r.max_want, std::fabs(w));
+    double d;
+    if (g == w || (std::isnan(g) && std::isnan(w))) {
+      d = 0;
+    } else if (!std::isfinite(g) || !std::isfinite(w)) {
+      d = inf;
+    } else {
+      d = std::fabs(g - w);
+    }
+    r.max_abs = std::max(r.max_abs, d);
+  }
+  r.bound = spec.atol + spec.rtol * r.max_want;
+  r.passed = r.max_abs <= r.bound;
+  return r;
+}
+
+}  // namespace fatpte

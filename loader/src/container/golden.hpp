@@ -1,0 +1,68 @@
+// An entry's golden calls, read to be run (specs/nfat-manifest.md section 11): each key's tensor
+// (its layout and its segment's bytes in the mapping), the checks a reader makes before running
+// them, and how far an output is from its golden tensor. What run/self_test.cpp and the fat
+// delegate run; fatpte/ops/golden_check.py compares the same way in Python.
+#ifndef FATPTE_SRC_CONTAINER_GOLDEN_HPP_
+#define FATPTE_SRC_CONTAINER_GOLDEN_HPP_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fatpte/container.hpp"
+#include "fatpte/result.hpp"
+#include "fatpte/status.hpp"
+
+namespace fatpte {
+
+// A golden tensor: a named-data key with a contiguous layout.
+struct GoldenTensor {
+  std::string key;
+  std::string dtype;              // the layout's dtype name
+  std::int8_t scalar_type = 0;    // ExecuTorch's ScalarType number of it
+  std::uint64_t element_size = 0;
+  std::vector<std::int64_t> sizes;
+  std::uint32_t segment = 0;
+  Bytes bytes;                    // the segment, in the mapping: read only after check_golden_segments
+};
+
+struct GoldenOutputSpec {
+  GoldenTensor want;
+  double atol = 0;
+  double rtol = 0;
+};
+
+struct GoldenCallSpec {
+  std::uint32_t index = 0;  // of the call in the entry's golden list
+  std::string method;
+  std::vector<GoldenTensor> inputs;
+  std::vector<GoldenOutputSpec> outputs;
+};
+
+// The golden calls of table entry `index`, from the verified manifest: each key found with a
+// contiguous layout (E0421), its segment holding the layout's bytes (E0419), and, when the entry's
+// provenance states `fatpte.golden.sha256`, the calls hashing to it (E0423). No segment byte is
+// read. Empty when the entry has none.
+Result<std::vector<GoldenCallSpec>> golden_calls(const Container& container, std::uint32_t index);
+// The CRC32C of every segment the calls name, each once, in the order they name them (E0305):
+// before a byte of them is read.
+Status check_golden_segments(const Container& container, const std::vector<GoldenCallSpec>& calls);
+
+// How far an output is from its golden tensor (specs/nfat-manifest.md 11.1).
+struct GoldenComparison {
+  std::string problem;   // not comparable: another dtype or shape, or a dtype without numbers ("" when comparable)
+  double max_abs = 0;    // max |got - want|: infinity where a NaN or an infinity meets another value
+  double max_want = 0;   // max |want| over its finite elements
+  double bound = 0;      // atol + rtol * max_want
+  bool passed = false;
+  // max_abs / max_want: 0 when both are 0, infinity when only max_want is.
+  double max_rel() const noexcept;
+};
+// `got` holds `got_bytes` bytes of ScalarType `got_type`, row-major, of `got_sizes`.
+GoldenComparison compare_golden(const GoldenOutputSpec& spec, std::int8_t got_type,
+                                const std::vector<std::int64_t>& got_sizes, const std::uint8_t* got,
+                                std::uint64_t got_bytes);
+
+}  // namespace fatpte
+
+#endif  // FATPTE_SRC_CONTAINER_GOLDEN_HPP_

@@ -1,0 +1,319 @@
+"""Golden calls run by the real runtime (specs/nfat-manifest.md section 11, issue 30): containers
+packed from the committed ExecuTorch fixtures with `fatpte pack --golden CALLS --golden-from
+portable`, checked with `fatpte check` (fatpte-run --golden-report underneath) and served with
+`fatpte-run --self-test`.
+
+- The portable, XNNPACK fp32, fp16 and int8 lowerings of mlp and of the KV-cache model agree with
+  the portable recording within their tolerances (fixtures.json "tiers", eager tolerance), the
+  KV cache over three calls in order.
+- Another program of the same signature in the XNNPACK entry (`fatpte replace`, checksums right):
+  `check` exits 6 naming the entry, the call and the output, and `--self-test` falls back to
+  portable with that reason; the golden calls of a stateful program out of order fail too.
+- The C++ figures equal Python's from the saved outputs and the golden tensors.
+- Golden bytes are read only when asked: a damaged golden segment stops a self-test (E0305) and
+  nothing else; a signed self-test hashes the golden tensors against the statement.
+
+Release and ASan builds run (a missing build is skipped with the reason; `make test` builds both).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
+import fatpte
+from fatpte.fileio.checksum import crc32c
+from fatpte.format import layout as L
+from fatpte.ops import signing
+from fatpte.ops.check import compare_files
+from tests.builds import missing_build
+from tests.paths import ROOT
+from tools.gen_vectors import reseal
+
+BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
+SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
+FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
+TIERS = json.loads((FIXTURES / "fixtures.json").read_text())["tiers"]["models"]
+FILES = {"mlp": {"portable": "mlp_portable.pte", "xnnpack": "mlp_xnnpack.pte", "xnnpack-fp16": "mlp_xnnpack_fp16.pte",
+                 "xnnpack-int8": "mlp_xnnpack_int8.pte"},
+         "kvcache": {"portable": "kvcache_portable_default.pte", "xnnpack": "kvcache_xnnpack_default.pte",
+                     "xnnpack-fp16": "kvcache_xnnpack_fp16_default.pte",
+                     "xnnpack-int8": "kvcache_xnnpack_int8_default.pte"}}
+VARIANT = {"portable": "portable", "xnnpack": "xnnpack-fp32", "xnnpack-fp16": "xnnpack-fp16",
+           "xnnpack-int8": "xnnpack-int8"}
+
+
+@pytest.fixture(params=sorted(BUILDS))
+def build(request: pytest.FixtureRequest) -> Path:
+    out: Path = BUILDS[request.param]
+    if not (out / "fatpte-run").exists() or not SDK_LIB.is_dir():
+        missing_build(f"{out.relative_to(ROOT)} or the ExecuTorch SDK is not built: run `make loader` "
+                      "(make test builds both first)")
+    return out
+
+
+def fatpte_cli(build: Path, *args: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fatpte", "--runtime", str(build / "fatpte-run"),
+                           *map(str, args)], capture_output=True, text=True, timeout=600, check=False)
+
+
+def run(build: Path, *args: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(build / "fatpte-run"), *map(str, args)], capture_output=True, text=True,
+                          timeout=600, check=False)
+
+
+def calls_of(model: str, tmp: Path) -> Path:
+    """The model's tier calls (inputs, and the eager outputs, which --golden-from replaces)."""
+    path = tmp / f"{model}-calls.json"
+    path.write_text(json.dumps(TIERS[model]["calls"]))
+    return path
+
+
+def pack(build: Path, model: str, tmp: Path, entries: tuple[str, ...] = tuple(FILES["mlp"])) -> Path:
+    """The model's lowerings, XNNPACK ones first, recorded from portable, each entry's tolerance its
+    variant's eager tolerance from fixtures.json."""
+    out = tmp / f"{model}.nfat"
+    args: list[Any] = ["pack", "-q", "-f", "-o", out]
+    for name in entries:
+        args.append(f"{name}:{'portable' if name == 'portable' else 'xnnpack'}={FIXTURES / FILES[model][name]}")
+        tol = TIERS[model]["variants"][VARIANT[name]]["tolerance"]["eager"]
+        args += ["--golden-tolerance", f"{name}={tol['atol']},{tol['rtol']}"]
+        if name != "portable":
+            args += ["--priority", f"{name}=10"]
+    done = fatpte_cli(build, *args, "--golden", calls_of(model, tmp), "--golden-from", "portable")
+    assert done.returncode == 0, done.stderr
+    assert fatpte.validate(out).ok
+    return out
+
+
+def check(build: Path, container: Path) -> tuple[int, dict[str, Any], str]:
+    done = fatpte_cli(build, "check", container, "--json")
+    text = fatpte_cli(build, "check", container)
+    assert text.returncode == done.returncode, text.stderr
+    return done.returncode, json.loads(done.stdout), text.stdout
+
+
+@pytest.mark.parametrize("model", ["mlp", "kvcache"])
+def test_every_lowering_agrees_with_the_portable_recording(build: Path, model: str, tmp_path: Path) -> None:
+    container = pack(build, model, tmp_path)
+    rc, report, text = check(build, container)
+    assert rc == 0, text
+    assert report["ok"] and [e["state"] for e in report["entries"]] == ["agrees"] * 4
+    calls = len(TIERS[model]["calls"])
+    for e in report["entries"]:
+        assert [(o["call"], o["output"]) for o in e["outputs"]] == [(k, 0) for k in range(calls)]
+        tol = TIERS[model]["variants"][VARIANT[e["name"]]]["tolerance"]["eager"]
+        for o in e["outputs"]:
+            assert o["passed"] and o["max_abs"] <= o["bound"]
+            assert (o["atol"], o["rtol"]) == (max(tol["atol"], 1e-5), max(tol["rtol"], 1e-5))
+    portable = next(e for e in report["entries"] if e["name"] == "portable")
+    assert all(o["max_abs"] == 0 for o in portable["outputs"])  # it recorded them
+    fp32 = next(e for e in report["entries"] if e["name"] == "xnnpack")
+    assert all(o["max_rel"] < 1e-5 for o in fp32["outputs"])
+    assert len(report["pairs"]) == 6 * calls and all(p["passed"] for p in report["pairs"])
+    assert "agrees with its golden calls" in text and "xnnpack-int8" in text
+
+
+def test_another_program_of_the_signature_is_caught(build: Path, tmp_path: Path) -> None:
+    container = pack(build, "mlp", tmp_path, ("xnnpack", "portable"))
+    bad = tmp_path / "bad.nfat"
+    # The int8 lowering: the same signature, outputs about 1% off the fp32 model's.
+    done = fatpte_cli(build, "replace", container, FIXTURES / FILES["mlp"]["xnnpack-int8"], "--name", "xnnpack",
+                      "-o", bad)
+    assert done.returncode == 0, done.stderr
+    assert fatpte.validate(bad).ok  # well formed: only running it tells
+    rc, report, text = check(build, bad)
+    assert rc == 6, text
+    assert report["error"]["code"] == "E1401"
+    assert "entry xnnpack: golden call 0, output 0: max abs" in report["error"]["message"]
+    assert [e["state"] for e in report["entries"]] == ["disagrees", "agrees"]
+    assert "FAIL" in text and "E1401" in text
+    served = run(build, bad, "--self-test", "--explain")
+    assert served.returncode == 0, served.stderr
+    assert "dispatch: xnnpack [xnnpack]: self-test failed: E1401: golden call 0 of method 'forward', output 0" \
+        in served.stdout
+    assert "ran: portable [portable]" in served.stdout
+    assert run(build, bad, "--self-test", "--no-fallback").returncode == 3
+
+
+def test_stateful_calls_run_in_order_and_serving_starts_fresh(build: Path, tmp_path: Path) -> None:
+    container = pack(build, "kvcache", tmp_path, ("xnnpack", "portable"))
+    calls = calls_of("kvcache", tmp_path)
+    plain = run(build, container, "--inputs", calls, "--json")
+    tested = run(build, container, "--inputs", calls, "--json", "--self-test")
+    assert plain.returncode == tested.returncode == 0, tested.stderr
+    # The self-test made three calls on the cache; the calls served after it see a fresh one.
+    assert json.loads(tested.stdout)["calls"] == json.loads(plain.stdout)["calls"]
+    assert any("loaded again" in line for line in json.loads(tested.stdout)["dispatch"])
+    # The same golden calls in another order: the cache holds other rows, the outputs differ.
+    reordered = tmp_path / "reordered.json"
+    recorded = fatpte.open(container)
+    assert recorded.manifest is not None
+    golden = recorded.manifest.entries[0].golden
+    recorded.close()
+    doc = json.loads(calls.read_text())
+    doc = [doc[1], doc[0], doc[2]]
+    reordered.write_text(json.dumps(doc))
+    swapped = tmp_path / "swapped.nfat"
+    assert fatpte_cli(build, "pack", "-q", "-o", swapped, f"xnnpack:xnnpack={FIXTURES / FILES['kvcache']['xnnpack']}",
+                      "--golden", reordered).returncode == 0
+    rc, report, _ = check(build, swapped)
+    assert rc == 6 and report["entries"][0]["state"] == "disagrees"
+    assert len(golden) == 3
+
+
+def test_cpp_figures_equal_pythons_from_the_saved_outputs(build: Path, tmp_path: Path) -> None:
+    container = pack(build, "mlp", tmp_path, ("xnnpack-fp16", "portable"))
+    saved = tmp_path / "out"
+    saved.mkdir()
+    done = run(build, container, "--entry", "xnnpack-fp16", "--golden-report", "--json", "--save-outputs", saved)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)["golden"]
+    with fatpte.open(container) as c:
+        assert c.manifest is not None
+        for k, call in enumerate(report["calls"]):
+            for j, o in enumerate(call["outputs"]):
+                want = tmp_path / f"want-{k}-{j}.bin"
+                want.write_bytes(bytes(c.named_data(o["key"])))
+                max_abs = compare_files(saved / f"call-{k}-output-{j}.bin", want, o["dtype"])
+                values = [abs(x) for x in memoryview(want.read_bytes()).cast("f") if math.isfinite(x)]
+                assert max_abs == o["max_abs"] and max(values) == o["max_want"]
+                assert o["bound"] == o["atol"] + o["rtol"] * o["max_want"]
+                assert o["passed"] is (max_abs <= o["bound"])
+
+
+def _golden_segment(container: Path) -> tuple[int, int, int]:
+    """(offset, size, segment-table record offset) of the first golden tensor's segment."""
+    with fatpte.open(container) as c:
+        assert c.manifest is not None
+        key = c.manifest.entries[0].golden[0].outputs[0].key
+        s = c.segments[c.manifest.keys[key]]
+        return s.offset, s.size, c.header.header_size + len(c.entries) * c.header.entry_size + \
+            s.index * c.header.segment_entry_size
+
+
+def test_golden_bytes_are_read_only_for_a_self_test(build: Path, tmp_path: Path) -> None:
+    container = pack(build, "mlp", tmp_path, ("xnnpack", "portable"))
+    damaged = tmp_path / "damaged.nfat"
+    data = bytearray(container.read_bytes())
+    offset, _, _ = _golden_segment(container)
+    data[offset] ^= 0x40  # its CRC32C no longer matches
+    damaged.write_bytes(data)
+    calls = calls_of("mlp", tmp_path)
+    assert run(build, damaged, "--inputs", calls).returncode == 0  # never reads it
+    stopped = run(build, damaged, "--inputs", calls, "--self-test")
+    assert stopped.returncode == 1 and "E0305" in stopped.stderr
+    assert fatpte_cli(build, "check", damaged).returncode == 1
+
+
+def test_a_signed_self_test_hashes_the_golden_tensors(build: Path, tmp_path: Path) -> None:
+    container = pack(build, "mlp", tmp_path, ("xnnpack", "portable"))
+    key = ed25519.Ed25519PrivateKey.generate()
+    pub = tmp_path / "key.pub.pem"
+    pub.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                  serialization.PublicFormat.SubjectPublicKeyInfo))
+    signed = signing.sign(container, key, tmp_path / "signed.nfat")
+    ok = run(build, signed, "--self-test", "--require-signature", "--trusted-key", pub, "--explain")
+    assert ok.returncode == 0, ok.stderr
+    assert "self-test: 3 golden calls of method 'forward' passed" in ok.stdout
+    # A golden tensor changed with its CRC32C made right: only the signature can tell.
+    forged = tmp_path / "forged.nfat"
+    data = bytearray(signed.read_bytes())
+    offset, size, record = _golden_segment(signed)
+    data[offset] ^= 0x01
+    at = record + L.RECORDS["v2_segment"].offsets["checksum"][0]
+    data[at : at + 4] = crc32c(bytes(data[offset : offset + size])).to_bytes(4, "little")
+    assert reseal(data)
+    forged.write_bytes(data)
+    assert run(build, forged, "--inputs", calls_of("mlp", tmp_path), "--require-signature", "--trusted-key",
+               pub).returncode == 0  # the load hashes only what it loads
+    refused = run(build, forged, "--self-test", "--require-signature", "--trusted-key", pub)
+    assert refused.returncode == 5 and "E1310" in refused.stderr
+
+
+def test_entries_this_machine_cannot_run_are_listed_with_the_reason(build: Path, tmp_path: Path) -> None:
+    toml = tmp_path / "tiers.pack.toml"
+    text = (FIXTURES / "mlp_tiers.pack.toml").read_text().replace('payload = "', f'payload = "{FIXTURES}/')
+    (tmp_path / "calls.json").write_text(json.dumps(TIERS["mlp"]["calls"]))
+    toml.write_text('golden = "calls.json"\ngolden_from = "portable"\n' + text)
+    out = tmp_path / "tiers.nfat"
+    done = fatpte_cli(build, "pack", "-q", "-o", out, "--from", toml)
+    assert done.returncode == 0, done.stderr
+    env_free = shutil.which("qemu-aarch64") is None
+    rc, report, text_out = check(build, out)
+    states = {e["name"]: (e["state"], e["reason"]) for e in report["entries"]}
+    assert states["portable"][0] == "agrees" and states["xnnpack-fp32-avx2"][0] in ("agrees", "cannot run")
+    for name in ("xnnpack-int8-asimddp", "xnnpack-fp16-asimdhp", "xnnpack-fp32-aarch64"):
+        state, reason = states[name]
+        assert state == "cannot run" and "arch: needs one of aarch64" in reason
+        assert ("no qemu-aarch64" in reason) if env_free else ("FATPTE_RUN_AARCH64" in reason)
+    assert rc == 0 and "not run:" in text_out
+
+
+def test_the_fat_delegate_runs_the_golden_calls_when_asked(build: Path, tmp_path: Path) -> None:
+    from tests.loader.test_fat_delegate_runtime import KERNELS, XNNPACK, module_run
+
+    if not (build / "et_module_runner").exists():
+        missing_build(f"{build.relative_to(ROOT)}/et_module_runner is not built: run `make loader`")
+    tier = TIERS["mlp"]
+    reference = tier["variants"]["portable"]["reference"]
+    calls = [{"inputs": c["inputs"], "outputs": out} for c, out in zip(tier["calls"], reference)]
+    inputs = []
+    for k, c in enumerate(calls):
+        path = tmp_path / f"in{k}.bin"
+        path.write_bytes(struct.pack(f"<{len(c['inputs'][0]['values'])}f", *c["inputs"][0]["values"]))
+        inputs.append(str(path))
+    good = fatpte.merge_programs([FIXTURES / "mlp_xnnpack.pte", FIXTURES / "mlp_portable.pte"],
+                                 tmp_path / "good.pte", golden=calls)
+    wrong = [{"inputs": c["inputs"], "outputs": [{**o, "values": [v + 0.5 for v in o["values"]]} for o in c["outputs"]]}
+             for c in calls]
+    bad = fatpte.merge_programs([FIXTURES / "mlp_xnnpack.pte", FIXTURES / "mlp_portable.pte"],
+                                tmp_path / "bad.pte", golden=wrong)
+    on = ("--option", "FatpteBackend:self_test=1")
+    # Without XNNPACK's library the nested portable program runs: with the option, after its calls.
+    plain = module_run(build, good, libs=(KERNELS,), calls=inputs)
+    tested = module_run(build, good, *on, libs=(KERNELS,), calls=inputs)
+    assert plain.returncode == tested.returncode == 0, tested.stderr
+    assert tested.stdout == plain.stdout  # served from a fresh load
+    assert "self-test: 3 golden calls passed" in tested.stderr and "self-test" not in plain.stderr
+    refused = module_run(build, bad, *on, libs=(KERNELS,), calls=inputs)
+    assert refused.returncode != 0 and "self-test failed: E1401: golden call 0 of method 'forward', output 0" \
+        in refused.stderr
+    assert module_run(build, bad, libs=(KERNELS,), calls=inputs).returncode == 0  # off by default
+    # An XNNPACK payload entry is a backend's blob, not a whole program: its golden calls, had it
+    # any, are not run by the fat delegate (docs/golden.md).
+    assert module_run(build, bad, *on, libs=(KERNELS, XNNPACK), calls=inputs).returncode == 0
+
+
+
+def test_a_load_without_the_self_test_reads_no_golden_byte(tmp_path: Path) -> None:
+    """Counted through the release library's range reader (bench/op_golden.py measures the same)."""
+    from bench.op_golden import reader_bytes
+
+    build = BUILDS["release"]
+    if not (build / "libfatpte.so").exists() or not SDK_LIB.is_dir():
+        missing_build("build/loader or the ExecuTorch SDK is not built: run `make loader` (make test builds both first)")
+    container = pack(build, "kvcache", tmp_path, ("xnnpack", "portable"))
+    big = tmp_path / "big.nfat"
+    (tmp_path / "blob.bin").write_bytes(bytes(range(256)) * 4096)  # 1 MiB, after which the segments lie
+    assert fatpte_cli(build, "add", container, f"cuda:cuda={tmp_path / 'blob.bin'}", "-o", big).returncode == 0
+    call = TIERS["kvcache"]["calls"][0]
+    without = reader_bytes(big, call, self_test=False)
+    tested = reader_bytes(big, call, self_test=True)
+    with fatpte.open(big) as c:
+        assert c.manifest is not None
+        keys = c.manifest.entries[0].golden_keys()
+        assert min(c.segments[c.manifest.keys[k]].offset for k in keys) > 1 << 20
+        size = sum(c.segments[c.manifest.keys[k]].size for k in keys)
+    assert without["golden"] == 0 and tested["golden"] == size
+    assert tested["bytes"] - without["bytes"] == size
