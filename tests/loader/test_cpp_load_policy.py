@@ -317,3 +317,53 @@ def test_a_downgrade_by_thinning_is_refused_when_asked(exe: Path, tmp_path: Path
     weak = subprocess.run([*base, "--device", "x86-64-v2", "--refuse-downgrade"], capture_output=True, text=True,
                           timeout=120, check=False)
     assert weak.returncode == 0, weak.stderr  # without AVX2 the entry left is this device's best
+
+
+S1B_READER = textwrap.dedent("""
+    import ctypes, sys
+    lib = ctypes.CDLL(sys.argv[1])
+    data = open(sys.argv[2], "rb").read()
+    READ_AT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t)
+    @READ_AT
+    def read_at(user, offset, buffer, count):
+        ctypes.memmove(buffer, data[offset:offset + count], count)
+        return 0
+    class Error(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_int), ("offset", ctypes.c_uint64), ("field", ctypes.c_char * 96),
+                    ("message", ctypes.c_char * 512)]
+    err = Error()
+    reader = ctypes.c_void_p()
+    assert lib.fatpte_reader_open(read_at, None, ctypes.c_uint64(len(data)), ctypes.byref(reader),
+                                  ctypes.byref(err)) == 0, err.message
+    lib.fatpte_reader_container.restype = ctypes.c_void_p
+    container = ctypes.c_void_p(lib.fatpte_reader_container(reader))
+    assert lib.fatpte_reader_fetch_entry(reader, 0, ctypes.byref(err)) == 0, err.message
+    dirs = (ctypes.c_char_p * 1)(sys.argv[3].encode())
+    selection = ctypes.c_void_p()
+    assert lib.fatpte_select(container, None, None, 0, None, 0, ctypes.byref(selection), ctypes.byref(err)) == 0
+    loaded = ctypes.c_void_p()
+    status = lib.fatpte_load(container, selection, dirs, 1, ctypes.byref(loaded), ctypes.byref(err))
+    print(status, err.message.decode())
+    """)
+
+
+def test_the_reader_flow_never_hands_out_a_key_the_entry_does_not_list(tmp_path: Path) -> None:
+    """Issue 33 S1b: a container read through the C reader (open, fetch the chosen entry, load):
+    the example backend asked for keys its entry does not list, which were never fetched, and
+    the process died (SIGSEGV). It now finds nothing under them, and the load fails with the reason."""
+    from fatpte.ops.packing import pack
+    from fatpte.ops.specialization import Specialization
+
+    library = BUILDS["release"] / "libfatpte.so"
+    if not library.exists():
+        missing_build("build/loader/libfatpte.so is not built: run `make loader`")
+    ex = load_script("loader/examples/dense_example.py")
+    data = {key: ex._f32(values) for key, values in ex.weights().items()}
+    # Every region on pages of its own, past the 64 KiB a reader fetches first.
+    container = Path(pack([Specialization("dense_ref", ex.payload(), name="dense_ref", named_data=[])],
+                          tmp_path / "unlisted.nfat", named_data=data, alignment=65536, segment_alignment=65536))
+    proc = subprocess.run([sys.executable, "-c", S1B_READER, str(library), str(container),
+                           str(BUILDS["release"] / "backends")], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    status, message = proc.stdout.split(" ", 1)
+    assert int(status) == 901 and "the backend could not load the payload" in message, proc.stdout
