@@ -392,10 +392,11 @@ class ManifestMap:
 def with_manifest(entries: Sequence[tuple[str, str, bytes]], manifest: bytes, segments: Sequence[bytes]) -> bytes:
     """A v2 container holding exactly these manifest bytes, in the layout pack writes: header,
     entry and segment tables, the manifest at the next multiple of 8, payloads and segments each
-    at the next multiple of 64. For manifests pack cannot write (shared objects, defects)."""
+    at the next multiple of 64. For manifests pack cannot write (shared objects, defects); empty
+    `manifest`: none (its offset 0), for entries pack would refuse (a program beside what it says)."""
     tables_end = L.V2_HEADER_SIZE + len(entries) * L.V2_ENTRY_SIZE + len(segments) * L.V2_SEGMENT_SIZE
-    moff = _align(tables_end, L.MANIFEST_ALIGNMENT)
-    cursor = moff + len(manifest)
+    moff = _align(tables_end, L.MANIFEST_ALIGNMENT) if manifest else 0
+    cursor = moff + len(manifest) if manifest else tables_end
     at: list[int] = []
     placed: dict[bytes, int] = {}  # identical payloads are stored once, as pack stores them
     for i, blob_ in enumerate([p for _, _, p in entries] + list(segments)):

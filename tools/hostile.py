@@ -1,17 +1,20 @@
-"""Hostile inputs of the shapes issue 15 found (docs/reliability.md, "Work budgets"), at any scale:
-the regression tests (tests/conformance/test_hostile.py) build them small, `make bench` builds
-them at three sizes for both implementations (bench/op_hostile.py), and the structure-aware fuzz
-targets (fuzz/fuzz_hostile.py) start from them.
+"""Hostile inputs of the shapes issues 15 and 33 found (docs/reliability.md, "Work budgets"), at any
+scale: the regression tests (tests/conformance/test_hostile.py) build them small, `make bench`
+builds them at three sizes for both implementations (bench/op_hostile.py), and the structure-aware
+fuzz targets (fuzz/fuzz_hostile.py) start from them.
 
-Every builder returns the bytes of a whole container (or program), valid but for what its name
-says; the manifests are written with tools/gen_vectors.ManifestWriter, which shares what it is
-told to share, as a hostile writer would.
+Every builder returns the bytes of a whole container (or program),
+valid but for what its name says; the manifests are written with tools/gen_vectors.ManifestWriter,
+which shares what it is told to share, as a hostile writer would.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
+from typing import Any
 
+from fatpte.format import layout as L
 from tools.gen_vectors import ManifestWriter, blob, with_manifest
 
 ENTRY = ("cpu", "xnnpack", blob("hostile-cpu", 64))
@@ -109,13 +112,9 @@ def nested_fat_delegates(program: bytes, depth: int) -> bytes:
     container wrapped in `depth - 1` version 1 containers of one entry each, backend id
     FatpteBackend, each holding the next: fat delegates `depth` levels deep (specs/executorch.md
     section 8), 60 bytes a level. Built in one pass, so 10,000 levels cost no more than their bytes."""
-    import struct
-
-    from fatpte.executorch.pte import read_program
     from fatpte.executorch.rewrite import replace_segment
-    from fatpte.format import layout as L
 
-    (delegate,) = [d for m in read_program(program).methods for d in m.delegates][:1]
+    delegate = _first_delegate(program)
     inner = program[delegate.offset : delegate.offset + delegate.size]
     levels = depth - 1
     header, entry = L.RECORDS["v1_header"].size, L.RECORDS["v1_entry"].size
@@ -126,3 +125,81 @@ def nested_fat_delegates(program: bytes, depth: int) -> bytes:
         out += b"FatpteBackend".ljust(32, b"\0") + struct.pack("<QQ", 0, rest)
     out += inner
     return replace_segment(program, delegate.data_index, bytes(out))
+
+
+def _first_delegate(program: bytes) -> Any:
+    from fatpte.executorch.pte import read_program
+
+    (delegate,) = [d for m in read_program(program).methods for d in m.delegates][:1]
+    return delegate
+
+
+# -- nested fat delegates (issue 33, F1): trees, not only chains -------------------------------------
+
+FAT, PROGRAM, JUNK = "fat", "program", "junk"  # what an entry of a level holds (fat_tree)
+FAT_KINDS = (FAT, PROGRAM, JUNK)
+_FAT_IDS = {FAT: "FatpteBackend", PROGRAM: "portable", JUNK: "NoSuchBackend"}
+
+
+def v1_container(entries: Sequence[tuple[str, bytes]]) -> bytes:
+    """A version 1 container of `entries` (backend id, payload): identical payloads stored once,
+    each right after the one before (unaligned, as a version 1 writer may leave them)."""
+    rows, data = bytearray(), bytearray()
+    placed: dict[bytes, int] = {}
+    for backend, payload in entries:
+        at = placed.setdefault(payload, len(data))
+        if at == len(data):
+            data += payload
+        rows += L.RECORDS["v1_entry"].codec.pack(backend.encode("ascii").ljust(32, b"\0"), at, len(payload))
+    return L.RECORDS["v1_header"].codec.pack(L.MAGIC, L.VERSION_1, len(entries)) + bytes(rows) + bytes(data)
+
+
+def fat_tree(program: bytes, levels: Sequence[tuple[int, Sequence[str]]]) -> bytes:
+    """`program` (a .pte whose first delegate is a fat delegate) with that delegate's container
+    wrapped in one container per level, outermost first. A level (version, kinds) is a version 1
+    or 2 container whose entries hold, by kind: the level below as a fat delegate's payload
+    (`fat`, backend id FatpteBackend), a copy of `program` whose fat delegate holds the level below
+    (`program`), or bytes no backend runs (`junk`). Entries of one kind share one payload, so a
+    level of n entries is n paths to the level below, and k such levels are n**k paths through
+    bytes that grow as n * k. Built bottom up, each level once."""
+    from fatpte.executorch.rewrite import replace_segment
+
+    delegate = _first_delegate(program)
+    below = program[delegate.offset : delegate.offset + delegate.size]
+    junk = blob("fat-tree-junk", 64)
+    for version, kinds in reversed(levels):
+        nested = replace_segment(program, delegate.data_index, below) if PROGRAM in kinds else b""
+        held = {FAT: below, PROGRAM: nested, JUNK: junk}
+        if version == L.VERSION_1:
+            below = v1_container([(_FAT_IDS[k], held[k]) for k in kinds])
+        else:
+            below = with_manifest([(f"e{i}", _FAT_IDS[k], held[k]) for i, k in enumerate(kinds)], b"", [])
+    return replace_segment(program, delegate.data_index, below)
+
+
+def fat_tree_depth(levels: Sequence[tuple[int, Sequence[str]]]) -> int:
+    """How deep the fat delegates of fat_tree(program, levels) nest (specs/executorch.md section 8):
+    level i is at depth i + 1 when every level above it holds a `fat` or `program` entry, and the
+    program's own container one below the last level reached."""
+    depth = 1
+    for _, kinds in levels:
+        if FAT not in kinds and PROGRAM not in kinds:
+            return depth
+        depth += 1
+    return depth
+
+
+def fat_tree_first_too_deep(levels: Sequence[tuple[int, Sequence[str]]], delegate_index: int) -> str | None:
+    """The field path validate names for the first container of fat_tree(program, levels) past
+    MAX_FAT_DELEGATE_DEPTH (E1010), walking entries in table order; None when none is."""
+    if fat_tree_depth(levels) <= L.MAX_FAT_DELEGATE_DEPTH:
+        return None
+    path, depth = f"delegates[{delegate_index}].payload", 1
+    for _, kinds in levels:
+        j = next(i for i, k in enumerate(kinds) if k != JUNK)
+        path += f".entries[{j}].payload" + (f".delegates[{delegate_index}].payload" if kinds[j] == PROGRAM else "")
+        depth += 1
+        if depth > L.MAX_FAT_DELEGATE_DEPTH:
+            return path
+    return path
+

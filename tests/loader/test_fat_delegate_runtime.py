@@ -332,3 +332,31 @@ def test_fat_delegates_nest_at_most_four_deep(build: Path, tmp_path: Path, depth
         assert ("fatpte fat delegate: E1010 at 0x0 (payload): a fat delegate at depth 5: fat delegates nest at "
                 "most 4 levels deep") in proc.stderr
         assert proc.stderr.count("E1010") == 1
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_entries_sharing_the_level_below_are_initialised_once(build: Path, tmp_path: Path, version: int) -> None:
+    """Found writing the nested fat-delegate fuzz target's generator (issue 33): 16 entries a
+    level sharing the level below, five levels (a 10 KB program). The init at depth 5 was refused
+    and every entry above it tried again, 16**4 times: 65,536 refusals and 288,000 log lines (32
+    entries a level, a 14 KB program: 1,048,576 refusals, 4.4 million lines, 6.8 s). An entry whose
+    payload already failed at its depth is now skipped with that reason, so the container at depth
+    5 is refused once; and a tree that fits the limit still runs, through shared levels, wrappers
+    and nested programs."""
+    from tools import hostile
+
+    fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
+    deep = tmp_path / "deep.pte"
+    deep.write_bytes(hostile.fat_tree(fixture, [(version, [hostile.FAT] * 16)] * 5))
+    proc = module_run(build, deep)
+    assert "AddressSanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert proc.stderr.count("E1010") == 1
+    assert len(proc.stderr.splitlines()) < 400
+    fits = [(version, [hostile.JUNK, *[hostile.PROGRAM] * 8]), (version, [hostile.FAT] * 8)]
+    assert hostile.fat_tree_depth(fits) == 3
+    runs = tmp_path / "fits.pte"
+    runs.write_bytes(hostile.fat_tree(fixture, fits))
+    proc = module_run(build, runs, calls=call_files("mlp", tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _example().mismatches(parsed(proc.stdout), _example().recorded_outputs("mlp")) == []

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -159,6 +160,45 @@ const DeviceProfile& host(bool accelerators) {
   return kPlain;
 }
 
+// The entries this thread tried and could not initialise during its outermost fat delegate's init,
+// with why: keyed by where the entry's payload lies, its size, the depth of the container holding
+// it and what it was handed to (a nested program, or the ExecuTorch backend's id). An entry whose
+// payload already failed there (entries sharing a payload; wrappers reaching one container from
+// many places) is skipped with that reason instead of being initialised again: k levels of n
+// entries sharing the level below are n**k paths through bytes that grow as n * k, and an init's
+// work stays linear in the bytes (specs/executorch.md section 8). Forgotten when the outermost
+// init returns, and the keys inside a nested program's aligned copy when that copy is freed (its
+// addresses may be reused).
+class Tried {
+ public:
+  struct Key {
+    std::uintptr_t data;
+    std::uint64_t size;
+    std::uint32_t depth;
+    std::string handed_to;  // "" for a nested program
+    bool operator<(const Key& o) const noexcept {
+      if (data != o.data) return data < o.data;
+      if (size != o.size) return size < o.size;
+      if (depth != o.depth) return depth < o.depth;
+      return handed_to < o.handed_to;
+    }
+  };
+  static const std::string* find(const Key& k) {
+    auto it = tried_.find(k);
+    return it == tried_.end() ? nullptr : &it->second;
+  }
+  static void add(Key k, std::string why) { tried_.emplace(std::move(k), std::move(why)); }
+  static void forget(const std::uint8_t* data, std::size_t size) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(data);
+    tried_.erase(tried_.lower_bound(Key{begin, 0, 0, ""}), tried_.lower_bound(Key{begin + size, 0, 0, ""}));
+  }
+  static void clear() noexcept { tried_.clear(); }
+
+ private:
+  static thread_local std::map<Key, std::string> tried_;
+};
+thread_local std::map<Tried::Key, std::string> Tried::tried_;
+
 // A whole program carried as an entry's payload, run as the delegate's computation: its method's
 // inputs are the delegate call's inputs and its outputs are copied into the call's outputs. Its
 // planned memory (activations, mutable state) lives as long as the delegate, so state carries
@@ -167,10 +207,17 @@ class NestedProgram {
  public:
   NestedProgram(const std::uint8_t* data, std::size_t size, Buffer copy)
       : copy_(std::move(copy)),
+        size_(size),
         program_data_(copy_ ? copy_.get() : data),
         loader_(program_data_, size),
         method_allocator_(kMethodAllocatorLimit),
         temp_allocator_(kTempAllocatorLimit) {}
+
+  ~NestedProgram() {
+    if (copy_) Tried::forget(copy_.get(), size_);
+  }
+  NestedProgram(const NestedProgram&) = delete;
+  NestedProgram& operator=(const NestedProgram&) = delete;
 
   // "" when the method is loaded, else why not.
   std::string load(const char* wanted, const R::NamedDataMap* named_data) {
@@ -239,6 +286,7 @@ class NestedProgram {
  private:
   // Destroyed in reverse: the method before the memory and the program it points into.
   Buffer copy_;
+  std::size_t size_;
   const std::uint8_t* program_data_;  // the program's first byte: the payload in place, or copy_
   executorch::extension::BufferDataLoader loader_;
   std::optional<R::Program> program_;
@@ -279,7 +327,9 @@ std::string nested_missing(const Bytes payload, const Entry& e, const char* meth
 class Depth {
  public:
   Depth() noexcept { ++level_; }
-  ~Depth() { --level_; }
+  ~Depth() {
+    if (--level_ == 0) Tried::clear();
+  }
   Depth(const Depth&) = delete;
   Depth& operator=(const Depth&) = delete;
   static std::uint32_t level() noexcept { return level_; }
@@ -374,18 +424,28 @@ class FatBackend final : public R::BackendInterface {
       const Bytes payload = c.payload(e.index).value();
       auto handle = std::unique_ptr<FatHandle>(new (std::nothrow) FatHandle());
       if (!handle) return R::Error::MemoryAllocationFailed;
-      std::string outcome;
-      if (payload_is_program(c, e)) {
-        outcome = nested_missing(payload, e, context.get_method_name());
-        if (outcome.empty()) outcome = load_nested(payload, context, *handle);
-      } else {
+      const bool program = payload_is_program(c, e);
+      std::string id;
+      if (!program) {
         const nfat::manifest::Entry* me = manifest.value().entry(e.index);
-        std::string id = delegate_backend_id(e.backend_id);
+        id = delegate_backend_id(e.backend_id);
         if (me != nullptr && me->executorch_backends() != nullptr && me->executorch_backends()->size() == 1) {
           id = me->executorch_backends()->Get(0)->str();
         }
-        outcome = backend_missing(id);
-        if (outcome.empty()) outcome = forward_init(id, payload, processed, context, compile_specs, *handle);
+      }
+      Tried::Key tried{reinterpret_cast<std::uintptr_t>(payload.data), payload.size, Depth::level(), id};
+      std::string outcome;
+      if (const std::string* before = Tried::find(tried)) {
+        outcome = *before;
+      } else {
+        if (program) {
+          outcome = nested_missing(payload, e, context.get_method_name());
+          if (outcome.empty()) outcome = load_nested(payload, context, *handle);
+        } else {
+          outcome = backend_missing(id);
+          if (outcome.empty()) outcome = forward_init(id, payload, processed, context, compile_specs, *handle);
+        }
+        if (!outcome.empty()) Tried::add(std::move(tried), outcome);
       }
       if (outcome.empty()) {
         const std::string ran = "running entry " + entry_label(e) + (handle->nested ? " as a nested program" : "");
