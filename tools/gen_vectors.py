@@ -1252,6 +1252,10 @@ def key_files() -> dict[str, tuple[bytes, ErrorCode | None, str]]:
         "refused-text-first.pub.pem": (b"release key, 2026\n" + _public_pem(ed), C, "a line of text before the key"),
         "refused-two-keys.pub.pem": (_public_pem(ed) + _public_pem(p256), C, "two public keys"),
         "refused-certificate.pub.pem": (cert, C, "a certificate and no PUBLIC KEY block"),
+        # Found by the trusted_keys fuzz target: Python let cryptography's UnsupportedAlgorithm escape.
+        "refused-unknown-algorithm.pub.pem": (_pem(bytes.fromhex("302a3005060300656e032100") + bytes(range(32))), C,
+                                              "an algorithm OID no library knows (1.3.101.110 without its first "
+                                              "byte)"),
     }
 
 
