@@ -688,7 +688,8 @@ def hostile_fat_trees(draw: st.DrawFn, max_levels: int = 8, max_fan: int = 64) -
     """(program, levels, pristine): tests/fixtures/executorch/mlp_fat.pte with its fat delegate
     wrapped in 0 to `max_levels` levels (tools/hostile.fat_tree): version 1 or 2 containers of up
     to `max_fan` entries mixing fat payloads, nested programs and junk, each kind sharing the level
-    below; now and then one byte changed (not pristine)."""
+    below (in version 1, now and then each entry one byte longer than the one before); now and then
+    one byte changed (not pristine)."""
     from tests.paths import ET_FIXTURES
     from tools import hostile
 
@@ -698,7 +699,7 @@ def hostile_fat_trees(draw: st.DrawFn, max_levels: int = 8, max_fan: int = 64) -
     levels = tuple((draw(st.sampled_from([L.VERSION_1, L.VERSION_2])),
                     tuple(draw(st.lists(kinds, min_size=1, max_size=max(1, draw(few_or_many(max_fan)))))))
                    for _ in range(draw(st.integers(0, max_levels))))
-    data = bytearray(hostile.fat_tree(_FAT_FIXTURE[0], levels))
+    data = bytearray(hostile.fat_tree(_FAT_FIXTURE[0], levels, overlap=draw(st.booleans())))
     pristine = draw(st.integers(0, 4)) > 0
     if not pristine:
         data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))

@@ -145,39 +145,51 @@ FAT_KINDS = (FAT, PROGRAM, JUNK)
 _FAT_IDS = {FAT: "FatpteBackend", PROGRAM: "portable", JUNK: "NoSuchBackend"}
 
 
-def v1_container(entries: Sequence[tuple[str, bytes]]) -> bytes:
+def v1_container(entries: Sequence[tuple[str, bytes]], *, overlap: bytes | None = None) -> bytes:
     """A version 1 container of `entries` (backend id, payload): identical payloads stored once,
-    each right after the one before (unaligned, as a version 1 writer may leave them)."""
+    each right after the one before (unaligned, as a version 1 writer may leave them). The entries
+    holding `overlap` each see it one byte longer than the one before (it is stored once, padded
+    with zeros): regions that start at one byte and overlap, which version 1 allows with a warning
+    (E0503)."""
     rows, data = bytearray(), bytearray()
     placed: dict[bytes, int] = {}
+    longer = 0
     for backend, payload in entries:
         at = placed.setdefault(payload, len(data))
         if at == len(data):
-            data += payload
-        rows += L.RECORDS["v1_entry"].codec.pack(backend.encode("ascii").ljust(32, b"\0"), at, len(payload))
+            data += payload + (bytes(sum(p == overlap for _, p in entries)) if payload == overlap else b"")
+        size = len(payload)
+        if payload == overlap:
+            size, longer = size + longer, longer + 1
+        rows += L.RECORDS["v1_entry"].codec.pack(backend.encode("ascii").ljust(32, b"\0"), at, size)
     return L.RECORDS["v1_header"].codec.pack(L.MAGIC, L.VERSION_1, len(entries)) + bytes(rows) + bytes(data)
 
 
-def fat_tree(program: bytes, levels: Sequence[tuple[int, Sequence[str]]]) -> bytes:
+def fat_tree(program: bytes, levels: Sequence[tuple[int, Sequence[str]]], *, overlap: bool = False) -> bytes:
     """`program` (a .pte whose first delegate is a fat delegate) with that delegate's container
     wrapped in one container per level, outermost first. A level (version, kinds) is a version 1
     or 2 container whose entries hold, by kind: the level below as a fat delegate's payload
     (`fat`, backend id FatpteBackend), a copy of `program` whose fat delegate holds the level below
     (`program`), or bytes no backend runs (`junk`). Entries of one kind share one payload, so a
     level of n entries is n paths to the level below, and k such levels are n**k paths through
-    bytes that grow as n * k. Built bottom up, each level once."""
+    bytes that grow as n * k. With `overlap`, the `fat` entries of a version 1 level whose level
+    below is version 1 too each see it one byte longer (v1_container): n regions from one first
+    byte, each reading the same table. Built bottom up, each level once."""
     from fatpte.executorch.rewrite import replace_segment
 
     delegate = _first_delegate(program)
     below = program[delegate.offset : delegate.offset + delegate.size]
+    below_version = None
     junk = blob("fat-tree-junk", 64)
     for version, kinds in reversed(levels):
         nested = replace_segment(program, delegate.data_index, below) if PROGRAM in kinds else b""
         held = {FAT: below, PROGRAM: nested, JUNK: junk}
         if version == L.VERSION_1:
-            below = v1_container([(_FAT_IDS[k], held[k]) for k in kinds])
+            grown = below if overlap and below_version == L.VERSION_1 else None
+            below = v1_container([(_FAT_IDS[k], held[k]) for k in kinds], overlap=grown)
         else:
             below = with_manifest([(f"e{i}", _FAT_IDS[k], held[k]) for i, k in enumerate(kinds)], b"", [])
+        below_version = version
     return replace_segment(program, delegate.data_index, below)
 
 

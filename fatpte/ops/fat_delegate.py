@@ -56,13 +56,15 @@ def validate_nfat_delegates(program: Program) -> list[tuple[Delegate, Report]]:
 
 _PROGRAM = b"ET12"
 
-# The regions of the file being validated (first byte, size) that the nesting walk has read
-# without finding a container too deep, each with the deepest depth it was read at. A region met
-# again at that depth or less holds nothing too deep either (its levels only get shallower), so it
-# is not read again: each region is read at most MAX_FAT_DELEGATE_DEPTH times, however many
-# entries, wrappers and delegates reach it (n entries sharing the level below, k levels deep, are
-# n**k paths through bytes that grow as n * k).
-Clean = dict[tuple[int, int], int]
+# Where the containers and programs the nesting walk has read without finding one too deep start
+# in the file being validated, each with the deepest depth it was read at. One met again at that
+# depth or less holds nothing too deep either (its levels only get shallower), so it is not read
+# again: each is read at most MAX_FAT_DELEGATE_DEPTH times, however many entries, wrappers and
+# delegates reach it (n entries sharing the level below, k levels deep, are n**k paths through
+# bytes that grow as n * k). Keyed by the first byte alone: the same bytes given as a longer or
+# shorter region (version 1 entries may overlap) either do not read, or read as the same table
+# and the same payloads, so they hold nothing too deep either.
+Clean = dict[int, int]
 
 
 def nesting_finding(program: Program, delegate: Delegate, *, depth: int = 1, base: int = 0,
@@ -96,7 +98,7 @@ def _container_too_deep(buf: memoryview, depth: int, at: int, path: str, clean: 
                        f"a fat delegate at depth {depth}: fat delegates nest at most {MAX_FAT_DELEGATE_DEPTH} "
                        "levels deep (specs/executorch.md section 8)", offset=at, field=path,
                        expected=MAX_FAT_DELEGATE_DEPTH, actual=depth)
-    if clean.get((at, len(buf)), 0) >= depth:
+    if clean.get(at, 0) >= depth:
         return None
     try:
         entries = read_structure(buf).entries
@@ -107,19 +109,19 @@ def _container_too_deep(buf: memoryview, depth: int, at: int, path: str, clean: 
         inner = f"{path}.entries[{e.index}].payload"
         if bytes(payload[:4]) == MAGIC:
             deep = _container_too_deep(payload, depth + 1, at + e.offset, inner, clean)
-        elif bytes(payload[4:8]) == _PROGRAM and clean.get((at + e.offset, e.size), 0) < depth + 1:
+        elif bytes(payload[4:8]) == _PROGRAM and clean.get(at + e.offset, 0) < depth + 1:
             try:
                 nested = read_program(payload, source=None)
             except FatpteError:
                 continue  # not a program fatpte reads: its record check says so
             deep = _program_too_deep(nested, depth + 1, at + e.offset, f"{inner}.", clean)
             if deep is None:
-                clean[(at + e.offset, e.size)] = depth + 1
+                clean[at + e.offset] = depth + 1
         else:
             continue
         if deep is not None:
             return deep
-    clean[(at, len(buf))] = depth
+    clean[at] = depth
     return None
 
 

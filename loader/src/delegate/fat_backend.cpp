@@ -171,6 +171,9 @@ const DeviceProfile& host(bool accelerators) {
 // addresses may be reused).
 class Tried {
  public:
+  // A key for a container (its first byte and depth) whatever its size, which no entry's key is.
+  static constexpr std::uint64_t kAnySize = ~std::uint64_t{0};
+  static constexpr const char* kContainer = "(a container)";
   struct Key {
     std::uintptr_t data;
     std::uint64_t size;
@@ -361,7 +364,18 @@ class FatBackend final : public R::BackendInterface {
       if (first_time(line)) ET_LOG(Info, "fatpte fat delegate: %s", line.c_str());
       return R::Error::NotSupported;
     }
+    // A container refused at this depth, or that validated here and then ran no entry, runs none
+    // whatever size the payload gives it: a shorter or longer region from the same first byte
+    // (version 1 entries may overlap) is refused by validation, or holds the same table and entries.
+    const Tried::Key ran_none{reinterpret_cast<std::uintptr_t>(processed->data()), Tried::kAnySize, Depth::level(),
+                              Tried::kContainer};
+    if (Tried::find(ran_none) != nullptr) {
+      const std::string line = "a container starting where one that ran no entry starts, at this depth: not tried again";
+      if (first_time(line)) ET_LOG(Error, "fatpte fat delegate: %s", line.c_str());
+      return R::Error::NotSupported;
+    }
     if (Depth::level() > format::kMaxFatDelegateDepth) {
+      Tried::add(ran_none, "too deep");
       return refuse(fail(Error::FAT_DELEGATE_TOO_DEEP, 0, "payload",
                          "a fat delegate at depth %u: fat delegates nest at most %u levels deep "
                          "(specs/executorch.md section 8)",
@@ -457,6 +471,7 @@ class FatBackend final : public R::BackendInterface {
       news.push_back("entry " + entry_label(e) + " skipped: " + detail::printable(outcome));
     }
     say(news);
+    Tried::add(ran_none, "no entry ran");
     if (!rejected) log_lines(explain(c, selection));  // every entry was eligible: the whole ranking
     // One log line per entry: ExecuTorch cuts a log line at 256 bytes.
     const Status none = fail(Error::NO_SPECIALIZATION_FITS, kNoOffset, "",
