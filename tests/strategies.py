@@ -689,7 +689,7 @@ def hostile_fat_trees(draw: st.DrawFn, max_levels: int = 8, max_fan: int = 64) -
     wrapped in 0 to `max_levels` levels (tools/hostile.fat_tree): version 1 or 2 containers of up
     to `max_fan` entries mixing fat payloads, nested programs and junk, each kind sharing the level
     below (in version 1, now and then each entry one byte longer than the one before); now and then
-    one byte changed (not pristine)."""
+    one byte of the fat delegate's payload changed (not pristine)."""
     from tests.paths import ET_FIXTURES
     from tools import hostile
 
@@ -701,6 +701,7 @@ def hostile_fat_trees(draw: st.DrawFn, max_levels: int = 8, max_fan: int = 64) -
                    for _ in range(draw(st.integers(0, max_levels))))
     data = bytearray(hostile.fat_tree(_FAT_FIXTURE[0], levels, overlap=draw(st.booleans())))
     pristine = draw(st.integers(0, 4)) > 0
-    if not pristine:
-        data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
+    if not pristine:  # inside the fat delegate's payload: the program around it is ExecuTorch's to read
+        delegate = hostile.first_delegate(bytes(data))
+        data[delegate.offset + draw(st.integers(0, delegate.size - 1))] = draw(st.integers(0, 255))
     return bytes(data), levels, pristine

@@ -118,7 +118,7 @@ def nested_fat_delegates(program: bytes, depth: int) -> bytes:
     section 8), 60 bytes a level. Built in one pass, so 10,000 levels cost no more than their bytes."""
     from fatpte.executorch.rewrite import replace_segment
 
-    delegate = _first_delegate(program)
+    delegate = first_delegate(program)
     inner = program[delegate.offset : delegate.offset + delegate.size]
     levels = depth - 1
     header, entry = L.RECORDS["v1_header"].size, L.RECORDS["v1_entry"].size
@@ -131,7 +131,8 @@ def nested_fat_delegates(program: bytes, depth: int) -> bytes:
     return replace_segment(program, delegate.data_index, bytes(out))
 
 
-def _first_delegate(program: bytes) -> Any:
+def first_delegate(program: bytes) -> Any:
+    """The first delegate of the first method of `program` (fatpte.executorch.pte.Delegate)."""
     from fatpte.executorch.pte import read_program
 
     (delegate,) = [d for m in read_program(program).methods for d in m.delegates][:1]
@@ -177,7 +178,7 @@ def fat_tree(program: bytes, levels: Sequence[tuple[int, Sequence[str]]], *, ove
     byte, each reading the same table. Built bottom up, each level once."""
     from fatpte.executorch.rewrite import replace_segment
 
-    delegate = _first_delegate(program)
+    delegate = first_delegate(program)
     below = program[delegate.offset : delegate.offset + delegate.size]
     below_version = None
     junk = blob("fat-tree-junk", 64)

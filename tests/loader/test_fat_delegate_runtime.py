@@ -390,3 +390,46 @@ def test_generated_trees_in_the_runtime(build: Path, tmp_path: Path) -> None:
                           timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "nested_delegates: 24 passed, 0 failed" in proc.stdout, proc.stdout
+
+
+def test_what_an_entry_needed_is_logged_escaped(build: Path, tmp_path: Path) -> None:
+    """Found by the nested fat-delegate target replayed through the runtime (issue 33): when no
+    entry runs, the fat delegate logs each entry and what it needed, and that line quoted the
+    entry's name, its backend id and a nested program's delegate ids raw, so bytes of the file
+    reached the terminal (the `skipped` line before it was escaped). Every one is escaped now."""
+    from tools import hostile
+
+    fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
+    data = bytearray(hostile.fat_tree(fixture, [(1, [hostile.PROGRAM])]))
+    nested = data.index(b"FatpteBackend", data.index(b"FatpteBackend") + 1)  # the nested program's delegate id
+    data[nested : nested + 13] = b"Fa\x1b[1mBackend"
+    program = tmp_path / "escape.pte"
+    program.write_bytes(bytes(data))
+    proc = subprocess.run([str(build / "et_module_runner"), "--lib", str(KERNELS), "--lib",
+                           str(build / "libexecutorch_backend_fatpte.so"), str(program)], capture_output=True,
+                          timeout=300, check=False)
+    log = proc.stderr
+    assert proc.returncode == 1, log[-3000:]
+    assert b"needs ExecuTorch backend Fa\\x1b[1mBackend" in log
+    assert b"E0901: entry portable [portable]: nested program needs ExecuTorch backend Fa\\x1b" in log
+    assert b"\x1b" not in log
+
+
+def test_a_nested_program_at_an_odd_offset_is_read_aligned(build: Path, tmp_path: Path) -> None:
+    """Found by the nested fat-delegate target replayed through the ASan build (issue 33): a nested
+    program at an odd offset of a version 1 container (after a one-byte payload) was read in place
+    by fatpte's own reader, to see which backends it needs, before the aligned copy ExecuTorch gets
+    was made: UBSan stopped the run at a misaligned flatbuffer vector (issue 33's U1 again, one call
+    earlier). Both now read one aligned copy, and the program runs."""
+    from fatpte.executorch.rewrite import replace_segment
+    from tools import hostile
+
+    fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
+    delegate = hostile.first_delegate(fixture)
+    odd = hostile.v1_container([("NoSuchBackend", b"x"), ("portable", fixture)])
+    program = tmp_path / "odd.pte"
+    program.write_bytes(replace_segment(fixture, delegate.data_index, odd))
+    proc = module_run(build, program, calls=call_files("mlp", tmp_path))
+    assert "runtime error" not in proc.stderr and "Sanitizer" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _example().mismatches(parsed(proc.stdout), _example().recorded_outputs("mlp")) == []

@@ -453,8 +453,24 @@ class FatBackend final : public R::BackendInterface {
         outcome = *before;
       } else {
         if (program) {
-          outcome = nested_missing(payload, e, context.get_method_name());
-          if (outcome.empty()) outcome = load_nested(payload, context, *handle);
+          // fatpte's reader and ExecuTorch both read the program where it lies, as a flatbuffer,
+          // which must be aligned like any (a version 1 payload may start at an odd offset): one
+          // aligned copy, made before either reads it, serves both.
+          Buffer copy;
+          Bytes aligned = payload;
+          if (reinterpret_cast<std::uintptr_t>(payload.data) % alignof(std::max_align_t) != 0) {
+            copy = zeroed(static_cast<std::size_t>(payload.size));
+            if (copy) {
+              std::memcpy(copy.get(), payload.data, static_cast<std::size_t>(payload.size));
+              aligned = Bytes{copy.get(), payload.size};
+            }
+          }
+          if (reinterpret_cast<std::uintptr_t>(aligned.data) % alignof(std::max_align_t) != 0) {
+            outcome = "cannot allocate an aligned copy of the nested program";
+          } else {
+            outcome = nested_missing(aligned, e, context.get_method_name());
+            if (outcome.empty()) outcome = load_nested(payload, std::move(copy), context, *handle);
+          }
         } else {
           outcome = backend_missing(id);
           if (outcome.empty()) outcome = forward_init(id, payload, processed, context, compile_specs, *handle);
@@ -479,9 +495,9 @@ class FatBackend final : public R::BackendInterface {
                              "ExecuTorch backends: %s); each entry and what it needed follows",
                              joined(device.executorch_backends.value()).c_str());
     refuse(none);
-    for (const Entry& e : c.entries()) {
-      ET_LOG(Error, "fatpte fat delegate: %s: entry %s [%s]: %s", error_tag(none.code()), e.name.c_str(),
-             e.backend_id.c_str(), why[e.index].c_str());
+    for (const Entry& e : c.entries()) {  // names, ids and reasons quote the file: escaped
+      ET_LOG(Error, "fatpte fat delegate: %s: entry %s: %s", error_tag(none.code()), entry_label(e).c_str(),
+             detail::printable(why[e.index]).c_str());
     }
     return R::Error::NotSupported;
   }
@@ -532,14 +548,9 @@ class FatBackend final : public R::BackendInterface {
     return "";
   }
 
-  static std::string load_nested(Bytes payload, R::BackendInitContext& context, FatHandle& handle) {
-    // ExecuTorch reads the program in place and needs it aligned like any flatbuffer it reads.
-    Buffer copy;
-    if (reinterpret_cast<std::uintptr_t>(payload.data) % alignof(std::max_align_t) != 0) {
-      copy = zeroed(static_cast<std::size_t>(payload.size));
-      if (!copy) return "cannot allocate an aligned copy of the nested program";
-      std::memcpy(copy.get(), payload.data, static_cast<std::size_t>(payload.size));
-    }
+  // `copy`: the payload's aligned copy when it does not lie aligned (ExecuTorch reads the program
+  // in place), else empty.
+  static std::string load_nested(Bytes payload, Buffer copy, R::BackendInitContext& context, FatHandle& handle) {
     auto nested = std::make_unique<NestedProgram>(payload.data, static_cast<std::size_t>(payload.size), std::move(copy));
     const std::string why = nested->load(context.get_method_name(), context.get_named_data_map());
     if (!why.empty()) return why;
