@@ -433,3 +433,23 @@ def test_a_nested_program_at_an_odd_offset_is_read_aligned(build: Path, tmp_path
     assert "runtime error" not in proc.stderr and "Sanitizer" not in proc.stderr, proc.stderr[-3000:]
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert _example().mismatches(parsed(proc.stdout), _example().recorded_outputs("mlp")) == []
+
+
+def test_a_nested_method_name_that_is_no_text_is_not_asked_for(build: Path, tmp_path: Path) -> None:
+    """Found by the nested fat-delegate target run through the runtime (issue 33): a nested
+    program's only method, named by the file (\\xa9orward, or ESC...), was asked for by that name,
+    and ExecuTorch's own log printed it raw ("No method named ... in program"). The fat delegate
+    now skips such a program, saying why, escaped, without asking ExecuTorch for the name."""
+    from tools import hostile
+
+    data = bytearray(hostile.fat_tree((FIXTURES / "mlp_fat.pte").read_bytes(), [(1, [hostile.PROGRAM])]))
+    nested = data.index(b"forward", data.index(b"forward") + 1)  # the nested program's method
+    data[nested : nested + 7] = b"\x1b[31mrd"
+    program = tmp_path / "method.pte"
+    program.write_bytes(bytes(data))
+    proc = subprocess.run([str(build / "et_module_runner"), "--lib", str(KERNELS), "--lib",
+                           str(build / "libexecutorch_backend_fatpte.so"), str(program)], capture_output=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert b"the nested program's only method is named '\\x1b[31mrd', which is not printable text" in proc.stderr
+    assert b"\x1b" not in proc.stderr

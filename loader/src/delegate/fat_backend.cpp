@@ -233,6 +233,13 @@ class NestedProgram {
     if (!program_->method_meta(name.c_str()).ok()) {
       if (program_->num_methods() != 1) return "the nested program has no method '" + name + "'";
       name = program_->get_method_name(0).get();
+      // ExecuTorch logs a name it is asked about as it is: one from the file that is not printable
+      // text (a control character, bytes that are not UTF-8) would reach the terminal raw. (The
+      // reason is escaped where it is logged.)
+      if (detail::printable(name) != name) {
+        return "the nested program's only method is named '" + name +
+               "', which is not printable text: ExecuTorch is not asked for it";
+      }
     }
     name_ = name;
     R::Result<R::MethodMeta> meta = program_->method_meta(name_.c_str());
