@@ -276,62 +276,86 @@ docs: $(STAMP)
 	$(PY) tools/gen_cli_help.py
 
 # ---- Fuzzing (issue 6, fuzz/README.md) ---------------------------------------------------------
-# Targets: the atheris targets fuzz/fuzz_<name>.py, and `loader`, the libFuzzer target
-# fuzz/cpp/fuzz_loader.cpp built with clang (installed from Debian when missing) under ASan and
-# UBSan over the loader's sources. `make fuzz FUZZ_SECONDS=N` runs each for N seconds on a corpus
-# seeded from specs/vectors in fuzz/corpus-work/ (kept between runs, ignored by git); crashes are
-# saved to fuzz/corpus-work/crashes/. `make fuzz-smoke` (part of `make test`) replays the vectors
-# through every Python target, then fuzzes each target for FUZZ_SMOKE_SECONDS: under 60 s in all.
-FUZZ_TARGETS       ?= open validate select manifest structured differential executorch hostile hostile_differential loader
+# Targets: the atheris targets fuzz/fuzz_<name>.py, and the libFuzzer targets fuzz/cpp/fuzz_<name>.cpp
+# (FUZZ_CPP: `loader`, and issue 33's signed containers, trusted-key files and calls.json) built
+# with clang (installed from Debian when missing) under ASan and UBSan over the loader's sources.
+# `make fuzz FUZZ_SECONDS=N` runs each for N seconds on a corpus seeded by fuzz/seed_corpus.py in
+# fuzz/corpus-work/ (kept between runs, ignored by git); crashes are saved to
+# fuzz/corpus-work/crashes/. `make fuzz-smoke` (part of `make test`) replays the vectors through
+# every Python target that reads bytes, then fuzzes each target for FUZZ_SMOKE_SECONDS (the ones
+# issue 33 added for FUZZ_SMOKE_SECONDS_NEW): about a minute in all.
+FUZZ_TARGETS       ?= open validate select manifest structured differential executorch hostile hostile_differential \
+	signature trusted_keys nested_delegates loader loader_signature loader_keys loader_calls
 FUZZ_SECONDS       ?= 60
-FUZZ_SMOKE_SECONDS ?= 3
+FUZZ_SMOKE_SECONDS ?= 2
+FUZZ_SMOKE_SECONDS_NEW ?= 1
+FUZZ_SMOKE_NEW     := signature trusted_keys nested_delegates loader_signature loader_keys loader_calls
 FUZZ_WORK          := fuzz/corpus-work
 FUZZ_FLAGS          = -dict=fuzz/nfat.dict -max_len=8192 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
 FUZZ_CXX           ?= clang++
-FUZZ_LOADER        := $(BUILD)/fuzz/fuzz_loader
+FUZZ_CPP           := loader loader_signature loader_keys loader_calls
+FUZZ_LIB           := $(BUILD)/fuzz/lib/libfatpte.a
+# What a C++ target reads beyond the nfat dictionary and 8 KiB: JSON and PEM, bundles of up to
+# MAX_BUNDLE_VALUES values, key files past the 64 KiB limit, calls.json with long arrays.
+FUZZ_CPP_FLAGS_loader_signature := -dict=fuzz/json.dict -max_len=65536
+FUZZ_CPP_FLAGS_loader_keys      := -dict=fuzz/json.dict -max_len=70000
+FUZZ_CPP_FLAGS_loader_calls     := -dict=fuzz/json.dict -max_len=65536
+FUZZ_CPP_LIBS_loader_signature  := -lcrypto
 
 .PHONY: fuzz fuzz-smoke
 
 FUZZ_SAN            = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -O1 -g
 
 # The loader's own CMake build (loader/), with clang and coverage instrumentation for libFuzzer;
-# only the static library is built, then linked with the target.
-$(FUZZ_LOADER): fuzz/cpp/fuzz_loader.cpp $(wildcard loader/CMakeLists.txt loader/src/*/* loader/include/fatpte/*) | $(STAMP) openssl
+# only the static library is built, then linked with each target.
+$(FUZZ_LIB): $(wildcard loader/CMakeLists.txt loader/src/*/* loader/include/fatpte/*) | $(STAMP) openssl
 	@command -v $(FUZZ_CXX) >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q clang; }
 	prefix=$(FLATC_PREFIX) && CC=clang CXX=$(FUZZ_CXX) cmake -S $(LOADER_SRC) -B $(BUILD)/fuzz/lib \
 		-DCMAKE_BUILD_TYPE=Debug -DFATPTE_BUILD_TESTS=OFF -DFATPTE_EXECUTORCH=OFF \
 		"-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
 		"-DCMAKE_C_FLAGS=$(FUZZ_SAN)" "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 	cmake --build $(BUILD)/fuzz/lib --target fatpte_static -j$(JOBS)
-	$(FUZZ_CXX) -std=c++17 -fsanitize=fuzzer $(FUZZ_SAN) -I$(LOADER_SRC)/include fuzz/cpp/fuzz_loader.cpp \
-		$(BUILD)/fuzz/lib/libfatpte.a -ldl -o $@
+	touch $@
 
-# Only what the chosen targets need: the loader library for `differential`, the libFuzzer
-# binary for `loader`.
-# Targets whose input drives a generator (fuzz/fuzz_hostile*.py): a file is a choice sequence, not
-# a container, so the vectors are not replayed through them.
-FUZZ_BUILDERS := hostile hostile_differential
+$(BUILD)/fuzz/fuzz_%: fuzz/cpp/fuzz_%.cpp $(FUZZ_LIB)
+	$(FUZZ_CXX) -std=c++17 -fsanitize=fuzzer $(FUZZ_SAN) -I$(LOADER_SRC)/include '-DFATPTE_ROOT="$(CURDIR)"' $< \
+		$(FUZZ_LIB) -ldl $(FUZZ_CPP_LIBS_$*) -o $@
+
+# Targets whose input drives a generator (fuzz/fuzz_hostile*.py, and issue 33's signature,
+# trusted_keys and nested_delegates): a file is a choice sequence, not a container, so the vectors
+# are not replayed through them.
+FUZZ_BUILDERS := hostile hostile_differential signature trusted_keys nested_delegates
 # Their inputs are built files of up to a few hundred KB, read by every reader under tracemalloc and
 # atheris' instrumentation (about 10x slower than plain Python): a minute per input, not ten seconds.
 FUZZ_BUILDER_FLAGS := -timeout=60
-FUZZ_DEPS = $(STAMP) $(if $(filter differential hostile_differential,$(FUZZ_TARGETS)),loader) \
-	$(if $(filter loader,$(FUZZ_TARGETS)),$(FUZZ_LOADER))
+# Only what the chosen targets need: the loader library for the differential targets, the
+# libFuzzer binaries for the C++ ones.
+FUZZ_DEPS = $(STAMP) $(if $(filter differential hostile_differential signature trusted_keys,$(FUZZ_TARGETS)),loader) \
+	$(addprefix $(BUILD)/fuzz/fuzz_,$(filter $(FUZZ_CPP),$(FUZZ_TARGETS)))
 
 fuzz: $(FUZZ_DEPS)
 	@for t in $(FUZZ_TARGETS); do \
 		mkdir -p $(FUZZ_WORK)/$$t $(FUZZ_WORK)/crashes && \
 		$(PY) fuzz/seed_corpus.py $$t $(FUZZ_WORK)/$$t && \
-		if [ $$t = loader ]; then run=$(FUZZ_LOADER); else run="$(PY) fuzz/fuzz_$$t.py"; fi && \
+		case " $(FUZZ_CPP) " in *" $$t "*) run=$(BUILD)/fuzz/fuzz_$$t;; *) run="$(PY) fuzz/fuzz_$$t.py";; esac && \
 		case " $(FUZZ_BUILDERS) " in *" $$t "*) more="$(FUZZ_BUILDER_FLAGS)";; *) more="";; esac && \
+		case $$t in \
+			loader_signature) more="$(FUZZ_CPP_FLAGS_loader_signature)";; \
+			loader_keys) more="$(FUZZ_CPP_FLAGS_loader_keys)";; \
+			loader_calls) more="$(FUZZ_CPP_FLAGS_loader_calls)";; \
+		esac && \
 		$$run $(FUZZ_WORK)/$$t $(FUZZ_FLAGS) $$more -max_total_time=$(FUZZ_SECONDS) \
 			-artifact_prefix=$(FUZZ_WORK)/crashes/$$t- || exit 1; \
 	done
 
 fuzz-smoke: $(FUZZ_DEPS)
-	@for t in $(filter-out loader $(FUZZ_BUILDERS),$(FUZZ_TARGETS)); do $(PY) fuzz/replay.py $$t specs/vectors || exit 1; done
+	@for t in $(filter-out $(FUZZ_CPP) $(FUZZ_BUILDERS),$(FUZZ_TARGETS)); do $(PY) fuzz/replay.py $$t specs/vectors || exit 1; done
 	@if echo " $(FUZZ_TARGETS) " | grep -q " executorch "; then $(PY) fuzz/replay.py executorch tests/fixtures/executorch tests/fixtures/fuzz; fi
 	@mkdir -p $(FUZZ_WORK)
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) >$(FUZZ_WORK)/smoke.log 2>&1 || \
+	@{ $(MAKE) --no-print-directory fuzz FUZZ_TARGETS="$(filter-out $(FUZZ_SMOKE_NEW),$(FUZZ_TARGETS))" \
+		FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) && \
+	  $(MAKE) --no-print-directory fuzz FUZZ_TARGETS="$(filter $(FUZZ_SMOKE_NEW),$(FUZZ_TARGETS))" \
+		FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS_NEW); } >$(FUZZ_WORK)/smoke.log 2>&1 || \
 		{ tail -n 80 $(FUZZ_WORK)/smoke.log; exit 1; }
 	@grep -E '^(Done|stat::number_of_executed_units)' $(FUZZ_WORK)/smoke.log
 

@@ -22,10 +22,11 @@ import json
 import re
 import tracemalloc
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import _harness
 
+T = TypeVar("T")
 BUDGET_FACTOR = 64
 BUDGET_ALLOWANCE = 32 << 20
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
@@ -105,19 +106,28 @@ READERS: dict[str, Callable[[bytes], None]] = {"container": read_container, "ent
                                                 "profile": read_profile, "program": read_program}
 
 
+def run_within(fn: Callable[[], T], size: int) -> T:
+    """fn(), its peak Python memory (tracemalloc) held to the budget of an input of `size` bytes."""
+    tracemalloc.start()
+    try:
+        out = fn()
+        within("peak memory", tracemalloc.get_traced_memory()[1], size)
+        return out
+    finally:
+        tracemalloc.stop()
+
+
 def run(kind: str, data: bytes) -> None:
     """One input through its reader, with the budget checks; raises on a violation."""
     from fatpte.errors import FatpteError
 
-    tracemalloc.start()
-    try:
+    def read() -> None:
         try:
             READERS[kind](data)
         except FatpteError as exc:
             safe_text("the error", str(exc), len(data))
-        within("peak memory", tracemalloc.get_traced_memory()[1], len(data))
-    finally:
-        tracemalloc.stop()
+
+    run_within(read, len(data))
 
 
 def hostile_inputs() -> Any:

@@ -7,7 +7,13 @@ nothing twice); for the manifest target it writes the manifest region of every v
 one instead, since that target reads manifest bytes alone; for the executorch target, the files
 the real ExecuTorch toolchain wrote (tests/fixtures/executorch: programs of every lowering, with
 NFAT delegates, and .ptd files) and each program's inline delegate payloads (NPTG, XH00, NFAT);
-for the hostile targets, whose bytes drive a generator, sixteen fixed byte strings.
+for the targets whose bytes drive a generator (hostile, signature, trusted_keys, nested_delegates),
+sixteen fixed byte strings. The C++ targets of issue 33 read what the generators build: for
+loader_signature, each signing vector's bundle and statement behind the byte that says how to use
+them (fuzz/cpp/fuzz_loader_signature.cpp), and the vectors themselves; for loader_keys, the
+vectors' key files; for loader_calls, the fixtures' calls; each with examples of its generator in
+tests/strategies.py (48 of hostile_key_files and hostile_calls, 16 of hostile_signed_cases, which
+packs and signs each), drawn deterministically.
 """
 
 from __future__ import annotations
@@ -52,7 +58,74 @@ def executorch_seeds() -> list[bytes]:
 
 # Targets whose input is a choice sequence for a generator (tests/strategies.py): any bytes are a
 # valid input, and a vector would only be an arbitrary one. Sixteen fixed byte strings start them.
-BUILDERS = ("hostile", "hostile_differential")
+BUILDERS = ("hostile", "hostile_differential", "signature", "trusted_keys", "nested_delegates")
+GENERATED = 48  # examples of its generator a C++ target of issue 33 starts from
+
+
+def generated(strategy: object, count: int = GENERATED) -> list[object]:
+    """`count` values of a Hypothesis strategy, the same on every run (derandomized)."""
+    import warnings
+
+    from hypothesis import HealthCheck, given, settings
+
+    out: list[object] = []
+
+    @settings(max_examples=count, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def collect(value: object) -> None:
+        out.append(value)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        collect()
+    return out[:count]
+
+
+def signature_seeds() -> list[bytes]:
+    """fuzz/cpp/fuzz_loader_signature.cpp's inputs: a mode byte (0 and 1: a bundle embedded or
+    detached; 2 and 3: a statement, signed there, embedded or detached; 4: a whole container)."""
+    import base64
+    import json
+
+    sys.path.insert(0, str(ROOT))
+    from tests.strategies import hostile_signed_cases
+    from tools.gen_vectors import bundle_of, region
+
+    index = json.loads((VECTORS / "index.json").read_text())["vectors"]
+    out = []
+    for name in sorted(n for n, row in index.items() if "verify" in row):
+        data = (VECTORS / name).read_bytes()
+        out.append(b"\x04" + data)
+        if data[:4] != b"NFAT" or region(data)[1] == 0:
+            continue
+        bundle = bundle_of(data)
+        out += [b"\x00" + bundle, b"\x01" + bundle]
+        try:
+            statement = base64.b64decode(json.loads(bundle)["dsseEnvelope"]["payload"])
+        except (ValueError, KeyError, TypeError, RecursionError):
+            continue  # a vector whose bundle is the defect
+        out += [b"\x02" + statement, b"\x03" + statement]
+    for data, detached, _ in generated(hostile_signed_cases(), GENERATED // 3):  # type: ignore[misc]  # each signs
+        out.append(b"\x04" + data)
+        if detached is not None:
+            out.append(b"\x01" + detached)
+    return out
+
+
+def cpp_seeds(target: str) -> list[bytes]:
+    import json
+
+    sys.path.insert(0, str(ROOT))
+    from tests.strategies import hostile_calls, hostile_key_files
+
+    if target == "loader_signature":
+        return signature_seeds()
+    if target == "loader_keys":
+        return [p.read_bytes() for p in sorted(VECTORS.glob("*.pem"))] + generated(hostile_key_files())  # type: ignore[operator]
+    files = json.loads((FIXTURES / "fixtures.json").read_text())["files"]
+    calls = [json.dumps(row["calls"]).encode() for _, row in sorted(files.items()) if "calls" in row]
+    return calls + generated(hostile_calls())  # type: ignore[operator]
 
 
 def seeds(target: str) -> list[bytes]:
@@ -60,6 +133,8 @@ def seeds(target: str) -> list[bytes]:
         return executorch_seeds()
     if target in BUILDERS:
         return [hashlib.sha256(b"%d" % i).digest() * 16 for i in range(16)]
+    if target in ("loader_signature", "loader_keys", "loader_calls"):
+        return cpp_seeds(target)
     out = []
     for path in sorted(VECTORS.glob("*.nfat")):
         data = path.read_bytes()

@@ -440,3 +440,310 @@ def hostile_programs(draw: st.DrawFn) -> bytes:
     if draw(st.integers(0, 3)) == 0:
         data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
     return bytes(data)
+
+
+# -- hostile inputs (issue 33): signed containers, trusted keys, run inputs, nested fat delegates -----
+#
+# Built from valid structure (a container signed with the conformance test keys, a key file of a
+# real key, a calls.json of real tensors, a fat-delegate program wrapped in levels) and then made
+# hostile where the attack went: the statement changed and signed again, the bundle changed
+# without a key, entries added after signing, values near the bundle's limit; PEM text around,
+# between and inside the key; shapes whose products overflow; fat delegates nested and shared.
+
+# Values a hostile JSON document puts where a field's value goes.
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.sampled_from([0, -1, 1, 2**31 - 1, 2**31, 2**53 + 1, 2**63 - 1, 2**63, -2**63,
+                                                 2**64, 10**30, 0.5, -0.0, 1e308])
+    | st.sampled_from(["", "x" * 300, "\x1b[31m", "\n", "\u202e", "\ud800", "é", "0" * 64, "ET12", "NFAT", "sha256"])
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=8)
+
+
+@st.composite
+def json_edits(draw: st.DrawFn, doc: object) -> object:
+    """`doc` (parsed JSON) with one value somewhere in it replaced, removed or multiplied, or a
+    member added: the shape of the document kept, one field made hostile."""
+    import copy
+
+    doc = copy.deepcopy(doc)
+    parent: object = None
+    key: object = None
+    node = doc
+    while isinstance(node, (dict, list)) and node and draw(st.integers(0, 3)) > 0:
+        keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+        parent, key = node, draw(st.sampled_from(keys))
+        node = node[key]  # type: ignore[index]
+    what = draw(st.sampled_from(["replace", "remove", "repeat", "add"]))
+    if parent is None or what == "add":
+        target = node if isinstance(node, (dict, list)) else doc
+        if isinstance(target, dict):
+            target[draw(st.sampled_from(["x", "name", "_type", "sig", "hint", "entries"]))] = draw(_JSON_VALUES)
+        elif isinstance(target, list):
+            target.append(draw(_JSON_VALUES) if draw(st.booleans()) or not target else target[0])
+        return doc
+    if what == "remove":
+        del parent[key]  # type: ignore[attr-defined]
+    elif what == "repeat" and isinstance(parent, list):
+        parent[key:key + 1] = [node] * draw(few_or_many(5000))  # type: ignore[index, misc]
+    else:
+        parent[key] = draw(_JSON_VALUES)  # type: ignore[index]
+    return doc
+
+
+@st.composite
+def _signable(draw: st.DrawFn) -> tuple[list[Specialization], dict[str, bytes]]:
+    """A valid version 2 container's specializations (names, requirements, named data)."""
+    specs = draw(v2_specializations(max_entries=4))
+    keys = draw(st.lists(v2_ids, max_size=3, unique=True))
+    shared = {k: draw(payloads) for k in keys}
+    out = []
+    for s in specs:
+        out.append(Specialization(
+            s.backend_id, s.payload, name=s.name, priority=s.priority, alignment=s.alignment,
+            requires=draw(st.none() | st.sampled_from([{"arch": ["x86_64"]}, {"arch": ["aarch64"]},
+                                                       {"cpu_features": ["avx2"]}, {"os": ["linux"]}])),
+            named_data=draw(st.lists(st.sampled_from(keys), max_size=len(keys), unique=True)) if keys else None))
+    return out, shared
+
+
+@st.composite
+def hostile_signed_cases(draw: st.DrawFn) -> tuple[bytes, bytes | None, str | None]:
+    """(container, detached bundle or None, device profile for the downgrade check or None): a
+    container packed and signed with a conformance test key (tools/gen_vectors.test_key; "untrusted"
+    is a key no verifier trusts), then made hostile: entries added after signing (S6), a hostile
+    manifest under the signature (S2), a payload byte changed, thinned; its statement changed and
+    signed again (so the checks after the signature read it), its bundle changed without a key
+    (JSON fields, up to and past MAX_BUNDLE_VALUES values (S5), raw bytes); the bundle embedded
+    or given detached."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from fatpte.ops.signing import unsign
+    from tools import hostile
+    from tools.gen_vectors import bundle_of, signed, test_key, with_bundle
+
+    key = draw(st.sampled_from(["ed25519", "ed25519", "p256", "untrusted"]))
+    specs, shared = draw(_signable())
+    data = signed(pack_bytes(specs, named_data=shared), test_key(key))
+    bundle = bundle_of(data)
+    statement = hostile.statement_of_bundle(bundle)
+    change = draw(st.sampled_from(["none", "added", "manifest", "payload", "thinned"]))
+    if change == "added":
+        extra = [Specialization("xnnpack", b"added", name=f"a{i:05d}") for i in range(max(1, draw(few_or_many(2000))))]
+        data = bytes(with_bundle(signed(pack_bytes(specs + extra, named_data=shared), test_key(key)), bundle))
+    elif change == "manifest":
+        data = hostile.attach(draw(hostile_manifest_containers(max_refs=500, max_repeat=2000)), bundle)
+    elif change == "payload":
+        data = hostile.payload_changed(data, draw(st.integers(0, 7)), draw(st.integers(0, 1 << 16)))
+    elif change == "thinned":
+        data = hostile.thinned(data, draw(st.lists(st.sampled_from([s.entry_name for s in specs]), min_size=1,
+                                                  unique=True)))
+    for _ in range(draw(st.integers(0, 2))):
+        edit = draw(st.sampled_from(["statement", "statement", "bundle", "values", "bytes"]))
+        if edit == "statement":  # signed again: what a holder of the key could write
+            statement = draw(json_edits(statement))
+            text = json.dumps(statement, separators=(",", ":"))
+            raw = text.encode("utf-8", "surrogatepass")
+            if draw(st.integers(0, 4)) == 0:
+                raw = draw(st.sampled_from([b"[" * 20 + b"]" * 20, raw.replace(b"{", b'{"x":1,"x":2,', 1),
+                                            raw[: draw(st.integers(0, len(raw)))], b"\xff" + raw]))
+            bundle = hostile.bundle_over(raw, "p256" if key == "p256" else "ed25519")
+        elif edit == "bundle" and bundle.startswith(b"{"):
+            try:
+                bundle = json.dumps(draw(json_edits(json.loads(bundle)))).encode("utf-8", "surrogatepass")
+            except ValueError:
+                pass
+        elif edit == "values" and bundle.startswith(b"{"):
+            count = draw(st.integers(4050, 4110) | few_or_many(40_000))
+            try:
+                bundle = hostile.bundle_with_values(bundle, count)
+            except ValueError:
+                pass
+        else:
+            b = bytearray(bundle)
+            at = draw(st.integers(0, max(0, len(b) - 1)))
+            b[at:at + draw(st.integers(0, 3))] = draw(st.sampled_from([b"", b"{", b"[", b'"', b"\\u", b"1e5", b"\xc3",
+                                                                       b"=", b"==", b"A", b"\x00"]))
+            bundle = bytes(b)
+    if bundle != bundle_of(data):
+        data = bytes(with_bundle(data, bundle))
+    device = draw(st.none() | st.just("x86-64-v3"))
+    if change == "manifest" or not draw(st.booleans()):
+        return data, None, device
+    with tempfile.TemporaryDirectory() as tmp:  # the bundle beside the container it was taken from
+        (Path(tmp) / "s.nfat").write_bytes(data)
+        return unsign(Path(tmp) / "s.nfat", Path(tmp) / "u.nfat").read_bytes(), bundle, device
+
+
+def _key_ders() -> dict[str, bytes]:
+    """DER SubjectPublicKeyInfos a trusted-key file may carry: the conformance keys (the P-256 one
+    also compressed and with explicit parameters, which are refused) and keys of other curves and
+    algorithms, all from fixed seeds so an input draws the same file on every run."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, ed448, x25519
+
+    from tools import gen_vectors
+
+    files = gen_vectors.key_files()
+    pem = {name: body for name, (body, _, _) in files.items()}
+
+    def der(text: bytes) -> bytes:
+        import base64
+
+        return base64.b64decode(b"".join(line for line in text.splitlines() if not line.startswith(b"-----")))
+
+    spki = serialization.PublicFormat.SubjectPublicKeyInfo
+    seed = bytes(range(32))
+    others = {
+        "p384": ec.derive_private_key(7, ec.SECP384R1()).public_key(),
+        "secp256k1": ec.derive_private_key(7, ec.SECP256K1()).public_key(),
+        "x25519": x25519.X25519PrivateKey.from_private_bytes(seed).public_key(),
+        "ed448": ed448.Ed448PrivateKey.from_private_bytes(bytes(range(57))).public_key(),
+    }
+    out = {name: der(pem[name]) for name in ("trusted-ed25519.pub.pem", "trusted-p256.pub.pem",
+                                             "trusted-p256-compressed.pub.pem",
+                                             "refused-p256-explicit-parameters.pub.pem")}
+    out.update({name: k.public_bytes(serialization.Encoding.DER, spki) for name, k in others.items()})
+    return out
+
+
+_KEY_DERS: dict[str, bytes] = {}
+
+
+@st.composite
+def hostile_key_files(draw: st.DrawFn) -> bytes:
+    """A trusted-key file: a real key's DER (sometimes damaged: a byte changed, cut, trailing bytes,
+    a long-form length), as PEM under some label, base64 cut into lines of any width and ended
+    any way, padding dropped or doubled, characters no base64 has, text, other blocks or
+    whitespace before and after, a body of many KiB; now and then grown to about the 64 KiB
+    limit (specs/nfat-signature.md section 5.4)."""
+    import base64
+
+    if not _KEY_DERS:
+        _KEY_DERS.update(_key_ders())
+    # A third of the files change only what the rules allow (line width and ends, whitespace
+    # around the block), so accepted keys and their ids are compared as often as refusals.
+    benign = draw(st.integers(0, 2)) == 0
+
+    def pick(options: list[str], allowed: list[str]) -> str:
+        return draw(st.sampled_from(allowed if benign else options))
+
+    der = bytearray(draw(st.sampled_from(sorted(_KEY_DERS.values()))))
+    damage = pick(["none", "none", "byte", "cut", "trailing", "long-length", "repeat"], ["none"])
+    if damage == "byte":
+        der[draw(st.integers(0, len(der) - 1))] = draw(st.integers(0, 255))
+    elif damage == "cut":
+        del der[draw(st.integers(0, len(der) - 1)):]
+    elif damage == "trailing":
+        der += bytes(draw(st.integers(1, 8)))
+    elif damage == "long-length":
+        der[1:2] = bytes([0x81, der[1]])
+    elif damage == "repeat":
+        der *= draw(few_or_many(2000))
+    body = base64.b64encode(bytes(der)).decode("ascii")
+    padding = pick(["keep", "keep", "drop", "double", "inside", "bad-char", "urlsafe"], ["keep"])
+    if padding == "drop":
+        body = body.rstrip("=")
+    elif padding == "double":
+        body += "=="
+    elif padding == "inside" and body:
+        at = draw(st.integers(0, len(body)))
+        body = body[:at] + "=" + body[at:]
+    elif padding == "bad-char" and body:
+        at = draw(st.integers(0, len(body)))
+        body = body[:at] + draw(st.sampled_from(["-", "_", "!", " ", "\t", "\x00", "é", "*"])) + body[at:]
+    elif padding == "urlsafe":
+        body = body.replace("+", "-").replace("/", "_")
+    width = draw(st.sampled_from([64, 64, 76, 1, 4, 63, 1 << 20]))
+    ends = ["\n", "\r\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e"]
+    eol = pick([*ends, "\x85", "\u2028", "\n\n", " \n"], ends)
+    label = pick(["PUBLIC KEY"] * 4 + ["EC PUBLIC KEY", "RSA PUBLIC KEY", "CERTIFICATE", "PRIVATE KEY", "public key",
+                                       "PUBLIC  KEY"], ["PUBLIC KEY"])
+    lines = [body[i:i + width] for i in range(0, len(body), width)] or [""]
+    block = eol.join([f"-----BEGIN {label}-----", *lines, f"-----END {label}-----"]) + eol
+    space = ["", " ", "\t", "\r\n", "\n\n", " \t\r\n"]
+    others = [*space, "release key\n", "\ufeff", "\x00", "\xa0", "\v",
+              "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"]
+    text = pick(others, space) + block + pick(others, space)
+    if not benign and draw(st.integers(0, 5)) == 0:
+        text = block + text if draw(st.booleans()) else text + block  # two keys
+    data = text.encode("utf-8", "surrogatepass")
+    if draw(st.integers(0, 7)) == 0:
+        target = draw(st.sampled_from([(64 << 10) - 1, 64 << 10, (64 << 10) + 1]))
+        data += draw(st.sampled_from([b" ", b"\n", b"x"])) * max(0, target - len(data))
+    return data
+
+
+_DTYPE_NAMES = ["float32", "float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8",
+                "uint16", "uint32", "uint64", "bool", "float", "", "Float32", "complex64"]
+_DIMS = st.sampled_from([0, 1, 1, 2, 3, 255, 65_536, 2**31 - 1, 2**31, 2**32, 2**53, 2**63 - 1, 2**63, 2**64, -1,
+                         -2**63, 1.0, 1.5, 1e3, "3", None, True])
+
+
+@st.composite
+def hostile_calls(draw: st.DrawFn) -> bytes:
+    """A calls.json (loader/include/fatpte/tensor.hpp: `[{"inputs": [tensor, ...]}, ...]`): tensors
+    of any dtype name whose shapes hold huge, zero, negative, overflowing or non-integer dims, with
+    as many values as the shape says (up to some thousands), or another count, or values of the
+    wrong kind (NaN, Infinity, out-of-range integers, strings, nested lists), nested deep; now and
+    then text that is no JSON of that shape (a key twice, a cut, a comma too many)."""
+    import json
+    import math
+
+    calls = []
+    for _ in range(draw(st.integers(0, 3))):
+        inputs = []
+        for _ in range(draw(st.integers(0, 3))):
+            shape = draw(st.lists(_DIMS, max_size=8) | st.lists(st.just(1), min_size=60, max_size=200))
+            numel = math.prod(d for d in shape if isinstance(d, int) and not isinstance(d, bool))
+            count = numel if 0 <= numel <= 4096 and draw(st.integers(0, 3)) else draw(few_or_many(20_000))
+            number = st.sampled_from([0, 1, -1, 0.5, 1e38, 3.5e38, -1e308, 5e-324, float("nan"), float("inf"),
+                                      float("-inf"), 255, 256, -129, 2**31, 2**63, 2**64, True, False])
+            value = draw(number | st.sampled_from(["1", None, [], [1], {"a": 1}]))
+            values: object = [value] * count
+            if draw(st.integers(0, 9)) == 0:
+                values = draw(st.sampled_from([None, "x", {"a": []}])) if draw(st.booleans()) else \
+                    json.loads("[" * 70 + "]" * 70)
+            tensor: object = {"dtype": draw(st.sampled_from(_DTYPE_NAMES)), "shape": shape, "values": values}
+            if draw(st.integers(0, 9)) == 0:
+                tensor = draw(json_edits(tensor))
+            inputs.append(tensor)
+        call: object = {"inputs": inputs, **({"outputs": []} if draw(st.booleans()) else {})}
+        if draw(st.integers(0, 12)) == 0:
+            call = draw(st.sampled_from([[], None, {"inputs": None}, {"inputs": {}}]))
+        calls.append(call)
+    text = json.dumps(calls)
+    if draw(st.integers(0, 7)) == 0:
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(st.sampled_from(["", ",", "{", "]", '"inputs": [], ', "NaN", "nan", "\x00", "é"])) \
+            + text[at + draw(st.integers(0, 2)):]
+    return text.encode("utf-8", "surrogatepass")
+
+
+_FAT_FIXTURE: list[bytes] = []
+
+
+@st.composite
+def hostile_fat_trees(draw: st.DrawFn, max_levels: int = 8, max_fan: int = 64) -> tuple[bytes, tuple[
+        tuple[int, tuple[str, ...]], ...], bool]:
+    """(program, levels, pristine): tests/fixtures/executorch/mlp_fat.pte with its fat delegate
+    wrapped in 0 to `max_levels` levels (tools/hostile.fat_tree): version 1 or 2 containers of up
+    to `max_fan` entries mixing fat payloads, nested programs and junk, each kind sharing the level
+    below (in version 1, now and then each entry one byte longer than the one before); now and then
+    one byte of the fat delegate's payload changed (not pristine)."""
+    from tests.paths import ET_FIXTURES
+    from tools import hostile
+
+    if not _FAT_FIXTURE:
+        _FAT_FIXTURE.append((ET_FIXTURES / "mlp_fat.pte").read_bytes())
+    kinds = st.sampled_from([hostile.FAT, hostile.FAT, hostile.PROGRAM, hostile.JUNK])
+    levels = tuple((draw(st.sampled_from([L.VERSION_1, L.VERSION_2])),
+                    tuple(draw(st.lists(kinds, min_size=1, max_size=max(1, draw(few_or_many(max_fan)))))))
+                   for _ in range(draw(st.integers(0, max_levels))))
+    data = bytearray(hostile.fat_tree(_FAT_FIXTURE[0], levels, overlap=draw(st.booleans())))
+    pristine = draw(st.integers(0, 4)) > 0
+    if not pristine:  # inside the fat delegate's payload: the program around it is ExecuTorch's to read
+        delegate = hostile.first_delegate(bytes(data))
+        data[delegate.offset + draw(st.integers(0, delegate.size - 1))] = draw(st.integers(0, 255))
+    return bytes(data), levels, pristine

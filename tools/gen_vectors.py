@@ -396,10 +396,11 @@ class ManifestMap:
 def with_manifest(entries: Sequence[tuple[str, str, bytes]], manifest: bytes, segments: Sequence[bytes]) -> bytes:
     """A v2 container holding exactly these manifest bytes, in the layout pack writes: header,
     entry and segment tables, the manifest at the next multiple of 8, payloads and segments each
-    at the next multiple of 64. For manifests pack cannot write (shared objects, defects)."""
+    at the next multiple of 64. For manifests pack cannot write (shared objects, defects); empty
+    `manifest`: none (its offset 0), for entries pack would refuse (a program beside what it says)."""
     tables_end = L.V2_HEADER_SIZE + len(entries) * L.V2_ENTRY_SIZE + len(segments) * L.V2_SEGMENT_SIZE
-    moff = _align(tables_end, L.MANIFEST_ALIGNMENT)
-    cursor = moff + len(manifest)
+    moff = _align(tables_end, L.MANIFEST_ALIGNMENT) if manifest else 0
+    cursor = moff + len(manifest) if manifest else tables_end
     at: list[int] = []
     placed: dict[bytes, int] = {}  # identical payloads are stored once, as pack stores them
     for i, blob_ in enumerate([p for _, _, p in entries] + list(segments)):
@@ -1258,6 +1259,10 @@ def key_files() -> dict[str, tuple[bytes, ErrorCode | None, str]]:
         "refused-text-first.pub.pem": (b"release key, 2026\n" + _public_pem(ed), C, "a line of text before the key"),
         "refused-two-keys.pub.pem": (_public_pem(ed) + _public_pem(p256), C, "two public keys"),
         "refused-certificate.pub.pem": (cert, C, "a certificate and no PUBLIC KEY block"),
+        # Found by the trusted_keys fuzz target: Python let cryptography's UnsupportedAlgorithm escape.
+        "refused-unknown-algorithm.pub.pem": (_pem(bytes.fromhex("302a3005060300656e032100") + bytes(range(32))), C,
+                                              "an algorithm OID no library knows (1.3.101.110 without its first "
+                                              "byte)"),
     }
 
 

@@ -1,17 +1,24 @@
-"""Hostile inputs of the shapes issue 15 found (docs/reliability.md, "Work budgets"), at any scale:
-the regression tests (tests/conformance/test_hostile.py) build them small, `make bench` builds
-them at three sizes for both implementations (bench/op_hostile.py), and the structure-aware fuzz
-targets (fuzz/fuzz_hostile.py) start from them.
+"""Hostile inputs of the shapes issues 15 and 33 found (docs/reliability.md, "Work budgets"), at any
+scale: the regression tests (tests/conformance/test_hostile.py) build them small, `make bench`
+builds them at three sizes for both implementations (bench/op_hostile.py), and the structure-aware
+fuzz targets (fuzz/fuzz_hostile.py, fuzz_signature.py, fuzz_trusted_keys.py,
+fuzz_nested_delegates.py) start from them.
 
-Every builder returns the bytes of a whole container (or program), valid but for what its name
-says; the manifests are written with tools/gen_vectors.ManifestWriter, which shares what it is
-told to share, as a hostile writer would.
+Every builder returns the bytes of a whole container (or program, bundle, key file, calls.json),
+valid but for what its name says; the manifests are written with tools/gen_vectors.ManifestWriter,
+which shares what it is told to share, as a hostile writer would.
 """
 
 from __future__ import annotations
 
+import json
+import struct
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
+from fatpte.format import layout as L
 from tools.gen_vectors import ManifestWriter, blob, with_manifest
 
 ENTRY = ("cpu", "xnnpack", blob("hostile-cpu", 64))
@@ -109,13 +116,9 @@ def nested_fat_delegates(program: bytes, depth: int) -> bytes:
     container wrapped in `depth - 1` version 1 containers of one entry each, backend id
     FatpteBackend, each holding the next: fat delegates `depth` levels deep (specs/executorch.md
     section 8), 60 bytes a level. Built in one pass, so 10,000 levels cost no more than their bytes."""
-    import struct
-
-    from fatpte.executorch.pte import read_program
     from fatpte.executorch.rewrite import replace_segment
-    from fatpte.format import layout as L
 
-    (delegate,) = [d for m in read_program(program).methods for d in m.delegates][:1]
+    delegate = first_delegate(program)
     inner = program[delegate.offset : delegate.offset + delegate.size]
     levels = depth - 1
     header, entry = L.RECORDS["v1_header"].size, L.RECORDS["v1_entry"].size
@@ -126,3 +129,210 @@ def nested_fat_delegates(program: bytes, depth: int) -> bytes:
         out += b"FatpteBackend".ljust(32, b"\0") + struct.pack("<QQ", 0, rest)
     out += inner
     return replace_segment(program, delegate.data_index, bytes(out))
+
+
+def first_delegate(program: bytes) -> Any:
+    """The first delegate of the first method of `program` (fatpte.executorch.pte.Delegate)."""
+    from fatpte.executorch.pte import read_program
+
+    (delegate,) = [d for m in read_program(program).methods for d in m.delegates][:1]
+    return delegate
+
+
+# -- nested fat delegates (issue 33, F1): trees, not only chains -------------------------------------
+
+FAT, PROGRAM, JUNK = "fat", "program", "junk"  # what an entry of a level holds (fat_tree)
+FAT_KINDS = (FAT, PROGRAM, JUNK)
+_FAT_IDS = {FAT: "FatpteBackend", PROGRAM: "portable", JUNK: "NoSuchBackend"}
+
+
+def v1_container(entries: Sequence[tuple[str, bytes]], *, overlap: bytes | None = None) -> bytes:
+    """A version 1 container of `entries` (backend id, payload): identical payloads stored once,
+    each right after the one before (unaligned, as a version 1 writer may leave them). The entries
+    holding `overlap` each see it one byte longer than the one before (it is stored once, padded
+    with zeros): regions that start at one byte and overlap, which version 1 allows with a warning
+    (E0503)."""
+    rows, data = bytearray(), bytearray()
+    placed: dict[bytes, int] = {}
+    longer = 0
+    for backend, payload in entries:
+        at = placed.setdefault(payload, len(data))
+        if at == len(data):
+            data += payload + (bytes(sum(p == overlap for _, p in entries)) if payload == overlap else b"")
+        size = len(payload)
+        if payload == overlap:
+            size, longer = size + longer, longer + 1
+        rows += L.RECORDS["v1_entry"].codec.pack(backend.encode("ascii").ljust(32, b"\0"), at, size)
+    return L.RECORDS["v1_header"].codec.pack(L.MAGIC, L.VERSION_1, len(entries)) + bytes(rows) + bytes(data)
+
+
+def fat_tree(program: bytes, levels: Sequence[tuple[int, Sequence[str]]], *, overlap: bool = False) -> bytes:
+    """`program` (a .pte whose first delegate is a fat delegate) with that delegate's container
+    wrapped in one container per level, outermost first. A level (version, kinds) is a version 1
+    or 2 container whose entries hold, by kind: the level below as a fat delegate's payload
+    (`fat`, backend id FatpteBackend), a copy of `program` whose fat delegate holds the level below
+    (`program`), or bytes no backend runs (`junk`). Entries of one kind share one payload, so a
+    level of n entries is n paths to the level below, and k such levels are n**k paths through
+    bytes that grow as n * k. With `overlap`, the `fat` entries of a version 1 level whose level
+    below is version 1 too each see it one byte longer (v1_container): n regions from one first
+    byte, each reading the same table. Built bottom up, each level once."""
+    from fatpte.executorch.rewrite import replace_segment
+
+    delegate = first_delegate(program)
+    below = program[delegate.offset : delegate.offset + delegate.size]
+    below_version = None
+    junk = blob("fat-tree-junk", 64)
+    for version, kinds in reversed(levels):
+        nested = replace_segment(program, delegate.data_index, below) if PROGRAM in kinds else b""
+        held = {FAT: below, PROGRAM: nested, JUNK: junk}
+        if version == L.VERSION_1:
+            grown = below if overlap and below_version == L.VERSION_1 else None
+            below = v1_container([(_FAT_IDS[k], held[k]) for k in kinds], overlap=grown)
+        else:
+            below = with_manifest([(f"e{i}", _FAT_IDS[k], held[k]) for i, k in enumerate(kinds)], b"", [])
+        below_version = version
+    return replace_segment(program, delegate.data_index, below)
+
+
+def fat_tree_depth(levels: Sequence[tuple[int, Sequence[str]]]) -> int:
+    """How deep the fat delegates of fat_tree(program, levels) nest (specs/executorch.md section 8):
+    level i is at depth i + 1 when every level above it holds a `fat` or `program` entry, and the
+    program's own container one below the last level reached."""
+    depth = 1
+    for _, kinds in levels:
+        if FAT not in kinds and PROGRAM not in kinds:
+            return depth
+        depth += 1
+    return depth
+
+
+def fat_tree_first_too_deep(levels: Sequence[tuple[int, Sequence[str]]], delegate_index: int) -> str | None:
+    """The field path validate names for the first container of fat_tree(program, levels) past
+    MAX_FAT_DELEGATE_DEPTH (E1010), walking entries in table order; None when none is."""
+    if fat_tree_depth(levels) <= L.MAX_FAT_DELEGATE_DEPTH:
+        return None
+    path, depth = f"delegates[{delegate_index}].payload", 1
+    for _, kinds in levels:
+        j = next(i for i, k in enumerate(kinds) if k != JUNK)
+        path += f".entries[{j}].payload" + (f".delegates[{delegate_index}].payload" if kinds[j] == PROGRAM else "")
+        depth += 1
+        if depth > L.MAX_FAT_DELEGATE_DEPTH:
+            return path
+    return path
+
+
+# -- signed containers (issue 33, S2, S5, S6) --------------------------------------------------------
+
+def attach(data: bytes, bundle: bytes) -> bytes:
+    """`data` (a version 2 container whose structure reads) with `bundle` as its signature region,
+    laid out as `fatpte sign` lays it out, whatever the bundle says: for containers a signer would
+    refuse (a hostile manifest) and bundles no signer wrote."""
+    from fatpte.container.reader import open as open_container
+    from fatpte.ops.signing.relayout import plan_layout, write_container
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dest = Path(tmp) / "c.nfat", Path(tmp) / "s.nfat"
+        src.write_bytes(data)
+        with open_container(src) as c:
+            write_container(c, dest, plan_layout(c, max(c.header.header_size, L.SIGNED_HEADER_SIZE)), bundle)
+        return dest.read_bytes()
+
+
+def bundle_over(payload: bytes, key: str) -> bytes:
+    """A bundle whose envelope holds `payload` (a statement's JSON, or any bytes) signed with the
+    conformance test key `key` (tools/gen_vectors.test_key): what a holder of a trusted key can
+    write, so what a verifier reads after the signature checks."""
+    import base64
+
+    from fatpte.ops.signing.bundle import BUNDLE_MEDIA_TYPE, PAYLOAD_TYPE, pae
+    from fatpte.ops.signing.keys import key_id, sign_bytes
+    from tools.gen_vectors import test_key
+
+    private = test_key(key)
+    sig = sign_bytes(private, pae(PAYLOAD_TYPE, payload))
+    return json.dumps({
+        "mediaType": BUNDLE_MEDIA_TYPE,
+        "verificationMaterial": {"publicKey": {"hint": key_id(private.public_key())}, "tlogEntries": []},
+        "dsseEnvelope": {"payload": base64.b64encode(payload).decode("ascii"), "payloadType": PAYLOAD_TYPE,
+                         "signatures": [{"sig": base64.b64encode(sig).decode("ascii"), "keyid": ""}]},
+    }, separators=(",", ":")).encode()
+
+
+def statement_of_bundle(bundle: bytes) -> Any:
+    """The statement a bundle written by bundle_over or `fatpte sign` carries, as JSON."""
+    import base64
+
+    return json.loads(base64.b64decode(json.loads(bundle)["dsseEnvelope"]["payload"]))
+
+
+def bundle_with_values(bundle: bytes, values: int) -> bytes:
+    """`bundle` with one more member, ignored by verifiers, holding `values` zeros (specs/
+    nfat-signature.md section 7: at most MAX_BUNDLE_VALUES values, counted as they are read; S5's
+    region of 30 million zeros): added without any key, the signature still verifies below the
+    limit."""
+    doc = json.loads(bundle)
+    doc["x-padding"] = [0] * values
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def signed_with_added_entries(added: int, key: str = "ed25519") -> bytes:
+    """One signed entry plus `added` entries sharing one payload added after signing, the
+    signature kept (S6: every added entry is an E1307, and a verifier that scans the manifest
+    once per entry is quadratic in them)."""
+    import fatpte
+    from tools.gen_vectors import bundle_of, packed, signed, test_key, with_bundle
+
+    one = fatpte.Specialization("xnnpack", blob("signed-one", 64), name="signed")
+    extra = [fatpte.Specialization("xnnpack", blob("added", 64), name=f"a{i:05d}") for i in range(added)]
+    grown = signed(packed([one, *extra]), test_key(key))
+    return bytes(with_bundle(grown, bundle_of(signed(packed([one]), test_key(key)))))
+
+
+def key_file_after_text(size: int) -> bytes:
+    """The conformance P-256 trusted key (PEM) after `size` bytes of text: refused (specs/
+    nfat-signature.md section 5.4: nothing but the one block), and past 64 KiB refused by size."""
+    from tools.gen_vectors import key_files
+
+    pem = key_files()["trusted-p256.pub.pem"][0]
+    line = b"release notes: nothing to see here, this line is 64 bytes long.\n"
+    return (line * (size // len(line) + 1))[:size] + pem
+
+
+def calls_with_values(values: int, shape: Sequence[int] | None = None) -> bytes:
+    """A calls.json of one call whose one float32 input lists `values` values, with `shape` (default
+    [values]): the method's own shape refuses it after the parse; an overflowing shape
+    ([2147483647] * 3) before a value is converted (issue 33, I1)."""
+    dims = [values] if shape is None else list(shape)
+    text = ", ".join(["0.5"] * values)
+    return (f'[{{"inputs": [{{"dtype": "float32", "shape": {json.dumps(dims)}, "values": [{text}]}}]}}]\n'
+            .encode("ascii"))
+
+
+def payload_changed(data: bytes, index: int, at: int) -> bytes:
+    """`data` (a version 2 container) with byte `at` (modulo the size) of entry `index`'s payload
+    flipped and its CRC32C and the header checksum recomputed: the change only a signature sees."""
+    from fatpte.container.reader import Container
+    from fatpte.fileio.checksum import crc32c
+    from tools.gen_vectors import reseal
+
+    buf = bytearray(data)
+    with Container.from_buffer(data) as c:
+        e = c.entries[index % len(c.entries)]
+        if e.size == 0:
+            return data
+        buf[e.offset + at % e.size] ^= 1
+        base = c.header.header_size + e.index * c.header.entry_size + L.RECORDS["v2_entry"].offsets["checksum"][0]
+        buf[base : base + 4] = crc32c(bytes(buf[e.offset : e.end])).to_bytes(4, "little")
+    reseal(buf)
+    return bytes(buf)
+
+
+def thinned(data: bytes, names: Sequence[str]) -> bytes:
+    """`data` thinned to the entries `names` (fatpte thin): a signature survives it."""
+    import fatpte
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dest = Path(tmp) / "c.nfat", Path(tmp) / "t.nfat"
+        src.write_bytes(data)
+        fatpte.thin(src, dest, names=list(names))
+        return dest.read_bytes()

@@ -43,10 +43,11 @@ def validate_nfat_delegates(program: Program) -> list[tuple[Delegate, Report]]:
     """Each NFAT delegate's container rules, then how deep fat delegates nest inside it
     (specs/executorch.md section 8, E1010)."""
     out = []
+    clean: Clean = {}
     for d in nfat_delegates(program):
         report = validate_buffer(program.payload(d), source=_label(program, d))
         if not report.errors:
-            deep = nesting_finding(program, d)
+            deep = nesting_finding(program, d, clean=clean)
             if deep is not None:
                 report = report._replace(findings=report.findings + (deep,))
         out.append((d, report))
@@ -55,56 +56,72 @@ def validate_nfat_delegates(program: Program) -> list[tuple[Delegate, Report]]:
 
 _PROGRAM = b"ET12"
 
+# Where the containers and programs the nesting walk has read without finding one too deep start
+# in the file being validated, each with the deepest depth it was read at. One met again at that
+# depth or less holds nothing too deep either (its levels only get shallower), so it is not read
+# again: each is read at most MAX_FAT_DELEGATE_DEPTH times, however many entries, wrappers and
+# delegates reach it (n entries sharing the level below, k levels deep, are n**k paths through
+# bytes that grow as n * k). Keyed by the first byte alone: the same bytes given as a longer or
+# shorter region (version 1 entries may overlap) either do not read, or read as the same table
+# and the same payloads, so they hold nothing too deep either.
+Clean = dict[int, int]
+
 
 def nesting_finding(program: Program, delegate: Delegate, *, depth: int = 1, base: int = 0,
-                    path: str = "") -> Finding | None:
+                    path: str = "", clean: Clean | None = None) -> Finding | None:
     """E1010 for the first NFAT container past MAX_FAT_DELEGATE_DEPTH inside fat delegate
     `delegate` of `program` (which is at `depth`), at its first byte in the file being validated
     (`base`: where `program` starts in it) and the path that reaches it; None when none is. Each
     container and program on the way is read only as far as its table and delegates, at most
-    MAX_FAT_DELEGATE_DEPTH + 1 levels down, so the work stays proportional to the file."""
+    MAX_FAT_DELEGATE_DEPTH + 1 levels down and once per depth (`clean`, shared by the walks of one
+    file), so the work stays proportional to the file."""
     return _container_too_deep(program.payload(delegate), depth, base + delegate.offset,
-                               f"{path}delegates[{delegate.index}].payload")
+                               f"{path}delegates[{delegate.index}].payload", {} if clean is None else clean)
 
 
 def program_nesting_finding(program: Program, *, base: int = 0, path: str = "") -> Finding | None:
     """nesting_finding for the fat delegates of a program that is not inside one (depth 1)."""
-    return _program_too_deep(program, 1, base, path)
+    return _program_too_deep(program, 1, base, path, {})
 
 
-def _program_too_deep(program: Program, depth: int, base: int, path: str) -> Finding | None:
+def _program_too_deep(program: Program, depth: int, base: int, path: str, clean: Clean) -> Finding | None:
     for d in nfat_delegates(program):
-        deep = nesting_finding(program, d, depth=depth, base=base, path=path)
+        deep = nesting_finding(program, d, depth=depth, base=base, path=path, clean=clean)
         if deep is not None:
             return deep
     return None
 
 
-def _container_too_deep(buf: memoryview, depth: int, at: int, path: str) -> Finding | None:
+def _container_too_deep(buf: memoryview, depth: int, at: int, path: str, clean: Clean) -> Finding | None:
     if depth > MAX_FAT_DELEGATE_DEPTH:
         return finding(ErrorCode.FAT_DELEGATE_TOO_DEEP,
                        f"a fat delegate at depth {depth}: fat delegates nest at most {MAX_FAT_DELEGATE_DEPTH} "
                        "levels deep (specs/executorch.md section 8)", offset=at, field=path,
                        expected=MAX_FAT_DELEGATE_DEPTH, actual=depth)
+    if clean.get(at, 0) >= depth:
+        return None
     try:
         entries = read_structure(buf).entries
     except FatpteError:
-        return None  # validating that container reports why it cannot be read
+        entries = []  # validating that container reports why it cannot be read
     for e in entries:
         payload = buf[e.offset : e.end]
         inner = f"{path}.entries[{e.index}].payload"
         if bytes(payload[:4]) == MAGIC:
-            deep = _container_too_deep(payload, depth + 1, at + e.offset, inner)
-        elif bytes(payload[4:8]) == _PROGRAM:
+            deep = _container_too_deep(payload, depth + 1, at + e.offset, inner, clean)
+        elif bytes(payload[4:8]) == _PROGRAM and clean.get(at + e.offset, 0) < depth + 1:
             try:
                 nested = read_program(payload, source=None)
             except FatpteError:
                 continue  # not a program fatpte reads: its record check says so
-            deep = _program_too_deep(nested, depth + 1, at + e.offset, f"{inner}.")
+            deep = _program_too_deep(nested, depth + 1, at + e.offset, f"{inner}.", clean)
+            if deep is None:
+                clean[at + e.offset] = depth + 1
         else:
             continue
         if deep is not None:
             return deep
+    clean[at] = depth
     return None
 
 

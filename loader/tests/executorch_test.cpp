@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -347,6 +348,71 @@ TEST(EtCApi, VersionOneContainersAndStateAcrossCalls) {
   ASSERT_EQ(r.outputs.size(), 2u);
   // The buffer model adds its input to a running total it returns: the second call sees the first.
   for (std::size_t i = 0; i < 6; ++i) EXPECT_NE(r.outputs[0][i], r.outputs[1][i]);
+}
+
+// Run inputs (issue 33, I1), past the calls.json parser that the fuzz build covers
+// (fuzz/cpp/fuzz_loader_calls.cpp, built without ExecuTorch): 3,000 calls of a fixed seed driven
+// into a real loaded method (add_portable: two float32 [2, 3] inputs) through fatpte_execute,
+// their shapes made of zero, negative, huge and overflowing dims and ranks up to 16, their byte
+// counts the shape's product where it has one (so they pass the C API's own check and reach the
+// method's) or another, dtypes of every code and some that are none, one to three inputs. Each
+// call either runs the method or is refused with INVALID_ARGUMENT before it runs; the ASan build
+// (build/loader-asan) holds every product that could wrap and every copy to its sanitizers.
+TEST(EtCApi, RandomShapesIntoARealMethod) {
+  const auto buf = fatpte::testing::build_v2({{"portable", "portable", fixture("add_portable.pte")}});
+  fatpte_error err;
+  fatpte_container* c = nullptr;
+  ASSERT_EQ(fatpte_open_memory(buf.data(), buf.size(), &c, &err), FATPTE_OK) << err.message;
+  fatpte_selection* s = nullptr;
+  ASSERT_EQ(fatpte_select(c, nullptr, nullptr, 0, nullptr, 0, &s, &err), FATPTE_OK) << err.message;
+  fatpte_loaded* l = nullptr;
+  ASSERT_EQ(fatpte_load_with(c, s, nullptr, &l, &err), FATPTE_OK) << fatpte_last_message();
+  const std::int64_t dims[] = {0, 1, 2, 3, 6, 255, -1, INT32_MAX, std::int64_t{1} << 32, std::int64_t{1} << 62,
+                               INT64_MAX, INT64_MIN};
+  const std::int32_t dtypes[] = {FATPTE_DTYPE_FLOAT32, FATPTE_DTYPE_FLOAT32, FATPTE_DTYPE_FLOAT32, FATPTE_DTYPE_INT64,
+                                 FATPTE_DTYPE_BOOL, FATPTE_DTYPE_FLOAT16, FATPTE_DTYPE_UINT64, 8, -1, 99};
+  std::vector<std::uint8_t> data(1 << 16, 0x3f);
+  std::mt19937_64 rng(33);
+  int ran = 0;
+  int refused = 0;
+  for (int k = 0; k < 3000; ++k) {
+    const std::size_t count = 1 + rng() % 3;
+    std::vector<std::int64_t> shapes[3];
+    fatpte_tensor in[3];
+    for (std::size_t i = 0; i < count; ++i) {
+      const bool plain = rng() % 3 == 0;  // the method's own shape and dtype, now and then
+      if (plain) {
+        shapes[i] = {2, 3};
+      } else {
+        shapes[i].resize(rng() % 5 == 0 ? rng() % 17 : 2);
+        for (std::int64_t& d : shapes[i]) d = dims[rng() % (sizeof dims / sizeof dims[0])];
+      }
+      const std::int32_t dtype = plain ? FATPTE_DTYPE_FLOAT32 : dtypes[rng() % (sizeof dtypes / sizeof dtypes[0])];
+      fatpte::Tensor t;
+      t.shape = shapes[i];
+      const std::uint64_t n = t.numel();
+      const std::uint64_t element = fatpte::is_dtype(dtype) ? fatpte::element_size(static_cast<fatpte::DType>(dtype)) : 1;
+      const bool fits = n != fatpte::kNoCount && n <= data.size() / element;
+      const std::uint64_t nbytes = fits && rng() % 4 != 0 ? n * element : rng() % (data.size() + 1);
+      in[i] = fatpte_tensor{dtype, static_cast<std::uint32_t>(shapes[i].size()), shapes[i].data(), data.data(), nbytes};
+    }
+    const fatpte_status st = fatpte_execute(l, in, count, &err);
+    ASSERT_TRUE(st == FATPTE_OK || st == FATPTE_E_INVALID_ARGUMENT) << st << ": " << err.message;
+    if (st == FATPTE_OK) {
+      ++ran;
+      fatpte_tensor out;
+      ASSERT_EQ(fatpte_output(l, 0, &out), FATPTE_OK);
+      ASSERT_EQ(out.nbytes, 6 * sizeof(float));
+    } else {
+      ++refused;
+      EXPECT_EQ(std::string(err.field).rfind("inputs", 0), 0u) << err.field << ": " << err.message;
+    }
+  }
+  EXPECT_GT(ran, 0);
+  EXPECT_GT(refused, 2000);
+  fatpte_unload(l);
+  fatpte_selection_free(s);
+  fatpte_close(c);
 }
 
 }  // namespace

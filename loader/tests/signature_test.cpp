@@ -22,6 +22,7 @@
 
 #include "builder.hpp"
 #include "fatpte/container.hpp"
+#include "fatpte/signature.h"
 #include "fatpte/signature.hpp"
 #include "flatbuffers/flatbuffers.h"
 #include "nfat_manifest_generated.h"
@@ -221,6 +222,23 @@ TEST_F(TrustedKeyFiles, AKeyHasOneIdWhateverItsForm) {
   std::string crlf = "\r\n  \t";
   for (const char c : pem) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
   EXPECT_EQ(id_of(write("crlf.pem", crlf + "\r\n\r\n")), kP256Id);
+}
+
+TEST_F(TrustedKeyFiles, TheCApiNamesEachKeyByItsId) {
+  // fatpte_trust_key_id: what the differential fuzz target compares with Python's key_id.
+  const std::string compressed = kVectors + "/trusted-p256-compressed.pub.pem";
+  const std::string ed25519 = kVectors + "/trusted-ed25519.pub.pem";
+  const char* paths[] = {compressed.c_str(), ed25519.c_str()};
+  fatpte_trust* trust = nullptr;
+  fatpte_error err;
+  ASSERT_EQ(fatpte_trust_load(paths, 2, &trust, &err), FATPTE_OK) << err.message;
+  EXPECT_EQ(fatpte_trust_count(trust), 2u);
+  EXPECT_STREQ(fatpte_trust_key_id(trust, 0), kP256Id);
+  EXPECT_STREQ(fatpte_trust_key_id(trust, 1), kEd25519Id);
+  EXPECT_EQ(fatpte_trust_key_id(trust, 2), nullptr);
+  fatpte_trust_free(trust);
+  EXPECT_EQ(fatpte_trust_count(nullptr), 0u);
+  EXPECT_EQ(fatpte_trust_key_id(nullptr, 0), nullptr);
 }
 
 TEST_F(TrustedKeyFiles, OnlyOnePublicKeyBlockAndNothingElse) {

@@ -332,3 +332,124 @@ def test_fat_delegates_nest_at_most_four_deep(build: Path, tmp_path: Path, depth
         assert ("fatpte fat delegate: E1010 at 0x0 (payload): a fat delegate at depth 5: fat delegates nest at "
                 "most 4 levels deep") in proc.stderr
         assert proc.stderr.count("E1010") == 1
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_entries_sharing_the_level_below_are_initialised_once(build: Path, tmp_path: Path, version: int) -> None:
+    """Found writing the nested fat-delegate fuzz target's generator (issue 33): 16 entries a
+    level sharing the level below, five levels (a 10 KB program). The init at depth 5 was refused
+    and every entry above it tried again, 16**4 times: 65,536 refusals and 288,000 log lines (32
+    entries a level, a 14 KB program: 1,048,576 refusals, 4.4 million lines, 6.8 s). An entry whose
+    payload already failed at its depth is now skipped with that reason, so the container at depth
+    5 is refused once; and a tree that fits the limit still runs, through shared levels, wrappers
+    and nested programs."""
+    from tools import hostile
+
+    fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
+    deep = tmp_path / "deep.pte"
+    deep.write_bytes(hostile.fat_tree(fixture, [(version, [hostile.FAT] * 16)] * 5))
+    proc = module_run(build, deep)
+    assert "AddressSanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert proc.stderr.count("E1010") == 1
+    assert len(proc.stderr.splitlines()) < 400
+    # Version 1 entries each seeing the level below one byte longer: regions from one first byte,
+    # which validated the same table once per entry (300 a level: 40 s and 12 million log lines for
+    # a 200 KB program before a container that ran no entry was remembered by its first byte).
+    wide = tmp_path / "wide.pte"
+    wide.write_bytes(hostile.fat_tree(fixture, [(1, [hostile.FAT] * 300)] * 5, overlap=True))
+    proc = module_run(build, wide)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert proc.stderr.count("E1010") == 1
+    assert len(proc.stderr.splitlines()) < 5000
+    fits = [(version, [hostile.JUNK, *[hostile.PROGRAM] * 8]), (version, [hostile.FAT] * 8)]
+    assert hostile.fat_tree_depth(fits) == 3
+    runs = tmp_path / "fits.pte"
+    runs.write_bytes(hostile.fat_tree(fixture, fits))
+    proc = module_run(build, runs, calls=call_files("mlp", tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _example().mismatches(parsed(proc.stdout), _example().recorded_outputs("mlp")) == []
+
+
+def test_generated_trees_in_the_runtime(build: Path, tmp_path: Path) -> None:
+    """The nested fat-delegate fuzz target's generator (tests/strategies.hostile_fat_trees) replayed
+    through the C++ fat delegate, which the libFuzzer build cannot link: 24 trees of version 1 and
+    2 levels mixing fat payloads, nested programs and junk, shared and up to eight deep, run by
+    et_module_runner under fuzz/fuzz_nested_delegates.py's checks (a tree that fits runs and gives
+    the model's outputs, one that does not is refused with E1010 at most once per container,
+    logs in proportion to the file, no sanitizer report)."""
+    import hashlib
+    import os
+
+    seeds = tmp_path / "trees"
+    seeds.mkdir()
+    for i in range(24):
+        (seeds / f"tree{i:02d}").write_bytes(hashlib.sha256(b"nested fat delegates %d" % i).digest() * 16)
+    proc = subprocess.run([sys.executable, str(ROOT / "fuzz" / "replay.py"), "nested_delegates", str(seeds)],
+                          env={**os.environ, "FATPTE_FUZZ_RUNTIME": str(build)}, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "nested_delegates: 24 passed, 0 failed" in proc.stdout, proc.stdout
+
+
+def test_what_an_entry_needed_is_logged_escaped(build: Path, tmp_path: Path) -> None:
+    """Found by the nested fat-delegate target replayed through the runtime (issue 33): when no
+    entry runs, the fat delegate logs each entry and what it needed, and that line quoted the
+    entry's name, its backend id and a nested program's delegate ids raw, so bytes of the file
+    reached the terminal (the `skipped` line before it was escaped). Every one is escaped now."""
+    from tools import hostile
+
+    fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
+    data = bytearray(hostile.fat_tree(fixture, [(1, [hostile.PROGRAM])]))
+    nested = data.index(b"FatpteBackend", data.index(b"FatpteBackend") + 1)  # the nested program's delegate id
+    data[nested : nested + 13] = b"Fa\x1b[1mBackend"
+    program = tmp_path / "escape.pte"
+    program.write_bytes(bytes(data))
+    proc = subprocess.run([str(build / "et_module_runner"), "--lib", str(KERNELS), "--lib",
+                           str(build / "libexecutorch_backend_fatpte.so"), str(program)], capture_output=True,
+                          timeout=300, check=False)
+    log = proc.stderr
+    assert proc.returncode == 1, log[-3000:]
+    assert b"needs ExecuTorch backend Fa\\x1b[1mBackend" in log
+    assert b"E0901: entry portable [portable]: nested program needs ExecuTorch backend Fa\\x1b" in log
+    assert b"\x1b" not in log
+
+
+def test_a_nested_program_at_an_odd_offset_is_read_aligned(build: Path, tmp_path: Path) -> None:
+    """Found by the nested fat-delegate target replayed through the ASan build (issue 33): a nested
+    program at an odd offset of a version 1 container (after a one-byte payload) was read in place
+    by fatpte's own reader, to see which backends it needs, before the aligned copy ExecuTorch gets
+    was made: UBSan stopped the run at a misaligned flatbuffer vector (issue 33's U1 again, one call
+    earlier). Both now read one aligned copy, and the program runs."""
+    from fatpte.executorch.rewrite import replace_segment
+    from tools import hostile
+
+    fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
+    delegate = hostile.first_delegate(fixture)
+    odd = hostile.v1_container([("NoSuchBackend", b"x"), ("portable", fixture)])
+    program = tmp_path / "odd.pte"
+    program.write_bytes(replace_segment(fixture, delegate.data_index, odd))
+    proc = module_run(build, program, calls=call_files("mlp", tmp_path))
+    assert "runtime error" not in proc.stderr and "Sanitizer" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _example().mismatches(parsed(proc.stdout), _example().recorded_outputs("mlp")) == []
+
+
+def test_a_nested_method_name_that_is_no_text_is_not_asked_for(build: Path, tmp_path: Path) -> None:
+    """Found by the nested fat-delegate target run through the runtime (issue 33): a nested
+    program's only method, named by the file (\\xa9orward, or ESC...), was asked for by that name,
+    and ExecuTorch's own log printed it raw ("No method named ... in program"). The fat delegate
+    now skips such a program, saying why, escaped, without asking ExecuTorch for the name."""
+    from tools import hostile
+
+    data = bytearray(hostile.fat_tree((FIXTURES / "mlp_fat.pte").read_bytes(), [(1, [hostile.PROGRAM])]))
+    nested = data.index(b"forward", data.index(b"forward") + 1)  # the nested program's method
+    data[nested : nested + 7] = b"\x1b[31mrd"
+    program = tmp_path / "method.pte"
+    program.write_bytes(bytes(data))
+    proc = subprocess.run([str(build / "et_module_runner"), "--lib", str(KERNELS), "--lib",
+                           str(build / "libexecutorch_backend_fatpte.so"), str(program)], capture_output=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert b"the nested program's only method is named '\\x1b[31mrd', which is not printable text" in proc.stderr
+    assert b"\x1b" not in proc.stderr

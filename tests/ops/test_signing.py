@@ -346,6 +346,9 @@ def test_trusted_key_files_follow_section_5_4(tmp_path: Path) -> None:
         "a certificate alone": (_certificate_pem(key), None),
         "an RSA-style label": (_pem(spki, "RSA PUBLIC KEY"), None),
         "base64 with a space": (_pem(spki).replace(b"\n", b"\n ", 2), None),
+        # Found by the trusted_keys fuzz target: an algorithm OID no library knows (an X25519
+        # key whose 1.3.101.110 lost its first byte) escaped as cryptography's UnsupportedAlgorithm.
+        "an unknown algorithm": (_pem(bytes.fromhex("302a3005060300656e032100") + bytes(range(32))), None),
     }
     for label, (data, want) in cases.items():
         path = tmp_path / "k.pem"

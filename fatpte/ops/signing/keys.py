@@ -71,12 +71,13 @@ def _read_key_file(path: str | os.PathLike[str]) -> bytes:
 
 def load_private_key(path: str | os.PathLike[str], password: bytes | None = None) -> PrivateKeyTypes:
     """An ECDSA P-256 or Ed25519 private key from a PEM file (PKCS#8 or SEC1)."""
+    from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives import serialization
 
     data = _read_key_file(path)
     try:
         key = serialization.load_pem_private_key(data, password)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{os.fspath(path)} is not a PEM private key: {exc}",
                           source=os.fspath(path), field="key") from None
     check_supported(key, os.fspath(path))
@@ -144,13 +145,14 @@ def _ec_parameters(der: bytes) -> tuple[int, bytes] | None:
 def load_public_key(path: str | os.PathLike[str]) -> TrustedKey:
     """An ECDSA P-256 or Ed25519 public key from a trusted-key file (public_key_der). Its id is
     that of the key, whatever the file's form (a compressed point gives the same id)."""
+    from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives import serialization
 
     where = os.fspath(path)
     der = public_key_der(_read_key_file(path), where)
     try:
         key = serialization.load_der_public_key(der)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:  # an algorithm OID no library knows
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where} is not a PEM public key: {exc}",
                           source=where, field="key") from None
     check_supported(key, where)

@@ -42,6 +42,12 @@ FATPTE_API int fatpte_signatures_supported(void) FATPTE_NOEXCEPT;
 FATPTE_API fatpte_status fatpte_trust_load(const char* const* pem_paths, size_t count, fatpte_trust** out,
                                            fatpte_error* error) FATPTE_NOEXCEPT;
 FATPTE_API void fatpte_trust_free(fatpte_trust* trust) FATPTE_NOEXCEPT;
+/* How many keys `trust` holds (0 for NULL), and the id of key `index` in the order the files were
+ * given: the SHA-256 of its DER public key in lowercase hex (specs/nfat-signature.md section 5.2;
+ * a compressed point has the id of the same key uncompressed), what bundles name as their hint;
+ * NULL past the last. Valid while `trust` lives. */
+FATPTE_API size_t fatpte_trust_count(const fatpte_trust* trust) FATPTE_NOEXCEPT;
+FATPTE_API const char* fatpte_trust_key_id(const fatpte_trust* trust, size_t index) FATPTE_NOEXCEPT;
 
 /* Steps 1 to 8 of the verification. `detached` (NULL when `detached_size` is 0) is a detached
  * signature; otherwise the embedded one is used. Returns the first error: steps 1 to 6 leave *out

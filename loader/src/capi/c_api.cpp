@@ -321,6 +321,8 @@ fatpte_status fatpte_named_data_key(const fatpte_container* c, uint32_t index, c
   });
 }
 
+}  // extern "C": the helpers below return C++ types, which C linkage cannot (clang refuses)
+
 namespace {
 
 // The caller's prefer and exclude words; INVALID_ARGUMENT for a NULL list or word.
@@ -362,6 +364,8 @@ fatpte_status finish_device(fatpte::Result<fatpte::DeviceProfile> r, fatpte_devi
 }
 
 }  // namespace
+
+extern "C" {
 
 fatpte_status fatpte_device_load(const char* host_name_or_path, fatpte_device** out, fatpte_error* error) noexcept {
   return guarded(error, [&]() -> fatpte_status {

@@ -52,6 +52,15 @@ fatpte_status fatpte_trust_load(const char* const* pem_paths, size_t count, fatp
 
 void fatpte_trust_free(fatpte_trust* trust) noexcept { delete trust; }
 
+size_t fatpte_trust_count(const fatpte_trust* trust) noexcept {
+  return trust == nullptr || trust->keys == nullptr ? 0 : trust->keys->keys().size();
+}
+
+const char* fatpte_trust_key_id(const fatpte_trust* trust, size_t index) noexcept {
+  if (index >= fatpte_trust_count(trust)) return nullptr;
+  return trust->keys->keys()[index].key_id.c_str();
+}
+
 fatpte_status fatpte_verify_signature(const fatpte_container* container, const fatpte_trust* trust,
                                       const void* detached, size_t detached_size, fatpte_signature_report** out,
                                       fatpte_error* error) noexcept {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -169,6 +170,48 @@ const DeviceProfile& host(bool accelerators) {
   return kPlain;
 }
 
+// The entries this thread tried and could not initialise during its outermost fat delegate's init,
+// with why: keyed by where the entry's payload lies, its size, the depth of the container holding
+// it and what it was handed to (a nested program, or the ExecuTorch backend's id). An entry whose
+// payload already failed there (entries sharing a payload; wrappers reaching one container from
+// many places) is skipped with that reason instead of being initialised again: k levels of n
+// entries sharing the level below are n**k paths through bytes that grow as n * k, and an init's
+// work stays linear in the bytes (specs/executorch.md section 8). Forgotten when the outermost
+// init returns, and the keys inside a nested program's aligned copy when that copy is freed (its
+// addresses may be reused).
+class Tried {
+ public:
+  // A key for a container (its first byte and depth) whatever its size, which no entry's key is.
+  static constexpr std::uint64_t kAnySize = ~std::uint64_t{0};
+  static constexpr const char* kContainer = "(a container)";
+  struct Key {
+    std::uintptr_t data;
+    std::uint64_t size;
+    std::uint32_t depth;
+    std::string handed_to;  // "" for a nested program
+    bool operator<(const Key& o) const noexcept {
+      if (data != o.data) return data < o.data;
+      if (size != o.size) return size < o.size;
+      if (depth != o.depth) return depth < o.depth;
+      return handed_to < o.handed_to;
+    }
+  };
+  static const std::string* find(const Key& k) {
+    auto it = tried_.find(k);
+    return it == tried_.end() ? nullptr : &it->second;
+  }
+  static void add(Key k, std::string why) { tried_.emplace(std::move(k), std::move(why)); }
+  static void forget(const std::uint8_t* data, std::size_t size) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(data);
+    tried_.erase(tried_.lower_bound(Key{begin, 0, 0, ""}), tried_.lower_bound(Key{begin + size, 0, 0, ""}));
+  }
+  static void clear() noexcept { tried_.clear(); }
+
+ private:
+  static thread_local std::map<Key, std::string> tried_;
+};
+thread_local std::map<Tried::Key, std::string> Tried::tried_;
+
 // A whole program carried as an entry's payload, run as the delegate's computation: its method's
 // inputs are the delegate call's inputs and its outputs are copied into the call's outputs. Its
 // planned memory (activations, mutable state) lives as long as the delegate, so state carries
@@ -177,10 +220,17 @@ class NestedProgram {
  public:
   NestedProgram(const std::uint8_t* data, std::size_t size, Buffer copy)
       : copy_(std::move(copy)),
+        size_(size),
         program_data_(copy_ ? copy_.get() : data),
         loader_(program_data_, size),
         method_allocator_(kMethodAllocatorLimit),
         temp_allocator_(kTempAllocatorLimit) {}
+
+  ~NestedProgram() {
+    if (copy_) Tried::forget(copy_.get(), size_);
+  }
+  NestedProgram(const NestedProgram&) = delete;
+  NestedProgram& operator=(const NestedProgram&) = delete;
 
   // "" when the method is loaded, else why not.
   std::string load(const char* wanted, const R::NamedDataMap* named_data) {
@@ -193,6 +243,13 @@ class NestedProgram {
     if (!program_->method_meta(name.c_str()).ok()) {
       if (program_->num_methods() != 1) return "the nested program has no method '" + name + "'";
       name = program_->get_method_name(0).get();
+      // ExecuTorch logs a name it is asked about as it is: one from the file that is not printable
+      // text (a control character, bytes that are not UTF-8) would reach the terminal raw. (The
+      // reason is escaped where it is logged.)
+      if (detail::printable(name) != name) {
+        return "the nested program's only method is named '" + name +
+               "', which is not printable text: ExecuTorch is not asked for it";
+      }
     }
     name_ = name;
     R::Result<R::MethodMeta> meta = program_->method_meta(name_.c_str());
@@ -348,6 +405,7 @@ class NestedProgram {
  private:
   // Destroyed in reverse: the method before the memory and the program it points into.
   Buffer copy_;
+  std::size_t size_;
   const std::uint8_t* program_data_;  // the program's first byte: the payload in place, or copy_
   executorch::extension::BufferDataLoader loader_;
   std::optional<R::Program> program_;
@@ -388,7 +446,9 @@ std::string nested_missing(const Bytes payload, const Entry& e, const char* meth
 class Depth {
  public:
   Depth() noexcept { ++level_; }
-  ~Depth() { --level_; }
+  ~Depth() {
+    if (--level_ == 0) Tried::clear();
+  }
   Depth(const Depth&) = delete;
   Depth& operator=(const Depth&) = delete;
   static std::uint32_t level() noexcept { return level_; }
@@ -420,7 +480,18 @@ class FatBackend final : public R::BackendInterface {
       if (first_time(line)) ET_LOG(Info, "fatpte fat delegate: %s", line.c_str());
       return R::Error::NotSupported;
     }
+    // A container refused at this depth, or that validated here and then ran no entry, runs none
+    // whatever size the payload gives it: a shorter or longer region from the same first byte
+    // (version 1 entries may overlap) is refused by validation, or holds the same table and entries.
+    const Tried::Key ran_none{reinterpret_cast<std::uintptr_t>(processed->data()), Tried::kAnySize, Depth::level(),
+                              Tried::kContainer};
+    if (Tried::find(ran_none) != nullptr) {
+      const std::string line = "a container starting where one that ran no entry starts, at this depth: not tried again";
+      if (first_time(line)) ET_LOG(Error, "fatpte fat delegate: %s", line.c_str());
+      return R::Error::NotSupported;
+    }
     if (Depth::level() > format::kMaxFatDelegateDepth) {
+      Tried::add(ran_none, "too deep");
       return refuse(fail(Error::FAT_DELEGATE_TOO_DEEP, 0, "payload",
                          "a fat delegate at depth %u: fat delegates nest at most %u levels deep "
                          "(specs/executorch.md section 8)",
@@ -483,23 +554,49 @@ class FatBackend final : public R::BackendInterface {
       const Bytes payload = c.payload(e.index).value();
       auto handle = std::unique_ptr<FatHandle>(new (std::nothrow) FatHandle());
       if (!handle) return R::Error::MemoryAllocationFailed;
-      std::string outcome;
-      if (payload_is_program(c, e)) {
-        outcome = nested_missing(payload, e, context.get_method_name());
-        if (outcome.empty()) outcome = load_nested(payload, context, *handle);
-        if (outcome.empty() && self_test_wanted(context)) {
-          std::string passed;
-          outcome = self_test_nested(c, e, payload, context, *handle, passed);
-          if (outcome.empty() && !passed.empty()) news.push_back("entry " + entry_label(e) + ": " + passed);
-        }
-      } else {
+      const bool program = payload_is_program(c, e);
+      std::string id;
+      if (!program) {
         const nfat::manifest::Entry* me = manifest.value().entry(e.index);
-        std::string id = delegate_backend_id(e.backend_id);
+        id = delegate_backend_id(e.backend_id);
         if (me != nullptr && me->executorch_backends() != nullptr && me->executorch_backends()->size() == 1) {
           id = me->executorch_backends()->Get(0)->str();
         }
-        outcome = backend_missing(id);
-        if (outcome.empty()) outcome = forward_init(id, payload, processed, context, compile_specs, *handle);
+      }
+      Tried::Key tried{reinterpret_cast<std::uintptr_t>(payload.data), payload.size, Depth::level(), id};
+      std::string outcome;
+      if (const std::string* before = Tried::find(tried)) {
+        outcome = *before;
+      } else {
+        if (program) {
+          // fatpte's reader and ExecuTorch both read the program where it lies, as a flatbuffer,
+          // which must be aligned like any (a version 1 payload may start at an odd offset): one
+          // aligned copy, made before either reads it, serves both.
+          Buffer copy;
+          Bytes aligned = payload;
+          if (reinterpret_cast<std::uintptr_t>(payload.data) % alignof(std::max_align_t) != 0) {
+            copy = zeroed(static_cast<std::size_t>(payload.size));
+            if (copy) {
+              std::memcpy(copy.get(), payload.data, static_cast<std::size_t>(payload.size));
+              aligned = Bytes{copy.get(), payload.size};
+            }
+          }
+          if (reinterpret_cast<std::uintptr_t>(aligned.data) % alignof(std::max_align_t) != 0) {
+            outcome = "cannot allocate an aligned copy of the nested program";
+          } else {
+            outcome = nested_missing(aligned, e, context.get_method_name());
+            if (outcome.empty()) outcome = load_nested(payload, std::move(copy), context, *handle);
+            if (outcome.empty() && self_test_wanted(context)) {
+              std::string passed;
+              outcome = self_test_nested(c, e, payload, context, *handle, passed);
+              if (outcome.empty() && !passed.empty()) news.push_back("entry " + entry_label(e) + ": " + passed);
+            }
+          }
+        } else {
+          outcome = backend_missing(id);
+          if (outcome.empty()) outcome = forward_init(id, payload, processed, context, compile_specs, *handle);
+        }
+        if (!outcome.empty()) Tried::add(std::move(tried), outcome);
       }
       if (outcome.empty()) {
         const std::string ran = "running entry " + entry_label(e) + (handle->nested ? " as a nested program" : "");
@@ -511,6 +608,7 @@ class FatBackend final : public R::BackendInterface {
       news.push_back("entry " + entry_label(e) + " skipped: " + detail::printable(outcome));
     }
     say(news);
+    Tried::add(ran_none, "no entry ran");
     if (!rejected) log_lines(explain(c, selection));  // every entry was eligible: the whole ranking
     // One log line per entry: ExecuTorch cuts a log line at 256 bytes.
     const Status none = fail(Error::NO_SPECIALIZATION_FITS, kNoOffset, "",
@@ -518,9 +616,9 @@ class FatBackend final : public R::BackendInterface {
                              "ExecuTorch backends: %s); each entry and what it needed follows",
                              joined(device.executorch_backends.value()).c_str());
     refuse(none);
-    for (const Entry& e : c.entries()) {
-      ET_LOG(Error, "fatpte fat delegate: %s: entry %s [%s]: %s", error_tag(none.code()), e.name.c_str(),
-             e.backend_id.c_str(), why[e.index].c_str());
+    for (const Entry& e : c.entries()) {  // names, ids and reasons quote the file: escaped
+      ET_LOG(Error, "fatpte fat delegate: %s: entry %s: %s", error_tag(none.code()), entry_label(e).c_str(),
+             detail::printable(why[e.index]).c_str());
     }
     return R::Error::NotSupported;
   }
@@ -602,17 +700,18 @@ class FatBackend final : public R::BackendInterface {
              " passed";
     // Served from the program's initial state: loaded again.
     handle.nested.reset();
-    return load_nested(payload, context, handle);
-  }
-
-  static std::string load_nested(Bytes payload, R::BackendInitContext& context, FatHandle& handle) {
-    // ExecuTorch reads the program in place and needs it aligned like any flatbuffer it reads.
     Buffer copy;
     if (reinterpret_cast<std::uintptr_t>(payload.data) % alignof(std::max_align_t) != 0) {
       copy = zeroed(static_cast<std::size_t>(payload.size));
       if (!copy) return "cannot allocate an aligned copy of the nested program";
       std::memcpy(copy.get(), payload.data, static_cast<std::size_t>(payload.size));
     }
+    return load_nested(payload, std::move(copy), context, handle);
+  }
+
+  // `copy`: the payload's aligned copy when it does not lie aligned (ExecuTorch reads the program
+  // in place), else empty.
+  static std::string load_nested(Bytes payload, Buffer copy, R::BackendInitContext& context, FatHandle& handle) {
     auto nested = std::make_unique<NestedProgram>(payload.data, static_cast<std::size_t>(payload.size), std::move(copy));
     const std::string why = nested->load(context.get_method_name(), context.get_named_data_map());
     if (!why.empty()) return why;
