@@ -136,11 +136,11 @@ def test_a_tampered_fallback_stops_the_run(exe: Path, two_of_one_backend_word: t
 # prefix, the signature region and the entry the device may load are fetched; every other byte of
 # the reader's mapping is unreadable, so a loader that read (hashed) the XNNPACK entry, whose
 # backend is withheld, would die on it.
-READER = textwrap.dedent("""
+# A C reader over the file argv[2] in memory, `read` listing each (offset, count) it asked for.
+OPEN_READER = textwrap.dedent("""
     import ctypes, sys
     lib = ctypes.CDLL(sys.argv[1])
-    path, key, fetch = sys.argv[2], sys.argv[3].encode(), [int(i) for i in sys.argv[4].split(",") if i]
-    data = open(path, "rb").read()
+    data = open(sys.argv[2], "rb").read()
     read = []
     READ_AT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t)
     @READ_AT
@@ -157,6 +157,10 @@ READER = textwrap.dedent("""
                                   ctypes.byref(err)) == 0, err.message
     lib.fatpte_reader_container.restype = ctypes.c_void_p
     container = ctypes.c_void_p(lib.fatpte_reader_container(reader))
+""")
+
+READER = OPEN_READER + textwrap.dedent("""
+    key, fetch = sys.argv[3].encode(), [int(i) for i in sys.argv[4].split(",") if i]
     assert lib.fatpte_reader_fetch_signature(reader, ctypes.byref(err)) == 0, err.message
     for index in fetch:
         assert lib.fatpte_reader_fetch_entry(reader, index, ctypes.byref(err)) == 0, err.message
@@ -319,24 +323,7 @@ def test_a_downgrade_by_thinning_is_refused_when_asked(exe: Path, tmp_path: Path
     assert weak.returncode == 0, weak.stderr  # without AVX2 the entry left is this device's best
 
 
-S1B_READER = textwrap.dedent("""
-    import ctypes, sys
-    lib = ctypes.CDLL(sys.argv[1])
-    data = open(sys.argv[2], "rb").read()
-    READ_AT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t)
-    @READ_AT
-    def read_at(user, offset, buffer, count):
-        ctypes.memmove(buffer, data[offset:offset + count], count)
-        return 0
-    class Error(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_int), ("offset", ctypes.c_uint64), ("field", ctypes.c_char * 96),
-                    ("message", ctypes.c_char * 512)]
-    err = Error()
-    reader = ctypes.c_void_p()
-    assert lib.fatpte_reader_open(read_at, None, ctypes.c_uint64(len(data)), ctypes.byref(reader),
-                                  ctypes.byref(err)) == 0, err.message
-    lib.fatpte_reader_container.restype = ctypes.c_void_p
-    container = ctypes.c_void_p(lib.fatpte_reader_container(reader))
+S1B_READER = OPEN_READER + textwrap.dedent("""
     assert lib.fatpte_reader_fetch_entry(reader, 0, ctypes.byref(err)) == 0, err.message
     dirs = (ctypes.c_char_p * 1)(sys.argv[3].encode())
     selection = ctypes.c_void_p()

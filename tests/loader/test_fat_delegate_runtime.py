@@ -75,13 +75,23 @@ def call_files(model: str, tmp: Path) -> list[str]:
     return out
 
 
-def module_run(build: Path, program: Path, *args: str, libs: tuple[Path, ...] = (KERNELS,),
-               calls: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+def _module_cmd(build: Path, libs: tuple[Path, ...]) -> list[str]:
     cmd = [str(build / "et_module_runner")]
     for lib in (*libs, build / "libexecutorch_backend_fatpte.so"):
         cmd += ["--lib", str(lib)]
-    return subprocess.run([*cmd, *args, str(program), *(calls or [])], capture_output=True, text=True,
-                          timeout=300, check=False)
+    return cmd
+
+
+def module_run(build: Path, program: Path, *args: str, libs: tuple[Path, ...] = (KERNELS,),
+               calls: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*_module_cmd(build, libs), *args, str(program), *(calls or [])], capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def module_run_raw(build: Path, program: Path) -> subprocess.CompletedProcess[bytes]:
+    """module_run with the output as bytes, for tests that look for bytes of the file in it."""
+    return subprocess.run([*_module_cmd(build, (KERNELS,)), str(program)], capture_output=True, timeout=300,
+                          check=False)
 
 
 def parsed(stdout: str) -> list[list[dict[str, Any]]]:
@@ -405,9 +415,7 @@ def test_what_an_entry_needed_is_logged_escaped(build: Path, tmp_path: Path) -> 
     data[nested : nested + 13] = b"Fa\x1b[1mBackend"
     program = tmp_path / "escape.pte"
     program.write_bytes(bytes(data))
-    proc = subprocess.run([str(build / "et_module_runner"), "--lib", str(KERNELS), "--lib",
-                           str(build / "libexecutorch_backend_fatpte.so"), str(program)], capture_output=True,
-                          timeout=300, check=False)
+    proc = module_run_raw(build, program)
     log = proc.stderr
     assert proc.returncode == 1, log[-3000:]
     assert b"needs ExecuTorch backend Fa\\x1b[1mBackend" in log
@@ -447,9 +455,7 @@ def test_a_nested_method_name_that_is_no_text_is_not_asked_for(build: Path, tmp_
     data[nested : nested + 7] = b"\x1b[31mrd"
     program = tmp_path / "method.pte"
     program.write_bytes(bytes(data))
-    proc = subprocess.run([str(build / "et_module_runner"), "--lib", str(KERNELS), "--lib",
-                           str(build / "libexecutorch_backend_fatpte.so"), str(program)], capture_output=True,
-                          timeout=300, check=False)
+    proc = module_run_raw(build, program)
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert b"the nested program's only method is named '\\x1b[31mrd', which is not printable text" in proc.stderr
     assert b"\x1b" not in proc.stderr
