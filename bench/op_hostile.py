@@ -1,20 +1,25 @@
-"""Worst cases (issue 15): the shapes of the attack on the readers (tools/hostile.py), each built at
-three sizes (x1, x4, x16) and read by Python (the `fatpte` command) and by the C++ loader (its
-tools), timed as whole processes (start-up included) with their peak RSS. Work is bounded by the
-file (specs/nfat.md section 9): time and memory must grow no faster than the file, i.e. at most 4x
-(with SLACK for noise and start-up) from x4 to x16.
+"""Worst cases (issues 15 and 33): the shapes of the attacks on the readers (tools/hostile.py), each
+built at three sizes (x1, x4, x16) and read by Python (the `fatpte` command) and by the C++ loader
+(its tools), timed as whole processes (start-up included) with their peak RSS. Work is bounded by
+the file (specs/nfat.md section 9): time and memory must grow no faster than the file, i.e. at
+most 4x (with SLACK for noise and start-up) from x4 to x16.
 
 The shapes are the largest amplification the budgets allow, not the refused ones alone: a manifest
 naming one key from every offset it can hold while staying within its work budget, the same key
 undefined (a finding per reference, capped), requirement words shared by every entry, thousands
 of entries sharing one payload, a manifest over its budget (refused after bounded work), a
-program whose operators are one operator, a profile of many keys. The entry counts of the scale
-section's table (1k, 16k, 64k entries sharing a payload) come from `entries_table` here too.
+program whose operators are one operator, a profile of many keys. Issue 33's surfaces: a
+signature region near and past its value limit (S5), one signed entry and thousands added after
+signing (S6), a hostile manifest under a signature (S2), trusted-key files growing past their
+64 KiB limit, calls.json of many values and of a shape whose product overflows, fat delegates
+nested ever deeper and shared ever wider (F1). The entry counts of the scale section's table (1k,
+16k, 64k entries sharing a payload) come from `entries_table` here too.
 """
 
 from __future__ import annotations
 
 import statistics
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +42,11 @@ FATPTE = str(Path(PYTHON).parent / "fatpte")
 LOADER = ROOT / "build" / "loader"
 PROFILE = str(ROOT / "specs" / "devices" / "x86-64-v3.json")
 SIZES = (1, 4, 16)
+VECTORS = ROOT / "specs" / "vectors"
+SIGNED = str(VECTORS / "v2-signed.nfat")
+KEYS = [str(VECTORS / "trusted-ed25519.pub.pem"), str(VECTORS / "trusted-p256.pub.pem")]
+ET_FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
+ET_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,78 @@ def _cpp(tool: str, args: list[str], accept: tuple[int, ...]) -> Reader:
 
 def _n(base: int, k: int) -> int:
     return max(1, int(base * k * scale()))
+
+
+def _tool(label: str, argv: list[str], accept: tuple[int, ...]) -> Reader:
+    """A reader given by its whole command line, "{}" standing for the file."""
+    return Reader(label, lambda p: [p if a == "{}" else a for a in argv], accept)
+
+
+def _keys(flag: str) -> list[str]:
+    return [x for k in KEYS for x in (flag, k)]
+
+
+def signed_shapes(work: Path) -> list[Shape]:
+    """Issue 33: signed loading (S2, S5, S6) and trusted-key files, as `fatpte verify`,
+    `fatpte-verify` and `fatpte-run --require-signature` read them."""
+    from tools import hostile
+    from tools.gen_vectors import bundle_of, with_bundle
+
+    base = Path(SIGNED).read_bytes()
+    no_calls = work / "hostile-no-calls.json"
+    no_calls.write_text("[]\n")
+    verify_py = _tool("Python `fatpte verify -q --key`", [FATPTE, "verify", "{}", "-q", *_keys("--key")], (0, 1, 5))
+    verify_cpp = _tool("C++ `fatpte-verify --trusted-key`", [str(LOADER / "fatpte-verify"), "{}", *_keys("--trusted-key")],
+                       (0, 1, 5))
+    run_cpp = _tool("C++ `fatpte-run --require-signature`",
+                    [str(LOADER / "fatpte-run"), "{}", "--inputs", str(no_calls), "--require-signature",
+                     *_keys("--trusted-key")], (1, 3, 5))
+    signed = (verify_py, verify_cpp, run_cpp)
+    return [
+        Shape("S5: a signature region holding 256 values per x more (verifies; x16 passes MAX_BUNDLE_VALUES, 4096: "
+              "E1302)", lambda k: bytes(with_bundle(base, hostile.bundle_with_values(bundle_of(base), _n(256, k)))),
+              ".nfat", signed),
+        Shape("S5: a signature region of 1 MiB of zeros per x, added without a key (E1302 at the 4,097th value)",
+              lambda k: bytes(with_bundle(base, hostile.bundle_with_values(bundle_of(base), _n(1 << 19, k)))),
+              ".nfat", signed),
+        Shape("S6: 1 signed entry and 4,095 per x added after signing (E1307)",
+              lambda k: hostile.signed_with_added_entries(_n(4095, k)), ".nfat", signed),
+        Shape("S2: a signed file whose manifest names a 4 KiB key from 16,384 offsets per x (E0420)",
+              lambda k: hostile.attach(hostile.shared_key(_n(16_384, k), 4096), bundle_of(base)), ".nfat", signed),
+        Shape("a trusted-key file with 4 KiB of text per x before the key (E0702; x16 passes the 64 KiB limit)",
+              lambda k: hostile.key_file_after_text(_n(4096, k)), ".pem",
+              (_tool("Python `fatpte verify --key FILE`", [FATPTE, "verify", SIGNED, "-q", "--key", "{}"], (2,)),
+               _tool("C++ `fatpte-verify --trusted-key FILE`",
+                     [str(LOADER / "fatpte-verify"), SIGNED, "--trusted-key", "{}"], (2,)))),
+    ]
+
+
+def run_shapes(work: Path) -> list[Shape]:
+    """Issue 33: calls.json (I1) through `fatpte-run --inputs` on the mlp model, and fat delegates
+    nested and shared (F1) through `fatpte validate` and ExecuTorch's own Module runner with the
+    fat delegate's library."""
+    import fatpte
+    from tools import hostile
+
+    model = work / "hostile-mlp.nfat"
+    fatpte.pack([fatpte.Specialization("portable", ET_FIXTURES / "mlp_portable.pte", name="portable")], model)
+    fat = (ET_FIXTURES / "mlp_fat.pte").read_bytes()
+    inputs = _tool("C++ `fatpte-run --inputs FILE`", [str(LOADER / "fatpte-run"), str(model), "--inputs", "{}"], (2,))
+    # Refused at full scale; a BENCH_SCALE run may build a tree that fits (exit 0).
+    nested = (_tool("Python `fatpte validate -q`", [FATPTE, "validate", "-q", "{}"], (0, 1)),
+              _tool("C++ fat delegate in `et_module_runner`",
+                    [str(LOADER / "et_module_runner"), "--lib", str(ET_LIB / "libexecutorch_kernels_optimized.so"),
+                     "--lib", str(LOADER / "libexecutorch_backend_fatpte.so"), "{}"], (0, 1)))
+    return [
+        Shape("I1: calls.json of 65,536 float values per x, shape [1, n], for a method taking [1, 4] (E0702)",
+              lambda k: hostile.calls_with_values(_n(65_536, k), [1, _n(65_536, k)]), ".json", (inputs,)),
+        Shape("I1: calls.json of shape [2147483647] * 3 (its product overflows) with 65,536 values per x (E0702)",
+              lambda k: hostile.calls_with_values(_n(65_536, k), [2_147_483_647] * 3), ".json", (inputs,)),
+        Shape("F1: fat delegates nested 64 levels per x (E1010 at depth 5)",
+              lambda k: hostile.nested_fat_delegates(fat, _n(64, k)), ".pte", nested),
+        Shape("F1: five levels of 64 entries per x sharing the level below (E1010 at depth 5)",
+              lambda k: hostile.fat_tree(fat, [(1, [hostile.FAT] * _n(64, k))] * 5), ".pte", nested),
+    ]
 
 
 def shapes() -> list[Shape]:
@@ -138,15 +220,20 @@ HEADER = ("| worst case | reader | x1 file | time x1 | time x4 | time x16 | time
 
 def measure(ctx: Context) -> Section:
     section = Section("hostile input", (
-        "The shapes of issue 15's attack on the readers, each at three sizes (x1, x4, x16 the x1 file's "
-        "parameters), read as whole processes (start-up included: it flattens the small sizes) by the "
+        "The shapes of issue 15's attack on the readers, and issue 33's on signed loading (S2, S5, S6), "
+        "trusted-key files, run inputs (I1) and nested fat delegates (F1), each at three sizes (x1, x4, "
+        "x16 the x1 file's parameters), read as whole processes (start-up included: it flattens the small sizes) by the "
         "Python command and the C++ loader's tools; the median of the rounds, the sizes interleaved in "
         "every round, and the peak RSS of any round. Linear means the time and the peak memory grow no "
         f"faster than the file from x4 to x16 (x{SLACK} for noise). The budgets behind the bound: "
-        "specs/nfat.md section 9, specs/nfat-manifest.md 2.3."))
+        "specs/nfat.md section 9, specs/nfat-manifest.md 2.3, specs/nfat-signature.md section 7 "
+        "(MAX_BUNDLE_VALUES, 64 KiB key files), specs/executorch.md section 8 (MAX_FAT_DELEGATE_DEPTH, "
+        "shared levels read once per depth)."))
     section.lines += [HEADER, "|---" * 12 + "|"]
-    for shape in shapes():
-        section.lines += measure_rows(ctx, shape, SIZES)
+    with warnings.catch_warnings():  # pack's notes on the entries' ranking ties, building S6's files
+        warnings.simplefilter("ignore")
+        for shape in [*shapes(), *signed_shapes(ctx.work), *run_shapes(ctx.work)]:
+            section.lines += measure_rows(ctx, shape, SIZES)
     return section
 
 
