@@ -40,10 +40,10 @@ def test_make_test_requires_the_builds() -> None:
     """The pytest line of the Makefile's test-py target, the one `make test` and CI run, sets the
     variable, and the same target builds the loader and its ASan twin first."""
     makefile = (ROOT / "Makefile").read_text()
-    recipe = re.search(r"^test-py: \$\(STAMP\)\n((?:\t.*\n)+)", makefile, re.M)
+    recipe = re.search(r"^test-py: \$\(STAMP\)\n((?:\t.*\n)+)", makefile, re.MULTILINE)
     assert recipe is not None
-    assert re.search(rf"^\t{REQUIRE_ENV}=1 \$\(BIN\)/pytest\b", recipe.group(1), re.M), recipe.group(1)
-    assert re.search(r"^test-py: loader loader-asan$", makefile, re.M)
+    assert re.search(rf"^\t{REQUIRE_ENV}=1 \$\(BIN\)/pytest\b", recipe.group(1), re.MULTILINE), recipe.group(1)
+    assert re.search(r"^test-py: loader loader-asan$", makefile, re.MULTILINE)
 
 
 def test_no_test_skips_a_missing_build_by_itself() -> None:
@@ -58,3 +58,43 @@ def test_no_test_skips_a_missing_build_by_itself() -> None:
                     and "not built" in ast.unparse(node)):
                 found.append(f"{rel}:{node.lineno}")
     assert not found, found
+
+
+def _wheel(path: Path, members: dict[str, bytes]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+def test_the_sdk_is_replaced_only_once_the_new_one_is_complete(tmp_path: Path) -> None:
+    """tools/unpack_executorch_sdk.py (make executorch-sdk): a wheel that fails half-way (a member
+    outside the SDK folders, after good ones; a damaged file) leaves the SDK that was there, whole,
+    and no partial folder beside it; a good one replaces it."""
+    import pytest
+
+    from tests.scripts import load_script
+
+    unpack = load_script("tools/unpack_executorch_sdk.py").unpack
+    config = "executorch/share/cmake/executorch-config.cmake"
+    dest = tmp_path / "sdk"
+    assert unpack(_wheel(tmp_path / "a.whl", {config: b"# a", "executorch/lib/libone.so": b"1",
+                                              "executorch/torch_part.py": b""}), dest) == 2
+    assert (dest / "executorch" / "lib" / "libone.so").read_bytes() == b"1"
+    assert not (dest / "executorch" / "torch_part.py").exists()
+
+    bad = _wheel(tmp_path / "b.whl", {config: b"# b", "executorch/lib/libtwo.so": b"2",
+                                      "executorch/lib/../../../escape.so": b"x"})
+    with pytest.raises(SystemExit, match="refusing the member"):
+        unpack(bad, dest)
+    (tmp_path / "c.whl").write_bytes(b"not a zip")
+    with pytest.raises(SystemExit, match="cannot be read as a wheel"):
+        unpack(tmp_path / "c.whl", dest)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.whl", "b.whl", "c.whl", "sdk"]
+    assert (dest / "executorch" / "share" / "cmake" / "executorch-config.cmake").read_bytes() == b"# a"
+    assert not (tmp_path / "escape.so").exists()
+
+    assert unpack(_wheel(tmp_path / "d.whl", {config: b"# d", "executorch/lib/libtwo.so": b"2"}), dest) == 2
+    assert sorted(p.name for p in (dest / "executorch" / "lib").iterdir()) == ["libtwo.so"]

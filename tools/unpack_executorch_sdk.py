@@ -9,7 +9,9 @@ would need torch) lands in the build. Usage:
 
     python tools/unpack_executorch_sdk.py WHEEL DEST
 
-writes DEST/executorch/{lib,include,share,schema}; DEST is replaced as a whole.
+writes DEST/executorch/{lib,include,share,schema}; DEST is replaced as a whole, and only once the
+new one is complete (it is unpacked into a temporary folder beside DEST, then renamed into place),
+so an interrupted run leaves the SDK that was there, never half of one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import shutil
 import stat
 import sys
+import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
@@ -24,11 +27,27 @@ SDK_FOLDERS = ("executorch/lib/", "executorch/include/", "executorch/share/", "e
 
 
 def unpack(wheel: Path, dest: Path) -> int:
-    """Extract the SDK folders of `wheel` into `dest` (emptied first); returns the file count."""
-    if dest.exists():
-        shutil.rmtree(dest)
+    """Extract the SDK folders of `wheel` into a new `dest`, replacing it once complete; returns
+    the file count."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent))
+    try:
+        count = _extract(wheel, work)
+        if dest.exists():
+            shutil.rmtree(dest)
+        work.rename(dest)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return count
+
+
+def _extract(wheel: Path, dest: Path) -> int:
     count = 0
-    with zipfile.ZipFile(wheel) as zf:
+    try:
+        zf = zipfile.ZipFile(wheel)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise SystemExit(f"{wheel}: cannot be read as a wheel ({exc}); delete it and run make again to download it anew")
+    with zf:
         for info in zf.infolist():
             name = info.filename
             if info.is_dir() or not name.startswith(SDK_FOLDERS):
