@@ -96,3 +96,31 @@ def test_no_run_path_names_the_current_directory(name: str) -> None:
     paths = _run_paths(binary)
     assert "" not in paths and "." not in paths, paths
     assert all(Path(p).is_absolute() or p.startswith("$ORIGIN") for p in paths), paths
+
+
+@pytest.mark.parametrize("name", ["libfatpte.so", "fatpte-run", "fatpte-validate", "fatpte-verify", "fatpte_bench",
+                                  "libexecutorch_backend_fatpte.so"])
+def test_the_build_tree_searches_only_folders_it_has(name: str) -> None:
+    """A run-path entry that names no folder costs a failed lookup per library (the install tree's
+    `$ORIGIN/../lib` in the build tree: 24 failed system calls a run of fatpte-run)."""
+    binary = BUILD / name
+    if not binary.exists():
+        missing_build(f"{binary.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
+    if shutil.which("readelf") is None:
+        pytest.skip("readelf (binutils) is not installed")
+    paths = [p.replace("$ORIGIN", str(BUILD)) for p in _run_paths(binary)]
+    assert paths and all(Path(p).is_dir() for p in paths), paths
+
+
+def test_the_installed_tree_searches_itself_alone(prefix: Path) -> None:
+    """`cmake --install` gives the installed tools and libraries run paths inside the prefix, so a
+    moved prefix finds its own libraries and no other copy of them (cmake/install_rpath.cmake)."""
+    if shutil.which("readelf") is None:
+        pytest.skip("readelf (binutils) is not installed")
+    want = {"bin/fatpte-run": ["$ORIGIN/../lib"], "bin/fatpte-validate": ["$ORIGIN/../lib"],
+            "bin/fatpte-verify": ["$ORIGIN/../lib"], "lib/libfatpte.so": ["$ORIGIN"],
+            "lib/libexecutorch_backend_fatpte.so": ["$ORIGIN"]}
+    assert {path: _run_paths(prefix / path) for path in want} == want
+    # Installing again over an up-to-date prefix keeps them (the rewrite is not done twice).
+    subprocess.run(["cmake", "--install", str(BUILD), "--prefix", str(prefix)], check=True, capture_output=True)
+    assert {path: _run_paths(prefix / path) for path in want} == want
