@@ -207,10 +207,18 @@ def read_program(data: bytes | memoryview, *, source: str | None = None) -> Prog
 
 
 def _segments(root: Table, header: ExtendedHeader | None, size: int, source: str | None) -> tuple[Segment, ...]:
-    # Without an extended header there is no segment data: the exporter still lists an empty
-    # constant segment, so empty segments are accepted and any other is out of bounds.
-    base = size if header is None else header.segment_base_offset
-    limit = size if header is None or header.segment_data_size is None else base + header.segment_data_size
+    # Without an extended header, or with a segment_base_offset of 0 (ExecuTorch's
+    # Program::LoadSegment: "No segments in program"), there is no segment data: the exporter
+    # still lists an empty constant segment, so empty segments are accepted and any other is out
+    # of bounds (it would otherwise be read from the program's own first bytes).
+    if header is None or header.segment_base_offset == 0:
+        base = limit = size
+        no_data = " (the program has no segment data: {})".format(
+            "no extended header" if header is None else "its segment_base_offset is 0")
+    else:
+        base = header.segment_base_offset
+        limit = size if header.segment_data_size is None else base + header.segment_data_size
+        no_data = ""
     out = []
     for i, t in enumerate(root.tables(4, "segments")):
         off = t.integer(0, "Q", "offset")
@@ -218,7 +226,7 @@ def _segments(root: Table, header: ExtendedHeader | None, size: int, source: str
         if sz > limit - base or off > limit - base - sz:
             raise FatpteError(ErrorCode.ET_SEGMENT_OUT_OF_BOUNDS,
                               f"segment of {sz:#x} bytes at {base:#x}+{off:#x} reaches past the segment data "
-                              f"that ends at {limit:#x}", source=source, offset=t.pos, field=f"segments[{i}]")
+                              f"that ends at {limit:#x}{no_data}", source=source, offset=t.pos, field=f"segments[{i}]")
         out.append(Segment(i, base + off, sz, t.scalar_position(0, "Q", "offset"),
                            t.scalar_position(1, "Q", "size")))
     return tuple(out)

@@ -80,6 +80,27 @@ def test_segment_past_the_segment_data() -> None:
     assert e.value.field is not None and e.value.field.startswith("segments[")
 
 
+def test_segments_of_a_program_whose_segment_base_offset_is_zero() -> None:
+    """segment_base_offset 0 means no segment data (ExecuTorch's Program::LoadSegment refuses every
+    segment then): a non-empty segment would be read from the program's own first bytes, and
+    replacing it (what `thin` does) wrote past the flatbuffer's copy (struct.error, found by the
+    executorch fuzz target). It is out of bounds, and the rewrite says so."""
+    from fatpte.executorch.rewrite import replace_segment
+
+    data = _bytes("mlp_xnnpack.pte")
+    program = read_program(bytes(data))
+    (dl,) = program.methods[0].delegates
+    assert dl.location == "segment" and program.segments[dl.data_index].size > 0
+    struct.pack_into("<Q", data, 24, 0)
+    for action in (lambda: read_program(bytes(data)),
+                   lambda: replace_segment(bytes(data), dl.data_index, b"NFAT" * 3, source="x.pte")):
+        with pytest.raises(FatpteError) as e:
+            action()
+        assert e.value.code is ErrorCode.ET_SEGMENT_OUT_OF_BOUNDS
+        assert e.value.field is not None and e.value.field.startswith("segments[")
+        assert "its segment_base_offset is 0" in str(e.value)
+
+
 def test_root_offset_past_the_end() -> None:
     data = _bytes("add_portable.pte")
     assert struct.unpack_from("<I", data, 0)[0] < len(data)
