@@ -13,7 +13,7 @@ from typing import Final
 # Per output: (title, [(field, meaning)]). Keys name the object, e.g. "info.entries[]".
 JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
     "info": ("`fatpte info --json`: one object", [
-        ("path", "the file, as given; a URL's `user:password@` is shown as `***@`"),
+        ("path", "the file, as given; a URL's `user:password@` is shown as `***@`, a credential query parameter's value (`X-Amz-Signature`, `sig`, `token`, ...) as `***`"),
         ("version", "container version, 1 or 2"),
         ("size", "container size in bytes"),
         ("entry_count", "number of entries"),
@@ -144,7 +144,7 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
                     "provenance, each NPTG or XNNPACK payload described)")),
     ]),
     "validate": ("`fatpte validate --json`: one object per file, one per line (JSON Lines)", [
-        ("path", "the file; a URL's `user:password@` is shown as `***@`"),
+        ("path", "the file; a URL's `user:password@` is shown as `***@`, a credential query parameter's value as `***`"),
         ("ok", "true when the file has no error (warnings allowed)"),
         ("valid", "what the exit code counts: ok, and with --strict no warning either"),
         ("version", "container version, null when the header is unreadable"),
@@ -201,7 +201,7 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
                                  "fatpte-run, or ExecuTorch's Python runtime)")),
     ]),
     "coverage": ("`fatpte coverage --json`: one object", [
-        ("path", "the container; a URL's `user:password@` is shown as `***@`"),
+        ("path", "the container; a URL's `user:password@` is shown as `***@`, a credential query parameter's value as `***`"),
         ("size", "its size in bytes"),
         ("devices", "one object per device profile, in the order given (below)"),
         ("uncovered", "names of the devices no entry fits"),

@@ -36,6 +36,17 @@ GOOD = "Basic " + base64.b64encode(f"reader:{PASSWORD}".encode()).decode()
     ("https://models.example.com/a.nfat?user=a@b", "https://models.example.com/a.nfat?user=a@b"),
     ("./models/a@b.nfat", "./models/a@b.nfat"),
     ("mailto:someone@example.com", "mailto:someone@example.com"),
+    # Signed and tokenised URLs: the credential parameters' values, whatever their case; the rest kept.
+    (("https://b.s3.amazonaws.com/m.nfat?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA%2F20261126"
+      "&X-Amz-Date=20261126T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-Signature=0a1b2c"),
+     ("https://b.s3.amazonaws.com/m.nfat?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=***"
+      "&X-Amz-Date=20261126T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-Signature=***")),
+    ("https://a.blob.core.windows.net/c/m.nfat?sv=2022-11-02&se=2026-12-01&sp=r&sig=AbC%2Bd%3D",
+     "https://a.blob.core.windows.net/c/m.nfat?sv=2022-11-02&se=2026-12-01&sp=r&sig=***"),
+    ("https://u:p@h/a.nfat?KEY=k1&x=1#frag", "https://***@h/a.nfat?KEY=***&x=1#frag"),
+    ("reading 'https://h/a.nfat?token=t0k' failed (E0803)", "reading 'https://h/a.nfat?token=***' failed (E0803)"),
+    ("https://h/a.nfat?monkey=1&tokens=2", "https://h/a.nfat?monkey=1&tokens=2"),
+    ("./models/a.nfat?token=not-a-url", "./models/a.nfat?token=not-a-url"),
 ])
 def test_redact(text: str, shown: str) -> None:
     assert redact(text) == shown
@@ -109,3 +120,25 @@ def test_the_library_names_a_url_without_its_credentials(server: Scripted) -> No
         fatpte.open_remote(url.replace("/c.nfat", "/missing.nfat"), policy=Policy(attempts=1))
     assert info.value.code is ErrorCode.REMOTE_NOT_FOUND
     assert PASSWORD not in str(info.value) and info.value.source == redact(url).replace("/c.nfat", "/missing.nfat")
+
+
+def test_a_signed_urls_signature_is_used_and_never_shown(server: Scripted) -> None:
+    """A signed URL carries its credential in the query (S3's X-Amz-Signature, ...): sent to the
+    server as given, shown with `***` in its place (specs/remote.md section 3)."""
+    signature, token = "5f2e0c9a7b1d", "FQoGZXIvYXdzEJr"
+    query = (f"?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20261126T000000Z&X-Amz-Security-Token={token}"
+             f"&X-Amz-Signature={signature}")
+    url = server.url("/c.nfat").replace("http://", f"http://reader:{PASSWORD}@") + query
+    shown = (server.url("/c.nfat").replace("http://", "http://***@") +
+             "?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20261126T000000Z&X-Amz-Security-Token=***"
+             "&X-Amz-Signature=***")
+    ok = fatpte_cli("info", url, "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["path"] == shown
+    assert all(query.split("?")[1] in a.path for a in server.asked), "the query reaches the server as given"
+    failing = fatpte_cli("info", url.replace("/c.nfat", "/missing.nfat"))
+    assert failing.returncode == 4, failing.stderr
+    for done in (ok, failing):
+        assert signature not in done.stdout + done.stderr and token not in done.stdout + done.stderr
+    assert "X-Amz-Signature=***" in failing.stderr, failing.stderr
+
