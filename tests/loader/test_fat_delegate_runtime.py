@@ -45,7 +45,6 @@ KERNELS = SDK_LIB / "libexecutorch_kernels_optimized.so"
 XNNPACK = SDK_LIB / "libexecutorch_backend_xnnpack.so"
 MODELS = ["add", "mlp", "buffer", "kvcache"]
 FATPTE = [sys.executable, "-m", "fatpte"]
-PACK = {"float32": "f", "int64": "q", "int32": "i", "float64": "d"}
 
 
 def _example() -> ModuleType:
@@ -64,15 +63,8 @@ def build(request: pytest.FixtureRequest) -> Path:
 def call_files(model: str, tmp: Path) -> list[str]:
     """Each call's inputs as raw files, as et_module_runner takes them (IN0.bin,IN1.bin)."""
     calls = json.loads(_example().write_calls(model, tmp / "calls.json").read_text())
-    out = []
-    for c, call in enumerate(calls):
-        names = []
-        for i, t in enumerate(call["inputs"]):
-            path = tmp / f"call{c}-in{i}.bin"
-            path.write_bytes(struct.pack(f"<{len(t['values'])}{PACK[t['dtype']]}", *t["values"]))
-            names.append(str(path))
-        out.append(",".join(names))
-    return out
+    files: list[str] = load_script("tools/tier_matrix.py").call_files({"calls": calls}, tmp, model)
+    return files
 
 
 def _module_cmd(build: Path, libs: tuple[Path, ...]) -> list[str]:
