@@ -513,3 +513,20 @@ class Scripted:
     def close(self) -> None:
         self.stop.set()
         self.listener.close()
+
+
+CLIENTS = ("http.client", "aiohttp")
+
+
+def use_client(name: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Make http URLs read through client `name` of CLIENTS for the rest of the test: a storage
+    option other than `headers` (an empty `client_kwargs` here) sends them through fsspec's
+    aiohttp session."""
+    from fatpte.fileio import remote as remote_module
+
+    if name == "aiohttp":
+        real = remote_module._open_backend
+        monkeypatch.setattr(remote_module, "_open_backend",
+                            lambda remote, options: real(remote, {"client_kwargs": {}, **options}))
+    return name
+

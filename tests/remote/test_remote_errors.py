@@ -15,22 +15,16 @@ import pytest
 
 import fatpte
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.fileio import remote as remote_module
 from fatpte.fileio.remote import PREFIX_SIZE, Policy, RemoteFile
-from tests.remote.servers import Misbehaving
+from tests.remote.servers import CLIENTS, Misbehaving, use_client
 
 QUICK = Policy(timeout=0.5, attempts=3, backoff=0.01)
 
 
-@pytest.fixture(autouse=True, params=["http.client", "aiohttp"])
+@pytest.fixture(autouse=True, params=CLIENTS)
 def client(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Which client reads http URLs: a storage option other than `headers` (an empty
-    `client_kwargs` here) sends them through fsspec's aiohttp session."""
-    if request.param == "aiohttp":
-        real = remote_module._open_backend
-        monkeypatch.setattr(remote_module, "_open_backend",
-                            lambda remote, options: real(remote, {"client_kwargs": {}, **options}))
-    return str(request.param)
+    """Which client reads http URLs (servers.use_client)."""
+    return use_client(request.param, monkeypatch)
 
 
 def test_each_client_is_the_one_asked_for(client: str, serve: object) -> None:

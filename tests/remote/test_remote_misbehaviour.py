@@ -23,9 +23,8 @@ import pytest
 
 import fatpte
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.fileio import remote as remote_module
 from fatpte.fileio.remote import PREFIX_SIZE, Policy
-from tests.remote.servers import Asked, Scripted, Wire
+from tests.remote.servers import CLIENTS, Asked, Scripted, Wire, use_client
 
 QUICK = Policy(timeout=0.5, attempts=3, backoff=0.01, deadline=60.0)
 
@@ -234,15 +233,10 @@ TABLE = [
 ]
 
 
-@pytest.fixture(params=["http.client", "aiohttp"])
+@pytest.fixture(params=CLIENTS)
 def client(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Which client reads http URLs: a storage option other than `headers` (an empty
-    `client_kwargs` here) sends them through fsspec's aiohttp session."""
-    if request.param == "aiohttp":
-        real = remote_module._open_backend
-        monkeypatch.setattr(remote_module, "_open_backend",
-                            lambda remote, options: real(remote, {"client_kwargs": {}, **options}))
-    return str(request.param)
+    """Which client reads http URLs (servers.use_client)."""
+    return use_client(request.param, monkeypatch)
 
 
 def read_all(url: str, policy: Policy) -> tuple[bytes, bytes]:
