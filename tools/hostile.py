@@ -139,6 +139,31 @@ def first_delegate(program: bytes) -> Any:
     return delegate
 
 
+def planned_buffer_resized(program: bytes, size: int) -> bytes:
+    """`program` (a .pte) with the largest memory-planned buffer of each method declared `size`
+    bytes: the shape of "a 3 KB container whose program declares a 16 GiB planned buffer" (issue
+    42, M1). Only the declared size changes (the execution plan's `non_const_buffer_sizes`, whose
+    element 0 ExecuTorch reserves); the tensors still lie where they did, at its start, so the
+    program runs as before and a loader that reserves rather than commits the buffer touches only
+    what the program writes."""
+    from fatpte.executorch.flatbuf import Buffer
+    from fatpte.executorch.pte import IDENTIFIER, read_program
+
+    header = read_program(program).header
+    end = len(program) if header is None else header.program_size
+    root = Buffer(memoryview(program)[:end], source=None).root(IDENTIFIER, "ExecuTorch program")
+    out = bytearray(program)
+    for plan in root.tables(1, "execution_plan"):
+        found = plan.vector(8, 8, "non_const_buffer_sizes")
+        if found is None or found[1] < 2:
+            continue
+        start, count = found
+        sizes = struct.unpack_from(f"<{count}q", out, start)
+        largest = max(range(1, count), key=lambda i: sizes[i])
+        struct.pack_into("<q", out, start + 8 * largest, size)
+    return bytes(out)
+
+
 # -- nested fat delegates (issue 33, F1): trees, not only chains -------------------------------------
 
 FAT, PROGRAM, JUNK = "fat", "program", "junk"  # what an entry of a level holds (fat_tree)

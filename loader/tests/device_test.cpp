@@ -77,6 +77,21 @@ TEST(Meminfo, MemTotalInKibibytes) {
   EXPECT_EQ(probe::meminfo_total(""), 0u);
 }
 
+// Issue 42, M1: planned memory a file may ask for is bounded by the device's (half), never more
+// than 64 GiB, and 64 GiB where the memory is unknown.
+TEST(PlannedMemory, HalfTheDevicesMemoryAtMost64GiB) {
+  const std::uint64_t gib = std::uint64_t{1} << 30;
+  EXPECT_EQ(fatpte::planned_memory_limit_for(4 * gib), 2 * gib);  // a 4 GB phone: 2 GiB
+  EXPECT_EQ(fatpte::planned_memory_limit_for(3 * gib + 1), (3 * gib + 1) / 2);
+  EXPECT_EQ(fatpte::planned_memory_limit_for(128 * gib), 64 * gib);
+  EXPECT_EQ(fatpte::planned_memory_limit_for(~std::uint64_t{0}), 64 * gib);
+  EXPECT_EQ(fatpte::planned_memory_limit_for(0), 64 * gib);
+  EXPECT_EQ(fatpte::kPlannedMemoryCeiling, 64 * gib);
+  const std::uint64_t probed = fatpte::probe_host(fatpte::ProbeScope{false, true, false}).memory_bytes;
+  EXPECT_EQ(fatpte::default_planned_memory_limit(), fatpte::planned_memory_limit_for(probed));
+  EXPECT_NE(fatpte::default_planned_memory_origin().find("the default limit"), std::string::npos);
+}
+
 TEST(PrintableName, LikePythonsReplacement) {
   EXPECT_EQ(probe::printable_name("  NVIDIA H100 80GB HBM3 ", 0), "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(probe::printable_name("GPU\xc3\xa9\t", 0), "GPU??");

@@ -113,6 +113,10 @@ For a program whose delegates are fat delegates (FatpteBackend, found beside lib
 default), the libraries of the backends its entries run on are loaded too, as for any program's
 backends; --explain and --json say which inner entry the fat delegate runs and why not the others.
 
+A method's planned memory (what its MethodMeta declares) is reserved, not committed: pages count
+once the program writes them. A method declaring more than half this machine's memory (at most
+64 GiB) is skipped with the reason, and the next eligible entry tried.
+
 A backend id without --backend-lib is looked up as ExecuTorch names its libraries
 (XnnpackBackend -> libexecutorch_backend_xnnpack.so); `kernels` defaults to
 libexecutorch_kernels_optimized.so. Libraries are never taken from the container.

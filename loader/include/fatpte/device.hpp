@@ -62,6 +62,20 @@ DeviceProfile probe_host(const ProbeScope& scope);
 // probe_host() without looking for accelerators when `accelerators` is false.
 DeviceProfile probe_host(bool accelerators);
 
+// The planned memory a loaded method may reserve unless the caller says otherwise
+// (LoadOptions::planned_memory_limit, the fat delegate): half of `memory_bytes`, and never more
+// than kPlannedMemoryCeiling; the ceiling itself when the memory is unknown (0). Planned memory is
+// reserved, not committed (loader/README.md, "Memory"), so the limit is what a program may come to
+// use once it writes its buffers: a small file declaring more is refused before anything runs,
+// rather than a device's memory running out while it runs.
+constexpr std::uint64_t kPlannedMemoryCeiling = std::uint64_t{64} << 30;
+std::uint64_t planned_memory_limit_for(std::uint64_t memory_bytes);
+// planned_memory_limit_for(this machine's memory as probe_host reports it), probed once a process.
+std::uint64_t default_planned_memory_limit();
+// Where default_planned_memory_limit() comes from, for a reason: "the default limit, half of this
+// device's 7.6 GiB of memory (at most 64.0 GiB)".
+std::string default_planned_memory_origin();
+
 namespace probe {
 
 // x86 features of the vocabulary: a vector feature counts only when the OS saves its register

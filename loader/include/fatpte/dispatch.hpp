@@ -67,10 +67,13 @@ struct LoadOptions {
   // Bounds of the memory ExecuTorch gets for one loaded method (loader/README.md, "Memory"): the
   // method allocator holds the method's values, tensor headers and delegate handles; the temp
   // allocator the scratch memory kernels ask for during one execute; planned memory the
-  // buffers MethodMeta asks for (activations, inputs, outputs, mutable state).
+  // buffers MethodMeta asks for (activations, inputs, outputs, mutable state), reserved rather than
+  // committed: a page counts once the program writes it. Unset: default_planned_memory_limit()
+  // (device.hpp: half this machine's memory, at most 64 GiB); a method asking for more is skipped
+  // with the reason, its buffers never reserved.
   std::uint64_t method_allocator_limit = std::uint64_t{256} << 20;
   std::uint64_t temp_allocator_limit = std::uint64_t{256} << 20;
-  std::uint64_t planned_memory_limit = std::uint64_t{64} << 30;
+  std::optional<std::uint64_t> planned_memory_limit;
   // Signed loading (specs/nfat-signature.md section 6): when set, the container's signature must
   // verify with one of these keys (steps 1 to 8) before any entry is tried, and each entry's
   // payload and the named data it lists must hash as signed (steps 9 and 10) before a byte of

@@ -48,10 +48,10 @@ namespace {
 
 namespace R = executorch::runtime;
 
-// What a nested program may take: the same defaults as the loader's LoadOptions.
+// What a nested program may take: the same defaults as the loader's LoadOptions (planned memory:
+// default_planned_memory_limit(), half the device's memory, at most 64 GiB, reserved not committed).
 constexpr std::uint64_t kMethodAllocatorLimit = std::uint64_t{256} << 20;
 constexpr std::uint64_t kTempAllocatorLimit = std::uint64_t{256} << 20;
-constexpr std::uint64_t kPlannedMemoryLimit = std::uint64_t{64} << 30;
 constexpr std::size_t kMaxIdBytes = 128;
 
 // Each line of `text` as one log line, so a reader of the log can grep the entry's name.
@@ -255,7 +255,8 @@ class NestedProgram {
     R::Result<R::MethodMeta> meta = program_->method_meta(name_.c_str());
     if (!meta.ok()) return et_reason("the nested program's method cannot be described", meta.error(), capture);
     std::uint64_t total = 0;
-    const std::string why = plan_memory(meta.get(), name_, kPlannedMemoryLimit, planned_, spans_, total);
+    const std::string why = plan_memory(meta.get(), name_, default_planned_memory_limit(),
+                                        default_planned_memory_origin(), planned_, spans_, total);
     if (!why.empty()) return "the nested program: " + why;
     planned_allocator_ =
         std::make_unique<R::HierarchicalAllocator>(R::Span<R::Span<uint8_t>>(spans_.data(), spans_.size()));
@@ -410,7 +411,7 @@ class NestedProgram {
   executorch::extension::BufferDataLoader loader_;
   std::optional<R::Program> program_;
   std::string name_;
-  std::vector<Buffer> planned_;
+  Reserved planned_;
   std::vector<R::Span<uint8_t>> spans_;
   std::unique_ptr<R::HierarchicalAllocator> planned_allocator_;
   BoundedAllocator method_allocator_;
@@ -575,11 +576,8 @@ class FatBackend final : public R::BackendInterface {
           Buffer copy;
           Bytes aligned = payload;
           if (reinterpret_cast<std::uintptr_t>(payload.data) % alignof(std::max_align_t) != 0) {
-            copy = zeroed(static_cast<std::size_t>(payload.size));
-            if (copy) {
-              std::memcpy(copy.get(), payload.data, static_cast<std::size_t>(payload.size));
-              aligned = Bytes{copy.get(), payload.size};
-            }
+            copy = aligned_copy(payload.data, static_cast<std::size_t>(payload.size));
+            if (copy) aligned = Bytes{copy.get(), payload.size};
           }
           if (reinterpret_cast<std::uintptr_t>(aligned.data) % alignof(std::max_align_t) != 0) {
             outcome = "cannot allocate an aligned copy of the nested program";
@@ -702,9 +700,8 @@ class FatBackend final : public R::BackendInterface {
     handle.nested.reset();
     Buffer copy;
     if (reinterpret_cast<std::uintptr_t>(payload.data) % alignof(std::max_align_t) != 0) {
-      copy = zeroed(static_cast<std::size_t>(payload.size));
+      copy = aligned_copy(payload.data, static_cast<std::size_t>(payload.size));
       if (!copy) return "cannot allocate an aligned copy of the nested program";
-      std::memcpy(copy.get(), payload.data, static_cast<std::size_t>(payload.size));
     }
     return load_nested(payload, std::move(copy), context, handle);
   }

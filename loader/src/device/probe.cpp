@@ -416,4 +416,32 @@ DeviceProfile probe_host(const ProbeScope& scope) {
   return p;
 }
 
+std::uint64_t planned_memory_limit_for(std::uint64_t memory_bytes) {
+  if (memory_bytes == 0) return kPlannedMemoryCeiling;
+  return std::min(memory_bytes / 2, kPlannedMemoryCeiling);
+}
+
+namespace {
+
+std::uint64_t probed_memory() {
+  static const std::uint64_t memory = probe_host(ProbeScope{false, true, false}).memory_bytes;
+  return memory;
+}
+
+}  // namespace
+
+std::uint64_t default_planned_memory_limit() { return planned_memory_limit_for(probed_memory()); }
+
+std::string default_planned_memory_origin() {
+  const std::uint64_t memory = probed_memory();
+  const auto gib = [](std::uint64_t n) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(n) / (std::uint64_t{1} << 30));
+    return std::string(buf);
+  };
+  if (memory == 0) return "the default limit, " + gib(kPlannedMemoryCeiling) + " (this device's memory is unknown)";
+  return "the default limit, half of this device's " + gib(memory) + " of memory (at most " +
+         gib(kPlannedMemoryCeiling) + ")";
+}
+
 }  // namespace fatpte

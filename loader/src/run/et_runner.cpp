@@ -33,6 +33,7 @@
 #include "executorch/program.hpp"
 #include "executorch/program_payload.hpp"
 #include "executorch/runtime.hpp"
+#include "fatpte/device.hpp"
 #include "run/library_search.hpp"
 
 namespace fatpte {
@@ -142,7 +143,9 @@ class EtLoaded final : public Loaded {
         data_map_(container, std::move(keys), std::move(layouts)),
         method_allocator_(options.method_allocator_limit),
         temp_allocator_(options.temp_allocator_limit),
-        planned_limit_(options.planned_memory_limit) {}
+        planned_limit_(options.planned_memory_limit.value_or(default_planned_memory_limit())),
+        planned_origin_(options.planned_memory_limit ? "the limit the application set (planned_memory_limit)"
+                                                     : default_planned_memory_origin()) {}
 
   // Program::load, the planned buffers, load_method. "" when loaded, else why not; a damaged
   // segment met on the way is returned in `damage`.
@@ -157,7 +160,8 @@ class EtLoaded final : public Loaded {
     R::Result<R::MethodMeta> meta = program_->method_meta(method().c_str());
     if (!meta.ok()) return et_reason(("ExecuTorch has no method '" + method() + "' (method_meta)").c_str(), meta.error(), capture);
     std::uint64_t planned_total = 0;
-    const std::string why = plan_memory(meta.get(), method(), planned_limit_, planned_, spans_, planned_total);
+    const std::string why =
+        plan_memory(meta.get(), method(), planned_limit_, planned_origin_, planned_, spans_, planned_total);
     if (!why.empty()) return why;
     planned_allocator_ = std::make_unique<R::HierarchicalAllocator>(R::Span<R::Span<uint8_t>>(spans_.data(), spans_.size()));
     memory_ = std::make_unique<R::MemoryManager>(&method_allocator_, planned_allocator_.get(), &temp_allocator_);
@@ -170,7 +174,7 @@ class EtLoaded final : public Loaded {
     method_.emplace(std::move(m.get()));
     attempt.details.push_back("method '" + method() + "': " + count(method_->inputs_size(), "input") + ", " +
                               count(method_->outputs_size(), "output") + ", " + bytes_text(planned_total) +
-                              " planned in " + count(planned_.size(), "buffer") + ", method allocator " +
+                              " planned in " + count(spans_.size(), "buffer") + " (reserved), method allocator " +
                               bytes_text(method_allocator_.used_size()));
     return "";
   }
@@ -367,12 +371,13 @@ class EtLoaded final : public Loaded {
   executorch::extension::BufferDataLoader loader_;
   ContainerDataMap data_map_;
   std::optional<R::Program> program_;
-  std::vector<Buffer> planned_;
+  Reserved planned_;
   std::vector<R::Span<uint8_t>> spans_;
   std::unique_ptr<R::HierarchicalAllocator> planned_allocator_;
   BoundedAllocator method_allocator_;
   BoundedAllocator temp_allocator_;
   std::uint64_t planned_limit_;
+  std::string planned_origin_;
   std::unique_ptr<R::MemoryManager> memory_;
   std::optional<R::Method> method_;
   std::vector<StagedInput> staged_;  // the last call's inputs: a non-planned input points into them
@@ -536,12 +541,11 @@ Status load_entry(const Container& c, const Entry& e, const LoadOptions& options
   // anything reads it.
   Buffer copy;
   if (reinterpret_cast<std::uintptr_t>(payload.data) % alignof(std::max_align_t) != 0) {
-    copy = zeroed(static_cast<std::size_t>(payload.size));
+    copy = aligned_copy(payload.data, static_cast<std::size_t>(payload.size));
     if (!copy) {
       attempt.outcome = "cannot allocate an aligned copy of the payload (" + bytes_text(payload.size) + ")";
       return Status();
     }
-    std::memcpy(copy.get(), payload.data, static_cast<std::size_t>(payload.size));
     attempt.details.push_back("the payload at " + std::to_string(e.offset) + " is not aligned to " +
                               std::to_string(alignof(std::max_align_t)) +
                               " bytes as ExecuTorch needs: copied into an aligned buffer");
