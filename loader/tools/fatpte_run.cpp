@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/json.hpp"
+#include "common/output_file.hpp"
 #include "common/text.hpp"
 #include "fatpte/device.hpp"
 #include "fatpte/dispatch.hpp"
@@ -82,7 +83,10 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
   --save-outputs DIR      write each output to DIR/call-K-output-J.bin (its bytes, row-major),
                           K counting the calls made (with --golden-report, in the order of the
                           report's calls); --json then gives each output's dtype, shape and
-                          file, not its values
+                          file, not its values. Each is written whole to a temporary file in
+                          DIR, then renamed into place; an existing file there that is not a
+                          regular file (a symbolic link, a directory, a FIFO, a device) is
+                          refused (E0811, exit 4), never written through
   --explain               print the selection and every loading step first
   --json                  print {"chosen": NAME, "backend_id": ID, "method": M, "dispatch":
                           [lines], "calls": [{"outputs": [tensor, ...]}, ...]} instead of text;
@@ -232,16 +236,12 @@ fatpte::Tensor from_c(const fatpte_tensor& c) {
 std::vector<std::string> lines_of(const std::string& text);
 
 // --save-outputs: one output's bytes to DIR/call-K-output-J.bin (a name of fatpte-run's, never
-// one from the container). "" when written, else why not.
-std::string save_output(const std::string& dir, std::size_t call, std::size_t output, const fatpte::Tensor& t,
-                        std::string& name) {
+// one from the container), by the rule of every output (common/output_file.hpp): only a regular
+// file is replaced, never through a link, and whole or not at all.
+fatpte::Status save_output(const std::string& dir, std::size_t call, std::size_t output, const fatpte::Tensor& t,
+                           std::string& name) {
   name = "call-" + std::to_string(call) + "-output-" + std::to_string(output) + ".bin";
-  const std::string path = dir + "/" + name;
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return "cannot write " + path + ": " + std::strerror(errno);
-  const bool ok = (t.data.empty() || std::fwrite(t.data.data(), 1, t.data.size(), f) == t.data.size());
-  const bool closed = std::fclose(f) == 0;
-  return ok && closed ? "" : "cannot write " + path;
+  return fatpte::write_output_file(dir + "/" + name, t.data.data(), t.data.size());
 }
 
 // An output as --json gives it: its values, or with --save-outputs its file.
@@ -387,11 +387,8 @@ int run_with_c_api(const RunArgs& a) {
       for (std::size_t o = 0; fatpte_self_test_report_output(report, k, o, &out) == FATPTE_OK; ++o) {
         std::string file;
         // K counts the calls made, in the order of the report's "calls".
-        const std::string why = save_output(a.save_outputs, k, o, from_c(out), file);
-        if (!why.empty()) {
-          std::fprintf(stderr, "fatpte-run: %s\n", fatpte::terminal_safe(why).c_str());
-          return 4;
-        }
+        const fatpte::Status saved = save_output(a.save_outputs, k, o, from_c(out), file);
+        if (!saved.ok()) return fail_with("fatpte-run", saved);
       }
     }
   }
@@ -420,11 +417,8 @@ int run_with_c_api(const RunArgs& a) {
       const fatpte::Tensor t = from_c(out);
       std::string file;
       if (!a.save_outputs.empty()) {
-        const std::string why = save_output(a.save_outputs, k, o, t, file);
-        if (!why.empty()) {
-          std::fprintf(stderr, "fatpte-run: %s\n", fatpte::terminal_safe(why).c_str());
-          return 4;
-        }
+        const fatpte::Status saved = save_output(a.save_outputs, k, o, t, file);
+        if (!saved.ok()) return fail_with("fatpte-run", saved);
       }
       calls_json += (o ? ", " : "") + output_json(t, file);
       if (a.json) continue;
