@@ -9,7 +9,9 @@ reading the manifest. Their bytes are read and written by fatpte.manifest.codec.
 from __future__ import annotations
 
 import enum
+import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple, TypeGuard
 
@@ -24,6 +26,7 @@ MAX_DEPTH: Final = 64
 MAX_TABLES: Final = 1_000_000
 SHA256_SIZE: Final = 32
 MAX_TEXT_BYTES: Final = 4096  # names, keys, dtypes, symbols: long enough for any FQN
+_LARGEST: Final = sys.float_info.max  # where a golden bound saturates (11.1)
 # The work budget (specs/nfat-manifest.md 2.3): a manifest of n bytes may expand, counting every
 # object again at each reference to it, to at most EXPANSION_FACTOR * n + EXPANSION_ALLOWANCE bytes.
 EXPANSION_FACTOR: Final = 16
@@ -328,6 +331,23 @@ class GoldenOutput(NamedTuple):
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "atol": self.atol, "rtol": self.rtol}
+
+    def bound(self, max_want: float) -> float:
+        """`atol + rtol * max_want`, the largest difference this output may show (golden_bound)."""
+        return golden_bound(self.atol, self.rtol, max_want)
+
+
+def golden_bound(atol: float, rtol: float, max_want: float) -> float:
+    """`atol + rtol * max_want` without overflow (specs/nfat-manifest.md 11.1): where the sum would
+    pass the largest finite double it is that double, so that no difference that is not finite
+    fits under it. The loader computes the same (loader/src/container/golden.cpp)."""
+    return min(atol + rtol * max_want, _LARGEST)
+
+
+def within(difference: float, bound: float) -> bool:
+    """Whether a difference is within a bound (11.1): one that is not finite (a NaN or an infinity
+    against another value) never is, however large the bound."""
+    return math.isfinite(difference) and difference <= bound
 
 
 class GoldenCall(NamedTuple):

@@ -64,6 +64,39 @@ TEST(Golden, NansAndInfinitiesAreEqualOnlyToThemselves) {
   }
 }
 
+// Issue 42, G3: atol = rtol = 1.7e308 is a valid tolerance (finite, at least 0), but the bound
+// atol + rtol * max|want| overflowed to infinity, under which a NaN's infinite difference passed.
+// The same cases as tests/manifest/test_golden_bound.py and tests/loader/test_golden_overflow.py.
+TEST(Golden, NoToleranceLetsANanOrAnInfinityPass) {
+  const double huge = 1.7e308;
+  const double largest = std::numeric_limits<double>::max();
+  const double inf = std::numeric_limits<double>::infinity();
+  const auto want = bytes_of<float>({1.0f, 11.0f});
+  for (const auto& got : {bytes_of<float>({std::nanf(""), 11.0f}), bytes_of<float>({static_cast<float>(inf), 11.0f}),
+                          bytes_of<float>({static_cast<float>(-inf), 11.0f})}) {
+    const auto r = fatpte::compare_golden(spec(want, 6, 4, {2}, huge, huge), 6, {2}, got.data(), got.size());
+    EXPECT_EQ(r.bound, largest);  // saturated, not infinity
+    EXPECT_TRUE(std::isinf(r.max_abs));
+    EXPECT_FALSE(r.passed);
+  }
+  // The largest finite tolerance with finite outputs: any finite difference passes...
+  const auto far = bytes_of<double>({-1e300, 11.0});
+  const auto near = bytes_of<double>({1.0, 11.0});
+  auto r = fatpte::compare_golden(spec(near, 7, 8, {2}, largest, largest), 7, {2}, far.data(), far.size());
+  EXPECT_EQ(r.bound, largest);
+  EXPECT_TRUE(r.passed);
+  // ...but not one that overflows: 1.7e308 - -1.7e308 is past every double.
+  const auto low = bytes_of<double>({-huge}), high = bytes_of<double>({huge});
+  r = fatpte::compare_golden(spec(low, 7, 8, {1}, largest, largest), 7, {1}, high.data(), high.size());
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(fatpte::golden_bound(1.0, 2.0, 3.0), 7.0);
+  EXPECT_EQ(fatpte::golden_bound(huge, huge, 0.0), huge);
+  EXPECT_EQ(fatpte::golden_bound(huge, huge, 1.0), largest);
+  EXPECT_FALSE(fatpte::within(std::nan(""), largest));
+  EXPECT_FALSE(fatpte::within(inf, inf));
+  EXPECT_TRUE(fatpte::within(largest, largest));
+}
+
 TEST(Golden, AnotherDtypeOrShapeIsNotComparable) {
   const auto want = bytes_of<float>({1.0f, 2.0f});
   const auto s = spec(want, 6, 4, {2}, 1, 1);

@@ -53,11 +53,16 @@ struct GoldenComparison {
   std::string problem;   // not comparable: another dtype or shape, or a dtype without numbers ("" when comparable)
   double max_abs = 0;    // max |got - want|: infinity where a NaN or an infinity meets another value
   double max_want = 0;   // max |want| over its finite elements
-  double bound = 0;      // atol + rtol * max_want
-  bool passed = false;
+  double bound = 0;      // golden_bound(atol, rtol, max_want)
+  bool passed = false;   // within(max_abs, bound)
   // max_abs / max_want: 0 when both are 0, infinity when only max_want is.
   double max_rel() const noexcept;
 };
+// atol + rtol * max_want, saturated at the largest finite double where it would overflow (11.1).
+double golden_bound(double atol, double rtol, double max_want) noexcept;
+// Whether a difference is within a bound: a difference that is not finite (a NaN or an infinity
+// against another value) never is, however large the bound.
+bool within(double difference, double bound) noexcept;
 // `got` holds `got_bytes` bytes of ScalarType `got_type`, row-major, of `got_sizes`.
 GoldenComparison compare_golden(const GoldenOutputSpec& spec, std::int8_t got_type,
                                 const std::vector<std::int64_t>& got_sizes, const std::uint8_t* got,

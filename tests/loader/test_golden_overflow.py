@@ -1,0 +1,93 @@
+"""A finite tolerance no longer accepts a NaN, end to end (issue 42, G3; specs/nfat-manifest.md 11.1).
+
+`atol = rtol = 1.7e308` passes the tolerance rule (finite, at least 0), but `atol + rtol *
+max|want|` overflowed to infinity, and an output infinitely far from its golden tensor (a NaN or an
+infinity against a number) then passed `fatpte-run --self-test`, `--golden-report` and `fatpte
+check`. The committed add program (x + y) is packed with three golden calls whose recorded outputs
+are the right sums and whose tolerances are 1.7e308: one whose input holds a NaN (its output
+does), one whose input holds an infinity, and one with finite inputs, whose output passes
+whatever its difference under the largest finite tolerance. The cases are those of
+loader/tests/golden_test.cpp and tests/manifest/test_golden_bound.py. Release build.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fatpte
+from tests.builds import missing_build
+from tests.paths import ROOT
+
+BUILD = ROOT / "build" / "loader"
+SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
+FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
+HUGE = 1.7e308
+LARGEST = sys.float_info.max
+Y = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+
+
+def _tensor(values: list[float], **tolerance: float) -> dict[str, Any]:
+    return {"dtype": "float32", "shape": [2, 3], "values": values, **tolerance}
+
+
+def _call(x: list[float], want: list[float], tol: float) -> dict[str, Any]:
+    return {"inputs": [_tensor(x), _tensor(Y)], "outputs": [_tensor(want, atol=tol, rtol=tol)]}
+
+
+CALLS = [
+    _call([math.nan, 2, 3, 4, 5, 6], [11, 22, 33, 44, 55, 66], HUGE),  # gives NaN, 22, ...
+    _call([math.inf, 2, 3, 4, 5, 6], [11, 22, 33, 44, 55, 66], HUGE),  # gives inf, 22, ...
+    _call([1, 2, 3, 4, 5, 6], [-3e38, 22, 33, 44, 55, 66], LARGEST),  # 3e38 off: finite, within
+]
+VERDICTS = [False, False, True]
+
+
+@pytest.fixture(scope="module")
+def container(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (BUILD / "fatpte-run").exists() or not SDK_LIB.is_dir():
+        missing_build("build/loader/fatpte-run or the ExecuTorch SDK is not built: run `make loader`")
+    out = tmp_path_factory.mktemp("golden") / "add.nfat"
+    spec = fatpte.pte_specialization(FIXTURES / "add_portable.pte", backend_id="portable", name="portable")
+    fatpte.pack([spec], out, golden=CALLS)
+    assert fatpte.validate(out).ok  # the tolerances are valid: only the bound's arithmetic was wrong
+    return out
+
+
+def run(*args: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BUILD / "fatpte-run"), *map(str, args)], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_the_golden_report_fails_a_nan_and_an_infinity(container: Path) -> None:
+    done = run(container, "--golden-report", "--json")
+    assert done.returncode == 6, done.stderr
+    calls = json.loads(done.stdout)["golden"]["calls"]
+    outputs = [c["outputs"][0] for c in calls]
+    assert [o["passed"] for o in outputs] == VERDICTS
+    assert all(o["bound"] == LARGEST for o in outputs)  # saturated, never infinity
+    assert [math.isinf(o["max_abs"]) for o in outputs] == [True, True, False]
+
+
+def test_the_self_test_refuses_the_entry(container: Path) -> None:
+    done = run(container, "--self-test", "--explain")
+    assert done.returncode == 3, done.stdout
+    assert "self-test failed: E1401: golden call 0 of method 'forward', output 0" in done.stderr
+    assert "max abs inf (rel inf) > 1.7e+308 + 1.7e+308 * max|want| = 1.8e+308" in done.stderr
+
+
+def test_check_agrees(container: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "fatpte", "--runtime", str(BUILD / "fatpte-run"), "check",
+                           str(container), "--json"], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 6, done.stderr
+    report = json.loads(done.stdout)
+    (entry,) = report["entries"]
+    assert entry["state"] == "disagrees" and report["error"]["code"] == "E1401"
+    assert [o["passed"] for o in entry["outputs"]] == VERDICTS
+    assert all(o["bound"] == LARGEST for o in entry["outputs"])
