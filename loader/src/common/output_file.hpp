@@ -1,16 +1,68 @@
 // Output files the loader's tools write for users (fatpte-run --save-outputs), by the rule of
 // Python's writer (fatpte/fileio/atomic.py): an output replaces only a regular file, and is written
-// whole to a temporary file beside it, then renamed into place.
+// whole to a temporary file beside it, then renamed into place. Header-only: the tools that write
+// for users include it (fatpte-run).
 #ifndef FATPTE_SRC_COMMON_OUTPUT_FILE_HPP_
 #define FATPTE_SRC_COMMON_OUTPUT_FILE_HPP_
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
 #include <string>
 
 #include "fatpte/status.hpp"
 
 namespace fatpte {
+namespace output_file_detail {
+
+// What a path that is not a regular file is, in the words of Python's fatpte/fileio/kinds.py.
+inline const char* what_file(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+inline Status io_error(const char* doing, const std::string& path, int err) {
+  return fail(Error::IO_ERROR, kNoOffset, "", "%s %s: %s", doing, path.c_str(), std::strerror(err));
+}
+
+// A new file `.NAME.pPID.RANDOM.partial` in `folder`, created exclusively (never through a link,
+// never over a file already there); its descriptor, or -1 with errno.
+inline int create_beside(const std::string& folder, const std::string& name, std::string& tmp) {
+  std::random_device random;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    char suffix[16];
+    std::snprintf(suffix, sizeof suffix, "%06x%06x", random() & 0xFFFFFFu, random() & 0xFFFFFFu);
+    tmp = folder + "." + name + ".p" + std::to_string(getpid()) + "." + suffix + ".partial";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+inline bool write_all(int fd, const std::uint8_t* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace output_file_detail
 
 // Write `size` bytes at `data` to `path`. A path that exists and is not a regular file (a symbolic
 // link, a directory, a FIFO, a device, a socket) is refused before anything is written: E0811
@@ -20,7 +72,33 @@ namespace fatpte {
 // reader sees the old file or the whole new one, and an error leaves neither a partial file nor
 // the temporary one (E0801 IO_ERROR naming the path and the system's reason). The file's mode is
 // 0666 less the umask, as Python's.
-Status write_output_file(const std::string& path, const std::uint8_t* data, std::size_t size);
+inline Status write_output_file(const std::string& path, const std::uint8_t* data, std::size_t size) {
+  struct stat sb;
+  if (::lstat(path.c_str(), &sb) == 0) {
+    if (!S_ISREG(sb.st_mode)) {
+      return fail(Error::NOT_A_FILE, kNoOffset, "",
+                  "cannot write %s: it is %s, which fatpte does not replace: only a regular file is replaced by "
+                  "an output; write to another path",
+                  path.c_str(), output_file_detail::what_file(sb.st_mode));
+    }
+  } else if (errno != ENOENT) {
+    return output_file_detail::io_error("cannot examine the output", path, errno);
+  }
+  const std::size_t slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string tmp;
+  const int fd = output_file_detail::create_beside(folder, name, tmp);
+  if (fd < 0) return output_file_detail::io_error("cannot create a temporary file beside", path, errno);
+  const bool written = output_file_detail::write_all(fd, data, size);
+  int err = errno;
+  const bool closed = ::close(fd) == 0;
+  if (written && !closed) err = errno;
+  if (written && closed && ::rename(tmp.c_str(), path.c_str()) == 0) return Status();
+  if (written && closed) err = errno;
+  ::unlink(tmp.c_str());
+  return output_file_detail::io_error("cannot write", path, err);
+}
 
 }  // namespace fatpte
 
