@@ -338,6 +338,28 @@ TEST(EtCApi, ABackendIdFromTheProgramNeverBecomesAPath) {
   fatpte_close(c);
 }
 
+// Issue 42, M1: the planned-memory limit an application sets is the limit (the default is half the
+// device's memory: PlannedMemory in device_test.cpp), and a method past it is skipped with a reason
+// naming the buffer, its size and where the limit came from, nothing reserved.
+TEST(EtLoad, PlannedMemoryPastTheLimitIsSkippedWithTheReason) {
+  const auto buf = fatpte::testing::build_v2({{"portable", "portable", fixture("add_portable.pte")}});
+  auto c = fatpte::Container::open_memory(buf.data(), buf.size());
+  ASSERT_TRUE(c.ok());
+  fatpte::LoadOptions options;
+  EXPECT_FALSE(options.planned_memory_limit.has_value());  // unset: default_planned_memory_limit()
+  options.planned_memory_limit = 95;                        // add_portable plans 96 bytes
+  fatpte::Dispatch refused;
+  EXPECT_FALSE(fatpte::load(*c.value(), fatpte::Choice{}, options, refused).ok());
+  ASSERT_EQ(refused.attempts.size(), 1u);
+  EXPECT_EQ(refused.attempts[0].outcome,
+            "method 'forward' asks for more planned memory than the limit of 95 B (buffer 0 is 96 B): the limit the "
+            "application set (planned_memory_limit)");
+  options.planned_memory_limit = 96;
+  fatpte::Dispatch loaded;
+  ASSERT_TRUE(fatpte::load(*c.value(), fatpte::Choice{}, options, loaded).ok());
+  ASSERT_NE(loaded.loaded, nullptr);
+}
+
 TEST(EtCApi, VersionOneContainersAndStateAcrossCalls) {
   const std::vector<float> x(6, 0.5f);
   // Version 1 packs payloads back to back after 12 + 48 bytes of tables: not aligned to 16.

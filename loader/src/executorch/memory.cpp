@@ -95,9 +95,9 @@ std::string plan_memory(const R::MethodMeta& meta, const std::string& method, st
     if (!size.ok() || size.get() < 0) return et_reason("ExecuTorch could not size a planned buffer", size.error(), capture);
     const auto n = static_cast<std::uint64_t>(size.get());
     if (n > limit - std::min(limit, total)) {
+      const std::string before = total > 0 ? ", after " + bytes_text(total) : "";
       return "method '" + method + "' asks for more planned memory than the limit of " + bytes_text(limit) +
-             " (buffer " + std::to_string(i) + " is " + bytes_text(n) + (total > 0 ? ", after " + bytes_text(total) : "") +
-             "): " + limit_origin;
+             " (buffer " + std::to_string(i) + " is " + bytes_text(n) + before + "): " + limit_origin;
     }
     total += n;
     reserved += (std::max<std::uint64_t>(n, 1) + kPlannedAlignment - 1) / kPlannedAlignment * kPlannedAlignment;
