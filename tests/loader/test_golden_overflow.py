@@ -2,11 +2,11 @@
 
 `atol = rtol = 1.7e308` passes the tolerance rule (finite, at least 0), but `atol + rtol *
 max|want|` overflowed to infinity, and an output infinitely far from its golden tensor (a NaN or an
-infinity against a number) then passed `fatpte-run --self-test`, `--golden-report` and `fatpte
-check`. The committed add program (x + y) is packed with three golden calls whose recorded outputs
-are the right sums and whose tolerances are 1.7e308: one whose input holds a NaN (its output
-does), one whose input holds an infinity, and one with finite inputs, whose output passes
-whatever its difference under the largest finite tolerance. The cases are those of
+infinity against a number) then passed `fatpte-run --self-test`, `--golden-report`, `fatpte check`
+and the fat delegate's self-test. The committed add program (x + y) is packed with three golden
+calls whose recorded outputs are the right sums and whose tolerances are 1.7e308: one whose input
+holds a NaN (its output does), one whose input holds an infinity, and one with finite inputs, whose
+output passes whatever its difference under the largest finite tolerance. The cases are those of
 loader/tests/golden_test.cpp and tests/manifest/test_golden_bound.py. Release build.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +92,21 @@ def test_check_agrees(container: Path) -> None:
     assert entry["state"] == "disagrees" and report["error"]["code"] == "E1401"
     assert [o["passed"] for o in entry["outputs"]] == VERDICTS
     assert all(o["bound"] == LARGEST for o in entry["outputs"])
+
+
+def test_the_fat_delegate_self_test_refuses_it_too(tmp_path: Path) -> None:
+    """The same calls in a fat .pte (XNNPACK + the nested portable program), its self-test asked for
+    and XNNPACK's library absent: the nested program runs them and is refused on the NaN."""
+    runner, fat = BUILD / "et_module_runner", BUILD / "libexecutorch_backend_fatpte.so"
+    if not runner.exists() or not fat.exists():
+        missing_build("build/loader/et_module_runner is not built: run `make loader`")
+    program = fatpte.merge_programs([FIXTURES / "add_xnnpack.pte", FIXTURES / "add_portable.pte"],
+                                    tmp_path / "add_fat.pte", golden=CALLS)
+    x, y = tmp_path / "x.bin", tmp_path / "y.bin"
+    x.write_bytes(struct.pack("<6f", 1, 2, 3, 4, 5, 6))
+    y.write_bytes(struct.pack("<6f", *Y))
+    done = subprocess.run([str(runner), "--lib", str(SDK_LIB / "libexecutorch_kernels_optimized.so"), "--lib",
+                           str(fat), "--option", "FatpteBackend:self_test=1", str(program), f"{x},{y}"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode != 0, done.stdout
+    assert "self-test failed: E1401: golden call 0 of method 'forward', output 0" in done.stderr, done.stderr
