@@ -5,7 +5,7 @@ max|want|` overflowed to infinity, and an output infinitely far from its golden 
 infinity against a number) then passed `fatpte-run --self-test`, `--golden-report`, `fatpte check`
 and the fat delegate's self-test. The committed add program (x + y) is packed with three golden
 calls whose recorded outputs are the right sums and whose tolerances are 1.7e308: one whose input
-holds a NaN (its output does), one whose input holds an infinity, and one with finite inputs, whose
+holds a NaN (its output does), one whose output overflows to infinity, and one with finite inputs, whose
 output passes whatever its difference under the largest finite tolerance. The cases are those of
 loader/tests/golden_test.cpp and tests/manifest/test_golden_bound.py. Release build.
 """
@@ -38,13 +38,14 @@ def _tensor(values: list[float], **tolerance: float) -> dict[str, Any]:
     return {"dtype": "float32", "shape": [2, 3], "values": values, **tolerance}
 
 
-def _call(x: list[float], want: list[float], tol: float) -> dict[str, Any]:
-    return {"inputs": [_tensor(x), _tensor(Y)], "outputs": [_tensor(want, atol=tol, rtol=tol)]}
+def _call(x: list[float], want: list[float], tol: float, y: list[float] = Y) -> dict[str, Any]:
+    return {"inputs": [_tensor(x), _tensor(y)], "outputs": [_tensor(want, atol=tol, rtol=tol)]}
 
 
+BIG = [3e38, 2, 3, 4, 5, 6]  # 3e38 + 3e38 is past float32: infinity from finite inputs
 CALLS = [
     _call([math.nan, 2, 3, 4, 5, 6], [11, 22, 33, 44, 55, 66], HUGE),  # gives NaN, 22, ...
-    _call([math.inf, 2, 3, 4, 5, 6], [11, 22, 33, 44, 55, 66], HUGE),  # gives inf, 22, ...
+    _call(BIG, [11, 4, 6, 8, 10, 12], HUGE, y=BIG),  # gives inf, 4, ...
     _call([1, 2, 3, 4, 5, 6], [-3e38, 22, 33, 44, 55, 66], LARGEST),  # 3e38 off: finite, within
 ]
 VERDICTS = [False, False, True]
