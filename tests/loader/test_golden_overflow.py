@@ -4,9 +4,9 @@
 max|want|` overflowed to infinity, and an output infinitely far from its golden tensor (a NaN or an
 infinity against a number) then passed `fatpte-run --self-test`, `--golden-report`, `fatpte check`
 and the fat delegate's self-test. The committed add program (x + y) is packed with three golden
-calls whose recorded outputs are the right sums and whose tolerances are 1.7e308: one whose input
-holds a NaN (its output does), one whose output overflows to infinity, and one with finite inputs, whose
-output passes whatever its difference under the largest finite tolerance. The cases are those of
+calls, tolerances 1.7e308 or the largest double: one whose input holds a NaN (so does its output),
+one whose output overflows to infinity, both against finite recorded sums, and one whose finite
+output is 3e38 from the recorded value, which the largest finite tolerance lets pass. The cases are those of
 loader/tests/golden_test.cpp and tests/manifest/test_golden_bound.py. Release build.
 """
 
