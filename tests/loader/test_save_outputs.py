@@ -4,10 +4,11 @@ It opened DIR/call-K-output-J.bin with fopen("wb"): a symbolic link planted ther
 overwritten with the output's bytes (as root, any file), and a FIFO or a device node there was
 written into. Python's writer (fatpte/fileio/atomic.py) has the rule "outputs replace only regular
 files", written whole to a temporary file beside the destination and renamed into place; the
-loader now has it too (loader/src/common/output_file.cpp). Here: a planted symbolic link (its
+loader now has it too (loader/src/common/output_file.hpp). Here: a planted symbolic link (its
 target unchanged), a FIFO (refused at once, never opened), a directory, a regular file (replaced
 with the output, mode 0666 less the umask), and no temporary file left behind in any case; and
-both languages refuse each with E0811 and the same words.
+both languages refuse each with E0811 and the same words, and remove the same leftovers of a killed
+writer.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -117,3 +119,34 @@ def test_a_missing_folder_is_an_io_error_without_a_file(container: Path, tmp_pat
     done = save(container, tmp_path / "absent")
     assert done.returncode == 4 and "E0801: cannot create a temporary file beside" in done.stderr
     assert not (tmp_path / "absent").exists()
+
+
+def _leftovers(folder: Path) -> dict[str, Path]:
+    """Temporary files of NAME as a killed writer leaves them (a process gone: pid 999999999, past any
+    pid_max; older than the writer), and three a writer must keep: one of a process that runs (this
+    one), one newer than the writer, and one of another output's name."""
+    files = {"stale": folder / f".{NAME}.p999999999.0123456789ab.partial",
+             "running": folder / f".{NAME}.p{os.getpid()}.0123456789ab.partial",
+             "new": folder / f".{NAME}.p999999998.0123456789ab.partial",
+             "other name": folder / ".call-9-output-9.bin.p999999999.0123456789ab.partial"}
+    for key, path in files.items():
+        path.write_bytes(b"partial")
+        if key != "new":
+            os.utime(path, (1_000_000_000, 1_000_000_000))
+    return files
+
+
+def test_temporary_files_a_killed_writer_left_are_removed_as_python_does(container: Path, tmp_path: Path) -> None:
+    for writer in ("fatpte-run", "python"):
+        folder = tmp_path / writer
+        folder.mkdir()
+        files = _leftovers(folder)
+        later = time.time() + 3600
+        os.utime(files["new"], (later, later))  # newer than either writer: it may be one still writing
+        if writer == "fatpte-run":
+            assert save(container, folder).returncode == 0
+        else:
+            with atomic_output(folder / NAME) as f:
+                f.write(OUTPUT)
+        assert (folder / NAME).read_bytes() == OUTPUT
+        assert {k for k, p in files.items() if p.exists()} == {"running", "new", "other name"}, writer

@@ -5,7 +5,9 @@
 #ifndef FATPTE_SRC_COMMON_OUTPUT_FILE_HPP_
 #define FATPTE_SRC_COMMON_OUTPUT_FILE_HPP_
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <string>
 
@@ -62,6 +65,39 @@ inline bool write_all(int fd, const std::uint8_t* data, std::size_t size) {
   return true;
 }
 
+// When this process started (closely enough: when it loaded this code): a leftover temporary
+// file older than this cannot be one this process is still writing.
+inline const std::time_t kStarted = std::time(nullptr);
+
+// Whether process `pid` runs (or exists under another user).
+inline bool running(long pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
+
+// Remove the temporary files `.NAME.pPID.RANDOM.partial` in `folder` that a killed writer left:
+// those whose process no longer runs and which are older than this process, as Python's
+// remove_stale does. Best effort: what cannot be examined or removed stays.
+inline void remove_stale(const std::string& folder, const std::string& name) {
+  DIR* dir = ::opendir(folder.empty() ? "." : folder.c_str());
+  if (dir == nullptr) return;
+  const std::string prefix = "." + name + ".p", suffix = ".partial";
+  while (const dirent* e = ::readdir(dir)) {
+    const std::string file = e->d_name;
+    if (file.size() <= prefix.size() + suffix.size() || file.compare(0, prefix.size(), prefix) != 0 ||
+        file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::size_t digits = file.find_first_not_of("0123456789", prefix.size());
+    if (digits == prefix.size() || digits == std::string::npos || file[digits] != '.' || digits - prefix.size() > 9) {
+      continue;
+    }
+    const long pid = std::stol(file.substr(prefix.size(), digits - prefix.size()));
+    struct stat sb;
+    const std::string path = folder + file;
+    if (pid == ::getpid() || ::lstat(path.c_str(), &sb) != 0 || sb.st_mtime >= kStarted || running(pid)) continue;
+    ::unlink(path.c_str());
+  }
+  ::closedir(dir);
+}
+
 }  // namespace output_file_detail
 
 // Write `size` bytes at `data` to `path`. A path that exists and is not a regular file (a symbolic
@@ -71,7 +107,8 @@ inline bool write_all(int fd, const std::uint8_t* data, std::size_t size) {
 // never through a link nor over another file), which is renamed over `path` once complete: a
 // reader sees the old file or the whole new one, and an error leaves neither a partial file nor
 // the temporary one (E0801 IO_ERROR naming the path and the system's reason). The file's mode is
-// 0666 less the umask, as Python's.
+// 0666 less the umask, as Python's. Temporary files of NAME that a killed writer left (their
+// process gone, older than this one) are removed first, as Python does.
 inline Status write_output_file(const std::string& path, const std::uint8_t* data, std::size_t size) {
   struct stat sb;
   if (::lstat(path.c_str(), &sb) == 0) {
@@ -87,6 +124,7 @@ inline Status write_output_file(const std::string& path, const std::uint8_t* dat
   const std::size_t slash = path.rfind('/');
   const std::string folder = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  output_file_detail::remove_stale(folder, name);
   std::string tmp;
   const int fd = output_file_detail::create_beside(folder, name, tmp);
   if (fd < 0) return output_file_detail::io_error("cannot create a temporary file beside", path, errno);
