@@ -1057,6 +1057,9 @@ def _verify_text(report: Any) -> str:
         lines.append(f"  {'thinned':<9} {printable(name)}")
     if report.named_data or report.thinned_named_data:
         lines.append(f"  named data: {report.named_data} key(s) verified, {len(report.thinned_named_data)} thinned")
+    for name in report.unsigned_golden:
+        lines.append(f"  golden calls of {printable(name)} are not signed (a statement before revision 3, no "
+                     "fatpte.golden.sha256 in its provenance): a signed load does not run them")
     lines += [f"  {f.describe()}" for f in report.findings]
     return "\n".join(lines)
 
@@ -1082,6 +1085,10 @@ def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: 
     each must match the signed statement. Signed entries FILE no longer holds (thinned) are listed,
     and are not an error, unless --refuse-downgrade names a device whose best signed entry is one
     of them. Exit 5 when verification fails, naming the entry or field.
+
+    Golden calls the signature does not vouch for (signed before statement revision 3, no golden
+    digest in the signed provenance) are listed too, and are not an error: a signed self-test does
+    not make them (specs/nfat-signature.md 6.1).
 
     FILE may be a URL (docs/remote.md): the signature region comes in one request, the payloads
     and named data only when the signature is by a trusted key.

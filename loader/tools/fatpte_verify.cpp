@@ -1,8 +1,10 @@
 // fatpte-verify FILE --trusted-key PUBLIC.pem [--trusted-key ...] [--signature SIG]: the whole
 // verification of specs/nfat-signature.md section 6 through the C API (fatpte/signature.h), as
 // `fatpte verify` runs it. Prints `OK` or the first error as `E1311 <offset> <field>` (`-` for
-// none), then `thinned: a,b` (the signed entries FILE no longer holds); the message on stderr.
-// Exit 0 when verified, 5 when not, 1 when FILE cannot be opened, 2 on a usage error.
+// none), then `thinned: a,b` (the signed entries FILE no longer holds), then `unsigned golden:
+// a,b` (the signed entries whose golden calls the signature does not vouch for, section 6.1); the
+// message on stderr. Exit 0 when verified, 5 when not, 1 when FILE cannot be opened, 2 on a usage
+// error.
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "common/json.hpp"
+#include "fatpte/fatpte.h"
 #include "fatpte/signature.h"
 #include "fatpte/text.hpp"
 
@@ -25,6 +28,21 @@ int line(fatpte_status s, const fatpte_error& err, const char* file) {
   std::printf(" %s\n", err.field[0] != '\0' ? err.field : "-");
   std::fprintf(stderr, "%s: %s\n", file, err.message);
   return s >= 1300 ? 5 : 1;
+}
+
+// The signed entries whose golden calls the signature does not vouch for, comma-separated.
+std::string unsigned_golden(const fatpte_container* c, const fatpte_signature_report* report) {
+  std::string out;
+  uint32_t n = 0;
+  if (report == nullptr || fatpte_entry_count(c, &n) != FATPTE_OK) return out;
+  for (uint32_t i = 0; i < n; ++i) {
+    int flag = 0;
+    const char* name = nullptr;
+    if (fatpte_signature_golden_unsigned(report, i, &flag) != FATPTE_OK || flag == 0) continue;
+    if (fatpte_entry_name(c, i, &name) != FATPTE_OK) continue;
+    out += (out.empty() ? "" : ",") + std::string(name);
+  }
+  return out;
 }
 
 }  // namespace
@@ -82,7 +100,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   if (s != FATPTE_OK) {
     rc = line(s, err, file);
-    std::printf("thinned: \n");
+    std::printf("thinned: \nunsigned golden: \n");
   } else {
     fatpte_signature_report* report = nullptr;
     s = fatpte_verify_signature(c, trust, detached.empty() ? nullptr : detached.data(), detached.size(), &report,
@@ -110,6 +128,7 @@ int main(int argc, char** argv) {
       thinned += (i ? "," : "") + std::string(name);
     }
     std::printf("thinned: %s\n", thinned.c_str());
+    std::printf("unsigned golden: %s\n", unsigned_golden(c, report).c_str());
     fatpte_signature_report_free(report);
     fatpte_close(c);
   }

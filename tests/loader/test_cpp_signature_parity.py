@@ -3,7 +3,8 @@
 `fatpte-verify` (the C API: fatpte_trust_load, fatpte_verify_signature,
 fatpte_signature_verify_all) must report, for every signing vector of specs/vectors/ and for
 hundreds of mutated bundles, the first error Python's `verify` reports: the same code, offset and
-field, and the same thinned entries. The loader is built by `make loader`; a missing build is
+field, the same thinned entries, and the same entries whose golden calls the signature does not
+vouch for (section 6.1); a trusted-key file that cannot be used ends both with the same exit code. The loader is built by `make loader`; a missing build is
 skipped with the reason, except under `make test`, which builds it first and fails on a missing
 build (tests/builds.py).
 """
@@ -37,12 +38,18 @@ def tool() -> Path:
     return path
 
 
-def cpp(path: Path, keys: list[Path] = KEYS, *extra: str) -> tuple[str, str]:
+def cpp_lines(path: Path, keys: list[Path] = KEYS, *extra: str) -> list[str]:
+    """`fatpte-verify`'s three lines: the outcome, `thinned: ...`, `unsigned golden: ...`."""
     args = [str(tool()), str(path), *extra]
     for k in keys:
         args += ["--trusted-key", str(k)]
     out = subprocess.run(args, capture_output=True, text=True, check=False, timeout=60).stdout.splitlines()
-    assert len(out) == 2, out
+    assert len(out) == 3 and out[2].startswith("unsigned golden: "), out
+    return out
+
+
+def cpp(path: Path, keys: list[Path] = KEYS, *extra: str) -> tuple[str, str]:
+    out = cpp_lines(path, keys, *extra)
     return out[0], out[1]
 
 
@@ -62,7 +69,8 @@ def test_signing_vector(name: str) -> None:
     offset = "-" if want["offset"] is None else str(want["offset"])
     expected = "OK" if want["code"] is None else f"{want['code']} {offset} {want['field']}"
     keys = [VECTORS / k for k in want["keys"]]  # some name other key files (a compressed-point key)
-    assert cpp(VECTORS / name, keys) == (expected, "thinned: " + ",".join(want["thinned"]))
+    unsigned = "unsigned golden: " + ",".join(want.get("unsigned_golden", []))
+    assert cpp_lines(VECTORS / name, keys) == [expected, "thinned: " + ",".join(want["thinned"]), unsigned]
     check = want.get("refuse_downgrade")
     if check is not None:  # step 11 for the device the index names, as `fatpte verify --refuse-downgrade`
         offset = "-" if check["offset"] is None else str(check["offset"])
@@ -134,3 +142,4 @@ def test_trusted_key_file(name: str) -> None:
         assert done.returncode in (0, 5), done.stderr
     else:
         assert done.returncode == 2 and "E0702" in done.stderr, (done.returncode, done.stderr)
+
