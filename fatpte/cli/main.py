@@ -1066,7 +1066,7 @@ def _verify_text(report: Any) -> str:
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
-@click.option("--key", "keys", multiple=True, metavar="PUBLIC.pem", type=click.Path(dir_okay=False),
+@click.option("--key", "keys", multiple=True, metavar="PUBLIC.pem", type=click.Path(),
               help="Trusted public key (PEM); repeat for several.")
 @click.option("--trust", "trust", multiple=True, metavar="DIR", type=click.Path(file_okay=False),
               help="Folder whose *.pem files are trusted public keys.")
@@ -1088,7 +1088,8 @@ def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: 
 
     Golden calls the signature does not vouch for (signed before statement revision 3, no golden
     digest in the signed provenance) are listed too, and are not an error: a signed self-test does
-    not make them (specs/nfat-signature.md 6.1).
+    not make them (specs/nfat-signature.md 6.1). A key file that is not a readable regular file
+    exits 4 (E0811, E0801), one that holds no single public key exits 2 (E0702), as in fatpte-verify.
 
     FILE may be a URL (docs/remote.md): the signature region comes in one request, the payloads
     and named data only when the signature is by a trusted key.

@@ -12,8 +12,10 @@ build (tests/builds.py).
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -143,3 +145,31 @@ def test_trusted_key_file(name: str) -> None:
     else:
         assert done.returncode == 2 and "E0702" in done.stderr, (done.returncode, done.stderr)
 
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "missing", "directory", "text", "private key"])
+def test_a_bad_trusted_key_file_exits_as_in_python(kind: str, tmp_path: Path) -> None:
+    """Issue 42, point 8: the same bad trusted-key file ends `fatpte verify --key` and
+    `fatpte-verify --trusted-key` with the same exit code, the one docs/cli.md's table gives its
+    error's category: 4 for a file that cannot be read as a regular file (E0811, E0801), 2 for one
+    that holds no single public key (E0702, a malformed input the user gave). It was 4 in Python
+    and 2 in fatpte-verify."""
+    path = tmp_path / "key.pem"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path = Path("/dev/zero")
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "text":
+        path.write_text("this is not a key\n")
+    elif kind == "private key":
+        path = VECTORS / "refused-private-key-first.pub.pem"
+    want = {"fifo": (4, "E0811"), "device": (4, "E0811"), "missing": (4, "E0801"), "directory": (4, "E0811"),
+            "text": (2, "E0702"), "private key": (2, "E0702")}[kind]
+    signed = str(VECTORS / "v2-signed.nfat")
+    cpp_done = subprocess.run([str(tool()), signed, "--trusted-key", str(path)], capture_output=True, text=True,
+                              check=False, timeout=60)
+    py_done = subprocess.run([sys.executable, "-m", "fatpte", "verify", signed, "-q", "--key", str(path)],
+                             capture_output=True, text=True, check=False, timeout=60)
+    assert (cpp_done.returncode, py_done.returncode) == (want[0], want[0]), (cpp_done.stderr, py_done.stderr)
+    assert want[1] in cpp_done.stderr and want[1] in py_done.stderr, (cpp_done.stderr, py_done.stderr)
