@@ -239,6 +239,9 @@ def test_a_signed_self_test_hashes_the_golden_tensors(build: Path, tmp_path: Pat
                pub).returncode == 0  # the load hashes only what it loads
     refused = run(build, forged, "--self-test", "--require-signature", "--trusted-key", pub)
     assert refused.returncode == 5 and "E1310" in refused.stderr
+    # The golden report of a signed load hashes them too (issue 42: it made the calls unchecked).
+    reported = run(build, forged, "--golden-report", "--require-signature", "--trusted-key", pub)
+    assert reported.returncode == 5 and "E1310" in reported.stderr, reported.stderr
 
 
 def test_entries_this_machine_cannot_run_are_listed_with_the_reason(build: Path, tmp_path: Path) -> None:
@@ -367,6 +370,12 @@ def test_forged_golden_calls_never_make_a_signed_load_serve_a_weaker_entry(build
     assert any("self-test: not run: the signature does not vouch for the golden calls of entry 'xnnpack'" in line
                for line in doc["dispatch"]), doc["dispatch"]
     assert not any("self-test failed" in line for line in doc["dispatch"]), doc["dispatch"]
+    # The golden report of a signed load makes none of them either, and says why.
+    report = run(build, forged, "--golden-report", "--entry", "xnnpack", "--require-signature", "--trusted-key", pub,
+                 "--json")
+    assert report.returncode == 0, report.stderr
+    golden = json.loads(report.stdout)["golden"]
+    assert golden["unsigned_calls"] and golden["passed"] and golden["calls"] == [], golden
 
 
 @pytest.mark.parametrize("revision", [3, 2])
