@@ -693,6 +693,39 @@ class ManifestPositions {
   std::vector<std::pair<const M::Entry*, std::size_t>> sorted_;
 };
 
+// Steps 7d and 7e for table entry `e` (its record at `base`), whose manifest record is `me`
+// (nullptr: none), against statement entry `s`: each finding goes to `tamper`.
+template <typename Tamper>
+void check_record(const Container& c, const Entry& e, const M::Entry* me, const SignedEntry& s, std::uint64_t base,
+                  ManifestPositions& positions, detail::SignatureWork& work, Tamper&& tamper) {
+  const Header& h = c.header();
+  const std::uint8_t* manifest_base = c.bytes().data + h.manifest_offset;
+  const std::uint64_t at =
+      me == nullptr ? base
+                    : h.manifest_offset + static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(me) -
+                                                                     manifest_base);
+  // The field of a finding (the manifest entry's position, found only when one needs it).
+  const auto field = [&](const char* below) {
+    return me == nullptr ? "entries[" + std::to_string(e.index) + "].name"
+                         : "manifest.entries[" + std::to_string(positions.of(me)) + "]" + below;
+  };
+  const std::vector<std::uint8_t> record = entry_record(me);
+  work.record_bytes += record.size();
+  if (sha256(record.data(), record.size()) != s.record) {
+    tamper(fail(Error::SIGNED_RECORD_MISMATCH, at, field(""), "entry '%s': its manifest record differs from the signed one",
+                e.name.c_str()));
+  }
+  // Step 7e: the golden calls a revision 3 statement vouches for, or their absence.
+  const std::vector<std::uint8_t> golden = detail::golden_encoding(me);
+  work.record_bytes += golden.size();
+  if (s.golden && sha256(golden.data(), golden.size()) != *s.golden) {
+    tamper(fail(Error::SIGNED_RECORD_MISMATCH, at, field(".golden"),
+                "entry '%s': its golden calls are not the signed ones (the statement states golden calls with "
+                "SHA-256 %s...): they were added, changed or removed after signing",
+                e.name.c_str(), hex(*s.golden).substr(0, 16).c_str()));
+  }
+}
+
 // ---- trusted-key files (specs/nfat-signature.md section 5.4) ----
 
 constexpr std::uint64_t kMaxKeyFileSize = 64 << 10;  // signing.MAX_KEY_FILE_SIZE
@@ -982,7 +1015,6 @@ Result<SignatureCheck> detail::check_signature(const Container& c, const Trusted
   // Each table entry's manifest record comes from the view's index (O(1) each), so verifying is
   // linear in the entries, never a scan of the manifest per entry.
   ManifestPositions positions(root);
-  const std::uint8_t* manifest_base = c.bytes().data + h.manifest_offset;
   // Step 7: entries.
   int last = -1;
   std::set<std::string> present;
@@ -1033,29 +1065,7 @@ Result<SignatureCheck> detail::check_signature(const Container& c, const Trusted
     }
     const M::Entry* me = view.value().entry(e.index);
     ++work.records_looked_up;
-    const std::vector<std::uint8_t> record = entry_record(me);
-    work.record_bytes += record.size();
-    const std::uint64_t at =
-        me == nullptr ? base
-                      : h.manifest_offset + static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(me) -
-                                                                       manifest_base);
-    // The field of a finding about the record (the manifest entry's position, found only when needed).
-    const auto record_field = [&](const char* below) {
-      return me == nullptr ? p + ".name" : "manifest.entries[" + std::to_string(positions.of(me)) + "]" + below;
-    };
-    if (sha256(record.data(), record.size()) != s.record) {
-      tamper(fail(Error::SIGNED_RECORD_MISMATCH, at, record_field(""),
-                  "entry '%s': its manifest record differs from the signed one", e.name.c_str()));
-    }
-    // Step 7e: the golden calls a revision 3 statement vouches for, or their absence.
-    const std::vector<std::uint8_t> golden = detail::golden_encoding(me);
-    work.record_bytes += golden.size();
-    if (s.golden && sha256(golden.data(), golden.size()) != *s.golden) {
-      tamper(fail(Error::SIGNED_RECORD_MISMATCH, at, record_field(".golden"),
-                  "entry '%s': its golden calls are not the signed ones (the statement states golden calls with "
-                  "SHA-256 %s...): they were added, changed or removed after signing",
-                  e.name.c_str(), hex(*s.golden).substr(0, 16).c_str()));
-    }
+    check_record(c, e, me, s, base, positions, work, tamper);
     check.golden_unsigned.push_back(!golden_vouched(s, me));
     check.states.push_back(state);
     check.statement_index.push_back(k);
