@@ -19,10 +19,12 @@ from fatpte.fileio.mapping import read_regular
 from fatpte.fileio.streams import Progress, progress_counter
 from fatpte.format import layout as L
 from fatpte.manifest.canonical import entry_record, named_data_record
+from fatpte.manifest.model import ManifestEntry
 from fatpte.ops.signing.bundle import DETACHED_SUFFIX, Envelope, Malformed, pae, read_bundle
 from fatpte.ops.signing.keys import TrustedKey, verifies
 from fatpte.ops.signing.statement import (
     NAMED_DATA_SUBJECT,
+    SignedEntry,
     Statement,
     golden_of,
     golden_vouched,
@@ -174,20 +176,8 @@ def check_records(c: Container, st: Statement, sig_offset: int | None,
         at, where = base, f"{p}.name"
         if me is not None:
             at, where = c.header.manifest_offset + me.position, f"manifest.entries[{position[e.name]}]"
-        if hashlib.sha256(entry_record(me)).hexdigest() != s.record_sha256:
+        if not _record_matches(e.name, me, s, at, where, add):
             found.entries.add(e.index)
-            add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
-                        f"entry {e.name!r}: its manifest record (requirements, program signature, named data, "
-                        "digests, provenance, ExecuTorch backends) differs from the signed one",
-                        offset=at, field=where))
-        if s.golden_sha256 is not None and golden_of(me) != s.golden_sha256:
-            found.entries.add(e.index)
-            calls = 0 if me is None else len(me.golden)
-            add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
-                        f"entry {e.name!r}: its {calls} golden call(s) are not the signed ones (the statement "
-                        f"states golden calls with SHA-256 {s.golden_sha256[:16]}...): they were added, changed "
-                        "or removed after signing", offset=at,
-                        field=f"{where}.golden" if me is not None else where))
     keys = {k.key: k for k in st.named_data}
     if manifest is not None:
         layouts = dict(manifest.layouts)
@@ -205,6 +195,26 @@ def check_records(c: Container, st: Statement, sig_offset: int | None,
                             f"named-data key {key!r}: its tensor layout differs from the signed one",
                             offset=c.header.manifest_offset, field=where))
     return found
+
+
+def _record_matches(name: str, me: ManifestEntry | None, s: SignedEntry, at: int, where: str,
+                    add: Callable[[Finding], None]) -> bool:
+    """Steps 7d and 7e for one entry: its manifest record `me` (None: none, `where` then names the
+    table entry) and its golden calls against statement entry `s`, each finding at `at`."""
+    ok = True
+    if hashlib.sha256(entry_record(me)).hexdigest() != s.record_sha256:
+        ok = False
+        add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
+                    f"entry {name!r}: its manifest record (requirements, program signature, named data, digests, "
+                    "provenance, ExecuTorch backends) differs from the signed one", offset=at, field=where))
+    if s.golden_sha256 is not None and golden_of(me) != s.golden_sha256:
+        ok = False
+        calls = 0 if me is None else len(me.golden)
+        add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
+                    f"entry {name!r}: its {calls} golden call(s) are not the signed ones (the statement states golden "
+                    f"calls with SHA-256 {s.golden_sha256[:16]}...): they were added, changed or removed after "
+                    "signing", offset=at, field=f"{where}.golden" if me is not None else where))
+    return ok
 
 
 def check_bytes(c: Container, st: Statement, add: Callable[[Finding], None], *,
