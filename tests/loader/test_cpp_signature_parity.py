@@ -173,3 +173,27 @@ def test_a_bad_trusted_key_file_exits_as_in_python(kind: str, tmp_path: Path) ->
                              capture_output=True, text=True, check=False, timeout=60)
     assert (cpp_done.returncode, py_done.returncode) == (want[0], want[0]), (cpp_done.stderr, py_done.stderr)
     assert want[1] in cpp_done.stderr and want[1] in py_done.stderr, (cpp_done.stderr, py_done.stderr)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in SIGNED if "unsigned_golden" in INDEX[n]["verify"]))
+def test_a_signed_self_test_load_of_a_golden_vector(name: str, tmp_path: Path) -> None:
+    """Issue 42, G1: `fatpte-run --require-signature --self-test` on the golden signing vectors stops
+    where verify does (E1308 at the entry's golden calls when a revision 3 statement does not vouch
+    for them: never a fallback), and otherwise gets past the signature to the entries (which no
+    backend here runs: their payloads are blobs, so exit 3; tests/loader/test_cpp_golden.py runs
+    the same cases on real programs)."""
+    want = INDEX[name]["verify"]
+    run = ROOT / "build" / "loader" / "fatpte-run"
+    if not run.exists():
+        missing_build(f"{run.relative_to(ROOT)} is not built: run `make loader`")
+    calls = tmp_path / "calls.json"
+    calls.write_text("[]")
+    args = [str(run), str(VECTORS / name), "--inputs", str(calls), "--require-signature", "--self-test"]
+    for k in want["keys"]:
+        args += ["--trusted-key", str(VECTORS / k)]
+    done = subprocess.run(args, capture_output=True, text=True, check=False, timeout=60)
+    if want["code"] is None:
+        assert done.returncode == 3 and "E13" not in done.stderr, done.stderr
+    else:
+        assert done.returncode == 5, done.stderr
+        assert f"{want['code']} at {want['offset']:#x} ({want['field']})" in done.stderr, done.stderr
