@@ -1030,8 +1030,9 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
 @_quiet_option
 def sign(file: str, key: str, output: str | None, detached: bool, force: bool, quiet: bool) -> None:
     """Sign FILE: a statement of every entry (name, backend id, kind, priority, alignment, SHA-256
-    of its payload and of its manifest record) and named-data key, signed with KEY and stored in
-    the container's signature region (or, with --detached, in FILE.sig).
+    of its payload, of its manifest record and of its golden calls or their absence) and
+    named-data key, signed with KEY and stored in the container's signature region (or, with
+    --detached, in FILE.sig).
 
     The statement names entries, not offsets, so `fatpte thin` keeps it valid. FILE must be a
     valid version 2 container; a signature it already has is replaced.
