@@ -215,6 +215,9 @@ class Vector:
     # A file written beside this one, named as it plus the suffix given (a detached signature that
     # must not be found: section 6 step 1), and its bytes.
     sidecar: tuple[str, bytes] | None = None
+    # The signed entries whose golden calls the signature does not vouch for (section 6.1: a signed
+    # self-test does not make them); None: not declared.
+    unsigned_golden: tuple[str, ...] | None = None
 
     @property
     def file(self) -> str:
@@ -1608,6 +1611,146 @@ def signed_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
                  "compressed-point file", verify=ok, keys=(COMPRESSED_P256,))
 
 
+# -- issue 42, G1: golden calls a signature vouches for (specs/nfat-signature.md section 6.1) -----
+
+
+def remanifested(data: bytes, change: Callable[[Any], Any]) -> bytes:
+    """`data`, an unsigned v2 container, with its manifest decoded, changed by `change` and written
+    again: every entry and segment keeps its table fields (name, backend id, kind, priority,
+    alignment, flags), each region moved to the next offset its alignment allows. What anyone
+    without a key can do to a container's golden calls."""
+    from fatpte.manifest.codec import encode
+
+    with fatpte.Container.from_buffer(data) as c:
+        assert c.manifest is not None and c.header.header_size == L.V2_HEADER_SIZE
+        manifest = encode(change(c.manifest))
+        entries = [(e, bytes(c.payload(e))) for e in c.entries]
+        segments = [(s, bytes(c.buffer[s.offset : s.end])) for s in c.segments]
+        flags = c.header.flags
+    table_end = L.V2_HEADER_SIZE + len(entries) * L.V2_ENTRY_SIZE + len(segments) * L.V2_SEGMENT_SIZE
+    moff = _align(table_end, L.MANIFEST_ALIGNMENT)
+    cursor = moff + len(manifest)
+    at: dict[int, int] = {}  # old offset -> new: a payload stored once for several entries stays so
+    for old, alignment, size in [(e.offset, e.alignment, len(b)) for e, b in entries] + \
+            [(g.offset, g.alignment, len(b)) for g, b in segments]:
+        if old not in at:
+            at[old] = _align(cursor, alignment)
+            cursor = at[old] + size
+    out = bytearray(cursor)
+    out[0:L.V2_HEADER_SIZE] = _HDR.build({
+        "magic": L.MAGIC, "version": L.VERSION_2, "header_size": L.V2_HEADER_SIZE, "entry_size": L.V2_ENTRY_SIZE,
+        "entry_count": len(entries), "segment_entry_size": L.V2_SEGMENT_SIZE, "segment_count": len(segments),
+        "flags": flags, "container_size": cursor, "manifest_offset": moff, "manifest_size": len(manifest),
+        "manifest_checksum": crc32c(manifest), "header_checksum": 0,
+    })
+    for i, (e, payload) in enumerate(entries):
+        base = L.V2_HEADER_SIZE + i * L.V2_ENTRY_SIZE
+        out[base : base + _ENT.size] = _ENT.build({
+            "name": e.name.encode().ljust(32, b"\0"), "backend_id": e.backend_id.encode().ljust(32, b"\0"),
+            "offset": at[e.offset], "size": e.size, "payload_kind": e.payload_kind, "alignment": e.alignment,
+            "checksum": e.checksum, "priority": e.priority, "flags": e.flags, "reserved": 0})
+        out[at[e.offset] : at[e.offset] + e.size] = payload
+    for k, (g, seg) in enumerate(segments):
+        base = table_end - (len(segments) - k) * L.V2_SEGMENT_SIZE
+        out[base : base + _SEG.size] = _SEG.build({"offset": at[g.offset], "size": g.size, "alignment": g.alignment,
+                                                  "checksum": g.checksum, "flags": g.flags, "reserved": 0})
+        out[at[g.offset] : at[g.offset] + g.size] = seg
+    out[moff : moff + len(manifest)] = manifest
+    reseal(out)
+    return bytes(out)
+
+
+def with_golden(data: bytes, name: str, calls: Sequence[Any], *, digest: bool = False) -> bytes:
+    """`data` (unsigned) with entry `name`'s golden calls set to `calls` (GoldenCalls) and its
+    provenance's `fatpte.golden.sha256` removed, or (`digest`) stating their digest."""
+    from fatpte.manifest.model import GOLDEN_DIGEST_KEY, golden_digest
+
+    def change(m: Any) -> Any:
+        def one(e: Any) -> Any:
+            if e.name != name:
+                return e
+            prov = tuple(kv for kv in e.provenance if kv[0] != GOLDEN_DIGEST_KEY)
+            if digest and calls:
+                prov += ((GOLDEN_DIGEST_KEY, golden_digest(tuple(calls))),)
+            return e._replace(golden=tuple(calls), provenance=prov)
+        return m._replace(entries=tuple(one(e) for e in m.entries))
+    return remanifested(data, change)
+
+
+def golden_of_entries(data: bytes) -> dict[str, Any]:
+    """Each entry's golden calls (GoldenCalls), by name."""
+    with fatpte.Container.from_buffer(data) as c:
+        assert c.manifest is not None
+        return {e.name: e.golden for e in c.manifest.entries}
+
+
+def signed_before_golden(data: bytes, key: Any) -> bytes:
+    """`data`, signed, signed again with its statement as revision 2 wrote it: no `golden_sha256`
+    (specs/nfat-signature.md section 3.2), so its golden calls are covered only by a digest the
+    signed provenance states."""
+    import base64
+
+    from fatpte.ops.signing import bundle_for
+
+    statement = json.loads(base64.b64decode(json.loads(bundle_of(data))["dsseEnvelope"]["payload"]))
+    for e in statement["predicate"]["entries"]:
+        del e["golden_sha256"]
+    return bytes(with_bundle(data, bundle_for(statement, key)))
+
+
+def golden_signing_vectors() -> Iterator[Vector]:
+    """Golden calls added to a signed entry that had none, replaced, and removed, under a statement
+    of revision 3 (E1308 at the entry's golden calls: a signed load refuses the container) and one
+    of revision 2 (verifies; the calls no signed record vouches for are reported as unsigned, and a
+    signed self-test does not make them). The base is v3-golden with entry 'cpu''s calls stated
+    without a digest in its provenance (a writer that does not record it: 11.3 says SHOULD) and
+    entry 'gpu' without calls; every forged copy keeps the golden tensors, signed named data."""
+    C = ErrorCode
+    ed = test_key("ed25519")
+    golden = golden_packed()
+    calls = golden_of_entries(golden)
+    base = with_golden(with_golden(golden, "cpu", calls["cpu"]), "gpu", ())
+    forged = {
+        "added": (with_golden(base, "gpu", calls["gpu"]), "gpu", 1,
+                  "golden calls added to entry 'gpu', which had none (the golden tensors are signed keys)"),
+        "replaced": (with_golden(base, "cpu", calls["cpu"][::-1]), "cpu", 0,
+                     "entry 'cpu''s two golden calls swapped (the same keys, the other order)"),
+        "removed": (with_golden(base, "cpu", ()), "cpu", 0, "entry 'cpu''s golden calls removed"),
+    }
+    for revision, sign_base in (("", signed), ("-r2", lambda d, k: signed_before_golden(signed(d, k), k))):
+        signed_base = sign_base(base, ed)
+        before = " (a statement of revision 2: no golden_sha256)" if revision else ""
+        yield Vector(f"v3-sig{revision}-golden", signed_base,
+                     f"v3-golden with 'cpu''s calls and no digest in its provenance, 'gpu' without calls, "
+                     f"signed{before}", verify=(None, None, None),
+                     unsigned_golden=("cpu",) if revision else ())
+        for what, (data, name, index, description) in forged.items():
+            v = bytes(with_bundle(signed(data, ed), bundle_of(signed_base)))
+            if revision:  # nothing in the statement speaks of golden calls: they are unsigned
+                verify: tuple[ErrorCode | None, int | None, str | None] = (None, None, None)
+                unsigned = tuple(n for n, c in golden_of_entries(v).items() if c)
+            else:
+                verify = (C.SIGNED_RECORD_MISMATCH, _u(v, _hat("manifest_offset"), 8) + _entry_position(v, index),
+                          f"manifest.entries[{index}].golden")
+                unsigned = ()
+            yield Vector(f"v3-sig{revision}-golden-{what}", v, f"v3-sig{revision}-golden with {description} "
+                         "after signing, the signature kept", verify=verify, unsigned_golden=unsigned)
+    import base64
+
+    from fatpte.ops.signing import bundle_for
+
+    statement = json.loads(base64.b64decode(json.loads(bundle_of(signed(base, ed)))["dsseEnvelope"]["payload"]))
+    statement["predicate"]["entries"][1]["golden_sha256"] = "0" * 63 + "G"
+    bad = bytes(with_bundle(signed(base, ed), bundle_for(statement, ed)))
+    yield Vector("v3-sig-golden-digest-not-hex", bad, "v3-sig-golden signed with a statement whose entry 'gpu' "
+                 "states golden_sha256 with a character that is not a lowercase hexadecimal digit",
+                 verify=(C.SIGNATURE_MALFORMED, region(bad)[0], "signature.statement.predicate.entries[1].golden_sha256"))
+    digested = signed_before_golden(signed(golden, ed), ed)
+    yield Vector("v3-sig-r2-golden-digested", digested, "v3-golden signed with a statement of revision 2: both "
+                 "entries' provenance states fatpte.golden.sha256, which the signed records cover, so their "
+                 "calls are signed", verify=(None, None, None), unsigned_golden=())
+
+
 def golden_calls() -> list[dict[str, Any]]:
     """Two golden calls of the signature of v2-named-data's entries: forward(float32[1, 3]) -> float32[1]."""
     def tensor(shape: list[int], values: list[float]) -> dict[str, Any]:
@@ -1738,7 +1881,8 @@ def _entry_position(data: bytes, index: int) -> int:
 def all_vectors() -> list[Vector]:
     valid = valid_vectors()
     by = {v.name: v for v in valid}
-    vectors = valid + list(_v1_quirks(by)) + list(invalid_vectors(by)) + list(signed_vectors(by))
+    vectors = valid + list(_v1_quirks(by)) + list(invalid_vectors(by)) + list(signed_vectors(by)) + \
+        list(golden_signing_vectors())
     names = [v.name for v in vectors]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
@@ -1805,6 +1949,12 @@ def check(v: Vector) -> list[str]:
             problems.append(f"declared verify {v.verify}, verify says {said}: {message}")
         if thinned != v.thinned:
             problems.append(f"declared thinned {v.thinned}, verify says {thinned}")
+    if v.unsigned_golden is not None:
+        from fatpte.ops.signing import verify_buffer
+
+        said_unsigned = verify_buffer(v.data, loaded_keys(v.keys or TRUSTED_KEY_FILES)).unsigned_golden
+        if said_unsigned != v.unsigned_golden:
+            problems.append(f"declared unsigned golden calls {v.unsigned_golden}, verify says {said_unsigned}")
     if v.downgrade is not None:
         device, *declared = v.downgrade
         said, _, message = verify_outcome(v.data, v.keys or TRUSTED_KEY_FILES, device)
@@ -1845,6 +1995,8 @@ def index_of(vectors: Sequence[Vector]) -> dict[str, Any]:
                     "name": None if dcode is None else dcode.name, "offset": doffset, "field": dfield}
             if v.sidecar is not None:
                 row["verify"]["beside"] = v.file + v.sidecar[0]
+            if v.unsigned_golden is not None:
+                row["verify"]["unsigned_golden"] = list(v.unsigned_golden)
         if v.code is None:
             row["warnings"] = [c.tag for c in v.warnings]
             row["entries"] = _entries(v.data)

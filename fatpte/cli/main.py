@@ -1030,8 +1030,9 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
 @_quiet_option
 def sign(file: str, key: str, output: str | None, detached: bool, force: bool, quiet: bool) -> None:
     """Sign FILE: a statement of every entry (name, backend id, kind, priority, alignment, SHA-256
-    of its payload and of its manifest record) and named-data key, signed with KEY and stored in
-    the container's signature region (or, with --detached, in FILE.sig).
+    of its payload, of its manifest record and of its golden calls or their absence) and
+    named-data key, signed with KEY and stored in the container's signature region (or, with
+    --detached, in FILE.sig).
 
     The statement names entries, not offsets, so `fatpte thin` keeps it valid. FILE must be a
     valid version 2 container; a signature it already has is replaced.
@@ -1057,13 +1058,16 @@ def _verify_text(report: Any) -> str:
         lines.append(f"  {'thinned':<9} {printable(name)}")
     if report.named_data or report.thinned_named_data:
         lines.append(f"  named data: {report.named_data} key(s) verified, {len(report.thinned_named_data)} thinned")
+    for name in report.unsigned_golden:
+        lines.append(f"  golden calls of {printable(name)} are not signed (a statement before revision 3, no "
+                     "fatpte.golden.sha256 in its provenance): a signed load does not run them")
     lines += [f"  {f.describe()}" for f in report.findings]
     return "\n".join(lines)
 
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
-@click.option("--key", "keys", multiple=True, metavar="PUBLIC.pem", type=click.Path(dir_okay=False),
+@click.option("--key", "keys", multiple=True, metavar="PUBLIC.pem", type=click.Path(),
               help="Trusted public key (PEM); repeat for several.")
 @click.option("--trust", "trust", multiple=True, metavar="DIR", type=click.Path(file_okay=False),
               help="Folder whose *.pem files are trusted public keys.")
@@ -1082,6 +1086,11 @@ def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: 
     each must match the signed statement. Signed entries FILE no longer holds (thinned) are listed,
     and are not an error, unless --refuse-downgrade names a device whose best signed entry is one
     of them. Exit 5 when verification fails, naming the entry or field.
+
+    Golden calls the signature does not vouch for (signed before statement revision 3, no golden
+    digest in the signed provenance) are listed too, and are not an error: a signed self-test does
+    not make them (specs/nfat-signature.md 6.1). A key file that is not a readable regular file
+    exits 4 (E0811, E0801), one that holds no single public key exits 2 (E0702), as in fatpte-verify.
 
     FILE may be a URL (docs/remote.md): the signature region comes in one request, the payloads
     and named data only when the signature is by a trusted key.

@@ -139,16 +139,7 @@ int usage(const std::string& why) {
 }
 
 // The exit code of an error's category, as the Python CLI maps them.
-int exit_code(fatpte::Error code) {
-  const fatpte::ErrorInfo* info = fatpte::error_info(code);
-  const std::string category = info != nullptr ? info->category : "usage";
-  if (category == "selection") return 3;
-  if (category == "io") return 4;
-  if (category == "usage") return 2;
-  if (category == "unverified") return 5;
-  if (category == "disagrees") return 6;
-  return 1;
-}
+int exit_code(fatpte::Error code) { return fatpte::exit_status(code); }
 
 void split_into(const char* arg, std::vector<std::string>& out) {
   std::string word;

@@ -1,8 +1,11 @@
 // fatpte-verify FILE --trusted-key PUBLIC.pem [--trusted-key ...] [--signature SIG]: the whole
 // verification of specs/nfat-signature.md section 6 through the C API (fatpte/signature.h), as
 // `fatpte verify` runs it. Prints `OK` or the first error as `E1311 <offset> <field>` (`-` for
-// none), then `thinned: a,b` (the signed entries FILE no longer holds); the message on stderr.
-// Exit 0 when verified, 5 when not, 1 when FILE cannot be opened, 2 on a usage error.
+// none), then `thinned: a,b` (the signed entries FILE no longer holds), then `unsigned golden:
+// a,b` (the signed entries whose golden calls the signature does not vouch for, section 6.1); the
+// message on stderr. Exit as the Python CLI, by the error's category (fatpte::exit_status): 0
+// verified, 5 not, 1 when FILE is no valid container, 4 when a file cannot be read (a FIFO given as
+// a key included), 2 on a usage error or a malformed key file (E0702).
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -10,7 +13,9 @@
 #include <vector>
 
 #include "common/json.hpp"
+#include "fatpte/fatpte.h"
 #include "fatpte/signature.h"
+#include "fatpte/status.hpp"
 #include "fatpte/text.hpp"
 
 namespace {
@@ -24,7 +29,22 @@ int line(fatpte_status s, const fatpte_error& err, const char* file) {
   }
   std::printf(" %s\n", err.field[0] != '\0' ? err.field : "-");
   std::fprintf(stderr, "%s: %s\n", file, err.message);
-  return s >= 1300 ? 5 : 1;
+  return fatpte::exit_status(static_cast<fatpte::Error>(s));
+}
+
+// The signed entries whose golden calls the signature does not vouch for, comma-separated.
+std::string unsigned_golden(const fatpte_container* c, const fatpte_signature_report* report) {
+  std::string out;
+  uint32_t n = 0;
+  if (report == nullptr || fatpte_entry_count(c, &n) != FATPTE_OK) return out;
+  for (uint32_t i = 0; i < n; ++i) {
+    int flag = 0;
+    const char* name = nullptr;
+    if (fatpte_signature_golden_unsigned(report, i, &flag) != FATPTE_OK || flag == 0) continue;
+    if (fatpte_entry_name(c, i, &name) != FATPTE_OK) continue;
+    out += (out.empty() ? "" : ",") + std::string(name);
+  }
+  return out;
 }
 
 }  // namespace
@@ -58,13 +78,16 @@ int main(int argc, char** argv) {
   fatpte_device* device = nullptr;
   if (downgrade != nullptr && fatpte_device_load(downgrade, &device, &err) != FATPTE_OK) {
     std::fprintf(stderr, "%s\n", fatpte::terminal_safe(err.message).c_str());
-    return 2;
+    return fatpte::exit_status(static_cast<fatpte::Error>(err.code));
   }
   fatpte_trust* trust = nullptr;
   fatpte_status s = fatpte_trust_load(keys.data(), keys.size(), &trust, &err);
   if (s != FATPTE_OK) {
-    std::fprintf(stderr, "%s\n", err.message);
-    return 2;
+    // A key file that is not a regular file or cannot be read is I/O (E0811, E0801: 4); one that
+    // holds no single public key is a malformed input the user gave (E0702: 2), as in Python.
+    std::fprintf(stderr, "%s\n", fatpte::terminal_safe(err.message).c_str());
+    fatpte_device_free(device);
+    return fatpte::exit_status(static_cast<fatpte::Error>(s));
   }
   std::string detached;
   if (signature != nullptr) {
@@ -73,7 +96,9 @@ int main(int argc, char** argv) {
     auto read = fatpte::json::read_file(signature, fatpte::format::kMaxSignatureSize, "the signature");
     if (!read.ok()) {
       std::fprintf(stderr, "fatpte-verify: %s\n", fatpte::terminal_safe(read.error().describe()).c_str());
-      return read.error().code() == fatpte::Error::NOT_A_FILE || read.error().code() == fatpte::Error::IO_ERROR ? 4 : 2;
+      fatpte_trust_free(trust);
+      fatpte_device_free(device);
+      return fatpte::exit_status(read.error().code());
     }
     detached = std::move(read).value();
   }
@@ -82,7 +107,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   if (s != FATPTE_OK) {
     rc = line(s, err, file);
-    std::printf("thinned: \n");
+    std::printf("thinned: \nunsigned golden: \n");
   } else {
     fatpte_signature_report* report = nullptr;
     s = fatpte_verify_signature(c, trust, detached.empty() ? nullptr : detached.data(), detached.size(), &report,
@@ -110,6 +135,7 @@ int main(int argc, char** argv) {
       thinned += (i ? "," : "") + std::string(name);
     }
     std::printf("thinned: %s\n", thinned.c_str());
+    std::printf("unsigned golden: %s\n", unsigned_golden(c, report).c_str());
     fatpte_signature_report_free(report);
     fatpte_close(c);
   }

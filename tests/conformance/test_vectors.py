@@ -121,6 +121,8 @@ def test_signed_vector_verifies_as_the_index_says(name: str) -> None:
         thinned = list(report.thinned)
     assert said == (want["code"], want["offset"], want["field"])
     assert thinned == want["thinned"]
+    if "unsigned_golden" in want:  # specs/nfat-signature.md section 6.1: reported, not an error
+        assert list(report.unsigned_golden) == want["unsigned_golden"]
 
 
 KEY_FILES: dict[str, Any] = json.loads((VECTORS / gen_vectors.INDEX).read_text())["trusted_key_files"]

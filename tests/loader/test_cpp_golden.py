@@ -239,6 +239,9 @@ def test_a_signed_self_test_hashes_the_golden_tensors(build: Path, tmp_path: Pat
                pub).returncode == 0  # the load hashes only what it loads
     refused = run(build, forged, "--self-test", "--require-signature", "--trusted-key", pub)
     assert refused.returncode == 5 and "E1310" in refused.stderr
+    # The golden report of a signed load hashes them too (issue 42: it made the calls unchecked).
+    reported = run(build, forged, "--golden-report", "--require-signature", "--trusted-key", pub)
+    assert reported.returncode == 5 and "E1310" in reported.stderr, reported.stderr
 
 
 def test_entries_this_machine_cannot_run_are_listed_with_the_reason(build: Path, tmp_path: Path) -> None:
@@ -317,3 +320,85 @@ def test_a_load_without_the_self_test_reads_no_golden_byte(tmp_path: Path) -> No
         size = sum(c.segments[c.manifest.keys[k]].size for k in keys)
     assert without["golden"] == 0 and tested["golden"] == size
     assert tested["bytes"] - without["bytes"] == size
+
+
+def _forged_golden(build: Path, tmp: Path, revision: int) -> tuple[Path, Path, Path]:
+    """Issue 42, G1, as the issue describes it: the best signed entry ('xnnpack', priority 10) packed
+    without golden calls, the container signed (a statement of `revision`: 3 states every entry's
+    golden digest, 2 does not), then, without any key, golden calls added to 'xnnpack' that name the
+    golden tensors the container already holds (signed keys), each expecting another call's outputs,
+    so that the entry would fail them. Returns (the forged container, the public key, the inputs)."""
+    from tools.gen_vectors import bundle_of, golden_of_entries, signed_before_golden, with_bundle, with_golden
+    from tools.gen_vectors import signed as signed_bytes
+
+    packed = pack(build, "mlp", tmp, ("xnnpack", "portable"))
+    calls = golden_of_entries(packed.read_bytes())["portable"]
+    plain = with_golden(packed.read_bytes(), "xnnpack", ())
+    key = ed25519.Ed25519PrivateKey.generate()
+    pub = tmp / "key.pub.pem"
+    pub.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                  serialization.PublicFormat.SubjectPublicKeyInfo))
+    signed = signed_bytes(plain, key)
+    if revision == 2:
+        signed = signed_before_golden(signed, key)
+    wrong = tuple(c._replace(outputs=calls[(k + 1) % len(calls)].outputs) for k, c in enumerate(calls))
+    forged = tmp / f"forged-r{revision}.nfat"
+    forged.write_bytes(with_bundle(signed_bytes(with_golden(plain, "xnnpack", wrong), key), bundle_of(signed)))
+    assert fatpte.validate(forged).ok  # nothing but the signature can tell
+    return forged, pub, calls_of("mlp", tmp)
+
+
+@pytest.mark.parametrize("revision", [3, 2])
+def test_forged_golden_calls_never_make_a_signed_load_serve_a_weaker_entry(build: Path, revision: int,
+                                                                           tmp_path: Path) -> None:
+    """`fatpte-run --require-signature --refuse-downgrade --self-test` on golden calls added without
+    a key to the best signed entry: a statement of revision 3 vouches for the entry's calls (none),
+    so the container is refused (E1308 at its golden calls, exit 5, nothing served); one of revision
+    2 vouches for none of them, so they are not made and the best signed entry is served, the
+    attempt saying why (specs/nfat-signature.md section 6.1). Never portable, exit 0, as before."""
+    forged, pub, inputs = _forged_golden(build, tmp_path, revision)
+    done = run(build, forged, "--inputs", inputs, "--require-signature", "--trusted-key", pub, "--refuse-downgrade",
+               "--self-test", "--json")
+    if revision == 3:
+        assert done.returncode == 5, done.stderr
+        assert "E1308" in done.stderr and "manifest.entries[0].golden" in done.stderr, done.stderr
+        assert "portable" not in done.stdout
+        return
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["chosen"] == "xnnpack", doc["dispatch"]
+    assert any("self-test: not run: the signature does not vouch for the golden calls of entry 'xnnpack'" in line
+               for line in doc["dispatch"]), doc["dispatch"]
+    assert not any("self-test failed" in line for line in doc["dispatch"]), doc["dispatch"]
+    # The golden report of a signed load makes none of them either, and says why.
+    report = run(build, forged, "--golden-report", "--entry", "xnnpack", "--require-signature", "--trusted-key", pub,
+                 "--json")
+    assert report.returncode == 0, report.stderr
+    golden = json.loads(report.stdout)["golden"]
+    assert golden["unsigned_calls"] and golden["passed"] and golden["calls"] == [], golden
+
+
+@pytest.mark.parametrize("revision", [3, 2])
+def test_verify_reports_golden_calls_the_signature_does_not_vouch_for(build: Path, revision: int,
+                                                                      tmp_path: Path) -> None:
+    """`fatpte verify` and `fatpte-verify` on the same forged container: E1308 at the entry's golden
+    calls for a statement of revision 3; for one of revision 2 verified, the calls reported as
+    unsigned ('xnnpack'; 'portable''s are covered by the digest its signed provenance states)."""
+    forged, pub, _ = _forged_golden(build, tmp_path, revision)
+    py = fatpte_cli(build, "verify", forged, "--key", pub, "--json")
+    report = json.loads(py.stdout)
+    cpp = subprocess.run([str(build / "fatpte-verify"), str(forged), "--trusted-key", str(pub)], capture_output=True,
+                         text=True, timeout=120, check=False)
+    lines = cpp.stdout.splitlines()
+    if revision == 3:
+        assert py.returncode == cpp.returncode == 5, (py.stderr, cpp.stderr)
+        first = report["findings"][0]
+        assert (first["code"], first["field"]) == ("E1308", "manifest.entries[0].golden")
+        assert lines[0] == f"E1308 {first['offset']} manifest.entries[0].golden"
+        assert report["unsigned_golden"] == [] and lines[2] == "unsigned golden: "
+        return
+    assert py.returncode == cpp.returncode == 0, (py.stderr, cpp.stderr)
+    assert report["ok"] and report["unsigned_golden"] == ["xnnpack"]
+    assert lines == ["OK", "thinned: ", "unsigned golden: xnnpack"]
+    text = fatpte_cli(build, "verify", forged, "--key", pub)
+    assert "golden calls of xnnpack are not signed" in text.stdout, text.stdout

@@ -3,7 +3,8 @@
 `fatpte-verify` (the C API: fatpte_trust_load, fatpte_verify_signature,
 fatpte_signature_verify_all) must report, for every signing vector of specs/vectors/ and for
 hundreds of mutated bundles, the first error Python's `verify` reports: the same code, offset and
-field, and the same thinned entries. The loader is built by `make loader`; a missing build is
+field, the same thinned entries, and the same entries whose golden calls the signature does not
+vouch for (section 6.1); a trusted-key file that cannot be used ends both with the same exit code. The loader is built by `make loader`; a missing build is
 skipped with the reason, except under `make test`, which builds it first and fails on a missing
 build (tests/builds.py).
 """
@@ -11,8 +12,10 @@ build (tests/builds.py).
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,12 +40,18 @@ def tool() -> Path:
     return path
 
 
-def cpp(path: Path, keys: list[Path] = KEYS, *extra: str) -> tuple[str, str]:
+def cpp_lines(path: Path, keys: list[Path] = KEYS, *extra: str) -> list[str]:
+    """`fatpte-verify`'s three lines: the outcome, `thinned: ...`, `unsigned golden: ...`."""
     args = [str(tool()), str(path), *extra]
     for k in keys:
         args += ["--trusted-key", str(k)]
     out = subprocess.run(args, capture_output=True, text=True, check=False, timeout=60).stdout.splitlines()
-    assert len(out) == 2, out
+    assert len(out) == 3 and out[2].startswith("unsigned golden: "), out
+    return out
+
+
+def cpp(path: Path, keys: list[Path] = KEYS, *extra: str) -> tuple[str, str]:
+    out = cpp_lines(path, keys, *extra)
     return out[0], out[1]
 
 
@@ -62,7 +71,8 @@ def test_signing_vector(name: str) -> None:
     offset = "-" if want["offset"] is None else str(want["offset"])
     expected = "OK" if want["code"] is None else f"{want['code']} {offset} {want['field']}"
     keys = [VECTORS / k for k in want["keys"]]  # some name other key files (a compressed-point key)
-    assert cpp(VECTORS / name, keys) == (expected, "thinned: " + ",".join(want["thinned"]))
+    unsigned = "unsigned golden: " + ",".join(want.get("unsigned_golden", []))
+    assert cpp_lines(VECTORS / name, keys) == [expected, "thinned: " + ",".join(want["thinned"]), unsigned]
     check = want.get("refuse_downgrade")
     if check is not None:  # step 11 for the device the index names, as `fatpte verify --refuse-downgrade`
         offset = "-" if check["offset"] is None else str(check["offset"])
@@ -134,3 +144,56 @@ def test_trusted_key_file(name: str) -> None:
         assert done.returncode in (0, 5), done.stderr
     else:
         assert done.returncode == 2 and "E0702" in done.stderr, (done.returncode, done.stderr)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "missing", "directory", "text", "private key"])
+def test_a_bad_trusted_key_file_exits_as_in_python(kind: str, tmp_path: Path) -> None:
+    """Issue 42, point 8: the same bad trusted-key file ends `fatpte verify --key` and
+    `fatpte-verify --trusted-key` with the same exit code, the one docs/cli.md's table gives its
+    error's category: 4 for a file that cannot be read as a regular file (E0811, E0801), 2 for one
+    that holds no single public key (E0702, a malformed input the user gave). It was 4 in Python
+    and 2 in fatpte-verify."""
+    path = tmp_path / "key.pem"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path = Path("/dev/zero")
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "text":
+        path.write_text("this is not a key\n")
+    elif kind == "private key":
+        path = VECTORS / "refused-private-key-first.pub.pem"
+    want = {"fifo": (4, "E0811"), "device": (4, "E0811"), "missing": (4, "E0801"), "directory": (4, "E0811"),
+            "text": (2, "E0702"), "private key": (2, "E0702")}[kind]
+    signed = str(VECTORS / "v2-signed.nfat")
+    cpp_done = subprocess.run([str(tool()), signed, "--trusted-key", str(path)], capture_output=True, text=True,
+                              check=False, timeout=60)
+    py_done = subprocess.run([sys.executable, "-m", "fatpte", "verify", signed, "-q", "--key", str(path)],
+                             capture_output=True, text=True, check=False, timeout=60)
+    assert (cpp_done.returncode, py_done.returncode) == (want[0], want[0]), (cpp_done.stderr, py_done.stderr)
+    assert want[1] in cpp_done.stderr and want[1] in py_done.stderr, (cpp_done.stderr, py_done.stderr)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in SIGNED if "unsigned_golden" in INDEX[n]["verify"]))
+def test_a_signed_self_test_load_of_a_golden_vector(name: str, tmp_path: Path) -> None:
+    """Issue 42, G1: `fatpte-run --require-signature --self-test` on the golden signing vectors stops
+    where verify does (E1308 at the entry's golden calls when a revision 3 statement does not vouch
+    for them: never a fallback), and otherwise gets past the signature to the entries (which no
+    backend here runs: their payloads are blobs, so exit 3; tests/loader/test_cpp_golden.py runs
+    the same cases on real programs)."""
+    want = INDEX[name]["verify"]
+    run = ROOT / "build" / "loader" / "fatpte-run"
+    if not run.exists():
+        missing_build(f"{run.relative_to(ROOT)} is not built: run `make loader`")
+    calls = tmp_path / "calls.json"
+    calls.write_text("[]")
+    args = [str(run), str(VECTORS / name), "--inputs", str(calls), "--require-signature", "--self-test"]
+    for k in want["keys"]:
+        args += ["--trusted-key", str(VECTORS / k)]
+    done = subprocess.run(args, capture_output=True, text=True, check=False, timeout=60)
+    if want["code"] is None:
+        assert done.returncode == 3 and "E13" not in done.stderr, done.stderr
+    else:
+        assert done.returncode == 5, done.stderr
+        assert f"{want['code']} at {want['offset']:#x} ({want['field']})" in done.stderr, done.stderr

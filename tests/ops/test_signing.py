@@ -508,3 +508,73 @@ def test_downgrade_by_thinning_is_refused_only_when_asked(tmp_path: Path) -> Non
     assert r.exit_code == 5 and "E1308" in r.output and "downgrade" in r.output, r.output
     r = runner.invoke(cli, ["verify", str(slow), "--key", str(public), "-q", "--refuse-downgrade", "x86-64-v2"])
     assert r.exit_code == 0, r.output
+
+
+def _statement(data: bytes) -> Any:
+    import base64
+
+    from tools.gen_vectors import bundle_of
+
+    return json.loads(base64.b64decode(json.loads(bundle_of(data))["dsseEnvelope"]["payload"]))
+
+
+def test_the_statement_states_every_entry_s_golden_calls_or_their_absence(tmp_path: Path) -> None:
+    """Issue 42, G1 (specs/nfat-signature.md 3.2, revision 3): `golden_sha256` is the golden digest
+    of 11.3 for every entry, the empty list's for one without calls (pinned), so calls cannot be
+    added later without the key."""
+    from fatpte.manifest.model import golden_digest
+    from tools.gen_vectors import golden_packed, signed, test_key
+
+    empty = hashlib.sha256(b"\x0d\x00\x00\x00nfat.golden/1\x00\x00\x00\x00").hexdigest()
+    assert golden_digest(()) == empty
+    plain = signed(_container(tmp_path).read_bytes(), test_key("ed25519"))
+    assert [e["golden_sha256"] for e in _statement(plain)["predicate"]["entries"]] == [empty] * 3
+    golden = signed(golden_packed(), test_key("ed25519"))
+    with fatpte.Container.from_buffer(golden) as c:
+        assert c.manifest is not None
+        want = [golden_digest(e.golden) for e in c.manifest.entries]
+    assert [e["golden_sha256"] for e in _statement(golden)["predicate"]["entries"]] == want != [empty, empty]
+
+
+@pytest.mark.parametrize("revision", [3, 2])
+def test_golden_calls_added_to_a_signed_entry_are_refused_or_reported(revision: int) -> None:
+    """The attack of issue 42, G1, written from its description: golden calls added without any key
+    to a signed entry that had none, naming golden tensors the container already holds (signed
+    keys). It used to verify (OK), and a signed self-test then rejected the entry on them. Now a
+    statement of revision 3 refuses them (E1308 at the entry's golden calls); one of revision 2,
+    which cannot, verifies and reports them as unsigned, which a signed self-test does not make."""
+    from tools.gen_vectors import (
+        bundle_of,
+        golden_of_entries,
+        golden_packed,
+        signed,
+        signed_before_golden,
+        test_key,
+        with_bundle,
+        with_golden,
+    )
+
+    key = test_key("ed25519")
+    golden = golden_packed()
+    plain = with_golden(golden, "gpu", ())  # 'gpu' without calls; 'cpu''s calls stated with their digest
+    original = signed(plain, key)
+    if revision == 2:
+        original = signed_before_golden(original, key)
+    forged = bytes(with_bundle(signed(with_golden(plain, "gpu", golden_of_entries(golden)["gpu"]), key),
+                               bundle_of(original)))
+    assert fatpte.validate_buffer(forged).ok
+    report = signing.verify_buffer(forged, _trusted(key))
+    entries = {e.name: e.status for e in report.entries}
+    with fatpte.Container.from_buffer(forged) as c:
+        assert c.manifest is not None
+        at = c.header.manifest_offset + c.manifest.entries[1].position
+    if revision == 3:
+        first = report.first_error
+        assert first is not None and (first.code, first.offset, first.field) == (
+            ErrorCode.SIGNED_RECORD_MISMATCH, at, "manifest.entries[1].golden")
+        assert entries == {"cpu": "verified", "gpu": "tampered"} and report.unsigned_golden == ()
+    else:
+        # 'cpu''s calls are vouched for by the digest its signed provenance states; 'gpu''s by nothing.
+        assert report.ok and entries == {"cpu": "verified", "gpu": "verified"}
+        assert report.unsigned_golden == ("gpu",)
+        assert report.to_json()["unsigned_golden"] == ["gpu"]

@@ -2,9 +2,10 @@
 
 A signature is a Sigstore bundle (JSON) holding a DSSE envelope whose payload is an in-toto
 Statement v1. The statement lists, for every entry, its name, backend id, payload kind, priority,
-alignment, the SHA-256 of its payload (a subject) and the SHA-256 of the canonical encoding of its
-manifest record (fatpte.manifest.canonical); and for every named-data key the SHA-256 of its bytes
-(a subject) and of its record. Nothing in it depends on where a region lies, so a thinned
+alignment, the SHA-256 of its payload (a subject), the SHA-256 of the canonical encoding of its
+manifest record (fatpte.manifest.canonical) and the digest of its golden calls, or of their
+absence (revision 3: a signed load makes only golden calls the signature vouches for); and for
+every named-data key the SHA-256 of its bytes (a subject) and of its record. Nothing in it depends on where a region lies, so a thinned
 container, whose tables and manifest are rewritten, still matches the statement of the container
 it came from: `verify` reports the entries that are absent as thinned.
 

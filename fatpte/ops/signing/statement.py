@@ -21,11 +21,13 @@ from fatpte.format import layout as L
 from fatpte.format.structure import id_problem, valid_alignment
 from fatpte.manifest.canonical import entry_record, named_data_record
 from fatpte.manifest.model import (
+    GOLDEN_DIGEST_KEY,
     AbiRange,
     AcceleratorRequirement,
     ManifestEntry,
     Requirements,
     VersionConstraint,
+    golden_digest,
 )
 from fatpte.ops.signing.bundle import Malformed, known, member, parse_json
 
@@ -64,6 +66,9 @@ class SignedEntry(NamedTuple):
     payload_sha256: str
     record_sha256: str
     selection: SignedSelection | None = None  # None: a statement written before revision 2
+    # The golden digest (specs/nfat-manifest.md 11.3) of the entry's golden calls, the empty list's
+    # when it has none (revision 3); None: a statement written before revision 3.
+    golden_sha256: str | None = None
 
 
 class SignedKey(NamedTuple):
@@ -82,6 +87,22 @@ class Statement(NamedTuple):
 
     def entry_index(self) -> dict[str, int]:
         return {e.name: i for i, e in enumerate(self.entries)}
+
+
+def golden_of(me: ManifestEntry | None) -> str:
+    """The golden digest of a manifest entry's golden calls (11.3): the empty list's when the entry
+    has none or no manifest record. What a statement's `golden_sha256` states (section 3.2)."""
+    return golden_digest(() if me is None else me.golden)
+
+
+def golden_vouched(signed: SignedEntry, me: ManifestEntry | None) -> bool:
+    """Whether the signature vouches for the golden calls of an entry whose record matched `signed`
+    (specs/nfat-signature.md section 6.1): the statement states their digest (revision 3; step 7e
+    checked it), or the signed record's provenance does (11.3, which E0423 holds the calls to). An
+    entry without calls has nothing to vouch for."""
+    if me is None or not me.golden or signed.golden_sha256 is not None:
+        return True
+    return any(k == GOLDEN_DIGEST_KEY for k, _ in me.provenance)
 
 
 
@@ -159,7 +180,7 @@ def statement_of(c: Container, *, progress: Progress | None = None) -> dict[str,
         entries.append({"name": e.name, "backend_id": e.backend_id, "payload_kind": e.payload_kind.hex(),
                         "priority": e.priority, "alignment": e.alignment,
                         "record_sha256": hashlib.sha256(entry_record(me)).hexdigest(),
-                        "selection": selection_json(me)})
+                        "selection": selection_json(me), "golden_sha256": golden_of(me)})
     keys: list[dict[str, Any]] = []
     for key, s in seg_of.items():
         subjects.append({"name": NAMED_DATA_SUBJECT + key, "digest": {"sha256": digest[(s.offset, s.size)]}})
@@ -230,6 +251,8 @@ def read_statement(payload: bytes) -> Statement:
         row["record_sha256"] = _hex_digest(member(e, "record_sha256", str, ep), f"{ep}.record_sha256")
         raw_selection = member(e, "selection", dict, ep, required=False)
         row["selection"] = None if raw_selection is None else _selection(raw_selection, f"{ep}.selection")
+        golden = member(e, "golden_sha256", str, ep, required=False)
+        row["golden_sha256"] = None if golden is None else _hex_digest(golden, f"{ep}.golden_sha256")
         rows.append(row)
     raw_keys = member(pred, "named_data", list, pp)
     if len(raw_keys) > L.MAX_SEGMENTS:
@@ -260,7 +283,8 @@ def read_statement(payload: bytes) -> Statement:
         digests.append(_hex_digest(member(member(s, "digest", dict, sp), "sha256", str, f"{sp}.digest"),
                                    f"{sp}.digest.sha256"))
     entries = tuple(SignedEntry(r["name"], r["backend_id"], r["payload_kind"], r["priority"], r["alignment"],
-                                d, r["record_sha256"], r["selection"]) for r, d in zip(rows, digests))
+                                d, r["record_sha256"], r["selection"], r["golden_sha256"])
+                    for r, d in zip(rows, digests))
     signed_keys = tuple(SignedKey(k, d, rec) for (k, rec), d in zip(keys, digests[len(rows):]))
     return Statement(entries, signed_keys)
 

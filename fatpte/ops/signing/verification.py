@@ -19,9 +19,18 @@ from fatpte.fileio.mapping import read_regular
 from fatpte.fileio.streams import Progress, progress_counter
 from fatpte.format import layout as L
 from fatpte.manifest.canonical import entry_record, named_data_record
+from fatpte.manifest.model import ManifestEntry
 from fatpte.ops.signing.bundle import DETACHED_SUFFIX, Envelope, Malformed, pae, read_bundle
 from fatpte.ops.signing.keys import TrustedKey, verifies
-from fatpte.ops.signing.statement import NAMED_DATA_SUBJECT, Statement, read_statement, sha256_of_ranges
+from fatpte.ops.signing.statement import (
+    NAMED_DATA_SUBJECT,
+    SignedEntry,
+    Statement,
+    golden_of,
+    golden_vouched,
+    read_statement,
+    sha256_of_ranges,
+)
 
 if TYPE_CHECKING:
     from fatpte.device.profile import DeviceProfile
@@ -47,6 +56,9 @@ class VerifyReport(NamedTuple):
     named_data: int = 0  # named-data keys whose bytes and record match
     thinned_named_data: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()
+    # Entries whose golden calls the signature does not vouch for (section 6.1): a signed load does
+    # not run them. Not an error: the signature vouches for everything else.
+    unsigned_golden: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -61,7 +73,7 @@ class VerifyReport(NamedTuple):
             "path": self.source, "ok": self.ok, "signature": self.signature, "key_id": self.key_id,
             "entries": [e.to_json() for e in self.entries], "thinned": list(self.thinned),
             "named_data_verified": self.named_data, "thinned_named_data": list(self.thinned_named_data),
-            "findings": [f.to_json() for f in self.findings],
+            "unsigned_golden": list(self.unsigned_golden), "findings": [f.to_json() for f in self.findings],
         }
 
 
@@ -161,15 +173,11 @@ def check_records(c: Container, st: Statement, sig_offset: int | None,
                             f"entry {e.name!r}: {fld} is {have!r}, the signed statement says {want!r}",
                             offset=base + ent.offsets[fld][0], field=f"{p}.{fld}", expected=want, actual=have))
         me = described.get(e.name)
-        if hashlib.sha256(entry_record(me)).hexdigest() != s.record_sha256:
+        at, where = base, f"{p}.name"
+        if me is not None:
+            at, where = c.header.manifest_offset + me.position, f"manifest.entries[{position[e.name]}]"
+        if not _record_matches(e.name, me, s, at, where, add):
             found.entries.add(e.index)
-            at, where = base, f"{p}.name"
-            if me is not None:
-                at, where = c.header.manifest_offset + me.position, f"manifest.entries[{position[e.name]}]"
-            add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
-                        f"entry {e.name!r}: its manifest record (requirements, program signature, named data, "
-                        "digests, provenance, ExecuTorch backends) differs from the signed one",
-                        offset=at, field=where))
     keys = {k.key: k for k in st.named_data}
     if manifest is not None:
         layouts = dict(manifest.layouts)
@@ -187,6 +195,26 @@ def check_records(c: Container, st: Statement, sig_offset: int | None,
                             f"named-data key {key!r}: its tensor layout differs from the signed one",
                             offset=c.header.manifest_offset, field=where))
     return found
+
+
+def _record_matches(name: str, me: ManifestEntry | None, s: SignedEntry, at: int, where: str,
+                    add: Callable[[Finding], None]) -> bool:
+    """Steps 7d and 7e for one entry: its manifest record `me` (None: none, `where` then names the
+    table entry) and its golden calls against statement entry `s`, each finding at `at`."""
+    ok = True
+    if hashlib.sha256(entry_record(me)).hexdigest() != s.record_sha256:
+        ok = False
+        add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
+                    f"entry {name!r}: its manifest record (requirements, program signature, named data, digests, "
+                    "provenance, ExecuTorch backends) differs from the signed one", offset=at, field=where))
+    if s.golden_sha256 is not None and golden_of(me) != s.golden_sha256:
+        ok = False
+        calls = 0 if me is None else len(me.golden)
+        add(finding(ErrorCode.SIGNED_RECORD_MISMATCH,
+                    f"entry {name!r}: its {calls} golden call(s) are not the signed ones (the statement states golden "
+                    f"calls with SHA-256 {s.golden_sha256[:16]}...): they were added, changed or removed after "
+                    "signing", offset=at, field=f"{where}.golden" if me is not None else where))
+    return ok
 
 
 def check_bytes(c: Container, st: Statement, add: Callable[[Finding], None], *,
@@ -356,4 +384,13 @@ def verify_container(c: Container, keys: Sequence[TrustedKey], *,
     good_keys = sum(1 for k in seg_of if NAMED_DATA_SUBJECT + k not in bad and k not in problems.keys)
     return VerifyReport(source, where, trusted.key_id, tuple(verdicts),
                         tuple(s.name for s in st.entries if s.name not in present), good_keys, thinned_keys,
-                        tuple(findings))
+                        tuple(findings), unsigned_golden(c, st))
+
+
+def unsigned_golden(c: Container, st: Statement) -> tuple[str, ...]:
+    """The signed entries of `c`, in table order, whose golden calls the signature does not vouch
+    for (section 6.1: signed before revision 3, no golden digest in the signed provenance)."""
+    signed = st.entry_index()
+    described = {} if c.manifest is None else c.manifest.by_name()
+    return tuple(e.name for e in c.entries if e.name in signed
+                 and not golden_vouched(st.entries[signed[e.name]], described.get(e.name)))

@@ -167,6 +167,9 @@ struct Dispatch {
   // The selection, when load() made it (the overload that takes a Choice).
   std::optional<Selection> selection;
   std::string signature_key_id;  // the trusted key that verified the signature, when one was required
+  // The verified statement, when a signature was required: a self-test of the loaded entry
+  // (self_test.hpp, SelfTestOptions::signature) makes only the golden calls it vouches for.
+  std::shared_ptr<const SignatureCheck> signature;
 };
 
 // What to choose for: the device (absent: this machine, probed for only the facts some entry's

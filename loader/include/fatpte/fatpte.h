@@ -314,8 +314,10 @@ typedef struct fatpte_self_test_report fatpte_self_test_report;
  * each output with its golden tensor: FATPTE_OK when all passed, FATPTE_E_GOLDEN_MISMATCH when one
  * did not or a call could not run (`report` says which, with every figure); another status for a
  * container whose golden calls are damaged (no report). `keep_outputs`: keep each call's outputs
- * for fatpte_self_test_report_output. Signatures are not checked here: a signed load checks the
- * golden tensors' bytes itself (fatpte_load_options_set_self_test). */
+ * for fatpte_self_test_report_output. When `loaded` came from a signed load
+ * (fatpte_load_options_require_signature), each golden tensor's bytes hash as signed before a
+ * call is made (else the error, no report), and golden calls the signature does not vouch for are
+ * not made: FATPTE_OK, the summary says why (specs/nfat-signature.md section 6.1). */
 FATPTE_API fatpte_status fatpte_self_test(const fatpte_container* container, fatpte_loaded* loaded, int keep_outputs,
                                           fatpte_self_test_report** report, fatpte_error* error) FATPTE_NOEXCEPT;
 /* One line: how many calls passed and the largest difference, or the first failure. */

@@ -53,10 +53,14 @@ struct SelfTestReport {
   std::size_t other_method_calls = 0;  // golden calls of other methods, not made
   std::vector<GoldenCallResult> calls;
   bool passed = true;                  // every call ran and every output passed
+  // Under a signature, the entry's golden calls are ones it does not vouch for
+  // (specs/nfat-signature.md section 6.1): none was made or read, and none can fail the entry.
+  bool unsigned_calls = false;
   // One line: `3 golden calls of method 'forward' passed (largest: ...)`, or the first failure:
-  // `golden call 1 of method 'forward', output 0 (key K): max abs 0.31 > 1e-05 + ...`.
+  // `golden call 1 of method 'forward', output 0 (key K): max abs 0.31 > 1e-05 + ...`; or why none
+  // was made (unsigned_calls).
   std::string summary() const;
-  // {"entry", "method", "passed", "other_method_calls", "calls": [{"index", "method", "error",
+  // {"entry", "method", "passed", "unsigned_calls", "other_method_calls", "calls": [{"index", "method", "error",
   // "outputs": [{"key", "dtype", "shape", "max_abs", "max_rel", "max_want", "atol", "rtol", "bound",
   // "passed", "problem"}]}]} (names as the container has them; non-finite numbers as Python's
   // json writes them).
@@ -65,6 +69,10 @@ struct SelfTestReport {
 
 struct SelfTestOptions {
   bool keep_outputs = false;  // keep each call's outputs in the report (GoldenCallResult::got)
+  // The verified statement of a signed load (Dispatch::signature), or null: with it, each golden
+  // tensor hashes as signed before a call is made (E1309, E1310), and golden calls the signature
+  // does not vouch for are not made (unsigned_calls).
+  const SignatureCheck* signature = nullptr;
 };
 
 // Run the golden calls of `loaded`'s entry for its loaded method, in order, on `loaded` (whose

@@ -75,6 +75,11 @@ FATPTE_API fatpte_status fatpte_signature_thinned_count(const fatpte_signature_r
                                                         uint32_t* out) FATPTE_NOEXCEPT;
 FATPTE_API fatpte_status fatpte_signature_thinned_name(const fatpte_signature_report* report, uint32_t index,
                                                        const char** out) FATPTE_NOEXCEPT;
+/* Whether entry `index` (table order) is a signed entry whose golden calls the signature does not
+ * vouch for (1; specs/nfat-signature.md section 6.1: a statement before revision 3 and no golden
+ * digest in the signed provenance), or not (0). A signed self-test does not run such calls. */
+FATPTE_API fatpte_status fatpte_signature_golden_unsigned(const fatpte_signature_report* report, uint32_t index,
+                                                          int* out) FATPTE_NOEXCEPT;
 FATPTE_API void fatpte_signature_report_free(fatpte_signature_report* report) FATPTE_NOEXCEPT;
 
 /* Signed loading (fatpte_load_for, fatpte_load_with): the container's signature must verify with

@@ -76,6 +76,10 @@ struct SignatureCheck {
   };
   std::vector<Key> keys;                             // the manifest's keys, in its order
   std::vector<std::vector<std::uint32_t>> entry_keys;  // per container entry: indices into `keys` it lists
+  // Per container entry: a signed entry with golden calls the signature does not vouch for
+  // (specs/nfat-signature.md section 6.1: a statement before revision 3, no golden digest in its
+  // signed provenance). A signed self-test does not run them, and never rejects the entry for them.
+  std::vector<bool> golden_unsigned;
   // For step 11: the statement's entries, and where findings about the statement are reported
   // (the embedded signature's offset; kNoOffset for a detached one).
   std::shared_ptr<const detail::SignedEntries> statement;

@@ -22,6 +22,10 @@ inline constexpr std::uint64_t kNoOffset = ~std::uint64_t{0};
 const ErrorInfo* error_info(Error code) noexcept;
 // "E0203", or "E????" for an unknown value.
 const char* error_tag(Error code) noexcept;
+// The command line's exit status for an error, by its category (docs/cli.md's table, Python's
+// fatpte.cli.exit_codes): 1 invalid, 2 usage (an unknown value too), 3 no fit, 4 I/O, 5 not
+// verified, 6 disagrees. Every tool ends through it, so each error exits as in Python.
+int exit_status(Error code) noexcept;
 
 // Success, or one broken rule: what, where, and the numbers. An OK Status is one null pointer,
 // so the checks' success path (a Status returned by every check) makes, moves and destroys

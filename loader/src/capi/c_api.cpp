@@ -726,6 +726,7 @@ fatpte_status fatpte_self_test(const fatpte_container* c, fatpte_loaded* l, int 
     }
     fatpte::SelfTestOptions options;
     options.keep_outputs = keep_outputs != 0;
+    options.signature = l->dispatch.signature.get();  // a signed load: only signed golden calls, hashed
     auto r = fatpte::self_test(*c->impl, *l->dispatch.loaded, options);
     if (!r.ok()) return report(r.error(), error);
     auto handle = std::make_unique<fatpte_self_test_report>();

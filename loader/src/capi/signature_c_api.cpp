@@ -124,6 +124,14 @@ fatpte_status fatpte_signature_thinned_name(const fatpte_signature_report* repor
   return FATPTE_OK;
 }
 
+fatpte_status fatpte_signature_golden_unsigned(const fatpte_signature_report* report, uint32_t index,
+                                               int* out) noexcept {
+  if (report == nullptr || out == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  if (index >= report->check.golden_unsigned.size()) return FATPTE_E_ENTRY_NOT_FOUND;
+  *out = report->check.golden_unsigned[index] ? 1 : 0;
+  return FATPTE_OK;
+}
+
 void fatpte_signature_report_free(fatpte_signature_report* report) noexcept { delete report; }
 
 fatpte_status fatpte_load_options_require_signature(fatpte_load_options* options, const fatpte_trust* trust) noexcept {

@@ -23,6 +23,17 @@ const char* error_tag(Error code) noexcept {
   return info == nullptr ? "E????" : info->tag;
 }
 
+int exit_status(Error code) noexcept {
+  const ErrorInfo* info = error_info(code);
+  const std::string category = info != nullptr ? info->category : "usage";
+  if (category == "selection") return 3;
+  if (category == "io") return 4;
+  if (category == "usage") return 2;
+  if (category == "unverified") return 5;
+  if (category == "disagrees") return 6;
+  return 1;
+}
+
 Status::Status(Error code, std::uint64_t offset, std::string field, std::string message) {
   if (code != Error::OK) failure_.reset(new Failure{code, offset, std::move(field), std::move(message)});
 }

@@ -42,11 +42,12 @@ void put_f64(std::vector<std::uint8_t>& out, double v) {
 
 }  // namespace
 
-std::vector<std::uint8_t> golden_encoding(const M::Entry& entry) {
+namespace {
+
+std::vector<std::uint8_t> encode(const ::flatbuffers::Vector<::flatbuffers::Offset<M::GoldenCall>>* calls) {
   static const char kTag[] = "nfat.golden/1";
   std::vector<std::uint8_t> out;
   put_str(out, kTag, sizeof kTag - 1);
-  const auto* calls = entry.golden();
   put_u32(out, calls == nullptr ? 0 : calls->size());
   if (calls == nullptr) return out;
   for (const M::GoldenCall* call : *calls) {
@@ -65,6 +66,14 @@ std::vector<std::uint8_t> golden_encoding(const M::Entry& entry) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> golden_encoding(const M::Entry& entry) { return encode(entry.golden()); }
+
+std::vector<std::uint8_t> golden_encoding(const M::Entry* entry) {
+  return encode(entry == nullptr ? nullptr : entry->golden());
 }
 
 std::string golden_digest_hex(const M::Entry& entry) {

@@ -18,6 +18,8 @@ inline constexpr const char* kGoldenDigestKey = "fatpte.golden.sha256";
 
 // str("nfat.golden/1") list(call: str method, list(str input), list(output: str key, u64 atol, u64 rtol)).
 std::vector<std::uint8_t> golden_encoding(const nfat::manifest::Entry& entry);
+// The same of an entry that may have no manifest record (nullptr: no golden calls, an empty list).
+std::vector<std::uint8_t> golden_encoding(const nfat::manifest::Entry* entry);
 // The SHA-256 of golden_encoding(entry), lowercase hex.
 std::string golden_digest_hex(const nfat::manifest::Entry& entry);
 // The value of provenance key `key` of `entry`, or nullptr.

@@ -553,6 +553,7 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
     }
     if (loaded) {
       out.loaded = std::move(loaded);
+      if (signature) out.signature = std::make_shared<const SignatureCheck>(*signature);
       return Status();
     }
   }

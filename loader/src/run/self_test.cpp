@@ -162,11 +162,27 @@ SelfTestReport run_calls(Loaded& loaded, const std::vector<GoldenCallSpec>& call
   return report;
 }
 
+// Whether a signed load's statement does not vouch for the golden calls of entry `index`.
+bool unsigned_calls(const SignatureCheck* signature, std::uint32_t index) {
+  return signature != nullptr && index < signature->golden_unsigned.size() && signature->golden_unsigned[index];
+}
+
+constexpr const char* kUnsignedCalls =
+    "the signature does not vouch for them (a statement before revision 3 of specs/nfat-signature.md, and no "
+    "fatpte.golden.sha256 in the entry's signed provenance), so they are ignored";
+
 }  // namespace
 
 Result<SelfTestReport> self_test(const Container& c, Loaded& loaded, const SelfTestOptions& options) {
+  if (unsigned_calls(options.signature, loaded.index())) {
+    SelfTestReport report;
+    report.entry = loaded.index();
+    report.method = loaded.method();
+    report.unsigned_calls = true;
+    return report;
+  }
   std::size_t others = 0;
-  auto calls = calls_to_make(c, loaded, nullptr, others);
+  auto calls = calls_to_make(c, loaded, options.signature, others);
   if (!calls.ok()) return calls.error();
   return run_calls(loaded, calls.value(), others, options);
 }
@@ -175,6 +191,7 @@ std::string SelfTestReport::summary() const {
   const std::string of = " of method '" + detail::printable(method) + "'";
   std::string others;
   if (other_method_calls != 0) others = "; " + plural(other_method_calls, "golden call") + " of other methods not made";
+  if (unsigned_calls) return std::string("golden calls not made: ") + kUnsignedCalls;
   if (calls.empty()) return "no golden calls" + of + others;
   for (const GoldenCallResult& call : calls) {
     const std::string which = "golden call " + std::to_string(call.index) + of;
@@ -213,6 +230,7 @@ std::string SelfTestReport::json(const Container& c) const {
   const std::string name = entry < c.entries().size() ? c.entries()[entry].name : "";
   std::string out = "{\"entry\": " + detail::json_quote(name) + ", \"method\": " + detail::json_quote(method) +
                     ", \"passed\": " + (passed ? "true" : "false") +
+                    ", \"unsigned_calls\": " + (unsigned_calls ? "true" : "false") +
                     ", \"other_method_calls\": " + std::to_string(other_method_calls) + ", \"calls\": [";
   for (std::size_t k = 0; k < calls.size(); ++k) {
     const GoldenCallResult& call = calls[k];
@@ -240,6 +258,14 @@ namespace detail {
 
 Status self_test_on_load(const Container& c, const SignatureCheck* signature, Attempt& attempt,
                          std::unique_ptr<Loaded>& loaded, const Reload& reload) {
+  // Golden calls the signature does not vouch for (specs/nfat-signature.md section 6.1) could have
+  // been added by anyone: they are not made, not even read, and never reject the signed entry.
+  const std::uint32_t index = loaded->index();
+  if (unsigned_calls(signature, index)) {
+    attempt.details.push_back("self-test: not run: the signature does not vouch for the golden calls of entry '" +
+                              detail::printable(c.entries()[index].name) + "': " + kUnsignedCalls);
+    return Status();
+  }
   std::size_t others = 0;
   auto calls = calls_to_make(c, *loaded, signature, others);
   if (!calls.ok()) return calls.error();

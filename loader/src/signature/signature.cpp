@@ -20,6 +20,7 @@
 #include "common/text.hpp"
 #include "container/manifest_view.hpp"
 #include "device/requirements.hpp"
+#include "manifest/golden.hpp"
 #include "nfat_manifest_generated.h"
 #include "signature/check.hpp"
 
@@ -238,6 +239,8 @@ struct SignedEntry {
   Digest payload{}, record{};
   // What selection reads of its record (revision 2, section 3.2); absent in a revision 1 statement.
   std::optional<detail::Requirements> selection;
+  // The golden digest of its golden calls (revision 3, section 3.2); absent before revision 3.
+  std::optional<Digest> golden;
 };
 struct SignedKey {
   std::string key;
@@ -258,9 +261,14 @@ bool id_ok(std::string_view s) {
   return true;
 }
 
-Status get_digest(const Where& w, const Value& obj, const char* key, const std::string& path, Digest& out) {
+Status get_digest(const Where& w, const Value& obj, const char* key, const std::string& path, Digest& out,
+                  bool* present = nullptr) {
   Value v;
-  FATPTE_RETURN_IF_ERROR(get(w, obj, key, Kind::kString, path, v));
+  FATPTE_RETURN_IF_ERROR(get(w, obj, key, Kind::kString, path, v, present == nullptr));
+  if (present != nullptr) {
+    *present = static_cast<bool>(v);
+    if (!v) return Status();
+  }
   const std::string at = path + "." + key;
   if (!hex_digest(v.text(), out)) return malformed(w, at, at + " must be 64 lowercase hexadecimal digits");
   return Status();
@@ -432,6 +440,10 @@ Status read_statement(const Where& w, const std::vector<std::uint8_t>& payload, 
       se.selection.emplace();
       FATPTE_RETURN_IF_ERROR(read_selection(w, selection, ep + ".selection", *se.selection));
     }
+    Digest golden{};
+    bool has_golden = false;
+    FATPTE_RETURN_IF_ERROR(get_digest(w, e, "golden_sha256", ep, golden, &has_golden));
+    if (has_golden) se.golden = golden;
     st.entries.push_back(std::move(se));
   }
   Value keys;
@@ -634,6 +646,15 @@ std::string hex(const Digest& d) {
   return out;
 }
 
+// Whether the signature vouches for the golden calls of an entry whose record matched `s` (section
+// 6.1): the statement states their digest (revision 3; step 7e checked it), or the signed record's
+// provenance does (specs/nfat-manifest.md 11.3, which E0423 holds the calls to). An entry without
+// calls has nothing to vouch for. Python's golden_vouched.
+bool golden_vouched(const SignedEntry& s, const M::Entry* me) {
+  if (me == nullptr || me->golden() == nullptr || me->golden()->size() == 0 || s.golden) return true;
+  return detail::provenance_value(*me, detail::kGoldenDigestKey) != nullptr;
+}
+
 bool verifies(EVP_PKEY* key, const std::vector<std::uint8_t>& sig, const std::vector<std::uint8_t>& message) {
   const detail::LibCrypto& f = ossl();
   EVP_MD_CTX* ctx = f.md_ctx_new();
@@ -671,6 +692,39 @@ class ManifestPositions {
   const M::Manifest* root_;
   std::vector<std::pair<const M::Entry*, std::size_t>> sorted_;
 };
+
+// Steps 7d and 7e for table entry `e` (its record at `base`), whose manifest record is `me`
+// (nullptr: none), against statement entry `s`: each finding goes to `tamper`.
+template <typename Tamper>
+void check_record(const Container& c, const Entry& e, const M::Entry* me, const SignedEntry& s, std::uint64_t base,
+                  ManifestPositions& positions, detail::SignatureWork& work, Tamper&& tamper) {
+  const Header& h = c.header();
+  const std::uint8_t* manifest_base = c.bytes().data + h.manifest_offset;
+  const std::uint64_t at =
+      me == nullptr ? base
+                    : h.manifest_offset + static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(me) -
+                                                                     manifest_base);
+  // The field of a finding (the manifest entry's position, found only when one needs it).
+  const auto field = [&](const char* below) {
+    return me == nullptr ? "entries[" + std::to_string(e.index) + "].name"
+                         : "manifest.entries[" + std::to_string(positions.of(me)) + "]" + below;
+  };
+  const std::vector<std::uint8_t> record = entry_record(me);
+  work.record_bytes += record.size();
+  if (sha256(record.data(), record.size()) != s.record) {
+    tamper(fail(Error::SIGNED_RECORD_MISMATCH, at, field(""), "entry '%s': its manifest record differs from the signed one",
+                e.name.c_str()));
+  }
+  // Step 7e: the golden calls a revision 3 statement vouches for, or their absence.
+  const std::vector<std::uint8_t> golden = detail::golden_encoding(me);
+  work.record_bytes += golden.size();
+  if (s.golden && sha256(golden.data(), golden.size()) != *s.golden) {
+    tamper(fail(Error::SIGNED_RECORD_MISMATCH, at, field(".golden"),
+                "entry '%s': its golden calls are not the signed ones (the statement states golden calls with "
+                "SHA-256 %s...): they were added, changed or removed after signing",
+                e.name.c_str(), hex(*s.golden).substr(0, 16).c_str()));
+  }
+}
 
 // ---- trusted-key files (specs/nfat-signature.md section 5.4) ----
 
@@ -961,7 +1015,6 @@ Result<SignatureCheck> detail::check_signature(const Container& c, const Trusted
   // Each table entry's manifest record comes from the view's index (O(1) each), so verifying is
   // linear in the entries, never a scan of the manifest per entry.
   ManifestPositions positions(root);
-  const std::uint8_t* manifest_base = c.bytes().data + h.manifest_offset;
   // Step 7: entries.
   int last = -1;
   std::set<std::string> present;
@@ -973,6 +1026,7 @@ Result<SignatureCheck> detail::check_signature(const Container& c, const Trusted
     if (it == signed_index.end()) {
       check.states.push_back(EntryState::kUnsigned);
       check.statement_index.push_back(-1);
+      check.golden_unsigned.push_back(false);
       note(fail(Error::ENTRY_NOT_SIGNED, base, p + ".name",
                 "entry '%s' is not in the signed statement: it was added after signing", e.name.c_str()));
       continue;
@@ -1011,17 +1065,8 @@ Result<SignatureCheck> detail::check_signature(const Container& c, const Trusted
     }
     const M::Entry* me = view.value().entry(e.index);
     ++work.records_looked_up;
-    const std::vector<std::uint8_t> record = entry_record(me);
-    work.record_bytes += record.size();
-    if (sha256(record.data(), record.size()) != s.record) {
-      const std::uint64_t at =
-          me == nullptr ? base
-                        : h.manifest_offset + static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(me) -
-                                                                         manifest_base);
-      tamper(fail(Error::SIGNED_RECORD_MISMATCH, at,
-                  me == nullptr ? p + ".name" : "manifest.entries[" + std::to_string(positions.of(me)) + "]",
-                  "entry '%s': its manifest record differs from the signed one", e.name.c_str()));
-    }
+    check_record(c, e, me, s, base, positions, work, tamper);
+    check.golden_unsigned.push_back(!golden_vouched(s, me));
     check.states.push_back(state);
     check.statement_index.push_back(k);
   }
