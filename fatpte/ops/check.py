@@ -312,14 +312,18 @@ def _run_entry(path: str, index: int, name: str, record: Any, rt: runner.Runtime
 def _pairs(ran: list[EntryCheck]) -> list[PairCheck]:
     """Each pair of entries that ran, on every output of every golden call both made."""
     out = []
+    # Each entry's outputs by (call, output), made once: a search of the list per output was
+    # quadratic in the golden calls (issue 42 C1).
+    by_call = [{(o.call, o.output): o for o in e.outputs} for e in ran]
     for i, a in enumerate(ran):
-        for b in ran[i + 1 :]:
+        for i_b, b in enumerate(ran[i + 1 :], i + 1):
             for (call, j), file_a in sorted(a.files.items()):
                 file_b = b.files.get((call, j))
                 if file_b is None or a.inputs.get(call) != b.inputs.get(call):
                     continue
-                oa = next(o for o in a.outputs if (o.call, o.output) == (call, j))
-                ob = next(o for o in b.outputs if (o.call, o.output) == (call, j))
+                oa, ob = by_call[i].get((call, j)), by_call[i_b].get((call, j))
+                if oa is None or ob is None:
+                    continue
                 if oa.problem or ob.problem or oa.key != ob.key or not file_a.exists() or not file_b.exists():
                     continue
                 if file_a.stat().st_size != file_b.stat().st_size:
