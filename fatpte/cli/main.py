@@ -39,6 +39,7 @@ from fatpte.cli.exit_codes import (
     EXIT_IO,
     EXIT_NO_FIT,
     EXIT_OK,
+    closed_stdout,
     error_line,
     exit_code,
     out_of_memory_line,
@@ -73,8 +74,10 @@ class FatpteGroup(click.Group):
             except FatpteError as exc:
                 echo(error_line(exc), err=True)
                 ctx.exit(exit_code(exc))
+            except BrokenPipeError:
+                ctx.exit(closed_stdout())  # stdout's reader closed it (`| head -1`): end quietly
             except OSError as exc:
-                # The library wraps its own I/O; this catches writing results (a closed pipe).
+                # The library wraps its own I/O; this catches writing results (a full disk).
                 echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
                 ctx.exit(EXIT_IO)
             except MemoryError:
