@@ -47,6 +47,13 @@ GOOD = "Basic " + base64.b64encode(f"reader:{PASSWORD}".encode()).decode()
     ("reading 'https://h/a.nfat?token=t0k' failed (E0803)", "reading 'https://h/a.nfat?token=***' failed (E0803)"),
     ("https://h/a.nfat?monkey=1&tokens=2", "https://h/a.nfat?monkey=1&tokens=2"),
     ("./models/a.nfat?token=not-a-url", "./models/a.nfat?token=not-a-url"),
+    # By the rule of specs/remote.md section 3, not by a list (issue 42 point 8): names a service
+    # chose, whose parts (split at separators and case changes) include a credential word.
+    ("https://h/a.nfat?private_token=glpat-1&ref=main", "https://h/a.nfat?private_token=***&ref=main"),
+    ("https://h/a.nfat?x-api-key=k&X-Api-Key=k&apiKey=k&APIKEY=k&AccessKeyId=k&sessionToken=t&my.secret=s"
+     "&Client-Password=p&X-Auth=a&JWT=j&GoogleAccessId=g&design=1&author=2&monkey=3",
+     "https://h/a.nfat?x-api-key=***&X-Api-Key=***&apiKey=***&APIKEY=***&AccessKeyId=***&sessionToken=***"
+     "&my.secret=***&Client-Password=***&X-Auth=***&JWT=***&GoogleAccessId=***&design=1&author=2&monkey=3"),
 ])
 def test_redact(text: str, shown: str) -> None:
     assert redact(text) == shown
@@ -142,3 +149,18 @@ def test_a_signed_urls_signature_is_used_and_never_shown(server: Scripted) -> No
         assert signature not in done.stdout + done.stderr and token not in done.stdout + done.stderr
     assert "X-Amz-Signature=***" in failing.stderr, failing.stderr
 
+
+
+def test_credential_parameters_a_service_names_its_own_way_are_never_shown(server: Scripted) -> None:
+    """`private_token=` (GitLab) and `x-api-key=`: hidden by the rule of specs/remote.md section 3
+    (a part of the name is a credential word), not by a list that names them (issue 42 point 8)."""
+    secrets = ("glpat-AbCdEf0123", "k3y-0f-th3-api")
+    query = f"?private_token={secrets[0]}&x-api-key={secrets[1]}&ref=main"
+    url = server.url("/c.nfat").replace("http://", f"http://reader:{PASSWORD}@") + query
+    ok = fatpte_cli("info", url, "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["path"].endswith("?private_token=***&x-api-key=***&ref=main")
+    failing = fatpte_cli("info", url.replace("/c.nfat", "/missing.nfat"))
+    assert failing.returncode == 4, failing.stderr
+    for done in (ok, failing):
+        assert not any(s in done.stdout + done.stderr for s in (*secrets, PASSWORD)), done.stdout + done.stderr
