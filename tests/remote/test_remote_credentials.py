@@ -50,10 +50,10 @@ GOOD = "Basic " + base64.b64encode(f"reader:{PASSWORD}".encode()).decode()
     # By the rule of specs/remote.md section 3, not by a list (issue 42 point 8): names a service
     # chose, whose parts (split at separators and case changes) include a credential word.
     ("https://h/a.nfat?private_token=glpat-1&ref=main", "https://h/a.nfat?private_token=***&ref=main"),
-    ("https://h/a.nfat?x-api-key=k&X-Api-Key=k&apiKey=k&APIKEY=k&AccessKeyId=k&sessionToken=t&my.secret=s"
-     "&Client-Password=p&X-Auth=a&JWT=j&GoogleAccessId=g&design=1&author=2&monkey=3",
-     "https://h/a.nfat?x-api-key=***&X-Api-Key=***&apiKey=***&APIKEY=***&AccessKeyId=***&sessionToken=***"
-     "&my.secret=***&Client-Password=***&X-Auth=***&JWT=***&GoogleAccessId=***&design=1&author=2&monkey=3"),
+    (("https://h/a.nfat?x-api-key=k&X-Api-Key=k&apiKey=k&APIKEY=k&AccessKeyId=k&sessionToken=t&my.secret=s"
+      "&Client-Password=p&X-Auth=a&JWT=j&GoogleAccessId=g&design=1&author=2&monkey=3"),
+     ("https://h/a.nfat?x-api-key=***&X-Api-Key=***&apiKey=***&APIKEY=***&AccessKeyId=***&sessionToken=***"
+      "&my.secret=***&Client-Password=***&X-Auth=***&JWT=***&GoogleAccessId=***&design=1&author=2&monkey=3")),
 ])
 def test_redact(text: str, shown: str) -> None:
     assert redact(text) == shown
