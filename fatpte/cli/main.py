@@ -522,8 +522,10 @@ def check(file: str, aarch64_runtime: str | None, qemu: str | None, as_json: boo
     table: entry x output, the largest absolute and relative differences and the tolerance.
     An entry this machine cannot run is listed with the reason (a requirement it fails, a
     backend library that is not there); one made for aarch64 runs under qemu-aarch64 with the
-    CPU model its requirements name when an aarch64 fatpte-run is given. Exit 6 when an entry
-    disagrees, 3 when no entry can run here.
+    CPU model its requirements name when an aarch64 fatpte-run is given. FILE may be a URL: it
+    is fetched through fatpte's remote reader to a private temporary file (0600, removed
+    afterwards) that fatpte-run reads, so its credentials are never printed nor put on a command
+    line. Exit 6 when an entry disagrees, 3 when no entry can run here.
     """
     from fatpte.ops.check import check as check_file
 

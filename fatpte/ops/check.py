@@ -17,7 +17,9 @@ figures show how close the lowerings are, and catch entries whose own golden out
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import re
 import struct
 import tempfile
@@ -235,7 +237,47 @@ def check(path: str, *, runtime: str | None = None, aarch64_runtime: str | None 
           qemu: str | None = None) -> CheckReport:
     """Run every entry of the container at `path` that this machine (or an emulator of another
     architecture its requirements name) can run on its golden calls, and compare. NO_GOLDEN_CALLS
-    when no entry has any."""
+    when no entry has any. A URL is fetched first, through fatpte's remote reader, to a private
+    temporary file that the runners read (`fetched`): its credentials are never shown (the report
+    names it `redact`ed) nor put on a runner's command line."""
+    from fatpte.fileio.url import is_url, redact
+
+    if not is_url(path):
+        return _check(path, path, runtime=runtime, aarch64_runtime=aarch64_runtime, qemu=qemu)
+    shown = redact(path)
+    if runner.native_runtime(runtime) is None:  # before the download: nothing could run it
+        raise _no_runner(shown)
+    with fetched(path) as local:
+        return _check(local, shown, runtime=runtime, aarch64_runtime=aarch64_runtime, qemu=qemu)
+
+
+@contextlib.contextmanager
+def fetched(url: str) -> Iterator[str]:
+    """The container at `url`, streamed through fatpte's remote reader (every answer checked,
+    specs/remote.md) into `container.nfat` in a new folder only this user can enter (0700), the
+    file itself 0600, created new (never through a link); the folder and the file are removed
+    when the block ends, whatever ends it. Nothing but the range being written is held."""
+    from fatpte.container.locations import open as open_container
+
+    with tempfile.TemporaryDirectory(prefix="fatpte-check-") as folder:  # mkdtemp: 0700
+        local = os.path.join(folder, "container.nfat")
+        fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            with open_container(url) as c:
+                c.copy_range(0, c.size, fd, 0)
+        finally:
+            os.close(fd)
+        yield local
+
+
+def _no_runner(source: str) -> FatpteError:
+    return FatpteError(ErrorCode.INVALID_ARGUMENT, "check runs the entries with fatpte-run, and none was found: "
+                       "set $FATPTE_RUN, give `fatpte --runtime PATH`, or put fatpte-run on PATH", source=source)
+
+
+def _check(path: str, source: str, *, runtime: str | None, aarch64_runtime: str | None,
+           qemu: str | None) -> CheckReport:
+    """`check` of the local file `path`, reported as `source` (the URL it came from, redacted)."""
     from fatpte.container.locations import open as open_container
 
     with open_container(path) as c:
@@ -244,11 +286,10 @@ def check(path: str, *, runtime: str | None = None, aarch64_runtime: str | None 
         table = list(c.entries)
     if not any(r.golden for r in records.values()):
         raise FatpteError(ErrorCode.NO_GOLDEN_CALLS, "the container has no golden calls to check: pack it with "
-                          "--golden CALLS.json (and --golden-from NAME to record the outputs)", source=path)
+                          "--golden CALLS.json (and --golden-from NAME to record the outputs)", source=source)
     if runner.native_runtime(runtime) is None:
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "check runs the entries with fatpte-run, and none was found: "
-                          "set $FATPTE_RUN, give `fatpte --runtime PATH`, or put fatpte-run on PATH", source=path)
-    report = CheckReport(path, [], [])
+        raise _no_runner(source)
+    report = CheckReport(source, [], [])
     with tempfile.TemporaryDirectory(prefix="fatpte-check-") as scratch:
         for e in table:
             record = records.get(e.name)
