@@ -525,7 +525,9 @@ def check(file: str, aarch64_runtime: str | None, qemu: str | None, as_json: boo
     CPU model its requirements name when an aarch64 fatpte-run is given. FILE may be a URL: it
     is fetched through fatpte's remote reader to a private temporary file (0600, removed
     afterwards) that fatpte-run reads, so its credentials are never printed nor put on a command
-    line. Exit 6 when an entry disagrees, 3 when no entry can run here.
+    line. Exit 6 when an entry disagrees, 3 when no entry can run here, 1 when the container
+    breaks a rule: an entry's golden calls break E0421-E0423 (a call naming a method the program
+    lacks is E0422), or fatpte-run finds it damaged.
     """
     from fatpte.ops.check import check as check_file
 

@@ -279,11 +279,17 @@ def _check(path: str, source: str, *, runtime: str | None, aarch64_runtime: str 
            qemu: str | None) -> CheckReport:
     """`check` of the local file `path`, reported as `source` (the URL it came from, redacted)."""
     from fatpte.container.locations import open as open_container
+    from fatpte.manifest.rules import golden_problem_of_each_entry
 
     with open_container(path) as c:
         manifest = c.manifest
         records = {} if manifest is None else manifest.by_name()
         table = list(c.entries)
+    # The golden rules first (specs/nfat-manifest.md 11.2, 11.3): an entry that breaks one is an
+    # invalid container (exit 1), never an entry that cannot run here (a call naming a method the
+    # program lacks once made fatpte-run refuse to load it: "no entry can run", exit 3).
+    problems = {} if manifest is None else {manifest.entries[i].name: found for i, found in
+                                            golden_problem_of_each_entry(manifest).items()}
     if not any(r.golden for r in records.values()):
         raise FatpteError(ErrorCode.NO_GOLDEN_CALLS, "the container has no golden calls to check: pack it with "
                           "--golden CALLS.json (and --golden-from NAME to record the outputs)", source=source)
@@ -296,6 +302,11 @@ def _check(path: str, source: str, *, runtime: str | None, aarch64_runtime: str 
             result = EntryCheck(e.name, e.backend_id, NO_CALLS)
             report.entries.append(result)
             if record is None or not record.golden:
+                continue
+            if e.name in problems:
+                code, field_path, message = problems[e.name]
+                result.state, result.code = FAILED, code
+                result.reason = f"{message} ({code.tag} at {field_path})"
                 continue
             place = runner.placement(e, record, runtime=runtime, aarch64_runtime=aarch64_runtime, qemu=qemu)
             if place.runtime is None:

@@ -317,3 +317,61 @@ def test_a_load_without_the_self_test_reads_no_golden_byte(tmp_path: Path) -> No
         size = sum(c.segments[c.manifest.keys[k]].size for k in keys)
     assert without["golden"] == 0 and tested["golden"] == size
     assert tested["bytes"] - without["bytes"] == size
+
+
+def _calls_of_a_missing_method(tmp_path: Path) -> Path:
+    """Two mlp entries with golden calls, `first` (priority 10) and `second`; the calls of `first`
+    name method 'first' (each call's method offset aimed at the entry's name, the digest of its
+    calls restated, the checksums resealed), which the program lacks: E0422, the container invalid."""
+    from fatpte.manifest import model as M
+    from tools.gen_vectors import ManifestMap
+
+    out = tmp_path / "two.nfat"
+    fatpte.pack([fatpte.Specialization("portable", FIXTURES / FILES["mlp"]["portable"], name=name, priority=priority,
+                                       golden_tolerance={"atol": tol, "rtol": tol})
+                 for name, priority, tol in (("first", 10, 1e-3), ("second", 0, 2e-3))], out,
+                golden=TIERS["mlp"]["calls"])
+    data = bytearray(out.read_bytes())
+    with fatpte.open(out) as c:
+        base, size = c.header.manifest_offset, c.header.manifest_size
+        assert c.manifest is not None and c.manifest.entries[0].name == "first"
+        calls = c.manifest.entries[0].golden
+    where = ManifestMap(data, base)
+    name_at = where.locate("entries[0].name")[0] - 4  # the string's length, where an offset points
+    for k in range(len(calls)):
+        slot = where.slot(f"entries[0].golden[{k}].method")
+        assert name_at > slot  # flatbuffers offsets point forward
+        data[slot : slot + 4] = (name_at - slot).to_bytes(4, "little")
+    old, new = (M.golden_digest(cs).encode() for cs in (calls, [x._replace(method="first") for x in calls]))
+    assert data.count(old) == 1  # the tolerances differ, so the entries' digests do too
+    data[data.index(old) : data.index(old) + 64] = new
+    at, n = L.RECORDS["v2_header"].offsets["manifest_checksum"]
+    data[at : at + n] = crc32c(bytes(data[base : base + size])).to_bytes(n, "little")
+    assert reseal(data)
+    bad = tmp_path / "missing-method.nfat"
+    bad.write_bytes(data)
+    report = fatpte.validate(bad)
+    assert [(f.code.tag, f.field) for f in report.errors][:1] == [("E0422", "manifest.entries[0].golden[0].method")]
+    return bad
+
+
+def test_golden_calls_of_a_method_the_program_lacks_fail_check_and_the_self_test(build: Path, tmp_path: Path) -> None:
+    """Issue 42 point 8: `check` said "no entry can run" (exit 3) and `--self-test` served the entry
+    as passed ("3 golden calls of other methods not made"). Now `check` exits 1 with the E0422
+    finding (docs/cli.md: E04xx exit 1) and runs the other entry; the self-test fails the entry
+    with E0422 and falls back to `second`, whose calls pass."""
+    bad = _calls_of_a_missing_method(tmp_path)
+    rc, report, text = check(build, bad)
+    states = {e["name"]: (e["state"], e["reason"]) for e in report["entries"]}
+    assert rc == 1 and report["error"]["code"] == "E0422", report
+    assert states["first"][0] == "failed" and "has no such method" in states["first"][1]
+    assert states["second"][0] == "agrees"
+    assert "result: E0422" in text
+    calls = tmp_path / "calls.json"
+    calls.write_text(json.dumps([{"inputs": c["inputs"]} for c in TIERS["mlp"]["calls"]]))
+    done = run(build, bad, "--self-test", "--inputs", calls, "--json")
+    assert done.returncode == 0, done.stderr
+    dispatch = json.loads(done.stdout)["dispatch"]
+    assert any(line.startswith("dispatch: first [portable]: self-test failed: E1401: golden call 0 of method 'first' "
+                                "could not run: E0422") for line in dispatch), dispatch
+    assert json.loads(done.stdout)["chosen"] == "second"
