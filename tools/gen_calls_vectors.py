@@ -47,6 +47,10 @@ def vectors() -> list[CallsVector]:
           "NaN, Infinity and -Infinity (Python's json writes them) as float32 values", None, False),
         v("accepted-bool-integers.json", _call("bool", "[4]", "[true, false, 0, 1]").encode(),
           "a bool tensor of true, false, 0 and 1", None, False),
+        v("accepted-negative-zero.json",
+          (b'[{"inputs": [{"dtype": "bool", "shape": [1], "values": [-0]}, {"dtype": "uint64", "shape": [1], '
+           b'"values": [-0]}, {"dtype": "int8", "shape": [1], "values": [-0]}]}]\n'),
+          "-0 as a bool, a uint64 and an int8 value (0, as Python reads it)", None, False),
         v("accepted-depth-64.json", _call(extra=_nested(64)).encode(),
           "a value 64 deep (the document at depth 1), under a key readers ignore", None, False),
         v("accepted-float32-past-range.json", _call(values="[1e39, -1e39, 3.5e38, 0]").encode(),
