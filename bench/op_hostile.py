@@ -12,7 +12,8 @@ program whose operators are one operator, a profile of many keys. Issue 33's sur
 signature region near and past its value limit (S5), one signed entry and thousands added after
 signing (S6), a hostile manifest under a signature (S2), trusted-key files growing past their
 64 KiB limit, calls.json of many values and of a shape whose product overflows, fat delegates
-nested ever deeper and shared ever wider (F1). The entry counts of the scale section's table (1k,
+nested ever deeper and shared ever wider (F1); issue 42's `fatpte check` of two entries with
+ever more golden calls (C1). The entry counts of the scale section's table (1k,
 16k, 64k entries sharing a payload) come from `entries_table` here too.
 """
 
@@ -150,6 +151,19 @@ def run_shapes(work: Path) -> list[Shape]:
     ]
 
 
+def golden_shapes() -> list[Shape]:
+    """Issue 42 C1: `fatpte check` of two entries with ever more golden calls (each run by
+    fatpte-run, each output paired with the other entry's)."""
+    from tools import hostile
+
+    check = _tool("Python `fatpte check`", [FATPTE, "--runtime", str(LOADER / "fatpte-run"), "check", "{}"], (0,))
+    return [
+        Shape("C1: 2 entries of 1,250 golden calls per x each (valid; x16: 20,000 calls, once minutes to check)",
+              lambda k: hostile.golden_calls_container(_n(1250, k), ET_FIXTURES / "mlp_portable.pte"), ".nfat",
+              (check,)),
+    ]
+
+
 def shapes() -> list[Shape]:
     from tools import hostile
 
@@ -221,7 +235,8 @@ HEADER = ("| worst case | reader | x1 file | time x1 | time x4 | time x16 | time
 def measure(ctx: Context) -> Section:
     section = Section("hostile input", (
         "The shapes of issue 15's attack on the readers, and issue 33's on signed loading (S2, S5, S6), "
-        "trusted-key files, run inputs (I1) and nested fat delegates (F1), each at three sizes (x1, x4, "
+        "trusted-key files, run inputs (I1) and nested fat delegates (F1), issue 42's `check` of many golden "
+        "calls (C1), each at three sizes (x1, x4, "
         "x16 the x1 file's parameters), read as whole processes (start-up included: it flattens the small sizes) by the "
         "Python command and the C++ loader's tools; the median of the rounds, the sizes interleaved in "
         "every round, and the peak RSS of any round. Linear means the time and the peak memory grow no "
@@ -232,7 +247,7 @@ def measure(ctx: Context) -> Section:
     section.lines += [HEADER, "|---" * 12 + "|"]
     with warnings.catch_warnings():  # pack's notes on the entries' ranking ties, building S6's files
         warnings.simplefilter("ignore")
-        for shape in [*shapes(), *signed_shapes(ctx.work), *run_shapes(ctx.work)]:
+        for shape in [*shapes(), *signed_shapes(ctx.work), *run_shapes(ctx.work), *golden_shapes()]:
             section.lines += measure_rows(ctx, shape, SIZES)
     return section
 

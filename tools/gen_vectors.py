@@ -40,6 +40,7 @@ import fatpte
 from fatpte.errors import ErrorCode, Severity
 from fatpte.fileio.checksum import crc32c
 from fatpte.format import layout as L
+from tools import gen_calls_vectors
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "specs" / "vectors"
@@ -2036,6 +2037,8 @@ Written by `tools/gen_vectors.py` (do not edit by hand: change the script and ru
 {valid} valid, {invalid} invalid. Every reader of NFAT must give each file the outcome
 `index.json` states; Python runs them in tests/conformance/test_vectors.py, the C++ loader in
 tests/loader/test_cpp_parity.py (`fatpte-validate`) and fuzz/fuzz_differential.py.
+`calls/` holds the calls.json vectors (tools/gen_calls_vectors.py, its own `index.json`: accepted,
+or the E0702 and field both readers give), run by tests/conformance/test_calls_vectors.py.
 
 Each invalid file is a valid one (`base`) with exactly one defect, which its name says; `changed`
 lists the byte ranges `[start, end)` that differ from the base (the defect and, when the header
@@ -2093,6 +2096,7 @@ def write(out: Path, vectors: Sequence[Vector]) -> None:
         if v.sidecar is not None:
             (out / (v.file + v.sidecar[0])).write_bytes(v.sidecar[1])
     (out / INDEX).write_text(render_index(vectors))
+    gen_calls_vectors.write(out / "calls")
     valid = sum(v.code is None for v in vectors)
     (out / "README.md").write_text(README.format(count=len(vectors), valid=valid, invalid=len(vectors) - valid))
 

@@ -313,6 +313,23 @@ def signed_with_added_entries(added: int, key: str = "ed25519") -> bytes:
     return bytes(with_bundle(grown, bundle_of(signed(packed([one]), test_key(key)))))
 
 
+def golden_calls_container(calls: int, model: Path) -> bytes:
+    """Two entries of the program `model` (tests/fixtures/executorch/mlp_portable.pte) with
+    `calls` golden calls each, the three tier calls of mlp (fixtures.json, their eager outputs,
+    a tolerance of 1e-3 that they meet) repeated: valid, and `fatpte check` pairs every output of
+    one entry with the other's (issue 42 C1, once quadratic in the calls)."""
+    import fatpte
+
+    tiers = json.loads((model.parent / "fixtures.json").read_text())["tiers"]["models"]["mlp"]["calls"]
+    tolerance = {"atol": 1e-3, "rtol": 1e-3}
+    specs = [fatpte.Specialization("portable", model, name=name, golden_tolerance=tolerance, priority=p)
+             for name, p in (("a", 1), ("b", 0))]
+    with tempfile.TemporaryDirectory(prefix="hostile-golden-") as tmp:
+        out = Path(tmp) / "golden.nfat"
+        fatpte.pack(specs, out, golden=[tiers[k % len(tiers)] for k in range(calls)])
+        return out.read_bytes()
+
+
 def key_file_after_text(size: int) -> bytes:
     """The conformance P-256 trusted key (PEM) after `size` bytes of text: refused (specs/
     nfat-signature.md section 5.4: nothing but the one block), and past 64 KiB refused by size."""

@@ -31,6 +31,26 @@ EXIT_CODES: dict[Category, int] = {
 }
 
 
+# stdout closed by its reader (`fatpte validate FILE | head -1`): the status of a process SIGPIPE
+# ended, as the shell reports it, and nothing printed (docs/cli.md, "Exit codes").
+EXIT_CLOSED_PIPE = 128 + 13
+
+
+def closed_stdout() -> int:
+    """End quietly on a stdout its reader closed: the usual Unix behaviour (SIGPIPE ends a writer
+    without a word). Points stdout at /dev/null so that the interpreter's last flush of what
+    is still buffered does not fail again on the way out; EXIT_CLOSED_PIPE."""
+    import sys
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no stdout descriptor: nothing left to flush into it
+        pass
+    return EXIT_CLOSED_PIPE
+
+
 def exit_code(error: FatpteError) -> int:
     """The documented exit status for an error."""
     return EXIT_CODES[error.code.category]

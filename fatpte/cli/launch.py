@@ -162,7 +162,7 @@ def run(args: Sequence[str]) -> int | None:
         return None
     command, kwargs = parsed
     from fatpte.cli.commands import UsageProblem, echo, printed_warnings
-    from fatpte.cli.exit_codes import EXIT_IO, error_line, exit_code, out_of_memory_line
+    from fatpte.cli.exit_codes import EXIT_IO, closed_stdout, error_line, exit_code, out_of_memory_line
     from fatpte.errors import ErrorCode, FatpteError
     from fatpte.fileio.atomic import Terminated, end_by_signal
 
@@ -174,8 +174,10 @@ def run(args: Sequence[str]) -> int | None:
     except FatpteError as exc:
         echo(error_line(exc), err=True)
         return exit_code(exc)
+    except BrokenPipeError:
+        return closed_stdout()  # its reader has what it wanted (`| head -1`), as the click group does
     except OSError as exc:
-        # The library wraps its own I/O; this catches writing results (a closed pipe), as the
+        # The library wraps its own I/O; this catches writing results (a full disk), as the
         # click group's boundary does (fatpte/cli/main.py, FatpteGroup.invoke).
         echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
         return EXIT_IO

@@ -39,6 +39,7 @@ from fatpte.cli.exit_codes import (
     EXIT_IO,
     EXIT_NO_FIT,
     EXIT_OK,
+    closed_stdout,
     error_line,
     exit_code,
     out_of_memory_line,
@@ -73,8 +74,10 @@ class FatpteGroup(click.Group):
             except FatpteError as exc:
                 echo(error_line(exc), err=True)
                 ctx.exit(exit_code(exc))
+            except BrokenPipeError:
+                ctx.exit(closed_stdout())  # stdout's reader closed it (`| head -1`): end quietly
             except OSError as exc:
-                # The library wraps its own I/O; this catches writing results (a closed pipe).
+                # The library wraps its own I/O; this catches writing results (a full disk).
                 echo(f"fatpte: {ErrorCode.IO_ERROR.tag}: {exc}", err=True)
                 ctx.exit(EXIT_IO)
             except MemoryError:
@@ -519,8 +522,12 @@ def check(file: str, aarch64_runtime: str | None, qemu: str | None, as_json: boo
     table: entry x output, the largest absolute and relative differences and the tolerance.
     An entry this machine cannot run is listed with the reason (a requirement it fails, a
     backend library that is not there); one made for aarch64 runs under qemu-aarch64 with the
-    CPU model its requirements name when an aarch64 fatpte-run is given. Exit 6 when an entry
-    disagrees, 3 when no entry can run here.
+    CPU model its requirements name when an aarch64 fatpte-run is given. FILE may be a URL: it
+    is fetched through fatpte's remote reader to a private temporary file (0600, removed
+    afterwards) that fatpte-run reads, so its credentials are never printed nor put on a command
+    line. Exit 6 when an entry disagrees, 3 when no entry can run here, 1 when the container
+    breaks a rule: an entry's golden calls break E0421-E0423 (a call naming a method the program
+    lacks is E0422), or fatpte-run finds it damaged.
     """
     from fatpte.ops.check import check as check_file
 

@@ -377,8 +377,9 @@ def _has_credentials(url: str) -> bool:
 
 def _redirect_target(remote: RemoteFile, url: str, r: Any, location: str, hop: int) -> str:
     """The URL a redirect from `url` to `location` leads to, when it may be followed: at most
-    `max_redirects` of them, and only to http or https (a redirect to file:// would read a local
-    file, to ftp:// another protocol). E0808 otherwise, the same from both clients."""
+    `max_redirects` of them, only to http or https (a redirect to file:// would read a local
+    file, to ftp:// another protocol), and never to one naming a user (`user:password@`: the
+    server would choose the credentials sent). E0808 otherwise, the same from both clients."""
     from urllib.parse import urljoin, urlsplit
 
     limit = remote.policy.max_redirects
@@ -400,7 +401,13 @@ def _redirect_target(remote: RemoteFile, url: str, r: Any, location: str, hop: i
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise remote.error(ErrorCode.REMOTE_TOO_MANY_REDIRECTS,
                            f"redirected to {location!r}: only redirects to http:// and https:// URLs are followed",
-                           actual=location)
+                           actual=redact(location))
+    if "@" in parts.netloc:
+        # http.client took the user information for a host name (E0810) while aiohttp sent it as
+        # Basic auth: a server's answer chose the credentials. Neither follows it (issue 42).
+        raise remote.error(ErrorCode.REMOTE_TOO_MANY_REDIRECTS,
+                           f"redirected to {location!r}, which names a user (user:password@): a redirect that "
+                           "carries credentials is not followed; give them in the URL itself", actual=redact(location))
     return target
 
 

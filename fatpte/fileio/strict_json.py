@@ -45,6 +45,10 @@ class JsonRules(NamedTuple):
     fractions: bool = True  # numbers with a fraction or an exponent
     integers: tuple[int, int] | None = None  # the range of integers; None: any of MAX_INTEGER_DIGITS digits
     lone_surrogates: bool = True  # strings holding a \ud800..\udfff escape that pairs with nothing
+    # With `integers` None: an integer of 21 to MAX_INTEGER_DIGITS digits reads as float(literal)
+    # (the nearest double, infinity past its range, as C++'s strtod reads it) instead of HUGE,
+    # for a reader whose numbers may be floats given as integers (calls.json).
+    huge_as_float: bool = False
 
 
 class JsonRefused(ValueError):
@@ -168,12 +172,14 @@ def _fraction(rules: JsonRules) -> Any:
 
 
 def _integer(rules: JsonRules) -> Any:
-    def integer(literal: str) -> int:
+    def integer(literal: str) -> int | float:
         digits = len(literal) - literal.startswith("-")
         if digits > MAX_INTEGER_DIGITS:
             raise JsonRefused("integer", f"an integer of {digits} digits, more than the limit of {MAX_INTEGER_DIGITS}")
         if rules.integers is None:
             if digits > 20:
+                if rules.huge_as_float:
+                    return float(literal)
                 return -HUGE if literal.startswith("-") else HUGE
             return int(literal)
         low, high = rules.integers

@@ -229,6 +229,31 @@ def golden_problems(manifest: Manifest, out: Problems | None = None) -> Problems
     return out
 
 
+def golden_problem_of_each_entry(manifest: Manifest) -> dict[int, tuple[ErrorCode, str, str]]:
+    """The first golden problem (11.2, then 11.3) of each manifest entry that has one, by its index:
+    (code, field path, message), as golden_problems words them; what `fatpte check` reports for an
+    entry instead of running it (a golden call naming a method the program lacks is E0422, an
+    invalid container, not an entry that cannot run here). One finding per entry, in one pass."""
+    keys = manifest.keys
+    layouts = dict(manifest.layouts)
+    out: dict[int, tuple[ErrorCode, str, str]] = {}
+    for i, e in enumerate(manifest.entries):
+        for c, call in enumerate(e.golden):
+            found = _golden_call_problem(e, call, keys, layouts)
+            if found is not None:
+                code, where, message = found
+                out[i] = (code, f"manifest.entries[{i}].golden[{c}]{where}",
+                          f"entry {quoted(e.name)}, golden call {c} (method {quoted(call.method)}): {message}")
+                break
+        stated = next((v for k, v in e.provenance if k == GOLDEN_DIGEST_KEY), None)
+        actual = golden_digest(e.golden) if stated is not None and i not in out else stated
+        if stated != actual:
+            said = (f"the golden calls of entry {quoted(e.name)} have SHA-256 {actual}, but its provenance "
+                    f"{GOLDEN_DIGEST_KEY} says {clipped(stated or '')}")
+            out[i] = (ErrorCode.GOLDEN_DIGEST_MISMATCH, f"manifest.entries[{i}].provenance", said)
+    return out
+
+
 def _golden_call_problem(e: ManifestEntry, call: Any, keys: dict[str, int],
                          layouts: dict[str, TensorLayout]) -> tuple[ErrorCode, str, str] | None:
     """The first problem of one golden call as (code, field path below the call, message), or None."""

@@ -17,7 +17,9 @@ figures show how close the lowerings are, and catch entries whose own golden out
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import re
 import struct
 import tempfile
@@ -236,26 +238,76 @@ def check(path: str, *, runtime: str | None = None, aarch64_runtime: str | None 
           qemu: str | None = None) -> CheckReport:
     """Run every entry of the container at `path` that this machine (or an emulator of another
     architecture its requirements name) can run on its golden calls, and compare. NO_GOLDEN_CALLS
-    when no entry has any."""
+    when no entry has any. A URL is fetched first, through fatpte's remote reader, to a private
+    temporary file that the runners read (`fetched`): its credentials are never shown (the report
+    names it `redact`ed) nor put on a runner's command line."""
+    from fatpte.fileio.url import is_url, redact
+
+    if not is_url(path):
+        return _check(path, path, runtime=runtime, aarch64_runtime=aarch64_runtime, qemu=qemu)
+    shown = redact(path)
+    if runner.native_runtime(runtime) is None:  # before the download: nothing could run it
+        raise _no_runner(shown)
+    with fetched(path) as local:
+        return _check(local, shown, runtime=runtime, aarch64_runtime=aarch64_runtime, qemu=qemu)
+
+
+@contextlib.contextmanager
+def fetched(url: str) -> Iterator[str]:
+    """The container at `url`, streamed through fatpte's remote reader (every answer checked,
+    specs/remote.md) into `container.nfat` in a new folder only this user can enter (0700), the
+    file itself 0600, created new (never through a link); the folder and the file are removed
+    when the block ends, whatever ends it. Nothing but the range being written is held."""
     from fatpte.container.locations import open as open_container
+
+    with tempfile.TemporaryDirectory(prefix="fatpte-check-") as folder:  # mkdtemp: 0700
+        local = os.path.join(folder, "container.nfat")
+        fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            with open_container(url) as c:
+                c.copy_range(0, c.size, fd, 0)
+        finally:
+            os.close(fd)
+        yield local
+
+
+def _no_runner(source: str) -> FatpteError:
+    return FatpteError(ErrorCode.INVALID_ARGUMENT, "check runs the entries with fatpte-run, and none was found: "
+                       "set $FATPTE_RUN, give `fatpte --runtime PATH`, or put fatpte-run on PATH", source=source)
+
+
+def _check(path: str, source: str, *, runtime: str | None, aarch64_runtime: str | None,
+           qemu: str | None) -> CheckReport:
+    """`check` of the local file `path`, reported as `source` (the URL it came from, redacted)."""
+    from fatpte.container.locations import open as open_container
+    from fatpte.manifest.rules import golden_problem_of_each_entry
 
     with open_container(path) as c:
         manifest = c.manifest
         records = {} if manifest is None else manifest.by_name()
         table = list(c.entries)
+    # The golden rules first (specs/nfat-manifest.md 11.2, 11.3): an entry that breaks one is an
+    # invalid container (exit 1), never an entry that cannot run here (a call naming a method the
+    # program lacks once made fatpte-run refuse to load it: "no entry can run", exit 3).
+    problems = {} if manifest is None else {manifest.entries[i].name: found for i, found in
+                                            golden_problem_of_each_entry(manifest).items()}
     if not any(r.golden for r in records.values()):
         raise FatpteError(ErrorCode.NO_GOLDEN_CALLS, "the container has no golden calls to check: pack it with "
-                          "--golden CALLS.json (and --golden-from NAME to record the outputs)", source=path)
+                          "--golden CALLS.json (and --golden-from NAME to record the outputs)", source=source)
     if runner.native_runtime(runtime) is None:
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "check runs the entries with fatpte-run, and none was found: "
-                          "set $FATPTE_RUN, give `fatpte --runtime PATH`, or put fatpte-run on PATH", source=path)
-    report = CheckReport(path, [], [])
+        raise _no_runner(source)
+    report = CheckReport(source, [], [])
     with tempfile.TemporaryDirectory(prefix="fatpte-check-") as scratch:
         for e in table:
             record = records.get(e.name)
             result = EntryCheck(e.name, e.backend_id, NO_CALLS)
             report.entries.append(result)
             if record is None or not record.golden:
+                continue
+            if e.name in problems:
+                code, field_path, message = problems[e.name]
+                result.state, result.code = FAILED, code
+                result.reason = f"{message} ({code.tag} at {field_path})"
                 continue
             place = runner.placement(e, record, runtime=runtime, aarch64_runtime=aarch64_runtime, qemu=qemu)
             if place.runtime is None:
@@ -324,14 +376,18 @@ def _output_check(call: int, j: int, method: str, o: dict[str, Any]) -> OutputCh
 def _pairs(ran: list[EntryCheck]) -> list[PairCheck]:
     """Each pair of entries that ran, on every output of every golden call both made."""
     out = []
+    # Each entry's outputs by (call, output), made once: a search of the list per output was
+    # quadratic in the golden calls (issue 42 C1).
+    by_call = [{(o.call, o.output): o for o in e.outputs} for e in ran]
     for i, a in enumerate(ran):
-        for b in ran[i + 1 :]:
+        for i_b, b in enumerate(ran[i + 1 :], i + 1):
             for (call, j), file_a in sorted(a.files.items()):
                 file_b = b.files.get((call, j))
                 if file_b is None or a.inputs.get(call) != b.inputs.get(call):
                     continue
-                oa = next(o for o in a.outputs if (o.call, o.output) == (call, j))
-                ob = next(o for o in b.outputs if (o.call, o.output) == (call, j))
+                oa, ob = by_call[i].get((call, j)), by_call[i_b].get((call, j))
+                if oa is None or ob is None:
+                    continue
                 if oa.problem or ob.problem or oa.key != ob.key or not file_a.exists() or not file_b.exists():
                     continue
                 if file_a.stat().st_size != file_b.stat().st_size:

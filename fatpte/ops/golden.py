@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from fatpte.errors import ErrorCode, FatpteError
+from fatpte.fileio.strict_json import JsonRefused, JsonRules, loads
 from fatpte.manifest.model import LAYOUT_DTYPES, GoldenCall, GoldenOutput, TensorLayout
 from fatpte.ops.specialization import NamedData, Specialization
 
@@ -44,6 +45,12 @@ _INTEGER_RANGES: Final[dict[str, tuple[int, int]]] = {
     "uint64": (0, (1 << 64) - 1),
 }  # fmt: skip
 MAX_CALLS_FILE: Final = 1 << 30  # a calls.json read whole: its values become tensors in memory
+# calls.json as C++ reads it (loader/src/common/json.cpp, `parse(text, source)`, the reader of
+# `fatpte-run --inputs`): UTF-8, no key twice, values 64 deep with the document at 1, NaN, Infinity
+# and -Infinity as numbers, integers of at most MAX_INTEGER_DIGITS digits (a longer one is a float
+# as strtod reads it), no lone surrogate (issue 42 P2; specs/vectors/calls/).
+CALLS_JSON: Final = JsonRules(max_bytes=MAX_CALLS_FILE, max_depth=64, depth_of="values", constants=True,
+                              lone_surrogates=False, huge_as_float=True)
 
 
 class Tensor(NamedTuple):
@@ -80,54 +87,112 @@ class Call(NamedTuple):
 
 
 def _arg(path: str, message: str, actual: Any = None) -> FatpteError:
-    return FatpteError(ErrorCode.INVALID_ARGUMENT, f"{path}: {message}", field=path, actual=actual)
+    return FatpteError(ErrorCode.INVALID_ARGUMENT, f"{path}: {message}", field=path, actual=_shown(actual))
+
+
+def _shown(value: Any) -> Any:
+    """A value a caller gave, as an error may hold it: a scalar, a string clipped, an integer
+    past 64 bits by its size (its digits could be too many to print), anything else by its type
+    (a list may nest deeper than repr recurses)."""
+    if value is None or isinstance(value, (bool, float)):
+        return value
+    if isinstance(value, int):
+        return value if value.bit_length() <= 64 else f"an integer of {value.bit_length()} bits"
+    if isinstance(value, str):
+        return ascii(value[:80])[1:-1]
+    return type(value).__name__
 
 
 def _bfloat16(value: float) -> bytes:
-    bits = struct.unpack("<I", struct.pack("<f", value))[0]
     if math.isnan(value):
         return struct.pack("<H", 0x7FC0)
+    bits = struct.unpack("<I", _pack("f", value))[0]
     bits += 0x7FFF + ((bits >> 16) & 1)  # round to nearest even
     return struct.pack("<H", (bits >> 16) & 0xFFFF)
 
 
+def _pack(fmt: str, value: float) -> bytes:
+    """`value` as a float of struct format `fmt`; one past the format's range is its infinity,
+    as C++ converts it (fatpte-run reads the same file: loader/src/run/tensor.cpp)."""
+    try:
+        return struct.pack("<" + fmt, value)
+    except OverflowError:
+        return struct.pack("<" + fmt, math.copysign(math.inf, value))
+
+
+def _as_float(value: float) -> float:
+    """A number as a double: an integer past the double range is infinity, as strtod reads it."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _is_number(value: Any, dtype: str) -> bool:
+    """Whether `value` (a decoded JSON value) is an element of `dtype` as C++ takes it: bool true,
+    false, 0 or 1; an integer within an integer dtype's range; any number for a float dtype
+    (never true or false)."""
+    if dtype == "bool":
+        return isinstance(value, bool) or (type(value) is int and value in (0, 1))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if dtype in _INTEGER_RANGES:
+        low, high = _INTEGER_RANGES[dtype]
+        return isinstance(value, int) and low <= value <= high
+    return True
+
+
+def _text(value: Any, path: str, what: str) -> str:
+    """A string of calls.json, refused when it is not one or holds a lone surrogate (a Python
+    caller can give one; UTF-8 cannot hold it)."""
+    if not isinstance(value, str):
+        raise _arg(path, f"must be {what}", value)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _arg(path, f"must be {what}: it holds a lone surrogate", value) from None
+    return value
+
+
 def tensor_from_mapping(obj: Any, path: str) -> Tensor:
-    """A calls.json tensor, `{"dtype": "float32", "shape": [2, 3], "values": [...]}`, as bytes."""
+    """A calls.json tensor, `{"dtype": "float32", "shape": [2, 3], "values": [...]}`, as bytes:
+    the checks of C++'s reader (loader/src/run/tensor.cpp), in its order, on the same fields."""
     if not isinstance(obj, Mapping):
         raise _arg(path, "a tensor is {\"dtype\", \"shape\", \"values\"}", obj)
-    dtype = obj.get("dtype")
+    dtype = _text(obj.get("dtype"), f"{path}.dtype", "a string")
     if dtype not in _FORMATS and dtype != "bfloat16":
         raise _arg(f"{path}.dtype", f"{dtype!r} is not one of {', '.join([*_FORMATS, 'bfloat16'])}", dtype)
-    shape = obj.get("shape", [])
-    if not isinstance(shape, list) or any(isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < 1 << 31
-                                          for d in shape):
-        raise _arg(f"{path}.shape", "must be a list of sizes from 0 to 2^31 - 1", shape)
+    shape = obj.get("shape")
+    if not isinstance(shape, list):
+        raise _arg(f"{path}.shape", "must be a list of sizes ([] for a scalar)", shape)
+    for d, size in enumerate(shape):
+        if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size < 1 << 31:
+            raise _arg(f"{path}.shape[{d}]", "must be a size from 0 to 2^31 - 1", size)
     values = obj.get("values")
+    if not isinstance(values, list):
+        raise _arg(f"{path}.values", "must be a flat list of the elements in row-major order", values)
     count = math.prod(shape)
-    if not isinstance(values, list) or len(values) != count:
-        raise _arg(f"{path}.values", f"must be a list of {count} numbers (the product of the shape)",
-                   None if not isinstance(values, list) else len(values))
+    if count >= (1 << 64) - 1:  # C++ counts elements in 64 bits (loader/src/run/tensor.cpp)
+        raise _arg(f"{path}.shape", f"{shape} has more elements than 64 bits count")
+    if len(values) != count:
+        raise _arg(f"{path}.values", f"holds {len(values)} elements, but shape {shape} has {count}", len(values))
     for k, v in enumerate(values):
-        ok = isinstance(v, (int, float)) and (dtype not in _INTEGER_RANGES or (
-            not isinstance(v, float) and not isinstance(v, bool) and _INTEGER_RANGES[dtype][0] <= v <= _INTEGER_RANGES[dtype][1]))
-        if dtype == "bool":
-            ok = isinstance(v, bool) or v in (0, 1)
-        if not ok:
-            raise _arg(f"{path}.values[{k}]", f"{v!r} is not a {dtype} value", v)
+        if not _is_number(v, dtype):
+            raise _arg(f"{path}.values[{k}]", f"{_shown(v)!r} is not a {dtype} value", v)
     if dtype == "bfloat16":
-        data = b"".join(_bfloat16(float(v)) for v in values)
+        data = b"".join(_bfloat16(_as_float(v)) for v in values)
+    elif dtype in _INTEGER_RANGES or dtype == "bool":
+        data = struct.pack(f"<{count}{_FORMATS[dtype]}", *values)
     else:
-        try:
-            data = struct.pack(f"<{count}{_FORMATS[str(dtype)]}", *values)
-        except (struct.error, OverflowError) as exc:
-            raise _arg(f"{path}.values", f"a value does not fit {dtype}: {exc}") from None
-    return Tensor(str(dtype), tuple(shape), data)
+        data = b"".join(_pack(_FORMATS[dtype], _as_float(v)) for v in values)
+    return Tensor(dtype, tuple(shape), data)
 
 
 def _tolerance(value: Any, path: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(_as_float(value)) \
+            or value < 0:
         raise _arg(path, "a tolerance is a finite number at least 0", value)
     return float(value)
 
@@ -156,27 +221,25 @@ def read_calls(source: Any, *, need_outputs: bool) -> list[Call]:
         except OSError as exc:
             raise FatpteError(ErrorCode.IO_ERROR, f"cannot read the golden calls: {exc.strerror or exc}",
                               source=label) from None
-        if len(raw) > MAX_CALLS_FILE:
-            raise _arg(label, f"a calls file is at most {MAX_CALLS_FILE} bytes")
         try:
-            source = json.loads(raw)
-        except ValueError as exc:
-            raise _arg(label, f"not JSON: {exc}") from None
+            source = loads(raw, CALLS_JSON)
+        except JsonRefused as exc:
+            raise _arg(label, f"not a calls.json C++ reads too ({exc.kind}): {exc}") from None
     if not isinstance(source, list) or not source:
         raise FatpteError(ErrorCode.NO_GOLDEN_CALLS, f"{label}: golden calls are a non-empty list of "
                           "{\"inputs\": [...], \"outputs\": [...]}", field=label)
     calls = []
     for c, obj in enumerate(source):
         path = f"{label}[{c}]"
-        if not isinstance(obj, Mapping):
-            raise _arg(path, "a call is {\"inputs\": [...], \"outputs\": [...], \"method\": ...}", obj)
-        method = obj.get("method", "forward")
-        if not isinstance(method, str) or not method or len(method.encode("utf-8", "replace")) > 4096:
-            raise _arg(f"{path}.method", "must be a method name", method)
-        ins = obj.get("inputs")
+        if not isinstance(obj, Mapping):  # C++ finds no inputs in it
+            raise _arg(f"{path}.inputs", "a call is {\"inputs\": [...], \"outputs\": [...], \"method\": ...}", obj)
+        ins = obj.get("inputs")  # read first, as C++ reads it (C++ reads nothing else)
         if not isinstance(ins, list):
             raise _arg(f"{path}.inputs", "must be a list of tensors", ins)
         inputs = tuple(tensor_from_mapping(t, f"{path}.inputs[{j}]") for j, t in enumerate(ins))
+        method = _text(obj.get("method", "forward"), f"{path}.method", "a method name")
+        if not method or len(method.encode("utf-8")) > 4096:
+            raise _arg(f"{path}.method", "must be a method name (1 to 4096 bytes)", method[:80])
         outs = obj.get("outputs")
         outputs = None
         tolerances: tuple[tuple[float | None, float | None], ...] = ()

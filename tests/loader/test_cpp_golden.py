@@ -404,3 +404,110 @@ def test_verify_reports_golden_calls_the_signature_does_not_vouch_for(build: Pat
     assert lines == ["OK", "thinned: ", "unsigned golden: xnnpack"]
     text = fatpte_cli(build, "verify", forged, "--key", pub)
     assert "golden calls of xnnpack are not signed" in text.stdout, text.stdout
+
+
+def misnamed(container: bytes, names: tuple[str, ...]) -> bytes:
+    """`container` with the golden calls of the entries `names` naming a method no program has:
+    each call's method offset aimed at the name of an entry (the first whose name lies past every
+    such offset: flatbuffers offsets point forward), the digest of their calls restated, the
+    checksums resealed. E0422: the container is invalid."""
+    from fatpte.manifest import model as M
+    from tools.gen_vectors import ManifestMap
+
+    data = bytearray(container)
+    with fatpte.Container.from_buffer(bytes(data)) as c:
+        base, size = c.header.manifest_offset, c.header.manifest_size
+        assert c.manifest is not None
+        entries = list(c.manifest.entries)
+    where = ManifestMap(data, base)
+    chosen = [(i, e) for i, e in enumerate(entries) if e.name in names]
+    slots = [where.slot(f"entries[{i}].golden[{k}].method") for i, e in chosen for k in range(len(e.golden))]
+    target, method = min((where.locate(f"entries[{i}].name")[0] - 4, e.name) for i, e in enumerate(entries)
+                         if where.locate(f"entries[{i}].name")[0] - 4 > max(slots))
+    for slot in slots:
+        data[slot : slot + 4] = (target - slot).to_bytes(4, "little")
+    for _, e in chosen:
+        old = M.golden_digest(e.golden).encode()
+        new = M.golden_digest([x._replace(method=method) for x in e.golden]).encode()
+        data[base : base + size] = bytes(data[base : base + size]).replace(old, new)
+    at, n = L.RECORDS["v2_header"].offsets["manifest_checksum"]
+    data[at : at + n] = crc32c(bytes(data[base : base + size])).to_bytes(n, "little")
+    assert reseal(data)
+    return bytes(data)
+
+
+def _calls_of_a_missing_method(tmp_path: Path) -> Path:
+    """Two mlp entries with golden calls, `first` (priority 10) and `second` (other tolerances, so
+    other digests); the calls of `first` name a method the program lacks (`misnamed`)."""
+    out = tmp_path / "two.nfat"
+    fatpte.pack([fatpte.Specialization("portable", FIXTURES / FILES["mlp"]["portable"], name=name, priority=priority,
+                                       golden_tolerance={"atol": tol, "rtol": tol})
+                 for name, priority, tol in (("first", 10, 1e-3), ("second", 0, 2e-3))], out,
+                golden=TIERS["mlp"]["calls"])
+    bad = tmp_path / "missing-method.nfat"
+    bad.write_bytes(misnamed(out.read_bytes(), ("first",)))
+    report = fatpte.validate(bad)
+    assert [(f.code.tag, f.field) for f in report.errors][:1] == [("E0422", "manifest.entries[0].golden[0].method")]
+    assert all(f.field.startswith("manifest.entries[0].") for f in report.errors), report.errors
+    return bad
+
+
+def test_golden_calls_of_a_method_the_program_lacks_fail_check_and_the_self_test(build: Path, tmp_path: Path) -> None:
+    """Issue 42 point 8: `check` said "no entry can run" (exit 3) and `--self-test` served the entry
+    as passed ("3 golden calls of other methods not made"). Now `check` exits 1 with the E0422
+    finding (docs/cli.md: E04xx exit 1) and runs the other entry; the self-test fails the entry
+    with E0422 and falls back to `second`, whose calls pass."""
+    bad = _calls_of_a_missing_method(tmp_path)
+    rc, report, text = check(build, bad)
+    states = {e["name"]: (e["state"], e["reason"]) for e in report["entries"]}
+    assert rc == 1 and report["error"]["code"] == "E0422", report
+    assert states["first"][0] == "failed" and "has no such method" in states["first"][1]
+    assert states["first"][1].endswith("(E0422 at manifest.entries[0].golden[0].method)")
+    assert states["second"][0] == "agrees"
+    assert "result: E0422" in text
+    calls = tmp_path / "calls.json"
+    calls.write_text(json.dumps([{"inputs": c["inputs"]} for c in TIERS["mlp"]["calls"]]))
+    done = run(build, bad, "--self-test", "--inputs", calls, "--json")
+    assert done.returncode == 0, done.stderr
+    dispatch = json.loads(done.stdout)["dispatch"]
+    assert any(line.startswith("dispatch: first [portable]: self-test failed: E1401: golden call 0 of method ")
+               and "could not run: E0422" in line for line in dispatch), dispatch
+    assert json.loads(done.stdout)["chosen"] == "second"
+
+
+def test_the_fat_delegate_refuses_calls_naming_a_missing_method(build: Path, tmp_path: Path) -> None:
+    """Issue 42 point 8, in the fat delegate: it checks its nested container whole when it
+    initialises (golden rules included), so a nested entry whose golden calls name a method its
+    program lacks is refused with E0422, self-test or not: the same finding as check and
+    fatpte-run's self-test (this passed before the fix too; it holds the three to one answer)."""
+    from tests.loader.test_fat_delegate_runtime import KERNELS, module_run
+    from tools.hostile import first_delegate
+
+    if not (build / "et_module_runner").exists():
+        missing_build(f"{build.relative_to(ROOT)}/et_module_runner is not built: run `make loader`")
+    tier = TIERS["mlp"]
+    calls = [{"inputs": c["inputs"], "outputs": out} for c, out in zip(tier["calls"], tier["variants"]["portable"]
+                                                                         ["reference"])]
+    inputs = []
+    for k, c in enumerate(calls):
+        path = tmp_path / f"in{k}.bin"
+        path.write_bytes(struct.pack(f"<{len(c['inputs'][0]['values'])}f", *c["inputs"][0]["values"]))
+        inputs.append(str(path))
+    good = fatpte.merge_programs([FIXTURES / "mlp_xnnpack.pte", FIXTURES / "mlp_portable.pte"],
+                                 tmp_path / "good.pte", golden=calls)
+    program = good.read_bytes()
+    d = first_delegate(program)
+    assert d.backend_id == "FatpteBackend"
+    nested = program[d.offset : d.offset + d.size]
+    with fatpte.Container.from_buffer(nested) as c:
+        assert c.manifest is not None
+        names = tuple(e.name for e in c.manifest.entries if e.golden)
+    assert names
+    bad = tmp_path / "bad.pte"
+    bad.write_bytes(program[: d.offset] + misnamed(nested, names) + program[d.offset + d.size :])
+    on = ("--option", "FatpteBackend:self_test=1")
+    assert module_run(build, good, *on, libs=(KERNELS,), calls=inputs).returncode == 0
+    for options in (on, ()):
+        refused = module_run(build, bad, *options, libs=(KERNELS,), calls=inputs)
+        assert refused.returncode != 0, refused.stderr
+        assert "E0422" in refused.stderr and "golden[0].method" in refused.stderr, refused.stderr

@@ -158,6 +158,8 @@ TABLE = [
     Case("redirects to a URL that is no URL", status(307, ("Location", "http://[::1/file")),
          ErrorCode.REMOTE_TOO_MANY_REDIRECTS),
     Case("a redirect status without Location", status(302), ErrorCode.REMOTE_FAILED),
+    Case("redirects to a URL naming a user", status(302, ("Location", "http://mallory:pw@127.0.0.1:9/file")),
+         ErrorCode.REMOTE_TOO_MANY_REDIRECTS),
     # Content-Range
     Case("206 without Content-Range", lambda d, a, w: w.answer(206, [("Content-Length", "10")], d[:10]),
          ErrorCode.REMOTE_RANGE_IGNORED),
@@ -299,6 +301,25 @@ def test_a_redirect_to_file_is_the_same_error_and_exit_on_both_clients(aiohttp: 
     assert done.returncode == 4, done.stderr
     assert done.stderr == (f"{server.url()}: E0808: redirected to 'file:///etc/passwd': only redirects to http:// "
                            "and https:// URLs are followed\n")
+
+
+@pytest.mark.parametrize("aiohttp", [False, True])
+def test_a_redirect_naming_a_user_is_refused_alike_and_shows_no_credential(aiohttp: bool) -> None:
+    """Issue 42: a Location carrying `user:pw@` was E0810 on http.client (the user information
+    taken as a host name) and followed, with Basic auth, on aiohttp: refused on both, E0808, exit
+    4, the password never printed."""
+    server = Scripted(lambda asked, wire: wire.answer(
+        302, [("Location", f"http://mallory:hunter2@127.0.0.1:{port}/other"), ("Content-Length", "0")]))
+    port = server.port
+    try:
+        done = _fatpte("info", server.url(), env={"FSSPEC_HTTP": '{"client_kwargs": {}}'} if aiohttp else None)
+    finally:
+        server.close()
+    assert done.returncode == 4, done.stderr
+    assert done.stderr == (f"{server.url()}: E0808: redirected to 'http://***@127.0.0.1:{port}/other', which names "
+                           "a user (user:password@): a redirect that carries credentials is not followed; give them "
+                           "in the URL itself\n")
+    assert [a.path for a in server.asked] == ["/file"], "the redirect is not followed"
 
 
 # ---------------------------------------------------------------------------------------------

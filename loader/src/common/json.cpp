@@ -441,6 +441,10 @@ Result<Document> parse(std::string_view text, const Options& options) {
 Result<Document> parse(std::string_view text, const std::string& source) {
   Options o;
   o.nan_infinity = true;
+  // As Python reads calls.json (fatpte/ops/golden.py CALLS_JSON): the whole text UTF-8 (Python
+  // decodes it first), integers of at most 4300 digits (Python's int() limit); issue 42 P2.
+  o.utf8 = true;
+  o.max_integer_digits = 4300;
   Result<Document> d = parse(text, o);
   if (d.ok()) return d;
   const Status& s = d.error();

@@ -169,7 +169,9 @@ inline std::string_view Value::text() const noexcept {
 Result<Document> parse(std::string_view text, const Options& options);
 
 // The loader's own inputs (calls.json, the backend map): Python's json extensions NaN, Infinity
-// and -Infinity are numbers, 64 levels; errors read "SOURCE is not valid JSON at byte N: what".
+// and -Infinity are numbers, 64 levels, UTF-8, integers of at most 4300 digits (what Python's
+// calls.json reader takes: specs/vectors/calls/); errors read "SOURCE is not valid JSON at byte
+// N: what".
 Result<Document> parse(std::string_view text, const std::string& source);
 
 // A number's integer: true when its text writes one (no fraction, exponent, NaN or Infinity)

@@ -200,6 +200,43 @@ Status check_golden_segments(const Container& c, const std::vector<GoldenCallSpe
   return Status();
 }
 
+Status golden_methods_listed(const Container& c, std::uint32_t index, const std::vector<GoldenCallSpec>& calls,
+                             const GoldenCallSpec** bad) {
+  *bad = nullptr;
+  if (calls.empty()) return Status();
+  auto manifest = manifest_view(c);
+  if (!manifest.ok()) return manifest.error();
+  const M::Entry* record = manifest.value().entry(index);
+  const auto* methods = record == nullptr || record->signature() == nullptr ? nullptr : record->signature()->methods();
+  std::set<std::string> listed;
+  std::string names;
+  if (methods != nullptr) {
+    for (const M::Method* m : *methods) {
+      listed.insert(m->name()->str());
+      names += std::string(names.empty() ? "" : ", ") + "'" + detail::printable(m->name()->str()) + "'";
+    }
+  }
+  for (const GoldenCallSpec& call : calls) {
+    if (methods != nullptr && listed.count(call.method) != 0) continue;
+    *bad = &call;
+    const std::string entry = detail::printable(c.entries()[index].name);
+    ::flatbuffers::uoffset_t position = 0;  // the record's place in the manifest's list, for the field path
+    const auto* records = manifest.value().root()->entries();
+    while (records != nullptr && position < records->size() && records->Get(position) != record) ++position;
+    const std::string field = "manifest.entries[" + std::to_string(position) + "].golden[" +
+                              std::to_string(call.index) + "].method";
+    if (methods == nullptr) {
+      return fail(Error::GOLDEN_CALL_MISMATCH, c.header().manifest_offset, field,
+                  "entry '%s', golden call %u: the entry states no program signature to check the call against",
+                  entry.c_str(), call.index);
+    }
+    return fail(Error::GOLDEN_CALL_MISMATCH, c.header().manifest_offset, field,
+                "entry '%s', golden call %u (method '%s'): the entry's program has no such method (it has %s)",
+                entry.c_str(), call.index, detail::printable(call.method).c_str(), names.empty() ? "none" : names.c_str());
+  }
+  return Status();
+}
+
 GoldenComparison compare_golden(const GoldenOutputSpec& spec, std::int8_t got_type,
                                 const std::vector<std::int64_t>& got_sizes, const std::uint8_t* got,
                                 std::uint64_t got_bytes) {

@@ -48,6 +48,13 @@ Result<std::vector<GoldenCallSpec>> golden_calls(const Container& container, std
 // before a byte of them is read.
 Status check_golden_segments(const Container& container, const std::vector<GoldenCallSpec>& calls);
 
+// E0422 (specs/nfat-manifest.md 11.2) for the first of entry `index`'s golden `calls` whose method
+// its program signature does not list (every call, when it states none), `*bad` pointing at it;
+// OK when each is listed. A self-test fails on it whichever method it serves (the container is
+// invalid): the entry is skipped and the next one tried, as fatpte check reports it (exit 1).
+Status golden_methods_listed(const Container& container, std::uint32_t index, const std::vector<GoldenCallSpec>& calls,
+                             const GoldenCallSpec** bad);
+
 // How far an output is from its golden tensor (specs/nfat-manifest.md 11.1).
 struct GoldenComparison {
   std::string problem;   // not comparable: another dtype or shape, or a dtype without numbers ("" when comparable)

@@ -105,11 +105,23 @@ Status check_signed(const Container& c, const SignatureCheck& check, const std::
   return Status();
 }
 
-// The calls of `loaded`'s method, with the segments they name checked (CRC32C, then the signature).
+// The calls of `loaded`'s method, with the segments they name checked (CRC32C, then the signature);
+// `refused` holds a call of a method the entry's signature does not list (E0422), which fails the
+// self-test whichever method is served.
 Result<std::vector<GoldenCallSpec>> calls_to_make(const Container& c, const Loaded& loaded, const SignatureCheck* signature,
-                                                  std::size_t& others) {
+                                                  std::size_t& others, std::vector<GoldenCallResult>& refused) {
   auto all = golden_calls(c, loaded.index());
   if (!all.ok()) return all.error();
+  const GoldenCallSpec* bad = nullptr;
+  const Status listed = golden_methods_listed(c, loaded.index(), all.value(), &bad);
+  if (!listed.ok() && bad == nullptr) return listed;  // the manifest itself failed
+  if (bad != nullptr) {
+    GoldenCallResult r;
+    r.index = bad->index;
+    r.method = bad->method;
+    r.error = listed.describe();
+    refused.push_back(std::move(r));
+  }
   std::vector<GoldenCallSpec> mine;
   for (GoldenCallSpec& call : all.value()) {
     if (call.method == loaded.method()) {
@@ -124,11 +136,16 @@ Result<std::vector<GoldenCallSpec>> calls_to_make(const Container& c, const Load
 }
 
 SelfTestReport run_calls(Loaded& loaded, const std::vector<GoldenCallSpec>& calls, std::size_t others,
-                         const SelfTestOptions& options) {
+                         std::vector<GoldenCallResult> refused, const SelfTestOptions& options) {
   SelfTestReport report;
   report.entry = loaded.index();
   report.method = loaded.method();
   report.other_method_calls = others;
+  if (!refused.empty()) {  // no call is made on an entry the manifest makes invalid
+    report.passed = false;
+    report.calls = std::move(refused);
+    return report;
+  }
   for (const GoldenCallSpec& call : calls) {
     GoldenCallResult result;
     result.index = call.index;
@@ -182,9 +199,10 @@ Result<SelfTestReport> self_test(const Container& c, Loaded& loaded, const SelfT
     return report;
   }
   std::size_t others = 0;
-  auto calls = calls_to_make(c, loaded, options.signature, others);
+  std::vector<GoldenCallResult> refused;
+  auto calls = calls_to_make(c, loaded, options.signature, others, refused);
   if (!calls.ok()) return calls.error();
-  return run_calls(loaded, calls.value(), others, options);
+  return run_calls(loaded, calls.value(), others, std::move(refused), options);
 }
 
 std::string SelfTestReport::summary() const {
@@ -194,7 +212,8 @@ std::string SelfTestReport::summary() const {
   if (unsigned_calls) return std::string("golden calls not made: ") + kUnsignedCalls;
   if (calls.empty()) return "no golden calls" + of + others;
   for (const GoldenCallResult& call : calls) {
-    const std::string which = "golden call " + std::to_string(call.index) + of;
+    const std::string which = "golden call " + std::to_string(call.index) + " of method '" +
+                              detail::printable(call.method) + "'";
     if (!call.error.empty()) return which + " could not run: " + call.error;
     for (std::size_t j = 0; j < call.outputs.size(); ++j) {
       const GoldenOutputResult& o = call.outputs[j];
@@ -267,9 +286,10 @@ Status self_test_on_load(const Container& c, const SignatureCheck* signature, At
     return Status();
   }
   std::size_t others = 0;
-  auto calls = calls_to_make(c, *loaded, signature, others);
+  std::vector<GoldenCallResult> refused;
+  auto calls = calls_to_make(c, *loaded, signature, others, refused);
   if (!calls.ok()) return calls.error();
-  const SelfTestReport report = run_calls(*loaded, calls.value(), others, SelfTestOptions{});
+  const SelfTestReport report = run_calls(*loaded, calls.value(), others, std::move(refused), SelfTestOptions{});
   if (!report.passed) {
     attempt.outcome = "self-test failed: " + fail(Error::GOLDEN_MISMATCH, kNoOffset, "", "%s",
                                                  report.summary().c_str()).describe();

@@ -61,8 +61,10 @@ Status put_value(const json::Value& v, DType dtype, std::vector<std::uint8_t>& o
         out[i] = v.boolean() ? 1 : 0;
         return Status();
       }
-      if (v.is(json::Kind::kNumber) && (v.text() == "0" || v.text() == "1")) {
-        out[i] = v.text() == "1" ? 1 : 0;
+      bool negative = false;
+      std::uint64_t m = 0;  // 0, -0 or 1: the integers Python's reader takes as a bool
+      if (json::integer(v, negative, m) && m <= (negative ? 0u : 1u)) {
+        out[i] = static_cast<std::uint8_t>(m);
         return Status();
       }
       return bad_field(field, "must be true or false");
@@ -82,6 +84,12 @@ Status put_value(const json::Value& v, DType dtype, std::vector<std::uint8_t>& o
       return Status();
     }
     case DType::kUInt64: {
+      bool negative = false;
+      std::uint64_t m = 1;
+      if (json::integer(v, negative, m) && negative && m == 0) {  // -0, as Python's reader takes it
+        store<std::uint64_t>(out, i, 0);
+        return Status();
+      }
       auto u = json::to_uint64(v, field);
       if (!u.ok()) return u.error();
       store<std::uint64_t>(out, i, u.value());

@@ -1,0 +1,98 @@
+"""calls.json read alike by Python and C++ (issue 42 P2): every file of specs/vectors/calls/ gets the
+outcome its index states from Python's reader (`read_calls`, what `fatpte pack --golden` and
+`fatpte.pack(golden=)` use) and from C++'s (`fatpte-run --inputs`, which reads the calls before it
+opens the container: given a container that does not exist, an accepted file ends in E0801 on the
+container, a refused one in E0702 on the file). Python's refusals of a Python caller's values
+(`fatpte.pack(golden=[...])`) come without a traceback too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fatpte
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.ops import golden as G
+from tests.builds import missing_build
+from tests.paths import ROOT
+
+CALLS = ROOT / "specs" / "vectors" / "calls"
+INDEX: dict[str, Any] = json.loads((CALLS / "index.json").read_text())["vectors"]
+FATPTE_RUN = ROOT / "build" / "loader" / "fatpte-run"
+
+
+def python_outcome(path: Path) -> dict[str, Any] | None:
+    """None when Python's reader accepts the file; else its code and field, the list named `calls`
+    (null when the document is refused as JSON: the field is then the file itself)."""
+    try:
+        G.read_calls(str(path), need_outputs=False)
+    except FatpteError as exc:
+        field = exc.field
+        if field == str(path):
+            field = None
+        elif field is not None and field.startswith(str(path)):
+            field = "calls" + field[len(str(path)):]
+        return {"code": exc.code.tag, "field": field}
+    return None
+
+
+def cpp_outcome(path: Path, tmp_path: Path) -> dict[str, Any] | None:
+    """None when fatpte-run gets past the calls (to the container, which does not exist: E0801);
+    else the code and field of its error on the file."""
+    done = subprocess.run([str(FATPTE_RUN), str(tmp_path / "absent.nfat"), "--inputs", str(path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    if "absent.nfat" in done.stderr and "E0801" in done.stderr:
+        return None
+    said = re.search(r"\b(E\d{4})\b(?: at [^ ]+)?(?: \(([^)]*)\))?", done.stderr)
+    assert said is not None and done.returncode != 0, (done.returncode, done.stderr)
+    return {"code": said.group(1), "field": said.group(2) or None}
+
+
+@pytest.mark.parametrize("name", sorted(INDEX))
+def test_python_reads_each_vector_as_the_index_says(name: str) -> None:
+    row = INDEX[name]
+    assert python_outcome(CALLS / name) == (None if row["accepted"] else row["error"]), row["description"]
+
+
+@pytest.mark.parametrize("name", sorted(INDEX))
+def test_cpp_reads_each_vector_as_the_index_says(name: str, tmp_path: Path) -> None:
+    if not FATPTE_RUN.exists():
+        missing_build("build/loader/fatpte-run is not built: run `make loader`")
+    row = INDEX[name]
+    assert cpp_outcome(CALLS / name, tmp_path) == (None if row["accepted"] else row["error"]), row["description"]
+
+
+def test_every_rule_of_the_issue_has_a_vector() -> None:
+    names = " ".join(INDEX)
+    for rule in ("duplicate-key", "nan-infinity", "deep", "integer-4301", "past-range", "lone-surrogate",
+                 "true-as-float", "size"):
+        assert rule in names, rule
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    (lambda c: c["outputs"][0].update(atol=10**400), "golden[0].outputs[0].atol"),
+    (lambda c: c["outputs"][0].update(rtol=math.inf), "golden[0].outputs[0].rtol"),
+    (lambda c: c.update(method="\ud800"), "golden[0].method"),
+    (lambda c: c["inputs"][0].update(values=[True]), "golden[0].inputs[0].values[0]"),
+    (lambda c: c["inputs"][0].update(dtype=[]), "golden[0].inputs[0].dtype"),
+    (lambda c: c["inputs"][0].update(values=[10**400]), None),  # infinity, as C++ reads 400 digits: accepted
+])
+def test_a_python_callers_values_are_refused_without_a_traceback(change: Any, field: str | None,
+                                                                  tmp_path: Path) -> None:
+    call: dict[str, Any] = {"inputs": [{"dtype": "float32", "shape": [1], "values": [1.0]}],
+                            "outputs": [{"dtype": "float32", "shape": [1], "values": [1.0]}]}
+    change(call)
+    if field is None:
+        assert G.read_calls([call], need_outputs=True)[0].inputs[0].data == b"\0\0\x80\x7f"
+        return
+    with pytest.raises(FatpteError) as info:
+        fatpte.pack([fatpte.Specialization("portable", b"opaque")], tmp_path / "x.nfat", golden=[call])
+    assert (info.value.code, info.value.field) == (ErrorCode.INVALID_ARGUMENT, field)
+    assert "\ud800" not in str(info.value)
