@@ -72,7 +72,10 @@ that is not there or is ambiguous, something version 1 cannot hold |
   written to a temporary file beside it, `.NAME.pPID.RANDOM.partial`, and renamed into place when
   complete. An error, Ctrl-C (SIGINT), SIGTERM or SIGHUP removes it (the command then ends by that
   signal, as it would have without fatpte); only SIGKILL or a crash of the machine can leave one,
-  and the next write of the same NAME in that folder removes those whose process is gone.
+  and the next write of the same NAME in that folder removes those whose process is gone. An output
+  path that exists and is not a regular file (a symbolic link, a directory, a FIFO, a device) is
+  E0811 (exit 4): it is neither replaced nor written through. `fatpte-run --save-outputs DIR`
+  writes each output by the same rule, temporary file and rename included.
 - **Inputs are regular files**: a container, payload, profile or pack.toml that is a directory,
   device, FIFO or socket is E0811 (exit 4), found before anything is read, so a FIFO never makes a
   command wait. A payload whose size changes while it is packed, or that reports 0 bytes but has
