@@ -25,6 +25,7 @@
 
 #include "capi/c_handles.hpp"
 #include "common/bytes.hpp"
+#include "common/range_set.hpp"
 #include "container/golden.hpp"
 #include "fatpte/crc32c.hpp"
 #include "fatpte/fatpte.h"
@@ -44,7 +45,7 @@ struct fatpte_reader {
   fatpte_container* container = nullptr;
   std::uint64_t bytes_read = 0;
   std::uint64_t calls = 0;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> fetched;  // ranges already read
+  fatpte::detail::RangeSet fetched;  // the byte ranges read so far
 };
 
 namespace {
@@ -104,10 +105,7 @@ std::optional<std::uint64_t> table_end(const std::uint8_t* head, std::uint64_t h
 }
 
 fatpte_status fetch(fatpte_reader* r, std::uint64_t start, std::uint64_t end, fatpte_error* error) {
-  if (end <= start) return FATPTE_OK;
-  for (const auto& [a, b] : r->fetched) {
-    if (a <= start && end <= b) return FATPTE_OK;
-  }
+  if (r->fetched.contains(start, end)) return FATPTE_OK;
   const std::size_t page = page_size();
   const std::uint64_t first = start / page * page;
   const std::uint64_t last = std::min<std::uint64_t>(r->region_size, (end + page - 1) / page * page);
@@ -127,7 +125,7 @@ fatpte_status fetch(fatpte_reader* r, std::uint64_t start, std::uint64_t end, fa
     return status;
   }
   r->bytes_read += end - start;
-  r->fetched.emplace_back(start, end);
+  r->fetched.add(start, end);
   return FATPTE_OK;
 }
 
@@ -323,14 +321,14 @@ fatpte_status fatpte_reader_fetch_golden(fatpte_reader* r, uint32_t index, fatpt
     // in the tables, fetched too.
     auto calls = fatpte::golden_calls(*c, index);
     if (!calls.ok()) return fatpte::capi::to_status(calls.error(), error);
-    std::vector<std::uint32_t> done;
+    std::vector<bool> done(c->segments().size(), false);  // each segment fetched once
     for (const fatpte::GoldenCallSpec& call : calls.value()) {
       std::vector<const fatpte::GoldenTensor*> tensors;
       for (const fatpte::GoldenTensor& t : call.inputs) tensors.push_back(&t);
       for (const fatpte::GoldenOutputSpec& o : call.outputs) tensors.push_back(&o.want);
       for (const fatpte::GoldenTensor* t : tensors) {
-        if (std::find(done.begin(), done.end(), t->segment) != done.end()) continue;
-        done.push_back(t->segment);
+        if (t->segment >= done.size() || done[t->segment]) continue;  // golden_calls checked the index
+        done[t->segment] = true;
         const fatpte::Segment& s = c->segments()[t->segment];
         const std::string seg = "segments[" + std::to_string(t->segment) + "]";
         const fatpte_status st = fetch_checked(r, s.offset, s.size, s.checksum, FATPTE_E_SEGMENT_CHECKSUM_MISMATCH,
@@ -384,3 +382,7 @@ void fatpte_reader_close(fatpte_reader* reader) noexcept {
 }
 
 }  // extern "C"
+
+std::uint64_t fatpte::capi::reader_steps(const fatpte_reader* reader) noexcept {
+  return reader == nullptr ? 0 : reader->fetched.steps();
+}
