@@ -25,6 +25,7 @@ struct Source {
   std::vector<std::uint8_t> data;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> reads;  // (offset, size)
   fatpte_status fail_with = FATPTE_OK;
+  std::uint64_t fail_at = UINT64_MAX;  // a read starting here fails (FATPTE_E_IO_ERROR)
   std::uint64_t bytes() const {
     std::uint64_t n = 0;
     for (const auto& r : reads) n += r.second;
@@ -36,6 +37,7 @@ fatpte_status read_at(void* user, std::uint64_t offset, void* buffer, std::size_
   auto* s = static_cast<Source*>(user);
   s->reads.emplace_back(offset, size);
   if (s->fail_with != FATPTE_OK) return s->fail_with;
+  if (offset == s->fail_at) return FATPTE_E_IO_ERROR;
   if (offset > s->data.size() || size > s->data.size() - offset) return FATPTE_E_IO_ERROR;
   std::memcpy(buffer, s->data.data() + offset, size);
   return FATPTE_OK;
@@ -242,6 +244,78 @@ TEST(Reader, TheSignatureIsFetchedOnRequestAndVerifiesAsFromMemory) {
   EXPECT_EQ(plain.reads.size(), before);
   fatpte_reader_close(r);
   fatpte_trust_free(trust);
+}
+
+// Issue 42 R6: the documented flow (open, select, fetch the chosen entry, load) when the load
+// falls back into an entry that was never fetched. The load reads nothing of it: the entry is
+// skipped with "not fetched" in the report, also when only its named data are missing (a fetch
+// that failed part way), and tried once it is fetched. Before, the process died (SIGSEGV).
+std::vector<std::pair<std::uint32_t, std::string>> load_attempts(const fatpte_container* c, fatpte_status* status) {
+  fatpte_load_options* options = nullptr;
+  EXPECT_EQ(fatpte_load_options_new(&options), FATPTE_OK);
+  EXPECT_EQ(fatpte_load_options_set_defaults(options, 0, 0), FATPTE_OK);  // no backend library anywhere
+  fatpte_loaded* loaded = nullptr;
+  fatpte_load_report* report = nullptr;
+  fatpte_error err;
+  *status = fatpte_load_for(c, nullptr, nullptr, 0, nullptr, 0, options, &loaded, &report, &err);
+  std::vector<std::pair<std::uint32_t, std::string>> out;
+  std::size_t count = 0;
+  EXPECT_EQ(fatpte_load_report_attempt_count(report, &count), FATPTE_OK);
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint32_t index = 0;
+    const char* outcome = nullptr;
+    EXPECT_EQ(fatpte_load_report_attempt(report, i, &index, &outcome), FATPTE_OK);
+    out.emplace_back(index, outcome);
+  }
+  fatpte_load_report_free(report);
+  fatpte_unload(loaded);
+  fatpte_load_options_free(options);
+  return out;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+TEST(Reader, ALoadNeverReadsAnEntryThatWasNotFetched) {
+  Source s = named_container();
+  fatpte_reader* r = nullptr;
+  fatpte_error err;
+  ASSERT_EQ(fatpte_reader_open(read_at, &s, s.data.size(), &r, &err), FATPTE_OK) << err.message;
+  const fatpte_container* c = fatpte_reader_container(r);
+  fatpte_status status = FATPTE_OK;
+  auto tried = load_attempts(c, &status);
+  EXPECT_EQ(status, FATPTE_E_NO_SPECIALIZATION_FITS);
+  ASSERT_EQ(tried.size(), 2u);
+  EXPECT_EQ(tried[0].first, 1u);  // the chosen entry (priority 5), then the other
+  EXPECT_TRUE(starts_with(tried[0].second, "not fetched: its payload (300000 bytes at ")) << tried[0].second;
+  EXPECT_TRUE(starts_with(tried[1].second, "not fetched: its payload")) << tried[1].second;
+
+  // Fetched, the chosen entry is tried: its library is what it lacks here.
+  ASSERT_EQ(fatpte_reader_fetch_entry(r, 1, &err), FATPTE_OK) << err.message;
+  tried = load_attempts(c, &status);
+  ASSERT_EQ(tried.size(), 2u);
+  EXPECT_TRUE(starts_with(tried[0].second, "library libfatpte_backend_xnnpack")) << tried[0].second;
+  EXPECT_TRUE(starts_with(tried[1].second, "not fetched: its payload")) << tried[1].second;
+  fatpte_reader_close(r);
+
+  // A fetch that failed after the payload, at the first named-data segment: the entry's named
+  // data were not all fetched, and the load says which.
+  Source partial = named_container();
+  ASSERT_EQ(fatpte_reader_open(read_at, &partial, partial.data.size(), &r, &err), FATPTE_OK) << err.message;
+  c = fatpte_reader_container(r);
+  const void* a = nullptr;
+  std::uint64_t a_size = 0;
+  ASSERT_EQ(fatpte_named_data_get(c, "w.a", &a, &a_size), FATPTE_OK);  // a pointer, not a read
+  const void* payload = nullptr;
+  std::uint64_t offset = 0, size = 0;
+  ASSERT_EQ(fatpte_entry_payload(c, 1, &payload, &size), FATPTE_OK);
+  ASSERT_EQ(fatpte_entry_offset(c, 1, &offset), FATPTE_OK);
+  const std::uint8_t* base = static_cast<const std::uint8_t*>(payload) - offset;  // byte 0 of the file
+  partial.fail_at = static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(a) - base);
+  ASSERT_EQ(fatpte_reader_fetch_entry(r, 1, &err), FATPTE_E_IO_ERROR);
+  tried = load_attempts(c, &status);
+  ASSERT_EQ(tried.size(), 2u);
+  EXPECT_TRUE(starts_with(tried[0].second, "not fetched: its named data 'w.a' (segments[0])")) << tried[0].second;
+  fatpte_reader_close(r);
 }
 
 // Issue 42 R5: the reader's record of what it fetched did n^2 / 2 comparisons for n ranges (an

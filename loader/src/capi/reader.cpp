@@ -7,9 +7,11 @@
 // (MAP_NORESERVE) and unreadable (PROT_NONE) except for the pages fetched: the container is an
 // ordinary fatpte_container over that mapping, so selection, the entry queries and fatpte_load work
 // unchanged, and a read of a byte never fetched stops the process at once instead of seeing
-// zeros. The structural pass reads only what the plan fetched: metadata_end() names the tables
-// only when the header passes the checks that guard their reading (format/structure.cpp, the same rule
-// as Python's structure.metadata_ranges).
+// zeros. The container knows which byte ranges were fetched (Container::set_presence, from the
+// reader's RangeSet): a load tries no entry whose bytes were not all fetched (dispatch.hpp). The
+// structural pass reads only what the plan fetched: metadata_end() names the tables only when
+// the header passes the checks that guard their reading (format/structure.cpp, the same rule as
+// Python's structure.metadata_ranges).
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -214,6 +216,9 @@ fatpte_status fatpte_reader_open(fatpte_read_at_fn read_at, void* user, uint64_t
       release(r);
       return s;
     }
+    const fatpte::detail::RangeSet* fetched = &r->fetched;
+    r->container->impl->set_presence(
+        [fetched](std::uint64_t offset, std::uint64_t size) { return fetched->contains(offset, offset + size); });
   } catch (...) {
     release(r);
     set_error(error, FATPTE_E_IO_ERROR, FATPTE_NO_OFFSET, "", "out of memory");
