@@ -315,6 +315,9 @@ TEST(Reader, ALoadNeverReadsAnEntryThatWasNotFetched) {
   tried = load_attempts(c, &status);
   ASSERT_EQ(tried.size(), 2u);
   EXPECT_TRUE(starts_with(tried[0].second, "not fetched: its named data 'w.a' (segments[0])")) << tried[0].second;
+  // Validation reads every byte: refused, not crashed, on a container fetched in part.
+  EXPECT_EQ(fatpte_validate(c, &err), FATPTE_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find("read only in part"), std::string::npos) << err.message;
   fatpte_reader_close(r);
 }
 

@@ -46,6 +46,7 @@ class Container {
   Container& operator=(const Container&) = delete;
 
   // The content checks (checksums, padding, payload kinds); the structure passed at open.
+  // INVALID_ARGUMENT for a container whose bytes are not all present (see present()).
   Status validate() const;
 
   const Header& header() const noexcept { return structure_.header; }
