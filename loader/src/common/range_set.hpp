@@ -6,6 +6,7 @@
 #ifndef FATPTE_SRC_COMMON_RANGE_SET_HPP_
 #define FATPTE_SRC_COMMON_RANGE_SET_HPP_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -19,7 +20,7 @@ class RangeSet {
   // Whether every byte of [start, end) was added; an empty range always was.
   bool contains(std::uint64_t start, std::uint64_t end) const {
     if (end <= start) return true;
-    ++steps_;
+    steps_.fetch_add(1, std::memory_order_relaxed);
     auto it = ranges_.upper_bound(start);  // the first interval starting after `start`
     if (it == ranges_.begin()) return false;
     --it;
@@ -29,14 +30,14 @@ class RangeSet {
   // Adds [start, end), merging it with the intervals it overlaps or touches.
   void add(std::uint64_t start, std::uint64_t end) {
     if (end <= start) return;
-    ++steps_;
+    steps_.fetch_add(1, std::memory_order_relaxed);
     auto it = ranges_.upper_bound(start);
     if (it != ranges_.begin() && std::prev(it)->second >= start) {
       --it;
       start = it->first;
     }
     while (it != ranges_.end() && it->first <= end) {
-      ++steps_;
+      steps_.fetch_add(1, std::memory_order_relaxed);
       if (it->second > end) end = it->second;
       it = ranges_.erase(it);
     }
@@ -46,11 +47,13 @@ class RangeSet {
   std::size_t size() const noexcept { return ranges_.size(); }
   // Lookups made and intervals swallowed so far: the work the ranges caused, beyond each
   // lookup's O(log n).
-  std::uint64_t steps() const noexcept { return steps_; }
+  std::uint64_t steps() const noexcept { return steps_.load(std::memory_order_relaxed); }
 
  private:
   std::map<std::uint64_t, std::uint64_t> ranges_;  // start -> end, disjoint and not touching
-  mutable std::uint64_t steps_ = 0;
+  // Counted by const lookups too, which loads on several threads may make at once (adding is
+  // the reader's, one call at a time).
+  mutable std::atomic<std::uint64_t> steps_{0};
 };
 
 }  // namespace detail
