@@ -431,7 +431,8 @@ def test_the_reader_flow_skips_an_entry_it_did_not_fetch(tmp_path: Path) -> None
     where the chosen entry's backend refuses its payload and the load falls back into the next
     eligible entry, which was never fetched: the process died (SIGSEGV). The load now reads nothing
     of it: the entry is skipped with "not fetched" as its reason in the report, and once fetched
-    through the reader it loads."""
+    through the reader it loads. An unfetched entry whose backend library is missing keeps that
+    reason: the docs' loop never downloads an entry that cannot run."""
     from fatpte.ops.packing import pack
     from fatpte.ops.specialization import Specialization
 
@@ -443,11 +444,13 @@ def test_the_reader_flow_skips_an_entry_it_did_not_fetch(tmp_path: Path) -> None
     # The chosen entry lists no keys (its backend refuses the payload, issue 33 S1b); the next one
     # lists them. Every region on pages of its own, past the 64 KiB a reader fetches first.
     container = Path(pack([Specialization("dense_ref", ex.payload(), name="refused", named_data=[], priority=5),
+                           Specialization("dense_nowhere", ex.payload() + bytes(16), name="nowhere",
+                                          named_data=sorted(data), priority=3),
                            Specialization("dense_ref", ex.payload() + bytes(8), name="next",
                                           named_data=sorted(data))],
                           tmp_path / "fallback.nfat", named_data=data, alignment=65536, segment_alignment=65536))
     entries = _entries(container)
-    refused, following = entries["refused"]["index"], entries["next"]["index"]
+    refused, nowhere, following = (entries[name]["index"] for name in ("refused", "nowhere", "next"))
     proc = subprocess.run([sys.executable, "-c", R6_READER, str(library), str(container),
                            str(BUILDS["release"] / "backends"), str(refused)],
                           capture_output=True, text=True, timeout=120, check=False)
@@ -455,12 +458,13 @@ def test_the_reader_flow_skips_an_entry_it_did_not_fetch(tmp_path: Path) -> None
     doc = json.loads(proc.stdout)
     first, again = doc["first"], doc["again"]
     assert first["status"] == 901
-    assert [index for index, _ in first["tried"]] == [refused, following]
+    assert [index for index, _ in first["tried"]] == [refused, nowhere, following]
     assert first["tried"][0][1].startswith("the backend could not load the payload")
-    assert first["tried"][1][1].startswith("not fetched: its payload"), first["tried"]
-    assert "fatpte_reader_fetch_entry" in first["tried"][1][1]
+    assert first["tried"][1][1].startswith("library libfatpte_backend_dense_nowhere.so not found")
+    assert first["tried"][2][1].startswith("not fetched: its payload"), first["tried"]
+    assert "fatpte_reader_fetch_entry" in first["tried"][2][1]
     assert again["status"] == 0
-    assert again["tried"] == [first["tried"][0], [following, "loaded"]]
+    assert again["tried"] == [*first["tried"][:2], [following, "loaded"]]
 
 
 GOLDEN_READER = OPEN_READER + LOAD_WITH_REPORT + textwrap.dedent("""

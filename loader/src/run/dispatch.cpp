@@ -132,7 +132,9 @@ std::string hex(std::uint64_t v) {
 // In a container the C reader fills as it fetches (Container::partial), why an attempt at `e`
 // would read bytes that were never fetched: its payload, a segment of the named data its record
 // lists, or (self-testing) a golden tensor its calls name; "" when all were fetched, or for any
-// other container. Asked before anything else of the entry, so an unfetched page is never read.
+// other container. Asked once the entry's backends and libraries are found (from the table and
+// the manifest), before a byte of it is read: an entry that could not run anyway is not reported
+// as one to fetch.
 std::string not_fetched(const Container& c, const Entry& e, bool self_test) {
   if (!c.partial()) return "";
   const std::string fetch = "; fetch the entry (fatpte_reader_fetch_entry) to have it tried";
@@ -237,7 +239,7 @@ std::string bare_backend_payload(const Container& c, const Entry& e) {
     registered = registered && et::backend_registered(id->str());
   }
   static const std::uint8_t kZip[4] = {'P', 'K', 3, 4};
-  const bool package = e.size >= 4 && std::memcmp(c.bytes().data + e.offset, kZip, 4) == 0;
+  const bool package = e.size >= 4 && c.present(e.offset, 4) && std::memcmp(c.bytes().data + e.offset, kZip, 4) == 0;
   std::string why = std::string(package ? "a native package (.ptn)" : "a backend payload, not a whole program,") +
                     " for ExecuTorch backend " + ids + ": ";
   if (!registered) why += "this runtime has no " + ids + "; ";
@@ -557,8 +559,11 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
     out.attempts.emplace_back();
     Attempt& attempt = out.attempts.back();
     attempt.index = e.index;
-    attempt.outcome = not_fetched(c, e, options.self_test);
-    if (!attempt.outcome.empty()) continue;
+    // An entry that states no payload kind is told apart by its payload's bytes 4..8.
+    if (!payload_kind_stated(c, e) && !c.present(e.offset, std::min<std::uint64_t>(e.size, 8))) {
+      attempt.outcome = not_fetched(c, e, options.self_test);
+      continue;
+    }
     const bool program = payload_is_program(c, e);
     const fatpte_backend* table = nullptr;
     if (program) {
@@ -576,6 +581,8 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
       table = example_backend(e, *v, device_json, options, dirs, attempt);
       if (table == nullptr) continue;
     }
+    attempt.outcome = not_fetched(c, e, options.self_test);
+    if (!attempt.outcome.empty()) continue;
     // Tampering and damage stop the load: they are not reasons to try another entry.
     Status stop;
     if (signature) {
