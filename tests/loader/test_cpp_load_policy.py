@@ -505,3 +505,29 @@ def test_a_self_test_through_the_reader_never_reads_unfetched_golden_tensors(tmp
     assert [index for index, _ in first["tried"]] == [entries["xnnpack"]["index"], entries["portable"]["index"]]
     assert all(outcome.startswith("not fetched: its golden tensor 'fatpte.golden/") for _, outcome in first["tried"])
     assert again["status"] == 0 and again["tried"] == [[entries["xnnpack"]["index"], "loaded"]]
+
+
+def test_the_r5_shape_is_valid_and_fetched_one_read_per_key(tmp_path: Path) -> None:
+    """Issue 42 R5's shape (tools/hostile.many_keys, bench/op_hostile.py's R5 row): one entry
+    listing many keys, each in a segment of its own, is valid in both languages, and the C reader
+    fetches it with one read_at call per segment after opening (the work per read is counted by
+    loader/tests/reader_test.cpp, FetchingAnEntryCostsWorkLinearInItsRanges)."""
+    from tools import hostile
+
+    library = BUILDS["release"] / "libfatpte.so"
+    if not library.exists():
+        missing_build("build/loader/libfatpte.so is not built: run `make loader`")
+    container = tmp_path / "keys.nfat"
+    container.write_bytes(hostile.many_keys(2000))
+    assert fatpte.validate(container).ok
+    assert subprocess.run([str(BUILDS["release"] / "fatpte-validate"), str(container)], check=False,
+                          capture_output=True, timeout=120).returncode == 0
+    script = OPEN_READER + textwrap.dedent("""
+        opened = len(read)
+        assert lib.fatpte_reader_fetch_entry(reader, 0, ctypes.byref(err)) == 0, err.message
+        print(len(read) - opened)
+        """)
+    proc = subprocess.run([sys.executable, "-c", script, str(library), str(container)], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert int(proc.stdout) == 1 + 2000  # the payload (after the manifest), then each segment
