@@ -162,7 +162,8 @@ std::string not_fetched(const Container& c, const Entry& e, bool self_test) {
     for (const GoldenTensor* t : tensors) {
       const Segment& s = c.segments()[t->segment];
       if (!c.present(s.offset, s.size)) {
-        return "not fetched: its golden tensor '" + detail::clipped(t->key) + "' (segments[" + std::to_string(t->segment) +
+        return "not fetched: its golden tensor '" + detail::clipped(t->key) + "' (segments[" +
+               std::to_string(t->segment) +
                "]) was not read through the reader; fetch them (fatpte_reader_fetch_golden) to self-test it";
       }
     }
@@ -239,7 +240,8 @@ std::string bare_backend_payload(const Container& c, const Entry& e) {
     registered = registered && et::backend_registered(id->str());
   }
   static const std::uint8_t kZip[4] = {'P', 'K', 3, 4};
-  const bool package = e.size >= 4 && c.present(e.offset, 4) && std::memcmp(c.bytes().data + e.offset, kZip, 4) == 0;
+  const bool package =
+      e.size >= 4 && c.present(e.offset, 4) && std::memcmp(c.bytes().data + e.offset, kZip, 4) == 0;
   std::string why = std::string(package ? "a native package (.ptn)" : "a backend payload, not a whole program,") +
                     " for ExecuTorch backend " + ids + ": ";
   if (!registered) why += "this runtime has no " + ids + "; ";

@@ -1139,7 +1139,8 @@ Status check_payload(const Container& c, SignatureCheck& check, std::uint32_t in
 Status check_key(const Container& c, const SignatureCheck::Key& key) {
   if (!key.signed_key || key.segment >= c.segments().size()) return Status();
   const Segment& s = c.segments()[key.segment];
-  FATPTE_CHECK(c.present(s.offset, s.size), Error::INVALID_ARGUMENT, s.offset, "segments[" + std::to_string(s.index) + "]",
+  FATPTE_CHECK(c.present(s.offset, s.size), Error::INVALID_ARGUMENT, s.offset,
+               "segments[" + std::to_string(s.index) + "]",
                "named-data key '%s' was not fetched (fatpte_reader_fetch_entry)", key.key.c_str());
   const Digest got = sha256(c.bytes().data + s.offset, static_cast<std::size_t>(s.size));
   if (got == key.digest) return Status();
