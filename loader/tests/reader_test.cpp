@@ -356,9 +356,10 @@ TEST(Reader, FetchingAnEntryCostsWorkLinearInItsRanges) {
     per_key.push_back(static_cast<double>(fatpte::capi::reader_steps(r) - opened) / n);
     fatpte_reader_close(r);
   }
-  // A lookup and an insertion per range, a lookup per range fetched again: at most 3 per key
-  // (fewer where the prefix holds some). A list searched from the start makes it n / 2 per key.
-  for (double steps : per_key) EXPECT_LE(steps, 3.5);
+  // Two lookups (the batch's pages, the read) and an insertion per range, two lookups per range
+  // fetched again: at most 5 per key (fewer where the prefix holds some). A list searched from
+  // the start makes it n / 2 per key.
+  for (double steps : per_key) EXPECT_LE(steps, 5.5);
   EXPECT_LE(per_key[2], per_key[0] * 1.5);
 }
 
