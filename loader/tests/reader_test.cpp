@@ -134,6 +134,30 @@ TEST(Reader, ADamagedPayloadIsRefusedByItsChecksum) {
   fatpte_reader_close(r);
 }
 
+// A damaged named-data segment: its code, field and words (made only when the error is reported).
+TEST(Reader, ADamagedSegmentIsRefusedByItsChecksum) {
+  Source s = named_container();
+  fatpte_reader* r = nullptr;
+  fatpte_error err;
+  ASSERT_EQ(fatpte_reader_open(read_at, &s, s.data.size(), &r, &err), FATPTE_OK);
+  const void* b = nullptr;
+  const void* payload = nullptr;
+  std::uint64_t b_size = 0, offset = 0, size = 0;
+  const fatpte_container* c = fatpte_reader_container(r);
+  ASSERT_EQ(fatpte_named_data_get(c, "w.b", &b, &b_size), FATPTE_OK);  // pointers, not reads
+  ASSERT_EQ(fatpte_entry_payload(c, 1, &payload, &size), FATPTE_OK);
+  ASSERT_EQ(fatpte_entry_offset(c, 1, &offset), FATPTE_OK);
+  const std::size_t at = static_cast<std::size_t>(static_cast<const std::uint8_t*>(b) -
+                                                  (static_cast<const std::uint8_t*>(payload) - offset)) + 10;
+  const std::uint8_t before = s.data[at];
+  s.data[at] = static_cast<std::uint8_t>(before ^ 0x01);  // damaged in transit
+  EXPECT_EQ(fatpte_reader_fetch_entry(r, 1, &err), FATPTE_E_SEGMENT_CHECKSUM_MISMATCH);
+  EXPECT_STREQ(err.field, "segments[1].checksum");
+  EXPECT_NE(std::string(err.message).find("the named data 'w.b' (segments[1]) arrived with CRC32C"),
+            std::string::npos) << err.message;
+  fatpte_reader_close(r);
+}
+
 TEST(Reader, TheCallersErrorIsReportedWithTheRange) {
   Source s = named_container();
   s.fail_with = FATPTE_E_REMOTE_TIMEOUT;

@@ -106,16 +106,49 @@ std::optional<std::uint64_t> table_end(const std::uint8_t* head, std::uint64_t h
   return end;
 }
 
-// A range to read and, when `checked`, to compare with the CRC32C the tables state.
+// A range to read and, unless it is kRaw, to compare with the CRC32C the tables state. Small:
+// an entry may list a million keys; the words of an error are made only when one is reported.
 struct Want {
+  enum Kind : std::uint8_t { kRaw, kPayload, kNamedData, kGolden, kSignature };
   std::uint64_t offset = 0;
   std::uint64_t size = 0;
-  bool checked = false;
   std::uint32_t checksum = 0;
-  fatpte_status mismatch = FATPTE_OK;
-  std::string field;  // for an error: the checksum's field and what arrived damaged
-  std::string what;
+  Kind kind = kRaw;
+  std::uint32_t index = 0;     // the entry's (kPayload) or the segment's
+  const char* name = nullptr;  // the entry's name, or the key (valid for the fetch)
 };
+
+Want want(Want::Kind kind, std::uint64_t offset, std::uint64_t size, std::uint32_t checksum, std::uint32_t index,
+          const char* name) {
+  Want w;
+  w.kind = kind;
+  w.offset = offset;
+  w.size = size;
+  w.checksum = checksum;
+  w.index = index;
+  w.name = name;
+  return w;
+}
+
+// The status, field and words of a range that arrived damaged.
+fatpte_status mismatch(const Want& w, std::string& field, std::string& what) {
+  const std::string seg = "segments[" + std::to_string(w.index) + "]";
+  switch (w.kind) {
+    case Want::kPayload:
+      field = "entries[" + std::to_string(w.index) + "].checksum";
+      what = "the payload of '" + std::string(w.name) + "'";
+      return FATPTE_E_PAYLOAD_CHECKSUM_MISMATCH;
+    case Want::kSignature:
+      field = "header.signature_checksum";
+      what = "the signature region";
+      return FATPTE_E_SIGNATURE_CHECKSUM_MISMATCH;
+    default:
+      field = seg + ".checksum";
+      what = std::string(w.kind == Want::kGolden ? "the golden tensor '" : "the named data '") + w.name + "' (" +
+             seg + ")";
+      return FATPTE_E_SEGMENT_CHECKSUM_MISMATCH;
+  }
+}
 
 // The pages of a batch of ranges not yet fetched, made writable for the reads in runs of touching
 // pages and read-only again when the batch ends: a pair of mprotect calls per run, not per range
@@ -180,14 +213,16 @@ fatpte_status fetch_one(fatpte_reader* r, const Want& w, fatpte_error* error) {
     r->bytes_read += w.size;
     r->fetched.add(start, end);
   }
-  if (!w.checked) return FATPTE_OK;
+  if (w.kind == Want::kRaw) return FATPTE_OK;
   const std::uint32_t actual = fatpte::crc32c(r->region + start, static_cast<std::size_t>(w.size));
   if (actual != w.checksum) {
+    std::string field, what;
+    const fatpte_status code = mismatch(w, field, what);
     char text[256];
-    std::snprintf(text, sizeof text, "%s arrived with CRC32C %08x, but the table says %08x", w.what.c_str(), actual,
+    std::snprintf(text, sizeof text, "%s arrived with CRC32C %08x, but the table says %08x", what.c_str(), actual,
                   w.checksum);
-    set_error(error, w.mismatch, fatpte::kNoOffset, w.field.c_str(), text);
-    return w.mismatch;
+    set_error(error, code, fatpte::kNoOffset, field.c_str(), text);
+    return code;
   }
   return FATPTE_OK;
 }
@@ -202,24 +237,9 @@ fatpte_status fetch_all(fatpte_reader* r, const std::vector<Want>& wants, fatpte
 
 fatpte_status fetch(fatpte_reader* r, std::uint64_t start, std::uint64_t end, fatpte_error* error) {
   if (end <= start) return FATPTE_OK;
-  Want w;
-  w.offset = start;
-  w.size = end - start;
-  return fetch_all(r, {w}, error);
+  return fetch_all(r, {want(Want::kRaw, start, end - start, 0, 0, nullptr)}, error);
 }
 
-Want checked(std::uint64_t offset, std::uint64_t size, std::uint32_t checksum, fatpte_status mismatch,
-             std::string field, std::string what) {
-  Want w;
-  w.offset = offset;
-  w.size = size;
-  w.checked = true;
-  w.checksum = checksum;
-  w.mismatch = mismatch;
-  w.field = std::move(field);
-  w.what = std::move(what);
-  return w;
-}
 
 void release(fatpte_reader* r) noexcept {
   if (r->container != nullptr) fatpte_close(r->container);
@@ -334,16 +354,8 @@ fatpte_status fatpte_reader_fetch_entry(fatpte_reader* r, uint32_t index, fatpte
     fatpte_entry_checksum(r->container, index, &checksum, &has_checksum);
     fatpte_entry_name(r->container, index, &name);
     // The payload, then each listed key's segment, read in that order in one batch (Window).
-    std::vector<Want> wants;
-    if (has_checksum != 0) {
-      wants.push_back(checked(offset, size, checksum, FATPTE_E_PAYLOAD_CHECKSUM_MISMATCH,
-                              "entries[" + std::to_string(index) + "].checksum",
-                              "the payload of '" + std::string(name) + "'"));
-    } else {
-      wants.emplace_back();
-      wants.back().offset = offset;
-      wants.back().size = size;
-    }
+    std::vector<Want> wants{
+        want(has_checksum != 0 ? Want::kPayload : Want::kRaw, offset, size, checksum, index, name)};
     uint32_t version = 0;
     fatpte_version(r->container, &version);
     const std::uint8_t* h = r->region;
@@ -375,11 +387,9 @@ fatpte_status fatpte_reader_fetch_entry(fatpte_reader* r, uint32_t index, fatpte
         const auto found = segment_of.find(key->str());
         if (found == segment_of.end() || found->second >= seg_count) continue;  // validate reports it
         const std::uint8_t* rec = h + seg_at + static_cast<std::uint64_t>(found->second) * seg_stride;
-        const std::string seg = "segments[" + std::to_string(found->second) + "]";
-        wants.push_back(checked(read_u64le(rec + F::kV2Segment_offset_offset),
-                                read_u64le(rec + F::kV2Segment_size_offset),
-                                read_u32le(rec + F::kV2Segment_checksum_offset), FATPTE_E_SEGMENT_CHECKSUM_MISMATCH,
-                                seg + ".checksum", "the named data '" + key->str() + "' (" + seg + ")"));
+        wants.push_back(want(Want::kNamedData, read_u64le(rec + F::kV2Segment_offset_offset),
+                             read_u64le(rec + F::kV2Segment_size_offset),
+                             read_u32le(rec + F::kV2Segment_checksum_offset), found->second, key->c_str()));
       }
     }
     return fetch_all(r, wants, error);
@@ -415,9 +425,7 @@ fatpte_status fatpte_reader_fetch_golden(fatpte_reader* r, uint32_t index, fatpt
         if (t->segment >= done.size() || done[t->segment]) continue;  // golden_calls checked the index
         done[t->segment] = true;
         const fatpte::Segment& s = c->segments()[t->segment];
-        const std::string seg = "segments[" + std::to_string(t->segment) + "]";
-        wants.push_back(checked(s.offset, s.size, s.checksum, FATPTE_E_SEGMENT_CHECKSUM_MISMATCH, seg + ".checksum",
-                                "the golden tensor '" + t->key + "' (" + seg + ")"));
+        wants.push_back(want(Want::kGolden, s.offset, s.size, s.checksum, t->segment, t->key.c_str()));
       }
     }
     return fetch_all(r, wants, error);
@@ -444,10 +452,8 @@ fatpte_status fatpte_reader_fetch_signature(fatpte_reader* r, fatpte_error* erro
     const std::uint64_t size = read_u32le(slot + F::kV2SignatureSlot_signature_size_offset);
     if (size == 0) return FATPTE_OK;
     return fetch_all(r,
-                     {checked(read_u64le(slot + F::kV2SignatureSlot_signature_offset_offset), size,
-                              read_u32le(slot + F::kV2SignatureSlot_signature_checksum_offset),
-                              FATPTE_E_SIGNATURE_CHECKSUM_MISMATCH, "header.signature_checksum",
-                              "the signature region")},
+                     {want(Want::kSignature, read_u64le(slot + F::kV2SignatureSlot_signature_offset_offset), size,
+                           read_u32le(slot + F::kV2SignatureSlot_signature_checksum_offset), 0, nullptr)},
                      error);
   } catch (...) {
     set_error(error, FATPTE_E_IO_ERROR, FATPTE_NO_OFFSET, "", "out of memory");
