@@ -164,6 +164,38 @@ def golden_shapes() -> list[Shape]:
     ]
 
 
+# The device-side path (fatpte_reader, specs/remote.md): open through a read_at callback over the
+# file's bytes, fetch entry 0 with its named data, exit 0 when both succeeded.
+READER_FETCH = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+data = open(sys.argv[2], "rb").read()
+base = ctypes.create_string_buffer(data, len(data))
+READ_AT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t)
+@READ_AT
+def read_at(user, offset, buffer, count):
+    ctypes.memmove(buffer, ctypes.addressof(base) + offset, count)
+    return 0
+reader = ctypes.c_void_p()
+ok = lib.fatpte_reader_open(read_at, None, ctypes.c_uint64(len(data)), ctypes.byref(reader), None) == 0
+ok = ok and lib.fatpte_reader_fetch_entry(reader, 0, None) == 0
+sys.exit(0 if ok else 1)
+"""
+
+
+def reader_shapes() -> list[Shape]:
+    """Issue 42 R5: the C reader fetching an entry of many named-data keys, which it did in
+    quadratic work (each range compared with every range fetched before)."""
+    from tools import hostile
+
+    fetch = _tool("C reader `fatpte_reader_fetch_entry` (ctypes)",
+                  [PYTHON, "-c", READER_FETCH, str(LOADER / "libfatpte.so"), "{}"], (0,))
+    return [
+        Shape("R5: one entry listing 10,000 named-data keys per x, each in a segment of its own (valid)",
+              lambda k: hostile.many_keys(_n(10_000, k)), ".nfat", (fetch, _cpp("fatpte-validate", ["{}"], (0,)))),
+    ]
+
+
 def shapes() -> list[Shape]:
     from tools import hostile
 
@@ -202,7 +234,8 @@ def measure_rows(ctx: Context, shape: Shape, sizes: tuple[int, ...]) -> list[str
         paths[k] = path
     rows = []
     for reader in shape.readers:
-        if not Path(reader.argv("x")[0]).exists():
+        argv = reader.argv("x")
+        if not Path(argv[0]).exists() or any(a.startswith(str(LOADER)) and not Path(a).exists() for a in argv):
             rows.append(f"| {shape.name} | {reader.label} | not measured: the loader is not built |" + " |" * 9)
             continue
         times: dict[int, list[float]] = {k: [] for k in sizes}
@@ -247,7 +280,7 @@ def measure(ctx: Context) -> Section:
     section.lines += [HEADER, "|---" * 12 + "|"]
     with warnings.catch_warnings():  # pack's notes on the entries' ranking ties, building S6's files
         warnings.simplefilter("ignore")
-        for shape in [*shapes(), *signed_shapes(ctx.work), *run_shapes(ctx.work), *golden_shapes()]:
+        for shape in [*shapes(), *signed_shapes(ctx.work), *run_shapes(ctx.work), *golden_shapes(), *reader_shapes()]:
             section.lines += measure_rows(ctx, shape, SIZES)
     return section
 

@@ -37,6 +37,18 @@ def shared_key(refs: int, key_bytes: int, *, missing: bool = False) -> bytes:
     return with_manifest([ENTRY], manifest, [blob("hostile-segment", 64)])
 
 
+def many_keys(keys: int, segment_bytes: int = 100) -> bytes:
+    """Entry `cpu` lists `keys` named-data keys, each in a segment of its own (`segment_bytes`
+    bytes, at multiples of 64: never touching), a valid container: the shape of "one entry listing
+    160,000 keys (20 MB)" that the C reader fetched in quadratic work (issue 42 R5)."""
+    w = ManifestWriter()
+    names = [w.string(f"w{i:07d}") for i in range(keys)]
+    table = w.vector([w.table("NamedData", key=n, segment=i) for i, n in enumerate(names)])
+    cpu = w.table("Entry", name=w.string("cpu"), named_data=w.vector(names))
+    manifest = w.finish(w.table("Manifest", revision=1, entries=w.vector([cpu]), named_data=table))
+    return with_manifest([ENTRY], manifest, [blob(f"hostile-key-{i}", segment_bytes) for i in range(keys)])
+
+
 def shared_requirement(refs: int, word_bytes: int, entries: int = 1, *, one_table: bool = True) -> bytes:
     """Each of `entries` entries requires `refs` references to one CPU feature of `word_bytes`
     bytes (one string), the shape of "requirement strings that are 1,000 references to one 1 MiB

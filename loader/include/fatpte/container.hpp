@@ -6,9 +6,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fatpte/format.hpp"
@@ -44,6 +46,7 @@ class Container {
   Container& operator=(const Container&) = delete;
 
   // The content checks (checksums, padding, payload kinds); the structure passed at open.
+  // INVALID_ARGUMENT for a container whose bytes are not all present (see present()).
   Status validate() const;
 
   const Header& header() const noexcept { return structure_.header; }
@@ -56,12 +59,23 @@ class Container {
   // The entry with this name, else the only entry with this backend id (v1: the first).
   Result<std::uint32_t> find(const std::string& name_or_backend_id) const;
 
+  // Which of its bytes may be read: all of them, except in a container over memory that the C
+  // reader fills as it fetches (fatpte_reader, specs/remote.md), whose pages never fetched are
+  // unreadable. The reader says which ranges it fetched; a load asks before it reads an entry.
+  using Presence = std::function<bool(std::uint64_t offset, std::uint64_t size)>;
+  void set_presence(Presence present) { present_ = std::move(present); }
+  // Whether only some bytes are at hand (a presence was set).
+  bool partial() const noexcept { return static_cast<bool>(present_); }
+  // Whether [offset, offset + size) may be read.
+  bool present(std::uint64_t offset, std::uint64_t size) const { return !present_ || present_(offset, size); }
+
  private:
   friend struct detail::ContainerMemo;
   Container() = default;
   Bytes buf_;
   void* mapping_ = nullptr;  // non-null when this object owns an mmap of buf_
   Structure structure_;
+  Presence present_;
   // The manifest's checks (CRC32C, identifier, every rule), run once however many times
   // selection, loading and signature checks ask for the manifest; a validate() that passed has
   // run them (manifest_status_ stays OK). A mutex and a flag rather than std::call_once, whose

@@ -16,7 +16,9 @@
 // Libraries are looked up only where the caller says (LoadOptions), never at a path taken from
 // the container. The eligible entries are tried in rank order, each by its index in the table;
 // for each one, in this order: its selection verdict, whether the backends and libraries it needs
-// are there (from the manifest, before a byte of the payload is read), the SHA-256 of its payload
+// are there (from the manifest, before a byte of the payload is read), in a container read
+// through the C reader whether every byte the attempt reads was fetched (Container::present;
+// "not fetched: ..." otherwise, and nothing of it is read), the SHA-256 of its payload
 // and the named data it lists against the signed statement (when a signature is required), then
 // the load. An entry is skipped, with the reason recorded, when a library it needs is withheld,
 // missing, cannot be opened or is refused, when a backend is not registered or not available, or

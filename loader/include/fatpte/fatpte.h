@@ -354,8 +354,11 @@ FATPTE_API fatpte_status fatpte_reader_open(fatpte_read_at_fn read_at, void* use
                                             fatpte_reader** out, fatpte_error* error) FATPTE_NOEXCEPT;
 /* The container, for every query, fatpte_select and fatpte_load; valid until the reader is
  * closed. Its bytes that were never fetched are unreadable: a payload pointer is usable after
- * fatpte_reader_fetch_entry, and fatpte_load may try only entries that were fetched (select
- * with the others excluded, or fetch each entry it may fall back to). */
+ * fatpte_reader_fetch_entry. A load (fatpte_load, fatpte_load_with, fatpte_load_for, and C++'s
+ * load_module over it) reads no byte the reader did not fetch: an eligible entry whose payload,
+ * listed named data or (self-testing) golden tensors were not all fetched is skipped once its
+ * backends are found (an entry whose libraries are missing keeps that reason), its outcome in
+ * the report starting "not fetched:"; fetch it and load again to have it tried (docs/remote.md). */
 FATPTE_API const fatpte_container* fatpte_reader_container(const fatpte_reader* reader) FATPTE_NOEXCEPT;
 /* Read entry `index`'s payload and the named data its manifest entry lists, each checked against
  * its CRC32C (FATPTE_E_PAYLOAD_CHECKSUM_MISMATCH, FATPTE_E_SEGMENT_CHECKSUM_MISMATCH). */

@@ -78,6 +78,9 @@ namespace capi {
 
 const Container* container_of(const fatpte_container* c) noexcept;
 fatpte_status to_status(const Status& s, fatpte_error* error) noexcept;
+// The work the C reader's record of fetched ranges has done (RangeSet::steps, capi/reader.cpp):
+// what a test counts to show fetching n ranges costs O(n log n).
+std::uint64_t reader_steps(const fatpte_reader* reader) noexcept;
 
 }  // namespace capi
 }  // namespace fatpte

@@ -78,6 +78,10 @@ Result<std::unique_ptr<Container>> Container::open_memory(const void* data, std:
 }
 
 Status Container::validate() const {
+  // The content checks read every byte: of a container the C reader filled only in part, the
+  // bytes never fetched are unreadable (Container::present).
+  FATPTE_CHECK(present(0, buf_.size), Error::INVALID_ARGUMENT, kNoOffset, "",
+               "the container was read only in part (fatpte_reader): validation needs every byte");
   Status status = check_integrity(buf_, structure_);
   // Passing meant the manifest's CRC32C, its identifier and every rule of its own (section 2 of
   // specs/nfat-manifest.md), which are all the manifest memo checks: a loader that validates and

@@ -191,7 +191,12 @@ Status check_golden_segments(const Container& c, const std::vector<GoldenCallSpe
   std::set<std::uint32_t> checked;
   auto check = [&](const GoldenTensor& t) -> Status {
     if (!checked.insert(t.segment).second) return Status();
-    return check_segment_integrity(c.bytes(), c.header(), c.segments()[t.segment]);
+    const Segment& s = c.segments()[t.segment];
+    // A container read through the C reader holds only what it fetched (Container::present).
+    FATPTE_CHECK(c.present(s.offset, s.size), Error::INVALID_ARGUMENT, s.offset,
+                 "segments[" + std::to_string(t.segment) + "]", "the golden tensor '%s' was not fetched "
+                 "(fatpte_reader_fetch_golden)", detail::clipped(t.key).c_str());
+    return check_segment_integrity(c.bytes(), c.header(), s);
   };
   for (const GoldenCallSpec& call : calls) {
     for (const GoldenTensor& t : call.inputs) FATPTE_RETURN_IF_ERROR(check(t));

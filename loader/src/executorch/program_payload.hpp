@@ -15,13 +15,17 @@
 namespace fatpte {
 
 
+// Whether the table states the entry's payload kind (a version 2 entry of a kind other than
+// zero); otherwise payload_is_program reads the payload's bytes 4..8.
+inline bool payload_kind_stated(const Container& c, const Entry& e) {
+  static const std::uint8_t kZero[4] = {0, 0, 0, 0};
+  return c.version() == format::kVersion2 && std::memcmp(e.payload_kind.data(), kZero, 4) != 0;
+}
+
 // Payload kind ET12; in version 1, or where no kind is stated, the program's own identifier at
 // bytes 4..8 of the payload. The entry passed the structural pass, so its range is in the buffer.
 inline bool payload_is_program(const Container& c, const Entry& e) {
-  static const std::uint8_t kZero[4] = {0, 0, 0, 0};
-  if (c.version() == format::kVersion2 && std::memcmp(e.payload_kind.data(), kZero, 4) != 0) {
-    return std::memcmp(e.payload_kind.data(), "ET12", 4) == 0;
-  }
+  if (payload_kind_stated(c, e)) return std::memcmp(e.payload_kind.data(), "ET12", 4) == 0;
   return e.size >= 8 && std::memcmp(c.bytes().data + e.offset + 4, "ET12", 4) == 0;
 }
 

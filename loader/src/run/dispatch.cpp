@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -18,6 +19,7 @@
 
 #include "common/json.hpp"
 #include "common/text.hpp"
+#include "container/golden.hpp"
 #include "container/manifest_view.hpp"
 #include "executorch/program_payload.hpp"
 #include "fatpte/device.hpp"
@@ -121,6 +123,54 @@ Result<std::shared_ptr<NamedData>> named_data(const Container& c, const Entry& e
   return nd;
 }
 
+std::string hex(std::uint64_t v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%#llx", static_cast<unsigned long long>(v));
+  return text;
+}
+
+// In a container the C reader fills as it fetches (Container::partial), why an attempt at `e`
+// would read bytes that were never fetched: its payload, a segment of the named data its record
+// lists, or (self-testing) a golden tensor its calls name; "" when all were fetched, or for any
+// other container. Asked once the entry's backends and libraries are found (from the table and
+// the manifest), before a byte of it is read: an entry that could not run anyway is not reported
+// as one to fetch.
+std::string not_fetched(const Container& c, const Entry& e, bool self_test) {
+  if (!c.partial()) return "";
+  const std::string fetch = "; fetch the entry (fatpte_reader_fetch_entry) to have it tried";
+  if (!c.present(e.offset, e.size)) {
+    return "not fetched: its payload (" + std::to_string(e.size) + " bytes at " + hex(e.offset) +
+           ") was not read through the reader" + fetch;
+  }
+  auto nd = named_data(c, e);
+  if (nd.ok()) {
+    for (const auto& [key, index] : nd.value()->keys) {
+      const Segment& s = c.segments()[index];
+      if (!c.present(s.offset, s.size)) {
+        return "not fetched: its named data '" + detail::clipped(key) + "' (segments[" + std::to_string(index) +
+               "]) was not read through the reader" + fetch;
+      }
+    }
+  }
+  if (!self_test) return "";
+  auto calls = golden_calls(c, e.index);
+  if (!calls.ok()) return "";  // the self-test stops on it, before a golden byte is read
+  for (const GoldenCallSpec& call : calls.value()) {
+    std::vector<const GoldenTensor*> tensors;
+    for (const GoldenTensor& t : call.inputs) tensors.push_back(&t);
+    for (const GoldenOutputSpec& o : call.outputs) tensors.push_back(&o.want);
+    for (const GoldenTensor* t : tensors) {
+      const Segment& s = c.segments()[t->segment];
+      if (!c.present(s.offset, s.size)) {
+        return "not fetched: its golden tensor '" + detail::clipped(t->key) + "' (segments[" +
+               std::to_string(t->segment) +
+               "]) was not read through the reader; fetch them (fatpte_reader_fetch_golden) to self-test it";
+      }
+    }
+  }
+  return "";
+}
+
 std::string why_text(const char* why) { return why[0] != '\0' ? std::string(why) : std::string("no reason given"); }
 
 class ExampleLoaded final : public Loaded {
@@ -190,7 +240,8 @@ std::string bare_backend_payload(const Container& c, const Entry& e) {
     registered = registered && et::backend_registered(id->str());
   }
   static const std::uint8_t kZip[4] = {'P', 'K', 3, 4};
-  const bool package = e.size >= 4 && std::memcmp(c.bytes().data + e.offset, kZip, 4) == 0;
+  const bool package =
+      e.size >= 4 && c.present(e.offset, 4) && std::memcmp(c.bytes().data + e.offset, kZip, 4) == 0;
   std::string why = std::string(package ? "a native package (.ptn)" : "a backend payload, not a whole program,") +
                     " for ExecuTorch backend " + ids + ": ";
   if (!registered) why += "this runtime has no " + ids + "; ";
@@ -510,6 +561,11 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
     out.attempts.emplace_back();
     Attempt& attempt = out.attempts.back();
     attempt.index = e.index;
+    // An entry that states no payload kind is told apart by its payload's bytes 4..8.
+    if (!payload_kind_stated(c, e) && !c.present(e.offset, std::min<std::uint64_t>(e.size, 8))) {
+      attempt.outcome = not_fetched(c, e, options.self_test);
+      continue;
+    }
     const bool program = payload_is_program(c, e);
     const fatpte_backend* table = nullptr;
     if (program) {
@@ -527,6 +583,8 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
       table = example_backend(e, *v, device_json, options, dirs, attempt);
       if (table == nullptr) continue;
     }
+    attempt.outcome = not_fetched(c, e, options.self_test);
+    if (!attempt.outcome.empty()) continue;
     // Tampering and damage stop the load: they are not reasons to try another entry.
     Status stop;
     if (signature) {

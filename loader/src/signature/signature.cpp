@@ -940,6 +940,9 @@ Result<SignatureCheck> detail::check_signature(const Container& c, const Trusted
       return fail(Error::SIGNATURE_REQUIRED, kNoOffset, "signature",
                   "the container carries no signature region and no detached signature was given");
     }
+    // A container read through the C reader holds only what it fetched (Container::present).
+    FATPTE_CHECK(c.present(h.signature_offset, h.signature_size), Error::INVALID_ARGUMENT, h.signature_offset,
+                 "header.signature_offset", "the signature region was not fetched (fatpte_reader_fetch_signature)");
     data = Bytes{c.bytes().data + h.signature_offset, h.signature_size};
     w.offset = h.signature_offset;
   }
@@ -1163,6 +1166,8 @@ Status check_payload(const Container& c, SignatureCheck& check, std::uint32_t in
   const int k = check.statement_index[index];
   if (k < 0) return Status();
   const Entry& e = c.entries()[index];
+  FATPTE_CHECK(c.present(e.offset, e.size), Error::INVALID_ARGUMENT, e.offset, "entries[" + std::to_string(index) + "]",
+               "the payload of '%s' was not fetched (fatpte_reader_fetch_entry)", e.name.c_str());
   const Digest got = sha256(c.bytes().data + e.offset, static_cast<std::size_t>(e.size));
   if (got != check.payload_digests[static_cast<std::size_t>(k)]) {
     check.states[index] = EntryState::kTampered;
@@ -1179,6 +1184,9 @@ Status check_payload(const Container& c, SignatureCheck& check, std::uint32_t in
 Status check_key(const Container& c, const SignatureCheck::Key& key) {
   if (!key.signed_key || key.segment >= c.segments().size()) return Status();
   const Segment& s = c.segments()[key.segment];
+  FATPTE_CHECK(c.present(s.offset, s.size), Error::INVALID_ARGUMENT, s.offset,
+               "segments[" + std::to_string(s.index) + "]",
+               "named-data key '%s' was not fetched (fatpte_reader_fetch_entry)", key.key.c_str());
   const Digest got = sha256(c.bytes().data + s.offset, static_cast<std::size_t>(s.size));
   if (got == key.digest) return Status();
   const Header& h = c.header();
