@@ -336,3 +336,89 @@ def thinned(data: bytes, names: Sequence[str]) -> bytes:
         src.write_bytes(data)
         fatpte.thin(src, dest, names=list(names))
         return dest.read_bytes()
+
+
+# -- programs ExecuTorch's runtime aborts on (issue 42, point 9) -------------------------------------
+
+def value_index_site(program: bytes, where: str) -> tuple[int, int, int]:
+    """Where value index `where` of the first method of `program` lies: (its byte, the table that
+    holds it, the method's value count). `where` is `inputs[I]` or `outputs[I]` of the method, or
+    `instructions[K].args[I]` of its first chain."""
+    from fatpte.executorch.flatbuf import Buffer
+    from fatpte.executorch.pte import IDENTIFIER, read_header
+
+    header = read_header(program, None)
+    root = Buffer(program[: len(program) if header is None else header.program_size], source=None).root(
+        IDENTIFIER, "program")
+    plan = root.tables(1, "execution_plan")[0]
+    count = len(plan.tables(2, "values"))
+    name, index = where.rsplit("[", 1)
+    table, slot = plan, {"inputs": 3, "outputs": 4}.get(name)
+    if slot is None:  # instructions[K].args
+        k = int(name.split("[")[1].split("]")[0])
+        _, table = plan.tables(5, "chains")[0].tables(2, "instructions")[k].union(0, 1, "instr_args")
+        slot = 1
+    vector = table.vector(slot, 4, name)
+    assert vector is not None and int(index[:-1]) < vector[1], where
+    return vector[0] + 4 * int(index[:-1]), table.pos, count
+
+
+def with_value_index(program: bytes, where: str, value: int | None = None) -> tuple[bytes, int]:
+    """`program` with value index `where` (value_index_site) set to `value`, by default the value
+    count (one past the last value: what ExecuTorch's Method::get_value aborts on), and the
+    position of the table holding it, where a reader reports it."""
+    at, table, count = value_index_site(program, where)
+    out = bytearray(program)
+    out[at : at + 4] = struct.pack("<i", count if value is None else value)
+    return bytes(out), table
+
+
+def fat_with_program(program: bytes, nested: bytes) -> bytes:
+    """`program` (a .pte whose first delegate is a fat delegate) whose fat delegate holds one
+    version 1 entry, the nested program `nested` (backend id portable): what a device runs when it
+    loads `program`, and no manifest or checksum vouches for the entry."""
+    from fatpte.executorch.rewrite import replace_segment
+
+    delegate = first_delegate(program)
+    return replace_segment(program, delegate.data_index, v1_container([("portable", nested)]))
+
+
+def _first_plan(program: bytes) -> Any:
+    from fatpte.executorch.flatbuf import Buffer
+    from fatpte.executorch.pte import IDENTIFIER, read_header
+
+    header = read_header(program, None)
+    root = Buffer(program[: len(program) if header is None else header.program_size], source=None).root(
+        IDENTIFIER, "program")
+    return root.tables(1, "execution_plan")[0]
+
+
+def with_instruction_kind(program: bytes, k: int, tag: int, first: int) -> tuple[bytes, int]:
+    """`program` whose first chain's instruction `k`, a KernelCall that states its op_index, is
+    read as instruction kind `tag` (InstructionArguments: 3 MoveCall, 4 JumpFalseCall, 5 FreeCall)
+    whose first field (move_from, cond_value_index, value_index: the op_index's slot) is `first`;
+    and the position of that table."""
+    ins = _first_plan(program).tables(5, "chains")[0].tables(2, "instructions")[k]
+    kind_at = ins.scalar_position(0, "B", "instr_args_type")
+    _, call = ins.union(0, 1, "instr_args")
+    first_at = call.scalar_position(0, "i", "op_index")
+    assert kind_at is not None and first_at is not None and program[kind_at] == 1, (k, kind_at, first_at)
+    out = bytearray(program)
+    out[kind_at] = tag
+    out[first_at : first_at + 4] = struct.pack("<i", first)
+    return bytes(out), call.pos
+
+
+def with_int_list_item(program: bytes, item: int, j: int = 0) -> tuple[bytes, int, str]:
+    """`program` whose first int list's item `j` is `item` (a value index), the position of that
+    list's table and the path a reader names it by."""
+    plan = _first_plan(program)
+    for i, v in enumerate(plan.tables(2, "values")):
+        tag, lst = v.union(0, 1, "val")
+        if tag == 7 and lst is not None:
+            start, count = lst.vector(0, 8, "items")
+            assert j < count
+            out = bytearray(program)
+            out[start + 8 * j : start + 8 * j + 8] = struct.pack("<q", item)
+            return bytes(out), lst.pos, f"root.execution_plan[0].values[{i}].val.items[{j}]"
+    raise AssertionError("the program has no int list")

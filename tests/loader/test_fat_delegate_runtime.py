@@ -259,7 +259,11 @@ def test_every_invalid_vector_as_the_payload_is_refused_at_init(build: Path, tmp
         proc = module_run(build, program, libs=(KERNELS, XNNPACK))
         assert proc.returncode == 1, (name, proc.stdout, proc.stderr)
         assert "AddressSanitizer" not in proc.stderr and "runtime error" not in proc.stderr, (name, proc.stderr)
-        assert f"fatpte fat delegate: {code}" in proc.stderr, (name, code, proc.stderr[-2000:])
+        # A program entry's own defect (a v2-program-* vector: container rules pass, the program does
+        # not read) skips that entry with the reader's code, and no entry runs.
+        said = f"fatpte refused the nested program: {code}" if name.startswith("v2-program-") else code
+        assert f"fatpte fat delegate: {said}" in proc.stderr or f"skipped: {said}" in proc.stderr, \
+            (name, code, proc.stderr[-2000:])
         assert "Init failed for backend FatpteBackend" in proc.stderr, name
 
 
@@ -451,3 +455,60 @@ def test_a_nested_method_name_that_is_no_text_is_not_asked_for(build: Path, tmp_
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert b"the nested program's only method is named '\\x1b[31mrd', which is not printable text" in proc.stderr
     assert b"\x1b" not in proc.stderr
+
+
+@pytest.mark.parametrize("where", ["inputs[0]", "outputs[0]", "int list"])
+def test_a_nested_program_the_runtime_aborts_on_is_skipped_with_validates_code(build: Path, tmp_path: Path,
+                                                                                where: str) -> None:
+    """Issue 42, point 9: a nested program whose method input or output is one past its values, or
+    whose int list names a tensor, passed fatpte's reader and ExecuTorch's load, and the process
+    aborted at the first call (ET_CHECK in Method::get_value, EValue::toInt; exit 134). The fat
+    delegate now refuses it before ExecuTorch sees it, with validate's code and the offset of the
+    table holding the reference (tests/executorch/test_executorch_references.py)."""
+    from tools import hostile
+
+    nested = (FIXTURES / "mlp_portable.pte").read_bytes()
+    if where == "int list":
+        tensor = min(read_program(nested).methods[0].tensors)
+        changed, table, _ = hostile.with_int_list_item(nested, tensor)
+        code = "E1008"
+    else:
+        changed, table = hostile.with_value_index(nested, where)
+        code = "E1006"
+    fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
+    tree = hostile.fat_with_program(fixture, changed)
+    program = tmp_path / "tree.pte"
+    program.write_bytes(tree)
+    proc = module_run(build, program, calls=call_files("mlp", tmp_path))
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "assert failed" not in proc.stderr and "Sanitizer" not in proc.stderr, proc.stderr[-3000:]
+    entry = tree.index(changed) - hostile.first_delegate(tree).offset  # in the fat delegate's container
+    assert f"skipped: fatpte refused the nested program: {code} at {entry + table:#x} (entries[0].payload)" \
+        in proc.stderr, proc.stderr[-3000:]
+
+
+def _program_vectors() -> list[tuple[str, dict[str, Any]]]:
+    index = json.loads((VECTORS / "index.json").read_text())["vectors"]
+    return sorted((name, v) for name, v in index.items() if name.startswith("v2-program"))
+
+
+def test_fatpte_run_refuses_each_program_vector_with_its_code_offset_and_field(tmp_path: Path) -> None:
+    """The program reference vectors (v2-program-*: specs/executorch.md section 4) through
+    fatpte-run: the intact one runs; each other is refused with the code, offset and field the
+    index gives (Python's), never by ExecuTorch aborting (two of them did: exit 134)."""
+    exe = BUILDS["release"] / "fatpte-run"
+    if not exe.exists() or not SDK_LIB.is_dir():
+        missing_build("build/loader/fatpte-run is not built: run `make loader`")
+    calls = _example().write_calls("mlp", tmp_path / "calls.json")
+    vectors = _program_vectors()
+    assert len(vectors) == 6
+    for name, v in vectors:
+        proc = subprocess.run([str(exe), str(VECTORS / name), "--inputs", str(calls)], capture_output=True,
+                              text=True, timeout=300, check=False)
+        if v["valid"]:
+            assert proc.returncode == 0, (name, proc.stderr[-2000:])
+            continue
+        e = v["error"]
+        assert proc.returncode == 3, (name, proc.returncode, proc.stderr[-2000:])
+        assert f"fatpte refused the ExecuTorch program: {e['code']} at {e['offset']:#x} ({e['field']})" \
+            in proc.stderr, (name, proc.stderr[-2000:])

@@ -25,6 +25,108 @@ constexpr std::uint32_t kMinHeaderLength = 24;
 constexpr std::uint32_t kMaxHeaderLength = 4096;
 constexpr std::uint32_t kHeaderAt = 8;  // the extended header starts after the root offset and identifier
 
+// One method's value references, checked as fatpte/executorch/pte.py checks them (specs/executorch.md
+// section 4), in the same order and reported at the same place: the code, the table holding the
+// index (its offset from the program's first byte, plus `at`), the caller's field, the path in the
+// message. ExecuTorch itself checks instruction arguments at load_method, but not the plan's
+// inputs and outputs: Method::get_value aborts the process (ET_CHECK) on one past the values at
+// set_input or get_output, and a kernel reading an int list whose item is not an int aborts in
+// EValue::toInt.
+class ValueReferences {
+ public:
+  ValueReferences(const std::uint8_t* program, std::uint64_t at, const std::string& field, const F::ExecutionPlan* plan,
+                  ::flatbuffers::uoffset_t index)
+      : p_(program), at_(at), field_(field), plan_(plan), path_("root.execution_plan[" + std::to_string(index) + "]"),
+        values_(plan->values() == nullptr ? 0 : plan->values()->size()) {}
+
+  Status check() const {
+    FATPTE_RETURN_IF_ERROR(int_lists());
+    if (plan_->chains() != nullptr) {
+      for (::flatbuffers::uoffset_t c = 0; c < plan_->chains()->size(); ++c) {
+        const F::Chain* chain = plan_->chains()->Get(c);
+        const std::string path = path_ + ".chains[" + std::to_string(c) + "]";
+        FATPTE_RETURN_IF_ERROR(indices(chain->inputs(), chain, path + ".inputs"));
+        FATPTE_RETURN_IF_ERROR(indices(chain->outputs(), chain, path + ".outputs"));
+        FATPTE_RETURN_IF_ERROR(instructions(chain, path));
+      }
+    }
+    FATPTE_RETURN_IF_ERROR(indices(plan_->inputs(), plan_, path_ + ".inputs"));
+    return indices(plan_->outputs(), plan_, path_ + ".outputs");
+  }
+
+ private:
+  std::uint64_t where(const void* table) const {
+    return at_ + static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(table) - p_);
+  }
+  bool in_values(std::int64_t v) const { return v >= 0 && static_cast<std::uint64_t>(v) < values_; }
+  Status outside(std::int64_t v, const void* table, const std::string& path) const {
+    return fail(Error::ET_BAD_REFERENCE, where(table), field_,
+                "value index %" PRId64 " is outside the %" PRIu64 " values of the method (%s)", v, values_,
+                path.c_str());
+  }
+  Status indices(const ::flatbuffers::Vector<std::int32_t>* v, const void* table, const std::string& path) const {
+    if (v == nullptr) return Status();
+    for (::flatbuffers::uoffset_t k = 0; k < v->size(); ++k) {
+      if (!in_values(v->Get(k))) return outside(v->Get(k), table, path + "[" + std::to_string(k) + "]");
+    }
+    return Status();
+  }
+  // Each int list's items: values, each an int (ExecuTorch boxes them as the list's elements).
+  Status int_lists() const {
+    for (std::uint64_t j = 0; j < values_; ++j) {
+      const F::IntList* list = plan_->values()->Get(static_cast<::flatbuffers::uoffset_t>(j))->val_as_IntList();
+      if (list == nullptr || list->items() == nullptr) continue;
+      const std::string path = path_ + ".values[" + std::to_string(j) + "].val.items";
+      for (::flatbuffers::uoffset_t k = 0; k < list->items()->size(); ++k) {
+        const std::int64_t item = list->items()->Get(k);
+        if (!in_values(item)) return outside(item, list, path + "[" + std::to_string(k) + "]");
+        const F::KernelTypes kind = plan_->values()->Get(static_cast<::flatbuffers::uoffset_t>(item))->val_type();
+        FATPTE_CHECK(kind == F::KernelTypes_Int, Error::ET_BAD_VALUE, where(list), field_,
+                     "an int list's item is value %" PRId64 ", a %s, not an int (%s[%u])", item,
+                     F::EnumNameKernelTypes(kind), path.c_str(), k);
+      }
+    }
+    return Status();
+  }
+  Status instructions(const F::Chain* chain, const std::string& chain_path) const {
+    if (chain->instructions() == nullptr) return Status();
+    const std::uint64_t operators = plan_->operators() == nullptr ? 0 : plan_->operators()->size();
+    const std::uint64_t delegates = plan_->delegates() == nullptr ? 0 : plan_->delegates()->size();
+    for (::flatbuffers::uoffset_t k = 0; k < chain->instructions()->size(); ++k) {
+      const F::Instruction* ins = chain->instructions()->Get(k);
+      if (ins->instr_args() == nullptr) continue;
+      const std::string path = chain_path + ".instructions[" + std::to_string(k) + "].instr_args";
+      if (const F::KernelCall* call = ins->instr_args_as_KernelCall()) {
+        FATPTE_CHECK(call->op_index() >= 0 && static_cast<std::uint64_t>(call->op_index()) < operators,
+                     Error::ET_BAD_REFERENCE, where(call), field_, "operator index %d is outside the %" PRIu64
+                     " operators (%s.op_index)", call->op_index(), operators, path.c_str());
+        FATPTE_RETURN_IF_ERROR(indices(call->args(), call, path + ".args"));
+      } else if (const F::DelegateCall* call = ins->instr_args_as_DelegateCall()) {
+        FATPTE_CHECK(call->delegate_index() >= 0 && static_cast<std::uint64_t>(call->delegate_index()) < delegates,
+                     Error::ET_BAD_REFERENCE, where(call), field_, "delegate index %d is outside the %" PRIu64
+                     " delegates (%s.delegate_index)", call->delegate_index(), delegates, path.c_str());
+        FATPTE_RETURN_IF_ERROR(indices(call->args(), call, path + ".args"));
+      } else if (const F::MoveCall* move = ins->instr_args_as_MoveCall()) {
+        if (!in_values(move->move_from())) return outside(move->move_from(), move, path + ".move_from");
+        if (!in_values(move->move_to())) return outside(move->move_to(), move, path + ".move_to");
+      } else if (const F::JumpFalseCall* jump = ins->instr_args_as_JumpFalseCall()) {
+        const std::int32_t v = jump->cond_value_index();
+        if (!in_values(v)) return outside(v, jump, path + ".cond_value_index");
+      } else if (const F::FreeCall* free_call = ins->instr_args_as_FreeCall()) {
+        if (!in_values(free_call->value_index())) return outside(free_call->value_index(), free_call, path + ".value_index");
+      }
+    }
+    return Status();
+  }
+
+  const std::uint8_t* p_;
+  std::uint64_t at_;
+  const std::string& field_;
+  const F::ExecutionPlan* plan_;
+  std::string path_;
+  std::uint64_t values_;
+};
+
 }  // namespace
 
 const MethodInfo* ProgramInfo::method(const std::string& name) const {
@@ -99,6 +201,7 @@ Result<ProgramInfo> read_program(Bytes payload, std::uint64_t at, const std::str
   for (::flatbuffers::uoffset_t i = 0; i < plans->size(); ++i) {
     const F::ExecutionPlan* plan = plans->Get(i);
     FATPTE_CHECK(plan->name() != nullptr, Error::ET_BAD_VALUE, at, field, "execution_plan[%u] has no name", i);
+    FATPTE_RETURN_IF_ERROR(ValueReferences(p, at, field, plan, i).check());
     MethodInfo m;
     m.name = plan->name()->str();
     if (plan->delegates() != nullptr) {

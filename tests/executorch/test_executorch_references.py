@@ -1,0 +1,76 @@
+"""Value references ExecuTorch's runtime aborts on (issue 42, point 9; specs/executorch.md sections 4
+and 8). Fuzzing the fat delegate found nested programs `fatpte validate` called valid on which
+ExecuTorch aborted the process (`ET_CHECK` in `Method::get_value`): a value index of the method's
+inputs or outputs past its values, which ExecuTorch's own load takes as it is. The reader now
+checks every value index a method uses (int list items, chains, each instruction kind's fields,
+the method's inputs and outputs), and validate reads the nested programs of a fat delegate, so
+such a program is an error of the file, at the table holding the index. The C++ loader's half
+(the same code and place, and no abort) is in tests/loader/test_fat_delegate_runtime.py and
+loader/tests/executorch_test.cpp; the conformance vectors `v2-program-*` hold both to it."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from fatpte.errors import ErrorCode, FatpteError
+from fatpte.executorch.pte import read_program
+from tests.paths import ROOT
+from tools import hostile
+
+FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
+NESTED = FIXTURES / "mlp_portable.pte"  # 20 values, input 4, output 17, five kernel calls, two int lists
+PLAN = "root.execution_plan[0]"
+
+
+def _refused(data: bytes) -> tuple[ErrorCode, int | None, str | None]:
+    with pytest.raises(FatpteError) as e:
+        read_program(data)
+    return e.value.code, e.value.offset, e.value.field
+
+
+@pytest.mark.parametrize(("where", "value", "path"), [
+    ("inputs[0]", 20, f"{PLAN}.inputs[0]"),
+    ("inputs[0]", -1, f"{PLAN}.inputs[0]"),
+    ("outputs[0]", 20, f"{PLAN}.outputs[0]"),
+    ("outputs[0]", -(1 << 31), f"{PLAN}.outputs[0]"),
+    ("instructions[1].args[2]", 20, f"{PLAN}.chains[0].instructions[1].instr_args.args[2]"),
+])
+def test_a_value_index_past_the_values_is_e1006_at_its_table(where: str, value: int, path: str) -> None:
+    program = NESTED.read_bytes()
+    at, table, count = hostile.value_index_site(program, where)
+    assert count == 20 and 0 <= struct.unpack_from("<i", program, at)[0] < count
+    changed, _ = hostile.with_value_index(program, where, value)
+    assert _refused(changed) == (ErrorCode.ET_BAD_REFERENCE, table, path)
+    last, _ = hostile.with_value_index(program, where, count - 1)
+    read_program(last)  # the last value is a value
+
+
+def test_a_delegate_calls_arguments_are_values() -> None:
+    program = (FIXTURES / "add_xnnpack.pte").read_bytes()
+    changed, table = hostile.with_value_index(program, "instructions[0].args[1]")
+    assert _refused(changed) == (ErrorCode.ET_BAD_REFERENCE, table,
+                                 f"{PLAN}.chains[0].instructions[0].instr_args.args[1]")
+
+
+@pytest.mark.parametrize(("kind", "field"), [(3, "move_from"), (4, "cond_value_index"), (5, "value_index")])
+def test_each_instruction_kinds_value_field_is_a_value(kind: int, field: str) -> None:
+    """MoveCall, JumpFalseCall and FreeCall name values too (the second instruction read as each)."""
+    program = NESTED.read_bytes()
+    changed, table = hostile.with_instruction_kind(program, 1, kind, 20)
+    assert _refused(changed) == (ErrorCode.ET_BAD_REFERENCE, table,
+                                 f"{PLAN}.chains[0].instructions[1].instr_args.{field}")
+    inside, _ = hostile.with_instruction_kind(program, 1, kind, 19)
+    read_program(inside)
+
+
+def test_an_int_lists_items_are_int_values() -> None:
+    program = NESTED.read_bytes()
+    plan = read_program(program).methods[0]
+    ints = [i for i, k in enumerate(plan.value_kinds) if k == "int"]
+    tensor = min(plan.tensors)
+    _, table, path = hostile.with_int_list_item(program, ints[0])
+    assert _refused(hostile.with_int_list_item(program, 20)[0]) == (ErrorCode.ET_BAD_REFERENCE, table, path)
+    assert _refused(hostile.with_int_list_item(program, tensor)[0]) == (ErrorCode.ET_BAD_VALUE, table, path)
+    read_program(hostile.with_int_list_item(program, ints[-1])[0])
