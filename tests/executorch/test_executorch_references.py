@@ -11,16 +11,23 @@ loader/tests/executorch_test.cpp; the conformance vectors `v2-program-*` hold bo
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+import fatpte
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.pte import read_program
+from fatpte.ops.fat_delegate import validate_nfat_delegates
 from tests.paths import ROOT
 from tools import hostile
 
 FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
 NESTED = FIXTURES / "mlp_portable.pte"  # 20 values, input 4, output 17, five kernel calls, two int lists
+FAT = FIXTURES / "mlp_fat.pte"
+FATPTE = [sys.executable, "-m", "fatpte"]
 PLAN = "root.execution_plan[0]"
 
 
@@ -74,3 +81,33 @@ def test_an_int_lists_items_are_int_values() -> None:
     assert _refused(hostile.with_int_list_item(program, 20)[0]) == (ErrorCode.ET_BAD_REFERENCE, table, path)
     assert _refused(hostile.with_int_list_item(program, tensor)[0]) == (ErrorCode.ET_BAD_VALUE, table, path)
     read_program(hostile.with_int_list_item(program, ints[-1])[0])
+
+
+@pytest.mark.parametrize("where", ["inputs[0]", "outputs[0]"])
+def test_validate_refuses_a_nested_program_the_runtime_aborts_on(where: str, tmp_path: Path) -> None:
+    """The issue's finding: a fat delegate's nested program whose method input (or output) is one
+    past its values. validate said valid and ExecuTorch aborted in Method::get_value; now validate
+    reports E1006 at the index's table, with the path to the nested program."""
+    nested, table = hostile.with_value_index(NESTED.read_bytes(), where)
+    tree = hostile.fat_with_program(FAT.read_bytes(), nested)
+    at = tree.index(nested)
+    found = [(f.code, f.offset, f.field) for _, r in validate_nfat_delegates(read_program(tree)) for f in r.findings]
+    assert found == [(ErrorCode.ET_BAD_REFERENCE, at + table, "delegates[0].payload.entries[0].payload")]
+    (tmp_path / "tree.pte").write_bytes(tree)
+    proc = subprocess.run([*FATPTE, "validate", str(tmp_path / "tree.pte")], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"E1006 at {at + table:#x} (delegates[0].payload.entries[0].payload)" in proc.stdout
+    assert f"({PLAN}.{where})" in proc.stdout
+    # As the program entry of a container, the path starts at the entry.
+    dest = fatpte.pack([fatpte.Specialization("fatpte", tree, name="fat")], tmp_path / "c.nfat")
+    with fatpte.open(dest) as c:
+        base = c.entries[0].offset
+    report = fatpte.validate(dest)
+    assert [(f.code, f.offset, f.field) for f in report.findings] == [
+        (ErrorCode.ET_BAD_REFERENCE, base + at + table, "entries[0].payload.delegates[0].payload.entries[0].payload")]
+
+
+def test_an_intact_nested_program_stays_valid() -> None:
+    tree = hostile.fat_with_program(FAT.read_bytes(), NESTED.read_bytes())
+    assert [r.findings for _, r in validate_nfat_delegates(read_program(tree))] == [()]
