@@ -422,3 +422,61 @@ def with_int_list_item(program: bytes, item: int, j: int = 0) -> tuple[bytes, in
             out[start + 8 * j : start + 8 * j + 8] = struct.pack("<q", item)
             return bytes(out), lst.pos, f"root.execution_plan[0].values[{i}].val.items[{j}]"
     raise AssertionError("the program has no int list")
+
+
+def pte_shared_instruction(refs: int, args: int) -> bytes:
+    """An ExecuTorch program (.pte, no extended header) whose method's one chain lists `refs`
+    references to one KernelCall instruction of `args` arguments, each value 0 (of one Null value):
+    `refs * args` value references in about 4 * (refs + args) bytes, the shape a reader that checks
+    every reference must bound by its work budget, not by the file."""
+    import flatbuffers
+
+    b = flatbuffers.Builder(0)
+
+    def vector(offsets: Sequence[int]) -> int:
+        b.StartVector(4, len(offsets), 4)
+        for o in reversed(offsets):
+            b.PrependUOffsetTRelative(o)
+        return int(b.EndVector())
+
+    b.StartVector(4, args, 4)
+    for _ in range(args):
+        b.PrependInt32(0)
+    arg_list = b.EndVector()
+    b.StartObject(2)  # KernelCall: op_index, args
+    b.PrependUOffsetTRelativeSlot(1, arg_list, 0)
+    call = b.EndObject()
+    b.StartObject(2)  # Instruction: instr_args_type, instr_args
+    b.PrependUint8Slot(0, 1, 0)
+    b.PrependUOffsetTRelativeSlot(1, call, 0)
+    instruction = b.EndObject()
+    instructions = vector([instruction] * refs)
+    b.StartObject(4)  # Chain: inputs, outputs, instructions, stacktrace
+    b.PrependUOffsetTRelativeSlot(2, instructions, 0)
+    chain = b.EndObject()
+    b.StartObject(0)  # Null
+    null = b.EndObject()
+    b.StartObject(2)  # EValue: val_type, val
+    b.PrependUint8Slot(0, 1, 0)
+    b.PrependUOffsetTRelativeSlot(1, null, 0)
+    value = b.EndObject()
+    op_name, overload = b.CreateString("aten::add"), b.CreateString("out")
+    b.StartObject(2)  # Operator: name, overload
+    b.PrependUOffsetTRelativeSlot(0, op_name, 0)
+    b.PrependUOffsetTRelativeSlot(1, overload, 0)
+    op = b.EndObject()
+    values, chains, ops, delegates = vector([value]), vector([chain]), vector([op]), vector([])
+    method = b.CreateString("forward")
+    b.StartObject(9)  # ExecutionPlan: name, container_meta_type, values, inputs, outputs, chains, operators, delegates
+    b.PrependUOffsetTRelativeSlot(0, method, 0)
+    b.PrependUOffsetTRelativeSlot(2, values, 0)
+    b.PrependUOffsetTRelativeSlot(5, chains, 0)
+    b.PrependUOffsetTRelativeSlot(6, ops, 0)
+    b.PrependUOffsetTRelativeSlot(7, delegates, 0)
+    plan = b.EndObject()
+    plans = vector([plan])
+    b.StartObject(8)  # Program: version, execution_plan, ...
+    b.PrependUOffsetTRelativeSlot(1, plans, 0)
+    root = b.EndObject()
+    b.Finish(root, b"ET12")
+    return bytes(b.Output())

@@ -111,3 +111,13 @@ def test_validate_refuses_a_nested_program_the_runtime_aborts_on(where: str, tmp
 def test_an_intact_nested_program_stays_valid() -> None:
     tree = hostile.fat_with_program(FAT.read_bytes(), NESTED.read_bytes())
     assert [r.findings for _, r in validate_nfat_delegates(read_program(tree))] == [()]
+
+
+@pytest.mark.parametrize("refs", [1000, 4000, 16000])
+def test_one_instruction_shared_by_many_references_is_bounded_by_the_work_budget(refs: int) -> None:
+    """Checking every reference must not make a small file a large amount of work: a chain listing
+    `refs` references to one instruction of 2000 arguments is refs * 2000 references in 4 * refs
+    bytes. The reader's object budget (1,000,000 plus the size) ends it with E1005, as it ends the
+    C++ reader's check (tests/loader/test_fat_delegate_runtime.py); 100 of 100 read."""
+    assert len(read_program(hostile.pte_shared_instruction(100, 100)).methods[0].kernel_calls) == 100
+    assert _refused(hostile.pte_shared_instruction(refs, 2000))[0] is ErrorCode.ET_FLATBUFFER_TOO_COMPLEX

@@ -512,3 +512,25 @@ def test_fatpte_run_refuses_each_program_vector_with_its_code_offset_and_field(t
         assert proc.returncode == 3, (name, proc.returncode, proc.stderr[-2000:])
         assert f"fatpte refused the ExecuTorch program: {e['code']} at {e['offset']:#x} ({e['field']})" \
             in proc.stderr, (name, proc.stderr[-2000:])
+
+
+def test_fatpte_run_bounds_the_reference_check_of_shared_instructions(tmp_path: Path) -> None:
+    """The C++ reader's check of every value reference counts its work against the budget Python's
+    reader has (1,000,000 objects plus the size): a chain listing 1000, 4000 and 16,000 references
+    to one instruction of 2000 arguments is refused with E1005 by both (Python:
+    tests/executorch/test_executorch_references.py), and 100 of 100 pass to ExecuTorch."""
+    from tools import hostile
+
+    exe = BUILDS["release"] / "fatpte-run"
+    if not exe.exists() or not SDK_LIB.is_dir():
+        missing_build("build/loader/fatpte-run is not built: run `make loader`")
+    calls = _example().write_calls("mlp", tmp_path / "calls.json")
+    for refs, args, said in ((100, 100, "ExecuTorch refused the program"),
+                             (1000, 2000, "fatpte refused the ExecuTorch program: E1005"),
+                             (4000, 2000, "fatpte refused the ExecuTorch program: E1005"),
+                             (16000, 2000, "fatpte refused the ExecuTorch program: E1005")):
+        container = tmp_path / f"shared{refs}.nfat"
+        container.write_bytes(hostile.v1_container([("portable", hostile.pte_shared_instruction(refs, args))]))
+        proc = subprocess.run([str(exe), str(container), "--inputs", str(calls)], capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert proc.returncode == 3 and said in proc.stderr, (refs, proc.returncode, proc.stderr[-2000:])

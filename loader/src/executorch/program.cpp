@@ -24,6 +24,7 @@ constexpr char kHeaderMagic[] = "eh00";
 constexpr std::uint32_t kMinHeaderLength = 24;
 constexpr std::uint32_t kMaxHeaderLength = 4096;
 constexpr std::uint32_t kHeaderAt = 8;  // the extended header starts after the root offset and identifier
+constexpr std::uint64_t kReferenceBudget = 1000000;  // fatpte/executorch/flatbuf.py DEFAULT_BUDGET
 
 // One method's value references, checked as fatpte/executorch/pte.py checks them (specs/executorch.md
 // section 4), in the same order and reported at the same place: the code, the table holding the
@@ -32,26 +33,32 @@ constexpr std::uint32_t kHeaderAt = 8;  // the extended header starts after the 
 // inputs and outputs: Method::get_value aborts the process (ET_CHECK) on one past the values at
 // set_input or get_output, and a kernel reading an int list whose item is not an int aborts in
 // EValue::toInt.
+//
+// Tables may be shared (n instructions that are one table of m arguments), so every element and
+// instruction visited is counted against `budget`, which read_program sets as Python's reader sets
+// its own (1,000,000 plus the flatbuffer's size): the work stays linear in the file, and a program
+// that exhausts it here exhausts Python's too (E1005; Python counts every element this visits).
 class ValueReferences {
  public:
   ValueReferences(const std::uint8_t* program, std::uint64_t at, const std::string& field, const F::ExecutionPlan* plan,
-                  ::flatbuffers::uoffset_t index)
+                  ::flatbuffers::uoffset_t index, std::uint64_t& budget)
       : p_(program), at_(at), field_(field), plan_(plan), path_("root.execution_plan[" + std::to_string(index) + "]"),
-        values_(plan->values() == nullptr ? 0 : plan->values()->size()) {}
+        values_(plan->values() == nullptr ? 0 : plan->values()->size()), budget_(budget) {}
 
   Status check() const {
     FATPTE_RETURN_IF_ERROR(int_lists());
     if (plan_->chains() != nullptr) {
       for (::flatbuffers::uoffset_t c = 0; c < plan_->chains()->size(); ++c) {
         const F::Chain* chain = plan_->chains()->Get(c);
-        const std::string path = path_ + ".chains[" + std::to_string(c) + "]";
-        FATPTE_RETURN_IF_ERROR(indices(chain->inputs(), chain, path + ".inputs"));
-        FATPTE_RETURN_IF_ERROR(indices(chain->outputs(), chain, path + ".outputs"));
-        FATPTE_RETURN_IF_ERROR(instructions(chain, path));
+        FATPTE_RETURN_IF_ERROR(spend(1, chain));
+        const auto path = [this, c](const char* rest) { return path_ + ".chains[" + std::to_string(c) + "]" + rest; };
+        FATPTE_RETURN_IF_ERROR(indices(chain->inputs(), chain, [&] { return path(".inputs"); }));
+        FATPTE_RETURN_IF_ERROR(indices(chain->outputs(), chain, [&] { return path(".outputs"); }));
+        FATPTE_RETURN_IF_ERROR(instructions(chain, c));
       }
     }
-    FATPTE_RETURN_IF_ERROR(indices(plan_->inputs(), plan_, path_ + ".inputs"));
-    return indices(plan_->outputs(), plan_, path_ + ".outputs");
+    FATPTE_RETURN_IF_ERROR(indices(plan_->inputs(), plan_, [this] { return path_ + ".inputs"; }));
+    return indices(plan_->outputs(), plan_, [this] { return path_ + ".outputs"; });
   }
 
  private:
@@ -59,61 +66,79 @@ class ValueReferences {
     return at_ + static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(table) - p_);
   }
   bool in_values(std::int64_t v) const { return v >= 0 && static_cast<std::uint64_t>(v) < values_; }
+  // The paths name what Python's reader names, and are made only for the message of a failure.
   Status outside(std::int64_t v, const void* table, const std::string& path) const {
     return fail(Error::ET_BAD_REFERENCE, where(table), field_,
                 "value index %" PRId64 " is outside the %" PRIu64 " values of the method (%s)", v, values_,
                 path.c_str());
   }
-  Status indices(const ::flatbuffers::Vector<std::int32_t>* v, const void* table, const std::string& path) const {
+  Status spend(std::uint64_t n, const void* table) const {
+    FATPTE_CHECK(n <= budget_, Error::ET_FLATBUFFER_TOO_COMPLEX, where(table), field_,
+                 "checking the program's value references visits more objects than the reader's limit (1,000,000 "
+                 "plus the flatbuffer's size): its offsets reach the same tables too many times");
+    budget_ -= n;
+    return Status();
+  }
+  template <typename Path>
+  Status indices(const ::flatbuffers::Vector<std::int32_t>* v, const void* table, const Path& path) const {
     if (v == nullptr) return Status();
+    FATPTE_RETURN_IF_ERROR(spend(v->size(), table));
     for (::flatbuffers::uoffset_t k = 0; k < v->size(); ++k) {
-      if (!in_values(v->Get(k))) return outside(v->Get(k), table, path + "[" + std::to_string(k) + "]");
+      if (!in_values(v->Get(k))) return outside(v->Get(k), table, path() + "[" + std::to_string(k) + "]");
     }
     return Status();
   }
   // Each int list's items: values, each an int (ExecuTorch boxes them as the list's elements).
   Status int_lists() const {
+    FATPTE_RETURN_IF_ERROR(spend(values_, plan_));
     for (std::uint64_t j = 0; j < values_; ++j) {
       const F::IntList* list = plan_->values()->Get(static_cast<::flatbuffers::uoffset_t>(j))->val_as_IntList();
       if (list == nullptr || list->items() == nullptr) continue;
-      const std::string path = path_ + ".values[" + std::to_string(j) + "].val.items";
+      FATPTE_RETURN_IF_ERROR(spend(list->items()->size(), list));
       for (::flatbuffers::uoffset_t k = 0; k < list->items()->size(); ++k) {
         const std::int64_t item = list->items()->Get(k);
-        if (!in_values(item)) return outside(item, list, path + "[" + std::to_string(k) + "]");
+        const auto path = [&] { return path_ + ".values[" + std::to_string(j) + "].val.items[" + std::to_string(k) + "]"; };
+        if (!in_values(item)) return outside(item, list, path());
         const F::KernelTypes kind = plan_->values()->Get(static_cast<::flatbuffers::uoffset_t>(item))->val_type();
-        FATPTE_CHECK(kind == F::KernelTypes_Int, Error::ET_BAD_VALUE, where(list), field_,
-                     "an int list's item is value %" PRId64 ", a %s, not an int (%s[%u])", item,
-                     F::EnumNameKernelTypes(kind), path.c_str(), k);
+        if (kind != F::KernelTypes_Int) {
+          return fail(Error::ET_BAD_VALUE, where(list), field_, "an int list's item is value %" PRId64 ", a %s, not an int (%s)",
+                      item, F::EnumNameKernelTypes(kind), path().c_str());
+        }
       }
     }
     return Status();
   }
-  Status instructions(const F::Chain* chain, const std::string& chain_path) const {
+  // Each instruction's references by kind, as ExecuTorch's Method::init reads them.
+  Status instructions(const F::Chain* chain, ::flatbuffers::uoffset_t c) const {
     if (chain->instructions() == nullptr) return Status();
     const std::uint64_t operators = plan_->operators() == nullptr ? 0 : plan_->operators()->size();
     const std::uint64_t delegates = plan_->delegates() == nullptr ? 0 : plan_->delegates()->size();
     for (::flatbuffers::uoffset_t k = 0; k < chain->instructions()->size(); ++k) {
       const F::Instruction* ins = chain->instructions()->Get(k);
+      FATPTE_RETURN_IF_ERROR(spend(1, ins));
       if (ins->instr_args() == nullptr) continue;
-      const std::string path = chain_path + ".instructions[" + std::to_string(k) + "].instr_args";
+      const auto path = [&](const char* rest) {
+        return path_ + ".chains[" + std::to_string(c) + "].instructions[" + std::to_string(k) + "].instr_args" + rest;
+      };
       if (const F::KernelCall* call = ins->instr_args_as_KernelCall()) {
-        FATPTE_CHECK(call->op_index() >= 0 && static_cast<std::uint64_t>(call->op_index()) < operators,
-                     Error::ET_BAD_REFERENCE, where(call), field_, "operator index %d is outside the %" PRIu64
-                     " operators (%s.op_index)", call->op_index(), operators, path.c_str());
-        FATPTE_RETURN_IF_ERROR(indices(call->args(), call, path + ".args"));
+        if (call->op_index() < 0 || static_cast<std::uint64_t>(call->op_index()) >= operators) {
+          return fail(Error::ET_BAD_REFERENCE, where(call), field_, "operator index %d is outside the %" PRIu64
+                      " operators (%s)", call->op_index(), operators, path(".op_index").c_str());
+        }
+        FATPTE_RETURN_IF_ERROR(indices(call->args(), call, [&] { return path(".args"); }));
       } else if (const F::DelegateCall* call = ins->instr_args_as_DelegateCall()) {
-        FATPTE_CHECK(call->delegate_index() >= 0 && static_cast<std::uint64_t>(call->delegate_index()) < delegates,
-                     Error::ET_BAD_REFERENCE, where(call), field_, "delegate index %d is outside the %" PRIu64
-                     " delegates (%s.delegate_index)", call->delegate_index(), delegates, path.c_str());
-        FATPTE_RETURN_IF_ERROR(indices(call->args(), call, path + ".args"));
+        if (call->delegate_index() < 0 || static_cast<std::uint64_t>(call->delegate_index()) >= delegates) {
+          return fail(Error::ET_BAD_REFERENCE, where(call), field_, "delegate index %d is outside the %" PRIu64
+                      " delegates (%s)", call->delegate_index(), delegates, path(".delegate_index").c_str());
+        }
+        FATPTE_RETURN_IF_ERROR(indices(call->args(), call, [&] { return path(".args"); }));
       } else if (const F::MoveCall* move = ins->instr_args_as_MoveCall()) {
-        if (!in_values(move->move_from())) return outside(move->move_from(), move, path + ".move_from");
-        if (!in_values(move->move_to())) return outside(move->move_to(), move, path + ".move_to");
+        if (!in_values(move->move_from())) return outside(move->move_from(), move, path(".move_from"));
+        if (!in_values(move->move_to())) return outside(move->move_to(), move, path(".move_to"));
       } else if (const F::JumpFalseCall* jump = ins->instr_args_as_JumpFalseCall()) {
-        const std::int32_t v = jump->cond_value_index();
-        if (!in_values(v)) return outside(v, jump, path + ".cond_value_index");
+        if (!in_values(jump->cond_value_index())) return outside(jump->cond_value_index(), jump, path(".cond_value_index"));
       } else if (const F::FreeCall* free_call = ins->instr_args_as_FreeCall()) {
-        if (!in_values(free_call->value_index())) return outside(free_call->value_index(), free_call, path + ".value_index");
+        if (!in_values(free_call->value_index())) return outside(free_call->value_index(), free_call, path(".value_index"));
       }
     }
     return Status();
@@ -125,6 +150,7 @@ class ValueReferences {
   const F::ExecutionPlan* plan_;
   std::string path_;
   std::uint64_t values_;
+  std::uint64_t& budget_;
 };
 
 }  // namespace
@@ -196,12 +222,13 @@ Result<ProgramInfo> read_program(Bytes payload, std::uint64_t at, const std::str
     return Bytes{p + segment_base + segment->offset(), segment->size()};
   };
   ProgramInfo info;
+  std::uint64_t budget = kReferenceBudget + flatbuffer_size;
   const auto* plans = program->execution_plan();
   if (plans == nullptr) return info;
   for (::flatbuffers::uoffset_t i = 0; i < plans->size(); ++i) {
     const F::ExecutionPlan* plan = plans->Get(i);
     FATPTE_CHECK(plan->name() != nullptr, Error::ET_BAD_VALUE, at, field, "execution_plan[%u] has no name", i);
-    FATPTE_RETURN_IF_ERROR(ValueReferences(p, at, field, plan, i).check());
+    FATPTE_RETURN_IF_ERROR(ValueReferences(p, at, field, plan, i, budget).check());
     MethodInfo m;
     m.name = plan->name()->str();
     if (plan->delegates() != nullptr) {
