@@ -480,3 +480,19 @@ def pte_shared_instruction(refs: int, args: int) -> bytes:
     root = b.EndObject()
     b.Finish(root, b"ET12")
     return bytes(b.Output())
+
+
+def without_delegate_field(program: bytes, name: str) -> tuple[bytes, int]:
+    """`program` whose first delegate loses field `name` (`processed`, or `key` or `value` of its
+    first compile spec): the slot is cleared in the table's vtable, so other tables sharing that
+    vtable lose it too. Returns the bytes and the position of the table that lost it."""
+    plan = _first_plan(program)
+    table = plan.tables(7, "delegates")[0]
+    slot = 1
+    if name != "processed":
+        table, slot = table.tables(2, "compile_specs")[0], {"key": 0, "value": 1}[name]
+    vtable = table.pos - struct.unpack_from("<i", program, table.pos)[0]
+    assert struct.unpack_from("<H", program, vtable + 4 + 2 * slot)[0] != 0, name
+    out = bytearray(program)
+    struct.pack_into("<H", out, vtable + 4 + 2 * slot, 0)
+    return bytes(out), table.pos

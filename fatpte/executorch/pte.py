@@ -406,8 +406,12 @@ def _delegate(
         seg = _segment(segments, index, ref, "index")
         offset, size = seg.offset, seg.size
     specs = []
+    # ExecuTorch's Method::init dereferences each compile spec's key and value without looking
+    # (SIGSEGV when one is absent), so both are required here.
     for cs in d.tables(2, "compile_specs"):
+        key = cs.required_string(0, "key")
         rng = cs.byte_range(1, "value")
-        value = b"" if rng is None else bytes(cs.buf.data[rng[0] : rng[0] + rng[1]])
-        specs.append((cs.string(0, "key") or "", value))
+        if rng is None:
+            raise cs.buf.error(ErrorCode.ET_BAD_VALUE, "a required byte vector is absent", cs.pos, f"{cs.field}.value")
+        specs.append((key, bytes(cs.buf.data[rng[0] : rng[0] + rng[1]])))
     return Delegate(i, backend_id, location, index, offset, size, tuple(specs))

@@ -187,6 +187,42 @@ TEST(EtProgram, RefusesValueReferencesPastTheMethodsValues) {
   EXPECT_NE(r.error().describe().find(".val.items[0]"), std::string::npos) << r.error().describe();
 }
 
+// ExecuTorch's Method::init dereferences a delegate's `processed` and each compile spec's key and
+// value without looking (SIGSEGV): each is required, E1008 at its table, as in Python.
+TEST(EtProgram, RefusesDelegatesWithoutTheFieldsExecuTorchDereferences) {
+  namespace F = ::executorch_flatbuffer;
+  const std::vector<std::uint8_t> good = fixture("mlp_fat.pte");
+  ASSERT_TRUE(read(good).ok());
+  const F::BackendDelegate* delegate = fatpte::et::program_root(good.data())->execution_plan()->Get(0)->delegates()->Get(0);
+  const F::CompileSpec* spec = delegate->compile_specs()->Get(0);
+  const auto where = [&](const void* p) { return static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - good.data()); };
+  const auto vtable = [&](const void* table) {  // a table starts with the signed offset back to its vtable
+    const std::size_t at = where(table);
+    const std::uint32_t back = static_cast<std::uint32_t>(good[at]) | static_cast<std::uint32_t>(good[at + 1]) << 8 |
+                               static_cast<std::uint32_t>(good[at + 2]) << 16 | static_cast<std::uint32_t>(good[at + 3]) << 24;
+    return static_cast<std::size_t>(static_cast<std::int64_t>(at) - static_cast<std::int32_t>(back));
+  };
+  struct Case {
+    const void* table;
+    ::flatbuffers::voffset_t slot;
+    const char* path;
+  };
+  const Case cases[] = {{delegate, F::BackendDelegate::VT_PROCESSED, "delegates[0].processed"},
+                        {spec, F::CompileSpec::VT_KEY, "delegates[0].compile_specs[0].key"},
+                        {spec, F::CompileSpec::VT_VALUE, "delegates[0].compile_specs[0].value"}};
+  for (const Case& c : cases) {
+    std::vector<std::uint8_t> bad = good;
+    const std::size_t at = vtable(c.table) + c.slot;
+    ASSERT_NE(bad[at] | bad[at + 1], 0) << c.path;
+    bad[at] = bad[at + 1] = 0;  // the field is absent (from every table sharing the vtable)
+    auto r = read(bad);
+    ASSERT_FALSE(r.ok()) << c.path;
+    EXPECT_EQ(r.error().code(), Error::ET_BAD_VALUE) << c.path;
+    EXPECT_EQ(r.error().offset(), 0x1000u + where(c.table)) << c.path;
+    EXPECT_NE(r.error().describe().find(c.path), std::string::npos) << r.error().describe();
+  }
+}
+
 class NamedDataMapTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -121,3 +121,14 @@ def test_one_instruction_shared_by_many_references_is_bounded_by_the_work_budget
     C++ reader's check (tests/loader/test_fat_delegate_runtime.py); 100 of 100 read."""
     assert len(read_program(hostile.pte_shared_instruction(100, 100)).methods[0].kernel_calls) == 100
     assert _refused(hostile.pte_shared_instruction(refs, 2000))[0] is ErrorCode.ET_FLATBUFFER_TOO_COMPLEX
+
+
+@pytest.mark.parametrize(("name", "path"), [("processed", "processed"), ("key", "compile_specs[0].key"),
+                                            ("value", "compile_specs[0].value")])
+def test_a_delegate_field_executorch_dereferences_is_required(name: str, path: str) -> None:
+    """ExecuTorch's Method::init dereferences a delegate's `processed` reference and each compile
+    spec's key and value without looking: a nested fat program (mlp_fat.pte, whose delegate has a
+    compile spec) lacking one crashed the process (SIGSEGV). Python required `processed` already;
+    all three are E1008 at the table now, in both readers."""
+    changed, table = hostile.without_delegate_field(FAT.read_bytes(), name)
+    assert _refused(changed) == (ErrorCode.ET_BAD_VALUE, table, f"{PLAN}.delegates[0].{path}")

@@ -457,25 +457,28 @@ def test_a_nested_method_name_that_is_no_text_is_not_asked_for(build: Path, tmp_
     assert b"\x1b" not in proc.stderr
 
 
-@pytest.mark.parametrize("where", ["inputs[0]", "outputs[0]", "int list"])
+@pytest.mark.parametrize("where", ["inputs[0]", "outputs[0]", "int list", "processed", "value"])
 def test_a_nested_program_the_runtime_aborts_on_is_skipped_with_validates_code(build: Path, tmp_path: Path,
                                                                                 where: str) -> None:
     """Issue 42, point 9: a nested program whose method input or output is one past its values, or
     whose int list names a tensor, passed fatpte's reader and ExecuTorch's load, and the process
-    aborted at the first call (ET_CHECK in Method::get_value, EValue::toInt; exit 134). The fat
-    delegate now refuses it before ExecuTorch sees it, with validate's code and the offset of the
-    table holding the reference (tests/executorch/test_executorch_references.py)."""
+    aborted at the first call (ET_CHECK in Method::get_value, EValue::toInt; exit 134); a nested fat
+    program whose delegate lacks `processed` or a compile spec's value crashed in Method::init
+    (SIGSEGV, exit 139). The fat delegate now refuses each before ExecuTorch sees it, with
+    validate's code and the offset of the table (tests/executorch/test_executorch_references.py)."""
     from tools import hostile
 
+    fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
     nested = (FIXTURES / "mlp_portable.pte").read_bytes()
+    code = "E1008"
     if where == "int list":
         tensor = min(read_program(nested).methods[0].tensors)
         changed, table, _ = hostile.with_int_list_item(nested, tensor)
-        code = "E1008"
+    elif where in ("processed", "value"):
+        changed, table = hostile.without_delegate_field(fixture, where)
     else:
         changed, table = hostile.with_value_index(nested, where)
         code = "E1006"
-    fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
     tree = hostile.fat_with_program(fixture, changed)
     program = tmp_path / "tree.pte"
     program.write_bytes(tree)
@@ -495,13 +498,13 @@ def _program_vectors() -> list[tuple[str, dict[str, Any]]]:
 def test_fatpte_run_refuses_each_program_vector_with_its_code_offset_and_field(tmp_path: Path) -> None:
     """The program reference vectors (v2-program-*: specs/executorch.md section 4) through
     fatpte-run: the intact one runs; each other is refused with the code, offset and field the
-    index gives (Python's), never by ExecuTorch aborting (two of them did: exit 134)."""
+    index gives (Python's), never by ExecuTorch aborting or crashing (exit 134, 139 before)."""
     exe = BUILDS["release"] / "fatpte-run"
     if not exe.exists() or not SDK_LIB.is_dir():
         missing_build("build/loader/fatpte-run is not built: run `make loader`")
     calls = _example().write_calls("mlp", tmp_path / "calls.json")
     vectors = _program_vectors()
-    assert len(vectors) == 6
+    assert len(vectors) == 9
     for name, v in vectors:
         proc = subprocess.run([str(exe), str(VECTORS / name), "--inputs", str(calls)], capture_output=True,
                               text=True, timeout=300, check=False)

@@ -45,8 +45,29 @@ class ValueReferences {
       : p_(program), at_(at), field_(field), plan_(plan), path_("root.execution_plan[" + std::to_string(index) + "]"),
         values_(plan->values() == nullptr ? 0 : plan->values()->size()), budget_(budget) {}
 
-  Status check() const {
-    FATPTE_RETURN_IF_ERROR(int_lists());
+  // Each int list's items: values, each an int (ExecuTorch boxes them as the list's elements).
+  Status int_lists() const {
+    FATPTE_RETURN_IF_ERROR(spend(values_, plan_));
+    for (std::uint64_t j = 0; j < values_; ++j) {
+      const F::IntList* list = plan_->values()->Get(static_cast<::flatbuffers::uoffset_t>(j))->val_as_IntList();
+      if (list == nullptr || list->items() == nullptr) continue;
+      FATPTE_RETURN_IF_ERROR(spend(list->items()->size(), list));
+      for (::flatbuffers::uoffset_t k = 0; k < list->items()->size(); ++k) {
+        const std::int64_t item = list->items()->Get(k);
+        const auto path = [&] { return path_ + ".values[" + std::to_string(j) + "].val.items[" + std::to_string(k) + "]"; };
+        if (!in_values(item)) return outside(item, list, path());
+        const F::KernelTypes kind = plan_->values()->Get(static_cast<::flatbuffers::uoffset_t>(item))->val_type();
+        if (kind != F::KernelTypes_Int) {
+          return fail(Error::ET_BAD_VALUE, where(list), field_, "an int list's item is value %" PRId64 ", a %s, not an int (%s)",
+                      item, F::EnumNameKernelTypes(kind), path().c_str());
+        }
+      }
+    }
+    return Status();
+  }
+
+  // Each chain's inputs, outputs and instructions, then the method's inputs and outputs.
+  Status calls() const {
     if (plan_->chains() != nullptr) {
       for (::flatbuffers::uoffset_t c = 0; c < plan_->chains()->size(); ++c) {
         const F::Chain* chain = plan_->chains()->Get(c);
@@ -85,26 +106,6 @@ class ValueReferences {
     FATPTE_RETURN_IF_ERROR(spend(v->size(), table));
     for (::flatbuffers::uoffset_t k = 0; k < v->size(); ++k) {
       if (!in_values(v->Get(k))) return outside(v->Get(k), table, path() + "[" + std::to_string(k) + "]");
-    }
-    return Status();
-  }
-  // Each int list's items: values, each an int (ExecuTorch boxes them as the list's elements).
-  Status int_lists() const {
-    FATPTE_RETURN_IF_ERROR(spend(values_, plan_));
-    for (std::uint64_t j = 0; j < values_; ++j) {
-      const F::IntList* list = plan_->values()->Get(static_cast<::flatbuffers::uoffset_t>(j))->val_as_IntList();
-      if (list == nullptr || list->items() == nullptr) continue;
-      FATPTE_RETURN_IF_ERROR(spend(list->items()->size(), list));
-      for (::flatbuffers::uoffset_t k = 0; k < list->items()->size(); ++k) {
-        const std::int64_t item = list->items()->Get(k);
-        const auto path = [&] { return path_ + ".values[" + std::to_string(j) + "].val.items[" + std::to_string(k) + "]"; };
-        if (!in_values(item)) return outside(item, list, path());
-        const F::KernelTypes kind = plan_->values()->Get(static_cast<::flatbuffers::uoffset_t>(item))->val_type();
-        if (kind != F::KernelTypes_Int) {
-          return fail(Error::ET_BAD_VALUE, where(list), field_, "an int list's item is value %" PRId64 ", a %s, not an int (%s)",
-                      item, F::EnumNameKernelTypes(kind), path().c_str());
-        }
-      }
     }
     return Status();
   }
@@ -152,6 +153,27 @@ class ValueReferences {
   std::uint64_t values_;
   std::uint64_t& budget_;
 };
+
+// A delegate's fields ExecuTorch's Method::init dereferences without looking: BackendDelegate::Init
+// its `processed` reference, PopulateCompileSpecs each compile spec's key and value (SIGSEGV when
+// one is absent). Python's reader requires them (E1008), at the same tables.
+Status delegate_fields(const F::BackendDelegate* delegate, const std::string& path, const std::uint8_t* p,
+                       std::uint64_t at, const std::string& field) {
+  const auto where = [&](const void* table) {
+    return at + static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(table) - p);
+  };
+  FATPTE_CHECK(delegate->processed() != nullptr, Error::ET_BAD_VALUE, where(delegate), field,
+               "a required table is absent (%s.processed)", path.c_str());
+  if (delegate->compile_specs() == nullptr) return Status();
+  for (::flatbuffers::uoffset_t k = 0; k < delegate->compile_specs()->size(); ++k) {
+    const F::CompileSpec* spec = delegate->compile_specs()->Get(k);
+    FATPTE_CHECK(spec->key() != nullptr, Error::ET_BAD_VALUE, where(spec), field,
+                 "a required string is absent (%s.compile_specs[%u].key)", path.c_str(), k);
+    FATPTE_CHECK(spec->value() != nullptr, Error::ET_BAD_VALUE, where(spec), field,
+                 "a required byte vector is absent (%s.compile_specs[%u].value)", path.c_str(), k);
+  }
+  return Status();
+}
 
 }  // namespace
 
@@ -228,7 +250,9 @@ Result<ProgramInfo> read_program(Bytes payload, std::uint64_t at, const std::str
   for (::flatbuffers::uoffset_t i = 0; i < plans->size(); ++i) {
     const F::ExecutionPlan* plan = plans->Get(i);
     FATPTE_CHECK(plan->name() != nullptr, Error::ET_BAD_VALUE, at, field, "execution_plan[%u] has no name", i);
-    FATPTE_RETURN_IF_ERROR(ValueReferences(p, at, field, plan, i, budget).check());
+    // In the order Python's reader reads a method: values, delegates, chains, inputs and outputs.
+    const ValueReferences references(p, at, field, plan, i, budget);
+    FATPTE_RETURN_IF_ERROR(references.int_lists());
     MethodInfo m;
     m.name = plan->name()->str();
     if (plan->delegates() != nullptr) {
@@ -236,6 +260,8 @@ Result<ProgramInfo> read_program(Bytes payload, std::uint64_t at, const std::str
         const F::BackendDelegate* delegate = plan->delegates()->Get(d);
         FATPTE_CHECK(delegate->id() != nullptr && delegate->id()->size() > 0, Error::ET_BAD_VALUE, at, field,
                      "execution_plan[%u] (method '%s') delegates[%u] has no backend id", i, m.name.c_str(), d);
+        FATPTE_RETURN_IF_ERROR(delegate_fields(delegate, "root.execution_plan[" + std::to_string(i) + "].delegates[" +
+                                                             std::to_string(d) + "]", p, at, field));
         std::string id = delegate->id()->str();
         if (std::find(m.backend_ids.begin(), m.backend_ids.end(), id) == m.backend_ids.end()) {
           m.backend_ids.push_back(std::move(id));
@@ -244,6 +270,7 @@ Result<ProgramInfo> read_program(Bytes payload, std::uint64_t at, const std::str
         if (data.size >= 4 && std::memcmp(data.data, format::kMagic, 4) == 0) m.fat_payloads.push_back(data);
       }
     }
+    FATPTE_RETURN_IF_ERROR(references.calls());
     info.methods.push_back(std::move(m));
   }
   return info;

@@ -44,8 +44,9 @@ struct ProgramInfo {
 // offsets in the file and the field `field`): E1001 identifier, E1002 truncated, E1003 extended
 // header, E1004 the flatbuffer fails verification, E1006 a value index past the method's values
 // (int list items, chains, instruction arguments by kind, the method's inputs and outputs) or an
-// operator or delegate index past its table, E1008 a method or delegate without its name, or an
-// int list item that is not an int (specs/executorch.md section 4: what ExecuTorch would abort on).
+// operator or delegate index past its table, E1008 a method or delegate without its name, an int
+// list item that is not an int, a delegate without `processed` or a compile spec without its key
+// or value (specs/executorch.md sections 3 and 4: what ExecuTorch would abort or crash on).
 Result<ProgramInfo> read_program(Bytes payload, std::uint64_t file_offset, const std::string& field);
 
 // The root table of a program's flatbuffer, which read_program has verified (the same bytes).
