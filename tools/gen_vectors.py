@@ -1739,6 +1739,9 @@ def _program_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
     listed, table, _ = hostile.with_int_list_item(program, 4)
     yield vec("v2-program", "v2-program-int-list-item-not-int", "the first int list's first item is value 4, a "
               "tensor (EValue::toInt aborts when a kernel reads the list)", (listed, table), C.ET_BAD_VALUE)
+    yield vec("v2-program", "v2-program-size-negative", "the program's input tensor (value 4) has size -1 "
+              "(ExecuTorch's own verification lets it pass for a dynamic-shape input)",
+              hostile.with_tensor_size(program, 4, 1, -1), C.ET_BAD_VALUE)
     fat = payload("v2-program-fat")
     yield vec("v2-program-fat", "v2-program-delegate-without-processed", "the fat delegate has no processed data "
               "reference (ExecuTorch's Method::init dereferences it: SIGSEGV)",

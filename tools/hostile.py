@@ -496,3 +496,71 @@ def without_delegate_field(program: bytes, name: str) -> tuple[bytes, int]:
     out = bytearray(program)
     struct.pack_into("<H", out, vtable + 4 + 2 * slot, 0)
     return bytes(out), table.pos
+
+
+def pte_dynamic_inputs(inputs: int, sizes: Sequence[int] | None = (-1,), scalar_type: int = 6) -> bytes:
+    """An ExecuTorch program (.pte, no extended header) whose method takes `inputs` inputs, each a
+    value of its own pointing at one dynamic-shape tensor table (scalar type `scalar_type`, sizes
+    `sizes`, or none when None), and runs no instruction: ExecuTorch's verification searches the
+    method's inputs once for each such value whose tensor it refuses (quadratic in the inputs), and
+    lets it pass."""
+    import flatbuffers
+
+    b = flatbuffers.Builder(0)
+
+    def vector(offsets: Sequence[int]) -> int:
+        b.StartVector(4, len(offsets), 4)
+        for o in reversed(offsets):
+            b.PrependUOffsetTRelative(o)
+        return int(b.EndVector())
+
+    def ints(values: Sequence[int], width: int = 4) -> int:
+        b.StartVector(width, len(values), width)
+        for v in reversed(values):
+            b.PrependInt32(v) if width == 4 else b.PrependUint8(v)
+        return int(b.EndVector())
+
+    dims = [] if sizes is None else list(sizes)
+    shape, order = (None if sizes is None else ints(dims)), ints(list(range(len(dims))), 1)
+    b.StartObject(10)  # Tensor: scalar_type, storage_offset, sizes, dim_order, ..., shape_dynamism (8)
+    b.PrependInt8Slot(0, scalar_type, 0)
+    if shape is not None:
+        b.PrependUOffsetTRelativeSlot(2, shape, 0)
+    b.PrependUOffsetTRelativeSlot(3, order, 0)
+    b.PrependInt8Slot(8, 1, 0)  # DYNAMIC_BOUND
+    tensor = b.EndObject()
+    values = []
+    for _ in range(inputs):
+        b.StartObject(2)  # EValue: val_type (Tensor), val
+        b.PrependUint8Slot(0, 5, 0)
+        b.PrependUOffsetTRelativeSlot(1, tensor, 0)
+        values.append(b.EndObject())
+    table, listed, none = vector(values), ints(list(range(inputs))), ints([])
+    b.StartObject(4)  # Chain: inputs, outputs, instructions
+    b.PrependUOffsetTRelativeSlot(2, none, 0)
+    chain = b.EndObject()
+    chains, delegates, method = vector([chain]), vector([]), b.CreateString("forward")
+    b.StartObject(9)  # ExecutionPlan: name, container_meta_type, values, inputs, outputs, chains, operators, delegates
+    b.PrependUOffsetTRelativeSlot(0, method, 0)
+    b.PrependUOffsetTRelativeSlot(2, table, 0)
+    b.PrependUOffsetTRelativeSlot(3, listed, 0)
+    b.PrependUOffsetTRelativeSlot(5, chains, 0)
+    b.PrependUOffsetTRelativeSlot(7, delegates, 0)
+    plan = b.EndObject()
+    plans = vector([plan])
+    b.StartObject(8)  # Program: version, execution_plan, ...
+    b.PrependUOffsetTRelativeSlot(1, plans, 0)
+    root = b.EndObject()
+    b.Finish(root, b"ET12")
+    return bytes(b.Output())
+
+
+def with_tensor_size(program: bytes, value: int, k: int, size: int) -> tuple[bytes, int]:
+    """`program` whose first method's tensor value `value` has size `k` set to `size`, and the
+    position of that tensor's table."""
+    _, tensor = _first_plan(program).tables(2, "values")[value].union(0, 1, "val")
+    start, count = tensor.vector(2, 4, "sizes")
+    assert k < count
+    out = bytearray(program)
+    struct.pack_into("<i", out, start + 4 * k, size)
+    return bytes(out), tensor.pos

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.executorch.dtypes import PROGRAM_SCALAR_TYPES
+from fatpte.executorch.dtypes import PROGRAM_ELEMENT_SIZES, PROGRAM_SCALAR_TYPES
 from fatpte.executorch.flatbuf import Buffer, Table, enum_name
 
 IDENTIFIER = b"ET12"
@@ -268,7 +268,7 @@ def _tensor(t: Table) -> TensorValue:
     buf = t.buf
     code = t.integer(0, "b", "scalar_type")
     dtype = enum_name(PROGRAM_SCALAR_TYPES, code, buf, t.pos, t.field + ".scalar_type")
-    shape = t.scalars(2, "i", "sizes")
+    shape = _sizes(t, PROGRAM_ELEMENT_SIZES[code])
     dynamism = enum_name(_DYNAMISM, t.integer(8, "b", "shape_dynamism"), buf, t.pos, t.field + ".shape_dynamism")
     extra = t.table(9, "extra_tensor_info")
     fqn = None
@@ -281,6 +281,32 @@ def _tensor(t: Table) -> TensorValue:
     return TensorValue(dtype=dtype, shape=shape, dynamism=dynamism, memory_planned=t.table(6, "allocation_info")
                        is not None, data_buffer_idx=t.integer(5, "I", "data_buffer_idx"), fqn=fqn or None,
                        external=external, scalar_type=code, dim_order=t.scalars(3, "B", "dim_order"))
+
+
+_SSIZE_LIMIT, _SIZE_LIMIT = 1 << 63, 1 << 64
+
+
+def _sizes(t: Table, element: int) -> tuple[int, ...]:
+    """A tensor's sizes, which ExecuTorch's own verification (validate_tensor) requires present,
+    each at least 0, their running product below 2^63 and times the element size below 2^64. It
+    lets a dynamic-shape method input that fails them pass, after looking for the value in the
+    inputs once per such value (quadratic in the inputs), and its `set_input` then aborts when
+    MethodMeta cannot size the input: so every tensor is held to them here."""
+    if t.vector(2, 4, "sizes") is None:
+        raise t.buf.error(ErrorCode.ET_BAD_VALUE, "a required vector is absent", t.pos, f"{t.field}.sizes")
+    shape = t.scalars(2, "i", "sizes")
+    count = 1
+    for k, size in enumerate(shape):
+        if size < 0:
+            raise t.buf.error(ErrorCode.ET_BAD_VALUE, f"size {size} is negative", t.pos, f"{t.field}.sizes[{k}]")
+        count *= size
+        if count >= _SSIZE_LIMIT:
+            raise t.buf.error(ErrorCode.ET_BAD_VALUE, f"the element count reaches {count} at size {k}, past 2^63 - 1",
+                              t.pos, f"{t.field}.sizes")
+    if count * element >= _SIZE_LIMIT:
+        raise t.buf.error(ErrorCode.ET_BAD_VALUE, f"{count} elements of {element} bytes are past 2^64 - 1 bytes",
+                          t.pos, f"{t.field}.sizes")
+    return shape
 
 
 def _indices(t: Table, slot: int, name: str, count: int) -> tuple[int, ...]:

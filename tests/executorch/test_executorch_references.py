@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,3 +133,35 @@ def test_a_delegate_field_executorch_dereferences_is_required(name: str, path: s
     all three are E1008 at the table now, in both readers."""
     changed, table = hostile.without_delegate_field(FAT.read_bytes(), name)
     assert _refused(changed) == (ErrorCode.ET_BAD_VALUE, table, f"{PLAN}.delegates[0].{path}")
+
+
+def _first_tensor(data: bytes) -> int:
+    _, tensor = hostile._first_plan(data).tables(2, "values")[0].union(0, 1, "val")
+    return int(tensor.pos)
+
+
+@pytest.mark.parametrize(("shape", "field"), [
+    ({"sizes": (-1,)}, ".sizes[0]"),
+    ({"sizes": None}, ".sizes"),
+    ({"sizes": (2**31 - 1, 2**31 - 1, 4)}, ".sizes"),  # the element count passes 2^63 - 1
+    ({"sizes": (2**31 - 1, 2**31 - 1), "scalar_type": 7}, ".sizes"),  # float64: past 2^64 - 1 bytes
+    ({"sizes": (1,), "scalar_type": 9}, ".scalar_type"),  # complex64: not a type fatpte reads
+])
+def test_a_tensor_executorch_cannot_size_is_e1008(shape: dict[str, Any], field: str) -> None:
+    """ExecuTorch's verification (validate_tensor) refuses such a tensor, except a dynamic-shape
+    method input, which it lets pass after searching the inputs for it: once per such value,
+    quadratic in the inputs (fatpte-run took 10.5 s on a 4 MB program of 200,000), and set_input
+    then aborts when MethodMeta cannot size the input. Every tensor is held to the rule now."""
+    data = hostile.pte_dynamic_inputs(3, **shape)
+    assert _refused(data) == (ErrorCode.ET_BAD_VALUE, _first_tensor(data), f"{PLAN}.values[0].val{field}")
+
+
+def test_a_tensor_that_fits_reads() -> None:
+    program = read_program(hostile.pte_dynamic_inputs(3, sizes=(2**31 - 1, 2**31 - 1)))  # 2^64 - 2^34 + 4 bytes
+    assert program.methods[0].tensors[0].shape == (2**31 - 1, 2**31 - 1)
+
+
+@pytest.mark.parametrize("inputs", [1000, 4000, 16000])
+def test_many_inputs_executorch_would_search_for_are_refused_at_the_first(inputs: int) -> None:
+    data = hostile.pte_dynamic_inputs(inputs)
+    assert _refused(data) == (ErrorCode.ET_BAD_VALUE, _first_tensor(data), f"{PLAN}.values[0].val.sizes[0]")

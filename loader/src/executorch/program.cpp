@@ -25,6 +25,19 @@ constexpr std::uint32_t kMinHeaderLength = 24;
 constexpr std::uint32_t kMaxHeaderLength = 4096;
 constexpr std::uint32_t kHeaderAt = 8;  // the extended header starts after the root offset and identifier
 constexpr std::uint64_t kReferenceBudget = 1000000;  // fatpte/executorch/flatbuf.py DEFAULT_BUDGET
+constexpr std::uint64_t kSsizeLimit = std::uint64_t{1} << 63;  // an element count must stay below it
+
+// The bytes of one element of each ScalarType fatpte reads (fatpte/executorch/dtypes.py
+// PROGRAM_ELEMENT_SIZES, ExecuTorch's elementSize), 0 for a code it does not define.
+std::uint64_t element_size(std::int8_t code) {
+  switch (code) {
+    case 0: case 1: case 11: case 12: case 13: case 16: case 17: case 23: case 24: case 25: case 26: return 1;
+    case 2: case 5: case 15: case 22: case 27: return 2;
+    case 3: case 6: case 14: case 28: return 4;
+    case 4: case 7: case 29: return 8;
+    default: return 0;
+  }
+}
 
 // One method's value references, checked as fatpte/executorch/pte.py checks them (specs/executorch.md
 // section 4), in the same order and reported at the same place: the code, the table holding the
@@ -44,6 +57,49 @@ class ValueReferences {
                   ::flatbuffers::uoffset_t index, std::uint64_t& budget)
       : p_(program), at_(at), field_(field), plan_(plan), path_("root.execution_plan[" + std::to_string(index) + "]"),
         values_(plan->values() == nullptr ? 0 : plan->values()->size()), budget_(budget) {}
+
+  // Each tensor's scalar type and sizes, as ExecuTorch's validate_tensor requires them, for every
+  // tensor: it lets a dynamic-shape method input that fails pass after a search of the inputs per
+  // such value (quadratic in the inputs), and set_input then aborts when MethodMeta cannot size it.
+  Status tensors() const {
+    FATPTE_RETURN_IF_ERROR(spend(values_, plan_));
+    for (std::uint64_t j = 0; j < values_; ++j) {
+      const F::EValue* value = plan_->values()->Get(static_cast<::flatbuffers::uoffset_t>(j));
+      if (value->val_type() != F::KernelTypes_Tensor) continue;
+      const F::Tensor* t = value->val_as_Tensor();
+      if (t == nullptr) {
+        return fail(Error::ET_BAD_VALUE, where(value), field_, "a tensor value has no tensor (%s.values[%" PRIu64 "].val)",
+                    path_.c_str(), j);
+      }
+      const auto path = [&](const std::string& rest) { return path_ + ".values[" + std::to_string(j) + "].val" + rest; };
+      const std::uint64_t element = element_size(static_cast<std::int8_t>(t->scalar_type()));
+      if (element == 0) {
+        return fail(Error::ET_BAD_VALUE, where(t), field_, "value %d is not defined by the schema's enum (%s)",
+                    static_cast<int>(t->scalar_type()), path(".scalar_type").c_str());
+      }
+      if (t->sizes() == nullptr) return fail(Error::ET_BAD_VALUE, where(t), field_, "a required vector is absent (%s)", path(".sizes").c_str());
+      FATPTE_RETURN_IF_ERROR(spend(t->sizes()->size(), t));
+      std::uint64_t count = 1;
+      for (::flatbuffers::uoffset_t k = 0; k < t->sizes()->size(); ++k) {
+        const std::int32_t size = t->sizes()->Get(k);
+        if (size < 0) {
+          return fail(Error::ET_BAD_VALUE, where(t), field_, "size %d is negative (%s)", size,
+                      path(".sizes[" + std::to_string(k) + "]").c_str());
+        }
+        // count < 2^63 and size < 2^31: the product is checked before it is formed.
+        if (size != 0 && count > (kSsizeLimit - 1) / static_cast<std::uint64_t>(size)) {
+          return fail(Error::ET_BAD_VALUE, where(t), field_, "the element count passes 2^63 - 1 at size %u (%s)", k,
+                      path(".sizes").c_str());
+        }
+        count *= static_cast<std::uint64_t>(size);
+      }
+      if (count > UINT64_MAX / element) {
+        return fail(Error::ET_BAD_VALUE, where(t), field_, "%" PRIu64 " elements of %" PRIu64 " bytes are past "
+                    "2^64 - 1 bytes (%s)", count, element, path(".sizes").c_str());
+      }
+    }
+    return Status();
+  }
 
   // Each int list's items: values, each an int (ExecuTorch boxes them as the list's elements).
   Status int_lists() const {
@@ -252,6 +308,7 @@ Result<ProgramInfo> read_program(Bytes payload, std::uint64_t at, const std::str
     FATPTE_CHECK(plan->name() != nullptr, Error::ET_BAD_VALUE, at, field, "execution_plan[%u] has no name", i);
     // In the order Python's reader reads a method: values, delegates, chains, inputs and outputs.
     const ValueReferences references(p, at, field, plan, i, budget);
+    FATPTE_RETURN_IF_ERROR(references.tensors());
     FATPTE_RETURN_IF_ERROR(references.int_lists());
     MethodInfo m;
     m.name = plan->name()->str();
