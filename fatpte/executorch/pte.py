@@ -292,9 +292,10 @@ def _sizes(t: Table, element: int) -> tuple[int, ...]:
     lets a dynamic-shape method input that fails them pass, after looking for the value in the
     inputs once per such value (quadratic in the inputs), and its `set_input` then aborts when
     MethodMeta cannot size the input: so every tensor is held to them here."""
-    if t.vector(2, 4, "sizes") is None:
+    found = t.vector(2, 4, "sizes")
+    if found is None:
         raise t.buf.error(ErrorCode.ET_BAD_VALUE, "a required vector is absent", t.pos, f"{t.field}.sizes")
-    shape = t.scalars(2, "i", "sizes")
+    shape: tuple[int, ...] = struct.unpack_from(f"<{found[1]}i", t.buf.data, found[0])
     count = 1
     for k, size in enumerate(shape):
         if size < 0:

@@ -39,10 +39,10 @@ std::uint64_t element_size(std::int8_t code) {
   }
 }
 
-// One method's value references, checked as fatpte/executorch/pte.py checks them (specs/executorch.md
-// section 4), in the same order and reported at the same place: the code, the table holding the
-// index (its offset from the program's first byte, plus `at`), the caller's field, the path in the
-// message. ExecuTorch itself checks instruction arguments at load_method, but not the plan's
+// One method's tensors and value references, checked as fatpte/executorch/pte.py checks them
+// (specs/executorch.md sections 3 and 4), in the same order and reported at the same place: the
+// code, the table (its offset from the program's first byte, plus `at`), the caller's field, the
+// path in the message. ExecuTorch itself checks instruction arguments at load_method, but not the plan's
 // inputs and outputs: Method::get_value aborts the process (ET_CHECK) on one past the values at
 // set_input or get_output, and a kernel reading an int list whose item is not an int aborts in
 // EValue::toInt.
