@@ -82,9 +82,12 @@ CONTENT_CODES = frozenset({
     ErrorCode.GOLDEN_KEY_INVALID,
     ErrorCode.GOLDEN_CALL_MISMATCH,
     ErrorCode.GOLDEN_DIGEST_MISMATCH,
+    ErrorCode.ET_BAD_REFERENCE,
+    ErrorCode.ET_BAD_VALUE,
 })
 
 U64_MAX = (1 << 64) - 1
+PROGRAM_FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "executorch" / "mlp_portable.pte"
 U32_MAX = (1 << 32) - 1
 
 
@@ -649,6 +652,12 @@ def valid_vectors() -> list[Vector]:
         header_size=L.V2_HEADER_SIZE, entry_size=112, segment_entry_size=40),
         "entry_size 112 and segment_entry_size 40: records grown by a later revision")
 
+    add("v2-program", packed([fatpte.pte_specialization(PROGRAM_FIXTURE, name="cpu")]),
+        "one ExecuTorch program entry, tests/fixtures/executorch/mlp_portable.pte (portable operators, 20 values, "
+        "two int lists), with the record pack derives from it: the base of the program reference vectors")
+    add("v2-program-fat", packed([fatpte.pte_specialization(PROGRAM_FIXTURE.with_name("mlp_fat.pte"), name="fat")]),
+        "one ExecuTorch program entry, tests/fixtures/executorch/mlp_fat.pte: a fat delegate (FatpteBackend, one "
+        "compile spec) holding an XNNPACK payload and a nested portable program; the base of the delegate vectors")
     add("v1-one-entry", packed([S("xnnpack", blob("v1one", 100))], version=1), "version 1, one entry")
     add("v1-many-entries", packed([S("xnnpack", blob("v1a", 10)), S("vulkan", blob("v1b", 20)),
                                    S("cuda", blob("v1c", 30))], version=1),
@@ -984,6 +993,7 @@ def invalid_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
 
     yield from _manifest_rule_vectors(by)
     yield from _golden_vectors(by)
+    yield from _program_vectors(by)
 
     # -- 5xx version 1 ----------------------------------------------------------------------------
     v1 = by["v1-many-entries"]
@@ -1834,6 +1844,55 @@ def _golden_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
                     "signature to check them against",
                     lambda man: man._replace(entries=(man.entries[0]._replace(signature=None), *man.entries[1:])),
                     C.GOLDEN_CALL_MISMATCH, "entries[0]", "manifest.entries[0].golden[0]")
+
+
+def _program_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
+    """References and fields of v2-program's and v2-program-fat's programs that ExecuTorch's
+    runtime aborts or crashes on, or refuses (specs/executorch.md sections 3 and 4): each one edit
+    of the payload, its CRC32C recomputed. The error is the program reader's, at the payload offset
+    plus the table holding the reference or lacking the field."""
+    from tools import hostile
+
+    C = ErrorCode
+
+    def payload(base: str) -> bytes:
+        e = Edit(by[base])
+        return by[base].data[e.entry(0, "offset") : e.entry(0, "offset") + e.entry(0, "size")]
+
+    def vec(base: str, name: str, description: str, changed: tuple[bytes, int], code: ErrorCode) -> Vector:
+        data, table = changed
+        e = Edit(by[base])
+        at, program = e.entry(0, "offset"), payload(base)
+        differ = [i for i, (x, y) in enumerate(zip(program, data, strict=True)) if x != y]
+        e.put(at + differ[0], data[differ[0] : differ[-1] + 1])
+        e.put_int(e.entry_at(0, "checksum"), 4, crc32c(data))
+        e.seal()
+        return e.vector(name, description, code, at + table, "entries[0].payload")
+
+    program = payload("v2-program")
+    yield vec("v2-program", "v2-program-input-past-values", "the program's input is value 20 of its 20 values "
+              "(ExecuTorch's Method::get_value aborts at set_input)", hostile.with_value_index(program, "inputs[0]"),
+              C.ET_BAD_REFERENCE)
+    yield vec("v2-program", "v2-program-output-negative", "the program's output is value -1 (ExecuTorch's "
+              "Method::get_value aborts at get_output)", hostile.with_value_index(program, "outputs[0]", -1),
+              C.ET_BAD_REFERENCE)
+    yield vec("v2-program", "v2-program-kernel-arg-past-values", "the second instruction's third argument is value "
+              "20 of 20", hostile.with_value_index(program, "instructions[1].args[2]"), C.ET_BAD_REFERENCE)
+    yield vec("v2-program", "v2-program-free-call-past-values", "the second instruction is a FreeCall of value 20 "
+              "of 20", hostile.with_instruction_kind(program, 1, 5, 20), C.ET_BAD_REFERENCE)
+    listed, table, _ = hostile.with_int_list_item(program, 4)
+    yield vec("v2-program", "v2-program-int-list-item-not-int", "the first int list's first item is value 4, a "
+              "tensor (EValue::toInt aborts when a kernel reads the list)", (listed, table), C.ET_BAD_VALUE)
+    yield vec("v2-program", "v2-program-size-negative", "the program's input tensor (value 4) has size -1 "
+              "(ExecuTorch's own verification lets it pass for a dynamic-shape input)",
+              hostile.with_tensor_size(program, 4, 1, -1), C.ET_BAD_VALUE)
+    fat = payload("v2-program-fat")
+    yield vec("v2-program-fat", "v2-program-delegate-without-processed", "the fat delegate has no processed data "
+              "reference (ExecuTorch's Method::init dereferences it: SIGSEGV)",
+              hostile.without_delegate_field(fat, "processed"), C.ET_BAD_VALUE)
+    yield vec("v2-program-fat", "v2-program-compile-spec-without-value", "the fat delegate's compile spec has no "
+              "value (ExecuTorch's Method::init dereferences it: SIGSEGV)", hostile.without_delegate_field(fat, "value"),
+              C.ET_BAD_VALUE)
 
 
 def rewritten(base: Vector, name: str, description: str, change: Callable[[Any], Any], code: ErrorCode,

@@ -390,3 +390,231 @@ def thinned(data: bytes, names: Sequence[str]) -> bytes:
         src.write_bytes(data)
         fatpte.thin(src, dest, names=list(names))
         return dest.read_bytes()
+
+
+# -- programs ExecuTorch's runtime aborts on (issue 42, point 9) -------------------------------------
+
+def value_index_site(program: bytes, where: str) -> tuple[int, int, int]:
+    """Where value index `where` of the first method of `program` lies: (its byte, the table that
+    holds it, the method's value count). `where` is `inputs[I]` or `outputs[I]` of the method, or
+    `instructions[K].args[I]` of its first chain."""
+    from fatpte.executorch.flatbuf import Buffer
+    from fatpte.executorch.pte import IDENTIFIER, read_header
+
+    header = read_header(program, None)
+    root = Buffer(program[: len(program) if header is None else header.program_size], source=None).root(
+        IDENTIFIER, "program")
+    plan = root.tables(1, "execution_plan")[0]
+    count = len(plan.tables(2, "values"))
+    name, index = where.rsplit("[", 1)
+    table, slot = plan, {"inputs": 3, "outputs": 4}.get(name)
+    if slot is None:  # instructions[K].args
+        k = int(name.split("[")[1].split("]")[0])
+        _, table = plan.tables(5, "chains")[0].tables(2, "instructions")[k].union(0, 1, "instr_args")
+        slot = 1
+    vector = table.vector(slot, 4, name)
+    assert vector is not None and int(index[:-1]) < vector[1], where
+    return vector[0] + 4 * int(index[:-1]), table.pos, count
+
+
+def with_value_index(program: bytes, where: str, value: int | None = None) -> tuple[bytes, int]:
+    """`program` with value index `where` (value_index_site) set to `value`, by default the value
+    count (one past the last value: what ExecuTorch's Method::get_value aborts on), and the
+    position of the table holding it, where a reader reports it."""
+    at, table, count = value_index_site(program, where)
+    out = bytearray(program)
+    out[at : at + 4] = struct.pack("<i", count if value is None else value)
+    return bytes(out), table
+
+
+def fat_with_program(program: bytes, nested: bytes) -> bytes:
+    """`program` (a .pte whose first delegate is a fat delegate) whose fat delegate holds one
+    version 1 entry, the nested program `nested` (backend id portable): what a device runs when it
+    loads `program`, and no manifest or checksum vouches for the entry."""
+    from fatpte.executorch.rewrite import replace_segment
+
+    delegate = first_delegate(program)
+    return replace_segment(program, delegate.data_index, v1_container([("portable", nested)]))
+
+
+def _first_plan(program: bytes) -> Any:
+    from fatpte.executorch.flatbuf import Buffer
+    from fatpte.executorch.pte import IDENTIFIER, read_header
+
+    header = read_header(program, None)
+    root = Buffer(program[: len(program) if header is None else header.program_size], source=None).root(
+        IDENTIFIER, "program")
+    return root.tables(1, "execution_plan")[0]
+
+
+def with_instruction_kind(program: bytes, k: int, tag: int, first: int) -> tuple[bytes, int]:
+    """`program` whose first chain's instruction `k`, a KernelCall that states its op_index, is
+    read as instruction kind `tag` (InstructionArguments: 3 MoveCall, 4 JumpFalseCall, 5 FreeCall)
+    whose first field (move_from, cond_value_index, value_index: the op_index's slot) is `first`;
+    and the position of that table."""
+    ins = _first_plan(program).tables(5, "chains")[0].tables(2, "instructions")[k]
+    kind_at = ins.scalar_position(0, "B", "instr_args_type")
+    _, call = ins.union(0, 1, "instr_args")
+    first_at = call.scalar_position(0, "i", "op_index")
+    assert kind_at is not None and first_at is not None and program[kind_at] == 1, (k, kind_at, first_at)
+    out = bytearray(program)
+    out[kind_at] = tag
+    out[first_at : first_at + 4] = struct.pack("<i", first)
+    return bytes(out), call.pos
+
+
+def with_int_list_item(program: bytes, item: int, j: int = 0) -> tuple[bytes, int, str]:
+    """`program` whose first int list's item `j` is `item` (a value index), the position of that
+    list's table and the path a reader names it by."""
+    plan = _first_plan(program)
+    for i, v in enumerate(plan.tables(2, "values")):
+        tag, lst = v.union(0, 1, "val")
+        if tag == 7 and lst is not None:
+            start, count = lst.vector(0, 8, "items")
+            assert j < count
+            out = bytearray(program)
+            out[start + 8 * j : start + 8 * j + 8] = struct.pack("<q", item)
+            return bytes(out), lst.pos, f"root.execution_plan[0].values[{i}].val.items[{j}]"
+    raise AssertionError("the program has no int list")
+
+
+def pte_shared_instruction(refs: int, args: int) -> bytes:
+    """An ExecuTorch program (.pte, no extended header) whose method's one chain lists `refs`
+    references to one KernelCall instruction of `args` arguments, each value 0 (of one Null value):
+    `refs * args` value references in about 4 * (refs + args) bytes, the shape a reader that checks
+    every reference must bound by its work budget, not by the file."""
+    import flatbuffers
+
+    b = flatbuffers.Builder(0)
+
+    def vector(offsets: Sequence[int]) -> int:
+        b.StartVector(4, len(offsets), 4)
+        for o in reversed(offsets):
+            b.PrependUOffsetTRelative(o)
+        return int(b.EndVector())
+
+    b.StartVector(4, args, 4)
+    for _ in range(args):
+        b.PrependInt32(0)
+    arg_list = b.EndVector()
+    b.StartObject(2)  # KernelCall: op_index, args
+    b.PrependUOffsetTRelativeSlot(1, arg_list, 0)
+    call = b.EndObject()
+    b.StartObject(2)  # Instruction: instr_args_type, instr_args
+    b.PrependUint8Slot(0, 1, 0)
+    b.PrependUOffsetTRelativeSlot(1, call, 0)
+    instruction = b.EndObject()
+    instructions = vector([instruction] * refs)
+    b.StartObject(4)  # Chain: inputs, outputs, instructions, stacktrace
+    b.PrependUOffsetTRelativeSlot(2, instructions, 0)
+    chain = b.EndObject()
+    b.StartObject(0)  # Null
+    null = b.EndObject()
+    b.StartObject(2)  # EValue: val_type, val
+    b.PrependUint8Slot(0, 1, 0)
+    b.PrependUOffsetTRelativeSlot(1, null, 0)
+    value = b.EndObject()
+    op_name, overload = b.CreateString("aten::add"), b.CreateString("out")
+    b.StartObject(2)  # Operator: name, overload
+    b.PrependUOffsetTRelativeSlot(0, op_name, 0)
+    b.PrependUOffsetTRelativeSlot(1, overload, 0)
+    op = b.EndObject()
+    values, chains, ops, delegates = vector([value]), vector([chain]), vector([op]), vector([])
+    method = b.CreateString("forward")
+    b.StartObject(9)  # ExecutionPlan: name, container_meta_type, values, inputs, outputs, chains, operators, delegates
+    b.PrependUOffsetTRelativeSlot(0, method, 0)
+    b.PrependUOffsetTRelativeSlot(2, values, 0)
+    b.PrependUOffsetTRelativeSlot(5, chains, 0)
+    b.PrependUOffsetTRelativeSlot(6, ops, 0)
+    b.PrependUOffsetTRelativeSlot(7, delegates, 0)
+    plan = b.EndObject()
+    plans = vector([plan])
+    b.StartObject(8)  # Program: version, execution_plan, ...
+    b.PrependUOffsetTRelativeSlot(1, plans, 0)
+    root = b.EndObject()
+    b.Finish(root, b"ET12")
+    return bytes(b.Output())
+
+
+def without_delegate_field(program: bytes, name: str) -> tuple[bytes, int]:
+    """`program` whose first delegate loses field `name` (`processed`, or `key` or `value` of its
+    first compile spec): the slot is cleared in the table's vtable, so other tables sharing that
+    vtable lose it too. Returns the bytes and the position of the table that lost it."""
+    plan = _first_plan(program)
+    table = plan.tables(7, "delegates")[0]
+    slot = 1
+    if name != "processed":
+        table, slot = table.tables(2, "compile_specs")[0], {"key": 0, "value": 1}[name]
+    vtable = table.pos - struct.unpack_from("<i", program, table.pos)[0]
+    assert struct.unpack_from("<H", program, vtable + 4 + 2 * slot)[0] != 0, name
+    out = bytearray(program)
+    struct.pack_into("<H", out, vtable + 4 + 2 * slot, 0)
+    return bytes(out), table.pos
+
+
+def pte_dynamic_inputs(inputs: int, sizes: Sequence[int] | None = (-1,), scalar_type: int = 6) -> bytes:
+    """An ExecuTorch program (.pte, no extended header) whose method takes `inputs` inputs, each a
+    value of its own pointing at one dynamic-shape tensor table (scalar type `scalar_type`, sizes
+    `sizes`, or none when None), and runs no instruction: ExecuTorch's verification searches the
+    method's inputs once for each such value whose tensor it refuses (quadratic in the inputs), and
+    lets it pass."""
+    import flatbuffers
+
+    b = flatbuffers.Builder(0)
+
+    def vector(offsets: Sequence[int]) -> int:
+        b.StartVector(4, len(offsets), 4)
+        for o in reversed(offsets):
+            b.PrependUOffsetTRelative(o)
+        return int(b.EndVector())
+
+    def ints(values: Sequence[int], width: int = 4) -> int:
+        b.StartVector(width, len(values), width)
+        for v in reversed(values):
+            b.PrependInt32(v) if width == 4 else b.PrependUint8(v)
+        return int(b.EndVector())
+
+    dims = [] if sizes is None else list(sizes)
+    shape, order = (None if sizes is None else ints(dims)), ints(list(range(len(dims))), 1)
+    b.StartObject(10)  # Tensor: scalar_type, storage_offset, sizes, dim_order, ..., shape_dynamism (8)
+    b.PrependInt8Slot(0, scalar_type, 0)
+    if shape is not None:
+        b.PrependUOffsetTRelativeSlot(2, shape, 0)
+    b.PrependUOffsetTRelativeSlot(3, order, 0)
+    b.PrependInt8Slot(8, 1, 0)  # DYNAMIC_BOUND
+    tensor = b.EndObject()
+    values = []
+    for _ in range(inputs):
+        b.StartObject(2)  # EValue: val_type (Tensor), val
+        b.PrependUint8Slot(0, 5, 0)
+        b.PrependUOffsetTRelativeSlot(1, tensor, 0)
+        values.append(b.EndObject())
+    table, listed, none = vector(values), ints(list(range(inputs))), ints([])
+    b.StartObject(4)  # Chain: inputs, outputs, instructions
+    b.PrependUOffsetTRelativeSlot(2, none, 0)
+    chain = b.EndObject()
+    chains, delegates, method = vector([chain]), vector([]), b.CreateString("forward")
+    b.StartObject(9)  # ExecutionPlan: name, container_meta_type, values, inputs, outputs, chains, operators, delegates
+    b.PrependUOffsetTRelativeSlot(0, method, 0)
+    b.PrependUOffsetTRelativeSlot(2, table, 0)
+    b.PrependUOffsetTRelativeSlot(3, listed, 0)
+    b.PrependUOffsetTRelativeSlot(5, chains, 0)
+    b.PrependUOffsetTRelativeSlot(7, delegates, 0)
+    plan = b.EndObject()
+    plans = vector([plan])
+    b.StartObject(8)  # Program: version, execution_plan, ...
+    b.PrependUOffsetTRelativeSlot(1, plans, 0)
+    root = b.EndObject()
+    b.Finish(root, b"ET12")
+    return bytes(b.Output())
+
+
+def with_tensor_size(program: bytes, value: int, k: int, size: int) -> tuple[bytes, int]:
+    """`program` whose first method's tensor value `value` has size `k` set to `size`, and the
+    position of that tensor's table."""
+    _, tensor = _first_plan(program).tables(2, "values")[value].union(0, 1, "val")
+    start, count = tensor.vector(2, 4, "sizes")
+    assert k < count
+    out = bytearray(program)
+    struct.pack_into("<i", out, start + 4 * k, size)
+    return bytes(out), tensor.pos

@@ -33,6 +33,13 @@ PROGRAM_SCALAR_TYPES: dict[int, str] = {
     29: "uint64",
 }
 
+# The bytes of one element of each program ScalarType (ExecuTorch's elementSize: the C type's size).
+PROGRAM_ELEMENT_SIZES: dict[int, int] = {
+    0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 12: 1, 13: 1, 14: 4, 15: 2, 16: 1, 17: 1, 22: 2,
+    23: 1, 24: 1, 25: 1, 26: 1, 27: 2, 28: 4, 29: 8,
+}
+assert PROGRAM_ELEMENT_SIZES.keys() == PROGRAM_SCALAR_TYPES.keys()
+
 NATIVE_SCALAR_TYPES: dict[int, str] = {
     0: "uint8",
     1: "int8",

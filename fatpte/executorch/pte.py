@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.executorch.dtypes import PROGRAM_SCALAR_TYPES
+from fatpte.executorch.dtypes import PROGRAM_ELEMENT_SIZES, PROGRAM_SCALAR_TYPES
 from fatpte.executorch.flatbuf import Buffer, Table, enum_name
 
 IDENTIFIER = b"ET12"
@@ -32,8 +32,14 @@ VALUE_KINDS: dict[int, str] = {
     0: "none", 1: "null", 2: "int", 3: "bool", 4: "double", 5: "tensor", 6: "string", 7: "int_list",
     8: "double_list", 9: "bool_list", 10: "tensor_list", 11: "optional_tensor_list",
 }
-_TENSOR = 5
-_KERNEL_CALL, _DELEGATE_CALL = 1, 2
+_INT, _TENSOR, _INT_LIST = 2, 5, 7
+# InstructionArguments union tags, and the fields of each that name a value (slot, name).
+_KERNEL_CALL, _DELEGATE_CALL, _MOVE_CALL, _JUMP_FALSE_CALL, _FREE_CALL = 1, 2, 3, 4, 5
+_VALUE_FIELDS: dict[int, tuple[tuple[int, str], ...]] = {
+    _MOVE_CALL: ((0, "move_from"), (1, "move_to")),
+    _JUMP_FALSE_CALL: ((0, "cond_value_index"),),
+    _FREE_CALL: ((0, "value_index"),),
+}
 _DYNAMISM = {0: "static", 1: "dynamic_bound", 2: "dynamic_unbound"}
 _DATA_LOCATION = {0: "inline", 1: "segment"}
 _TENSOR_DATA_LOCATION = {0: "segment", 1: "external"}
@@ -262,7 +268,7 @@ def _tensor(t: Table) -> TensorValue:
     buf = t.buf
     code = t.integer(0, "b", "scalar_type")
     dtype = enum_name(PROGRAM_SCALAR_TYPES, code, buf, t.pos, t.field + ".scalar_type")
-    shape = t.scalars(2, "i", "sizes")
+    shape = _sizes(t, PROGRAM_ELEMENT_SIZES[code])
     dynamism = enum_name(_DYNAMISM, t.integer(8, "b", "shape_dynamism"), buf, t.pos, t.field + ".shape_dynamism")
     extra = t.table(9, "extra_tensor_info")
     fqn = None
@@ -277,13 +283,99 @@ def _tensor(t: Table) -> TensorValue:
                        external=external, scalar_type=code, dim_order=t.scalars(3, "B", "dim_order"))
 
 
+_SSIZE_LIMIT, _SIZE_LIMIT = 1 << 63, 1 << 64
+
+
+def _sizes(t: Table, element: int) -> tuple[int, ...]:
+    """A tensor's sizes, which ExecuTorch's own verification (validate_tensor) requires present,
+    each at least 0, their running product below 2^63 and times the element size below 2^64. It
+    lets a dynamic-shape method input that fails them pass, after looking for the value in the
+    inputs once per such value (quadratic in the inputs), and its `set_input` then aborts when
+    MethodMeta cannot size the input: so every tensor is held to them here."""
+    found = t.vector(2, 4, "sizes")
+    if found is None:
+        raise t.buf.error(ErrorCode.ET_BAD_VALUE, "a required vector is absent", t.pos, f"{t.field}.sizes")
+    shape: tuple[int, ...] = struct.unpack_from(f"<{found[1]}i", t.buf.data, found[0])
+    count = 1
+    for k, size in enumerate(shape):
+        if size < 0:
+            raise t.buf.error(ErrorCode.ET_BAD_VALUE, f"size {size} is negative", t.pos, f"{t.field}.sizes[{k}]")
+        count *= size
+        if count >= _SSIZE_LIMIT:
+            raise t.buf.error(ErrorCode.ET_BAD_VALUE, f"the element count reaches {count} at size {k}, past 2^63 - 1",
+                              t.pos, f"{t.field}.sizes")
+    if count * element >= _SIZE_LIMIT:
+        raise t.buf.error(ErrorCode.ET_BAD_VALUE, f"{count} elements of {element} bytes are past 2^64 - 1 bytes",
+                          t.pos, f"{t.field}.sizes")
+    return shape
+
+
 def _indices(t: Table, slot: int, name: str, count: int) -> tuple[int, ...]:
     values = t.scalars(slot, "i", name)
     for i, v in enumerate(values):
-        if not 0 <= v < count:
-            raise t.buf.error(ErrorCode.ET_BAD_REFERENCE, f"value index {v} is outside the {count} values of "
-                              "the method", t.pos, f"{t.field}.{name}[{i}]")
+        _in_values(t, v, f"{name}[{i}]", count)
     return values
+
+
+def _in_values(t: Table, v: int, name: str, count: int) -> None:
+    """A value index of table `t` (field `name`) within the method's `count` values: ExecuTorch's
+    Method::get_value aborts the process (ET_CHECK) on one past them."""
+    if not 0 <= v < count:
+        raise t.buf.error(ErrorCode.ET_BAD_REFERENCE, f"value index {v} is outside the {count} values of "
+                          "the method", t.pos, f"{t.field}.{name}")
+
+
+def _values(plan: Table) -> tuple[list[str], dict[int, TensorValue]]:
+    """Each value's kind, and the tensors among them by index; then every IntList item a value
+    index of an Int (ExecuTorch boxes the items as values, and a kernel reading the list aborts on
+    any other kind: EValue::toInt's ET_CHECK)."""
+    values = plan.tables(2, "values")
+    kinds: list[str] = []
+    tensors: dict[int, TensorValue] = {}
+    lists: list[Table] = []
+    for i, v in enumerate(values):
+        tag, val = v.union(0, 1, "val")
+        kinds.append(enum_name(VALUE_KINDS, tag, v.buf, v.pos, f"{v.field}.val_type"))
+        if tag == _TENSOR:
+            if val is None:
+                raise v.buf.error(ErrorCode.ET_BAD_VALUE, "a tensor value has no tensor", v.pos, f"{v.field}.val")
+            tensors[i] = _tensor(val)
+        elif tag == _INT_LIST and val is not None:
+            lists.append(val)
+    for lst in lists:
+        for j, item in enumerate(lst.scalars(0, "q", "items")):
+            _in_values(lst, item, f"items[{j}]", len(values))
+            if kinds[item] != VALUE_KINDS[_INT]:
+                raise lst.buf.error(ErrorCode.ET_BAD_VALUE, f"an int list's item is value {item}, a {kinds[item]}, "
+                                    "not an int", lst.pos, f"{lst.field}.items[{j}]")
+    return kinds, tensors
+
+
+def _instructions(
+    chain: Table, n: int, operators: tuple[str, ...], delegates: int,
+    kernel_calls: list[KernelCall], delegate_calls: list[tuple[int, tuple[int, ...]]],
+) -> None:
+    """Check each instruction of `chain` against the method's `n` values, its operators and its
+    `delegates`, collecting the kernel and delegate calls."""
+    for ins in chain.tables(2, "instructions"):
+        tag, args = ins.union(0, 1, "instr_args")
+        if args is None:
+            continue
+        if tag == _KERNEL_CALL:
+            op = args.integer(0, "i", "op_index")
+            if not 0 <= op < len(operators):
+                raise args.buf.error(ErrorCode.ET_BAD_REFERENCE, f"operator index {op} is outside the "
+                                     f"{len(operators)} operators", args.pos, f"{args.field}.op_index")
+            kernel_calls.append(KernelCall(operators[op], _indices(args, 1, "args", n)))
+        elif tag == _DELEGATE_CALL:
+            d = args.integer(0, "i", "delegate_index")
+            if not 0 <= d < delegates:
+                raise args.buf.error(ErrorCode.ET_BAD_REFERENCE, f"delegate index {d} is outside the "
+                                     f"{delegates} delegates", args.pos, f"{args.field}.delegate_index")
+            delegate_calls.append((d, _indices(args, 1, "args", n)))
+        else:
+            for slot, name in _VALUE_FIELDS.get(tag, ()):
+                _in_values(args, args.integer(slot, "i", name), name, n)
 
 
 def _method(
@@ -293,17 +385,8 @@ def _method(
     source: str | None,
 ) -> MethodPlan:
     name = plan.string(0, "name") or ""
-    values = plan.tables(2, "values")
-    kinds: list[str] = []
-    tensors: dict[int, TensorValue] = {}
-    for i, v in enumerate(values):
-        tag, val = v.union(0, 1, "val")
-        kinds.append(enum_name(VALUE_KINDS, tag, v.buf, v.pos, f"{v.field}.val_type"))
-        if tag == _TENSOR:
-            if val is None:
-                raise v.buf.error(ErrorCode.ET_BAD_VALUE, "a tensor value has no tensor", v.pos, f"{v.field}.val")
-            tensors[i] = _tensor(val)
-    n = len(values)
+    kinds, tensors = _values(plan)
+    n = len(kinds)
     operators = tuple(
         (op.string(0, "name") or "") + ("." + ov if (ov := op.string(1, "overload")) else "")
         for op in plan.tables(6, "operators")
@@ -314,22 +397,7 @@ def _method(
     for chain in plan.tables(5, "chains"):
         _indices(chain, 0, "inputs", n)
         _indices(chain, 1, "outputs", n)
-        for ins in chain.tables(2, "instructions"):
-            tag, args = ins.union(0, 1, "instr_args")
-            if args is None:
-                continue
-            if tag == _KERNEL_CALL:
-                op = args.integer(0, "i", "op_index")
-                if not 0 <= op < len(operators):
-                    raise args.buf.error(ErrorCode.ET_BAD_REFERENCE, f"operator index {op} is outside the "
-                                         f"{len(operators)} operators", args.pos, f"{args.field}.op_index")
-                kernel_calls.append(KernelCall(operators[op], _indices(args, 1, "args", n)))
-            elif tag == _DELEGATE_CALL:
-                d = args.integer(0, "i", "delegate_index")
-                if not 0 <= d < len(delegates):
-                    raise args.buf.error(ErrorCode.ET_BAD_REFERENCE, f"delegate index {d} is outside the "
-                                         f"{len(delegates)} delegates", args.pos, f"{args.field}.delegate_index")
-                delegate_calls.append((d, _indices(args, 1, "args", n)))
+        _instructions(chain, n, operators, len(delegates), kernel_calls, delegate_calls)
     return MethodPlan(
         name=name,
         value_kinds=tuple(kinds),
@@ -365,8 +433,12 @@ def _delegate(
         seg = _segment(segments, index, ref, "index")
         offset, size = seg.offset, seg.size
     specs = []
+    # ExecuTorch's Method::init dereferences each compile spec's key and value without looking
+    # (SIGSEGV when one is absent), so both are required here.
     for cs in d.tables(2, "compile_specs"):
+        key = cs.required_string(0, "key")
         rng = cs.byte_range(1, "value")
-        value = b"" if rng is None else bytes(cs.buf.data[rng[0] : rng[0] + rng[1]])
-        specs.append((cs.string(0, "key") or "", value))
+        if rng is None:
+            raise cs.buf.error(ErrorCode.ET_BAD_VALUE, "a required byte vector is absent", cs.pos, f"{cs.field}.value")
+        specs.append((key, bytes(cs.buf.data[rng[0] : rng[0] + rng[1]])))
     return Delegate(i, backend_id, location, index, offset, size, tuple(specs))

@@ -40,8 +40,9 @@ def _label(program: Program, d: Delegate) -> str:
 
 
 def validate_nfat_delegates(program: Program) -> list[tuple[Delegate, Report]]:
-    """Each NFAT delegate's container rules, then how deep fat delegates nest inside it
-    (specs/executorch.md section 8, E1010)."""
+    """Each NFAT delegate's container rules, then how deep fat delegates nest inside it (E1010)
+    and whether each nested program on the way reads (the reader's code): specs/executorch.md
+    section 8."""
     out = []
     clean: Clean = {}
     for d in nfat_delegates(program):
@@ -71,7 +72,8 @@ def nesting_finding(program: Program, delegate: Delegate, *, depth: int = 1, bas
                     path: str = "", clean: Clean | None = None) -> Finding | None:
     """E1010 for the first NFAT container past MAX_FAT_DELEGATE_DEPTH inside fat delegate
     `delegate` of `program` (which is at `depth`), at its first byte in the file being validated
-    (`base`: where `program` starts in it) and the path that reaches it; None when none is. Each
+    (`base`: where `program` starts in it) and the path that reaches it, or the reader's error for
+    the first nested program on the way that does not read; None when neither is. Each
     container and program on the way is read only as far as its table and delegates, at most
     MAX_FAT_DELEGATE_DEPTH + 1 levels down and once per depth (`clean`, shared by the walks of one
     file), so the work stays proportional to the file."""
@@ -112,8 +114,8 @@ def _container_too_deep(buf: memoryview, depth: int, at: int, path: str, clean: 
         elif bytes(payload[4:8]) == _PROGRAM and clean.get(at + e.offset, 0) < depth + 1:
             try:
                 nested = read_program(payload, source=None)
-            except FatpteError:
-                continue  # not a program fatpte reads: its record check says so
+            except FatpteError as exc:
+                return _unreadable(exc, at + e.offset, inner)
             deep = _program_too_deep(nested, depth + 1, at + e.offset, f"{inner}.", clean)
             if deep is None:
                 clean[at + e.offset] = depth + 1
@@ -123,6 +125,16 @@ def _container_too_deep(buf: memoryview, depth: int, at: int, path: str, clean: 
             return deep
     clean[at] = depth
     return None
+
+
+def _unreadable(exc: FatpteError, at: int, path: str) -> Finding:
+    """A nested program (an entry whose bytes 4..8 are `ET12`) that does not read: the fat delegate
+    would hand it to ExecuTorch, whose runtime aborts on some of what the reader refuses (a value
+    index past the values: Method::get_value's ET_CHECK), so it is an error of the file, at the
+    reader's offset within the program (specs/executorch.md section 8)."""
+    where = f" ({exc.field})" if exc.field else ""
+    return finding(exc.code, f"a nested program does not read as an ExecuTorch program: {exc.message}{where}",
+                   offset=at + (exc.offset or 0), field=path)
 
 
 def select_nfat_delegates(

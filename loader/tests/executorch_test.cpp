@@ -98,6 +98,131 @@ TEST(EtProgram, RefusesDamagedProgramsWithFileOffsets) {
             std::string::npos);
 }
 
+// Issue 42, point 9: references ExecuTorch's runtime aborts on (Method::get_value's ET_CHECK on a
+// method input or output past the values, EValue::toInt on an int list item that is no int), and
+// the instruction fields it refuses, are refused here with Python's code, at the table holding the
+// reference (the offset Python reports: tests/executorch/test_executorch_references.py).
+TEST(EtProgram, RefusesValueReferencesPastTheMethodsValues) {
+  namespace F = ::executorch_flatbuffer;
+  const std::vector<std::uint8_t> good = fixture("mlp_portable.pte");
+  ASSERT_TRUE(read(good).ok());
+  const F::ExecutionPlan* plan = fatpte::et::program_root(good.data())->execution_plan()->Get(0);
+  const auto where = [&](const void* p) { return static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - good.data()); };
+  const std::uint32_t values = plan->values()->size();
+  ASSERT_EQ(values, 20u);
+  const F::KernelCall* call = plan->chains()->Get(0)->instructions()->Get(1)->instr_args_as_KernelCall();
+  ASSERT_NE(call, nullptr);
+  struct Case {
+    std::size_t index;  // where the int32 index lies
+    std::size_t table;  // the table holding it
+    std::uint32_t value;
+    const char* path;
+  };
+  const Case cases[] = {
+      {where(plan->inputs()->Data()), where(plan), values, "root.execution_plan[0].inputs[0]"},
+      {where(plan->inputs()->Data()), where(plan), 0xFFFFFFFFu, "root.execution_plan[0].inputs[0]"},
+      {where(plan->outputs()->Data()), where(plan), values, "root.execution_plan[0].outputs[0]"},
+      {where(call->args()->Data()) + 8, where(call), values,
+       "root.execution_plan[0].chains[0].instructions[1].instr_args.args[2]"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::uint8_t> bad = good;
+    fatpte::testing::put_u32le(bad, c.index, c.value);
+    auto r = read(bad);
+    ASSERT_FALSE(r.ok()) << c.path;
+    EXPECT_EQ(r.error().code(), Error::ET_BAD_REFERENCE) << c.path;
+    EXPECT_EQ(r.error().offset(), 0x1000u + c.table) << c.path;
+    EXPECT_EQ(r.error().field(), "entries[3].payload");
+    EXPECT_NE(r.error().describe().find(std::string("(") + c.path + ")"), std::string::npos) << r.error().describe();
+    fatpte::testing::put_u32le(bad, c.index, values - 1);  // the last value is one
+    EXPECT_TRUE(read(bad).ok()) << c.path;
+  }
+  // The second instruction read as a MoveCall, JumpFalseCall, FreeCall: its op_index is their first field.
+  const F::Instruction* ins = plan->chains()->Get(0)->instructions()->Get(1);
+  const auto field = [&](const void* table, ::flatbuffers::voffset_t slot) {
+    const std::uint8_t* at = reinterpret_cast<const ::flatbuffers::Table*>(table)->GetAddressOf(slot);
+    EXPECT_NE(at, nullptr);
+    return where(at);
+  };
+  const std::size_t kind = field(ins, F::Instruction::VT_INSTR_ARGS_TYPE);
+  const std::size_t first = field(call, F::KernelCall::VT_OP_INDEX);
+  ASSERT_EQ(good[kind], F::InstructionArguments_KernelCall);
+  ASSERT_EQ(call->op_index(), 1);
+  const std::pair<std::uint8_t, const char*> kinds[] = {{F::InstructionArguments_MoveCall, "move_from"},
+                                                        {F::InstructionArguments_JumpFalseCall, "cond_value_index"},
+                                                        {F::InstructionArguments_FreeCall, "value_index"}};
+  for (const auto& k : kinds) {
+    std::vector<std::uint8_t> bad = good;
+    bad[kind] = k.first;
+    fatpte::testing::put_u32le(bad, first, values);
+    auto r = read(bad);
+    ASSERT_FALSE(r.ok()) << k.second;
+    EXPECT_EQ(r.error().code(), Error::ET_BAD_REFERENCE);
+    EXPECT_EQ(r.error().offset(), 0x1000u + where(call));
+    EXPECT_NE(r.error().describe().find(std::string(".instructions[1].instr_args.") + k.second), std::string::npos);
+  }
+  // An int list's item: a value, and an int.
+  std::size_t list = 0, item = 0;
+  std::uint32_t tensor = values;
+  for (std::uint32_t j = 0; j < values; ++j) {
+    const F::EValue* v = plan->values()->Get(j);
+    if (v->val_type() == F::KernelTypes_Tensor && tensor == values) tensor = j;
+    if (v->val_as_IntList() != nullptr && list == 0) {
+      list = where(v->val_as_IntList());
+      item = where(v->val_as_IntList()->items()->Data());
+    }
+  }
+  ASSERT_NE(list, 0u);
+  std::vector<std::uint8_t> bad = good;
+  fatpte::testing::put_u64le(bad, item, values);
+  auto r = read(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Error::ET_BAD_REFERENCE);
+  EXPECT_EQ(r.error().offset(), 0x1000u + list);
+  fatpte::testing::put_u64le(bad, item, tensor);
+  r = read(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Error::ET_BAD_VALUE);
+  EXPECT_EQ(r.error().offset(), 0x1000u + list);
+  EXPECT_NE(r.error().describe().find(".val.items[0]"), std::string::npos) << r.error().describe();
+}
+
+// ExecuTorch's Method::init dereferences a delegate's `processed` and each compile spec's key and
+// value without looking (SIGSEGV): each is required, E1008 at its table, as in Python.
+TEST(EtProgram, RefusesDelegatesWithoutTheFieldsExecuTorchDereferences) {
+  namespace F = ::executorch_flatbuffer;
+  const std::vector<std::uint8_t> good = fixture("mlp_fat.pte");
+  ASSERT_TRUE(read(good).ok());
+  const F::BackendDelegate* delegate = fatpte::et::program_root(good.data())->execution_plan()->Get(0)->delegates()->Get(0);
+  const F::CompileSpec* spec = delegate->compile_specs()->Get(0);
+  const auto where = [&](const void* p) { return static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - good.data()); };
+  const auto vtable = [&](const void* table) {  // a table starts with the signed offset back to its vtable
+    const std::size_t at = where(table);
+    const std::uint32_t back = static_cast<std::uint32_t>(good[at]) | static_cast<std::uint32_t>(good[at + 1]) << 8 |
+                               static_cast<std::uint32_t>(good[at + 2]) << 16 | static_cast<std::uint32_t>(good[at + 3]) << 24;
+    return static_cast<std::size_t>(static_cast<std::int64_t>(at) - static_cast<std::int32_t>(back));
+  };
+  struct Case {
+    const void* table;
+    ::flatbuffers::voffset_t slot;
+    const char* path;
+  };
+  const Case cases[] = {{delegate, F::BackendDelegate::VT_PROCESSED, "delegates[0].processed"},
+                        {spec, F::CompileSpec::VT_KEY, "delegates[0].compile_specs[0].key"},
+                        {spec, F::CompileSpec::VT_VALUE, "delegates[0].compile_specs[0].value"}};
+  for (const Case& c : cases) {
+    std::vector<std::uint8_t> bad = good;
+    const std::size_t at = vtable(c.table) + c.slot;
+    ASSERT_NE(bad[at] | bad[at + 1], 0) << c.path;
+    bad[at] = bad[at + 1] = 0;  // the field is absent (from every table sharing the vtable)
+    auto r = read(bad);
+    ASSERT_FALSE(r.ok()) << c.path;
+    EXPECT_EQ(r.error().code(), Error::ET_BAD_VALUE) << c.path;
+    EXPECT_EQ(r.error().offset(), 0x1000u + where(c.table)) << c.path;
+    EXPECT_NE(r.error().describe().find(c.path), std::string::npos) << r.error().describe();
+  }
+}
+
 class NamedDataMapTest : public ::testing::Test {
  protected:
   void SetUp() override {

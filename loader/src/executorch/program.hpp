@@ -42,7 +42,13 @@ struct ProgramInfo {
 
 // Read the program in `payload`, which lies at `file_offset` in its container (errors give
 // offsets in the file and the field `field`): E1001 identifier, E1002 truncated, E1003 extended
-// header, E1004 the flatbuffer fails verification, E1008 a method or delegate without its name.
+// header, E1004 the flatbuffer fails verification, E1006 a value index past the method's values
+// (int list items, chains, instruction arguments by kind, the method's inputs and outputs) or an
+// operator or delegate index past its table, E1008 a method or delegate without its name, an int
+// list item that is not an int, a delegate without `processed` or a compile spec without its key
+// or value, a tensor of a scalar type fatpte does not read, without sizes, with a negative size or
+// one past 2^63 elements or 2^64 bytes (specs/executorch.md sections 3 and 4: what ExecuTorch
+// would abort or crash on, or search its inputs quadratically for).
 Result<ProgramInfo> read_program(Bytes payload, std::uint64_t file_offset, const std::string& field);
 
 // The root table of a program's flatbuffer, which read_program has verified (the same bytes).
