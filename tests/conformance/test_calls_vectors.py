@@ -72,7 +72,7 @@ def test_cpp_reads_each_vector_as_the_index_says(name: str, tmp_path: Path) -> N
 def test_every_rule_of_the_issue_has_a_vector() -> None:
     names = " ".join(INDEX)
     for rule in ("duplicate-key", "nan-infinity", "deep", "integer-4301", "past-range", "lone-surrogate",
-                 "true-as-float", "size"):
+                 "true-as-float", "size", "size-2147483647", "size-2147483648"):
         assert rule in names, rule
 
 
