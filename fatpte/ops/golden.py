@@ -229,7 +229,10 @@ def read_calls(source: Any, *, need_outputs: bool) -> list[Call]:
             at = "" if exc.offset is None else f" at byte {exc.offset}"
             raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{label} is not valid JSON{at} ({exc.kind}): {exc}",
                               offset=exc.offset, source=label) from None
-    if not isinstance(source, list) or not source:
+    if not isinstance(source, list):  # E0702 at `calls`, as fatpte-run --inputs refuses it
+        raise _arg(label, "must be a JSON list with one {\"inputs\": [...], \"outputs\": [...]} object per call",
+                   source)
+    if not source:
         raise FatpteError(ErrorCode.NO_GOLDEN_CALLS, f"{label}: golden calls are a non-empty list of "
                           "{\"inputs\": [...], \"outputs\": [...]}", field=label)
     calls = []
