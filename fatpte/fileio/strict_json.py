@@ -246,6 +246,16 @@ def locate(data: bytes, rules: JsonRules) -> JsonRefused | None:
     n = len(data)
     plain = re.compile(rb'[^"\\\x00-\x1f]*')
     digits = re.compile(rb"[0-9]*")
+    # A run of `, number` inside an array, each number one the rules take as it is written: taken
+    # a run at a time, so that a long list of values costs one match, not a step per value. Only
+    # under rules that look at nothing else of such a number (no value count, no integer range).
+    run = None
+    if rules.max_values is None and rules.integers is None and rules.fractions:
+        literal = rb"-?(?:0|[1-9][0-9]{0,%d})(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?" % (MAX_INTEGER_DIGITS - 1)
+        if rules.constants:
+            literal = rb"(?:" + literal + rb"|NaN|Infinity|-Infinity)"
+        # Possessive: a run matched is never given back, so the engine keeps no state per value.
+        run = re.compile(rb"(?:[ \t\r\n]*+,[ \t\r\n]*+" + literal + rb"(?=[ \t\r\n]*+[,\]]))*+")
     p = 0
     values = 0
     # Open containers: for an object, the keys seen and the offset of the first key seen twice.
@@ -419,6 +429,8 @@ def locate(data: bytes, rules: JsonRules) -> JsonRefused | None:
                 p = ws(p)
                 return None if p == n else bad("syntax", "unexpected text after the JSON value", p)
             is_object = stack[-1][0]
+            if run is not None and not is_object and (rules.max_depth is None or len(stack) < rules.max_depth):
+                p = run.match(data, p).end()  # type: ignore[union-attr]
             p = ws(p)
             if p < n and data[p] == 0x2C:
                 p += 1

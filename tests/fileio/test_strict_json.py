@@ -200,3 +200,17 @@ def test_as_loader_names_the_byte_the_loader_stops_at() -> None:
     with pytest.raises(JsonRefused) as info:
         loads(b'["\xc3("]')
     assert (info.value.kind, info.value.offset) == ("utf8", 2)
+
+
+def test_as_loader_takes_a_list_of_numbers_a_run_at_a_time_and_stops_where_the_loader_does() -> None:
+    """`locate` skips a run of numbers in one match (a refused 10 MB list costs one pass, not a
+    Python step per value); a number the run does not take (a fraction after 5000 digits, which the
+    loader accepts; 4301 digits, which it refuses) is read step by step, so the byte is the same."""
+    rules = JsonRules(max_depth=64, depth_of="values", constants=True, as_loader=True)
+    head = b"[" + b", ".join([b"0.5", b"-0", b"NaN", b"1e5"] * 1000)
+    with pytest.raises(JsonRefused) as info:
+        loads(head + b", " + b"7" * 5000 + b".5, 1, 01]", rules)
+    assert (info.value.kind, info.value.offset) == ("syntax", len(head) + 5010)  # the 1 of 01
+    with pytest.raises(JsonRefused) as info:
+        loads(head + b", " + b"7" * 4301 + b", 1]", rules)
+    assert (info.value.kind, info.value.offset) == ("integer", len(head) + 2)
