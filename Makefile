@@ -285,11 +285,11 @@ docs: $(STAMP)
 # every Python target that reads bytes, then fuzzes each target for FUZZ_SMOKE_SECONDS (the ones
 # issue 33 added for FUZZ_SMOKE_SECONDS_NEW): about a minute in all.
 FUZZ_TARGETS       ?= open validate select manifest structured differential executorch hostile hostile_differential \
-	signature trusted_keys nested_delegates loader loader_signature loader_keys loader_calls
+	signature trusted_keys nested_delegates calls loader loader_signature loader_keys loader_calls
 FUZZ_SECONDS       ?= 60
 FUZZ_SMOKE_SECONDS ?= 2
 FUZZ_SMOKE_SECONDS_NEW ?= 1
-FUZZ_SMOKE_NEW     := signature trusted_keys nested_delegates loader_signature loader_keys loader_calls
+FUZZ_SMOKE_NEW     := signature trusted_keys nested_delegates calls loader_signature loader_keys loader_calls
 FUZZ_WORK          := fuzz/corpus-work
 FUZZ_FLAGS          = -dict=fuzz/nfat.dict -max_len=8192 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
 FUZZ_CXX           ?= clang++
@@ -301,6 +301,8 @@ FUZZ_CPP_FLAGS_loader_signature := -dict=fuzz/json.dict -max_len=65536
 FUZZ_CPP_FLAGS_loader_keys      := -dict=fuzz/json.dict -max_len=70000
 FUZZ_CPP_FLAGS_loader_calls     := -dict=fuzz/json.dict -max_len=65536
 FUZZ_CPP_LIBS_loader_signature  := -lcrypto
+# The calls.json differential target (fuzz/fuzz_calls.py) reads JSON too, long arrays included.
+FUZZ_FLAGS_calls                := -dict=fuzz/json.dict -max_len=65536
 
 .PHONY: fuzz fuzz-smoke
 
@@ -330,7 +332,7 @@ FUZZ_BUILDERS := hostile hostile_differential signature trusted_keys nested_dele
 FUZZ_BUILDER_FLAGS := -timeout=60
 # Only what the chosen targets need: the loader library for the differential targets, the
 # libFuzzer binaries for the C++ ones.
-FUZZ_DEPS = $(STAMP) $(if $(filter differential hostile_differential signature trusted_keys,$(FUZZ_TARGETS)),loader) \
+FUZZ_DEPS = $(STAMP) $(if $(filter differential hostile_differential signature trusted_keys calls,$(FUZZ_TARGETS)),loader) \
 	$(addprefix $(BUILD)/fuzz/fuzz_,$(filter $(FUZZ_CPP),$(FUZZ_TARGETS)))
 
 fuzz: $(FUZZ_DEPS)
@@ -343,6 +345,7 @@ fuzz: $(FUZZ_DEPS)
 			loader_signature) more="$(FUZZ_CPP_FLAGS_loader_signature)";; \
 			loader_keys) more="$(FUZZ_CPP_FLAGS_loader_keys)";; \
 			loader_calls) more="$(FUZZ_CPP_FLAGS_loader_calls)";; \
+			calls) more="$(FUZZ_FLAGS_calls)";; \
 		esac && \
 		$$run $(FUZZ_WORK)/$$t $(FUZZ_FLAGS) $$more -max_total_time=$(FUZZ_SECONDS) \
 			-artifact_prefix=$(FUZZ_WORK)/crashes/$$t- || exit 1; \

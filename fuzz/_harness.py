@@ -31,7 +31,7 @@ PARSING_MODULES = (
     "fatpte.executorch.xnnpack", "fatpte.executorch.describe", "fatpte.executorch.signature",
     "fatpte.ops.fat_delegate", "fatpte.executorch.rewrite",
     "fatpte.fileio.strict_json", "fatpte.manifest.canonical", "fatpte.ops.signing.keys", "fatpte.ops.signing.bundle",
-    "fatpte.ops.signing.statement", "fatpte.ops.signing.verification",
+    "fatpte.ops.signing.statement", "fatpte.ops.signing.verification", "fatpte.ops.golden",
 )
 
 
@@ -68,11 +68,17 @@ def driven(*strategies: Any) -> Callable[[Callable[..., None]], Callable[[bytes]
     return wrap
 
 
-def fuzz(test_one_input: Callable[[bytes], None]) -> None:
-    """Run `test_one_input` under libFuzzer with the arguments of this process."""
+def fuzz(test_one_input: Callable[[bytes], None],
+         custom_mutator: Callable[[bytes, int, int], bytes] | None = None) -> None:
+    """Run `test_one_input` under libFuzzer with the arguments of this process; with
+    `custom_mutator(data, max_size, seed)`, libFuzzer mutates through it (a structure-aware
+    target)."""
     import atheris  # type: ignore[import-untyped]
 
     with atheris.instrument_imports(include=["fatpte"]):
         load_fatpte()
-    atheris.Setup(sys.argv, test_one_input)
+    if custom_mutator is None:
+        atheris.Setup(sys.argv, test_one_input)
+    else:
+        atheris.Setup(sys.argv, test_one_input, custom_mutator=custom_mutator)
     atheris.Fuzz()

@@ -2,7 +2,7 @@
 
     python fuzz/replay.py TARGET PATH...     # TARGET: open, validate, select, manifest, structured, differential,
                                              # executorch, hostile, hostile_differential, signature,
-                                             # trusted_keys, nested_delegates
+                                             # trusted_keys, nested_delegates, calls
 
 Each PATH is a file or a directory (every file in it, recursively). Every input is run through
 the target's `test_one_input`; any exception escaping it is printed with its traceback and the

@@ -8,7 +8,8 @@ one instead, since that target reads manifest bytes alone; for the executorch ta
 the real ExecuTorch toolchain wrote (tests/fixtures/executorch: programs of every lowering, with
 NFAT delegates, and .ptd files) and each program's inline delegate payloads (NPTG, XH00, NFAT);
 for the targets whose bytes drive a generator (hostile, signature, trusted_keys, nested_delegates),
-sixteen fixed byte strings. The C++ targets of issue 33 read what the generators build: for
+sixteen fixed byte strings; for the calls differential target, specs/vectors/calls/ and the
+fixtures' calls. The C++ targets of issue 33 read what the generators build: for
 loader_signature, each signing vector's bundle and statement behind the byte that says how to use
 them (fuzz/cpp/fuzz_loader_signature.cpp), and the vectors themselves; for loader_keys, the
 vectors' key files; for loader_calls, the fixtures' calls; each with examples of its generator in
@@ -128,9 +129,21 @@ def cpp_seeds(target: str) -> list[bytes]:
     return calls + generated(hostile_calls())  # type: ignore[operator]
 
 
+def calls_seeds() -> list[bytes]:
+    """The calls differential target's: every file of specs/vectors/calls/ (its index aside) and
+    the fixtures' calls, which its structure-aware mutator changes as values."""
+    import json
+
+    files = json.loads((FIXTURES / "fixtures.json").read_text())["files"]
+    return [p.read_bytes() for p in sorted((VECTORS / "calls").glob("*.json")) if p.name != "index.json"] + \
+        [json.dumps(row["calls"]).encode() for _, row in sorted(files.items()) if "calls" in row]
+
+
 def seeds(target: str) -> list[bytes]:
     if target == "executorch":
         return executorch_seeds()
+    if target == "calls":
+        return calls_seeds()
     if target in BUILDERS:
         return [hashlib.sha256(b"%d" % i).digest() * 16 for i in range(16)]
     if target in ("loader_signature", "loader_keys", "loader_calls"):

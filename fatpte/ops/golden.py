@@ -48,9 +48,10 @@ MAX_CALLS_FILE: Final = 1 << 30  # a calls.json read whole: its values become te
 # calls.json as C++ reads it (loader/src/common/json.cpp, `parse(text, source)`, the reader of
 # `fatpte-run --inputs`): UTF-8, no key twice, values 64 deep with the document at 1, NaN, Infinity
 # and -Infinity as numbers, integers of at most MAX_INTEGER_DIGITS digits (a longer one is a float
-# as strtod reads it), no lone surrogate (issue 42 P2; specs/vectors/calls/).
+# as strtod reads it), no lone surrogate (issue 42 P2; specs/vectors/calls/); a refusal at the byte
+# where C++ refuses it (as_loader).
 CALLS_JSON: Final = JsonRules(max_bytes=MAX_CALLS_FILE, max_depth=64, depth_of="values", constants=True,
-                              lone_surrogates=False, huge_as_float=True)
+                              lone_surrogates=False, huge_as_float=True, as_loader=True)
 
 
 class Tensor(NamedTuple):
@@ -224,8 +225,14 @@ def read_calls(source: Any, *, need_outputs: bool) -> list[Call]:
         try:
             source = loads(raw, CALLS_JSON)
         except JsonRefused as exc:
-            raise _arg(label, f"not a calls.json C++ reads too ({exc.kind}): {exc}") from None
-    if not isinstance(source, list) or not source:
+            # At the byte where fatpte-run refuses it too (no field: the text is not yet a value).
+            at = "" if exc.offset is None else f" at byte {exc.offset}"
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{label} is not valid JSON{at} ({exc.kind}): {exc}",
+                              offset=exc.offset, source=label) from None
+    if not isinstance(source, list):  # E0702 at `calls`, as fatpte-run --inputs refuses it
+        raise _arg(label, "must be a JSON list with one {\"inputs\": [...], \"outputs\": [...]} object per call",
+                   source)
+    if not source:
         raise FatpteError(ErrorCode.NO_GOLDEN_CALLS, f"{label}: golden calls are a non-empty list of "
                           "{\"inputs\": [...], \"outputs\": [...]}", field=label)
     calls = []

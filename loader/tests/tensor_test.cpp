@@ -84,7 +84,13 @@ TEST(Tensor, ErrorsNameTheField) {
   EXPECT_EQ(error_of(R"([{"inputs": [{"dtype": "bool", "shape": [1], "values": [2]}]}])"),
             "calls[0].inputs[0].values[0] | calls[0].inputs[0].values[0] must be true or false");
   EXPECT_EQ(error_of(R"([{"inputs": [{"dtype": "float32", "shape": [-1], "values": []}]}])"),
-            "calls[0].inputs[0].shape[0] | calls[0].inputs[0].shape[0] must be a size >= 0");
+            "calls[0].inputs[0].shape[0] | calls[0].inputs[0].shape[0] must be a size from 0 to 2^31 - 1");
+  // A size is an i32 of the manifest's TensorLayout, as Python's reader takes it (issue 42).
+  EXPECT_EQ(error_of(R"([{"inputs": [{"dtype": "float32", "shape": [3000000000, 0], "values": []}]}])"),
+            "calls[0].inputs[0].shape[0] | calls[0].inputs[0].shape[0] must be a size from 0 to 2^31 - 1");
+  EXPECT_TRUE(fatpte::calls_from_json(R"([{"inputs": [{"dtype": "float32", "shape": [2147483647, 0], "values": []}]}])",
+                                      "calls.json")
+                  .ok());
   const std::string bad_dtype = error_of(R"([{"inputs": [{"dtype": "complex64", "shape": [], "values": [1]}]}])");
   EXPECT_EQ(bad_dtype.rfind("calls[0].inputs[0].dtype | calls[0].inputs[0].dtype is 'complex64', not one of uint8, ", 0),
             0u)

@@ -29,30 +29,29 @@ FATPTE_RUN = ROOT / "build" / "loader" / "fatpte-run"
 
 
 def python_outcome(path: Path) -> dict[str, Any] | None:
-    """None when Python's reader accepts the file; else its code and field, the list named `calls`
-    (null when the document is refused as JSON: the field is then the file itself)."""
+    """None when Python's reader accepts the file; else its code, field (the list named `calls`;
+    none when the document is refused as JSON) and offset."""
     try:
         G.read_calls(str(path), need_outputs=False)
     except FatpteError as exc:
         field = exc.field
-        if field == str(path):
-            field = None
-        elif field is not None and field.startswith(str(path)):
+        if field is not None and field.startswith(str(path)):
             field = "calls" + field[len(str(path)):]
-        return {"code": exc.code.tag, "field": field}
+        return {"code": exc.code.tag, "field": field, "offset": exc.offset}
     return None
 
 
 def cpp_outcome(path: Path, tmp_path: Path) -> dict[str, Any] | None:
     """None when fatpte-run gets past the calls (to the container, which does not exist: E0801);
-    else the code and field of its error on the file."""
+    else the code, field and offset of its error on the file (`E0702 at 0x1c (field): ...`)."""
     done = subprocess.run([str(FATPTE_RUN), str(tmp_path / "absent.nfat"), "--inputs", str(path)],
                           capture_output=True, text=True, timeout=60, check=False)
     if "absent.nfat" in done.stderr and "E0801" in done.stderr:
         return None
-    said = re.search(r"\b(E\d{4})\b(?: at [^ ]+)?(?: \(([^)]*)\))?", done.stderr)
+    said = re.search(r"\b(E\d{4})\b(?: at (0x[0-9a-f]+))?(?: \(([^)]*)\))?", done.stderr)
     assert said is not None and done.returncode != 0, (done.returncode, done.stderr)
-    return {"code": said.group(1), "field": said.group(2) or None}
+    return {"code": said.group(1), "field": said.group(3) or None,
+            "offset": None if said.group(2) is None else int(said.group(2), 16)}
 
 
 @pytest.mark.parametrize("name", sorted(INDEX))
@@ -72,8 +71,19 @@ def test_cpp_reads_each_vector_as_the_index_says(name: str, tmp_path: Path) -> N
 def test_every_rule_of_the_issue_has_a_vector() -> None:
     names = " ".join(INDEX)
     for rule in ("duplicate-key", "nan-infinity", "deep", "integer-4301", "past-range", "lone-surrogate",
-                 "true-as-float", "size"):
+                 "true-as-float", "size", "size-2147483647", "size-2147483648"):
         assert rule in names, rule
+
+
+def test_a_refusal_of_the_json_text_names_its_byte_and_no_field() -> None:
+    """Issue 42 follow-up: a document refused as JSON is refused at a byte both languages name
+    (the vectors' `offset`), and never with a field; one refused by its values has a field and
+    no offset."""
+    for name, row in INDEX.items():
+        if row["accepted"]:
+            continue
+        error = row["error"]
+        assert (error["field"] is None) == (error["offset"] is not None), name
 
 
 @pytest.mark.parametrize(("change", "field"), [

@@ -180,3 +180,37 @@ def test_values_are_counted_and_the_count_stops_at_the_limit() -> None:
     assert loads(b"[" + b"0," * 9 + b"0]", JsonRules(max_values=11)) == [0] * 10
     assert refused(b"[" + b"0," * 10 + b"0]", JsonRules(max_values=11)) == "values"
     assert measure("[" + "0," * 100 + "0]", max_values=5) == (1, 6)  # it stopped at the sixth
+
+
+def test_as_loader_names_the_byte_the_loader_stops_at() -> None:
+    """Under `as_loader` a refusal carries the byte where C++'s parser refuses the document (issue
+    42): the first error in its order, found without recursion however deep the document nests; a
+    reader without it keeps json's own account, and only a UTF-8 error has an offset."""
+    deep = b"[" * 200_000 + b"1,]"
+    with pytest.raises(JsonRefused) as info:
+        loads(deep, JsonRules(as_loader=True))
+    assert (info.value.kind, info.value.offset) == ("syntax", 200_002)
+    # The key twice closes its object before the syntax error after it is reached.
+    with pytest.raises(JsonRefused) as info:
+        loads(b'[{"a": 1, "a": 2}, 01]', JsonRules(as_loader=True))
+    assert (info.value.kind, info.value.offset) == ("duplicate", 10)
+    with pytest.raises(JsonRefused) as info:
+        loads(b'[{"a": 1, "a": 2}, 01]')
+    assert info.value.offset is None
+    with pytest.raises(JsonRefused) as info:
+        loads(b'["\xc3("]')
+    assert (info.value.kind, info.value.offset) == ("utf8", 2)
+
+
+def test_as_loader_takes_a_list_of_numbers_a_run_at_a_time_and_stops_where_the_loader_does() -> None:
+    """`locate` skips a run of numbers in one match (a refused 10 MB list costs one pass, not a
+    Python step per value); a number the run does not take (a fraction after 5000 digits, which the
+    loader accepts; 4301 digits, which it refuses) is read step by step, so the byte is the same."""
+    rules = JsonRules(max_depth=64, depth_of="values", constants=True, as_loader=True)
+    head = b"[" + b", ".join([b"0.5", b"-0", b"NaN", b"1e5"] * 1000)
+    with pytest.raises(JsonRefused) as info:
+        loads(head + b", " + b"7" * 5000 + b".5, 1, 01]", rules)
+    assert (info.value.kind, info.value.offset) == ("syntax", len(head) + 5010)  # the 1 of 01
+    with pytest.raises(JsonRefused) as info:
+        loads(head + b", " + b"7" * 4301 + b", 1]", rules)
+    assert (info.value.kind, info.value.offset) == ("integer", len(head) + 2)

@@ -197,3 +197,26 @@ def test_a_signed_self_test_load_of_a_golden_vector(name: str, tmp_path: Path) -
     else:
         assert done.returncode == 5, done.stderr
         assert f"{want['code']} at {want['offset']:#x} ({want['field']})" in done.stderr, done.stderr
+
+
+def test_a_detached_signature_past_the_limit_is_malformed_in_both(tmp_path: Path) -> None:
+    """A detached signature file of MAX_SIGNATURE_SIZE + 1 bytes is a bundle past its limit:
+    E1302 at `signature`, no offset, exit 5 (specs/nfat-signature.md section 6 step 1), from
+    `fatpte verify --signature` and `fatpte-verify --signature` alike. fatpte-verify refused it as
+    an input too large (E0702, exit 2) before the container was opened."""
+    sig = tmp_path / "big.sig"
+    with open(sig, "wb") as f:
+        f.truncate(L.MAX_SIGNATURE_SIZE + 1)  # sparse: no 64 MiB written
+    stripped = VECTORS / "v2-sig-stripped.nfat"
+    args = [str(tool()), str(stripped), "--signature", str(sig)]
+    for k in KEYS:
+        args += ["--trusted-key", str(k)]
+    cpp_done = subprocess.run(args, capture_output=True, text=True, check=False, timeout=60)
+    py_done = subprocess.run([sys.executable, "-m", "fatpte", "verify", str(stripped), "-q", "--signature", str(sig),
+                              *[a for k in KEYS for a in ("--key", str(k))]],
+                             capture_output=True, text=True, check=False, timeout=60)
+    assert (cpp_done.returncode, py_done.returncode) == (5, 5), (cpp_done.stderr, py_done.stderr)
+    assert cpp_done.stdout.splitlines()[0] == "E1302 - signature", cpp_done.stdout
+    assert "E1302" in py_done.stdout + py_done.stderr, (py_done.stdout, py_done.stderr)
+    first = verify(stripped, load_trusted_keys(KEYS), signature=sig).first_error
+    assert first is not None and (first.code.tag, first.offset, first.field) == ("E1302", None, "signature")

@@ -82,6 +82,9 @@ class Parser {
   };
 
   Status bad(const char* what) const { return fail(Error::INVALID_ARGUMENT, p_, "", "%s", what); }
+  static Status lone(std::size_t escape) {
+    return fail(Error::INVALID_ARGUMENT, escape, "", "a lone surrogate in a \\u escape");
+  }
 
   void ws() noexcept {
     while (p_ < t_.size() && (t_[p_] == ' ' || t_[p_] == '\n' || t_[p_] == '\r' || t_[p_] == '\t')) ++p_;
@@ -216,6 +219,7 @@ class Parser {
       out.append(t_, run, p_ - run);
       if (p_ >= t_.size()) return bad("a string is not closed");
       if (eat('"')) return Status();
+      const std::size_t escape = p_;  // a lone surrogate is reported at its backslash
       if (!eat('\\')) return bad("a control character inside a string");
       if (p_ >= t_.size()) return bad("a string ends inside an escape");
       const char e = t_[p_++];
@@ -250,10 +254,10 @@ class Parser {
         } else if (o_.lone_surrogates) {
           p_ = at;
         } else {
-          return s.ok() ? bad("a lone surrogate in a \\u escape") : s;
+          return s.ok() ? lone(escape) : s;
         }
       } else if (cp >= 0xD800 && cp <= 0xDFFF && !o_.lone_surrogates) {
-        return bad("a lone surrogate in a \\u escape");
+        return lone(escape);
       }
       put_utf8(out, cp);
     }

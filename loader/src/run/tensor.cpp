@@ -157,8 +157,10 @@ Result<Tensor> tensor_from_json(const json::Value& v, const std::string& field) 
   if (!shape.is(json::Kind::kArray)) return bad_field(field + ".shape", "must be a list of sizes ([] for a scalar)");
   for (const json::Value size : shape.items()) {
     const std::string at = field + ".shape[" + std::to_string(t.shape.size()) + "]";
+    // A size is an i32 of the manifest's TensorLayout (and ExecuTorch's SizesType), as Python's
+    // reader takes it: a golden tensor made of these calls must fit the manifest.
     auto n = json::to_int64(size, at);
-    if (!n.ok() || n.value() < 0) return bad_field(at, "must be a size >= 0");
+    if (!n.ok() || n.value() < 0 || n.value() > INT32_MAX) return bad_field(at, "must be a size from 0 to 2^31 - 1");
     t.shape.push_back(n.value());
   }
   if (!values.is(json::Kind::kArray)) {
