@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "builder.hpp"
-#include "executorch/bounded_allocator.hpp"
+#include "executorch/memory.hpp"
+#include "executorch/method.hpp"
 #include "executorch/named_data.hpp"
 #include "executorch/program.hpp"
+#include "executorch/runtime.hpp"
 #include "fatpte/fatpte.h"
 #include "fatpte/fatpte.hpp"
 #include "program_generated.h"
@@ -560,6 +562,96 @@ TEST(EtCApi, RandomShapesIntoARealMethod) {
   fatpte_unload(l);
   fatpte_selection_free(s);
   fatpte_close(c);
+}
+
+// Issue 41: one input policy (executorch/method.hpp). The same bad inputs for add_portable's method
+// (two float32 [2, 3]) given as fatpte-run gives them (a loaded entry's run: calls.json, the C API,
+// its self-test), as the fat delegate's self-test gives a golden call's (ProgramMethod::golden, what
+// a nested program's golden is) and as the fat delegate's caller gives them (ProgramMethod::forward,
+// what a nested program's execute is) are refused alike, in the same words, before anything runs.
+struct BadInput {
+  const char* what;
+  fatpte::DType dtype;
+  std::vector<std::int64_t> shape;
+  std::size_t extra_bytes;  // past what the dtype and shape hold (none for the fat delegate's caller)
+  const char* words;
+};
+
+TEST(EtMethod, TheRunnerAndTheFatDelegateShareOneInputPolicy) {
+  namespace R = executorch::runtime;
+  const auto buf = fatpte::testing::build_v2({{"portable", "portable", fixture("add_portable.pte")}});
+  auto c = fatpte::Container::open_memory(buf.data(), buf.size());
+  ASSERT_TRUE(c.ok());
+  fatpte::Dispatch runner;  // fatpte-run's path: the loaded entry
+  ASSERT_TRUE(fatpte::load(*c.value(), fatpte::Choice{}, fatpte::LoadOptions{}, runner).ok());
+  ASSERT_NE(runner.loaded, nullptr);
+  const std::vector<std::uint8_t> program = fixture("add_portable.pte");  // the fat delegate's path: a nested program
+  fatpte::et::MethodLimits limits{std::uint64_t{256} << 20, std::uint64_t{256} << 20, std::uint64_t{1} << 30, "test"};
+  fatpte::et::ProgramMethod nested(Bytes{program.data(), program.size()}, fatpte::et::Buffer(), limits);
+  ASSERT_EQ(nested.load_program(), EtError::Ok);
+  auto meta = nested.program().method_meta("forward");
+  ASSERT_TRUE(meta.ok());
+  std::uint64_t total = 0;
+  ASSERT_EQ(nested.reserve("forward", meta.get(), total), "");
+  ASSERT_EQ(nested.load_method(nullptr), EtError::Ok);
+
+  const BadInput cases[] = {
+      {"the wrong dtype", fatpte::DType::kInt32, {2, 3}, 0, "input 0 of the method is float32; the call gives int32"},
+      {"the wrong rank", fatpte::DType::kFloat32, {2, 3, 1}, 0, "input 0 of the method has rank 2; the call gives rank 3"},
+      {"a size past the method's", fatpte::DType::kFloat32, {2, 4}, 0,
+       "input 0 has size 4 in dimension 1; the method's is 3"},
+      {"more bytes than its shape", fatpte::DType::kFloat32, {2, 3}, 4,
+       "input 0 holds 28 bytes, which its dtype and shape do not"},
+  };
+  fatpte::Tensor good;
+  good.shape = {2, 3};
+  good.data.assign(24, 0);
+  for (const BadInput& bad : cases) {
+    SCOPED_TRACE(bad.what);
+    fatpte::Tensor in;
+    in.dtype = bad.dtype;
+    in.shape = bad.shape;
+    in.data.assign(static_cast<std::size_t>(in.numel()) * fatpte::element_size(in.dtype) + bad.extra_bytes, 0);
+    // fatpte-run: refused with the field and the words.
+    auto ran = runner.loaded->run({in, good});
+    ASSERT_FALSE(ran.ok());
+    EXPECT_EQ(ran.error().field(), "inputs[0]");
+    EXPECT_EQ(ran.error().message(), bad.words);
+    // The fat delegate's self-test: a golden call of the same inputs.
+    fatpte::GoldenCallSpec call;
+    for (const fatpte::Tensor* t : {&in, &good}) {
+      fatpte::GoldenTensor g;
+      g.scalar_type = static_cast<std::int8_t>(t->dtype);
+      g.element_size = fatpte::element_size(t->dtype);
+      g.sizes = t->shape;
+      g.bytes = Bytes{t->data.data(), t->data.size()};
+      call.inputs.push_back(g);
+    }
+    call.outputs.emplace_back();
+    EXPECT_EQ(nested.golden(call), bad.words);
+    if (bad.extra_bytes != 0) continue;  // an ExecuTorch tensor holds what its shape says
+    // The fat delegate's caller: the same tensors as ExecuTorch values, refused before set_input.
+    std::vector<R::etensor::TensorImpl::SizesType> sizes(in.shape.begin(), in.shape.end());
+    std::vector<R::etensor::TensorImpl::DimOrderType> order(sizes.size());
+    std::vector<R::etensor::TensorImpl::StridesType> strides(sizes.size(), 1);
+    for (std::size_t d = 0; d < order.size(); ++d) order[d] = static_cast<R::etensor::TensorImpl::DimOrderType>(d);
+    for (std::size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
+    R::etensor::TensorImpl impl(static_cast<executorch::aten::ScalarType>(in.dtype), static_cast<ssize_t>(sizes.size()),
+                                sizes.data(), in.data.data(), order.data(), strides.data(),
+                                R::TensorShapeDynamism::STATIC);
+    R::EValue first{executorch::aten::Tensor(&impl)};
+    R::EValue second;
+    R::EValue out;
+    R::EValue* args[3] = {&first, &second, &out};
+    fatpte::et::Capture capture;
+    EXPECT_EQ(nested.forward(R::Span<R::EValue*>(args, 3)), EtError::InvalidArgument);
+    ASSERT_FALSE(capture.lines().empty());
+    EXPECT_NE(capture.text().find(bad.words), std::string::npos) << capture.text();
+  }
+  // And the same good call runs both ways.
+  auto ran = runner.loaded->run({good, good});
+  ASSERT_TRUE(ran.ok()) << ran.error().describe();
+  EXPECT_TRUE(nested.run({good, good}).ok());
 }
 
 }  // namespace

@@ -50,6 +50,14 @@ std::string sizes_text(const std::vector<std::int64_t>& sizes) {
 
 }  // namespace
 
+Tensor golden_input(const GoldenTensor& t) {
+  Tensor out;
+  out.dtype = static_cast<DType>(t.scalar_type);
+  out.shape = t.sizes;
+  out.data.assign(t.bytes.data, t.bytes.data + t.bytes.size);
+  return out;
+}
+
 double GoldenComparison::max_rel() const noexcept {
   if (max_want > 0) return max_abs / max_want;
   return max_abs == 0 ? 0.0 : std::numeric_limits<double>::infinity();
