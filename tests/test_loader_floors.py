@@ -81,10 +81,10 @@ def test_a_sibling_include_breaks_them(tmp_path: Path) -> None:
 def test_a_header_in_no_floor_breaks_them(tmp_path: Path) -> None:
     loader = _copy(tmp_path)
     (loader / "include" / "fatpte" / "extra.hpp").write_text("#pragma once\n", encoding="utf-8")
-    _add_include(loader / "src" / "run" / "tensor.cpp", "fatpte/extra.hpp")
+    _add_include(loader / "src" / "value" / "tensor.cpp", "fatpte/extra.hpp")
     problems = _tool().check(loader)
     assert any(p.startswith("include/fatpte/extra.hpp: in no floor") for p in problems), problems
-    assert any("src/run/tensor.cpp" in p and "in no floor" in p for p in problems), problems
+    assert any("src/value/tensor.cpp" in p and "in no floor" in p for p in problems), problems
 
 
 def test_a_cycle_breaks_them(tmp_path: Path) -> None:

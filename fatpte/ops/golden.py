@@ -114,7 +114,7 @@ def _bfloat16(value: float) -> bytes:
 
 def _pack(fmt: str, value: float) -> bytes:
     """`value` as a float of struct format `fmt`; one past the format's range is its infinity,
-    as C++ converts it (fatpte-run reads the same file: loader/src/run/tensor.cpp)."""
+    as C++ converts it (fatpte-run reads the same file: loader/src/value/tensor.cpp)."""
     try:
         return struct.pack("<" + fmt, value)
     except OverflowError:
@@ -157,7 +157,7 @@ def _text(value: Any, path: str, what: str) -> str:
 
 def tensor_from_mapping(obj: Any, path: str) -> Tensor:
     """A calls.json tensor, `{"dtype": "float32", "shape": [2, 3], "values": [...]}`, as bytes:
-    the checks of C++'s reader (loader/src/run/tensor.cpp), in its order, on the same fields."""
+    the checks of C++'s reader (loader/src/value/tensor.cpp), in its order, on the same fields."""
     if not isinstance(obj, Mapping):
         raise _arg(path, "a tensor is {\"dtype\", \"shape\", \"values\"}", obj)
     dtype = _text(obj.get("dtype"), f"{path}.dtype", "a string")
@@ -173,7 +173,7 @@ def tensor_from_mapping(obj: Any, path: str) -> Tensor:
     if not isinstance(values, list):
         raise _arg(f"{path}.values", "must be a flat list of the elements in row-major order", values)
     count = math.prod(shape)
-    if count >= (1 << 64) - 1:  # C++ counts elements in 64 bits (loader/src/run/tensor.cpp)
+    if count >= (1 << 64) - 1:  # C++ counts elements in 64 bits (loader/src/value/tensor.cpp)
         raise _arg(f"{path}.shape", f"{shape} has more elements than 64 bits count")
     if len(values) != count:
         raise _arg(f"{path}.values", f"holds {len(values)} elements, but shape {shape} has {count}", len(values))

@@ -11,14 +11,17 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "builder.hpp"
-#include "executorch/bounded_allocator.hpp"
+#include "executorch/memory.hpp"
+#include "executorch/method.hpp"
 #include "executorch/named_data.hpp"
 #include "executorch/program.hpp"
+#include "executorch/runtime.hpp"
 #include "fatpte/fatpte.h"
 #include "fatpte/fatpte.hpp"
 #include "program_generated.h"
@@ -497,6 +500,40 @@ TEST(EtCApi, VersionOneContainersAndStateAcrossCalls) {
   for (std::size_t i = 0; i < 6; ++i) EXPECT_NE(r.outputs[0][i], r.outputs[1][i]);
 }
 
+// add_portable's method as the fat delegate loads a nested program (executorch/method.hpp).
+std::unique_ptr<fatpte::et::ProgramMethod> nested_method(const std::vector<std::uint8_t>& program) {
+  const fatpte::et::MethodLimits limits{std::uint64_t{256} << 20, std::uint64_t{256} << 20, std::uint64_t{1} << 30,
+                                        "test"};
+  auto m = std::make_unique<fatpte::et::ProgramMethod>(Bytes{program.data(), program.size()}, fatpte::et::Buffer(),
+                                                       limits);
+  if (m->load_program() != EtError::Ok) return nullptr;
+  auto meta = m->program().method_meta("forward");
+  std::uint64_t total = 0;
+  if (!meta.ok() || !m->reserve("forward", meta.get(), total).empty()) return nullptr;
+  if (m->load_method(nullptr) != EtError::Ok) return nullptr;
+  return m;
+}
+
+// A contiguous ExecuTorch tensor value over `data`, as the fat delegate's caller hands it one.
+struct EtInput {
+  EtInput(std::int8_t dtype, const std::vector<std::int64_t>& shape, void* data)
+      : sizes(shape.begin(), shape.end()), order(shape.size()), strides(shape.size(), 1) {
+    for (std::size_t d = 0; d < order.size(); ++d) order[d] = static_cast<DimOrder>(d);
+    for (std::size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
+    impl = std::make_unique<Impl>(static_cast<executorch::aten::ScalarType>(dtype), static_cast<ssize_t>(sizes.size()),
+                                  sizes.data(), data, order.data(), strides.data(),
+                                  executorch::runtime::TensorShapeDynamism::STATIC);
+    value = executorch::runtime::EValue(executorch::aten::Tensor(impl.get()));
+  }
+  using Impl = executorch::runtime::etensor::TensorImpl;
+  using DimOrder = Impl::DimOrderType;
+  std::vector<Impl::SizesType> sizes;
+  std::vector<DimOrder> order;
+  std::vector<Impl::StridesType> strides;
+  std::unique_ptr<Impl> impl;
+  executorch::runtime::EValue value;
+};
+
 // Run inputs (issue 33, I1), past the calls.json parser that the fuzz build covers
 // (fuzz/cpp/fuzz_loader_calls.cpp, built without ExecuTorch): 3,000 calls of a fixed seed driven
 // into a real loaded method (add_portable: two float32 [2, 3] inputs) through fatpte_execute,
@@ -505,6 +542,10 @@ TEST(EtCApi, VersionOneContainersAndStateAcrossCalls) {
 // method's) or another, dtypes of every code and some that are none, one to three inputs. Each
 // call either runs the method or is refused with INVALID_ARGUMENT before it runs; the ASan build
 // (build/loader-asan) holds every product that could wrap and every copy to its sanitizers.
+// Issue 41: each call an ExecuTorch tensor can express (two inputs of a fatpte dtype, sizes 0..255,
+// the bytes their shape holds) is also handed to the same method as the fat delegate's caller hands
+// it (ProgramMethod::forward): it runs there exactly when it runs through the C API, and a refusal
+// of the input policy says the same words.
 TEST(EtCApi, RandomShapesIntoARealMethod) {
   const auto buf = fatpte::testing::build_v2({{"portable", "portable", fixture("add_portable.pte")}});
   fatpte_error err;
@@ -522,6 +563,13 @@ TEST(EtCApi, RandomShapesIntoARealMethod) {
   std::mt19937_64 rng(33);
   int ran = 0;
   int refused = 0;
+  int forwarded = 0;
+  int forward_refused = 0;
+  const std::vector<std::uint8_t> program = fixture("add_portable.pte");
+  const auto nested = nested_method(program);
+  ASSERT_NE(nested, nullptr);
+  std::vector<float> result(6);
+  EtInput output(static_cast<std::int8_t>(fatpte::DType::kFloat32), {2, 3}, result.data());
   for (int k = 0; k < 3000; ++k) {
     const std::size_t count = 1 + rng() % 3;
     std::vector<std::int64_t> shapes[3];
@@ -554,12 +602,112 @@ TEST(EtCApi, RandomShapesIntoARealMethod) {
       ++refused;
       EXPECT_EQ(std::string(err.field).rfind("inputs", 0), 0u) << err.field << ": " << err.message;
     }
+    bool expressible = count == 2;
+    for (std::size_t i = 0; i < count && expressible; ++i) {
+      fatpte::Tensor t;
+      t.shape = shapes[i];
+      expressible = fatpte::is_dtype(in[i].dtype) &&
+                    std::all_of(t.shape.begin(), t.shape.end(), [](std::int64_t d) { return d >= 0 && d <= 255; }) &&
+                    in[i].nbytes == t.numel() * fatpte::element_size(static_cast<fatpte::DType>(in[i].dtype));
+    }
+    if (!expressible) continue;
+    ++forwarded;
+    EtInput a(static_cast<std::int8_t>(in[0].dtype), shapes[0], data.data());
+    EtInput b(static_cast<std::int8_t>(in[1].dtype), shapes[1], data.data());
+    executorch::runtime::EValue* args[3] = {&a.value, &b.value, &output.value};
+    fatpte::et::Capture capture;
+    const EtError e = nested->forward(executorch::runtime::Span<executorch::runtime::EValue*>(args, 3));
+    ASSERT_EQ(e == EtError::Ok, st == FATPTE_OK) << err.message << " | " << capture.text();
+    if (e != EtError::Ok) ++forward_refused;
+    if (st != FATPTE_OK && std::string(err.message).find("(set_input)") == std::string::npos) {
+      EXPECT_NE(capture.text().find(err.message), std::string::npos) << err.message << " | " << capture.text();
+    }
   }
   EXPECT_GT(ran, 0);
   EXPECT_GT(refused, 2000);
+  EXPECT_GT(forwarded, 100);
+  EXPECT_GT(forward_refused, 25);
+  EXPECT_LT(forward_refused, forwarded);
   fatpte_unload(l);
   fatpte_selection_free(s);
   fatpte_close(c);
+}
+
+// Issue 41: one input policy (executorch/method.hpp). The same bad inputs for add_portable's method
+// (two float32 [2, 3]) given as fatpte-run gives them (a loaded entry's run: calls.json, the C API,
+// its self-test), as the fat delegate's self-test gives a golden call's (ProgramMethod::golden, what
+// a nested program's golden is) and as the fat delegate's caller gives them (ProgramMethod::forward,
+// what a nested program's execute is) are refused alike, in the same words, before anything runs.
+struct BadInput {
+  const char* what;
+  fatpte::DType dtype;
+  std::vector<std::int64_t> shape;
+  std::size_t extra_bytes;  // past what the dtype and shape hold (none for the fat delegate's caller)
+  const char* words;
+};
+
+TEST(EtMethod, TheRunnerAndTheFatDelegateShareOneInputPolicy) {
+  namespace R = executorch::runtime;
+  const auto buf = fatpte::testing::build_v2({{"portable", "portable", fixture("add_portable.pte")}});
+  auto c = fatpte::Container::open_memory(buf.data(), buf.size());
+  ASSERT_TRUE(c.ok());
+  fatpte::Dispatch runner;  // fatpte-run's path: the loaded entry
+  ASSERT_TRUE(fatpte::load(*c.value(), fatpte::Choice{}, fatpte::LoadOptions{}, runner).ok());
+  ASSERT_NE(runner.loaded, nullptr);
+  const std::vector<std::uint8_t> program = fixture("add_portable.pte");  // the fat delegate's path: a nested program
+  const auto nested_owner = nested_method(program);
+  ASSERT_NE(nested_owner, nullptr);
+  fatpte::et::ProgramMethod& nested = *nested_owner;
+
+  const BadInput cases[] = {
+      {"the wrong dtype", fatpte::DType::kInt32, {2, 3}, 0, "input 0 of the method is float32; the call gives int32"},
+      {"the wrong rank", fatpte::DType::kFloat32, {2, 3, 1}, 0, "input 0 of the method has rank 2; the call gives rank 3"},
+      {"a size past the method's", fatpte::DType::kFloat32, {2, 4}, 0,
+       "input 0 has size 4 in dimension 1; the method's is 3"},
+      {"more bytes than its shape", fatpte::DType::kFloat32, {2, 3}, 4,
+       "input 0 holds 28 bytes, which its dtype and shape do not"},
+  };
+  fatpte::Tensor good;
+  good.shape = {2, 3};
+  good.data.assign(24, 0);
+  for (const BadInput& bad : cases) {
+    SCOPED_TRACE(bad.what);
+    fatpte::Tensor in;
+    in.dtype = bad.dtype;
+    in.shape = bad.shape;
+    in.data.assign(static_cast<std::size_t>(in.numel()) * fatpte::element_size(in.dtype) + bad.extra_bytes, 0);
+    // fatpte-run: refused with the field and the words.
+    auto ran = runner.loaded->run({in, good});
+    ASSERT_FALSE(ran.ok());
+    EXPECT_EQ(ran.error().field(), "inputs[0]");
+    EXPECT_EQ(ran.error().message(), bad.words);
+    // The fat delegate's self-test: a golden call of the same inputs.
+    fatpte::GoldenCallSpec call;
+    for (const fatpte::Tensor* t : {&in, &good}) {
+      fatpte::GoldenTensor g;
+      g.scalar_type = static_cast<std::int8_t>(t->dtype);
+      g.element_size = fatpte::element_size(t->dtype);
+      g.sizes = t->shape;
+      g.bytes = Bytes{t->data.data(), t->data.size()};
+      call.inputs.push_back(g);
+    }
+    call.outputs.emplace_back();
+    EXPECT_EQ(nested.golden(call), bad.words);
+    if (bad.extra_bytes != 0) continue;  // an ExecuTorch tensor holds what its shape says
+    // The fat delegate's caller: the same tensors as ExecuTorch values, refused before set_input.
+    EtInput first(static_cast<std::int8_t>(in.dtype), in.shape, in.data.data());
+    R::EValue second;
+    R::EValue out;
+    R::EValue* args[3] = {&first.value, &second, &out};
+    fatpte::et::Capture capture;
+    EXPECT_EQ(nested.forward(R::Span<R::EValue*>(args, 3)), EtError::InvalidArgument);
+    ASSERT_FALSE(capture.lines().empty());
+    EXPECT_NE(capture.text().find(bad.words), std::string::npos) << capture.text();
+  }
+  // And the same good call runs both ways.
+  auto ran = runner.loaded->run({good, good});
+  ASSERT_TRUE(ran.ok()) << ran.error().describe();
+  EXPECT_TRUE(nested.run({good, good}).ok());
 }
 
 }  // namespace

@@ -14,55 +14,15 @@
 #include "container/manifest_view.hpp"
 #include "manifest/golden.hpp"
 #include "manifest/rules.hpp"
+#include "value/scalar_type.hpp"
 
 namespace fatpte {
 namespace {
 
 namespace M = nfat::manifest;
 
-double half_to_double(std::uint16_t h) {
-  const int exponent = (h >> 10) & 0x1f;
-  const int mantissa = h & 0x3ff;
-  const double sign = (h & 0x8000) != 0 ? -1.0 : 1.0;
-  if (exponent == 0x1f) return mantissa != 0 ? std::nan("") : sign * std::numeric_limits<double>::infinity();
-  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
-  return sign * std::ldexp(mantissa + 1024, exponent - 25);
-}
-
-template <typename T>
-double load(const std::uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);  // little-endian hosts only, as the rest of the loader's tensors
-  return static_cast<double>(v);
-}
-
 // One element of ScalarType `type` at `p` as a double; false for a type without plain numbers.
-bool element(std::int8_t type, const std::uint8_t* p, double* out) {
-  switch (type) {
-    case 0: case 13: *out = load<std::uint8_t>(p); return true;   // uint8, quint8
-    case 1: case 12: *out = load<std::int8_t>(p); return true;    // int8, qint8
-    case 2: *out = load<std::int16_t>(p); return true;
-    case 3: case 14: *out = load<std::int32_t>(p); return true;   // int32, qint32
-    case 4: *out = load<std::int64_t>(p); return true;
-    case 5: { std::uint16_t h; std::memcpy(&h, p, 2); *out = half_to_double(h); return true; }
-    case 6: *out = load<float>(p); return true;
-    case 7: *out = load<double>(p); return true;
-    case 11: *out = p[0] != 0 ? 1.0 : 0.0; return true;
-    case 15: {  // bfloat16: the high half of a float32
-      std::uint16_t b;
-      std::memcpy(&b, p, 2);
-      const std::uint32_t bits = std::uint32_t{b} << 16;
-      float f;
-      std::memcpy(&f, &bits, 4);
-      *out = f;
-      return true;
-    }
-    case 27: *out = load<std::uint16_t>(p); return true;
-    case 28: *out = load<std::uint32_t>(p); return true;
-    case 29: *out = load<std::uint64_t>(p); return true;
-    default: return false;
-  }
-}
+bool element(std::int8_t type, const std::uint8_t* p, double* out) { return element_as_double(type, p, out); }
 
 // The manifest's record of `key`: its keys are sorted bytewise (rule 2.2.10), so a binary search.
 const M::NamedData* find_key(const M::Manifest* root, const char* key) {
@@ -89,6 +49,14 @@ std::string sizes_text(const std::vector<std::int64_t>& sizes) {
 }
 
 }  // namespace
+
+Tensor golden_input(const GoldenTensor& t) {
+  Tensor out;
+  out.dtype = static_cast<DType>(t.scalar_type);
+  out.shape = t.sizes;
+  out.data.assign(t.bytes.data, t.bytes.data + t.bytes.size);
+  return out;
+}
 
 double GoldenComparison::max_rel() const noexcept {
   if (max_want > 0) return max_abs / max_want;

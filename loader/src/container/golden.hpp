@@ -12,6 +12,7 @@
 #include "fatpte/container.hpp"
 #include "fatpte/result.hpp"
 #include "fatpte/status.hpp"
+#include "fatpte/tensor.hpp"
 
 namespace fatpte {
 
@@ -25,6 +26,9 @@ struct GoldenTensor {
   std::uint32_t segment = 0;
   Bytes bytes;                    // the segment, in the mapping: read only after check_golden_segments
 };
+
+// A golden input as a call's Tensor (its bytes copied): what the method type's input policy takes.
+Tensor golden_input(const GoldenTensor& t);
 
 struct GoldenOutputSpec {
   GoldenTensor want;

@@ -16,24 +16,18 @@
 #include <utility>
 #include <vector>
 
-#include <executorch/extension/data_loader/buffer_data_loader.h>
 #include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/core/evalue.h>
-#include <executorch/runtime/core/exec_aten/util/tensor_util.h>
-#include <executorch/runtime/core/hierarchical_allocator.h>
-#include <executorch/runtime/executor/memory_manager.h>
 #include <executorch/runtime/executor/method.h>
-#include <executorch/runtime/executor/method_meta.h>
 #include <executorch/runtime/executor/program.h>
 #include <executorch/runtime/platform/log.h>
 
 #include "common/text.hpp"
 #include "container/golden.hpp"
 #include "container/manifest_view.hpp"
-#include "executorch/bounded_allocator.hpp"
 #include "executorch/memory.hpp"
+#include "executorch/method.hpp"
 #include "executorch/program.hpp"
-#include "executorch/program_payload.hpp"
 #include "executorch/runtime.hpp"
 #include "fatpte/container.hpp"
 #include "fatpte/device.hpp"
@@ -48,8 +42,7 @@ namespace {
 
 namespace R = executorch::runtime;
 
-// What a nested program may take: the same defaults as the loader's LoadOptions (planned memory:
-// default_planned_memory_limit(), half the device's memory, at most 64 GiB, reserved not committed).
+// What a nested program's method allocators may take: the same defaults as the loader's LoadOptions.
 constexpr std::uint64_t kMethodAllocatorLimit = std::uint64_t{256} << 20;
 constexpr std::uint64_t kTempAllocatorLimit = std::uint64_t{256} << 20;
 constexpr std::size_t kMaxIdBytes = 128;
@@ -212,22 +205,17 @@ class Tried {
 };
 thread_local std::map<Tried::Key, std::string> Tried::tried_;
 
-// A whole program carried as an entry's payload, run as the delegate's computation: its method's
-// inputs are the delegate call's inputs and its outputs are copied into the call's outputs. Its
-// planned memory (activations, mutable state) lives as long as the delegate, so state carries
-// from one call to the next.
+// A whole program carried as an entry's payload, run as the delegate's computation through the
+// method type (executorch/method.hpp): its method's inputs are the delegate call's inputs and its
+// outputs are copied into the call's outputs. Its planned memory (activations, mutable state)
+// lives as long as the delegate, so state carries from one call to the next.
 class NestedProgram {
  public:
   NestedProgram(const std::uint8_t* data, std::size_t size, Buffer copy)
-      : copy_(std::move(copy)),
-        size_(size),
-        program_data_(copy_ ? copy_.get() : data),
-        loader_(program_data_, size),
-        method_allocator_(kMethodAllocatorLimit),
-        temp_allocator_(kTempAllocatorLimit) {}
+      : method_(Bytes{data, size}, std::move(copy), limits()) {}
 
   ~NestedProgram() {
-    if (copy_) Tried::forget(copy_.get(), size_);
+    if (method_.copied()) Tried::forget(method_.program_bytes().data, static_cast<std::size_t>(method_.program_bytes().size));
   }
   NestedProgram(const NestedProgram&) = delete;
   NestedProgram& operator=(const NestedProgram&) = delete;
@@ -235,189 +223,59 @@ class NestedProgram {
   // "" when the method is loaded, else why not.
   std::string load(const char* wanted, const R::NamedDataMap* named_data) {
     Capture capture;
-    R::Result<R::Program> program = load_verified(&loader_, program_data_);
-    if (!program.ok()) return et_reason("ExecuTorch refused the nested program (Program::load)", program.error(), capture);
-    program_.emplace(std::move(program.get()));
-    // The outer method's name when the nested program has it, else its only method.
-    std::string name = wanted != nullptr ? wanted : "forward";
-    if (!program_->method_meta(name.c_str()).ok()) {
-      if (program_->num_methods() != 1) return "the nested program has no method '" + name + "'";
-      name = program_->get_method_name(0).get();
-      // ExecuTorch logs a name it is asked about as it is: one from the file that is not printable
-      // text (a control character, bytes that are not UTF-8) would reach the terminal raw. (The
-      // reason is escaped where it is logged.)
-      if (detail::printable(name) != name) {
-        return "the nested program's only method is named '" + name +
-               "', which is not printable text: ExecuTorch is not asked for it";
-      }
-    }
-    name_ = name;
-    R::Result<R::MethodMeta> meta = program_->method_meta(name_.c_str());
+    const R::Error loaded = method_.load_program();
+    if (loaded != R::Error::Ok) return et_reason("ExecuTorch refused the nested program (Program::load)", loaded, capture);
+    std::string name;
+    const std::string unnamed = method_name(wanted, name);
+    if (!unnamed.empty()) return unnamed;
+    R::Result<R::MethodMeta> meta = method_.program().method_meta(name.c_str());
     if (!meta.ok()) return et_reason("the nested program's method cannot be described", meta.error(), capture);
     std::uint64_t total = 0;
-    const std::string why = plan_memory(meta.get(), name_, default_planned_memory_limit(),
-                                        default_planned_memory_origin(), planned_, spans_, total);
+    const std::string why = method_.reserve(name, meta.get(), total);
     if (!why.empty()) return "the nested program: " + why;
-    planned_allocator_ =
-        std::make_unique<R::HierarchicalAllocator>(R::Span<R::Span<uint8_t>>(spans_.data(), spans_.size()));
-    memory_ = std::make_unique<R::MemoryManager>(&method_allocator_, planned_allocator_.get(), &temp_allocator_);
-    R::Result<R::Method> method = program_->load_method(name_.c_str(), memory_.get(), nullptr, named_data);
-    if (!method.ok()) return et_reason(("ExecuTorch could not load the nested method '" + name_ + "'").c_str(), method.error(), capture);
-    method_.emplace(std::move(method.get()));
+    const R::Error e = method_.load_method(named_data);
+    if (e != R::Error::Ok) return et_reason(("ExecuTorch could not load the nested method '" + name + "'").c_str(), e, capture);
     return "";
   }
 
-  const std::string& name() const noexcept { return name_; }
+  const std::string& name() const noexcept { return method_.name(); }
 
-  // Golden call `call` on the loaded method: "" when every output is within its tolerance, else
-  // why not (container/golden.hpp compares). The method's state changes; the caller loads a fresh
-  // program to serve.
-  std::string golden(const GoldenCallSpec& call) {
-    const std::size_t inputs = method_->inputs_size();
-    if (call.inputs.size() != inputs || call.outputs.size() != method_->outputs_size()) {
-      return "the golden call has " + std::to_string(call.inputs.size()) + " inputs and " +
-             std::to_string(call.outputs.size()) + " outputs, the method " + std::to_string(inputs) + " and " +
-             std::to_string(method_->outputs_size());
-    }
-    const R::MethodMeta meta = method_->method_meta();
-    std::vector<std::vector<std::uint8_t>> data(inputs);
-    std::vector<std::vector<R::etensor::TensorImpl::SizesType>> sizes(inputs);
-    std::vector<std::vector<R::etensor::TensorImpl::DimOrderType>> orders(inputs);
-    std::vector<std::vector<R::etensor::TensorImpl::StridesType>> strides(inputs);
-    std::vector<std::unique_ptr<R::etensor::TensorImpl>> impls(inputs);
-    for (std::size_t i = 0; i < inputs; ++i) {
-      const GoldenTensor& t = call.inputs[i];
-      R::Result<R::Tag> tag = meta.input_tag(i);
-      if (!tag.ok()) return "input " + std::to_string(i) + " cannot be described";
-      R::Error e = R::Error::Ok;
-      double x = 0;
-      std::int64_t iv = 0;
-      if (tag.get() == R::Tag::Int || tag.get() == R::Tag::Double || tag.get() == R::Tag::Bool) {
-        if (t.bytes.size != t.element_size) return "input " + std::to_string(i) + " is a scalar, the golden tensor is not";
-        if (t.scalar_type == 4) std::memcpy(&iv, t.bytes.data, 8);
-        if (t.scalar_type == 7) std::memcpy(&x, t.bytes.data, 8);
-        if (t.scalar_type == 11) iv = t.bytes.data[0] != 0;
-        const R::EValue v = tag.get() == R::Tag::Int ? R::EValue(iv)
-                            : tag.get() == R::Tag::Double ? R::EValue(x) : R::EValue(iv != 0);
-        e = method_->set_input(v, i);
-      } else {
-        const std::size_t rank = t.sizes.size();
-        data[i].assign(t.bytes.data, t.bytes.data + t.bytes.size);
-        std::int64_t step = 1;
-        strides[i].resize(rank);
-        for (std::size_t d = rank; d-- > 0;) {
-          strides[i][d] = static_cast<R::etensor::TensorImpl::StridesType>(step);
-          step *= std::max<std::int64_t>(t.sizes[d], 1);
-        }
-        for (std::size_t d = 0; d < rank; ++d) {
-          sizes[i].push_back(static_cast<R::etensor::TensorImpl::SizesType>(t.sizes[d]));
-          orders[i].push_back(static_cast<R::etensor::TensorImpl::DimOrderType>(d));
-        }
-        impls[i] = std::make_unique<R::etensor::TensorImpl>(
-            static_cast<executorch::aten::ScalarType>(t.scalar_type), static_cast<ssize_t>(rank), sizes[i].data(),
-            data[i].data(), orders[i].data(), strides[i].data(), R::TensorShapeDynamism::STATIC);
-        e = method_->set_input(R::EValue(executorch::aten::Tensor(impls[i].get())), i);
-      }
-      if (e != R::Error::Ok) return "input " + std::to_string(i) + " was refused (set_input, error " + std::to_string(static_cast<int>(e)) + ")";
-    }
-    const R::Error e = method_->execute();
-    if (e != R::Error::Ok) return "the method could not execute (error " + std::to_string(static_cast<int>(e)) + ")";
-    for (std::size_t j = 0; j < call.outputs.size(); ++j) {
-      const R::EValue& v = method_->get_output(j);
-      std::int8_t type = 0;
-      std::vector<std::int64_t> got_sizes;
-      std::vector<std::uint8_t> scalar(8, 0);
-      const std::uint8_t* bytes = scalar.data();
-      std::uint64_t nbytes = 8;
-      if (v.isTensor()) {
-        const executorch::aten::Tensor& out = v.toTensor();
-        if (!R::is_contiguous_dim_order(out.dim_order().data(), out.dim())) {
-          return "output " + std::to_string(j) + " is not in contiguous dim order";
-        }
-        type = static_cast<std::int8_t>(out.scalar_type());
-        for (auto s : out.sizes()) got_sizes.push_back(s);
-        bytes = static_cast<const std::uint8_t*>(out.const_data_ptr());
-        nbytes = out.nbytes();
-      } else if (v.isInt()) {
-        type = 4;
-        const std::int64_t x = v.toInt();
-        std::memcpy(scalar.data(), &x, 8);
-      } else if (v.isDouble()) {
-        type = 7;
-        const double x = v.toDouble();
-        std::memcpy(scalar.data(), &x, 8);
-      } else if (v.isBool()) {
-        type = 11;
-        scalar[0] = v.toBool() ? 1 : 0;
-        nbytes = 1;
-      } else {
-        return "output " + std::to_string(j) + " is no tensor or scalar";
-      }
-      if (!v.isTensor()) got_sizes = call.outputs[j].want.sizes;  // a scalar has the one element it has
-      const GoldenComparison cmp = compare_golden(call.outputs[j], type, got_sizes, bytes, nbytes);
-      if (!cmp.problem.empty()) return "output " + std::to_string(j) + ": " + cmp.problem;
-      if (!cmp.passed) {
-        char text[160];
-        std::snprintf(text, sizeof text, "output %zu: max abs %.3g (rel %.3g) > %.3g + %.3g * max|want| = %.3g", j,
-                      cmp.max_abs, cmp.max_rel(), call.outputs[j].atol, call.outputs[j].rtol, cmp.bound);
-        return text;
-      }
-    }
-    return "";
-  }
+  // Golden call `call` on the loaded method (ProgramMethod::golden). The method's state changes;
+  // the caller loads a fresh program to serve.
+  std::string golden(const GoldenCallSpec& call) { return method_.golden(call); }
 
-  R::Error execute(R::Span<R::EValue*> args) {
-    const std::size_t inputs = method_->inputs_size();
-    const std::size_t outputs = method_->outputs_size();
-    if (args.size() != inputs + outputs) {
-      ET_LOG(Error, "fatpte fat delegate: the call passes %zu values; the nested method '%s' takes %zu inputs and %zu outputs",
-             args.size(), name_.c_str(), inputs, outputs);
-      return R::Error::InvalidArgument;
-    }
-    for (std::size_t i = 0; i < inputs; ++i) {
-      const R::Error e = method_->set_input(*args[i], i);
-      if (e != R::Error::Ok) return e;
-    }
-    const R::Error e = method_->execute();
-    if (e != R::Error::Ok) return e;
-    for (std::size_t j = 0; j < outputs; ++j) {
-      const R::EValue& from = method_->get_output(j);
-      R::EValue& to = *args[inputs + j];
-      if (!from.isTensor() || !to.isTensor()) {
-        to = from;  // a scalar output
-        continue;
-      }
-      const executorch::aten::Tensor& src = from.toTensor();
-      executorch::aten::Tensor dst = to.toTensor();
-      if (src.scalar_type() != dst.scalar_type()) {
-        ET_LOG(Error, "fatpte fat delegate: output %zu of the nested method has another dtype than the call's", j);
-        return R::Error::InvalidArgument;
-      }
-      if (!std::equal(src.sizes().begin(), src.sizes().end(), dst.sizes().begin(), dst.sizes().end())) {
-        const R::Error r = R::resize_tensor(dst, src.sizes());
-        if (r != R::Error::Ok) return r;
-      }
-      if (dst.nbytes() != src.nbytes()) return R::Error::InvalidArgument;
-      if (src.nbytes() != 0) std::memcpy(dst.mutable_data_ptr(), src.const_data_ptr(), src.nbytes());
-    }
-    return R::Error::Ok;
-  }
+  R::Error execute(R::Span<R::EValue*> args) { return method_.forward(args); }
 
  private:
-  // Destroyed in reverse: the method before the memory and the program it points into.
-  Buffer copy_;
-  std::size_t size_;
-  const std::uint8_t* program_data_;  // the program's first byte: the payload in place, or copy_
-  executorch::extension::BufferDataLoader loader_;
-  std::optional<R::Program> program_;
-  std::string name_;
-  Reserved planned_;
-  std::vector<R::Span<uint8_t>> spans_;
-  std::unique_ptr<R::HierarchicalAllocator> planned_allocator_;
-  BoundedAllocator method_allocator_;
-  BoundedAllocator temp_allocator_;
-  std::unique_ptr<R::MemoryManager> memory_;
-  std::optional<R::Method> method_;
+  // What a nested program may take: the same defaults as the loader's LoadOptions (planned memory:
+  // default_planned_memory_limit(), half the device's memory, at most 64 GiB, reserved not committed).
+  static MethodLimits limits() {
+    MethodLimits out;
+    out.method_allocator = kMethodAllocatorLimit;
+    out.temp_allocator = kTempAllocatorLimit;
+    out.planned = default_planned_memory_limit();
+    out.planned_origin = default_planned_memory_origin();
+    return out;
+  }
+
+  // The outer method's name when the nested program has it, else its only method: "" with `name`
+  // set, else why not.
+  std::string method_name(const char* wanted, std::string& name) const {
+    name = wanted != nullptr ? wanted : "forward";
+    if (method_.program().method_meta(name.c_str()).ok()) return "";
+    if (method_.program().num_methods() != 1) return "the nested program has no method '" + name + "'";
+    name = method_.program().get_method_name(0).get();
+    // ExecuTorch logs a name it is asked about as it is: one from the file that is not printable
+    // text (a control character, bytes that are not UTF-8) would reach the terminal raw. (The
+    // reason is escaped where it is logged.)
+    if (detail::printable(name) != name) {
+      return "the nested program's only method is named '" + name +
+             "', which is not printable text: ExecuTorch is not asked for it";
+    }
+    return "";
+  }
+
+  ProgramMethod method_;
 };
 
 struct FatHandle {
@@ -468,36 +326,9 @@ class FatBackend final : public R::BackendInterface {
   R::Result<R::DelegateHandle*> init(R::BackendInitContext& context, R::FreeableBuffer* processed,
                                      R::ArrayRef<R::CompileSpec> compile_specs) const override {
     const Depth depth;
-    // Under another producer's id (an alias: upstream's NativeBackend), a payload that is not an
-    // NFAT container is that backend's own and no fat delegate: declined as a backend declines a
-    // payload it does not run, at Info level (it is no error of the file), so the entry holding
-    // the program falls back as for any such backend. No other backend can hold the id in the
-    // same process (ExecuTorch's registry has one backend per id), so there is none to hand it to.
-    if (id_ != kFatBackendId &&
-        (processed->size() < format::kMagicSize || std::memcmp(processed->data(), format::kMagic, format::kMagicSize) != 0)) {
-      const std::string line = "registered as " + detail::printable(id_) + ": a payload that is not an NFAT container "
-                               "is " + detail::printable(id_) + "'s own, not a fat delegate; declined (this process has "
-                               "no other " + detail::printable(id_) + ")";
-      if (first_time(line)) ET_LOG(Info, "fatpte fat delegate: %s", line.c_str());
-      return R::Error::NotSupported;
-    }
-    // A container refused at this depth, or that validated here and then ran no entry, runs none
-    // whatever size the payload gives it: a shorter or longer region from the same first byte
-    // (version 1 entries may overlap) is refused by validation, or holds the same table and entries.
     const Tried::Key ran_none{reinterpret_cast<std::uintptr_t>(processed->data()), Tried::kAnySize, Depth::level(),
                               Tried::kContainer};
-    if (Tried::find(ran_none) != nullptr) {
-      const std::string line = "a container starting where one that ran no entry starts, at this depth: not tried again";
-      if (first_time(line)) ET_LOG(Error, "fatpte fat delegate: %s", line.c_str());
-      return R::Error::NotSupported;
-    }
-    if (Depth::level() > format::kMaxFatDelegateDepth) {
-      Tried::add(ran_none, "too deep");
-      return refuse(fail(Error::FAT_DELEGATE_TOO_DEEP, 0, "payload",
-                         "a fat delegate at depth %u: fat delegates nest at most %u levels deep "
-                         "(specs/executorch.md section 8)",
-                         Depth::level(), format::kMaxFatDelegateDepth));
-    }
+    if (const std::optional<R::Error> declined = decline(processed, ran_none)) return *declined;
     // No ensure_runtime(): the application initialised ExecuTorch before loading a program, and
     // its log handler is left alone. What an inner backend logs while failing reaches that log
     // directly, before the line saying the entry was skipped.
@@ -507,19 +338,9 @@ class FatBackend final : public R::BackendInterface {
     const Container& c = *opened.value();
     const Status valid = c.validate();
     if (!valid.ok()) return refuse(valid);
-
     auto manifest = manifest_view(c);
     if (!manifest.ok()) return refuse(manifest.error());
-    // Probing the machine (cpuid, /proc) costs about 80 us, 2% of loading a small model: only
-    // when an entry states a requirement that needs it. Otherwise the profile has no facts but
-    // the registry's backends, which is all selection then reads.
-    DeviceProfile device;
-    if (any_requirements(manifest.value().root())) {
-      device = host(requires_accelerators(c));
-    } else {
-      device.name = "host";
-    }
-    device.executorch_backends = available_backends();
+    const DeviceProfile device = device_for(c, manifest.value());
     const std::vector<std::string> prefer = words(context, "prefer");
     const std::vector<std::string> exclude = words(context, "exclude");
     Result<Selection> assessed = assess(c, device, prefer, exclude);
@@ -528,74 +349,14 @@ class FatBackend final : public R::BackendInterface {
     // The log says which entries were rejected and why, which were skipped and why, and the entry
     // that runs: each line once per process (first_time), said together in as few messages as
     // they fit in (say), since each message is a write to stderr and a wake-up of whatever reads it.
-    bool rejected = false;
     std::vector<std::string> news;
-    for (const Verdict& v : selection.verdicts) {
-      if (v.eligible) continue;
-      rejected = true;
-      std::string line = explain_verdict(c.entries()[v.index], v);
-      if (first_time(line)) news.push_back(std::move(line));
-    }
-    std::vector<const Verdict*> ranked;
-    for (const Verdict& v : selection.verdicts) {
-      if (v.eligible) ranked.push_back(&v);
-    }
-    std::sort(ranked.begin(), ranked.end(), [](const Verdict* a, const Verdict* b) { return a->rank < b->rank; });
     std::vector<std::string> why(c.entries().size());
-    for (const Verdict& v : selection.verdicts) {
-      if (v.eligible) continue;
-      std::string w;
-      for (const Failure& f : v.failures) {
-        w += (w.empty() ? "" : "; ") + f.requirement + " needs " + f.needed + ", has " + f.has;
-      }
-      why[v.index] = w.empty() ? "not eligible" : w;
-    }
-    for (const Verdict* v : ranked) {
+    const bool rejected = note_rejected(c, selection, news, why);
+    for (const Verdict* v : ranked(selection)) {
       const Entry& e = c.entries()[v->index];
-      const Bytes payload = c.payload(e.index).value();
       auto handle = std::unique_ptr<FatHandle>(new (std::nothrow) FatHandle());
       if (!handle) return R::Error::MemoryAllocationFailed;
-      const bool program = payload_is_program(c, e);
-      std::string id;
-      if (!program) {
-        const nfat::manifest::Entry* me = manifest.value().entry(e.index);
-        id = delegate_backend_id(e.backend_id);
-        if (me != nullptr && me->executorch_backends() != nullptr && me->executorch_backends()->size() == 1) {
-          id = me->executorch_backends()->Get(0)->str();
-        }
-      }
-      Tried::Key tried{reinterpret_cast<std::uintptr_t>(payload.data), payload.size, Depth::level(), id};
-      std::string outcome;
-      if (const std::string* before = Tried::find(tried)) {
-        outcome = *before;
-      } else {
-        if (program) {
-          // fatpte's reader and ExecuTorch both read the program where it lies, as a flatbuffer,
-          // which must be aligned like any (a version 1 payload may start at an odd offset): one
-          // aligned copy, made before either reads it, serves both.
-          Buffer copy;
-          Bytes aligned = payload;
-          if (reinterpret_cast<std::uintptr_t>(payload.data) % alignof(std::max_align_t) != 0) {
-            copy = aligned_copy(payload.data, static_cast<std::size_t>(payload.size));
-            if (copy) aligned = Bytes{copy.get(), payload.size};
-          }
-          if (reinterpret_cast<std::uintptr_t>(aligned.data) % alignof(std::max_align_t) != 0) {
-            outcome = "cannot allocate an aligned copy of the nested program";
-          } else {
-            outcome = nested_missing(aligned, e, context.get_method_name());
-            if (outcome.empty()) outcome = load_nested(payload, std::move(copy), context, *handle);
-            if (outcome.empty() && self_test_wanted(context)) {
-              std::string passed;
-              outcome = self_test_nested(c, e, payload, context, *handle, passed);
-              if (outcome.empty() && !passed.empty()) news.push_back("entry " + entry_label(e) + ": " + passed);
-            }
-          }
-        } else {
-          outcome = backend_missing(id);
-          if (outcome.empty()) outcome = forward_init(id, payload, processed, context, compile_specs, *handle);
-        }
-        if (!outcome.empty()) Tried::add(std::move(tried), outcome);
-      }
+      const std::string outcome = try_entry(c, manifest.value(), e, processed, context, compile_specs, *handle, news);
       if (outcome.empty()) {
         const std::string ran = "running entry " + entry_label(e) + (handle->nested ? " as a nested program" : "");
         if (first_time(ran)) news.push_back(ran + " (said once per process)");
@@ -608,17 +369,7 @@ class FatBackend final : public R::BackendInterface {
     say(news);
     Tried::add(ran_none, "no entry ran");
     if (!rejected) log_lines(explain(c, selection));  // every entry was eligible: the whole ranking
-    // One log line per entry: ExecuTorch cuts a log line at 256 bytes.
-    const Status none = fail(Error::NO_SPECIALIZATION_FITS, kNoOffset, "",
-                             "no entry of the fat delegate can run in this process (registered and available "
-                             "ExecuTorch backends: %s); each entry and what it needed follows",
-                             joined(device.executorch_backends.value()).c_str());
-    refuse(none);
-    for (const Entry& e : c.entries()) {  // names, ids and reasons quote the file: escaped
-      ET_LOG(Error, "fatpte fat delegate: %s: entry %s: %s", error_tag(none.code()), entry_label(e).c_str(),
-             detail::printable(why[e.index]).c_str());
-    }
-    return R::Error::NotSupported;
+    return refuse_all(c, device, why);
   }
 
   R::Error execute(R::BackendExecutionContext& context, R::DelegateHandle* handle,
@@ -648,6 +399,151 @@ class FatBackend final : public R::BackendInterface {
   static R::Error refuse(const Status& status, R::Error error = R::Error::InvalidProgram) {
     ET_LOG(Error, "fatpte fat delegate: %s", status.describe().c_str());
     return error;
+  }
+
+  // Under another producer's id (an alias: upstream's NativeBackend), a payload that is not an
+  // NFAT container is that backend's own and no fat delegate: declined as a backend declines a
+  // payload it does not run, at Info level (it is no error of the file), so the entry holding
+  // the program falls back as for any such backend. No other backend can hold the id in the
+  // same process (ExecuTorch's registry has one backend per id), so there is none to hand it to.
+  // A container refused at this depth, or that validated here and then ran no entry (`ran_none`),
+  // runs none whatever size the payload gives it: a shorter or longer region from the same first
+  // byte (version 1 entries may overlap) is refused by validation, or holds the same table and
+  // entries. Past the deepest level, refused. The error to return, or nothing when init goes on.
+  std::optional<R::Error> decline(R::FreeableBuffer* processed, const Tried::Key& ran_none) const {
+    if (id_ != kFatBackendId &&
+        (processed->size() < format::kMagicSize || std::memcmp(processed->data(), format::kMagic, format::kMagicSize) != 0)) {
+      const std::string line = "registered as " + detail::printable(id_) + ": a payload that is not an NFAT container "
+                               "is " + detail::printable(id_) + "'s own, not a fat delegate; declined (this process has "
+                               "no other " + detail::printable(id_) + ")";
+      if (first_time(line)) ET_LOG(Info, "fatpte fat delegate: %s", line.c_str());
+      return R::Error::NotSupported;
+    }
+    if (Tried::find(ran_none) != nullptr) {
+      const std::string line = "a container starting where one that ran no entry starts, at this depth: not tried again";
+      if (first_time(line)) ET_LOG(Error, "fatpte fat delegate: %s", line.c_str());
+      return R::Error::NotSupported;
+    }
+    if (Depth::level() > format::kMaxFatDelegateDepth) {
+      Tried::add(ran_none, "too deep");
+      return refuse(fail(Error::FAT_DELEGATE_TOO_DEEP, 0, "payload",
+                         "a fat delegate at depth %u: fat delegates nest at most %u levels deep "
+                         "(specs/executorch.md section 8)",
+                         Depth::level(), format::kMaxFatDelegateDepth));
+    }
+    return std::nullopt;
+  }
+
+  // Probing the machine (cpuid, /proc) costs about 80 us, 2% of loading a small model: only when
+  // an entry states a requirement that needs it. Otherwise the profile has no facts but the
+  // registry's backends, which is all selection then reads.
+  static DeviceProfile device_for(const Container& c, const ManifestView& manifest) {
+    DeviceProfile device;
+    if (any_requirements(manifest.root())) {
+      device = host(requires_accelerators(c));
+    } else {
+      device.name = "host";
+    }
+    device.executorch_backends = available_backends();
+    return device;
+  }
+
+  // The entries selection rejected: each one's line (news the first time in the process) and its
+  // reason in `why`. Whether any was rejected.
+  static bool note_rejected(const Container& c, const Selection& selection, std::vector<std::string>& news,
+                            std::vector<std::string>& why) {
+    bool rejected = false;
+    for (const Verdict& v : selection.verdicts) {
+      if (v.eligible) continue;
+      rejected = true;
+      std::string line = explain_verdict(c.entries()[v.index], v);
+      if (first_time(line)) news.push_back(std::move(line));
+      std::string w;
+      for (const Failure& f : v.failures) {
+        w += (w.empty() ? "" : "; ") + f.requirement + " needs " + f.needed + ", has " + f.has;
+      }
+      why[v.index] = w.empty() ? "not eligible" : w;
+    }
+    return rejected;
+  }
+
+  // The eligible entries, best first.
+  static std::vector<const Verdict*> ranked(const Selection& selection) {
+    std::vector<const Verdict*> out;
+    for (const Verdict& v : selection.verdicts) {
+      if (v.eligible) out.push_back(&v);
+    }
+    std::sort(out.begin(), out.end(), [](const Verdict* a, const Verdict* b) { return a->rank < b->rank; });
+    return out;
+  }
+
+  // Entry `e` initialised into `handle`: "" when it runs, else why not, remembered (Tried) so an
+  // entry whose payload failed here is not initialised again.
+  static std::string try_entry(const Container& c, const ManifestView& manifest, const Entry& e,
+                               R::FreeableBuffer* processed, R::BackendInitContext& context,
+                               R::ArrayRef<R::CompileSpec> compile_specs, FatHandle& handle,
+                               std::vector<std::string>& news) {
+    const Bytes payload = c.payload(e.index).value();
+    const bool program = payload_is_program(c, e);
+    std::string id;
+    if (!program) {
+      const nfat::manifest::Entry* me = manifest.entry(e.index);
+      id = delegate_backend_id(e.backend_id);
+      if (me != nullptr && me->executorch_backends() != nullptr && me->executorch_backends()->size() == 1) {
+        id = me->executorch_backends()->Get(0)->str();
+      }
+    }
+    Tried::Key tried{reinterpret_cast<std::uintptr_t>(payload.data), payload.size, Depth::level(), id};
+    if (const std::string* before = Tried::find(tried)) return *before;
+    std::string outcome;
+    if (program) {
+      outcome = try_program(c, e, payload, context, handle, news);
+    } else {
+      outcome = backend_missing(id);
+      if (outcome.empty()) outcome = forward_init(id, payload, processed, context, compile_specs, handle);
+    }
+    if (!outcome.empty()) Tried::add(std::move(tried), outcome);
+    return outcome;
+  }
+
+  // A nested program entry: read, loaded, and self-tested when the load asks.
+  static std::string try_program(const Container& c, const Entry& e, Bytes payload, R::BackendInitContext& context,
+                                 FatHandle& handle, std::vector<std::string>& news) {
+    // fatpte's reader and ExecuTorch both read the program where it lies, as a flatbuffer, which
+    // must be aligned like any (a version 1 payload may start at an odd offset): one aligned copy,
+    // made before either reads it, serves both.
+    Buffer copy;
+    Bytes aligned = payload;
+    if (reinterpret_cast<std::uintptr_t>(payload.data) % alignof(std::max_align_t) != 0) {
+      copy = aligned_copy(payload.data, static_cast<std::size_t>(payload.size));
+      if (copy) aligned = Bytes{copy.get(), payload.size};
+    }
+    if (reinterpret_cast<std::uintptr_t>(aligned.data) % alignof(std::max_align_t) != 0) {
+      return "cannot allocate an aligned copy of the nested program";
+    }
+    std::string outcome = nested_missing(aligned, e, context.get_method_name());
+    if (outcome.empty()) outcome = load_nested(payload, std::move(copy), context, handle);
+    if (outcome.empty() && self_test_wanted(context)) {
+      std::string passed;
+      outcome = self_test_nested(c, e, payload, context, handle, passed);
+      if (outcome.empty() && !passed.empty()) news.push_back("entry " + entry_label(e) + ": " + passed);
+    }
+    return outcome;
+  }
+
+  // No entry runs: the refusal, then one log line per entry (ExecuTorch cuts a log line at 256
+  // bytes); names, ids and reasons quote the file, so they are escaped.
+  static R::Error refuse_all(const Container& c, const DeviceProfile& device, const std::vector<std::string>& why) {
+    const Status none = fail(Error::NO_SPECIALIZATION_FITS, kNoOffset, "",
+                             "no entry of the fat delegate can run in this process (registered and available "
+                             "ExecuTorch backends: %s); each entry and what it needed follows",
+                             joined(device.executorch_backends.value()).c_str());
+    refuse(none);
+    for (const Entry& e : c.entries()) {
+      ET_LOG(Error, "fatpte fat delegate: %s: entry %s: %s", error_tag(none.code()), entry_label(e).c_str(),
+             detail::printable(why[e.index]).c_str());
+    }
+    return R::Error::NotSupported;
   }
 
   // Forward init to backend `id` with a view of the entry's payload (zero-copy: the bytes stay in

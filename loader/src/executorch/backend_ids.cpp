@@ -5,7 +5,6 @@
 
 #include "container/manifest_view.hpp"
 #include "executorch/program.hpp"
-#include "executorch/program_payload.hpp"
 #include "fatpte/container.hpp"
 
 namespace fatpte {

@@ -12,6 +12,7 @@
 #include "common/bytes.hpp"
 #include "fatpte/format_generated.h"
 #include "program_generated.h"
+#include "value/scalar_type.hpp"
 
 namespace fatpte {
 namespace et {
@@ -27,17 +28,9 @@ constexpr std::uint32_t kHeaderAt = 8;  // the extended header starts after the 
 constexpr std::uint64_t kReferenceBudget = 1000000;  // fatpte/executorch/flatbuf.py DEFAULT_BUDGET
 constexpr std::uint64_t kSsizeLimit = std::uint64_t{1} << 63;  // an element count must stay below it
 
-// The bytes of one element of each ScalarType fatpte reads (fatpte/executorch/dtypes.py
-// PROGRAM_ELEMENT_SIZES, ExecuTorch's elementSize), 0 for a code it does not define.
-std::uint64_t element_size(std::int8_t code) {
-  switch (code) {
-    case 0: case 1: case 11: case 12: case 13: case 16: case 17: case 23: case 24: case 25: case 26: return 1;
-    case 2: case 5: case 15: case 22: case 27: return 2;
-    case 3: case 6: case 14: case 28: return 4;
-    case 4: case 7: case 29: return 8;
-    default: return 0;
-  }
-}
+// The bytes of one element of each ScalarType fatpte reads (value/scalar_type.hpp), 0 for a code
+// it does not define.
+std::uint64_t element_size(std::int8_t code) { return program_element_size(code); }
 
 // One method's tensors and value references, checked as fatpte/executorch/pte.py checks them
 // (specs/executorch.md sections 3 and 4), in the same order and reported at the same place: the

@@ -6,15 +6,19 @@
 // The program is untrusted: the extended header (`eh00`) is checked as specs/executorch.md
 // section 2 says, and the flatbuffer is read only after the flatbuffers verifier of the C++ code
 // flatc generates at build time from the SDK's own schema (executorch/schema/program.fbs) passed
-// over its first program_size bytes. No ExecuTorch library is needed for this.
+// over its first program_size bytes. No ExecuTorch library is needed for this. Also: whether an
+// entry's payload is such a program (ET12), run as a program rather than handed to a backend.
 #ifndef FATPTE_SRC_EXECUTORCH_PROGRAM_HPP_
 #define FATPTE_SRC_EXECUTORCH_PROGRAM_HPP_
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "fatpte/container.hpp"
 #include "fatpte/format.hpp"
+#include "fatpte/format_generated.h"
 #include "fatpte/result.hpp"
 #include "fatpte/status.hpp"
 
@@ -23,6 +27,21 @@ struct Program;
 }  // namespace executorch_flatbuffer
 
 namespace fatpte {
+
+// Whether the table states the entry's payload kind (a version 2 entry of a kind other than
+// zero); otherwise payload_is_program reads the payload's bytes 4..8.
+inline bool payload_kind_stated(const Container& c, const Entry& e) {
+  static const std::uint8_t kZero[4] = {0, 0, 0, 0};
+  return c.version() == format::kVersion2 && std::memcmp(e.payload_kind.data(), kZero, 4) != 0;
+}
+
+// Payload kind ET12; in version 1, or where no kind is stated, the program's own identifier at
+// bytes 4..8 of the payload. The entry passed the structural pass, so its range is in the buffer.
+inline bool payload_is_program(const Container& c, const Entry& e) {
+  if (payload_kind_stated(c, e)) return std::memcmp(e.payload_kind.data(), "ET12", 4) == 0;
+  return e.size >= 8 && std::memcmp(c.bytes().data + e.offset + 4, "ET12", 4) == 0;
+}
+
 namespace et {
 
 struct MethodInfo {

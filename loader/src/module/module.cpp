@@ -8,6 +8,7 @@
 #include <executorch/runtime/executor/method.h>
 
 #include "capi/c_handles.hpp"
+#include "executorch/method.hpp"
 #include "fatpte/select.hpp"
 #include "run/et_runner.hpp"
 
@@ -61,20 +62,9 @@ R::Result<std::vector<R::EValue>> ContainerModule::execute(const std::string& me
                                                            const std::vector<R::EValue>& input_values) {
   Loaded* loaded = method_for(method_name);
   if (loaded == nullptr) return R::Error::InvalidArgument;
-  R::Method* method = et::executorch_method(*loaded);
+  et::ProgramMethod* method = et::program_method(*loaded);
   if (method == nullptr) return R::Error::InvalidState;
-  if (input_values.size() != method->inputs_size()) return R::Error::InvalidArgument;
-  for (std::size_t i = 0; i < input_values.size(); ++i) {
-    if (input_values[i].isNone()) continue;
-    const R::Error set = method->set_input(input_values[i], i);
-    if (set != R::Error::Ok) return set;
-  }
-  const R::Error ran = method->execute();
-  if (ran != R::Error::Ok) return ran;
-  std::vector<R::EValue> outputs(method->outputs_size());
-  const R::Error got = method->get_outputs(outputs.data(), outputs.size());
-  if (got != R::Error::Ok) return got;
-  return outputs;
+  return method->execute_values(input_values);
 }
 
 Result<std::unique_ptr<ContainerModule>> load_module(std::shared_ptr<const Container> container,

@@ -21,7 +21,7 @@
 #include "common/text.hpp"
 #include "container/golden.hpp"
 #include "container/manifest_view.hpp"
-#include "executorch/program_payload.hpp"
+#include "executorch/program.hpp"
 #include "fatpte/device.hpp"
 #include "run/et_runner.hpp"
 #include "run/library_search.hpp"

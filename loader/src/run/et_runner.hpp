@@ -22,14 +22,10 @@
 #include "fatpte/result.hpp"
 #include "fatpte/status.hpp"
 
-namespace executorch {
-namespace runtime {
-class Method;
-}  // namespace runtime
-}  // namespace executorch
-
 namespace fatpte {
 namespace et {
+
+class ProgramMethod;
 
 // Whether this build carries the ExecuTorch runner (false: built without the SDK).
 bool available() noexcept;
@@ -50,10 +46,10 @@ void load_operator_libraries(const LoadOptions& options, const std::vector<std::
 Result<bool> listed_backends_ready(const Container& container, const Entry& entry, const LoadOptions& options,
                                    const std::vector<std::string>& dirs, Attempt& attempt);
 
-// The ExecuTorch method of a loaded program entry, and the program's bytes as ExecuTorch reads
-// them (in the mapping, or the aligned copy): what the Module of module/module.cpp runs. nullptr
-// and empty for any other kind of Loaded.
-executorch::runtime::Method* executorch_method(Loaded& loaded);
+// The method of a loaded program entry (executorch/method.hpp), and the program's bytes as
+// ExecuTorch reads them (in the mapping, or the aligned copy): what the Module of
+// module/module.cpp runs. nullptr and empty for any other kind of Loaded.
+ProgramMethod* program_method(Loaded& loaded);
 Bytes program_bytes(const Loaded& loaded);
 
 // Whether ExecuTorch backend `id` is registered in this process now (false without the SDK).

@@ -17,7 +17,7 @@ Result<bool> listed_backends_ready(const Container&, const Entry&, const LoadOpt
   return true;
 }
 
-executorch::runtime::Method* executorch_method(Loaded&) { return nullptr; }
+ProgramMethod* program_method(Loaded&) { return nullptr; }
 
 Bytes program_bytes(const Loaded&) { return Bytes{}; }
 

@@ -37,14 +37,6 @@ std::string plural(std::size_t n, const char* noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
-Tensor input_tensor(const GoldenTensor& t) {
-  Tensor out;
-  out.dtype = static_cast<DType>(t.scalar_type);
-  out.shape = t.sizes;
-  out.data.assign(t.bytes.data, t.bytes.data + t.bytes.size);
-  return out;
-}
-
 // The outcome of one output against its golden tensor.
 GoldenOutputResult judge(const GoldenOutputSpec& spec, const Tensor& got) {
   GoldenOutputResult r;
@@ -156,7 +148,7 @@ SelfTestReport run_calls(Loaded& loaded, const std::vector<GoldenCallSpec>& call
         result.error = "golden input '" + detail::clipped(t.key) + "' is " + t.dtype + ", which no call can give";
         break;
       }
-      inputs.push_back(input_tensor(t));
+      inputs.push_back(golden_input(t));
     }
     if (result.error.empty()) {
       auto got = loaded.run(inputs);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/json.hpp"
+#include "value/scalar_type.hpp"
 
 namespace fatpte {
 namespace {
@@ -261,23 +262,9 @@ std::uint64_t Tensor::numel() const noexcept {
 }
 
 double Tensor::as_double(std::size_t i) const noexcept {
-  const std::uint8_t* p = data.data() + i * element_size(dtype);
-  switch (dtype) {
-    case DType::kUInt8: return p[0];
-    case DType::kInt8: return load<std::int8_t>(p);
-    case DType::kInt16: return load<std::int16_t>(p);
-    case DType::kInt32: return load<std::int32_t>(p);
-    case DType::kInt64: return static_cast<double>(load<std::int64_t>(p));
-    case DType::kFloat16: return half_to_float(load<std::uint16_t>(p));
-    case DType::kFloat32: return load<float>(p);
-    case DType::kFloat64: return load<double>(p);
-    case DType::kBool: return p[0] != 0 ? 1.0 : 0.0;
-    case DType::kBFloat16: return bfloat16_to_float(load<std::uint16_t>(p));
-    case DType::kUInt16: return load<std::uint16_t>(p);
-    case DType::kUInt32: return load<std::uint32_t>(p);
-    case DType::kUInt64: return static_cast<double>(load<std::uint64_t>(p));
-  }
-  return 0.0;
+  double out = 0.0;
+  element_as_double(static_cast<std::int8_t>(dtype), data.data() + i * element_size(dtype), &out);
+  return out;
 }
 
 Result<std::vector<Call>> calls_from_json(const std::string& text, const std::string& source) {
