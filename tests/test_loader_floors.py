@@ -101,3 +101,25 @@ def test_the_tool_exits_one_when_broken(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(TOOL), str(loader)], capture_output=True, text=True, check=False)
     assert done.returncode == 1
     assert "loader floors: 1 broken" in done.stdout
+
+
+def test_an_upward_include_between_rooms_breaks_them(tmp_path: Path) -> None:
+    loader = _copy(tmp_path)
+    _add_include(loader / "src" / "signature" / "keys.cpp", "signature/statement.hpp")
+    problems = _tool().check(loader)
+    assert any(p.startswith("src/signature/keys.cpp:")
+               and 'room keys includes "signature/statement.hpp" of room statement, a higher room' in p
+               for p in problems), problems
+
+
+def test_a_downward_include_between_rooms_keeps_them(tmp_path: Path) -> None:
+    loader = _copy(tmp_path)
+    _add_include(loader / "src" / "signature" / "verify.cpp", "signature/libcrypto.hpp")
+    assert _tool().check(loader) == []
+
+
+def test_a_file_in_no_room_breaks_them(tmp_path: Path) -> None:
+    loader = _copy(tmp_path)
+    (loader / "src" / "signature" / "extra.cpp").write_text('#include "signature/keys.hpp"\n', encoding="utf-8")
+    problems = _tool().check(loader)
+    assert any(p.startswith("src/signature/extra.cpp: in no room of signature/") for p in problems), problems

@@ -1,6 +1,7 @@
 """The C++ loader's floors (loader/layers.toml): no #include runs up a floor or across to a
-sibling, and no include cycle, over loader/src/ and loader/include/fatpte/. What import-linter's
-contracts do for fatpte/ (pyproject.toml), for the loader's #include graph.
+sibling, none runs up a room of a folder that has rooms ([rooms]), and no include cycle, over
+loader/src/ and loader/include/fatpte/. What import-linter's contracts do for fatpte/
+(pyproject.toml), for the loader's #include graph.
 
     python tools/check_includes.py [LOADER_DIR]
 
@@ -24,6 +25,7 @@ SOURCES = (".cpp", ".hpp", ".h", ".c")
 class Floors:
     rank: dict[str, int]          # floor name -> its height (0 lowest)
     headers: dict[str, str]       # public or generated header -> its floor
+    rooms: dict[str, dict[str, int]]  # floor -> its folder's rooms (file stems) -> height (0 lowest)
 
     @classmethod
     def read(cls, path: Path) -> Floors:
@@ -33,7 +35,9 @@ class Floors:
             for name in row.split("|"):
                 rank[name.strip()] = height
         rank["application"] = len(doc["floors"])
-        return cls(rank, dict(doc["headers"]))
+        rooms = {floor: {room: height for height, room in enumerate(order)}
+                 for floor, order in doc.get("rooms", {}).items()}
+        return cls(rank, dict(doc["headers"]), rooms)
 
 
 def _floor_of(loader: Path, floors: Floors, file: Path) -> str | None:
@@ -67,6 +71,9 @@ def check(loader: Path) -> list[str]:
         if floor is None or floor not in floors.rank:
             problems.append(f"{rel}: in no floor of layers.toml (a folder of src/ or a [headers] row)")
             continue
+        rooms = floors.rooms.get(floor) if rel.parts[0] == "src" else None
+        if rooms is not None and file.stem not in rooms:
+            problems.append(f"{rel}: in no room of {floor}/ (add \"{file.stem}\" to [rooms] in layers.toml)")
         text = file.read_text(encoding="utf-8", errors="replace")
         for match in INCLUDE.finditer(text):
             name = match.group(1)
@@ -84,8 +91,19 @@ def check(loader: Path) -> list[str]:
             elif theirs == mine and target_floor != floor:
                 problems.append(f"{rel}:{line}: {floor} includes \"{name}\" of {target_floor}, "
                                 "a sibling on its floor")
+            elif rooms is not None and target is not None and target_floor == floor:
+                problems.extend(_room_problem(rel, line, name, file.stem, target.stem, rooms))
     problems.extend(_cycles(loader, edges))
     return problems
+
+
+def _room_problem(rel: Path, line: int, name: str, mine: str, theirs: str, rooms: dict[str, int]) -> list[str]:
+    """An include from room `mine` of a folder with rooms to a file of room `theirs` of it, when it runs up."""
+    if mine not in rooms or theirs not in rooms:
+        return []  # a file in no room is reported as such
+    if rooms[theirs] > rooms[mine]:
+        return [f"{rel}:{line}: room {mine} includes \"{name}\" of room {theirs}, a higher room"]
+    return []
 
 
 def _cycles(loader: Path, edges: dict[Path, list[Path]]) -> list[str]:

@@ -26,7 +26,7 @@
 #include "fatpte/signature.hpp"
 #include "flatbuffers/flatbuffers.h"
 #include "nfat_manifest_generated.h"
-#include "signature/check.hpp"
+#include "signature/verify.hpp"
 
 #ifndef FATPTE_SPEC_VECTORS
 #error "FATPTE_SPEC_VECTORS must name specs/vectors"

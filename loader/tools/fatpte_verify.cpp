@@ -47,102 +47,134 @@ std::string unsigned_golden(const fatpte_container* c, const fatpte_signature_re
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line: FILE, its trusted keys, --signature and --refuse-downgrade.
+struct Args {
   const char* file = nullptr;
   const char* signature = nullptr;
   const char* downgrade = nullptr;
   std::vector<const char*> keys;
+};
+
+// false on a usage error.
+bool parse(int argc, char** argv, Args& a) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--trusted-key") == 0 && i + 1 < argc) {
-      keys.push_back(argv[++i]);
+      a.keys.push_back(argv[++i]);
     } else if (std::strcmp(argv[i], "--signature") == 0 && i + 1 < argc) {
-      signature = argv[++i];
+      a.signature = argv[++i];
     } else if (std::strcmp(argv[i], "--refuse-downgrade") == 0 && i + 1 < argc) {
-      downgrade = argv[++i];
-    } else if (file == nullptr && argv[i][0] != '-') {
-      file = argv[i];
+      a.downgrade = argv[++i];
+    } else if (a.file == nullptr && argv[i][0] != '-') {
+      a.file = argv[i];
     } else {
-      file = nullptr;
-      break;
+      return false;
     }
   }
-  if (file == nullptr || keys.empty()) {
-    std::fprintf(stderr, "usage: fatpte-verify FILE --trusted-key PUBLIC.pem [--trusted-key ...] [--signature SIG] "
-                         "[--refuse-downgrade host|DEVICE|PROFILE.json]\n");
-    return 2;
+  return a.file != nullptr && !a.keys.empty();
+}
+
+// What verification needs besides FILE, freed when it goes.
+struct Inputs {
+  fatpte_device* device = nullptr;
+  fatpte_trust* trust = nullptr;
+  std::string detached;
+  ~Inputs() {
+    fatpte_trust_free(trust);
+    fatpte_device_free(device);
   }
+};
+
+// The device, the trusted keys and the detached signature, in that order: 0, or the exit status of
+// the first that cannot be read (its message on stderr).
+int load_inputs(const Args& a, Inputs& in) {
   fatpte_error err;
   // --refuse-downgrade: step 11 for this device, after every other step (as `fatpte verify`).
-  fatpte_device* device = nullptr;
-  if (downgrade != nullptr && fatpte_device_load(downgrade, &device, &err) != FATPTE_OK) {
+  if (a.downgrade != nullptr && fatpte_device_load(a.downgrade, &in.device, &err) != FATPTE_OK) {
     std::fprintf(stderr, "%s\n", fatpte::terminal_safe(err.message).c_str());
     return fatpte::exit_status(static_cast<fatpte::Error>(err.code));
   }
-  fatpte_trust* trust = nullptr;
-  fatpte_status s = fatpte_trust_load(keys.data(), keys.size(), &trust, &err);
+  const fatpte_status s = fatpte_trust_load(a.keys.data(), a.keys.size(), &in.trust, &err);
   if (s != FATPTE_OK) {
     // A key file that is not a regular file or cannot be read is I/O (E0811, E0801: 4); one that
     // holds no single public key is a malformed input the user gave (E0702: 2), as in Python.
     std::fprintf(stderr, "%s\n", fatpte::terminal_safe(err.message).c_str());
-    fatpte_device_free(device);
     return fatpte::exit_status(static_cast<fatpte::Error>(s));
   }
-  std::string detached;
-  if (signature != nullptr) {
-    // A regular file, read without blocking on a FIFO, up to one byte past MAX_SIGNATURE_SIZE:
-    // the bundle's reader refuses a larger one as E1302 at step 2 (specs/nfat-signature.md
-    // section 6 step 1), after the container's own checks, as Python's verify does.
-    bool more = false;
-    auto read = fatpte::json::read_head(signature, std::uint64_t{fatpte::format::kMaxSignatureSize} + 1,
-                                        "the signature", more);
-    if (!read.ok()) {
-      std::fprintf(stderr, "fatpte-verify: %s\n", fatpte::terminal_safe(read.error().describe()).c_str());
-      fatpte_trust_free(trust);
-      fatpte_device_free(device);
-      return fatpte::exit_status(read.error().code());
-    }
-    detached = std::move(read).value();
+  if (a.signature == nullptr) return 0;
+  // A regular file, read without blocking on a FIFO, up to one byte past MAX_SIGNATURE_SIZE:
+  // the bundle's reader refuses a larger one as E1302 at step 2 (specs/nfat-signature.md
+  // section 6 step 1), after the container's own checks, as Python's verify does.
+  bool more = false;
+  auto read = fatpte::json::read_head(a.signature, std::uint64_t{fatpte::format::kMaxSignatureSize} + 1,
+                                      "the signature", more);
+  if (!read.ok()) {
+    std::fprintf(stderr, "fatpte-verify: %s\n", fatpte::terminal_safe(read.error().describe()).c_str());
+    return fatpte::exit_status(read.error().code());
   }
-  fatpte_container* c = nullptr;
-  s = fatpte_open_file(file, &c, &err);
+  in.detached = std::move(read).value();
+  return 0;
+}
+
+// The signed entries FILE no longer holds, comma-separated (none unless it verified).
+std::string thinned(const fatpte_signature_report* report, fatpte_status s) {
+  std::string out;
+  uint32_t n = 0;
+  if (report != nullptr && s == FATPTE_OK) fatpte_signature_thinned_count(report, &n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const char* name = nullptr;
+    fatpte_signature_thinned_name(report, i, &name);
+    out += (i ? "," : "") + std::string(name);
+  }
+  return out;
+}
+
+// Every step of section 6 for the open container `c`, the verdict and both lists printed.
+int verify(fatpte_container* c, const char* file, const Inputs& in) {
+  fatpte_error err;
+  fatpte_signature_report* report = nullptr;
+  fatpte_status s = fatpte_verify_signature(c, in.trust, in.detached.empty() ? nullptr : in.detached.data(),
+                                            in.detached.size(), &report, &err);
+  if (report != nullptr) {
+    fatpte_error bytes_err;
+    const fatpte_status b = fatpte_signature_verify_all(c, report, &bytes_err);
+    if (s == FATPTE_OK && b != FATPTE_OK) {
+      s = b;
+      err = bytes_err;
+    }
+    if (s == FATPTE_OK && in.device != nullptr) s = fatpte_signature_check_downgrade(c, report, in.device, &err);
+  }
   int rc = 0;
-  if (s != FATPTE_OK) {
-    rc = line(s, err, file);
-    std::printf("thinned: \nunsigned golden: \n");
+  if (s == FATPTE_OK) {
+    std::printf("OK\n");
   } else {
-    fatpte_signature_report* report = nullptr;
-    s = fatpte_verify_signature(c, trust, detached.empty() ? nullptr : detached.data(), detached.size(), &report,
-                                &err);
-    if (report != nullptr) {
-      fatpte_error bytes_err;
-      const fatpte_status b = fatpte_signature_verify_all(c, report, &bytes_err);
-      if (s == FATPTE_OK && b != FATPTE_OK) {
-        s = b;
-        err = bytes_err;
-      }
-      if (s == FATPTE_OK && device != nullptr) s = fatpte_signature_check_downgrade(c, report, device, &err);
-    }
-    if (s == FATPTE_OK) {
-      std::printf("OK\n");
-    } else {
-      rc = line(s, err, file);
-    }
-    std::string thinned;
-    uint32_t n = 0;
-    if (report != nullptr && s == FATPTE_OK) fatpte_signature_thinned_count(report, &n);
-    for (uint32_t i = 0; i < n; ++i) {
-      const char* name = nullptr;
-      fatpte_signature_thinned_name(report, i, &name);
-      thinned += (i ? "," : "") + std::string(name);
-    }
-    std::printf("thinned: %s\n", thinned.c_str());
-    std::printf("unsigned golden: %s\n", unsigned_golden(c, report).c_str());
-    fatpte_signature_report_free(report);
-    fatpte_close(c);
+    rc = line(s, err, file);
   }
-  fatpte_trust_free(trust);
-  fatpte_device_free(device);
+  std::printf("thinned: %s\n", thinned(report, s).c_str());
+  std::printf("unsigned golden: %s\n", unsigned_golden(c, report).c_str());
+  fatpte_signature_report_free(report);
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  if (!parse(argc, argv, a)) {
+    std::fprintf(stderr, "usage: fatpte-verify FILE --trusted-key PUBLIC.pem [--trusted-key ...] [--signature SIG] "
+                         "[--refuse-downgrade host|DEVICE|PROFILE.json]\n");
+    return 2;
+  }
+  Inputs in;
+  if (const int rc = load_inputs(a, in); rc != 0) return rc;
+  fatpte_container* c = nullptr;
+  fatpte_error err;
+  const fatpte_status s = fatpte_open_file(a.file, &c, &err);
+  if (s != FATPTE_OK) {
+    const int rc = line(s, err, a.file);
+    std::printf("thinned: \nunsigned golden: \n");
+    return rc;
+  }
+  const int rc = verify(c, a.file, in);
+  fatpte_close(c);
   return rc;
 }

@@ -56,7 +56,7 @@ enum class EntryState : int {
 using Digest = std::array<std::uint8_t, 32>;
 
 namespace detail {
-struct SignedEntries;  // signature.cpp: what the statement says of every entry, for step 11
+struct SignedEntries;  // signature/verify.cpp: what the statement says of every entry, for step 11
 }  // namespace detail
 
 // Steps 1 to 8 of the verification, and what steps 9 and 10 need.

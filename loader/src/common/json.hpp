@@ -1,6 +1,6 @@
 // The loader's one JSON parser (RFC 8259), strict and bounded, configured by Options for each
 // document it reads: device profiles (device/profile.cpp), signature bundles and statements
-// (signature/signature.cpp), calls.json (value/tensor.cpp) and the backend map (run/dispatch.cpp).
+// (signature/bundle.cpp), calls.json (value/tensor.cpp) and the backend map (run/dispatch.cpp).
 // Each of those maps the parsed Document to its own typed record, with its own error codes and
 // field paths; this file only decides what is JSON.
 //

@@ -3,9 +3,11 @@
 
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/sha256.hpp"
+#include "value/canonical.hpp"
 
 namespace fatpte {
 namespace detail {
@@ -13,59 +15,24 @@ namespace {
 
 namespace M = nfat::manifest;
 
-void put_u32(std::vector<std::uint8_t>& out, std::uint32_t v) {
-  for (int k = 0; k < 4; ++k) out.push_back(static_cast<std::uint8_t>(v >> (8 * k)));
+// str(s) of a string the manifest may leave out (absent: the empty string).
+void str(CanonicalWriter& w, const ::flatbuffers::String* s) {
+  w.str(s == nullptr ? std::string_view() : std::string_view(s->c_str(), s->size()));
 }
-
-void put_u64(std::vector<std::uint8_t>& out, std::uint64_t v) {
-  for (int k = 0; k < 8; ++k) out.push_back(static_cast<std::uint8_t>(v >> (8 * k)));
-}
-
-void put_str(std::vector<std::uint8_t>& out, const char* data, std::size_t size) {
-  put_u32(out, static_cast<std::uint32_t>(size));
-  out.insert(out.end(), data, data + size);
-}
-
-void put_str(std::vector<std::uint8_t>& out, const ::flatbuffers::String* s) {
-  if (s == nullptr) {
-    put_u32(out, 0);
-    return;
-  }
-  put_str(out, s->c_str(), s->size());
-}
-
-void put_f64(std::vector<std::uint8_t>& out, double v) {
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, &v, sizeof bits);
-  put_u64(out, bits);
-}
-
-}  // namespace
-
-namespace {
 
 std::vector<std::uint8_t> encode(const ::flatbuffers::Vector<::flatbuffers::Offset<M::GoldenCall>>* calls) {
-  static const char kTag[] = "nfat.golden/1";
-  std::vector<std::uint8_t> out;
-  put_str(out, kTag, sizeof kTag - 1);
-  put_u32(out, calls == nullptr ? 0 : calls->size());
-  if (calls == nullptr) return out;
-  for (const M::GoldenCall* call : *calls) {
-    put_str(out, call->method());
-    put_u32(out, call->inputs() == nullptr ? 0 : call->inputs()->size());
-    if (call->inputs() != nullptr) {
-      for (const ::flatbuffers::String* key : *call->inputs()) put_str(out, key);
-    }
-    put_u32(out, call->outputs() == nullptr ? 0 : call->outputs()->size());
-    if (call->outputs() != nullptr) {
-      for (const M::GoldenOutput* o : *call->outputs()) {
-        put_str(out, o->key());
-        put_f64(out, o->atol());
-        put_f64(out, o->rtol());
-      }
-    }
-  }
-  return out;
+  CanonicalWriter w;
+  w.str("nfat.golden/1");
+  w.list(calls, [](CanonicalWriter& w, const M::GoldenCall* call) {
+    str(w, call->method());
+    w.list(call->inputs(), [](CanonicalWriter& w, const ::flatbuffers::String* key) { str(w, key); });
+    w.list(call->outputs(), [](CanonicalWriter& w, const M::GoldenOutput* o) {
+      str(w, o->key());
+      w.f64(o->atol());
+      w.f64(o->rtol());
+    });
+  });
+  return w.take();
 }
 
 }  // namespace

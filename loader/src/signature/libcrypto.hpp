@@ -15,7 +15,7 @@
 namespace fatpte {
 namespace detail {
 
-// The OpenSSL functions signature/signature.cpp calls, bound by name.
+// The OpenSSL functions signature/keys.cpp calls, bound by name.
 struct LibCrypto {
   decltype(&::EVP_PKEY_get_id) pkey_get_id;
   decltype(&::EVP_PKEY_free) pkey_free;

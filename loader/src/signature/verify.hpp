@@ -1,7 +1,10 @@
-// Steps 1 to 8 of verification (fatpte/signature.hpp's check_signature) with their work counted, so
+// The verify room of signature/ (loader/layers.toml [rooms], the highest): fatpte/signature.hpp's
+// check_signature, check_entry_bytes, check_all_bytes and check_downgrade, specs/nfat-signature.md
+// section 6 as a driver over one function per numbered step, in the canonical order that
+// fatpte/ops/signing/verification.py follows too. Here: steps 1 to 8 with their work counted, so
 // tests can show it is bounded by the input (issue 33: S2, S5, S6) by counting, not timing.
-#ifndef FATPTE_SRC_SIGNATURE_CHECK_HPP_
-#define FATPTE_SRC_SIGNATURE_CHECK_HPP_
+#ifndef FATPTE_SRC_SIGNATURE_VERIFY_HPP_
+#define FATPTE_SRC_SIGNATURE_VERIFY_HPP_
 
 #include <cstdint>
 
@@ -25,4 +28,4 @@ Result<SignatureCheck> check_signature(const Container& c, const TrustedKeys& ke
 }  // namespace detail
 }  // namespace fatpte
 
-#endif  // FATPTE_SRC_SIGNATURE_CHECK_HPP_
+#endif  // FATPTE_SRC_SIGNATURE_VERIFY_HPP_
