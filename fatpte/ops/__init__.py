@@ -14,5 +14,5 @@ package of its own rooms, over the `cryptography` package) and `verify_remote` (
 container at a URL, fetching only what the check reads).
 
 May use: fatpte.executorch, fatpte.device, fatpte.container, fatpte.manifest, fatpte.format,
-fatpte.fileio, fatpte.errors.
+fatpte.value, fatpte.fileio, fatpte.errors.
 """

@@ -21,7 +21,6 @@ import contextlib
 import math
 import os
 import re
-import struct
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,8 @@ from typing import Any, Final
 from fatpte.errors import ErrorCode, FatpteError, clipped, printable
 from fatpte.manifest.model import golden_bound, within
 from fatpte.ops import runner
+from fatpte.value.dtypes import element_size
+from fatpte.value.tensors import decode_floats
 
 # Entry states.
 AGREES: Final = "agrees"
@@ -40,11 +41,6 @@ NO_CALLS: Final = "no golden calls"
 FAILED: Final = "failed"  # the runner refused the container (damage): the container is invalid
 
 _CHUNK: Final = 1 << 20  # elements compared at a time
-_FORMATS: Final[dict[str, str]] = {
-    "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "float16": "e", "float32": "f",
-    "float64": "d", "bool": "?", "uint16": "H", "uint32": "I", "uint64": "Q", "qint8": "b", "quint8": "B",
-    "qint32": "i",
-}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,20 +201,11 @@ def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
 
 
 def _values(path: Path, dtype: str) -> Iterator[list[float]]:
-    """The elements of a saved output, as floats, _CHUNK at a time (bfloat16 by hand)."""
-    if dtype == "bfloat16":
-        fmt, size = "H", 2
-    else:
-        fmt = _FORMATS[dtype]
-        size = struct.calcsize(fmt)
+    """The elements of a saved output, as floats, _CHUNK at a time."""
+    size = element_size(dtype) or 1
     with path.open("rb") as f:
         while chunk := f.read(_CHUNK * size):
-            count = len(chunk) // size
-            values = struct.unpack(f"<{count}{fmt}", chunk[: count * size])
-            if dtype == "bfloat16":
-                yield [struct.unpack("<f", struct.pack("<I", v << 16))[0] for v in values]
-            else:
-                yield [float(v) for v in values]
+            yield decode_floats(dtype, chunk)
 
 
 def compare_files(a: Path, b: Path, dtype: str) -> float:
