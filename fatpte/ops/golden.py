@@ -279,6 +279,7 @@ def record(specs: Sequence[Specialization], name: str, calls: Sequence[Call], na
     """`calls` with the outputs entry `name` gives on them, run by the real runtime: the entry (and
     the named data) packed alone into a scratch container beside `dest`, run once per method by
     fatpte-run (fatpte.ops.runner), its outputs read back byte for byte."""
+    from fatpte.device.fatpte_run import read_report
     from fatpte.ops import runner
 
     chosen = [s for s in specs if s.entry_name == name]
@@ -309,13 +310,13 @@ def record(specs: Sequence[Specialization], name: str, calls: Sequence[Call], na
             saved.mkdir()
             done = place.runtime.run([str(scratch), "--entry", name, "--method", method, "--inputs",
                                       str(work / f"calls-{m}.json"), "--json", "--save-outputs", str(saved)])
-            report = runner.output_json(done, place.runtime)
+            report = read_report(done, place.runtime)
             if done.returncode != 0:
-                why = report.get("dispatch") or [done.stderr.strip()]
+                why = list(report.dispatch) or [done.stderr.strip()]
                 raise FatpteError(ErrorCode.NO_SPECIALIZATION_FITS, f"golden_from: entry {name!r} did not run its "
                                   f"calls of method {method!r} ({place.runtime.describe()}, exit {done.returncode}): "
                                   + " | ".join(str(w) for w in why[-3:]), field="golden_from", actual=name)
-            for k, ran in zip(mine, report.get("calls", [])):
+            for k, ran in zip(mine, report.calls):
                 outputs[k] = tuple(Tensor(o["dtype"], tuple(o["shape"]), (saved / o["file"]).read_bytes())
                                    for o in ran["outputs"])
         return [call._replace(outputs=outputs[k]) for k, call in enumerate(calls)]
