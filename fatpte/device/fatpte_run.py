@@ -124,13 +124,17 @@ class RunReport(NamedTuple):
 
 
 def read_report(done: subprocess.CompletedProcess[str], runtime: Runtime) -> RunReport:
-    """The report a run printed, held to specs/run_report.schema.json; E0702 naming the runner
-    when it printed none, or one outside the schema."""
-    import json
+    """The report a run printed, read by the strict reader (no key twice; NaN and the infinities
+    as numbers, as fatpte-run writes a figure) and held to specs/run_report.schema.json; E0702
+    naming the runner when it printed none, or one outside the schema."""
+    from fatpte.fileio.strict_json import JsonRefused, JsonRules, loads
 
     try:
-        doc = json.loads(done.stdout)
-    except ValueError:
+        doc = loads(done.stdout.encode("utf-8", "surrogatepass"), JsonRules(constants=True))
+    except JsonRefused as exc:
+        if exc.kind != "syntax":
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{runtime.describe()} printed a report outside "
+                              f"specs/run_report.schema.json: {exc}", source=runtime.command[-1]) from None
         doc = None
     if not isinstance(doc, dict):
         said = printable(done.stderr.strip()[-500:]) or "no message"

@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 
 from fatpte.cli.exit_codes import exit_code
-from fatpte.device.fatpte_run import report_from_json
+from fatpte.device.fatpte_run import Runtime, read_report, report_from_json
 from fatpte.errors import ErrorCode, FatpteError
 from tests.builds import missing_build
 from tests.paths import ROOT
@@ -175,3 +175,17 @@ def test_check_reads_no_stderr() -> None:
     for name in ("ops/check.py", "ops/runner.py", "ops/golden.py", "device/fatpte_run.py", "device/run_report.py"):
         text = (ROOT / "fatpte" / name).read_text()
         assert "import re\n" not in text and "re.search" not in text, name
+
+
+def test_a_printed_report_is_read_strictly() -> None:
+    """What a runner printed: a key twice is outside the report (the strict reader, as calls.json is
+    read), NaN and Infinity are figures, and no JSON at all names the exit and stderr."""
+    runtime = Runtime(("fatpte-run",), "x86_64")
+    good = json.dumps(_report())
+    assert read_report(subprocess.CompletedProcess([], 6, good, ""), runtime).code is ErrorCode.GOLDEN_MISMATCH
+    twice = good[:-1] + ', "error": null}'
+    with pytest.raises(FatpteError, match="outside specs/run_report.schema.json") as caught:
+        read_report(subprocess.CompletedProcess([], 0, twice, ""), runtime)
+    assert caught.value.code is ErrorCode.INVALID_ARGUMENT
+    with pytest.raises(FatpteError, match=r"printed no JSON report \(exit 4: it broke\)"):
+        read_report(subprocess.CompletedProcess([], 4, "", "it broke\n"), runtime)
