@@ -409,7 +409,6 @@ int load(const RunArgs& a, fatpte_container* c, fatpte_device* device, const fat
   r.chosen = fatpte::detail::json_quote(name);
   r.backend_id = fatpte::detail::json_quote(backend);
   r.method = fatpte_loaded_method(loaded);
-  r.dispatch = json_lines(fatpte_loaded_explain(loaded));
   return kGoOn;
 }
 
@@ -512,11 +511,11 @@ int run_with_c_api(const RunArgs& a, RunReport& r) {
   Loaded loaded(nullptr, fatpte_unload);
   if (const int rc = load(a, c, device, options, loaded, r); rc != kGoOn) return rc;
   // --golden-report takes no calls (main refuses --inputs with it): the report is the run.
-  if (a.golden_report) {
-    if (const int rc = golden_report(a, c, loaded.get(), r); rc != kGoOn) return rc;
-  }
-  if (const int rc = execute(a, loaded.get(), calls, r); rc != kGoOn) return rc;
-  return 0;
+  int rc = a.golden_report ? golden_report(a, c, loaded.get(), r) : kGoOn;
+  if (rc == kGoOn) rc = execute(a, loaded.get(), calls, r);
+  // The steps as they stand once the calls are made, as the report has always given them.
+  r.dispatch = json_lines(fatpte_loaded_explain(loaded.get()));
+  return rc == kGoOn ? 0 : rc;
 }
 
 // The run mode: the run, then with --json its report, whatever the outcome.
