@@ -250,7 +250,7 @@ def main(runtime: str | None, remote_timeout: float | None, remote_deadline: flo
                                                      ("FATPTE_REMOTE_DEADLINE", remote_deadline))
               if value is not None}
     if runtime is not None:
-        from fatpte.device.probe_executorch import RUNTIME_ENV
+        from fatpte.device.fatpte_run import RUNTIME_ENV
 
         values[RUNTIME_ENV] = runtime
     if values:

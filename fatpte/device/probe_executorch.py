@@ -5,14 +5,14 @@ Two runtimes can answer, asked in a child process each (standard library only):
 
 - the C++ runtime of the ExecuTorch SDK, through fatpte's loader: `fatpte-run --device-json
   --with-executorch` loads every backend library of its backend path and lists the backends its
-  registry has registered and available. Which fatpte-run: `$FATPTE_RUN` (`fatpte --runtime PATH`
-  sets it; empty: ask none), else `fatpte-run` on PATH, else one beside this Python (a venv's
-  bin folder). It starts in milliseconds and needs no torch, so `--device host` asks it.
+  registry has registered and available. Which fatpte-run, and how it is run: the one room that
+  finds and drives it, fatpte.device.fatpte_run. It starts in milliseconds and needs no torch, so
+  `--device host` asks it.
 - ExecuTorch's Python runtime, when it is installed: importing it imports torch, seconds of work
   and a stream of import-time messages that are not fatpte's, so only `fatpte device` asks it,
   and only when no fatpte-run answered.
 
-Only `os` and `sys` are imported up front: `--device host` on a machine with no fatpte-run pays
+Only `sys` is imported up front: `--device host` on a machine with no fatpte-run pays
 for a look along PATH, not for the subprocess machinery.
 
 A runtime that fails to answer must not take the command with it: the answer is then "not
@@ -22,14 +22,12 @@ error naming it.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Final
 
+from fatpte.device.fatpte_run import RUNTIME_ENV, RUNTIME_NAME, call, find_runtime
 from fatpte.errors import ErrorCode, FatpteError, printable
 
-RUNTIME_ENV: Final = "FATPTE_RUN"
-RUNTIME_NAME: Final = "fatpte-run"
 RUNTIME_TIMEOUT_SECONDS: Final = 60  # loading the backend libraries takes milliseconds
 
 # The runtime's own answer: executorch.runtime.Runtime's backend registry, the names each
@@ -68,20 +66,6 @@ def registered_backends() -> tuple[str, ...] | None:
         return None
 
 
-def find_runtime() -> tuple[str | None, bool]:
-    """(the fatpte-run to ask, or None; whether `$FATPTE_RUN` named it)."""
-    named = os.environ.get(RUNTIME_ENV)
-    if named is not None:
-        return (named or None), True
-    folders = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if d]
-    folders.append(os.path.dirname(os.path.abspath(sys.executable)))
-    for folder in folders:
-        path = os.path.join(folder, RUNTIME_NAME)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return path, False
-    return None, False
-
-
 def runtime_backends() -> tuple[str, ...] | None:
     """The backend ids the C++ ExecuTorch runtime of `find_runtime()`'s fatpte-run provides,
     sorted; None when there is none to ask, or one found on PATH or beside Python does not answer.
@@ -99,8 +83,7 @@ def runtime_backends() -> tuple[str, ...] | None:
                            f"has: {why}", source=path, field=RUNTIME_ENV) if named else None
 
     try:
-        done = subprocess.run([path, "--device-json", "--with-executorch"], capture_output=True, text=True,
-                              timeout=RUNTIME_TIMEOUT_SECONDS, check=False)
+        done = call([path, "--device-json", "--with-executorch"], RUNTIME_TIMEOUT_SECONDS)
     except OSError as exc:
         if named:
             raise FatpteError(ErrorCode.IO_ERROR, f"cannot run {where}: {exc.strerror or exc}", source=path,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fatpte.errors import ErrorCode
-from fatpte.executorch.dtypes import NATIVE_SCALAR_TYPES
 from fatpte.executorch.flatbuf import Buffer, Table, enum_name
+from fatpte.value.dtypes import NATIVE_SCALAR_TYPES
 
 IDENTIFIER = b"NPTG"
 _INPUT_KINDS = {0: "user_input", 1: "parameter", 2: "buffer", 3: "constant_tensor"}

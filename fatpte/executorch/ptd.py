@@ -13,8 +13,8 @@ import struct
 from dataclasses import dataclass
 
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.executorch.dtypes import PROGRAM_SCALAR_TYPES
 from fatpte.executorch.flatbuf import Buffer, enum_name
+from fatpte.value.dtypes import PROGRAM_SCALAR_TYPES
 
 IDENTIFIER = b"FT01"
 HEADER_MAGIC = b"FH01"

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.executorch.dtypes import PROGRAM_ELEMENT_SIZES, PROGRAM_SCALAR_TYPES
 from fatpte.executorch.flatbuf import Buffer, Table, enum_name
+from fatpte.value.dtypes import PROGRAM_ELEMENT_SIZES, PROGRAM_SCALAR_TYPES
 
 IDENTIFIER = b"ET12"
 EXTENDED_HEADER_MAGIC = b"eh00"

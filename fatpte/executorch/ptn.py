@@ -27,6 +27,7 @@ from typing import Any, Final
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.nptg import NativeProgram, read_nptg
 from fatpte.fileio.strict_json import JsonRefused, JsonRules, loads
+from fatpte.value.dtypes import SAFETENSORS_DTYPES
 
 ZIP_MAGIC = b"PK\x03\x04"
 PROGRAM_MEMBER = "program.ptg"
@@ -37,15 +38,6 @@ MAX_SAFETENSORS_HEADER = 100 << 20  # the safetensors library's own limit on the
 MAX_ALIASES_BYTES = 16 << 20
 MAX_DIMS = 64
 _LOCAL_HEADER = struct.Struct("<4s22sHH")  # signature, the fields between, name length, extra length
-
-# safetensors dtype codes -> (the dtype name fatpte prints, bytes per element)
-SAFETENSORS_DTYPES: dict[str, tuple[str, int]] = {
-    "BOOL": ("bool", 1), "U8": ("uint8", 1), "I8": ("int8", 1), "F8_E5M2": ("float8_e5m2", 1),
-    "F8_E4M3": ("float8_e4m3fn", 1), "I16": ("int16", 2), "U16": ("uint16", 2), "F16": ("float16", 2),
-    "BF16": ("bfloat16", 2), "I32": ("int32", 4), "U32": ("uint32", 4), "F32": ("float32", 4),
-    "C64": ("complex64", 8), "I64": ("int64", 8), "U64": ("uint64", 8), "F64": ("float64", 8),
-}
-
 
 @dataclass(frozen=True, slots=True)
 class PtnMember:

@@ -25,7 +25,8 @@ from typing import BinaryIO, NamedTuple
 
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.nptg import NativeProgram
-from fatpte.executorch.ptn import ALIASES_MEMBER, PROGRAM_MEMBER, SAFETENSORS_DTYPES, SAFETENSORS_MEMBER
+from fatpte.executorch.ptn import ALIASES_MEMBER, PROGRAM_MEMBER, SAFETENSORS_MEMBER
+from fatpte.value.dtypes import SAFETENSORS_DTYPES
 
 EPOCH = (1980, 1, 1, 0, 0, 0)
 # The provenance pair that marks an entry whose package was stripped of its tensors.

@@ -4,5 +4,5 @@ code flatc generates, imported only when a manifest is read or written), its can
 encoding that signatures digest (`canonical`), and its rules against itself and its container
 (`rules`).
 
-May use: fatpte.format, fatpte.fileio, fatpte.errors, fatpte._generated.
+May use: fatpte.format, fatpte.value, fatpte.fileio, fatpte.errors, fatpte._generated.
 """

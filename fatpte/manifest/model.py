@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple, TypeGuard
 
 from fatpte.errors import ErrorCode, FatpteError
+from fatpte.value.dtypes import LAYOUT_DTYPES as _LAYOUT_DTYPES
 
 # The highest revision this implementation reads and writes. A writer states the lowest revision
 # whose fields its manifest uses (`required_revision`), so a manifest without revision-2 fields
@@ -368,22 +369,23 @@ class GoldenCall(NamedTuple):
 def golden_encoding(calls: Sequence[GoldenCall]) -> bytes:
     """The canonical encoding of an entry's golden calls (specs/nfat-manifest.md 11.3): the
     primitives of specs/nfat-signature.md section 4, a tolerance as the u64 of its binary64 bits."""
-    import struct
+    from fatpte.value.canonical import CanonicalWriter
 
-    def text(s: str) -> bytes:
-        raw = s.encode("utf-8")
-        return len(raw).to_bytes(4, "little") + raw
+    w = CanonicalWriter()
+    w.text("nfat.golden/1")
 
-    out = bytearray(text("nfat.golden/1"))
-    out += len(calls).to_bytes(4, "little")
-    for call in calls:
-        out += text(call.method) + len(call.inputs).to_bytes(4, "little")
-        for key in call.inputs:
-            out += text(key)
-        out += len(call.outputs).to_bytes(4, "little")
-        for o in call.outputs:
-            out += text(o.key) + struct.pack("<dd", o.atol, o.rtol)
-    return bytes(out)
+    def output(o: GoldenOutput) -> None:
+        w.text(o.key)
+        w.f64(o.atol)
+        w.f64(o.rtol)
+
+    def call(c: GoldenCall) -> None:
+        w.text(c.method)
+        w.strings(c.inputs)
+        w.seq(c.outputs, output)
+
+    w.seq(calls, call)
+    return w.result()
 
 
 def golden_digest(calls: Sequence[GoldenCall]) -> str:
@@ -469,14 +471,8 @@ class ManifestEntry(NamedTuple):
         return tuple(dict.fromkeys(k for c in self.golden for k in c.tensor_keys()))
 
 
-# The dtypes a TensorLayout may name and the bytes of one element: ExecuTorch's ScalarType names
-# (schema/scalar_type.fbs) as torch spells them. Sub-byte packed types (quint4x2, quint2x4) have no
-# whole element size and are left out: a layout cannot describe them.
-LAYOUT_DTYPES: Final[dict[str, int]] = {
-    "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float16": 2, "float32": 4, "float64": 8,
-    "bool": 1, "qint8": 1, "quint8": 1, "qint32": 4, "bfloat16": 2, "bits16": 2, "float8_e5m2": 1,
-    "float8_e4m3fn": 1, "float8_e5m2fnuz": 1, "float8_e4m3fnuz": 1, "uint16": 2, "uint32": 4, "uint64": 8,
-}  # fmt: skip
+# The dtypes a TensorLayout may name, and the bytes of one element: fatpte.value.dtypes's.
+LAYOUT_DTYPES: Final[dict[str, int]] = _LAYOUT_DTYPES
 I32_MAX: Final = (1 << 31) - 1
 
 

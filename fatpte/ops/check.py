@@ -20,17 +20,18 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import re
-import struct
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from fatpte.device.fatpte_run import Runtime, read_report
 from fatpte.errors import ErrorCode, FatpteError, clipped, printable
 from fatpte.manifest.model import golden_bound, within
 from fatpte.ops import runner
+from fatpte.value.dtypes import element_size
+from fatpte.value.tensors import decode_floats
 
 # Entry states.
 AGREES: Final = "agrees"
@@ -40,11 +41,6 @@ NO_CALLS: Final = "no golden calls"
 FAILED: Final = "failed"  # the runner refused the container (damage): the container is invalid
 
 _CHUNK: Final = 1 << 20  # elements compared at a time
-_FORMATS: Final[dict[str, str]] = {
-    "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "float16": "e", "float32": "f",
-    "float64": "d", "bool": "?", "uint16": "H", "uint32": "I", "uint64": "Q", "qint8": "b", "quint8": "B",
-    "qint32": "i",
-}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,20 +201,11 @@ def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
 
 
 def _values(path: Path, dtype: str) -> Iterator[list[float]]:
-    """The elements of a saved output, as floats, _CHUNK at a time (bfloat16 by hand)."""
-    if dtype == "bfloat16":
-        fmt, size = "H", 2
-    else:
-        fmt = _FORMATS[dtype]
-        size = struct.calcsize(fmt)
+    """The elements of a saved output, as floats, _CHUNK at a time."""
+    size = element_size(dtype) or 1
     with path.open("rb") as f:
         while chunk := f.read(_CHUNK * size):
-            count = len(chunk) // size
-            values = struct.unpack(f"<{count}{fmt}", chunk[: count * size])
-            if dtype == "bfloat16":
-                yield [struct.unpack("<f", struct.pack("<I", v << 16))[0] for v in values]
-            else:
-                yield [float(v) for v in values]
+            yield decode_floats(dtype, chunk)
 
 
 def compare_files(a: Path, b: Path, dtype: str) -> float:
@@ -321,7 +308,7 @@ def _check(path: str, source: str, *, runtime: str | None, aarch64_runtime: str 
     return report
 
 
-def _run_entry(path: str, index: int, name: str, record: Any, rt: runner.Runtime, scratch: Path,
+def _run_entry(path: str, index: int, name: str, record: Any, rt: Runtime, scratch: Path,
                result: EntryCheck) -> None:
     """Every method's golden calls of one entry, one fatpte-run each; `result` filled."""
     result.state = AGREES
@@ -330,36 +317,39 @@ def _run_entry(path: str, index: int, name: str, record: Any, rt: runner.Runtime
         saved.mkdir()
         done = rt.run([path, "--entry", name, "--method", method, "--golden-report", "--json",
                        "--save-outputs", str(saved)])
-        doc = runner.output_json(done, rt) if done.stdout.strip() else {}
-        golden = doc.get("golden")
-        if done.returncode in (0, 6) and isinstance(golden, dict):
-            for k, call in enumerate(golden.get("calls", [])):
-                index_k = int(call["index"])
-                if call.get("error"):
-                    result.state = DISAGREES
-                    result.reason = result.reason or f"golden call {index_k} could not run: {call['error']}"
-                for j, o in enumerate(call.get("outputs", [])):
-                    checked = _output_check(index_k, j, method, o)
-                    result.outputs.append(checked)
-                    result.files[(index_k, j)] = saved / f"call-{k}-output-{j}.bin"
-                    if not checked.passed:
-                        result.state = DISAGREES
-                    if not checked.passed and not result.reason:
-                        figures = o.get("problem") or (f"max abs {_num(float(o['max_abs']))} (rel "
-                                                       f"{_num(float(o['max_rel']))}) > {_num(float(o['bound']))}")
-                        result.reason = f"golden call {index_k}, output {j}: {figures}"
+        report = read_report(done, rt) if done.stdout.strip() else None
+        golden = None if report is None else report.golden
+        if done.returncode in (0, 6) and golden is not None:
+            _read_golden(golden, method, saved, result)
             if done.returncode == 6:
                 result.state = DISAGREES
             continue
-        said = " | ".join(str(line) for line in (doc.get("dispatch") or [])[-2:]) or done.stderr.strip()[-500:]
+        said = (" | ".join(report.dispatch[-2:]) if report is not None else "") or done.stderr.strip()[-500:]
         if done.returncode == 3:  # no load: a backend library missing, the program refused, ...
             result.state, result.reason = CANNOT_RUN, f"method {method!r}: {said}"
         else:
             result.state, result.reason = FAILED, f"method {method!r}: exit {done.returncode}: {said}"
-            tag = re.search(r"\bE(\d{4})\b", done.stderr)
-            if tag is not None and int(tag.group(1)) in ErrorCode._value2member_map_:
-                result.code = ErrorCode(int(tag.group(1)))
+            result.code = None if report is None else report.code  # the report's error, never stderr
         return
+
+
+def _read_golden(golden: dict[str, Any], method: str, saved: Path, result: EntryCheck) -> None:
+    """One method's golden report (fatpte-run --golden-report) into `result`."""
+    for k, call in enumerate(golden["calls"]):
+        index_k = int(call["index"])
+        if call.get("error"):
+            result.state = DISAGREES
+            result.reason = result.reason or f"golden call {index_k} could not run: {call['error']}"
+        for j, o in enumerate(call["outputs"]):
+            checked = _output_check(index_k, j, method, o)
+            result.outputs.append(checked)
+            result.files[(index_k, j)] = saved / f"call-{k}-output-{j}.bin"
+            if not checked.passed:
+                result.state = DISAGREES
+            if not checked.passed and not result.reason:
+                figures = o.get("problem") or (f"max abs {_num(float(o['max_abs']))} (rel "
+                                               f"{_num(float(o['max_rel']))}) > {_num(float(o['bound']))}")
+                result.reason = f"golden call {index_k}, output {j}: {figures}"
 
 
 def _output_check(call: int, j: int, method: str, o: dict[str, Any]) -> OutputCheck:

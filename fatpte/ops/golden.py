@@ -18,7 +18,6 @@ import json
 import math
 import os
 import shutil
-import struct
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -28,22 +27,15 @@ from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.strict_json import JsonRefused, JsonRules, loads
 from fatpte.manifest.model import LAYOUT_DTYPES, GoldenCall, GoldenOutput, TensorLayout
 from fatpte.ops.specialization import NamedData, Specialization
+from fatpte.value.canonical import CanonicalWriter
+from fatpte.value.dtypes import CALLS_DTYPES, INTEGER_RANGES
+from fatpte.value.tensors import as_float, decode, encode
 
 KEY_PREFIX: Final = "fatpte.golden/"
 # Tolerances by dtype when a call gives none (specs/nfat-manifest.md 11.1); integers and bool: exact.
 DEFAULT_TOLERANCE: Final[dict[str, tuple[float, float]]] = {
     "float32": (1e-5, 1e-5), "float16": (1e-3, 1e-3), "bfloat16": (1e-2, 1.6e-2), "float64": (1e-7, 1e-7),
 }
-# struct formats of the dtypes a calls.json value list can give (bfloat16 is packed by hand).
-_FORMATS: Final[dict[str, str]] = {
-    "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "float16": "e", "float32": "f",
-    "float64": "d", "bool": "?", "uint16": "H", "uint32": "I", "uint64": "Q",
-}  # fmt: skip
-_INTEGER_RANGES: Final[dict[str, tuple[int, int]]] = {
-    "uint8": (0, 255), "int8": (-128, 127), "int16": (-(1 << 15), (1 << 15) - 1), "int32": (-(1 << 31), (1 << 31) - 1),
-    "int64": (-(1 << 63), (1 << 63) - 1), "uint16": (0, (1 << 16) - 1), "uint32": (0, (1 << 32) - 1),
-    "uint64": (0, (1 << 64) - 1),
-}  # fmt: skip
 MAX_CALLS_FILE: Final = 1 << 30  # a calls.json read whole: its values become tensors in memory
 # calls.json as C++ reads it (loader/src/common/json.cpp, `parse(text, source)`, the reader of
 # `fatpte-run --inputs`): UTF-8, no key twice, values 64 deep with the document at 1, NaN, Infinity
@@ -69,10 +61,10 @@ class Tensor(NamedTuple):
     def key(self) -> str:
         """`fatpte.golden/` and the first 16 bytes of the SHA-256 of str(dtype), list(i32 size) and
         the bytes, in hex (specs/nfat-manifest.md 11.1)."""
-        h = hashlib.sha256()
-        raw = self.dtype.encode("utf-8")
-        h.update(len(raw).to_bytes(4, "little") + raw + len(self.sizes).to_bytes(4, "little"))
-        h.update(b"".join(d.to_bytes(4, "little", signed=True) for d in self.sizes))
+        w = CanonicalWriter()
+        w.text(self.dtype)
+        w.seq(self.sizes, w.i32)
+        h = hashlib.sha256(w.result())
         h.update(self.data)
         return KEY_PREFIX + h.hexdigest()[:32]
 
@@ -104,31 +96,6 @@ def _shown(value: Any) -> Any:
     return type(value).__name__
 
 
-def _bfloat16(value: float) -> bytes:
-    if math.isnan(value):
-        return struct.pack("<H", 0x7FC0)
-    bits = struct.unpack("<I", _pack("f", value))[0]
-    bits += 0x7FFF + ((bits >> 16) & 1)  # round to nearest even
-    return struct.pack("<H", (bits >> 16) & 0xFFFF)
-
-
-def _pack(fmt: str, value: float) -> bytes:
-    """`value` as a float of struct format `fmt`; one past the format's range is its infinity,
-    as C++ converts it (fatpte-run reads the same file: loader/src/value/tensor.cpp)."""
-    try:
-        return struct.pack("<" + fmt, value)
-    except OverflowError:
-        return struct.pack("<" + fmt, math.copysign(math.inf, value))
-
-
-def _as_float(value: float) -> float:
-    """A number as a double: an integer past the double range is infinity, as strtod reads it."""
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf if value > 0 else -math.inf
-
-
 def _is_number(value: Any, dtype: str) -> bool:
     """Whether `value` (a decoded JSON value) is an element of `dtype` as C++ takes it: bool true,
     false, 0 or 1; an integer within an integer dtype's range; any number for a float dtype
@@ -137,8 +104,8 @@ def _is_number(value: Any, dtype: str) -> bool:
         return isinstance(value, bool) or (type(value) is int and value in (0, 1))
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
-    if dtype in _INTEGER_RANGES:
-        low, high = _INTEGER_RANGES[dtype]
+    if dtype in INTEGER_RANGES:
+        low, high = INTEGER_RANGES[dtype]
         return isinstance(value, int) and low <= value <= high
     return True
 
@@ -161,8 +128,8 @@ def tensor_from_mapping(obj: Any, path: str) -> Tensor:
     if not isinstance(obj, Mapping):
         raise _arg(path, "a tensor is {\"dtype\", \"shape\", \"values\"}", obj)
     dtype = _text(obj.get("dtype"), f"{path}.dtype", "a string")
-    if dtype not in _FORMATS and dtype != "bfloat16":
-        raise _arg(f"{path}.dtype", f"{dtype!r} is not one of {', '.join([*_FORMATS, 'bfloat16'])}", dtype)
+    if dtype not in CALLS_DTYPES:
+        raise _arg(f"{path}.dtype", f"{dtype!r} is not one of {', '.join(CALLS_DTYPES)}", dtype)
     shape = obj.get("shape")
     if not isinstance(shape, list):
         raise _arg(f"{path}.shape", "must be a list of sizes ([] for a scalar)", shape)
@@ -180,19 +147,13 @@ def tensor_from_mapping(obj: Any, path: str) -> Tensor:
     for k, v in enumerate(values):
         if not _is_number(v, dtype):
             raise _arg(f"{path}.values[{k}]", f"{_shown(v)!r} is not a {dtype} value", v)
-    if dtype == "bfloat16":
-        data = b"".join(_bfloat16(_as_float(v)) for v in values)
-    elif dtype in _INTEGER_RANGES or dtype == "bool":
-        data = struct.pack(f"<{count}{_FORMATS[dtype]}", *values)
-    else:
-        data = b"".join(_pack(_FORMATS[dtype], _as_float(v)) for v in values)
-    return Tensor(dtype, tuple(shape), data)
+    return Tensor(dtype, tuple(shape), encode(dtype, values))
 
 
 def _tolerance(value: Any, path: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(_as_float(value)) \
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(as_float(value)) \
             or value < 0:
         raise _arg(path, "a tolerance is a finite number at least 0", value)
     return float(value)
@@ -285,7 +246,7 @@ def golden_named_data(calls: Sequence[Call]) -> dict[str, NamedData]:
     out: dict[str, NamedData] = {}
     for call in calls:
         for t in (*call.inputs, *(call.outputs or ())):
-            if t.dtype not in LAYOUT_DTYPES:  # every dtype of _FORMATS and bfloat16 is one
+            if t.dtype not in LAYOUT_DTYPES:  # every dtype of CALLS_DTYPES is one
                 raise _arg("golden", f"dtype {t.dtype!r} has no layout")
             out.setdefault(t.key, NamedData(t.data, layout=t.layout))
     return out
@@ -325,6 +286,7 @@ def record(specs: Sequence[Specialization], name: str, calls: Sequence[Call], na
     """`calls` with the outputs entry `name` gives on them, run by the real runtime: the entry (and
     the named data) packed alone into a scratch container beside `dest`, run once per method by
     fatpte-run (fatpte.ops.runner), its outputs read back byte for byte."""
+    from fatpte.device.fatpte_run import read_report
     from fatpte.ops import runner
 
     chosen = [s for s in specs if s.entry_name == name]
@@ -355,13 +317,13 @@ def record(specs: Sequence[Specialization], name: str, calls: Sequence[Call], na
             saved.mkdir()
             done = place.runtime.run([str(scratch), "--entry", name, "--method", method, "--inputs",
                                       str(work / f"calls-{m}.json"), "--json", "--save-outputs", str(saved)])
-            report = runner.output_json(done, place.runtime)
+            report = read_report(done, place.runtime)
             if done.returncode != 0:
-                why = report.get("dispatch") or [done.stderr.strip()]
+                why = list(report.dispatch) or [done.stderr.strip()]
                 raise FatpteError(ErrorCode.NO_SPECIALIZATION_FITS, f"golden_from: entry {name!r} did not run its "
                                   f"calls of method {method!r} ({place.runtime.describe()}, exit {done.returncode}): "
                                   + " | ".join(str(w) for w in why[-3:]), field="golden_from", actual=name)
-            for k, ran in zip(mine, report.get("calls", [])):
+            for k, ran in zip(mine, report.calls):
                 outputs[k] = tuple(Tensor(o["dtype"], tuple(o["shape"]), (saved / o["file"]).read_bytes())
                                    for o in ran["outputs"])
         return [call._replace(outputs=outputs[k]) for k, call in enumerate(calls)]
@@ -370,10 +332,5 @@ def record(specs: Sequence[Specialization], name: str, calls: Sequence[Call], na
 
 
 def _tensor_json(t: Tensor) -> dict[str, Any]:
-    """A tensor as calls.json writes it, its values exact (struct, bfloat16 by hand)."""
-    if t.dtype == "bfloat16":
-        values: list[Any] = [struct.unpack("<f", b"\0\0" + t.data[i : i + 2])[0] for i in range(0, len(t.data), 2)]
-    else:
-        fmt = _FORMATS[t.dtype]
-        values = list(struct.unpack(f"<{len(t.data) // struct.calcsize(fmt)}{fmt}", t.data))
-    return {"dtype": t.dtype, "shape": list(t.sizes), "values": values}
+    """A tensor as calls.json writes it, its values exact."""
+    return {"dtype": t.dtype, "shape": list(t.sizes), "values": decode(t.dtype, t.data)}

@@ -1,11 +1,12 @@
-"""Running one entry of a container with fatpte's C++ runner (`fatpte-run`, loader/), natively or,
+"""Placing one entry of a container on fatpte's C++ runner (`fatpte-run`, loader/), natively or,
 for an entry made for another architecture, under qemu-user with the CPU model its requirements
-name. What `fatpte check` and `fatpte pack --golden-from` run programs with: one process per entry
+name. The runner itself (finding it, running it, reading its report) is the one room
+fatpte.device.fatpte_run; this module chooses which runner an entry gets. What `fatpte check` and `fatpte pack --golden-from` run programs with: one process per entry
 and method, which reads the golden tensors from the container itself; Python never loads a
 payload.
 
 Which runner: the one the caller names, else `$FATPTE_RUN`, else `fatpte-run` on PATH or beside
-this Python (fatpte.device.probe_executorch.find_runtime). For aarch64: the one the caller names,
+this Python (fatpte.device.fatpte_run.find_runtime). For aarch64: the one the caller names,
 else `$FATPTE_RUN_AARCH64` (an aarch64 build of fatpte-run, `make test-aarch64` builds one), run by
 `qemu-aarch64` (on PATH) with the sysroot `$FATPTE_QEMU_SYSROOT` (default /usr/aarch64-linux-gnu).
 Each runner is asked for the device it sees (`fatpte-run --device-json --with-executorch`): under
@@ -15,25 +16,22 @@ same rules as every selection (fatpte.device.selection).
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import shutil
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from fatpte.device.fatpte_run import Runtime, find_runtime
 from fatpte.device.profile import DeviceProfile
 from fatpte.device.selection import evaluate, runtime_check
-from fatpte.errors import ErrorCode, FatpteError, printable
 from fatpte.format.model import Entry
 from fatpte.manifest.model import Requirements
 
 AARCH64_RUNTIME_ENV: Final = "FATPTE_RUN_AARCH64"
 SYSROOT_ENV: Final = "FATPTE_QEMU_SYSROOT"
 DEFAULT_SYSROOT: Final = "/usr/aarch64-linux-gnu"
-TIMEOUT_SECONDS: Final = 600  # one entry's golden calls; a large program under emulation is slow
 # qemu-user 7.2's CPU models, weakest first, with the ARM features of the device-profile vocabulary
 # each exposes (measured with getauxval; /work/shared/arm-emulation-notes.md): an entry runs under
 # the first that has every feature it requires. `max` with SME off: qemu 7.2 computes SME's SMOPA
@@ -54,57 +52,9 @@ def host_arch() -> str:
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
 
 
-@dataclass(frozen=True, slots=True)
-class Runtime:
-    """A fatpte-run to run entries with: `command` is its argv prefix (under qemu, qemu's)."""
-
-    command: tuple[str, ...]
-    arch: str
-    cpu: str | None = None  # the qemu CPU model, None when native
-
-    @property
-    def label(self) -> str:
-        """`native x86_64` or `qemu cortex-a76`: which runner, for a table."""
-        return f"native {self.arch}" if self.cpu is None else f"qemu {self.cpu}"
-
-    def describe(self) -> str:
-        if self.cpu is None:
-            return f"native {self.arch} ({self.command[-1]})"
-        return f"qemu-aarch64 -cpu {self.cpu} ({self.command[-1]})"
-
-    def run(self, args: Sequence[str], timeout: float = TIMEOUT_SECONDS) -> subprocess.CompletedProcess[str]:
-        """The runner with `args`; E0801 when it cannot be started or does not finish in time."""
-        try:
-            return subprocess.run([*self.command, *args], capture_output=True, text=True, timeout=timeout,
-                                  check=False)
-        except OSError as exc:
-            raise FatpteError(ErrorCode.IO_ERROR, f"cannot run {self.describe()}: {exc.strerror or exc}",
-                              source=self.command[-1]) from None
-        except subprocess.TimeoutExpired:
-            raise FatpteError(ErrorCode.IO_ERROR, f"{self.describe()} did not finish within {timeout:.0f} s",
-                              source=self.command[-1]) from None
-
-    def device(self) -> DeviceProfile:
-        """The device this runner sees (its probe; under qemu, the emulated CPU), with the ExecuTorch
-        backends its runtime provides."""
-        done = self.run(["--device-json", "--with-executorch"], timeout=120)
-        if done.returncode != 0:
-            said = printable(done.stderr.strip()[:300]) or "no message"
-            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{self.describe()} does not describe its device "
-                              f"(`--device-json --with-executorch` exited {done.returncode}: {said}); it must be a "
-                              "fatpte-run built with the ExecuTorch SDK", source=self.command[-1])
-        try:
-            return DeviceProfile.from_json(json.loads(done.stdout), source=self.describe())
-        except ValueError:
-            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{self.describe()} answered --device-json with no JSON",
-                              source=self.command[-1]) from None
-
-
 def native_runtime(path: str | None = None) -> Runtime | None:
     """The fatpte-run of this machine: `path`, else the one fatpte.device.probe_executorch finds."""
     if path is None:
-        from fatpte.device.probe_executorch import find_runtime
-
         path, _ = find_runtime()
     if not path:
         return None
@@ -143,19 +93,6 @@ def fits(entry: Entry, requires: Requirements, backends: Sequence[str] | None, d
     return "; ".join(f.text() for f in [*failures, *more])
 
 
-def output_json(done: subprocess.CompletedProcess[str], runtime: Runtime) -> dict[str, Any]:
-    """The --json document a run printed; E0702 naming the runner when there is none."""
-    try:
-        doc = json.loads(done.stdout)
-    except ValueError:
-        doc = None
-    if not isinstance(doc, dict):
-        said = printable(done.stderr.strip()[-500:]) or "no message"
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{runtime.describe()} printed no JSON report (exit "
-                          f"{done.returncode}: {said})", source=runtime.command[-1])
-    return doc
-
-
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Where an entry runs: a runner, or None and why no runner here can run it."""
@@ -168,9 +105,10 @@ _DEVICES: dict[Runtime, DeviceProfile] = {}
 
 
 def device_of(runtime: Runtime) -> DeviceProfile:
-    """`runtime.device()`, asked once per runner."""
+    """The device `runtime` sees (its probe; under qemu, the emulated CPU), with the ExecuTorch
+    backends its runtime provides: asked once per runner."""
     if runtime not in _DEVICES:
-        _DEVICES[runtime] = runtime.device()
+        _DEVICES[runtime] = DeviceProfile.from_json(runtime.device_json(), source=runtime.describe())
     return _DEVICES[runtime]
 
 

@@ -89,8 +89,11 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
                           refused (E0811, exit 4), never written through
   --explain               print the selection and every loading step first
   --json                  print {"chosen": NAME, "backend_id": ID, "method": M, "dispatch":
-                          [lines], "calls": [{"outputs": [tensor, ...]}, ...]} instead of text;
-                          when no entry loads, the same with "chosen": null and every attempt
+                          [lines], "calls": [{"outputs": [tensor, ...]}, ...], "golden": ...,
+                          "error": null} instead of text; whatever ends the run, the same, its
+                          "error" {"code": "E0702", "message": ...} (the error stderr says);
+                          when no entry loads, "chosen": null and every attempt
+                          (specs/run-report.md)
   --executorch-log        also print ExecuTorch's own log lines (stderr)
   --require-signature     verify the container's signature against the --trusted-key keys before
                           selection (specs/nfat-signature.md steps 1 to 8) and hash each entry's
@@ -189,6 +192,9 @@ struct RunArgs {
   bool fallback = true;
   bool with_executorch = false;
   bool refuse_downgrade = false;
+  bool select = false;
+  bool executorch_log = false;
+  bool require_signature = false;
 };
 
 // --input: one float32 tensor from whitespace-separated numbers.
@@ -269,28 +275,67 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-int run_with_c_api(const RunArgs& a) {
-  // Everything the caller gave is read before the container is touched.
-  std::vector<fatpte::Call> calls;
+// The run mode's --json report (specs/run-report.md, specs/run_report.schema.json): one document
+// for every outcome, printed once at the end, its `error` the code and message of the error the
+// run ended with (stderr says the same), or null.
+struct RunReport {
+  std::string chosen = "null";
+  std::string backend_id = "null";
+  std::string method;
+  std::string dispatch;  // the items of a JSON list
+  std::string calls;     // the items of a JSON list
+  std::string golden = "null";
+  std::string error = "null";
+};
+
+std::string report_json(const RunReport& r) {
+  return "{\n  \"chosen\": " + r.chosen + ",\n  \"backend_id\": " + r.backend_id + ",\n  \"method\": " +
+         fatpte::detail::json_quote(r.method) + ",\n  \"dispatch\": [" + r.dispatch + "\n  ],\n  \"calls\": [" +
+         r.calls + "],\n  \"golden\": " + r.golden + ",\n  \"error\": " + r.error + "\n}\n";
+}
+
+// Records the error the run ends with; returns its exit status.
+int record(RunReport& r, fatpte::Error code, const std::string& message) {
+  r.error = std::string("{\"code\": \"") + fatpte::error_tag(code) + "\", \"message\": " +
+            fatpte::detail::json_quote(message) + "}";
+  return exit_code(code);
+}
+
+int fail_with(RunReport& r, const std::string& file, const fatpte_error& err) {
+  const char* full = fatpte_last_message();
+  record(r, static_cast<fatpte::Error>(err.code), file + ": " + (full[0] != '\0' ? full : err.message));
+  return fail_with(file, err);
+}
+
+int fail_with(RunReport& r, const std::string& file, const fatpte::Status& s) {
+  record(r, s.code(), file + ": " + s.describe());
+  return fail_with(file, s);
+}
+
+int usage(RunReport& r, const std::string& why) {
+  record(r, fatpte::Error::INVALID_ARGUMENT, why);
+  return usage(why);
+}
+
+constexpr int kGoOn = -1;  // a step of the run mode went well: the next one follows
+
+// Everything the caller gave is read before the container is touched.
+int read_calls(const RunArgs& a, std::vector<fatpte::Call>& calls, RunReport& r) {
   const bool text_mode = !a.input_text.empty();
-  if (!a.inputs_json.empty() || text_mode) {
-    auto c = text_mode ? text_call(a.input_text) : fatpte::calls_from_file(a.inputs_json);
-    if (!c.ok()) return fail_with(text_mode ? a.input_text : a.inputs_json, c.error());
-    calls = std::move(c).value();
-  }
+  if (a.inputs_json.empty() && !text_mode) return kGoOn;
+  auto c = text_mode ? text_call(a.input_text) : fatpte::calls_from_file(a.inputs_json);
+  if (!c.ok()) return fail_with(r, text_mode ? a.input_text : a.inputs_json, c.error());
+  calls = std::move(c).value();
+  return kGoOn;
+}
+
+using Options = std::unique_ptr<fatpte_load_options, void (*)(fatpte_load_options*)>;
+
+// The load options the flags name: maps, search path, libraries, method, policy, trusted keys.
+int set_options(const RunArgs& a, fatpte_load_options* options, RunReport& r) {
   fatpte_error err;
-  // The device is parsed once and handed over as a handle; none: this machine, probed for what
-  // the container's entries read.
-  fatpte_device* device = nullptr;
-  if (a.device != "host" && fatpte_device_load(a.device.c_str(), &device, &err) != FATPTE_OK) {
-    return fail_with("fatpte-run", err);
-  }
-  std::unique_ptr<fatpte_device, void (*)(fatpte_device*)> own_device(device, fatpte_device_free);
-  fatpte_load_options* options = nullptr;
-  fatpte_load_options_new(&options);
-  std::unique_ptr<fatpte_load_options, void (*)(fatpte_load_options*)> own_options(options, fatpte_load_options_free);
   for (const std::string& m : a.maps) {
-    if (fatpte_load_options_read_map(options, m.c_str(), &err) != FATPTE_OK) return fail_with(m, err);
+    if (fatpte_load_options_read_map(options, m.c_str(), &err) != FATPTE_OK) return fail_with(r, m, err);
   }
   for (const std::string& d : a.dirs) fatpte_load_options_add_search_dir(options, d.c_str());
   for (const std::string& lib : a.libraries) {
@@ -298,8 +343,8 @@ int run_with_c_api(const RunArgs& a) {
     const std::string id = eq == std::string::npos ? lib : lib.substr(0, eq);
     const std::string path = eq == std::string::npos ? "" : lib.substr(eq + 1);
     if (eq == std::string::npos || fatpte_load_options_set_library(options, id.c_str(), path.c_str()) != FATPTE_OK) {
-      return usage("--backend-lib takes ID=PATH (an ExecuTorch backend id such as XnnpackBackend, or kernels), or "
-                   "ID= to withhold it; got '" + lib + "'");
+      return usage(r, "--backend-lib takes ID=PATH (an ExecuTorch backend id such as XnnpackBackend, or kernels), or "
+                      "ID= to withhold it; got '" + lib + "'");
     }
   }
   if (!a.method.empty()) fatpte_load_options_set_method(options, a.method.c_str());
@@ -310,24 +355,32 @@ int run_with_c_api(const RunArgs& a) {
   if (!a.trusted_keys.empty()) {
     const auto keys = c_strings(a.trusted_keys);
     fatpte_trust* trust = nullptr;
-    if (fatpte_trust_load(keys.data(), keys.size(), &trust, &err) != FATPTE_OK) return fail_with("fatpte-run", err);
+    if (fatpte_trust_load(keys.data(), keys.size(), &trust, &err) != FATPTE_OK) return fail_with(r, "fatpte-run", err);
     fatpte_load_options_require_signature(options, trust);
     fatpte_load_options_refuse_downgrade(options, a.refuse_downgrade ? 1 : 0);
     fatpte_trust_free(trust);
   }
+  return kGoOn;
+}
 
-  fatpte_container* c = nullptr;
-  if (fatpte_open_file(a.file.c_str(), &c, &err) != FATPTE_OK) return fail_with(a.file, err);
-  std::unique_ptr<fatpte_container, void (*)(fatpte_container*)> own_container(c, fatpte_close);
-  if (!a.entry.empty()) {  // --entry NAME: that entry, by its index
-    uint32_t index = 0;
-    if (fatpte_find_entry(c, a.entry.c_str(), &index) != FATPTE_OK) {
-      return fail_with(a.file, fatpte::fail(fatpte::Error::ENTRY_NOT_FOUND, fatpte::kNoOffset, "entry",
-                                            "the container has no entry named '%s'", a.entry.c_str()));
-    }
-    fatpte_load_options_set_entry(options, index);
+// --entry NAME: that entry, by its index.
+int set_entry(const RunArgs& a, fatpte_container* c, fatpte_load_options* options, RunReport& r) {
+  if (a.entry.empty()) return kGoOn;
+  uint32_t index = 0;
+  if (fatpte_find_entry(c, a.entry.c_str(), &index) != FATPTE_OK) {
+    return fail_with(r, a.file, fatpte::fail(fatpte::Error::ENTRY_NOT_FOUND, fatpte::kNoOffset, "entry",
+                                             "the container has no entry named '%s'", a.entry.c_str()));
   }
-  // The library's load policy: signature, selection, then each eligible entry in turn.
+  fatpte_load_options_set_entry(options, index);
+  return kGoOn;
+}
+
+using Loaded = std::unique_ptr<fatpte_loaded, void (*)(fatpte_loaded*)>;
+
+// The library's load policy: signature, selection, then each eligible entry in turn.
+int load(const RunArgs& a, fatpte_container* c, fatpte_device* device, const fatpte_load_options* options,
+         Loaded& out, RunReport& r) {
+  fatpte_error err;
   const auto p = c_strings(a.prefer), x = c_strings(a.exclude);
   fatpte_loaded* loaded = nullptr;
   fatpte_load_report* report = nullptr;
@@ -340,16 +393,11 @@ int run_with_c_api(const RunArgs& a) {
     if (!selection.empty()) std::printf("%s\n", fatpte::terminal_safe(selection).c_str());
   }
   if (st != FATPTE_OK) {
-    // --json: every attempt and its reason on stdout, `chosen` null; the error follows on stderr.
-    if (a.json) {
-      std::printf("{\n  \"chosen\": null,\n  \"backend_id\": null,\n  \"method\": %s,\n  \"dispatch\": [%s\n  ],\n"
-                  "  \"calls\": [],\n  \"golden\": null\n}\n",
-                  fatpte::detail::json_quote(a.method.empty() ? "forward" : a.method).c_str(),
-                  json_lines(fatpte_load_report_dispatch(report)).c_str());
-    }
-    return fail_with(a.file, err);
+    // --json: every attempt and its reason, `chosen` null; the error follows on stderr.
+    if (a.json) r.dispatch = json_lines(fatpte_load_report_dispatch(report));
+    return fail_with(r, a.file, err);
   }
-  std::unique_ptr<fatpte_loaded, void (*)(fatpte_loaded*)> own_loaded(loaded, fatpte_unload);
+  out.reset(loaded);
   if (a.explain && !a.json) std::printf("%s\n", fatpte::terminal_safe(fatpte_loaded_explain(loaded)).c_str());
   uint32_t index = 0;
   const char* name = "";
@@ -358,33 +406,69 @@ int run_with_c_api(const RunArgs& a) {
   fatpte_entry_name(c, index, &name);
   fatpte_entry_backend_id(c, index, &backend);
   if (!a.json) std::printf("ran: %s [%s]\n", fatpte::printable(name).c_str(), fatpte::printable(backend).c_str());
+  r.chosen = fatpte::detail::json_quote(name);
+  r.backend_id = fatpte::detail::json_quote(backend);
+  r.method = fatpte_loaded_method(loaded);
+  return kGoOn;
+}
 
-  // --golden-report: the entry's golden calls, every figure; their outputs saved when asked.
-  std::string golden_json = "null";
-  int golden_rc = 0;
-  if (a.golden_report) {
-    fatpte_self_test_report* report = nullptr;
-    const fatpte_status gst = fatpte_self_test(c, loaded, a.save_outputs.empty() ? 0 : 1, &report, &err);
-    std::unique_ptr<fatpte_self_test_report, void (*)(fatpte_self_test_report*)> own_golden(report,
-                                                                                            fatpte_self_test_report_free);
-    if (report == nullptr) return fail_with(a.file, err);
-    golden_json = fatpte_self_test_report_json(report);
-    if (gst != FATPTE_OK) golden_rc = exit_code(static_cast<fatpte::Error>(gst));
-    if (!a.json) std::printf("golden: %s\n", fatpte::terminal_safe(fatpte_self_test_report_summary(report)).c_str());
-    std::size_t made = 0;
-    fatpte_self_test_report_call_count(report, &made);
-    for (std::size_t k = 0; k < made && !a.save_outputs.empty(); ++k) {
-      fatpte_tensor out;
-      for (std::size_t o = 0; fatpte_self_test_report_output(report, k, o, &out) == FATPTE_OK; ++o) {
-        std::string file;
-        // K counts the calls made, in the order of the report's "calls".
-        const fatpte::Status saved = save_output(a.save_outputs, k, o, from_c(out), file);
-        if (!saved.ok()) return fail_with("fatpte-run", saved);
-      }
+// --golden-report: the entry's golden calls, every figure; their outputs saved when asked. Exit 6
+// (its error recorded) when an output is outside its tolerance or a call cannot run.
+int golden_report(const RunArgs& a, fatpte_container* c, fatpte_loaded* loaded, RunReport& r) {
+  fatpte_error err;
+  fatpte_self_test_report* report = nullptr;
+  const fatpte_status gst = fatpte_self_test(c, loaded, a.save_outputs.empty() ? 0 : 1, &report, &err);
+  std::unique_ptr<fatpte_self_test_report, void (*)(fatpte_self_test_report*)> own_golden(report,
+                                                                                          fatpte_self_test_report_free);
+  if (report == nullptr) return fail_with(r, a.file, err);
+  r.golden = fatpte_self_test_report_json(report);
+  const std::string summary = fatpte_self_test_report_summary(report);
+  if (!a.json) std::printf("golden: %s\n", fatpte::terminal_safe(summary).c_str());
+  std::size_t made = 0;
+  fatpte_self_test_report_call_count(report, &made);
+  for (std::size_t k = 0; k < made && !a.save_outputs.empty(); ++k) {
+    fatpte_tensor out;
+    for (std::size_t o = 0; fatpte_self_test_report_output(report, k, o, &out) == FATPTE_OK; ++o) {
+      std::string file;
+      // K counts the calls made, in the order of the report's "calls".
+      const fatpte::Status saved = save_output(a.save_outputs, k, o, from_c(out), file);
+      if (!saved.ok()) return fail_with(r, "fatpte-run", saved);
     }
   }
+  return gst == FATPTE_OK ? kGoOn : record(r, static_cast<fatpte::Error>(gst), a.file + ": " + summary);
+}
 
-  std::string calls_json;
+// One call's outputs: saved when asked, into the report, printed as text without --json.
+int print_outputs(const RunArgs& a, fatpte_loaded* loaded, std::size_t k, RunReport& r) {
+  std::size_t count = 0;
+  fatpte_output_count(loaded, &count);
+  r.calls += std::string(k ? ", " : "") + "{\"outputs\": [";
+  for (std::size_t o = 0; o < count; ++o) {
+    fatpte_tensor out;
+    fatpte_output(loaded, o, &out);
+    const fatpte::Tensor t = from_c(out);
+    std::string file;
+    if (!a.save_outputs.empty()) {
+      const fatpte::Status saved = save_output(a.save_outputs, k, o, t, file);
+      if (!saved.ok()) return fail_with(r, "fatpte-run", saved);
+    }
+    r.calls += (o ? ", " : "") + output_json(t, file);
+    if (a.json) continue;
+    if (!a.input_text.empty()) {
+      std::printf("output:");
+      for (std::size_t i = 0; i < t.data.size() / sizeof(float); ++i) std::printf(" %.9g", t.as_double(i));
+      std::printf("\n");
+    } else {
+      std::printf("call %zu: output %zu: %s\n", k, o, fatpte::tensor_text(t).c_str());
+    }
+  }
+  r.calls += "]}";
+  return kGoOn;
+}
+
+// The calls of --inputs (or --input), in order, on the one loaded method.
+int execute(const RunArgs& a, fatpte_loaded* loaded, const std::vector<fatpte::Call>& calls, RunReport& r) {
+  fatpte_error err;
   for (std::size_t k = 0; k < calls.size(); ++k) {
     const auto& inputs = calls[k].inputs;
     std::vector<fatpte_tensor> in(inputs.size());
@@ -394,44 +478,53 @@ int run_with_c_api(const RunArgs& a) {
     }
     if (fatpte_execute(loaded, in.data(), in.size(), &err) != FATPTE_OK) {
       const char* full = fatpte_last_message();
-      std::fprintf(stderr, "%s\n",
-                   fatpte::terminal_safe(a.file + ": call " + std::to_string(k) + ": " +
-                                         (full[0] != '\0' ? full : err.message)).c_str());
-      return exit_code(static_cast<fatpte::Error>(err.code));
+      const std::string message = a.file + ": call " + std::to_string(k) + ": " + (full[0] != '\0' ? full : err.message);
+      std::fprintf(stderr, "%s\n", fatpte::terminal_safe(message).c_str());
+      return record(r, static_cast<fatpte::Error>(err.code), message);
     }
-    std::size_t count = 0;
-    fatpte_output_count(loaded, &count);
-    calls_json += std::string(k ? ", " : "") + "{\"outputs\": [";
-    for (std::size_t o = 0; o < count; ++o) {
-      fatpte_tensor out;
-      fatpte_output(loaded, o, &out);
-      const fatpte::Tensor t = from_c(out);
-      std::string file;
-      if (!a.save_outputs.empty()) {
-        const fatpte::Status saved = save_output(a.save_outputs, k, o, t, file);
-        if (!saved.ok()) return fail_with("fatpte-run", saved);
-      }
-      calls_json += (o ? ", " : "") + output_json(t, file);
-      if (a.json) continue;
-      if (text_mode) {
-        std::printf("output:");
-        for (std::size_t i = 0; i < t.data.size() / sizeof(float); ++i) std::printf(" %.9g", t.as_double(i));
-        std::printf("\n");
-      } else {
-        std::printf("call %zu: output %zu: %s\n", k, o, fatpte::tensor_text(t).c_str());
-      }
-    }
-    calls_json += "]}";
+    if (const int rc = print_outputs(a, loaded, k, r); rc != kGoOn) return rc;
   }
-  if (a.json) {
-    const std::string dispatch = json_lines(fatpte_loaded_explain(loaded));
-    std::printf("{\n  \"chosen\": %s,\n  \"backend_id\": %s,\n  \"method\": %s,\n  \"dispatch\": [%s\n  ],\n"
-                "  \"calls\": [%s],\n  \"golden\": %s\n}\n",
-                fatpte::detail::json_quote(name).c_str(), fatpte::detail::json_quote(backend).c_str(),
-                fatpte::detail::json_quote(fatpte_loaded_method(loaded)).c_str(), dispatch.c_str(), calls_json.c_str(),
-                golden_json.c_str());
+  return kGoOn;
+}
+
+// Read the calls, set the options, open the container, load an entry, run: each step's failure
+// ends the run with its error recorded in `r`.
+int run_with_c_api(const RunArgs& a, RunReport& r) {
+  std::vector<fatpte::Call> calls;
+  if (const int rc = read_calls(a, calls, r); rc != kGoOn) return rc;
+  fatpte_error err;
+  // The device is parsed once and handed over as a handle; none: this machine, probed for what
+  // the container's entries read.
+  fatpte_device* device = nullptr;
+  if (a.device != "host" && fatpte_device_load(a.device.c_str(), &device, &err) != FATPTE_OK) {
+    return fail_with(r, "fatpte-run", err);
   }
-  return std::fflush(stdout) == 0 ? golden_rc : 4;
+  std::unique_ptr<fatpte_device, void (*)(fatpte_device*)> own_device(device, fatpte_device_free);
+  fatpte_load_options* options = nullptr;
+  fatpte_load_options_new(&options);
+  const Options own_options(options, fatpte_load_options_free);
+  if (const int rc = set_options(a, options, r); rc != kGoOn) return rc;
+  fatpte_container* c = nullptr;
+  if (fatpte_open_file(a.file.c_str(), &c, &err) != FATPTE_OK) return fail_with(r, a.file, err);
+  std::unique_ptr<fatpte_container, void (*)(fatpte_container*)> own_container(c, fatpte_close);
+  if (const int rc = set_entry(a, c, options, r); rc != kGoOn) return rc;
+  Loaded loaded(nullptr, fatpte_unload);
+  if (const int rc = load(a, c, device, options, loaded, r); rc != kGoOn) return rc;
+  // --golden-report takes no calls (main refuses --inputs with it): the report is the run.
+  int rc = a.golden_report ? golden_report(a, c, loaded.get(), r) : kGoOn;
+  if (rc == kGoOn) rc = execute(a, loaded.get(), calls, r);
+  // The steps as they stand once the calls are made, as the report has always given them.
+  r.dispatch = json_lines(fatpte_loaded_explain(loaded.get()));
+  return rc == kGoOn ? 0 : rc;
+}
+
+// The run mode: the run, then with --json its report, whatever the outcome.
+int run_mode(const RunArgs& a) {
+  RunReport r;
+  r.method = a.method.empty() ? "forward" : a.method;
+  const int rc = run_with_c_api(a, r);
+  if (a.json) std::fputs(report_json(r).c_str(), stdout);
+  return std::fflush(stdout) == 0 ? rc : 4;
 }
 
 int select_only(const RunArgs& a) {
@@ -523,6 +616,89 @@ int device_json(int argc, char** argv) {
   return std::fflush(stdout) == 0 ? 0 : 4;
 }
 
+// The flags of the run and --select-only modes into `a` (usage and exit 2 on one it does not know).
+int parse_args(int argc, char** argv, RunArgs& a) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "--select-only") {
+      a.select = true;
+    } else if (arg == "--explain") {
+      a.explain = true;
+    } else if (arg == "--json") {
+      a.json = true;
+    } else if (arg == "--no-default-backends") {
+      a.defaults = false;
+    } else if (arg == "--no-fallback") {
+      a.fallback = false;
+    } else if (arg == "--self-test") {
+      a.self_test = true;
+    } else if (arg == "--golden-report") {
+      a.golden_report = true;
+    } else if (arg == "--with-executorch") {
+      a.with_executorch = true;
+    } else if (arg == "--refuse-downgrade") {
+      a.refuse_downgrade = true;
+    } else if (arg == "--executorch-log") {
+      a.executorch_log = true;
+    } else if (arg == "--require-signature") {
+      a.require_signature = true;
+    } else if (arg == "--trusted-key" && has_value) {
+      a.trusted_keys.push_back(argv[++i]);
+    } else if ((arg == "--device" || arg == "--prefer" || arg == "--exclude" || arg == "--backend-path" ||
+                arg == "--input" || arg == "--inputs" || arg == "--method" || arg == "--backend-lib" ||
+                arg == "--backend-map" || arg == "--entry" || arg == "--save-outputs") &&
+               has_value) {
+      const char* v = argv[++i];
+      if (arg == "--backend-path") a.dirs.push_back(v);
+      if (arg == "--input") a.input_text = v;
+      if (arg == "--inputs") a.inputs_json = v;
+      if (arg == "--method") a.method = v;
+      if (arg == "--backend-lib") a.libraries.push_back(v);
+      if (arg == "--backend-map") a.maps.push_back(v);
+      if (arg == "--device") a.device = v;
+      if (arg == "--entry") a.entry = v;
+      if (arg == "--save-outputs") a.save_outputs = v;
+      if (arg == "--prefer") split_into(v, a.prefer);
+      if (arg == "--exclude") split_into(v, a.exclude);
+    } else if (!arg.empty() && arg[0] != '-' && a.file.empty()) {
+      a.file = arg;
+    } else {
+      return usage("unexpected argument '" + arg + "'");
+    }
+  }
+  return kGoOn;
+}
+
+// The flags that do not go together, and what each mode needs.
+int check_args(const RunArgs& a) {
+  if (a.file.empty()) return usage("no container given");
+  if (a.require_signature != !a.trusted_keys.empty()) {
+    return usage("--require-signature needs --trusted-key PUBLIC.pem, and --trusted-key needs --require-signature");
+  }
+  if (a.refuse_downgrade && !a.require_signature) return usage("--refuse-downgrade goes with --require-signature");
+  if (a.require_signature && a.select) {
+    return usage("--require-signature verifies what is run: it does not go with --select-only");
+  }
+  if (a.with_executorch && !a.select) return usage("--with-executorch goes with --select-only (or --device-json)");
+  if (a.with_executorch && !fatpte::has_executorch()) {
+    return usage("--with-executorch: this fatpte-run was built without the ExecuTorch SDK");
+  }
+  if (a.select) return kGoOn;  // the rest is the run mode's
+  if (a.golden_report && (a.self_test || !a.input_text.empty() || !a.inputs_json.empty())) {
+    return usage("--golden-report runs the golden calls alone: it takes no --self-test, --inputs or --input");
+  }
+  if (!a.input_text.empty() && !a.inputs_json.empty()) {
+    return usage("give the calls with --inputs CALLS.json or --input VALUES.txt, not both");
+  }
+  if (a.input_text.empty() && a.inputs_json.empty() && !a.self_test && !a.golden_report) {
+    return usage("give the calls with --inputs CALLS.json (or one float32 input with --input VALUES.txt), or "
+                 "--self-test or --golden-report");
+  }
+  if (!a.save_outputs.empty() && !a.input_text.empty()) return usage("--save-outputs goes with --inputs or --golden-report");
+  return kGoOn;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -534,82 +710,11 @@ int main(int argc, char** argv) {
     if (argc >= 2 && std::strcmp(argv[1], "--device-json") == 0) return device_json(argc, argv);
     if (argc >= 3 && std::strcmp(argv[1], "--check-profile") == 0) return check_profiles(argc, argv);
     RunArgs a;
-    bool select = false, executorch_log = false, require_signature = false;
-    for (int i = 1; i < argc; ++i) {
-      const std::string arg = argv[i];
-      const bool has_value = i + 1 < argc;
-      if (arg == "--select-only") {
-        select = true;
-      } else if (arg == "--explain") {
-        a.explain = true;
-      } else if (arg == "--json") {
-        a.json = true;
-      } else if (arg == "--no-default-backends") {
-        a.defaults = false;
-      } else if (arg == "--no-fallback") {
-        a.fallback = false;
-      } else if (arg == "--self-test") {
-        a.self_test = true;
-      } else if (arg == "--golden-report") {
-        a.golden_report = true;
-      } else if (arg == "--with-executorch") {
-        a.with_executorch = true;
-      } else if (arg == "--refuse-downgrade") {
-        a.refuse_downgrade = true;
-      } else if (arg == "--executorch-log") {
-        executorch_log = true;
-      } else if (arg == "--require-signature") {
-        require_signature = true;
-      } else if (arg == "--trusted-key" && has_value) {
-        a.trusted_keys.push_back(argv[++i]);
-      } else if ((arg == "--device" || arg == "--prefer" || arg == "--exclude" || arg == "--backend-path" ||
-                  arg == "--input" || arg == "--inputs" || arg == "--method" || arg == "--backend-lib" ||
-                  arg == "--backend-map" || arg == "--entry" || arg == "--save-outputs") &&
-                 has_value) {
-        const char* v = argv[++i];
-        if (arg == "--backend-path") a.dirs.push_back(v);
-        if (arg == "--input") a.input_text = v;
-        if (arg == "--inputs") a.inputs_json = v;
-        if (arg == "--method") a.method = v;
-        if (arg == "--backend-lib") a.libraries.push_back(v);
-        if (arg == "--backend-map") a.maps.push_back(v);
-        if (arg == "--device") a.device = v;
-        if (arg == "--entry") a.entry = v;
-        if (arg == "--save-outputs") a.save_outputs = v;
-        if (arg == "--prefer") split_into(v, a.prefer);
-        if (arg == "--exclude") split_into(v, a.exclude);
-      } else if (!arg.empty() && arg[0] != '-' && a.file.empty()) {
-        a.file = arg;
-      } else {
-        return usage("unexpected argument '" + arg + "'");
-      }
-    }
-    if (a.file.empty()) return usage("no container given");
-    if (require_signature != !a.trusted_keys.empty()) {
-      return usage("--require-signature needs --trusted-key PUBLIC.pem, and --trusted-key needs --require-signature");
-    }
-    if (a.refuse_downgrade && !require_signature) return usage("--refuse-downgrade goes with --require-signature");
-    if (require_signature && select) {
-      return usage("--require-signature verifies what is run: it does not go with --select-only");
-    }
-    if (a.with_executorch && !select) return usage("--with-executorch goes with --select-only (or --device-json)");
-    if (a.with_executorch && !fatpte::has_executorch()) {
-      return usage("--with-executorch: this fatpte-run was built without the ExecuTorch SDK");
-    }
-    if (select) return select_only(a);
-    if (a.golden_report && (a.self_test || !a.input_text.empty() || !a.inputs_json.empty())) {
-      return usage("--golden-report runs the golden calls alone: it takes no --self-test, --inputs or --input");
-    }
-    if (!a.input_text.empty() && !a.inputs_json.empty()) {
-      return usage("give the calls with --inputs CALLS.json or --input VALUES.txt, not both");
-    }
-    if (a.input_text.empty() && a.inputs_json.empty() && !a.self_test && !a.golden_report) {
-      return usage("give the calls with --inputs CALLS.json (or one float32 input with --input VALUES.txt), or "
-                   "--self-test or --golden-report");
-    }
-    if (!a.save_outputs.empty() && !a.input_text.empty()) return usage("--save-outputs goes with --inputs or --golden-report");
-    fatpte::set_executorch_log(executorch_log);
-    const int rc = run_with_c_api(a);
+    if (const int rc = parse_args(argc, argv, a); rc != kGoOn) return rc;
+    if (const int rc = check_args(a); rc != kGoOn) return rc;
+    if (a.select) return select_only(a);
+    fatpte::set_executorch_log(a.executorch_log);
+    const int rc = run_mode(a);
 #ifndef FATPTE_RUN_TEARDOWN
     // The run's own objects are released (run_with_c_api has returned); what is left is the
     // process-wide teardown of the libraries it loaded: ExecuTorch's kernel registry and
