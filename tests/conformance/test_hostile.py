@@ -1,5 +1,5 @@
 """Hostile input, second round (issue 15): one regression test per class of the attack, with the
-observed input's shape at a few small sizes (tools/hostile.py builds them), asserting the bound
+observed input's shape at a few small sizes (tests/support/hostile.py builds them), asserting the bound
 by counted work (lines of fatpte executed, tests/work.py) or measured peak memory, never by time;
 and, where the C++ loader reads the same input, that it reports the same code, offset and field.
 """
@@ -26,7 +26,7 @@ from fatpte.ops.info import summary
 from tests.builds import missing_build
 from tests.paths import ROOT
 from tests.work import executed_lines, growth, peak_allocation
-from tools import hostile
+from tests.support import hostile
 
 LOADER = ROOT / "build" / "loader"
 DEVICE = "x86-64-v3"

@@ -38,7 +38,7 @@ from fatpte.ops import signing
 from fatpte.ops.check import compare_files
 from tests.builds import missing_build
 from tests.paths import ROOT
-from tools.gen_vectors import reseal
+from tests.support.vectors import reseal
 
 BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
 SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
@@ -330,8 +330,8 @@ def _forged_golden(build: Path, tmp: Path, revision: int) -> tuple[Path, Path, P
     golden digest, 2 does not), then, without any key, golden calls added to 'xnnpack' that name the
     golden tensors the container already holds (signed keys), each expecting another call's outputs,
     so that the entry would fail them. Returns (the forged container, the public key, the inputs)."""
-    from tools.gen_vectors import bundle_of, golden_of_entries, signed_before_golden, with_bundle, with_golden
-    from tools.gen_vectors import signed as signed_bytes
+    from tests.support.vectors import bundle_of, golden_of_entries, signed_before_golden, with_bundle, with_golden
+    from tests.support.vectors import signed as signed_bytes
 
     packed = pack(build, "mlp", tmp, ("xnnpack", "portable"))
     calls = golden_of_entries(packed.read_bytes())["portable"]
@@ -412,7 +412,7 @@ def misnamed(container: bytes, names: tuple[str, ...]) -> bytes:
     such offset: flatbuffers offsets point forward), the digest of their calls restated, the
     checksums resealed. E0422: the container is invalid."""
     from fatpte.manifest import model as M
-    from tools.gen_vectors import ManifestMap
+    from tests.support.vectors import ManifestMap
 
     data = bytearray(container)
     with fatpte.Container.from_buffer(bytes(data)) as c:
@@ -481,7 +481,7 @@ def test_the_fat_delegate_refuses_calls_naming_a_missing_method(build: Path, tmp
     program lacks is refused with E0422, self-test or not: the same finding as check and
     fatpte-run's self-test (this passed before the fix too; it holds the three to one answer)."""
     from tests.loader.test_fat_delegate_runtime import KERNELS, module_run
-    from tools.hostile import first_delegate
+    from tests.support.hostile import first_delegate
 
     if not (build / "et_module_runner").exists():
         missing_build(f"{build.relative_to(ROOT)}/et_module_runner is not built: run `make loader`")

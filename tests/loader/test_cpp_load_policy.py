@@ -113,7 +113,7 @@ def test_a_tampered_fallback_stops_the_run(exe: Path, two_of_one_backend_word: t
     """Bytes that do not hash as signed (E1311) are not a reason to try another entry: the run stops (exit 5)
     with the attempt saying so, before a byte of the entry reaches ExecuTorch."""
     from fatpte.fileio.checksum import crc32c
-    from tools.gen_vectors import reseal
+    from tests.support.vectors import reseal
 
     container, public, calls = two_of_one_backend_word
     data = bytearray(container.read_bytes())
@@ -285,7 +285,7 @@ def test_signed_weights_of_another_entry_are_not_handed_out(exe: Path, tmp_path:
     (each CRC32C recomputed): the run must not compute with them."""
     from fatpte.fileio.checksum import crc32c
     from fatpte.ops import signing
-    from tools.gen_vectors import reseal
+    from tests.support.vectors import reseal
 
     unlisted, inp = _dense(tmp_path, listed=False)
     private, public = _keys(tmp_path)
@@ -508,11 +508,11 @@ def test_a_self_test_through_the_reader_never_reads_unfetched_golden_tensors(tmp
 
 
 def test_the_r5_shape_is_valid_and_fetched_one_read_per_key(tmp_path: Path) -> None:
-    """Issue 42 R5's shape (tools/hostile.many_keys, bench/op_hostile.py's R5 row): one entry
+    """Issue 42 R5's shape (tests/support/hostile.many_keys, bench/op_hostile.py's R5 row): one entry
     listing many keys, each in a segment of its own, is valid in both languages, and the C reader
     fetches it with one read_at call per segment after opening (the work per read is counted by
     loader/tests/reader_test.cpp, FetchingAnEntryCostsWorkLinearInItsRanges)."""
-    from tools import hostile
+    from tests.support import hostile
 
     library = BUILDS["release"] / "libfatpte.so"
     if not library.exists():

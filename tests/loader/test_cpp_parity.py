@@ -288,7 +288,7 @@ def _table_count_container() -> bytes:
     entry, whose one target list holds 1000 references to one empty VersionConstraint table, over
     a million table visits in all, in a manifest large enough (a 600 KB provenance value, in one
     more entry) that its work budget is not reached first."""
-    from tools.gen_vectors import ManifestWriter, with_manifest
+    from tests.support.vectors import ManifestWriter, with_manifest
 
     w = ManifestWriter()
     targets = w.vector([w.table("VersionConstraint")] * 1000)

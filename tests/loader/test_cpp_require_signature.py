@@ -21,7 +21,7 @@ from fatpte.ops import signing
 from tests.builds import missing_build
 from tests.loader.test_cpp_dispatch import close, outputs, packed  # noqa: F401  (a fixture)
 from tests.paths import ROOT
-from tools.gen_vectors import reseal
+from tests.support.vectors import reseal
 
 BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
 

@@ -325,7 +325,7 @@ def test_fat_delegates_nest_at_most_four_deep(build: Path, tmp_path: Path, depth
     MAX_FAT_DELEGATE_DEPTH they run; past it the init at depth 5 is refused with E1010, as
     `fatpte validate` reports the same file (tests/ops/test_fat_nesting.py), and nothing deeper is
     read."""
-    from tools.hostile import nested_fat_delegates
+    from tests.support.hostile import nested_fat_delegates
 
     program = tmp_path / f"deep{depth}.pte"
     program.write_bytes(nested_fat_delegates((FIXTURES / "mlp_fat.pte").read_bytes(), depth))
@@ -350,7 +350,7 @@ def test_entries_sharing_the_level_below_are_initialised_once(build: Path, tmp_p
     payload already failed at its depth is now skipped with that reason, so the container at depth
     5 is refused once; and a tree that fits the limit still runs, through shared levels, wrappers
     and nested programs."""
-    from tools import hostile
+    from tests.support import hostile
 
     fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
     deep = tmp_path / "deep.pte"
@@ -404,7 +404,7 @@ def test_what_an_entry_needed_is_logged_escaped(build: Path, tmp_path: Path) -> 
     entry runs, the fat delegate logs each entry and what it needed, and that line quoted the
     entry's name, its backend id and a nested program's delegate ids raw, so bytes of the file
     reached the terminal (the `skipped` line before it was escaped). Every one is escaped now."""
-    from tools import hostile
+    from tests.support import hostile
 
     fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
     data = bytearray(hostile.fat_tree(fixture, [(1, [hostile.PROGRAM])]))
@@ -427,7 +427,7 @@ def test_a_nested_program_at_an_odd_offset_is_read_aligned(build: Path, tmp_path
     was made: UBSan stopped the run at a misaligned flatbuffer vector (issue 33's U1 again, one call
     earlier). Both now read one aligned copy, and the program runs."""
     from fatpte.executorch.rewrite import replace_segment
-    from tools import hostile
+    from tests.support import hostile
 
     fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
     delegate = hostile.first_delegate(fixture)
@@ -445,7 +445,7 @@ def test_a_nested_method_name_that_is_no_text_is_not_asked_for(build: Path, tmp_
     program's only method, named by the file (\\xa9orward, or ESC...), was asked for by that name,
     and ExecuTorch's own log printed it raw ("No method named ... in program"). The fat delegate
     now skips such a program, saying why, escaped, without asking ExecuTorch for the name."""
-    from tools import hostile
+    from tests.support import hostile
 
     data = bytearray(hostile.fat_tree((FIXTURES / "mlp_fat.pte").read_bytes(), [(1, [hostile.PROGRAM])]))
     nested = data.index(b"forward", data.index(b"forward") + 1)  # the nested program's method
@@ -467,7 +467,7 @@ def test_a_nested_program_the_runtime_aborts_on_is_skipped_with_validates_code(b
     program whose delegate lacks `processed` or a compile spec's value crashed in Method::init
     (SIGSEGV, exit 139). The fat delegate now refuses each before ExecuTorch sees it, with
     validate's code and the offset of the table (tests/executorch/test_executorch_references.py)."""
-    from tools import hostile
+    from tests.support import hostile
 
     fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
     nested = (FIXTURES / "mlp_portable.pte").read_bytes()
@@ -523,7 +523,7 @@ def test_fatpte_run_bounds_the_reference_check_of_shared_instructions(tmp_path: 
     reader has (1,000,000 objects plus the size): a chain listing 1000, 4000 and 16,000 references
     to one instruction of 2000 arguments is refused with E1005 by both (Python:
     tests/executorch/test_executorch_references.py), and 100 of 100 pass to ExecuTorch."""
-    from tools import hostile
+    from tests.support import hostile
 
     exe = BUILDS["release"] / "fatpte-run"
     if not exe.exists() or not SDK_LIB.is_dir():
@@ -551,7 +551,7 @@ def test_fatpte_run_refuses_a_tensor_executorch_cannot_size_as_python_does(tmp_p
     before), and set_input aborts when MethodMeta cannot size it. The C++ reader refuses every such
     tensor with Python's code and offset (tests/executorch/test_executorch_references.py), at the
     first of 16,000 inputs as at the first of 3."""
-    from tools import hostile
+    from tests.support import hostile
 
     exe = BUILDS["release"] / "fatpte-run"
     if not exe.exists() or not SDK_LIB.is_dir():

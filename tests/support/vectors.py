@@ -42,7 +42,7 @@ from fatpte.fileio.checksum import crc32c
 from fatpte.format import layout as L
 from tools import gen_calls_vectors
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VECTORS = ROOT / "specs" / "vectors"
 INDEX = "index.json"
 SUFFIX = ".nfat"
@@ -87,7 +87,7 @@ CONTENT_CODES = frozenset({
 })
 
 U64_MAX = (1 << 64) - 1
-PROGRAM_FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "executorch" / "mlp_portable.pte"
+PROGRAM_FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "executorch" / "mlp_portable.pte"
 U32_MAX = (1 << 32) - 1
 
 
@@ -1266,8 +1266,8 @@ def key_files() -> dict[str, tuple[bytes, ErrorCode | None, str]]:
         TRUSTED_KEY_FILES[0]: (_public_pem(ed), ok, key_id(ed.public_key())),
         TRUSTED_KEY_FILES[1]: (_public_pem(p256), ok, key_id(pub)),
         COMPRESSED_P256: (_pem(compressed), ok, key_id(pub)),
-        "refused-p256-explicit-parameters.pub.pem": (_pem(_explicit_p256(pub)), C, "P-256 with explicit curve "
-                                                     "parameters (RFC 5480 forbids them)"),
+        "refused-p256-explicit-parameters.pub.pem": (_pem(_explicit_p256(pub)), C, ("P-256 with explicit curve "
+                                                     "parameters (RFC 5480 forbids them)")),
         "refused-certificate-first.pub.pem": (cert + _public_pem(ed), C, "a certificate before the public key"),
         "refused-private-key-first.pub.pem": (private + _public_pem(p256), C, "a private key before the public key"),
         "refused-text-first.pub.pem": (b"release key, 2026\n" + _public_pem(ed), C, "a line of text before the key"),
@@ -1275,8 +1275,8 @@ def key_files() -> dict[str, tuple[bytes, ErrorCode | None, str]]:
         "refused-certificate.pub.pem": (cert, C, "a certificate and no PUBLIC KEY block"),
         # Found by the trusted_keys fuzz target: Python let cryptography's UnsupportedAlgorithm escape.
         "refused-unknown-algorithm.pub.pem": (_pem(bytes.fromhex("302a3005060300656e032100") + bytes(range(32))), C,
-                                              "an algorithm OID no library knows (1.3.101.110 without its first "
-                                              "byte)"),
+                                              ("an algorithm OID no library knows (1.3.101.110 without its first "
+                                               "byte)")),
     }
 
 
@@ -1851,7 +1851,7 @@ def _program_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
     runtime aborts or crashes on, or refuses (specs/executorch.md sections 3 and 4): each one edit
     of the payload, its CRC32C recomputed. The error is the program reader's, at the payload offset
     plus the table holding the reference or lacking the field."""
-    from tools import hostile
+    from tests.support import hostile
 
     C = ErrorCode
 
