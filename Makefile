@@ -52,7 +52,7 @@ check: $(STAMP) loader nginx
 
 lint: $(STAMP)
 	$(BIN)/mypy
-	$(BIN)/ruff check fatpte
+	$(BIN)/ruff check fatpte tests/support
 	$(BIN)/lint-imports --no-cache
 	$(PY) tools/check_includes.py
 
