@@ -55,6 +55,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check fatpte tests/support
 	$(BIN)/lint-imports --no-cache
 	$(PY) tools/check_includes.py
+	$(PY) tools/check_function_size.py
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .mypy_cache .hypothesis
