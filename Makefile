@@ -56,6 +56,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 	$(PY) tools/check_includes.py
 	$(PY) tools/check_function_size.py
+	$(PY) tools/check_paths.py
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .mypy_cache .hypothesis

@@ -1,4 +1,4 @@
-// Verifying signed containers (specs/nfat-signature.md), mirroring fatpte/ops/signing.py check for
+// Verifying signed containers (specs/nfat-signature.md), mirroring fatpte/ops/signing/ check for
 // check and in its order: the bundle read as strict JSON, the DSSE signature with OpenSSL's
 // libcrypto, the in-toto statement, then the container's entries and named-data keys against it.
 // Every input is bounded (64 MiB bundle of at most 4096 JSON values, 16 levels of JSON, 16
