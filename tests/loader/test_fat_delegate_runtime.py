@@ -34,12 +34,11 @@ import pytest
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.pte import read_program
 from fatpte.executorch.rewrite import replace_segment
-from tests.builds import missing_build
+from tests.builds import SDK_LIB, loader_build
 from tests.paths import ROOT
 from tests.scripts import load_script
 
-BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
-SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
+pytestmark = pytest.mark.loader_build("et_module_runner", sdk=True)  # `build`: tests/loader/conftest.py
 FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
 VECTORS = ROOT / "specs" / "vectors"
 KERNELS = SDK_LIB / "libexecutorch_kernels_optimized.so"
@@ -50,15 +49,6 @@ FATPTE = [sys.executable, "-m", "fatpte"]
 
 def _example() -> ModuleType:
     return load_script("loader/examples/executorch_example.py")
-
-
-@pytest.fixture(params=sorted(BUILDS))
-def build(request: pytest.FixtureRequest) -> Path:
-    folder: Path = BUILDS[request.param]
-    if not (folder / "et_module_runner").exists() or not SDK_LIB.is_dir():
-        missing_build(f"{folder.relative_to(ROOT)}/et_module_runner or the ExecuTorch SDK is not built: run "
-                    "`make loader` (make test builds both first)")
-    return folder
 
 
 def call_files(model: str, tmp: Path) -> list[str]:
@@ -272,9 +262,8 @@ def test_fatpte_run_runs_a_fat_delegate_program_from_a_container(tmp_path: Path)
     """Issue 32: with no path options fatpte-run finds the fat delegate library beside libfatpte,
     loads the libraries the fat delegate's entries run on (XNNPACK, from the SDK's folder, as for
     any program), and says in --explain and --json which inner entry ran and why not the others."""
-    exe = BUILDS["release"] / "fatpte-run"
-    if not exe.exists() or not SDK_LIB.is_dir():
-        missing_build("build/loader/fatpte-run is not built: run `make loader`")
+    release = loader_build("release", "fatpte-run", sdk=True)
+    exe = release / "fatpte-run"
     container = tmp_path / "mlp_fat.nfat"
     subprocess.run([*FATPTE, "pack", "-q", "-f", "-o", str(container),
                     str(FIXTURES / "mlp_fat.pte")], check=True)
@@ -500,9 +489,8 @@ def test_fatpte_run_refuses_each_program_vector_with_its_code_offset_and_field(t
     """The program reference vectors (v2-program-*: specs/executorch.md section 4) through
     fatpte-run: the intact one runs; each other is refused with the code, offset and field the
     index gives (Python's), never by ExecuTorch aborting or crashing (exit 134, 139 before)."""
-    exe = BUILDS["release"] / "fatpte-run"
-    if not exe.exists() or not SDK_LIB.is_dir():
-        missing_build("build/loader/fatpte-run is not built: run `make loader`")
+    release = loader_build("release", "fatpte-run", sdk=True)
+    exe = release / "fatpte-run"
     calls = _example().write_calls("mlp", tmp_path / "calls.json")
     vectors = _program_vectors()
     assert len(vectors) == 10
@@ -525,9 +513,8 @@ def test_fatpte_run_bounds_the_reference_check_of_shared_instructions(tmp_path: 
     tests/executorch/test_executorch_references.py), and 100 of 100 pass to ExecuTorch."""
     from tests.support import hostile
 
-    exe = BUILDS["release"] / "fatpte-run"
-    if not exe.exists() or not SDK_LIB.is_dir():
-        missing_build("build/loader/fatpte-run is not built: run `make loader`")
+    release = loader_build("release", "fatpte-run", sdk=True)
+    exe = release / "fatpte-run"
     calls = _example().write_calls("mlp", tmp_path / "calls.json")
     for refs, args, said in ((100, 100, "ExecuTorch refused the program"),
                              (1000, 2000, "fatpte refused the ExecuTorch program: E1005"),
@@ -553,9 +540,8 @@ def test_fatpte_run_refuses_a_tensor_executorch_cannot_size_as_python_does(tmp_p
     first of 16,000 inputs as at the first of 3."""
     from tests.support import hostile
 
-    exe = BUILDS["release"] / "fatpte-run"
-    if not exe.exists() or not SDK_LIB.is_dir():
-        missing_build("build/loader/fatpte-run is not built: run `make loader`")
+    release = loader_build("release", "fatpte-run", sdk=True)
+    exe = release / "fatpte-run"
     calls = _example().write_calls("mlp", tmp_path / "calls.json")
     for inputs in (3, 16000):
         program = hostile.pte_dynamic_inputs(inputs, **shape)
