@@ -74,7 +74,7 @@ def shared_payload(entries: int, *, requires: bool = True) -> bytes:
     from tests.support.vectors import packed
 
     payload = blob("hostile-shared", 64)
-    req = {"arch": ["x86_64", "aarch64"]} if requires else None
+    req: Any = {"arch": ["x86_64", "aarch64"]} if requires else None
     return packed([fatpte.Specialization("xnnpack", payload, name=f"e{i:05d}", requires=req)
                    for i in range(entries)])
 
@@ -407,7 +407,8 @@ def value_index_site(program: bytes, where: str) -> tuple[int, int, int]:
     plan = root.tables(1, "execution_plan")[0]
     count = len(plan.tables(2, "values"))
     name, index = where.rsplit("[", 1)
-    table, slot = plan, {"inputs": 3, "outputs": 4}.get(name)
+    table: Any = plan
+    slot = {"inputs": 3, "outputs": 4}.get(name)
     if slot is None:  # instructions[K].args
         k = int(name.split("[")[1].split("]")[0])
         _, table = plan.tables(5, "chains")[0].tables(2, "instructions")[k].union(0, 1, "instr_args")

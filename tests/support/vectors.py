@@ -24,6 +24,7 @@ manifest's own rule fails.
 from __future__ import annotations
 
 import argparse
+import builtins
 import hashlib
 import json
 import math
@@ -121,7 +122,7 @@ def blob(seed: str, size: int, kind: bytes | None = None) -> bytes:
 
 
 def packed(specs: Sequence[fatpte.Specialization], *, version: int = 2, alignment: int | None = None,
-           named_data: dict[str, bytes] | None = None) -> bytes:
+           named_data: dict[str, bytes | fatpte.NamedData] | None = None) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         dest = Path(tmp) / "c.nfat"
         fatpte.pack(specs, dest, version=version, alignment=alignment, named_data=named_data)
@@ -505,7 +506,7 @@ class ManifestWriter:
             self.b.PrependInt32(v)
         return int(self.b.EndVector())
 
-    def finish(self, root: int) -> bytes:
+    def finish(self, root: int) -> builtins.bytes:  # `bytes` in this class is the method above
         self.b.Finish(root, L.MANIFEST_IDENTIFIER)
         return bytes(self.b.Output())
 
@@ -584,7 +585,7 @@ def valid_vectors() -> list[Vector]:
         "priorities at both ends of i32")
     add("v2-short-payload", packed([S("tiny", b"\x01\x02\x03")]),
         "a 3-byte payload: too short for a payload kind, so the kind is zero")
-    signature = {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 3]}],
+    signature: Any = {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 3]}],
                               "outputs": [{"dtype": "float32", "shape": [1]}]}]}
     digest = "sha256:" + hashlib.sha256(b"source program").hexdigest()
     add("v2-manifest", packed([
@@ -615,7 +616,7 @@ def valid_vectors() -> list[Vector]:
           source_digest=digest, payload_sha256=True),
     ], named_data={"w.a": blob("nd-s0", 96), "w.b": blob("nd-s1", 10)}),
         "two entries sharing named data in two segments, with signatures, source digests and payload SHA-256")
-    def state(name: str | None) -> dict[str, object]:
+    def state(name: str | None) -> Any:
         buffer: dict[str, object] = {"dtype": "float32", "shape": [1, 8, 4]}
         return {"methods": [{**signature["methods"][0], "buffers": [{"name": name, **buffer} if name else buffer]}]}
 
@@ -625,7 +626,7 @@ def valid_vectors() -> list[Vector]:
         S("native", blob("st-e2", 40), signature=state("k_cache")),
     ]), "three entries with one buffer each, named by two of them only: names are compared only where "
         "both entries have one, so they agree")
-    layout = {"dtype": "float32", "sizes": [2, 3, 4], "dim_order": [0, 2, 1]}
+    layout: Any = {"dtype": "float32", "sizes": [2, 3, 4], "dim_order": [0, 2, 1]}
     add("v3-golden", golden_packed(), "v2-named-data's two entries with two golden calls each (specs/nfat-manifest.md "
         "section 11): four golden tensors as named data with layouts, entry 'gpu' with wider tolerances")
     add("v2-manifest-revision-2", packed([
@@ -1917,7 +1918,7 @@ def rewritten(base: Vector, name: str, description: str, change: Callable[[Any],
 def _named_data_specs() -> list[fatpte.Specialization]:
     """The two entries of v2-named-data, to pack again with something added."""
     S = fatpte.Specialization
-    signature = {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 3]}],
+    signature: Any = {"methods": [{"name": "forward", "inputs": [{"dtype": "float32", "shape": [1, 3]}],
                               "outputs": [{"dtype": "float32", "shape": [1]}]}]}
     digest = "sha256:" + hashlib.sha256(b"source program").hexdigest()
     return [S("xnnpack", blob("nd-e0", 40), name="cpu", alignment=8, named_data=["w.a", "w.b"], signature=signature,
