@@ -23,20 +23,16 @@ from fatpte.errors import MAX_FINDINGS_PER_CODE, ErrorCode, FatpteError, Selecti
 from fatpte.manifest.model import work_budget
 from fatpte.ops.diff import compare
 from fatpte.ops.info import summary
-from tests.builds import missing_build
+from tests.builds import loader_build
 from tests.paths import ROOT
-from tests.work import executed_lines, growth, peak_allocation
 from tests.support import hostile
+from tests.work import executed_lines, growth, peak_allocation
 
-LOADER = ROOT / "build" / "loader"
 DEVICE = "x86-64-v3"
 
 
 def loader_tool(name: str) -> Path:
-    path = LOADER / name
-    if not path.exists():
-        missing_build(f"{path.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
-    return path
+    return loader_build("release", name) / name
 
 
 def python_line(data: bytes) -> str:
