@@ -12,7 +12,7 @@ a word that starts with one of the repository's top-level folders (fatpte/, load
 at the start of a token and ends with a file extension (.py, .md, .cpp, ...). Globs and
 placeholders (`*`, `<name>`, `{a,b}`, `...`, NAME) are skipped. A C or C++ header quoted as it is
 included (`fatpte/status.hpp`) is found under loader/include/ too, and a path relative to a folder
-above the quoting file (loader/README.md's `tests/json_test.cpp`) under that folder.
+above the quoting file under that folder (loader/README.md quotes loader/tests/ as `tests/`).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def prose(rel: str, text: str) -> list[tuple[int, str]]:
 
 def _exists(path: str, quoted_in: str) -> bool:
     """At the root, under loader/include/ (a header as included), or under a folder above the quoting
-    file (loader/README.md quotes `tests/json_test.cpp`: loader/ is a project of its own)."""
+    file (loader/README.md quotes loader/tests/ as `tests/`: loader/ is a project of its own)."""
     above = [p.as_posix() + "/" for p in Path(quoted_in).parents if p.as_posix() != "."]
     return any((ROOT / (base + path)).exists() for base in (*INCLUDE_ROOTS, *above))
 
