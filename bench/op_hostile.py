@@ -1,4 +1,4 @@
-"""Worst cases (issues 15 and 33): the shapes of the attacks on the readers (tools/hostile.py), each
+"""Worst cases (issues 15 and 33): the shapes of the attacks on the readers (tests/support/hostile.py), each
 built at three sizes (x1, x4, x16) and read by Python (the `fatpte` command) and by the C++ loader
 (its tools), timed as whole processes (start-up included) with their peak RSS. Work is bounded by
 the file (specs/nfat.md section 9): time and memory must grow no faster than the file, i.e. at
@@ -91,8 +91,8 @@ def _keys(flag: str) -> list[str]:
 def signed_shapes(work: Path) -> list[Shape]:
     """Issue 33: signed loading (S2, S5, S6) and trusted-key files, as `fatpte verify`,
     `fatpte-verify` and `fatpte-run --require-signature` read them."""
-    from tools import hostile
-    from tools.gen_vectors import bundle_of, with_bundle
+    from tests.support import hostile
+    from tests.support.vectors import bundle_of, with_bundle
 
     base = Path(SIGNED).read_bytes()
     no_calls = work / "hostile-no-calls.json"
@@ -128,7 +128,7 @@ def run_shapes(work: Path) -> list[Shape]:
     nested and shared (F1) through `fatpte validate` and ExecuTorch's own Module runner with the
     fat delegate's library."""
     import fatpte
-    from tools import hostile
+    from tests.support import hostile
 
     model = work / "hostile-mlp.nfat"
     fatpte.pack([fatpte.Specialization("portable", ET_FIXTURES / "mlp_portable.pte", name="portable")], model)
@@ -154,7 +154,7 @@ def run_shapes(work: Path) -> list[Shape]:
 def golden_shapes() -> list[Shape]:
     """Issue 42 C1: `fatpte check` of two entries with ever more golden calls (each run by
     fatpte-run, each output paired with the other entry's)."""
-    from tools import hostile
+    from tests.support import hostile
 
     check = _tool("Python `fatpte check`", [FATPTE, "--runtime", str(LOADER / "fatpte-run"), "check", "{}"], (0,))
     return [
@@ -186,7 +186,7 @@ sys.exit(0 if ok else 1)
 def reader_shapes() -> list[Shape]:
     """Issue 42 R5: the C reader fetching an entry of many named-data keys, which it did in
     quadratic work (each range compared with every range fetched before)."""
-    from tools import hostile
+    from tests.support import hostile
 
     fetch = _tool("C reader `fatpte_reader_fetch_entry` (ctypes)",
                   [PYTHON, "-c", READER_FETCH, str(LOADER / "libfatpte.so"), "{}"], (0,))
@@ -197,7 +197,7 @@ def reader_shapes() -> list[Shape]:
 
 
 def shapes() -> list[Shape]:
-    from tools import hostile
+    from tests.support import hostile
 
     validate_py = _python(["validate", "-q", "{}"], (0, 1))
     validate_cpp = _cpp("fatpte-validate", ["{}"], (0, 1))
@@ -290,7 +290,7 @@ ENTRY_COUNTS = (1024, 16_384, 65_536)
 
 def entries_table(ctx: Context) -> list[str]:
     """The scale section's table: 1k, 16k and 64k entries sharing one payload, Python and C++."""
-    from tools import hostile
+    from tests.support import hostile
 
     counts = tuple(max(16, int(n * scale())) for n in ENTRY_COUNTS)
     shape = Shape(

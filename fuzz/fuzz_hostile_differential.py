@@ -88,7 +88,7 @@ def compare_container(data: bytes) -> None:
 
 @functools.cache
 def _plain_container() -> bytes:
-    from tools.hostile import shared_payload
+    from tests.support.hostile import shared_payload
 
     return shared_payload(1, requires=False)
 

@@ -68,7 +68,7 @@ def check_validate(data: bytes, levels: Levels, pristine: bool) -> None:
     from fatpte.executorch.pte import read_program
     from fatpte.format.layout import MAGIC, MAX_FAT_DELEGATE_DEPTH
     from fatpte.ops.fat_delegate import validate_nfat_delegates
-    from tools import hostile
+    from tests.support import hostile
 
     _counted()
     _READS[0] = 0
@@ -123,7 +123,7 @@ def check_runtime(build: Path, data: bytes, levels: Levels, pristine: bool) -> N
 
     from fatpte.format.layout import MAGIC, MAX_FAT_DELEGATE_DEPTH
     from tests.paths import ET_FIXTURES
-    from tools import hostile
+    from tests.support import hostile
 
     sdk = _harness.ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
     call = json.loads((ET_FIXTURES / "fixtures.json").read_text())["files"]["mlp_portable.pte"]["calls"][0]

@@ -31,7 +31,7 @@ Verdict = tuple[tuple[int, int | None, str | None], str, tuple[str, ...]]  # fir
 def _keys() -> tuple[Any, Any]:
     """The trusted keys of the signing vectors, in both: Python's and the C API's."""
     from fatpte.ops.signing import load_trusted_keys
-    from tools.gen_vectors import TRUSTED_KEY_FILES, VECTORS
+    from tests.support.vectors import TRUSTED_KEY_FILES, VECTORS
 
     paths = [str(VECTORS / name) for name in TRUSTED_KEY_FILES]
     lib = _lib()

@@ -91,7 +91,7 @@ def signature_seeds() -> list[bytes]:
 
     sys.path.insert(0, str(ROOT))
     from tests.strategies import hostile_signed_cases
-    from tools.gen_vectors import bundle_of, region
+    from tests.support.vectors import bundle_of, region
 
     index = json.loads((VECTORS / "index.json").read_text())["vectors"]
     out = []

@@ -334,7 +334,7 @@ def long_texts(max_repeat: int) -> st.SearchStrategy[str]:
 def hostile_manifest_containers(draw: st.DrawFn, max_refs: int = 3000, max_repeat: int = 20_000) -> bytes:
     """A container whose manifest shares strings, tables and vectors at random, with entries that
     match its table or not, and now and then one byte changed in the manifest (checksum updated)."""
-    from tools.gen_vectors import ManifestWriter, blob, with_manifest
+    from tests.support.vectors import ManifestWriter, blob, with_manifest
 
     w = ManifestWriter()
     names = [f"e{i}" for i in range(draw(st.integers(1, 12)))]
@@ -387,7 +387,7 @@ def hostile_manifest_containers(draw: st.DrawFn, max_refs: int = 3000, max_repea
 def hostile_entry_containers(draw: st.DrawFn, max_entries: int = 2000) -> bytes:
     """Many entries sharing one payload, each with a manifest entry or not."""
     from fatpte.manifest.codec import encode
-    from tools.gen_vectors import blob, with_manifest
+    from tests.support.vectors import blob, with_manifest
 
     n = max(1, draw(few_or_many(max_entries)))
     names = [f"e{i:05d}" for i in range(n)]
@@ -434,7 +434,7 @@ def hostile_profiles(draw: st.DrawFn) -> bytes:
 @st.composite
 def hostile_programs(draw: st.DrawFn) -> bytes:
     """An ExecuTorch program whose operator table references one operator, long-named, many times."""
-    from tools.hostile import pte_shared_operator
+    from tests.support.hostile import pte_shared_operator
 
     data = bytearray(pte_shared_operator(draw(few_or_many(20_000)), draw(few_or_many(200_000))))
     if draw(st.integers(0, 3)) == 0:
@@ -509,7 +509,7 @@ def _signable(draw: st.DrawFn) -> tuple[list[Specialization], dict[str, bytes]]:
 @st.composite
 def hostile_signed_cases(draw: st.DrawFn) -> tuple[bytes, bytes | None, str | None]:
     """(container, detached bundle or None, device profile for the downgrade check or None): a
-    container packed and signed with a conformance test key (tools/gen_vectors.test_key; "untrusted"
+    container packed and signed with a conformance test key (tests/support/vectors.test_key; "untrusted"
     is a key no verifier trusts), then made hostile: entries added after signing (S6), a hostile
     manifest under the signature (S2), a payload byte changed, thinned; its statement changed and
     signed again (so the checks after the signature read it), its bundle changed without a key
@@ -520,8 +520,8 @@ def hostile_signed_cases(draw: st.DrawFn) -> tuple[bytes, bytes | None, str | No
     from pathlib import Path
 
     from fatpte.ops.signing import unsign
-    from tools import hostile
-    from tools.gen_vectors import bundle_of, signed, test_key, with_bundle
+    from tests.support import hostile
+    from tests.support.vectors import bundle_of, signed, test_key, with_bundle
 
     key = draw(st.sampled_from(["ed25519", "ed25519", "p256", "untrusted"]))
     specs, shared = draw(_signable())
@@ -583,7 +583,7 @@ def _key_ders() -> dict[str, bytes]:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec, ed448, x25519
 
-    from tools import gen_vectors
+    from tests.support import vectors as gen_vectors
 
     files = gen_vectors.key_files()
     pem = {name: body for name, (body, _, _) in files.items()}
@@ -728,12 +728,12 @@ _FAT_FIXTURE: list[bytes] = []
 def hostile_fat_trees(draw: st.DrawFn, max_levels: int = 8, max_fan: int = 64) -> tuple[bytes, tuple[
         tuple[int, tuple[str, ...]], ...], bool]:
     """(program, levels, pristine): tests/fixtures/executorch/mlp_fat.pte with its fat delegate
-    wrapped in 0 to `max_levels` levels (tools/hostile.fat_tree): version 1 or 2 containers of up
+    wrapped in 0 to `max_levels` levels (tests/support/hostile.fat_tree): version 1 or 2 containers of up
     to `max_fan` entries mixing fat payloads, nested programs and junk, each kind sharing the level
     below (in version 1, now and then each entry one byte longer than the one before); now and then
     one byte of the fat delegate's payload changed (not pristine)."""
     from tests.paths import ET_FIXTURES
-    from tools import hostile
+    from tests.support import hostile
 
     if not _FAT_FIXTURE:
         _FAT_FIXTURE.append((ET_FIXTURES / "mlp_fat.pte").read_bytes())

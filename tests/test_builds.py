@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.builds import REQUIRE_ENV
 from tests.paths import ROOT
@@ -98,3 +99,24 @@ def test_the_sdk_is_replaced_only_once_the_new_one_is_complete(tmp_path: Path) -
 
     assert unpack(_wheel(tmp_path / "d.whl", {config: b"# d", "executorch/lib/libtwo.so": b"2"}), dest) == 2
     assert sorted(p.name for p in (dest / "executorch" / "lib").iterdir()) == ["libtwo.so"]
+
+
+def test_a_target_make_demo_does_not_build_is_a_missing_build_not_a_missing_file(tmp_path: Path,
+                                                                                   monkeypatch: Any) -> None:
+    """After `make demo` build/loader holds fatpte-run and not fatpte-validate: the one loader-build
+    fixture (tests/loader/conftest.py, through tests.builds.loader_build) skips a test that needs
+    the second, naming it, in the fast subset, and fails it under `make test`."""
+    import pytest
+
+    from tests import builds
+
+    (tmp_path / "fatpte-run").write_bytes(b"")
+    monkeypatch.setitem(builds.LOADER_BUILDS, "release", tmp_path)
+    monkeypatch.setattr(builds, "ROOT", tmp_path.parent)
+    monkeypatch.delenv(REQUIRE_ENV, raising=False)
+    assert builds.loader_build("release", "fatpte-run") == tmp_path
+    with pytest.raises(pytest.skip.Exception, match=rf"{tmp_path.name}/fatpte-validate not built: run `make loader`"):
+        builds.loader_build("release", "fatpte-run", "fatpte-validate")
+    monkeypatch.setenv(REQUIRE_ENV, "1")
+    with pytest.raises(pytest.fail.Exception, match="fatpte-validate not built"):
+        builds.loader_build("release", "fatpte-validate")

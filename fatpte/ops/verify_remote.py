@@ -1,7 +1,7 @@
 """`verify_remote`: `fatpte verify` of a container at a URL (docs/remote.md, specs/remote.md
 section 2), by range requests.
 
-The signature check (fatpte/ops/signing.py, `verify_container`) reads a mapped container. Here
+The signature check (fatpte/ops/signing/verification.py, `verify_container`) reads a mapped container. Here
 it reads one made of exactly the bytes it needs (`RemoteContainer.local_copy`): the metadata the
 first request brought, the signature region (one request), and, only when the envelope holds a
 signature of a trusted key, every payload and segment, near ones in one request. Whatever the

@@ -6,7 +6,7 @@
 //   0  a bundle, in place of the embedded one of specs/vectors/v2-signed.nfat
 //   1  a bundle, given detached for v2-sig-stripped.nfat (v2-signed without its region)
 //   2  a statement (the envelope's payload), signed here with the Ed25519 conformance test key
-//      (tools/gen_vectors.py test_key: its seed is the SHA-256 of "fatpte conformance key
+//      (tests/support/vectors.py test_key: its seed is the SHA-256 of "fatpte conformance key
 //      ed25519"), so every check after the signature reads it; embedded as in 0
 //   3  a statement signed so, given detached as in 1
 //   *  a whole container, with its own region
@@ -119,7 +119,7 @@ std::string bundle_over(const std::uint8_t* statement, std::size_t size) {
 }
 
 // v2-signed.nfat with `bundle` as its region (last in the file): its size, CRC32C, the
-// container's size and the header checksum written anew, as tools/gen_vectors.with_bundle does.
+// container's size and the header checksum written anew, as tests/support/vectors.with_bundle does.
 std::vector<std::uint8_t> with_bundle(const std::string& bundle) {
   std::vector<std::uint8_t> out = fixed().signed_file;
   const std::size_t slot = F::kSignatureSlotOffset;

@@ -1,5 +1,5 @@
 """Real ExecuTorch models through the C++ loader (issue 13): the demo of `make demo-executorch`
-and the helpers its tests use (tests/test_cpp_executorch.py).
+and the helpers its tests use (tests/loader/test_cpp_executorch.py).
 
 A committed fixture model (tests/fixtures/executorch/: ExecuTorch 1.5.1 exports with the eager
 outputs torch recorded for two calls) is packed with `fatpte pack --from pack.toml`: its XNNPACK

@@ -20,7 +20,7 @@ import pytest
 import fatpte
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.ops import golden as G
-from tests.builds import missing_build
+from tests.builds import loader_build
 from tests.paths import ROOT
 
 CALLS = ROOT / "specs" / "vectors" / "calls"
@@ -62,8 +62,7 @@ def test_python_reads_each_vector_as_the_index_says(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(INDEX))
 def test_cpp_reads_each_vector_as_the_index_says(name: str, tmp_path: Path) -> None:
-    if not FATPTE_RUN.exists():
-        missing_build("build/loader/fatpte-run is not built: run `make loader`")
+    loader_build("release", "fatpte-run")
     row = INDEX[name]
     assert cpp_outcome(CALLS / name, tmp_path) == (None if row["accepted"] else row["error"]), row["description"]
 

@@ -1,5 +1,5 @@
 """Hostile input, second round (issue 15): one regression test per class of the attack, with the
-observed input's shape at a few small sizes (tools/hostile.py builds them), asserting the bound
+observed input's shape at a few small sizes (tests/support/hostile.py builds them), asserting the bound
 by counted work (lines of fatpte executed, tests/work.py) or measured peak memory, never by time;
 and, where the C++ loader reads the same input, that it reports the same code, offset and field.
 """
@@ -23,20 +23,16 @@ from fatpte.errors import MAX_FINDINGS_PER_CODE, ErrorCode, FatpteError, Selecti
 from fatpte.manifest.model import work_budget
 from fatpte.ops.diff import compare
 from fatpte.ops.info import summary
-from tests.builds import missing_build
+from tests.builds import loader_build
 from tests.paths import ROOT
+from tests.support import hostile
 from tests.work import executed_lines, growth, peak_allocation
-from tools import hostile
 
-LOADER = ROOT / "build" / "loader"
 DEVICE = "x86-64-v3"
 
 
 def loader_tool(name: str) -> Path:
-    path = LOADER / name
-    if not path.exists():
-        missing_build(f"{path.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
-    return path
+    return loader_build("release", name) / name
 
 
 def python_line(data: bytes) -> str:

@@ -30,7 +30,7 @@ from fatpte.format import codec, structure
 from fatpte.format import layout as L
 from fatpte.manifest import codec as MC
 from tests.strategies import mutated_containers, pack_bytes, read_everything
-from tools.gen_vectors import VECTORS, reseal
+from tests.support.vectors import VECTORS, reseal
 
 INDEX: dict[str, Any] = json.loads((VECTORS / "index.json").read_text())["vectors"]
 FUZZ = settings(max_examples=150, deadline=None,

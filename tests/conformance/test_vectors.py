@@ -16,7 +16,7 @@ import fatpte
 from fatpte.device.profile import DeviceProfile
 from fatpte.errors import ErrorCode, SelectionError, Severity
 from fatpte.format.layout import HEADER_CHECKSUM_OFFSET
-from tools import gen_vectors
+from tests.support import vectors as gen_vectors
 
 VECTORS = gen_vectors.VECTORS
 INDEX: dict[str, Any] = json.loads((VECTORS / gen_vectors.INDEX).read_text())["vectors"]

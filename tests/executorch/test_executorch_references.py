@@ -23,7 +23,7 @@ from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.pte import read_program
 from fatpte.ops.fat_delegate import validate_nfat_delegates
 from tests.paths import ROOT
-from tools import hostile
+from tests.support import hostile
 
 FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
 NESTED = FIXTURES / "mlp_portable.pte"  # 20 values, input 4, output 17, five kernel calls, two int lists

@@ -13,7 +13,7 @@ import pytest
 import fatpte
 from bench.op_loader import parse
 from fatpte.device.profile import DeviceProfile
-from tests.builds import missing_build
+from tests.builds import loader_build
 from tests.paths import ROOT
 
 EXE = ROOT / "build" / "loader" / "fatpte_bench"
@@ -21,9 +21,7 @@ QUICK = ["--min-seconds", "0", "--min-batches", "3", "--batch", "2"]
 
 
 def _exe() -> Path:
-    if not EXE.exists():
-        missing_build(f"{EXE.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
-    return EXE
+    return loader_build("release", EXE.name) / EXE.name
 
 
 def _container(tmp_path: Path, name: str, entries: int) -> Path:

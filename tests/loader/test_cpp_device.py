@@ -10,21 +10,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from fatpte.device.profile import DeviceProfile
-from tests.builds import missing_build
-from tests.paths import ROOT
-
-BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
 
 
-@pytest.mark.parametrize("build", sorted(BUILDS))
-def test_device_json_is_byte_identical_to_python(build: str) -> None:
-    exe = BUILDS[build] / "fatpte-run"
-    if not exe.exists():
-        missing_build(f"{exe.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
+def test_device_json_is_byte_identical_to_python(exe: Path) -> None:  # `exe`: tests/loader/conftest.py
     proc = subprocess.run([str(exe), "--device-json"], check=False, capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     expected = DeviceProfile.host().to_json_text()
@@ -33,10 +26,8 @@ def test_device_json_is_byte_identical_to_python(build: str) -> None:
     assert DeviceProfile.from_json(json.loads(proc.stdout)) == DeviceProfile.host()
 
 
-def test_fatpte_run_refuses_what_it_does_not_implement() -> None:
-    exe = BUILDS["release"] / "fatpte-run"
-    if not exe.exists():
-        missing_build(f"{exe.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
+@pytest.mark.loader_build("fatpte-run", only="release")
+def test_fatpte_run_refuses_what_it_does_not_implement(exe: Path) -> None:
     proc = subprocess.run([str(exe), "model.nfat"], check=False, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "usage: fatpte-run" in proc.stderr

@@ -18,23 +18,14 @@ from types import ModuleType
 
 import pytest
 
-from tests.builds import missing_build
-from tests.paths import ROOT
 from tests.scripts import load_script
 
-BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
+pytestmark = pytest.mark.loader_build("fatpte-run", "backends")  # `build`: tests/loader/conftest.py
+REFUSED = pytest.mark.loader_build("fatpte-run", "backends", "refused-backends")
 
 
 def _example() -> ModuleType:
     return load_script("loader/examples/dense_example.py")
-
-
-@pytest.fixture(params=sorted(BUILDS))
-def build(request: pytest.FixtureRequest) -> Path:
-    out: Path = BUILDS[request.param]
-    if not (out / "fatpte-run").exists():
-        missing_build(f"{out.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
-    return out
 
 
 @pytest.fixture
@@ -105,6 +96,7 @@ def test_missing_library_falls_back_and_explains(build: Path, packed: tuple[Path
     ("libfatpte_backend_wrong_abi.so", "refused: the library speaks backend ABI version 2, this loader speaks 1"),
     ("libfatpte_backend_wrong_id.so", "refused: the library says it is backend 'dense_ref', not 'dense_avx2'"),
 ])
+@REFUSED
 def test_wrong_abi_or_id_is_refused_and_never_called(build: Path, packed: tuple[Path, Path, list[float]],
                                                      tmp_path: Path, library: str, why: str) -> None:
     if not _has_avx2():
@@ -150,6 +142,7 @@ def _pack_with_abi(tmp_path: Path, abi: tuple[int, int]) -> tuple[Path, Path]:
     ("libfatpte_backend_wrong_abi.so", (1, 1),
      "refused: backend library libfatpte_backend_dense_avx2.so reports ABI version 2, the entry needs 1..1"),
 ])
+@REFUSED
 def test_backend_abi_outside_entry_range_falls_back(build: Path, tmp_path: Path, library: str,
                                                     abi: tuple[int, int], why: str) -> None:
     if not _has_avx2():

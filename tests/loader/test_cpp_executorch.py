@@ -35,12 +35,11 @@ from flatbuffers import table
 
 import fatpte
 from fatpte.format import layout as L
-from tests.builds import missing_build
+from tests.builds import SDK_LIB
 from tests.paths import ROOT
 from tests.scripts import load_script
 
-BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
-SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
+pytestmark = pytest.mark.loader_build("fatpte-run", sdk=True)  # `exe`: tests/loader/conftest.py
 FATPTE = [sys.executable, "-m", "fatpte"]
 ENTRY = L.RECORDS["v2_entry"]
 HEADER = L.RECORDS["v2_header"]
@@ -48,15 +47,6 @@ HEADER = L.RECORDS["v2_header"]
 
 def _example() -> ModuleType:
     return load_script("loader/examples/executorch_example.py")
-
-
-@pytest.fixture(params=sorted(BUILDS))
-def exe(request: pytest.FixtureRequest) -> Path:
-    path: Path = BUILDS[request.param] / "fatpte-run"
-    if not path.exists() or not SDK_LIB.is_dir():
-        missing_build(f"{path.relative_to(ROOT)} or the ExecuTorch SDK is not built: run `make loader` "
-                    "(make test builds both first)")
-    return path
 
 
 def run(exe: Path, container: Path, calls: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -36,12 +36,11 @@ from fatpte.fileio.checksum import crc32c
 from fatpte.format import layout as L
 from fatpte.ops import signing
 from fatpte.ops.check import compare_files
-from tests.builds import missing_build
 from tests.paths import ROOT
-from tools.gen_vectors import reseal
+from tests.support.vectors import reseal
 
-BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
-SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
+pytestmark = pytest.mark.loader_build("fatpte-run", sdk=True)  # `build`: tests/loader/conftest.py
+MODULE_RUNNER = pytest.mark.loader_build("fatpte-run", "et_module_runner", sdk=True)
 FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
 TIERS = json.loads((FIXTURES / "fixtures.json").read_text())["tiers"]["models"]
 FILES = {"mlp": {"portable": "mlp_portable.pte", "xnnpack": "mlp_xnnpack.pte", "xnnpack-fp16": "mlp_xnnpack_fp16.pte",
@@ -51,15 +50,6 @@ FILES = {"mlp": {"portable": "mlp_portable.pte", "xnnpack": "mlp_xnnpack.pte", "
                      "xnnpack-int8": "kvcache_xnnpack_int8_default.pte"}}
 VARIANT = {"portable": "portable", "xnnpack": "xnnpack-fp32", "xnnpack-fp16": "xnnpack-fp16",
            "xnnpack-int8": "xnnpack-int8"}
-
-
-@pytest.fixture(params=sorted(BUILDS))
-def build(request: pytest.FixtureRequest) -> Path:
-    out: Path = BUILDS[request.param]
-    if not (out / "fatpte-run").exists() or not SDK_LIB.is_dir():
-        missing_build(f"{out.relative_to(ROOT)} or the ExecuTorch SDK is not built: run `make loader` "
-                      "(make test builds both first)")
-    return out
 
 
 def fatpte_cli(build: Path, *args: Any) -> subprocess.CompletedProcess[str]:
@@ -265,11 +255,10 @@ def test_entries_this_machine_cannot_run_are_listed_with_the_reason(build: Path,
     assert rc == 0 and "not run:" in text_out
 
 
+@MODULE_RUNNER
 def test_the_fat_delegate_runs_the_golden_calls_when_asked(build: Path, tmp_path: Path) -> None:
     from tests.loader.test_fat_delegate_runtime import KERNELS, XNNPACK, module_run
 
-    if not (build / "et_module_runner").exists():
-        missing_build(f"{build.relative_to(ROOT)}/et_module_runner is not built: run `make loader`")
     tier = TIERS["mlp"]
     reference = tier["variants"]["portable"]["reference"]
     calls = [{"inputs": c["inputs"], "outputs": out} for c, out in zip(tier["calls"], reference)]
@@ -301,13 +290,11 @@ def test_the_fat_delegate_runs_the_golden_calls_when_asked(build: Path, tmp_path
 
 
 
-def test_a_load_without_the_self_test_reads_no_golden_byte(tmp_path: Path) -> None:
+@pytest.mark.loader_build("fatpte-run", "libfatpte.so", sdk=True, only="release")
+def test_a_load_without_the_self_test_reads_no_golden_byte(build: Path, tmp_path: Path) -> None:
     """Counted through the release library's range reader (bench/op_golden.py measures the same)."""
     from bench.op_golden import reader_bytes
 
-    build = BUILDS["release"]
-    if not (build / "libfatpte.so").exists() or not SDK_LIB.is_dir():
-        missing_build("build/loader or the ExecuTorch SDK is not built: run `make loader` (make test builds both first)")
     container = pack(build, "kvcache", tmp_path, ("xnnpack", "portable"))
     big = tmp_path / "big.nfat"
     (tmp_path / "blob.bin").write_bytes(bytes(range(256)) * 4096)  # 1 MiB, after which the segments lie
@@ -330,8 +317,14 @@ def _forged_golden(build: Path, tmp: Path, revision: int) -> tuple[Path, Path, P
     golden digest, 2 does not), then, without any key, golden calls added to 'xnnpack' that name the
     golden tensors the container already holds (signed keys), each expecting another call's outputs,
     so that the entry would fail them. Returns (the forged container, the public key, the inputs)."""
-    from tools.gen_vectors import bundle_of, golden_of_entries, signed_before_golden, with_bundle, with_golden
-    from tools.gen_vectors import signed as signed_bytes
+    from tests.support.vectors import (
+        bundle_of,
+        golden_of_entries,
+        signed_before_golden,
+        with_bundle,
+        with_golden,
+    )
+    from tests.support.vectors import signed as signed_bytes
 
     packed = pack(build, "mlp", tmp, ("xnnpack", "portable"))
     calls = golden_of_entries(packed.read_bytes())["portable"]
@@ -381,6 +374,7 @@ def test_forged_golden_calls_never_make_a_signed_load_serve_a_weaker_entry(build
 
 
 @pytest.mark.parametrize("revision", [3, 2])
+@pytest.mark.loader_build("fatpte-run", "fatpte-verify", sdk=True)
 def test_verify_reports_golden_calls_the_signature_does_not_vouch_for(build: Path, revision: int,
                                                                       tmp_path: Path) -> None:
     """`fatpte verify` and `fatpte-verify` on the same forged container: E1308 at the entry's golden
@@ -412,7 +406,7 @@ def misnamed(container: bytes, names: tuple[str, ...]) -> bytes:
     such offset: flatbuffers offsets point forward), the digest of their calls restated, the
     checksums resealed. E0422: the container is invalid."""
     from fatpte.manifest import model as M
-    from tools.gen_vectors import ManifestMap
+    from tests.support.vectors import ManifestMap
 
     data = bytearray(container)
     with fatpte.Container.from_buffer(bytes(data)) as c:
@@ -475,16 +469,15 @@ def test_golden_calls_of_a_method_the_program_lacks_fail_check_and_the_self_test
     assert json.loads(done.stdout)["chosen"] == "second"
 
 
+@MODULE_RUNNER
 def test_the_fat_delegate_refuses_calls_naming_a_missing_method(build: Path, tmp_path: Path) -> None:
     """Issue 42 point 8, in the fat delegate: it checks its nested container whole when it
     initialises (golden rules included), so a nested entry whose golden calls name a method its
     program lacks is refused with E0422, self-test or not: the same finding as check and
     fatpte-run's self-test (this passed before the fix too; it holds the three to one answer)."""
     from tests.loader.test_fat_delegate_runtime import KERNELS, module_run
-    from tools.hostile import first_delegate
+    from tests.support.hostile import first_delegate
 
-    if not (build / "et_module_runner").exists():
-        missing_build(f"{build.relative_to(ROOT)}/et_module_runner is not built: run `make loader`")
     tier = TIERS["mlp"]
     calls = [{"inputs": c["inputs"], "outputs": out} for c, out in zip(tier["calls"], tier["variants"]["portable"]
                                                                          ["reference"])]

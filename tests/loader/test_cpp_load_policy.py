@@ -20,11 +20,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 import fatpte
-from tests.builds import missing_build
+from tests.builds import loader_build  # and `exe`, the loader-build fixture: tests/loader/conftest.py
 from tests.paths import ROOT
 from tests.scripts import load_script
 
-BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
 FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
 FATPTE = [sys.executable, "-m", "fatpte"]
 WITHHELD = ("--backend-lib", "XnnpackBackend=")
@@ -32,14 +31,6 @@ WITHHELD = ("--backend-lib", "XnnpackBackend=")
 
 def _example() -> ModuleType:
     return load_script("loader/examples/executorch_example.py")
-
-
-@pytest.fixture(params=sorted(BUILDS))
-def exe(request: pytest.FixtureRequest) -> Path:
-    path: Path = BUILDS[request.param] / "fatpte-run"
-    if not path.exists():
-        missing_build(f"{path.relative_to(ROOT)} is not built: run `make loader loader-asan`")
-    return path
 
 
 def _keys(tmp: Path) -> tuple[Path, Path]:
@@ -113,7 +104,7 @@ def test_a_tampered_fallback_stops_the_run(exe: Path, two_of_one_backend_word: t
     """Bytes that do not hash as signed (E1311) are not a reason to try another entry: the run stops (exit 5)
     with the attempt saying so, before a byte of the entry reaches ExecuTorch."""
     from fatpte.fileio.checksum import crc32c
-    from tools.gen_vectors import reseal
+    from tests.support.vectors import reseal
 
     container, public, calls = two_of_one_backend_word
     data = bytearray(container.read_bytes())
@@ -189,9 +180,8 @@ def _entries(container: Path) -> dict[str, dict[str, int]]:
 
 
 def test_a_withheld_entry_is_never_read_in_signed_mode(two_of_one_backend_word: tuple[Path, Path, Path]) -> None:
-    library = BUILDS["release"] / "libfatpte.so"
-    if not library.exists():
-        missing_build("build/loader/libfatpte.so is not built: run `make loader`")
+    release = loader_build("release", "libfatpte.so")
+    library = release / "libfatpte.so"
     container, public, _ = two_of_one_backend_word
     entries = _entries(container)
     cpu, xnnpack = entries["cpu"], entries["portable"]
@@ -235,9 +225,8 @@ def test_a_signed_load_through_the_reader_never_reads_an_unfetched_signature(
     """Issue 42 R6: the same guarantee for the signature region: a signed load through the reader
     whose caller fetched both entries but not the signature (fatpte_reader_fetch_signature) is
     refused, E0702 naming the region, instead of reading pages never fetched."""
-    library = BUILDS["release"] / "libfatpte.so"
-    if not library.exists():
-        missing_build("build/loader/libfatpte.so is not built: run `make loader`")
+    release = loader_build("release", "libfatpte.so")
+    library = release / "libfatpte.so"
     container, public, _ = two_of_one_backend_word
     with fatpte.open(container) as c:
         assert c.header.signature_offset >= 65536  # past the prefix: only a fetch reaches it
@@ -285,7 +274,7 @@ def test_signed_weights_of_another_entry_are_not_handed_out(exe: Path, tmp_path:
     (each CRC32C recomputed): the run must not compute with them."""
     from fatpte.fileio.checksum import crc32c
     from fatpte.ops import signing
-    from tools.gen_vectors import reseal
+    from tests.support.vectors import reseal
 
     unlisted, inp = _dense(tmp_path, listed=False)
     private, public = _keys(tmp_path)
@@ -378,16 +367,16 @@ def test_the_reader_flow_never_hands_out_a_key_the_entry_does_not_list(tmp_path:
     from fatpte.ops.packing import pack
     from fatpte.ops.specialization import Specialization
 
-    library = BUILDS["release"] / "libfatpte.so"
-    if not library.exists():
-        missing_build("build/loader/libfatpte.so is not built: run `make loader`")
+    release = loader_build("release", "libfatpte.so", "backends")
+    library = release / "libfatpte.so"
     ex = load_script("loader/examples/dense_example.py")
     data = {key: ex._f32(values) for key, values in ex.weights().items()}
     # Every region on pages of its own, past the 64 KiB a reader fetches first.
     container = Path(pack([Specialization("dense_ref", ex.payload(), name="dense_ref", named_data=[])],
                           tmp_path / "unlisted.nfat", named_data=data, alignment=65536, segment_alignment=65536))
     proc = subprocess.run([sys.executable, "-c", S1B_READER, str(library), str(container),
-                           str(BUILDS["release"] / "backends")], capture_output=True, text=True, timeout=120, check=False)
+                           str(release / "backends")], capture_output=True, text=True, timeout=120,
+                          check=False)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     status, message = proc.stdout.split(" ", 1)
     assert int(status) == 901 and "the backend could not load the payload" in message, proc.stdout
@@ -436,9 +425,8 @@ def test_the_reader_flow_skips_an_entry_it_did_not_fetch(tmp_path: Path) -> None
     from fatpte.ops.packing import pack
     from fatpte.ops.specialization import Specialization
 
-    library = BUILDS["release"] / "libfatpte.so"
-    if not library.exists():
-        missing_build("build/loader/libfatpte.so is not built: run `make loader`")
+    release = loader_build("release", "libfatpte.so", "backends")
+    library = release / "libfatpte.so"
     ex = load_script("loader/examples/dense_example.py")
     data = {key: ex._f32(values) for key, values in ex.weights().items()}
     # The chosen entry lists no keys (its backend refuses the payload, issue 33 S1b); the next one
@@ -452,7 +440,7 @@ def test_the_reader_flow_skips_an_entry_it_did_not_fetch(tmp_path: Path) -> None
     entries = _entries(container)
     refused, nowhere, following = (entries[name]["index"] for name in ("refused", "nowhere", "next"))
     proc = subprocess.run([sys.executable, "-c", R6_READER, str(library), str(container),
-                           str(BUILDS["release"] / "backends"), str(refused)],
+                           str(release / "backends"), str(refused)],
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     doc = json.loads(proc.stdout)
@@ -484,12 +472,11 @@ def test_a_self_test_through_the_reader_never_reads_unfetched_golden_tensors(tmp
     tensors not (fatpte_reader_fetch_golden): a self-testing load skips each entry, "not fetched"
     naming the golden tensor, instead of reading pages never fetched; once the chosen entry's are
     fetched, it is self-tested and loaded."""
-    library = BUILDS["release"] / "libfatpte.so"
-    if not library.exists():
-        missing_build("build/loader/libfatpte.so is not built: run `make loader`")
+    release = loader_build("release", "libfatpte.so", "fatpte-run")
+    library = release / "libfatpte.so"
     container = tmp_path / "golden.nfat"
     calls = _example().write_calls("kvcache", tmp_path / "calls.json")
-    packed = subprocess.run([*FATPTE, "--runtime", str(BUILDS["release"] / "fatpte-run"), "pack", "-q", "--align",
+    packed = subprocess.run([*FATPTE, "--runtime", str(release / "fatpte-run"), "pack", "-q", "--align",
                              "65536", "-o", str(container), f"xnnpack:xnnpack={FIXTURES / 'kvcache_xnnpack.pte'}",
                              f"portable:portable={FIXTURES / 'kvcache_portable.pte'}", "--priority", "xnnpack=10",
                              "--golden", str(calls), "--golden-from", "portable"],
@@ -508,19 +495,18 @@ def test_a_self_test_through_the_reader_never_reads_unfetched_golden_tensors(tmp
 
 
 def test_the_r5_shape_is_valid_and_fetched_one_read_per_key(tmp_path: Path) -> None:
-    """Issue 42 R5's shape (tools/hostile.many_keys, bench/op_hostile.py's R5 row): one entry
+    """Issue 42 R5's shape (tests/support/hostile.many_keys, bench/op_hostile.py's R5 row): one entry
     listing many keys, each in a segment of its own, is valid in both languages, and the C reader
     fetches it with one read_at call per segment after opening (the work per read is counted by
     loader/tests/reader_test.cpp, FetchingAnEntryCostsWorkLinearInItsRanges)."""
-    from tools import hostile
+    from tests.support import hostile
 
-    library = BUILDS["release"] / "libfatpte.so"
-    if not library.exists():
-        missing_build("build/loader/libfatpte.so is not built: run `make loader`")
+    release = loader_build("release", "libfatpte.so", "fatpte-validate")
+    library = release / "libfatpte.so"
     container = tmp_path / "keys.nfat"
     container.write_bytes(hostile.many_keys(2000))
     assert fatpte.validate(container).ok
-    assert subprocess.run([str(BUILDS["release"] / "fatpte-validate"), str(container)], check=False,
+    assert subprocess.run([str(release / "fatpte-validate"), str(container)], check=False,
                           capture_output=True, timeout=120).returncode == 0
     script = OPEN_READER + textwrap.dedent("""
         opened = len(read)

@@ -38,10 +38,9 @@ from fatpte.fileio.checksum import crc32c
 from fatpte.format import layout as L
 from fatpte.ops.packing import pack
 from fatpte.ops.specialization import Specialization
-from tests.builds import missing_build
+from tests.builds import loader_build
 from tests.paths import ROOT
 
-BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
 VECTORS = ROOT / "specs" / "vectors"
 
 _HEADER = L.RECORDS["v2_header"]
@@ -49,11 +48,9 @@ _ENTRY = L.RECORDS["v2_entry"]
 _SEGMENT = L.RECORDS["v2_segment"]
 
 
-def tool(build: str) -> Path:
-    path = BUILDS[build] / "fatpte-validate"
-    if not path.exists():
-        missing_build(f"{path.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
-    return path
+def tool(build: str, name: str = "fatpte-validate") -> Path:
+    """A loader tool of the build `build` ("release" or "asan"): a missing build, not a missing file."""
+    return loader_build(build, name) / name
 
 
 def expected_line(data: bytes) -> str:
@@ -272,9 +269,9 @@ def run_tool(exe: Path, paths: list[Path]) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("build", sorted(BUILDS))
-def test_loader_reports_python_first_error(build: str, cases: list[tuple[str, Path, str]]) -> None:
-    exe = tool(build)
+@pytest.mark.loader_build("fatpte-validate")
+def test_loader_reports_python_first_error(build: Path, cases: list[tuple[str, Path, str]]) -> None:
+    exe = build / "fatpte-validate"  # `build`: tests/loader/conftest.py
     got = run_tool(exe, [p for _, p, _ in cases])
     mismatches = []
     for (label, _path, want), line in zip(cases, got):
@@ -288,7 +285,7 @@ def _table_count_container() -> bytes:
     entry, whose one target list holds 1000 references to one empty VersionConstraint table, over
     a million table visits in all, in a manifest large enough (a 600 KB provenance value, in one
     more entry) that its work budget is not reached first."""
-    from tools.gen_vectors import ManifestWriter, with_manifest
+    from tests.support.vectors import ManifestWriter, with_manifest
 
     w = ManifestWriter()
     targets = w.vector([w.table("VersionConstraint")] * 1000)
@@ -300,12 +297,12 @@ def _table_count_container() -> bytes:
     return with_manifest([("cpu", "xnnpack", b"payload")], manifest, [])
 
 
-@pytest.mark.parametrize("build", sorted(BUILDS))
-def test_every_manifest_rule_is_refused_alike(build: str, tmp_path: Path) -> None:
+@pytest.mark.loader_build("fatpte-validate")
+def test_every_manifest_rule_is_refused_alike(build: Path, tmp_path: Path) -> None:
     """Every rule of specs/nfat-manifest.md section 2 has a vector (tests/conformance/
     test_vectors.py checks that), and the loader refuses each with Python's code, offset and
     field: it checks every rule itself, not only what flatbuffers::Verifier checks."""
-    exe = tool(build)
+    exe = build / "fatpte-validate"
     index = json.loads((VECTORS / "index.json").read_text())["vectors"]
     rule_files = sorted(name for name, row in index.items() if "rule" in row)
     paths = [VECTORS / name for name in rule_files]
@@ -406,7 +403,7 @@ def test_loader_selects_like_python_for_every_named_profile(tmp_path: Path) -> N
     from fatpte.device.selection import select
     from fatpte.errors import FatpteWarning, SelectionError
 
-    exe = tool("release").parent / "fatpte-run"
+    exe = tool("release", "fatpte-run")
     names = DeviceProfile.names()
     assert names, "no named device profiles to compare on"
     mismatches = []
@@ -460,7 +457,7 @@ def test_host_selection_probes_what_the_requirements_read(reads: str, tmp_path: 
     from fatpte.device.profile import DeviceProfile
     from fatpte.device.selection import select
 
-    exe = tool("release").parent / "fatpte-run"
+    exe = tool("release", "fatpte-run")
     host = DeviceProfile.host()
     program = (ROOT / "tests" / "fixtures" / "executorch" / "add_portable.pte").read_bytes()
     feature = min(host.cpu_features) if host.cpu_features else "asimd"

@@ -28,19 +28,7 @@ from fatpte.cli.main import main
 from fatpte.device import profile as D
 from fatpte.errors import FatpteError
 from fatpte.format import vocabulary as V
-from tests.builds import missing_build
-from tests.paths import ROOT
 from tests.strategies import device_profiles
-
-BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
-
-
-@pytest.fixture(params=sorted(BUILDS))
-def exe(request: pytest.FixtureRequest) -> Path:
-    path: Path = BUILDS[request.param] / "fatpte-run"
-    if not path.exists():
-        missing_build(f"{path.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
-    return path
 
 
 def escaped(field: str) -> str:

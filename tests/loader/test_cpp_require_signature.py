@@ -18,20 +18,10 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 import fatpte
 from fatpte.fileio.checksum import crc32c
 from fatpte.ops import signing
-from tests.builds import missing_build
 from tests.loader.test_cpp_dispatch import close, outputs, packed  # noqa: F401  (a fixture)
-from tests.paths import ROOT
-from tools.gen_vectors import reseal
+from tests.support.vectors import reseal
 
-BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
-
-
-@pytest.fixture(params=sorted(BUILDS))
-def build(request: pytest.FixtureRequest) -> Path:
-    out: Path = BUILDS[request.param]
-    if not (out / "fatpte-run").exists():
-        missing_build(f"{out.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
-    return out
+pytestmark = pytest.mark.loader_build("fatpte-run", "backends")  # `build`: tests/loader/conftest.py
 
 
 def _key(tmp: Path, name: str) -> tuple[ed25519.Ed25519PrivateKey, Path]:
@@ -140,12 +130,11 @@ def _opened_libraries(proc_stderr: str) -> set[str]:
             if "file=" in line and "generating link map" in line}
 
 
-def test_libcrypto_is_opened_only_to_verify(packed: tuple[Path, Path, list[float]], tmp_path: Path) -> None:
+@pytest.mark.loader_build("fatpte-run", "backends", only="release")
+def test_libcrypto_is_opened_only_to_verify(build: Path, packed: tuple[Path, Path, list[float]],
+                                            tmp_path: Path) -> None:
     """libfatpte links no OpenSSL: a run that checks no signature never maps libcrypto; a run with
     --require-signature opens it to load the trusted key (src/signature/libcrypto.hpp)."""
-    build = BUILDS["release"]
-    if not (build / "fatpte-run").exists():
-        missing_build("build/loader is not built: run `make loader` (make test builds it first)")
     container, inp, reference = packed
     key, pub = _key(tmp_path, "k")
     signed = signing.sign(container, key, tmp_path / "signed.nfat")

@@ -24,7 +24,7 @@ from fatpte.errors import FatpteError
 from fatpte.fileio.checksum import crc32c
 from fatpte.format import layout as L
 from fatpte.ops.signing import load_trusted_keys, verify
-from tests.builds import missing_build
+from tests.builds import loader_build
 from tests.paths import ROOT
 
 VECTORS = ROOT / "specs" / "vectors"
@@ -34,10 +34,7 @@ KEYS = [VECTORS / k for k in INDEX["v2-signed.nfat"]["verify"]["keys"]]
 
 
 def tool() -> Path:
-    path = ROOT / "build" / "loader" / "fatpte-verify"
-    if not path.exists():
-        missing_build(f"{path.relative_to(ROOT)} is not built: run `make loader` (make test builds it first)")
-    return path
+    return loader_build("release", "fatpte-verify") / "fatpte-verify"
 
 
 def cpp_lines(path: Path, keys: list[Path] = KEYS, *extra: str) -> list[str]:
@@ -183,9 +180,7 @@ def test_a_signed_self_test_load_of_a_golden_vector(name: str, tmp_path: Path) -
     backend here runs: their payloads are blobs, so exit 3; tests/loader/test_cpp_golden.py runs
     the same cases on real programs)."""
     want = INDEX[name]["verify"]
-    run = ROOT / "build" / "loader" / "fatpte-run"
-    if not run.exists():
-        missing_build(f"{run.relative_to(ROOT)} is not built: run `make loader`")
+    run = loader_build("release", "fatpte-run") / "fatpte-run"
     calls = tmp_path / "calls.json"
     calls.write_text("[]")
     args = [str(run), str(VECTORS / name), "--inputs", str(calls), "--require-signature", "--self-test"]

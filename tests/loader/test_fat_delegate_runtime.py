@@ -34,12 +34,11 @@ import pytest
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.pte import read_program
 from fatpte.executorch.rewrite import replace_segment
-from tests.builds import missing_build
+from tests.builds import SDK_LIB, loader_build
 from tests.paths import ROOT
 from tests.scripts import load_script
 
-BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
-SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
+pytestmark = pytest.mark.loader_build("et_module_runner", sdk=True)  # `build`: tests/loader/conftest.py
 FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
 VECTORS = ROOT / "specs" / "vectors"
 KERNELS = SDK_LIB / "libexecutorch_kernels_optimized.so"
@@ -50,15 +49,6 @@ FATPTE = [sys.executable, "-m", "fatpte"]
 
 def _example() -> ModuleType:
     return load_script("loader/examples/executorch_example.py")
-
-
-@pytest.fixture(params=sorted(BUILDS))
-def build(request: pytest.FixtureRequest) -> Path:
-    folder: Path = BUILDS[request.param]
-    if not (folder / "et_module_runner").exists() or not SDK_LIB.is_dir():
-        missing_build(f"{folder.relative_to(ROOT)}/et_module_runner or the ExecuTorch SDK is not built: run "
-                    "`make loader` (make test builds both first)")
-    return folder
 
 
 def call_files(model: str, tmp: Path) -> list[str]:
@@ -272,9 +262,8 @@ def test_fatpte_run_runs_a_fat_delegate_program_from_a_container(tmp_path: Path)
     """Issue 32: with no path options fatpte-run finds the fat delegate library beside libfatpte,
     loads the libraries the fat delegate's entries run on (XNNPACK, from the SDK's folder, as for
     any program), and says in --explain and --json which inner entry ran and why not the others."""
-    exe = BUILDS["release"] / "fatpte-run"
-    if not exe.exists() or not SDK_LIB.is_dir():
-        missing_build("build/loader/fatpte-run is not built: run `make loader`")
+    release = loader_build("release", "fatpte-run", sdk=True)
+    exe = release / "fatpte-run"
     container = tmp_path / "mlp_fat.nfat"
     subprocess.run([*FATPTE, "pack", "-q", "-f", "-o", str(container),
                     str(FIXTURES / "mlp_fat.pte")], check=True)
@@ -325,7 +314,7 @@ def test_fat_delegates_nest_at_most_four_deep(build: Path, tmp_path: Path, depth
     MAX_FAT_DELEGATE_DEPTH they run; past it the init at depth 5 is refused with E1010, as
     `fatpte validate` reports the same file (tests/ops/test_fat_nesting.py), and nothing deeper is
     read."""
-    from tools.hostile import nested_fat_delegates
+    from tests.support.hostile import nested_fat_delegates
 
     program = tmp_path / f"deep{depth}.pte"
     program.write_bytes(nested_fat_delegates((FIXTURES / "mlp_fat.pte").read_bytes(), depth))
@@ -350,7 +339,7 @@ def test_entries_sharing_the_level_below_are_initialised_once(build: Path, tmp_p
     payload already failed at its depth is now skipped with that reason, so the container at depth
     5 is refused once; and a tree that fits the limit still runs, through shared levels, wrappers
     and nested programs."""
-    from tools import hostile
+    from tests.support import hostile
 
     fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
     deep = tmp_path / "deep.pte"
@@ -404,7 +393,7 @@ def test_what_an_entry_needed_is_logged_escaped(build: Path, tmp_path: Path) -> 
     entry runs, the fat delegate logs each entry and what it needed, and that line quoted the
     entry's name, its backend id and a nested program's delegate ids raw, so bytes of the file
     reached the terminal (the `skipped` line before it was escaped). Every one is escaped now."""
-    from tools import hostile
+    from tests.support import hostile
 
     fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
     data = bytearray(hostile.fat_tree(fixture, [(1, [hostile.PROGRAM])]))
@@ -427,7 +416,7 @@ def test_a_nested_program_at_an_odd_offset_is_read_aligned(build: Path, tmp_path
     was made: UBSan stopped the run at a misaligned flatbuffer vector (issue 33's U1 again, one call
     earlier). Both now read one aligned copy, and the program runs."""
     from fatpte.executorch.rewrite import replace_segment
-    from tools import hostile
+    from tests.support import hostile
 
     fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
     delegate = hostile.first_delegate(fixture)
@@ -445,7 +434,7 @@ def test_a_nested_method_name_that_is_no_text_is_not_asked_for(build: Path, tmp_
     program's only method, named by the file (\\xa9orward, or ESC...), was asked for by that name,
     and ExecuTorch's own log printed it raw ("No method named ... in program"). The fat delegate
     now skips such a program, saying why, escaped, without asking ExecuTorch for the name."""
-    from tools import hostile
+    from tests.support import hostile
 
     data = bytearray(hostile.fat_tree((FIXTURES / "mlp_fat.pte").read_bytes(), [(1, [hostile.PROGRAM])]))
     nested = data.index(b"forward", data.index(b"forward") + 1)  # the nested program's method
@@ -467,7 +456,7 @@ def test_a_nested_program_the_runtime_aborts_on_is_skipped_with_validates_code(b
     program whose delegate lacks `processed` or a compile spec's value crashed in Method::init
     (SIGSEGV, exit 139). The fat delegate now refuses each before ExecuTorch sees it, with
     validate's code and the offset of the table (tests/executorch/test_executorch_references.py)."""
-    from tools import hostile
+    from tests.support import hostile
 
     fixture = (FIXTURES / "mlp_fat.pte").read_bytes()
     nested = (FIXTURES / "mlp_portable.pte").read_bytes()
@@ -500,9 +489,8 @@ def test_fatpte_run_refuses_each_program_vector_with_its_code_offset_and_field(t
     """The program reference vectors (v2-program-*: specs/executorch.md section 4) through
     fatpte-run: the intact one runs; each other is refused with the code, offset and field the
     index gives (Python's), never by ExecuTorch aborting or crashing (exit 134, 139 before)."""
-    exe = BUILDS["release"] / "fatpte-run"
-    if not exe.exists() or not SDK_LIB.is_dir():
-        missing_build("build/loader/fatpte-run is not built: run `make loader`")
+    release = loader_build("release", "fatpte-run", sdk=True)
+    exe = release / "fatpte-run"
     calls = _example().write_calls("mlp", tmp_path / "calls.json")
     vectors = _program_vectors()
     assert len(vectors) == 10
@@ -523,11 +511,10 @@ def test_fatpte_run_bounds_the_reference_check_of_shared_instructions(tmp_path: 
     reader has (1,000,000 objects plus the size): a chain listing 1000, 4000 and 16,000 references
     to one instruction of 2000 arguments is refused with E1005 by both (Python:
     tests/executorch/test_executorch_references.py), and 100 of 100 pass to ExecuTorch."""
-    from tools import hostile
+    from tests.support import hostile
 
-    exe = BUILDS["release"] / "fatpte-run"
-    if not exe.exists() or not SDK_LIB.is_dir():
-        missing_build("build/loader/fatpte-run is not built: run `make loader`")
+    release = loader_build("release", "fatpte-run", sdk=True)
+    exe = release / "fatpte-run"
     calls = _example().write_calls("mlp", tmp_path / "calls.json")
     for refs, args, said in ((100, 100, "ExecuTorch refused the program"),
                              (1000, 2000, "fatpte refused the ExecuTorch program: E1005"),
@@ -551,11 +538,10 @@ def test_fatpte_run_refuses_a_tensor_executorch_cannot_size_as_python_does(tmp_p
     before), and set_input aborts when MethodMeta cannot size it. The C++ reader refuses every such
     tensor with Python's code and offset (tests/executorch/test_executorch_references.py), at the
     first of 16,000 inputs as at the first of 3."""
-    from tools import hostile
+    from tests.support import hostile
 
-    exe = BUILDS["release"] / "fatpte-run"
-    if not exe.exists() or not SDK_LIB.is_dir():
-        missing_build("build/loader/fatpte-run is not built: run `make loader`")
+    release = loader_build("release", "fatpte-run", sdk=True)
+    exe = release / "fatpte-run"
     calls = _example().write_calls("mlp", tmp_path / "calls.json")
     for inputs in (3, 16000):
         program = hostile.pte_dynamic_inputs(inputs, **shape)

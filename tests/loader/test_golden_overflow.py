@@ -23,11 +23,10 @@ from typing import Any
 import pytest
 
 import fatpte
-from tests.builds import missing_build
+from tests.builds import SDK_LIB, loader_build
 from tests.paths import ROOT
 
 BUILD = ROOT / "build" / "loader"
-SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
 FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
 HUGE = 1.7e308
 LARGEST = sys.float_info.max
@@ -53,8 +52,7 @@ VERDICTS = [False, False, True]
 
 @pytest.fixture(scope="module")
 def container(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not (BUILD / "fatpte-run").exists() or not SDK_LIB.is_dir():
-        missing_build("build/loader/fatpte-run or the ExecuTorch SDK is not built: run `make loader`")
+    loader_build("release", "fatpte-run", sdk=True)
     out = tmp_path_factory.mktemp("golden") / "add.nfat"
     spec = fatpte.pte_specialization(FIXTURES / "add_portable.pte", backend_id="portable", name="portable")
     fatpte.pack([spec], out, golden=CALLS)
@@ -99,8 +97,7 @@ def test_the_fat_delegate_self_test_refuses_it_too(tmp_path: Path) -> None:
     """The same calls in a fat .pte (XNNPACK + the nested portable program), its self-test asked for
     and XNNPACK's library absent: the nested program runs them and is refused on the NaN."""
     runner, fat = BUILD / "et_module_runner", BUILD / "libexecutorch_backend_fatpte.so"
-    if not runner.exists() or not fat.exists():
-        missing_build("build/loader/et_module_runner is not built: run `make loader`")
+    loader_build("release", runner.name, fat.name)
     program = fatpte.merge_programs([FIXTURES / "add_xnnpack.pte", FIXTURES / "add_portable.pte"],
                                     tmp_path / "add_fat.pte", golden=CALLS)
     x, y = tmp_path / "x.bin", tmp_path / "y.bin"

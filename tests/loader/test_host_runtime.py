@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builds import missing_build
+from tests.builds import loader_build
 from tests.loader.test_fat_delegate_runtime import _example
 from tests.paths import ET_FIXTURES, ROOT
 
@@ -25,8 +25,7 @@ FATPTE = [sys.executable, "-m", "fatpte"]
 
 @pytest.fixture(autouse=True)
 def runtime() -> Path:
-    if not RUNTIME.exists() or not (ROOT / "build" / "executorch-sdk").is_dir():
-        missing_build("build/loader/fatpte-run or the ExecuTorch SDK is not built: run `make loader`")
+    loader_build("release", "fatpte-run", sdk=True)
     return RUNTIME
 
 

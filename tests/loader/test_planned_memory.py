@@ -5,7 +5,7 @@ A valid container of under 2 KB whose program declares a 16 GiB memory-planned b
 with 4 GB killed by the OOM killer before anything ran. Now the planned buffers are one anonymous
 mapping whose pages cost nothing until the program writes them, and a method asking for more than
 the limit (half the device's memory, at most 64 GiB) is refused with the reason before anything
-is reserved. Built here from the committed add program (tools/hostile.planned_buffer_resized),
+is reserved. Built here from the committed add program (tests/support/hostile.planned_buffer_resized),
 through both doors: fatpte-run over a container, and ExecuTorch's own Module over a fat .pte whose
 fat delegate holds the program as its nested entry.
 
@@ -33,7 +33,7 @@ from fatpte.executorch.rewrite import replace_segment
 from fatpte.ops import edit
 from tests.builds import missing_build
 from tests.paths import ROOT
-from tools.hostile import first_delegate, planned_buffer_resized
+from tests.support.hostile import first_delegate, planned_buffer_resized
 
 BUILD = ROOT / "build" / "loader"
 SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"

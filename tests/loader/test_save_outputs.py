@@ -25,11 +25,10 @@ import pytest
 
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.atomic import atomic_output
-from tests.builds import missing_build
+from tests.builds import loader_build
 from tests.paths import ROOT
 
 BUILD = ROOT / "build" / "loader"
-SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"
 FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
 CALL = [{"inputs": [{"dtype": "float32", "shape": [2, 3], "values": [1, 2, 3, 4, 5, 6]},
                     {"dtype": "float32", "shape": [2, 3], "values": [10, 20, 30, 40, 50, 60]}]}]
@@ -39,8 +38,7 @@ NAME = "call-0-output-0.bin"
 
 @pytest.fixture(scope="module")
 def container(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not (BUILD / "fatpte-run").exists() or not SDK_LIB.is_dir():
-        missing_build("build/loader/fatpte-run or the ExecuTorch SDK is not built: run `make loader`")
+    loader_build("release", "fatpte-run", sdk=True)
     out = tmp_path_factory.mktemp("save") / "add.nfat"
     done = subprocess.run([sys.executable, "-m", "fatpte", "pack", "-q", "-o", str(out),
                            f"portable:portable={FIXTURES / 'add_portable.pte'}"], capture_output=True, text=True,

@@ -18,8 +18,8 @@ from fatpte.executorch.pte import read_program
 from fatpte.format.layout import MAX_FAT_DELEGATE_DEPTH
 from fatpte.ops import fat_delegate
 from tests.paths import ROOT
-from tools import hostile
-from tools.hostile import nested_fat_delegates
+from tests.support import hostile
+from tests.support.hostile import nested_fat_delegates
 
 FIXTURE = ROOT / "tests" / "fixtures" / "executorch" / "mlp_fat.pte"
 FATPTE = [sys.executable, "-m", "fatpte"]

@@ -263,7 +263,7 @@ def _swap_payload(path: Path, name: str, program: Path) -> None:
     for fld, value in (("size", len(new)), ("checksum", fatpte_crc(new))):
         off, size = rec.offsets[fld]
         data[at + off : at + off + size] = value.to_bytes(size, "little")
-    assert load_script("tools/gen_vectors.py").reseal(data)
+    assert load_script("tests/support/vectors.py").reseal(data)
     path.write_bytes(bytes(data))
 
 

@@ -513,7 +513,7 @@ def test_downgrade_by_thinning_is_refused_only_when_asked(tmp_path: Path) -> Non
 def _statement(data: bytes) -> Any:
     import base64
 
-    from tools.gen_vectors import bundle_of
+    from tests.support.vectors import bundle_of
 
     return json.loads(base64.b64decode(json.loads(bundle_of(data))["dsseEnvelope"]["payload"]))
 
@@ -523,7 +523,7 @@ def test_the_statement_states_every_entry_s_golden_calls_or_their_absence(tmp_pa
     of 11.3 for every entry, the empty list's for one without calls (pinned), so calls cannot be
     added later without the key."""
     from fatpte.manifest.model import golden_digest
-    from tools.gen_vectors import golden_packed, signed, test_key
+    from tests.support.vectors import golden_packed, signed, test_key
 
     empty = hashlib.sha256(b"\x0d\x00\x00\x00nfat.golden/1\x00\x00\x00\x00").hexdigest()
     assert golden_digest(()) == empty
@@ -543,7 +543,7 @@ def test_golden_calls_added_to_a_signed_entry_are_refused_or_reported(revision: 
     keys). It used to verify (OK), and a signed self-test then rejected the entry on them. Now a
     statement of revision 3 refuses them (E1308 at the entry's golden calls); one of revision 2,
     which cannot, verifies and reports them as unsigned, which a signed self-test does not make."""
-    from tools.gen_vectors import (
+    from tests.support.vectors import (
         bundle_of,
         golden_of_entries,
         golden_packed,

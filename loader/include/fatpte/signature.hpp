@@ -1,5 +1,5 @@
 // signature.hpp: verifying a signed container (specs/nfat-signature.md) in C++, as
-// fatpte/ops/signing.py does, with the same checks in the same order, so both report the same
+// fatpte/ops/signing/ does, with the same checks in the same order, so both report the same
 // code, offset and field. Cryptography is OpenSSL's libcrypto; a build configured with
 // -DFATPTE_SIGNATURES=OFF has these functions, which then fail with SIGNATURE_UNSUPPORTED.
 //

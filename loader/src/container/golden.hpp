@@ -1,7 +1,7 @@
 // An entry's golden calls, read to be run (specs/nfat-manifest.md section 11): each key's tensor
 // (its layout and its segment's bytes in the mapping), the checks a reader makes before running
 // them, and how far an output is from its golden tensor. What run/self_test.cpp and the fat
-// delegate run; fatpte/ops/golden_check.py compares the same way in Python.
+// delegate run; fatpte/manifest/model.py (`golden_bound`) bounds the distance the same way in Python.
 #ifndef FATPTE_SRC_CONTAINER_GOLDEN_HPP_
 #define FATPTE_SRC_CONTAINER_GOLDEN_HPP_
 

@@ -5,7 +5,7 @@ fuzz targets (fuzz/fuzz_hostile.py, fuzz_signature.py, fuzz_trusted_keys.py,
 fuzz_nested_delegates.py) start from them.
 
 Every builder returns the bytes of a whole container (or program, bundle, key file, calls.json),
-valid but for what its name says; the manifests are written with tools/gen_vectors.ManifestWriter,
+valid but for what its name says; the manifests are written with tests/support/vectors.ManifestWriter,
 which shares what it is told to share, as a hostile writer would.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fatpte.format import layout as L
-from tools.gen_vectors import ManifestWriter, blob, with_manifest
+from tests.support.vectors import ManifestWriter, blob, with_manifest
 
 ENTRY = ("cpu", "xnnpack", blob("hostile-cpu", 64))
 
@@ -71,10 +71,10 @@ def shared_payload(entries: int, *, requires: bool = True) -> bytes:
     holds on x86_64), the shape of "N entries sharing one payload": what info's sharing column and
     selection's lookups were quadratic in."""
     import fatpte
-    from tools.gen_vectors import packed
+    from tests.support.vectors import packed
 
     payload = blob("hostile-shared", 64)
-    req = {"arch": ["x86_64", "aarch64"]} if requires else None
+    req: Any = {"arch": ["x86_64", "aarch64"]} if requires else None
     return packed([fatpte.Specialization("xnnpack", payload, name=f"e{i:05d}", requires=req)
                    for i in range(entries)])
 
@@ -277,13 +277,13 @@ def attach(data: bytes, bundle: bytes) -> bytes:
 
 def bundle_over(payload: bytes, key: str) -> bytes:
     """A bundle whose envelope holds `payload` (a statement's JSON, or any bytes) signed with the
-    conformance test key `key` (tools/gen_vectors.test_key): what a holder of a trusted key can
+    conformance test key `key` (tests/support/vectors.test_key): what a holder of a trusted key can
     write, so what a verifier reads after the signature checks."""
     import base64
 
     from fatpte.ops.signing.bundle import BUNDLE_MEDIA_TYPE, PAYLOAD_TYPE, pae
     from fatpte.ops.signing.keys import key_id, sign_bytes
-    from tools.gen_vectors import test_key
+    from tests.support.vectors import test_key
 
     private = test_key(key)
     sig = sign_bytes(private, pae(PAYLOAD_TYPE, payload))
@@ -317,7 +317,7 @@ def signed_with_added_entries(added: int, key: str = "ed25519") -> bytes:
     signature kept (S6: every added entry is an E1307, and a verifier that scans the manifest
     once per entry is quadratic in them)."""
     import fatpte
-    from tools.gen_vectors import bundle_of, packed, signed, test_key, with_bundle
+    from tests.support.vectors import bundle_of, packed, signed, test_key, with_bundle
 
     one = fatpte.Specialization("xnnpack", blob("signed-one", 64), name="signed")
     extra = [fatpte.Specialization("xnnpack", blob("added", 64), name=f"a{i:05d}") for i in range(added)]
@@ -345,7 +345,7 @@ def golden_calls_container(calls: int, model: Path) -> bytes:
 def key_file_after_text(size: int) -> bytes:
     """The conformance P-256 trusted key (PEM) after `size` bytes of text: refused (specs/
     nfat-signature.md section 5.4: nothing but the one block), and past 64 KiB refused by size."""
-    from tools.gen_vectors import key_files
+    from tests.support.vectors import key_files
 
     pem = key_files()["trusted-p256.pub.pem"][0]
     line = b"release notes: nothing to see here, this line is 64 bytes long.\n"
@@ -367,7 +367,7 @@ def payload_changed(data: bytes, index: int, at: int) -> bytes:
     flipped and its CRC32C and the header checksum recomputed: the change only a signature sees."""
     from fatpte.container.reader import Container
     from fatpte.fileio.checksum import crc32c
-    from tools.gen_vectors import reseal
+    from tests.support.vectors import reseal
 
     buf = bytearray(data)
     with Container.from_buffer(data) as c:
@@ -407,7 +407,8 @@ def value_index_site(program: bytes, where: str) -> tuple[int, int, int]:
     plan = root.tables(1, "execution_plan")[0]
     count = len(plan.tables(2, "values"))
     name, index = where.rsplit("[", 1)
-    table, slot = plan, {"inputs": 3, "outputs": 4}.get(name)
+    table: Any = plan
+    slot = {"inputs": 3, "outputs": 4}.get(name)
     if slot is None:  # instructions[K].args
         k = int(name.split("[")[1].split("]")[0])
         _, table = plan.tables(5, "chains")[0].tables(2, "instructions")[k].union(0, 1, "instr_args")
