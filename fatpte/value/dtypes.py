@@ -78,7 +78,7 @@ assert all(BY_NAME[name].safetensors == code for code, (name, _) in SAFETENSORS_
 # layout cannot describe them.
 LAYOUT_DTYPES: Final[dict[str, int]] = {d.name: d.size for d in DTYPES if d.program is not None and not d.packed}
 
-# The dtypes a calls.json tensor may give its values in (the C++ reader's, loader/src/run/tensor.cpp),
+# The dtypes a calls.json tensor may give its values in (the C++ reader's, loader/src/value/tensor.cpp),
 # in the order its messages list them.
 CALLS_DTYPES: Final[tuple[str, ...]] = (
     "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "bool", "uint16", "uint32", "uint64",

@@ -1,6 +1,6 @@
 """A tensor's elements to and from its bytes (row-major, little-endian), for every dtype with a
 struct format and for bfloat16, which struct lacks (packed by hand, rounded to nearest even). The
-conversions are C++'s (loader/src/run/tensor.cpp reads the same calls.json): a float past its
+conversions are C++'s (loader/src/value/tensor.cpp reads the same calls.json): a float past its
 format's range is that format's infinity, an integer past the double range is a double infinity.
 """
 

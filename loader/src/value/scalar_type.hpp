@@ -44,7 +44,7 @@ enum class ScalarType : std::int8_t {
 };
 
 // The bytes of one element of ScalarType `code` as a program's tensor holds it
-// (fatpte/executorch/dtypes.py PROGRAM_ELEMENT_SIZES, ExecuTorch's elementSize); 0 for a code
+// (fatpte/value/dtypes.py PROGRAM_ELEMENT_SIZES, ExecuTorch's elementSize); 0 for a code
 // fatpte does not read.
 std::uint64_t program_element_size(std::int8_t code) noexcept;
 
