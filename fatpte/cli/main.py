@@ -347,43 +347,68 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
                                    "--format-version, --align, --signature-from, --no-signature-check, "
                                    "--golden, --golden-from, --golden-tolerance or --priority: the pack.toml "
                                    "states them")
-        from fatpte.cli.executorch_files import unresolved_warnings
-        from fatpte.ops.packfile import pack_from_file
-
-        check_inputs(from_toml)
-        check_output(output, force)
-        warnings: list[str] = []
-        with _progress(f"packing {output}", quiet) as progress:
-            pack_from_file(from_toml, output, progress=progress.update,
-                           inspect=lambda specs: warnings.extend(unresolved_warnings(specs)))
+        warnings = _pack_from_toml(from_toml, output, force, quiet)
     else:
-        from fatpte.cli.executorch_files import pack_specs as executorch_specs
-        from fatpte.cli.executorch_files import unresolved_warnings
-        from fatpte.ops.packing import pack as pack_specs
-
         version = int(format_version or "2")
         if version == 1 and signature_from is not None:
             raise click.UsageError("--signature-from gives entries a signature to store, and version 1 stores none "
                                    "(its programs' signatures are checked against each other unless "
                                    "--no-signature-check)")
-        parsed = executorch_specs(specs, data, parse_spec, share_named_data=share_pte_named_data, version=version,
-                                  check_signatures=not no_signature_check)
-        if not parsed:
-            raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
-        parsed = _prioritised(parsed, _priorities(priorities))
-        parsed = _golden_tolerances(parsed, golden_tolerances)
-        if golden_from is not None and golden is None:
-            raise click.UsageError("--golden-from records the outputs of the golden calls --golden CALLS.json gives")
-        check_inputs(*(s.payload for s in parsed if isinstance(s.payload, str)), *([golden] if golden else []))
-        check_output(output, force)
-        warnings = unresolved_warnings(parsed)
-        with _progress(f"packing {output}", quiet) as progress:
-            pack_specs(parsed, output, version=version, alignment=align, progress=progress.update,
-                       signature_from=signature_from, check_signatures=not no_signature_check or version == 1,
-                       golden=golden, golden_from=golden_from)
+        warnings = _pack_arguments(specs, output, data=data, share_named_data=share_pte_named_data, version=version,
+                                   align=align, signature_from=signature_from, check_signatures=not no_signature_check,
+                                   golden=golden, golden_from=golden_from, golden_tolerances=golden_tolerances,
+                                   priorities=priorities, force=force, quiet=quiet)
     _wrote_container(output)
     for line in warnings:
         echo(line, err=True)
+
+
+def _pack_from_toml(from_toml: str, output: str, force: bool, quiet: bool) -> list[str]:
+    """`fatpte pack --from PACK_TOML`; its warnings."""
+    from fatpte.cli.executorch_files import unresolved_warnings
+    from fatpte.ops.packfile import pack_from_file
+
+    check_inputs(from_toml)
+    check_output(output, force)
+    warnings: list[str] = []
+    with _progress(f"packing {output}", quiet) as progress:
+        pack_from_file(from_toml, output, progress=progress.update,
+                       inspect=lambda specs: warnings.extend(unresolved_warnings(specs)))
+    return warnings
+
+
+def _pack_item(arg: str) -> str | Specialization:
+    """An argument of `fatpte pack`: `[NAME:]BACKEND=PAYLOAD` parsed, a bare path as it is."""
+    return parse_spec(arg) if "=" in arg else arg
+
+
+def _pack_arguments(specs: tuple[str, ...], output: str, *, data: tuple[str, ...], share_named_data: bool,
+                    version: int, align: int | None, signature_from: str | None, check_signatures: bool,
+                    golden: str | None, golden_from: str | None, golden_tolerances: tuple[str, ...],
+                    priorities: tuple[str, ...], force: bool, quiet: bool) -> list[str]:
+    """`fatpte pack` of its arguments: the packing policy's specializations of them
+    (fatpte.ops.pack_policy, as `fatpte.pack` makes them), with the priorities and tolerances
+    given, written by `fatpte.ops.packing.write`; its warnings."""
+    from fatpte.cli.executorch_files import unresolved_warnings
+    from fatpte.ops.pack_policy import resolve
+    from fatpte.ops.packing import write
+
+    parsed = resolve([_pack_item(a) for a in specs], data=data, share_named_data=share_named_data, version=version,
+                     check_signatures=check_signatures)
+    if not parsed:
+        raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
+    parsed = _prioritised(parsed, _priorities(priorities))
+    parsed = _golden_tolerances(parsed, golden_tolerances)
+    if golden_from is not None and golden is None:
+        raise click.UsageError("--golden-from records the outputs of the golden calls --golden CALLS.json gives")
+    check_inputs(*(s.payload for s in parsed if isinstance(s.payload, str)), *([golden] if golden else []))
+    check_output(output, force)
+    warnings = unresolved_warnings(parsed)
+    with _progress(f"packing {output}", quiet) as progress:
+        write(parsed, output, version=version, alignment=align, progress=progress.update,
+              signature_from=signature_from, check_signatures=check_signatures, golden=golden,
+              golden_from=golden_from)
+    return warnings
 
 
 def _prioritised(specs: list[Specialization], priorities: dict[str, int]) -> list[Specialization]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -85,6 +85,46 @@ def _pad_id(text: str, what: str, label: str, code: ErrorCode) -> bytes:
 
 
 def pack(
+    specializations: Iterable[Specialization | str | os.PathLike[str]],
+    dest: str | os.PathLike[str],
+    *,
+    version: int = L.VERSION_2,
+    alignment: int | None = None,
+    named_data: Any = None,
+    segment_alignment: int | None = None,
+    progress: Progress | None = None,
+    signature_from: str | None = None,
+    check_signatures: bool = True,
+    golden: Any = None,
+    golden_from: str | None = None,
+    runtime: str | None = None,
+    aarch64_runtime: str | None = None,
+    data: Sequence[str] = (),
+    share_named_data: bool = False,
+) -> Path:
+    """Write a container holding `specializations` to `dest` and return its path: `write` of what
+    the packing policy `fatpte pack` shares makes of them (fatpte.ops.pack_policy.resolve).
+
+    A specialization may be the path of an ExecuTorch program (.pte) or native package (.ptn):
+    its backend id is then derived from it. One whose payload is such a path, and which states no
+    signature and no ExecuTorch backends, is read the same way (its signature, backends and, for
+    a package, its provenance). `data` ([NAME=]FILE.ptd, repeatable) adds a .ptd's tensors to the
+    named data of program entries, and `share_named_data` moves the programs' and packages' own
+    named data into the container's, as `fatpte pack --data` and `--share-pte-named-data` do.
+    With `version` 1 the programs' signatures are checked against each other (unless not
+    `check_signatures`), then left out. The other arguments are `write`'s.
+    """
+    from fatpte.ops.pack_policy import resolve
+
+    specs = resolve(specializations, data=data, share_named_data=share_named_data, version=version,
+                    check_signatures=check_signatures)
+    return write(specs, dest, version=version, alignment=alignment, named_data=named_data,
+                 segment_alignment=segment_alignment, progress=progress, signature_from=signature_from,
+                 check_signatures=check_signatures, golden=golden, golden_from=golden_from, runtime=runtime,
+                 aarch64_runtime=aarch64_runtime)
+
+
+def write(
     specializations: Iterable[Specialization],
     dest: str | os.PathLike[str],
     *,
@@ -100,7 +140,7 @@ def pack(
     runtime: str | None = None,
     aarch64_runtime: str | None = None,
 ) -> Path:
-    """Write a container holding `specializations` to `dest` and return its path.
+    """Write a container holding `specializations`, as they are, to `dest` and return its path.
 
     `alignment` is the default payload alignment for version 2 (64 when None); an entry's own
     `alignment` overrides it. Version 1 stores payloads back to back and has no names,
@@ -117,7 +157,8 @@ def pack(
     against it (fatpte.ops.program_entry); entries must state agreeing signatures (E0411). When
     the caller knows better: `signature_from=NAME` gives every entry entry NAME's signature, and
     `check_signatures=False` stores none; either is recorded in each entry's provenance
-    (`fatpte.signature_check`), and `fatpte info` shows it.
+    (`fatpte.signature_check`), and `fatpte info` shows it. Version 1 stores no signature, so
+    `check_signatures=False` records nothing there.
 
     `golden` (a calls.json path or its decoded list) gives golden calls (specs/nfat-manifest.md
     section 11) to every entry that states a program signature; with `golden_from=NAME` their
@@ -129,20 +170,9 @@ def pack(
     specs = list(specializations)
     if not specs:
         raise FatpteError(ErrorCode.NO_SPECIALIZATIONS, "nothing to pack: give at least one specialization")
-    if signature_from is not None or not check_signatures:
+    if signature_from is not None or (not check_signatures and version != L.VERSION_1):
         specs = _decide_signatures(specs, signature_from, check_signatures)
-    if golden_from is not None and golden is None:
-        raise FatpteError(ErrorCode.NO_GOLDEN_CALLS, "golden_from records the outputs of golden calls: give their "
-                          "inputs too (golden=CALLS.json)", field="golden_from", actual=golden_from)
-    if golden is not None:
-        if version == L.VERSION_1:
-            raise FatpteError(ErrorCode.NOT_REPRESENTABLE_IN_V1, "version 1 has no manifest for golden calls",
-                              field="golden")
-        from fatpte.ops.golden import prepare
-
-        specs, named_data = prepare(specs, golden, golden_from, named_data, Path(dest),
-                                    lambda spec, where, nd: pack([spec], where, named_data=nd), runtime=runtime,
-                                    aarch64_runtime=aarch64_runtime)
+    specs, named_data = _golden(specs, dest, version, named_data, golden, golden_from, runtime, aarch64_runtime)
     if version not in L.SUPPORTED_VERSIONS:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"version must be 1 or 2, not {version!r}",
                           field="version", actual=version)
@@ -166,6 +196,25 @@ def pack(
         with atomic_output(target) as out:
             _write(out, layout, progress)
     return target
+
+
+def _golden(specs: list[Specialization], dest: str | os.PathLike[str], version: int, named_data: Any, golden: Any,
+            golden_from: str | None, runtime: str | None,
+            aarch64_runtime: str | None) -> tuple[list[Specialization], Any]:
+    """`specs` and `named_data` with the golden calls `golden` gives (fatpte.ops.golden.prepare)."""
+    if golden_from is not None and golden is None:
+        raise FatpteError(ErrorCode.NO_GOLDEN_CALLS, "golden_from records the outputs of golden calls: give their "
+                          "inputs too (golden=CALLS.json)", field="golden_from", actual=golden_from)
+    if golden is None:
+        return specs, named_data
+    if version == L.VERSION_1:
+        raise FatpteError(ErrorCode.NOT_REPRESENTABLE_IN_V1, "version 1 has no manifest for golden calls",
+                          field="golden")
+    from fatpte.ops.golden import prepare
+
+    return prepare(specs, golden, golden_from, named_data, Path(dest),
+                   lambda spec, where, nd: write([spec], where, named_data=nd), runtime=runtime,
+                   aarch64_runtime=aarch64_runtime)
 
 
 def _decide_signatures(specs: list[Specialization], signature_from: str | None,
