@@ -4,7 +4,7 @@ without click), `main` (the click commands), `commands` (the bodies both share),
 `executorch_files` (ExecuTorch files on the command line). This package's __init__ imports
 nothing, so the launcher starts without click.
 
-May use: fatpte.ops, fatpte.executorch, fatpte.device, fatpte.container, fatpte.manifest,
-fatpte.format, fatpte.fileio, fatpte.errors, fatpte._generated (the help text launch prints) and the public
-fatpte API; click (only in `main`).
+May use: fatpte.ops, fatpte.executorch, fatpte.device, fatpte.container, fatpte.format,
+fatpte.fileio, fatpte.errors, fatpte._generated (the help text launch prints) and the public fatpte
+API; click (only in `main`).
 """
