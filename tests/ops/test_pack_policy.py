@@ -92,3 +92,13 @@ def test_a_stated_signature_is_left_to_pack_to_check() -> None:
     assert resolve([stated]) == [stated]
     opaque = Specialization("raw", b"bytes")
     assert resolve([opaque]) == [opaque]
+
+
+def test_a_pack_toml_states_what_each_entry_is(tmp_path: Path) -> None:
+    """pack_from_file writes the file's specializations as they are: a .ptn without
+    `signature = "from-payload"` stays opaque bytes, so unpack's pack.toml gives its container back."""
+    toml = tmp_path / "pack.toml"
+    toml.write_text(f'[[specialization]]\nbackend_id = "native"\npayload = "{PTN.as_posix()}"\n', encoding="utf-8")
+    fatpte.pack_from_file(toml, tmp_path / "t.nfat")
+    with fatpte.open(tmp_path / "t.nfat") as c:
+        assert c.manifest is None
