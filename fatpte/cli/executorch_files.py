@@ -1,5 +1,6 @@
-"""The ExecuTorch side of the command line: what `info`, `pack`, `thin`, `validate` and `select`
-do when a file is an ExecuTorch file rather than an NFAT container.
+"""The ExecuTorch side of the command line: what `info`, `thin`, `validate` and `select` do when a
+file is an ExecuTorch file rather than an NFAT container, and `pack`'s warnings (what a program
+entry becomes is the packing policy's, fatpte.ops.pack_policy).
 
 main.py tells the two apart by a file's first 8 bytes (`executorch_kind`: NFAT magic first, then
 the flatbuffer identifier at bytes 4..8) and calls the functions here, which are thin layers over
@@ -38,14 +39,9 @@ def head(path: PathArg) -> bytes:
 def executorch_kind(path: PathArg) -> str | None:
     """"pte", "ptd", "ptn", "nptg" or "xnnpack" when `path` is that ExecuTorch file; None for an NFAT
     container (or anything else, which the container commands then reject as they always did)."""
-    from fatpte.format.layout import MAGIC
+    from fatpte.ops.pack_policy import executorch_kind as kind
 
-    data = head(path)
-    if data[: len(MAGIC)] == MAGIC:
-        return None
-    from fatpte.executorch.describe import sniff
-
-    return sniff(data)
+    return kind(path)
 
 
 def is_program(path: PathArg) -> bool:
@@ -79,47 +75,6 @@ def _not_fat(path: PathArg) -> FatpteError:
 # ---------------------------------------------------------------------------------------------
 
 
-def _data_targets(data: Sequence[str], programs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
-    """`--data [NAME=]FILE.ptd` values as entry name -> .ptd files, for `programs` (entry name, path).
-
-    Without NAME, FILE goes to each program entry whose program loads from outside itself a key
-    FILE holds (an XNNPACK program that holds its weights gets none of a portable program's .ptd,
-    which would then be named data it never loads: E1105, and `validate --strict` would fail); a
-    FILE that no program entry needs is refused. NAME= attaches the whole file to that entry."""
-    from fatpte.executorch.keys import program_keys
-    from fatpte.executorch.pte import read_program
-    from fatpte.fileio.mapping import map_view
-    from fatpte.ops.pte_specialize import ptd_tensors
-
-    names = [name for name, _ in programs]
-    targets: dict[str, list[str]] = {n: [] for n in names}
-    needs: dict[str, set[str]] | None = None  # entry name -> the keys its program loads from outside
-    for value in data:
-        name, sep, path = value.partition("=")
-        if not sep:
-            if needs is None:
-                needs = {n: set(program_keys(read_program(map_view(p), source=p)).external) for n, p in programs}
-            keys = set(ptd_tensors(value))
-            takers = [n for n in names if needs[n] & keys]
-            if not takers:
-                raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"--data {value!r}: no ExecuTorch program entry loads a "
-                                  f"key of it from outside the program (it holds {listed(sorted(map(quoted, keys)))}"
-                                  "); give --data NAME=FILE to attach it to entry NAME anyway", field="--data",
-                                  actual=value)
-            for n in takers:
-                targets[n].append(value)
-        elif not name or not path:
-            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"--data {value!r} is not [NAME=]FILE.ptd",
-                              field="--data")
-        elif name not in targets:
-            have = ", ".join(repr(n) for n in names) or "none"
-            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"--data {value!r}: no ExecuTorch program entry is "
-                              f"named {name!r} (program entries: {have})", field="--data", actual=name)
-        else:
-            targets[name].append(path)
-    return targets
-
-
 def unresolved_warnings(specs: Sequence[Specialization]) -> list[str]:
     """`fatpte pack`'s warnings: one per program entry that loads named-data keys neither the
     program nor the container holds (the extracted program would fail to load)."""
@@ -135,98 +90,6 @@ def unresolved_warnings(specs: Sequence[Specialization]) -> list[str]:
                          f"holds: {', '.join(missing)}; give the .ptd it was exported with (--data "
                          f"{spec.entry_name}=FILE.ptd), or the extracted program will not load")
     return lines
-
-
-def pack_specs(args: Sequence[str], data: Sequence[str],
-               parse: Callable[[str], Specialization], *, share_named_data: bool = False, version: int = 2,
-               check_signatures: bool = True) -> list[Specialization]:
-    """The specializations `fatpte pack` packs for its arguments.
-
-    An argument whose payload is an ExecuTorch program becomes `pte_specialization` of it: the
-    whole file, its payload kind and program signature read from it (so pack refuses two
-    different programs, E0411). A bare path (no `=`) is allowed for a program: its backend id is
-    derived from its delegates. A native package (.ptn) becomes `ptn_specialization` of it, the
-    same way (backend id `native` when bare); with `share_named_data` its tensors move into the
-    shared named data too, and extract puts them back. Each `--data [NAME=]FILE` adds the tensors
-    of a .ptd (or of a .ptn's program.safetensors) to the named data of entry NAME, or of each
-    program entry that loads one of them (`_data_targets`). With `share_named_data`
-    (--share-pte-named-data) each program's own named data moves there too, the payload being
-    the program rewritten without it (docs/executorch.md).
-
-    For `version` 1, which has no manifest, each program or package is its file with its backend
-    id and nothing else: the signatures read from them are checked against each other as for
-    version 2 (unless not `check_signatures`), then left out, as version 1 has no place for them;
-    named data (`data`, `share_named_data`) is refused (E0703)."""
-    from fatpte.ops.pte_specialize import backend_id_of_file, pte_specialization, ptn_specialization
-
-    if version == 1 and (data or share_named_data):
-        raise FatpteError(ErrorCode.NOT_REPRESENTABLE_IN_V1, "version 1 has no named data: --data and "
-                          "--share-pte-named-data need version 2 (the default)",
-                          field="--data" if data else "--share-pte-named-data")
-
-    # (path, backend id or None to derive, name) per program argument, to build after --data is known.
-    programs: list[tuple[str, str | None, str | None]] = []
-    specs: list[Specialization | int] = []  # an int is an index into `programs`
-    packages = 0
-    for arg in args:
-        if "=" not in arg:
-            kind = executorch_kind(arg)
-            if kind == "ptn":
-                specs.append(ptn_specialization(arg, share_named_data=share_named_data))
-                packages += 1
-                continue
-            if kind != "pte":
-                why = "an ExecuTorch program or package" if os.path.isfile(arg) else "a file"
-                raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{arg!r} is not [NAME:]BACKEND=PAYLOAD, and not "
-                                  f"{why}: a bare path must be an ExecuTorch program (.pte) or native package "
-                                  "(.ptn)", actual=arg)
-            specs.append(len(programs))
-            programs.append((arg, None, None))
-            continue
-        spec = parse(arg)
-        kind = executorch_kind(spec.payload) if isinstance(spec.payload, str) else None
-        if kind == "pte":
-            specs.append(len(programs))
-            programs.append((str(spec.payload), spec.backend_id, spec.name))
-        elif kind == "ptn":
-            specs.append(ptn_specialization(str(spec.payload), backend_id=spec.backend_id, name=spec.name,
-                                            share_named_data=share_named_data))
-            packages += 1
-        else:
-            specs.append(spec)
-    if data and not programs:
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "--data adds a .ptd's named data to ExecuTorch program "
-                          "entries, and no payload is an ExecuTorch program", field="--data")
-    if share_named_data and not programs and not packages:
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "--share-pte-named-data moves the named data of ExecuTorch "
-                          "programs and packages, and no payload is an ExecuTorch program (.pte) or package (.ptn)",
-                          field="--share-pte-named-data")
-    # Each program is specialized once (hashing, and rewriting with share_named_data, read the
-    # whole file), after its entry name, which --data targets, is known.
-    names = [name or backend or backend_id_of_file(path) for path, backend, name in programs]
-    targets = _data_targets(data, [(n, path) for n, (path, _, _) in zip(names, programs, strict=True)])
-    built = [pte_specialization(path, backend_id=backend, name=name, data_files=targets[entry],
-                                share_named_data=share_named_data)
-             for (path, backend, name), entry in zip(programs, names, strict=True)]
-    out = [built[s] if isinstance(s, int) else s for s in specs]
-    return _version_1(out, check_signatures) if version == 1 else out
-
-
-def _version_1(specs: Sequence[Specialization], check_signatures: bool) -> list[Specialization]:
-    """`specs` as version 1 holds them: the programs' and packages' signatures checked against
-    each other (E0411, as `pack` checks them), then each of them only its backend id, name and
-    file; the other specializations as they are."""
-    from fatpte.manifest.model import Signature
-    from fatpte.ops.program_entry import disagreeing_signature
-    from fatpte.ops.specialization import Specialization
-
-    files = [s for s in specs if s.signature is not None and s.executorch_backends is not None]
-    if check_signatures:
-        found = disagreeing_signature([(s.entry_name, Signature.from_mapping(s.signature)) for s in files])
-        if found is not None:
-            raise FatpteError(ErrorCode.SIGNATURE_MISMATCH, found[1], field="signature")
-    return [Specialization(s.backend_id, s.payload, name=s.name) if any(s is f for f in files) else s
-            for s in specs]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,20 +11,21 @@ click and fatpte's small click-free modules (errors, exit_codes, commands), take
 the strings typed (no pathlib), and each command imports what it uses when it runs. The bodies
 of `info`, `select`, `extract` and `validate` live in fatpte/cli/commands.py, without click, so
 that the console script (fatpte/cli/launch.py) runs their plain forms without importing this module.
+The options several commands share are in fatpte/cli/options.py; `pack` and `merge` are in
+fatpte/cli/pack_commands.py, added to the group here.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from fatpte import __version__
 from fatpte.cli import commands as bodies
 from fatpte.cli.commands import (
-    UsageProblem,
     check_inputs,
     check_output,
     echo,
@@ -38,30 +39,31 @@ from fatpte.cli.exit_codes import (
     EXIT_INVALID,
     EXIT_IO,
     EXIT_NO_FIT,
-    EXIT_OK,
     closed_stdout,
     error_line,
     exit_code,
     out_of_memory_line,
 )
+from fatpte.cli.options import (
+    EXIT_HELP,
+    complete_device,
+    device_option,
+    exit_with,
+    force_option,
+    json_option,
+    output_option,
+    parse_spec,
+    preference_options,
+    quiet_option,
+    run_body,
+    specs_argument,
+)
+from fatpte.cli.pack_commands import merge, pack
 from fatpte.errors import ErrorCode, FatpteError, listed, printable, quoted
 from fatpte.fileio.atomic import Terminated, end_by_signal
 
 if TYPE_CHECKING:
     from fatpte.device.profile import DeviceProfile
-    from fatpte.ops.specialization import Specialization
-
-EXIT_HELP = """\b
-Exit codes:
-  0  success
-  1  invalid container, or a failed finding
-  2  usage error
-  3  no specialization fits the device
-  4  I/O error (a file cannot be read or written)
-  5  not verified: no signature, an untrusted one, or content it does not vouch for (verify)
-  6  an entry runs but disagrees with its golden calls or another entry (check)"""
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class FatpteGroup(click.Group):
@@ -86,115 +88,6 @@ class FatpteGroup(click.Group):
             except Terminated as exc:
                 end_by_signal(exc)  # the outputs are cleaned up: die by the signal, as the launcher does
                 ctx.exit(128 + exc.signum)
-
-
-# ---------------------------------------------------------------------------------------------
-# Shared options and helpers
-# ---------------------------------------------------------------------------------------------
-
-
-def _json_option(f: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON (fields in docs/cli.md).")(f)
-
-
-def _force_option(f: F) -> F:
-    return click.option("-f", "--force", is_flag=True, help="Replace OUT if it exists.")(f)
-
-
-def _quiet_option(f: F) -> F:
-    return click.option("-q", "--quiet", is_flag=True, help="No progress display.")(f)
-
-
-def _output_option(f: F) -> F:
-    return click.option("-o", "--output", "output", required=True, metavar="OUT",
-                        type=click.Path(dir_okay=False), help="File to write.")(f)
-
-
-def _run_body(body: Callable[..., int], /, **kwargs: Any) -> None:
-    """Run a command body of fatpte/cli/commands.py: its UsageProblem becomes click's usage error,
-    and the status it returns the exit status."""
-    try:
-        status = body(**kwargs)
-    except UsageProblem as exc:
-        raise click.UsageError(str(exc)) from None
-    if status != EXIT_OK:
-        _exit(status)
-
-
-def _exit(code: int) -> None:
-    click.get_current_context().exit(code)
-
-
-def parse_spec(text: str) -> Specialization:
-    """`[NAME:]BACKEND=PAYLOAD` as a Specialization whose payload is the path PAYLOAD."""
-    from fatpte.ops.specialization import Specialization
-
-    head, sep, payload = text.partition("=")
-    if not sep or not head or not payload:
-        raise click.BadParameter(f"{text!r} is not [NAME:]BACKEND=PAYLOAD")
-    name, colon, backend = head.partition(":")
-    if not colon:
-        return Specialization(head, payload)
-    if not name or not backend:
-        raise click.BadParameter(f"{text!r} is not [NAME:]BACKEND=PAYLOAD")
-    return Specialization(backend, payload, name=name)
-
-
-def _alignment(value: int | None) -> int | None:
-    from fatpte.format.structure import valid_alignment
-
-    if value is not None and not valid_alignment(value):
-        raise click.BadParameter(f"{value} is not a power of two from 1 to 65536")
-    return value
-
-
-def _priorities(values: Sequence[str]) -> dict[str, int]:
-    """`--priority NAME=N` values as entry name -> priority (the last one given for a name wins)."""
-    out: dict[str, int] = {}
-    for value in values:
-        name, sep, number = value.rpartition("=")
-        try:
-            out[name] = int(number)
-        except ValueError:
-            name = ""
-        if not sep or not name:
-            raise click.BadParameter(f"{value!r} is not NAME=N (N an integer)", param_hint="'--priority'")
-    return out
-
-
-def _priority_option(f: F) -> F:
-    return click.option("--priority", "priorities", multiple=True, metavar="NAME=N",
-                        help="Give entry NAME priority N, a 32-bit integer (default 0; higher is chosen first; "
-                             "repeatable).")(f)
-
-
-def _preference_options(f: F) -> F:
-    f = click.option("--exclude", multiple=True, metavar="B1,B2",
-                     help="Never choose these names or backend ids (repeatable).")(f)
-    return click.option("--prefer", multiple=True, metavar="B1,B2",
-                        help="Among equal priorities, prefer these names or backend ids, in order "
-                             "(repeatable).")(f)
-
-
-def _complete_device(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    """Shell completion of --device: `host`, the named profiles, and JSON files."""
-    from click.shell_completion import CompletionItem
-
-    from fatpte.device.profile import DeviceProfile
-
-    words = [w for w in ["host", *DeviceProfile.names()] if w.startswith(incomplete)]
-    return [CompletionItem(w) for w in words] + [CompletionItem(incomplete, type="file")]
-
-
-def _device_option(required: bool) -> Callable[[F], F]:
-    return click.option("--device", required=required, metavar="host|NAME|PROFILE.json",
-                        shell_complete=_complete_device,
-                        help="The device: `host` (this machine), a named profile (`fatpte device list`) or a "
-                             "profile JSON file.")
-
-
-def _specs_argument(f: F) -> F:
-    return click.argument("specs", nargs=-1, metavar="[NAME:]BACKEND=PAYLOAD...")(f)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,220 +150,9 @@ def main(runtime: str | None, remote_timeout: float | None, remote_deadline: flo
         click.get_current_context().with_resource(_Environment(values))
 
 
-# ---------------------------------------------------------------------------------------------
-# pack
-# ---------------------------------------------------------------------------------------------
 
-
-@main.command(epilog=EXIT_HELP)
-@click.argument("specs", nargs=-1, metavar="[NAME:]BACKEND=PAYLOAD|PROGRAM.pte|PACKAGE.ptn...")
-@_output_option
-@click.option("--data", "data", multiple=True, metavar="[NAME=]FILE.ptd",
-              help="Add the tensors of an ExecuTorch .ptd (or of a .ptn's program.safetensors) to the named "
-                   "data of entry NAME, or without NAME= of each ExecuTorch program entry that loads one of them "
-                   "(repeatable).")
-@click.option("--share-pte-named-data", "share_pte_named_data", is_flag=True,
-              help="Move the named data stored inside each ExecuTorch program, and the tensors of each .ptn, into "
-                   "the shared named data; the entry's payload is then the program rewritten without it "
-                   "(extract it with --data-out), or the package without them (extract puts them back).")
-@click.option("--format-version", type=click.Choice(["1", "2"]), default=None,
-              help="Container version to write (default 2).")
-@click.option("--align", type=int, default=None, metavar="N", callback=lambda ctx, param, v: _alignment(v),
-              help="Default payload alignment, a power of two from 1 to 65536 (version 2; default 64).")
-@click.option("--from", "from_toml", type=click.Path(dir_okay=False), metavar="PACK_TOML",
-              help="Pack what a pack.toml describes (docs/pack-toml.md) instead of arguments.")
-@click.option("--signature-from", "signature_from", metavar="NAME", default=None,
-              help="Give every entry the program signature of entry NAME instead of checking that they "
-                   "agree; recorded in each entry's provenance (fatpte.signature_check).")
-@click.option("--no-signature-check", "no_signature_check", is_flag=True,
-              help="Store no program signature and check none; recorded in each entry's provenance.")
-@click.option("--golden", "golden", type=click.Path(dir_okay=False), metavar="CALLS.json", default=None,
-              help="Golden calls for every entry that states a program signature: the calls `fatpte-run --inputs` "
-                   "takes, each with its expected outputs (docs/golden.md).")
-@click.option("--golden-from", "golden_from", metavar="NAME", default=None,
-              help="Record the golden calls' outputs by running entry NAME with the real runtime (fatpte-run).")
-@click.option("--golden-tolerance", "golden_tolerances", multiple=True, metavar="NAME=ATOL,RTOL",
-              help="Let entry NAME's outputs be this far from the golden ones at least (repeatable): wider for "
-                   "a quantized or fp16 entry.")
-@_priority_option
-@_force_option
-@_quiet_option
-def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_named_data: bool,
-         format_version: str | None, align: int | None, from_toml: str | None, signature_from: str | None,
-         no_signature_check: bool, golden: str | None, golden_from: str | None, golden_tolerances: tuple[str, ...],
-         priorities: tuple[str, ...], force: bool, quiet: bool) -> None:
-    """Pack payloads into a container.
-
-    Each argument is BACKEND=PAYLOAD (the entry is named after its backend id) or
-    NAME:BACKEND=PAYLOAD, where PAYLOAD is a file. Identical payloads are stored once.
-    With --from, a pack.toml states everything instead (names, priorities, requirements,
-    signatures, named data); `fatpte unpack` writes one that reproduces a container.
-
-    A PAYLOAD that is an ExecuTorch program (.pte) is packed whole, with its program signature
-    read from the file, so programs whose signatures differ are refused (E0411, both shown). It
-    may be given as a bare PROGRAM.pte: the backend id is then derived from its delegates
-    (`portable` when none, XnnpackBackend gives `xnnpack`). An ExecuTorch native package (.ptn)
-    is packed whole the same way, its signature read from its program.ptg (a bare PACKAGE.ptn
-    gets the backend id `native`). Two programs are the same program when their user inputs,
-    user outputs and state (mutable buffers) agree in dtype and shape, buffer names compared
-    only where both record them (the default export records none); when you know better,
-    --signature-from NAME or --no-signature-check, recorded in the container. Any program is
-    checked against what is said of it: a backend id that names a backend the program does not
-    delegate to (`portable` for an XNNPACK program) is refused (E1102). --data moves a .ptd's
-    tensors into the container's shared named data (docs/executorch.md); --share-pte-named-data
-    moves the named data stored in the programs there too, rewriting them (extract then no
-    longer gives the input file back byte for byte), and the tensors of each .ptn (extract
-    writes the package whole again).
-
-    --format-version 1 writes ExecuTorch's published layout: each program or package is then
-    its file under its backend id and nothing else (no names, priorities, alignment, named data
-    or manifest); the programs' signatures are still checked against each other.
-
-    Entries are ranked by priority (0 unless --priority NAME=N; higher is chosen first), then
-    by the rules of specs/nfat-manifest.md section 6; pack warns (E0709) about entries that
-    only their place in the table would tell apart.
-
-    --golden CALLS.json stores golden calls (specs/nfat-manifest.md section 11): reference
-    inputs and the outputs each entry must give, within a tolerance per output (its dtype's
-    default, widened for an entry by --golden-tolerance), which `fatpte check` and
-    `fatpte-run --self-test` run. --golden-from NAME records the outputs by running entry NAME
-    with fatpte-run (`fatpte --runtime`, $FATPTE_RUN or on PATH) instead of taking them from
-    CALLS.json.
-    """
-    if signature_from is not None and no_signature_check:
-        raise click.UsageError("--signature-from and --no-signature-check exclude each other")
-    if from_toml is not None:
-        if (specs or data or share_pte_named_data or format_version is not None or align is not None
-                or signature_from is not None or no_signature_check or priorities or golden is not None
-                or golden_from is not None or golden_tolerances):
-            raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
-                                   "--format-version, --align, --signature-from, --no-signature-check, "
-                                   "--golden, --golden-from, --golden-tolerance or --priority: the pack.toml "
-                                   "states them")
-        from fatpte.cli.executorch_files import unresolved_warnings
-        from fatpte.ops.packfile import pack_from_file
-
-        check_inputs(from_toml)
-        check_output(output, force)
-        warnings: list[str] = []
-        with _progress(f"packing {output}", quiet) as progress:
-            pack_from_file(from_toml, output, progress=progress.update,
-                           inspect=lambda specs: warnings.extend(unresolved_warnings(specs)))
-    else:
-        from fatpte.cli.executorch_files import pack_specs as executorch_specs
-        from fatpte.cli.executorch_files import unresolved_warnings
-        from fatpte.ops.packing import pack as pack_specs
-
-        version = int(format_version or "2")
-        if version == 1 and signature_from is not None:
-            raise click.UsageError("--signature-from gives entries a signature to store, and version 1 stores none "
-                                   "(its programs' signatures are checked against each other unless "
-                                   "--no-signature-check)")
-        parsed = executorch_specs(specs, data, parse_spec, share_named_data=share_pte_named_data, version=version,
-                                  check_signatures=not no_signature_check)
-        if not parsed:
-            raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
-        parsed = _prioritised(parsed, _priorities(priorities))
-        parsed = _golden_tolerances(parsed, golden_tolerances)
-        if golden_from is not None and golden is None:
-            raise click.UsageError("--golden-from records the outputs of the golden calls --golden CALLS.json gives")
-        check_inputs(*(s.payload for s in parsed if isinstance(s.payload, str)), *([golden] if golden else []))
-        check_output(output, force)
-        warnings = unresolved_warnings(parsed)
-        with _progress(f"packing {output}", quiet) as progress:
-            pack_specs(parsed, output, version=version, alignment=align, progress=progress.update,
-                       signature_from=signature_from, check_signatures=not no_signature_check or version == 1,
-                       golden=golden, golden_from=golden_from)
-    _wrote_container(output)
-    for line in warnings:
-        echo(line, err=True)
-
-
-def _prioritised(specs: list[Specialization], priorities: dict[str, int]) -> list[Specialization]:
-    """`specs` with the priorities `--priority` gives their entries."""
-    import dataclasses
-
-    names = [s.entry_name for s in specs]
-    unknown = [n for n in priorities if n not in names]
-    if unknown:
-        raise click.BadParameter(f"no entry is named {listed([quoted(n) for n in unknown])} (entries: "
-                                 f"{listed([quoted(n) for n in names])})", param_hint="'--priority'")
-    return [dataclasses.replace(s, priority=priorities[s.entry_name]) if s.entry_name in priorities else s
-            for s in specs]
-
-
-def _golden_tolerances(specs: list[Specialization], values: tuple[str, ...]) -> list[Specialization]:
-    """`specs` with the tolerances `--golden-tolerance NAME=ATOL,RTOL` gives their entries."""
-    import dataclasses
-
-    names = [s.entry_name for s in specs]
-    given: dict[str, dict[str, float]] = {}
-    for value in values:
-        name, eq, numbers = value.partition("=")
-        parts = numbers.split(",")
-        try:
-            atol, rtol = (float(x) for x in parts) if len(parts) == 2 else (None, None)
-        except ValueError:
-            atol = rtol = None
-        if not eq or atol is None or rtol is None:
-            raise click.BadParameter(f"{value!r} is not NAME=ATOL,RTOL", param_hint="'--golden-tolerance'")
-        if name not in names:
-            raise click.BadParameter(f"no entry is named {quoted(name)} (entries: {listed([quoted(n) for n in names])})",
-                                     param_hint="'--golden-tolerance'")
-        given[name] = {"atol": atol, "rtol": rtol}
-    return [dataclasses.replace(s, golden_tolerance=given[s.entry_name]) if s.entry_name in given else s
-            for s in specs]
-
-
-def _wrote_container(path: str) -> None:
-    from fatpte.container.reader import open as open_container
-
-    with open_container(path) as c:
-        n = len(c.entries)
-        echo(f"wrote {path}: version {c.version}, {n} {'entry' if n == 1 else 'entries'}, {c.size} bytes")
-
-
-# ---------------------------------------------------------------------------------------------
-# merge
-# ---------------------------------------------------------------------------------------------
-
-
-@main.command(epilog=EXIT_HELP)
-@click.argument("programs", nargs=-1, required=True, metavar="[NAME=]PROGRAM.pte...")
-@_output_option
-@_priority_option
-@_force_option
-def merge(programs: tuple[str, ...], output: str, priorities: tuple[str, ...], force: bool) -> None:
-    """Merge lowered programs of one model into one fat program (.pte), without torch.
-
-    Give each lowering of the model as ExecuTorch exported it: programs lowered to a backend
-    (m_xnnpack.pte, ...) and at most one portable program (m_portable.pte, no delegate). OUT is
-    the first lowered program with each method's delegate made a fat delegate (backend id
-    FatpteBackend): its payload is an NFAT container of every lowered program's delegate payload
-    and the portable program whole, which runs as a nested program when no backend entry can.
-    ExecuTorch runs OUT with libexecutorch_backend_fatpte.so loaded (docs/executorch.md).
-
-    Entries are named after their backend (`xnnpack`, `portable`) unless NAME= is given. The
-    programs' signatures must agree, as `fatpte pack` checks them (E0411). Each lowered program
-    must be one delegate per method over the method's inputs and outputs, so that the portable
-    program can stand in for it: a program whose backend took only part of the graph (state
-    kept outside the delegate, operators left to the portable kernels) is refused (E0702), naming
-    the input, output or value that differs. Every entry must load the first lowered program's
-    named data (E0706).
-    """
-    from fatpte.ops.fat_merge import merge_programs
-
-    given: list[str | tuple[str, str]] = []
-    for arg in programs:
-        name, sep, path = arg.partition("=")
-        if sep and (not name or not path):
-            raise click.BadParameter(f"{arg!r} is not [NAME=]PROGRAM.pte", param_hint="PROGRAMS")
-        given.append((name, path) if sep else arg)
-    check_inputs(*(g if isinstance(g, str) else g[1] for g in given))
-    check_output(output, force)
-    written = merge_programs(given, output, priorities=_priorities(priorities))
-    echo(f"wrote {written}: fat program, {os.stat(written).st_size} bytes")
-
+main.add_command(pack)
+main.add_command(merge)
 
 # ---------------------------------------------------------------------------------------------
 # info
@@ -481,7 +163,7 @@ def merge(programs: tuple[str, ...], output: str, priorities: tuple[str, ...], f
 @click.argument("file", type=click.Path())
 @click.option("--map", "show_map", is_flag=True,
               help="Print every region in file order, with the padding and gaps between them.")
-@_json_option
+@json_option
 def info(file: str, show_map: bool, as_json: bool) -> None:
     """Describe a container: version, entries, named data, size.
 
@@ -495,7 +177,7 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
     FILE may be the URL of a container (https://, s3://, any scheme fsspec reads;
     docs/remote.md): one request fetches its header, tables and manifest, nothing more.
     """
-    _run_body(bodies.info, file=file, show_map=show_map, as_json=as_json)
+    run_body(bodies.info, file=file, show_map=show_map, as_json=as_json)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -511,7 +193,7 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
                    "(default: $FATPTE_RUN_AARCH64).")
 @click.option("--qemu", "qemu", metavar="QEMU", default=None, type=click.Path(dir_okay=False),
               help="The qemu-aarch64 to emulate with (default: the one on PATH).")
-@_json_option
+@json_option
 def check(file: str, aarch64_runtime: str | None, qemu: str | None, as_json: bool) -> None:
     """Run every entry of FILE this machine can run on its golden calls, and compare.
 
@@ -539,7 +221,7 @@ def check(file: str, aarch64_runtime: str | None, qemu: str | None, as_json: boo
         echo(report.text())
     error = report.error
     if error is not None:
-        _exit(exit_code(error))
+        exit_with(exit_code(error))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -555,8 +237,8 @@ def check(file: str, aarch64_runtime: str | None, qemu: str | None, as_json: boo
                    "delegate), also when named on the command line; for hooks that pass every *.pte file.")
 @click.option("--allow-empty", is_flag=True,
               help="Accept a directory that holds no container (by default it fails: exit 1).")
-@_json_option
-@_quiet_option
+@json_option
+@quiet_option
 def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, allow_empty: bool, as_json: bool,
              quiet: bool) -> None:
     """Check containers against every rule of the spec, checksums included.
@@ -580,7 +262,7 @@ def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, allow_e
 
     A FILE that is a URL (docs/remote.md) is read once, streaming, in range requests.
     """
-    _run_body(bodies.validate, files=files, strict=strict, skip_plain_pte=skip_plain_pte,
+    run_body(bodies.validate, files=files, strict=strict, skip_plain_pte=skip_plain_pte,
               allow_empty=allow_empty, as_json=as_json, quiet=quiet)
 
 
@@ -593,14 +275,14 @@ def validate(files: tuple[str, ...], strict: bool, skip_plain_pte: bool, allow_e
 @click.argument("file", type=click.Path())
 @click.option("--name", help="The entry with this name.")
 @click.option("--backend", help="The only entry with this backend id.")
-@_device_option(required=False)
-@_preference_options
-@_output_option
+@device_option(required=False)
+@preference_options
+@output_option
 @click.option("--data-out", "data_out", type=click.Path(dir_okay=False), default=None,
               metavar="FILE.ptd", help="Also write the entry's named data as an ExecuTorch .ptd, the data "
                                        "file the extracted program loads its moved weights from.")
-@_force_option
-@_quiet_option
+@force_option
+@quiet_option
 def extract(file: str, name: str | None, backend: str | None, device: str | None, prefer: tuple[str, ...],
             exclude: tuple[str, ...], output: str, data_out: str | None, force: bool, quiet: bool) -> None:
     """Write one entry's raw payload to OUT, after checking its CRC32C.
@@ -612,7 +294,7 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
     FILE may be a URL (docs/remote.md): the entry is chosen from the header, tables and
     manifest, then only its payload is fetched, in range requests, hashed as it arrives.
     """
-    _run_body(bodies.extract, file=file, name=name, backend=backend, device=device, prefer=prefer,
+    run_body(bodies.extract, file=file, name=name, backend=backend, device=device, prefer=prefer,
               exclude=exclude, output=output, data_out=data_out, force=force, quiet=quiet)
 
 
@@ -623,13 +305,13 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
-@_device_option(required=True)
-@_preference_options
+@device_option(required=True)
+@preference_options
 @click.option("--explain", is_flag=True, help="Show every entry: its rank, or every requirement it fails.")
 @click.option("--strict", is_flag=True,
               help="A --prefer or --exclude word that names no entry and no backend id is an error (exit 2), "
                    "not a warning.")
-@_json_option
+@json_option
 def select(file: str, device: str, prefer: tuple[str, ...], exclude: tuple[str, ...], explain: bool,
            strict: bool, as_json: bool) -> None:
     """Print the name of the entry DEVICE gets from FILE.
@@ -651,18 +333,18 @@ def select(file: str, device: str, prefer: tuple[str, ...], exclude: tuple[str, 
     FILE may be the URL of a container (docs/remote.md): one request fetches what selection
     reads.
     """
-    _run_body(bodies.select, file=file, device=device, prefer=prefer, exclude=exclude,
+    run_body(bodies.select, file=file, device=device, prefer=prefer, exclude=exclude,
               explain=explain, strict=strict, as_json=as_json)
 
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
-@_device_option(required=False)
+@device_option(required=False)
 @click.option("--name", "names", multiple=True, help="Keep this entry (repeatable).")
-@_preference_options
-@_output_option
-@_force_option
-@_quiet_option
+@preference_options
+@output_option
+@force_option
+@quiet_option
 def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[str, ...],
          exclude: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
     """Write a smaller container with only the entry DEVICE gets (or the --name entries) and the
@@ -735,7 +417,7 @@ def _show_device(profile: DeviceProfile, as_json: bool) -> None:
 
 
 @main.group(cls=FatpteGroup, invoke_without_command=True, epilog=EXIT_HELP)
-@_json_option
+@json_option
 @click.pass_context
 def device(ctx: click.Context, as_json: bool) -> None:
     """Show this machine's device profile (what `--device host` means).
@@ -758,7 +440,7 @@ def device(ctx: click.Context, as_json: bool) -> None:
 
 
 @device.command("list", epilog=EXIT_HELP)
-@_json_option
+@json_option
 def device_list(as_json: bool) -> None:
     """List the named device profiles: those installed with fatpte (specs/devices/ in its
     source), or those in $FATPTE_DEVICES_DIR when set."""
@@ -777,7 +459,7 @@ def device_list(as_json: bool) -> None:
 
 @device.command("show", epilog=EXIT_HELP)
 @click.argument("name", metavar="NAME|PROFILE.json")
-@_json_option
+@json_option
 def device_show(name: str, as_json: bool) -> None:
     """Show a named device profile, or a profile JSON file, checked."""
     _show_device(load_device(name), as_json)
@@ -793,9 +475,9 @@ def device_show(name: str, as_json: bool) -> None:
 @click.option("--devices", metavar="host|NAME|FILE,...|DIR", default=None,
               help="Device profiles: `host`, names or JSON files, comma-separated, or a directory of *.json "
                    "files (default: every named profile).")
-@_preference_options
+@preference_options
 @click.option("--strict", is_flag=True, help="Exit 3 when some device gets no entry.")
-@_json_option
+@json_option
 def coverage(file: str, devices: str | None, prefer: tuple[str, ...], exclude: tuple[str, ...], strict: bool,
              as_json: bool) -> None:
     """Show which entry each device gets, which devices get none, and the bytes each device
@@ -815,7 +497,7 @@ def coverage(file: str, devices: str | None, prefer: tuple[str, ...], exclude: t
 
         echo(coverage_text(result))
     if strict and result["uncovered"]:
-        _exit(EXIT_NO_FIT)
+        exit_with(EXIT_NO_FIT)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -830,9 +512,9 @@ def coverage(file: str, devices: str | None, prefer: tuple[str, ...], exclude: t
 @click.option("-d", "--directory", "old_directory", metavar="DIR", type=click.Path(file_okay=False), default=None,
               help="Deprecated spelling of -o, still accepted (with a warning).")
 @click.option("--no-verify", is_flag=True, help="Skip repacking to check that pack.toml reproduces FILE.")
-@_force_option
-@_quiet_option
-@_json_option
+@force_option
+@quiet_option
+@json_option
 def unpack(file: str, directory: str | None, old_directory: str | None, no_verify: bool, force: bool, quiet: bool,
            as_json: bool) -> None:
     """Write every payload and named-data segment of FILE to DIR, with a pack.toml.
@@ -879,7 +561,7 @@ def unpack(file: str, directory: str | None, old_directory: str | None, no_verif
 @click.argument("a", type=click.Path())
 @click.argument("b", type=click.Path())
 @click.option("--exit-code", is_flag=True, help="Exit 1 when the entries differ.")
-@_json_option
+@json_option
 def diff(a: str, b: str, exit_code: bool, as_json: bool) -> None:
     """Show entries added, removed or changed from A to B, and the size delta.
 
@@ -896,7 +578,7 @@ def diff(a: str, b: str, exit_code: bool, as_json: bool) -> None:
     else:
         echo(diff_text(result))
     if exit_code and not result["unchanged"]:
-        _exit(EXIT_INVALID)
+        exit_with(EXIT_INVALID)
 
 
 def _signed(file: str) -> list[str]:
@@ -924,10 +606,10 @@ def _unsigned_output(signatures: list[str], file: str, output: str) -> None:
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
-@_specs_argument
-@_output_option
-@_force_option
-@_quiet_option
+@specs_argument
+@output_option
+@force_option
+@quiet_option
 def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
     """Write FILE with more entries appended to OUT.
 
@@ -951,9 +633,9 @@ def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
 @click.option("--name", "names", multiple=True, required=True, help="Entry to remove (repeatable).")
-@_output_option
-@_force_option
-@_quiet_option
+@output_option
+@force_option
+@quiet_option
 def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
     """Write FILE without the named entries to OUT."""
     from fatpte.ops.edit import remove as remove_entries
@@ -971,9 +653,9 @@ def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: b
 @click.argument("file", type=click.Path())
 @click.argument("payload", type=click.Path())
 @click.option("--name", required=True, help="Entry whose payload is replaced.")
-@_output_option
-@_force_option
-@_quiet_option
+@output_option
+@force_option
+@quiet_option
 def replace(file: str, payload: str, name: str, output: str, force: bool, quiet: bool) -> None:
     """Write FILE with the payload of entry NAME replaced by PAYLOAD to OUT.
 
@@ -998,9 +680,9 @@ def replace(file: str, payload: str, name: str, output: str, force: bool, quiet:
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
 @click.option("--to", "to_version", type=click.Choice(["1", "2"]), required=True, help="Version to write.")
-@_output_option
-@_force_option
-@_quiet_option
+@output_option
+@force_option
+@quiet_option
 def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -> None:
     """Write FILE as another container version to OUT.
 
@@ -1033,8 +715,8 @@ def convert(file: str, to_version: str, output: str, force: bool, quiet: bool) -
               help="File to write (default: FILE itself, or FILE.sig with --detached).")
 @click.option("--detached", is_flag=True, help="Write the signature to a file beside FILE instead of into it "
               "(verify it with --signature).")
-@_force_option
-@_quiet_option
+@force_option
+@quiet_option
 def sign(file: str, key: str, output: str | None, detached: bool, force: bool, quiet: bool) -> None:
     """Sign FILE: a statement of every entry (name, backend id, kind, priority, alignment, SHA-256
     of its payload, of its manifest record and of its golden calls or their absence) and
@@ -1082,11 +764,11 @@ def _verify_text(report: Any) -> str:
               help="Detached signature to use (default: the embedded one; FILE.sig is read only when given "
                    "here).")
 @click.option("--refuse-downgrade", "downgrade", metavar="host|NAME|PROFILE.json", default=None,
-              shell_complete=_complete_device,
+              shell_complete=complete_device,
               help="Also fail (E1308) when the entry this device gets among the signed entries was thinned "
                    "away, leaving it a weaker one. Off by default (specs/nfat-signature.md 6, step 11).")
-@_json_option
-@_quiet_option
+@json_option
+@quiet_option
 def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: str | None, downgrade: str | None,
            as_json: bool, quiet: bool) -> None:
     """Verify FILE's signature against trusted keys, then every entry and named-data key it holds:
@@ -1123,14 +805,14 @@ def verify(file: str, keys: tuple[str, ...], trust: tuple[str, ...], signature: 
         echo(_verify_text(report))
     if not report.ok:
         assert report.first_error is not None
-        _exit(exit_code(FatpteError.from_finding(report.first_error, file)))
+        exit_with(exit_code(FatpteError.from_finding(report.first_error, file)))
 
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
 @click.option("-o", "--output", "output", metavar="OUT", type=click.Path(dir_okay=False),
               help="File to write (default: FILE itself).")
-@_force_option
+@force_option
 def unsign(file: str, output: str | None, force: bool) -> None:
     """Remove FILE's embedded signature. A container signed by `fatpte sign` gets back the exact
     bytes it had before."""

@@ -1,5 +1,6 @@
 """Operations on containers, each a library function with explicit arguments that the command line
-calls: `packing` (pack, with `specialization`, `named_data` planning and `pack_manifest`),
+calls: `packing` (pack, with `specialization`, `named_data` planning and `pack_manifest`;
+`pack_policy`, what each thing given to pack becomes, shared with `fatpte pack`),
 `packfile` (pack.toml), `thinning`, `extraction`, `edit` (add, remove, replace, convert), `diff`,
 `unpack`, `coverage`, `info`, `validation` (`fatpte.validate`); `golden` (golden calls recorded at
 pack time) and `check` (`fatpte check`: every entry run on its golden calls by a `runner`, this

@@ -227,6 +227,22 @@ def merge_programs(
                           f"names no program (entries: {listed([quoted(s.name) for s in sources])})",
                           field="priorities", actual=unknown[0])
     _check_signatures(sources)
+    delegating, nested = _roles(sources)
+    frame = delegating[0]
+    rank = dict(priorities or {})
+    # (method, its delegate's segment, entries)
+    per_method = [(m, *_method_entries(plan.name, delegating, nested, rank))
+                  for m, plan in enumerate(frame.program.methods)]
+    _check_named_data(frame, delegating[1:], nested)
+    data = _with_fat_delegates(frame, per_method, golden if nested else None)
+    target = Path(dest)
+    with atomic_output(target) as f:
+        f.write(data)
+    return target
+
+
+def _roles(sources: Sequence[_Source]) -> tuple[list[_Source], _Source | None]:
+    """The delegating programs, each lowered to one backend, and the portable one if any."""
     delegating = [s for s in sources if s.backends]
     portable = [s for s in sources if not s.backends]
     if not delegating:
@@ -241,44 +257,48 @@ def merge_programs(
         if len(s.backends) > 1 or FAT_BACKEND_ID in s.backends:
             raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{s.path} delegates to {listed(s.backends)}: each program "
                               "given must be lowered to one backend", source=s.path, field="delegates")
+    return delegating, portable[0] if portable else None
+
+
+def _method_entries(method: str, delegating: Sequence[_Source], nested: _Source | None,
+                    rank: Mapping[str, int]) -> tuple[int, list[Specialization]]:
+    """The fat delegate's entries for `method`: each delegating program's delegate payload, then the
+    portable program; with the segment of the first program's delegate, which they replace."""
     frame = delegating[0]
-    nested = portable[0] if portable else None
-    rank = dict(priorities or {})
-    per_method: list[tuple[int, int, list[Specialization]]] = []  # (method, its delegate's segment, entries)
-    for m, plan in enumerate(frame.program.methods):
-        delegates = [_whole_delegate(s, plan.name) for s in delegating]
-        for s, d in zip(delegating[1:], delegates[1:]):
-            if d.compile_specs != delegates[0].compile_specs:
-                specs = (f"its delegate's compile specs ({[k for k, _ in d.compile_specs]}) are not those of "
-                         f"{frame.path}'s ({[k for k, _ in delegates[0].compile_specs]})")
-                raise _refuse(s.path, plan.name, [specs], "the fat delegate hands one list of compile specs to "
-                              "whichever entry runs")
-        entries = [Specialization(backend_id_of(s.program), bytes(s.program.payload(d)), name=s.name,
-                                  priority=rank.get(s.name, 0), executorch_backends=[d.backend_id])
-                   for s, d in zip(delegating, delegates)]
-        if nested is not None:
-            differ = _stand_in_problems(plan, _method(nested, plan.name))
-            if differ:
-                raise _refuse(nested.path, plan.name, differ, "the portable program cannot stand in for the delegate")
-            entries.append(Specialization("portable", nested.data, name=nested.name, priority=rank.get(nested.name, 0)))
-        if delegates[0].location != "segment":
-            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"method {quoted(plan.name)}: the delegate payload is inline "
-                              "in the flatbuffer, which cannot change size; export with delegate segments (the "
-                              "default)", source=frame.path, field=f"delegates[{delegates[0].index}].processed")
-        per_method.append((m, delegates[0].data_index, entries))
-    _check_named_data(frame, delegating[1:], nested)
+    delegates = [_whole_delegate(s, method) for s in delegating]
+    for s, d in zip(delegating[1:], delegates[1:]):
+        if d.compile_specs != delegates[0].compile_specs:
+            specs = (f"its delegate's compile specs ({[k for k, _ in d.compile_specs]}) are not those of "
+                     f"{frame.path}'s ({[k for k, _ in delegates[0].compile_specs]})")
+            raise _refuse(s.path, method, [specs], "the fat delegate hands one list of compile specs to "
+                          "whichever entry runs")
+    entries = [Specialization(backend_id_of(s.program), bytes(s.program.payload(d)), name=s.name,
+                              priority=rank.get(s.name, 0), executorch_backends=[d.backend_id])
+               for s, d in zip(delegating, delegates)]
+    if nested is not None:
+        differ = _stand_in_problems(_method(frame, method), _method(nested, method))
+        if differ:
+            raise _refuse(nested.path, method, differ, "the portable program cannot stand in for the delegate")
+        entries.append(Specialization("portable", nested.data, name=nested.name, priority=rank.get(nested.name, 0)))
+    if delegates[0].location != "segment":
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"method {quoted(method)}: the delegate payload is inline "
+                          "in the flatbuffer, which cannot change size; export with delegate segments (the "
+                          "default)", source=frame.path, field=f"delegates[{delegates[0].index}].processed")
+    return delegates[0].data_index, entries
+
+
+def _with_fat_delegates(frame: _Source, per_method: Sequence[tuple[int, int, list[Specialization]]],
+                        golden: Any) -> bytes:
+    """The first delegating program with each method's delegate segment replaced by a container of
+    its entries, and the delegates renamed to FatpteBackend."""
     data = frame.data
     try:
         with tempfile.TemporaryDirectory(prefix="fatpte-merge-") as tmp:
             for m, segment, entries in per_method:
-                fat = pack(entries, Path(tmp, f"method{m}.nfat"), golden=golden if nested else None).read_bytes()
+                fat = pack(entries, Path(tmp, f"method{m}.nfat"), golden=golden).read_bytes()
                 data = replace_segment(data, segment, fat, source=frame.path)
     except OSError as exc:  # the temporary folder: pack's own I/O errors are FatpteErrors already
         raise io_error(exc, tempfile.gettempdir(), "cannot use the temporary folder") from None
     program = read_program(data, source=frame.path)
-    data = rename_delegates(data, FAT_BACKEND_ID, [(m, p.delegate_calls[0][0]) for m, p in enumerate(program.methods)],
+    return rename_delegates(data, FAT_BACKEND_ID, [(m, p.delegate_calls[0][0]) for m, p in enumerate(program.methods)],
                             source=frame.path)
-    target = Path(dest)
-    with atomic_output(target) as f:
-        f.write(data)
-    return target

@@ -69,56 +69,32 @@ def _check_key(key: Any, label: str) -> str:
     return key
 
 
-def plan(
-    specs: Sequence[Specialization],
-    shared: Mapping[str, NamedDataValue] | None,
-    default_alignment: int,
-    stack: contextlib.ExitStack,
-) -> NamedDataPlan:
-    """Open, checksum and deduplicate every named-data source; sources stay open in `stack`."""
-    segments: list[SegmentPlan] = []
-    key_segment: dict[str, int] = {}
-    key_source: dict[str, Source] = {}
-    by_content: dict[tuple[int, int], list[int]] = {}
-    opened: dict[str, Source] = {}  # one mapping per distinct path, however many keys name it
+class _Planner:
+    """The segments `plan` builds, key by key: each source opened once per path and hashed, equal
+    contents stored once, a key given two contents or two layouts refused."""
 
-    key_layout: dict[str, TensorLayout] = {}
-    key_layout_label: dict[str, str] = {}
+    def __init__(self, default_alignment: int, stack: contextlib.ExitStack) -> None:
+        self.default_alignment = default_alignment
+        self.stack = stack
+        self.segments: list[SegmentPlan] = []
+        self.key_segment: dict[str, int] = {}
+        self.key_source: dict[str, Source] = {}
+        self.by_content: dict[tuple[int, int], list[int]] = {}
+        self.opened: dict[str, Source] = {}  # one mapping per distinct path, however many keys name it
+        self.key_layout: dict[str, TensorLayout] = {}
+        self.key_layout_label: dict[str, str] = {}
 
-    def define(key: str, value: Any, label: str) -> None:
-        raw, align, layout = _split(value, default_alignment, label)
+    def define(self, key: str, value: Any, label: str) -> None:
+        raw, align, layout = _split(value, self.default_alignment, label)
         if layout is not None:
-            known = key_layout.get(key)
-            if known is not None and not known.same_as(layout):
-                raise FatpteError(ErrorCode.NAMED_DATA_CONFLICT,
-                                  f"named-data key {key!r} is given two layouts: {known.text()} by "
-                                  f"{key_layout_label[key]} and {layout.text()} by {label}; give each tensor one",
-                                  field=label, expected=known.text(), actual=layout.text())
-            key_layout.setdefault(key, layout)
-            key_layout_label.setdefault(key, label)
-        cache_key = os.fspath(raw) if isinstance(raw, (str, os.PathLike)) else None
-        src = opened.get(cache_key) if cache_key is not None else None
-        if src is None:
-            src = stack.enter_context(open_source(raw, label))
-            if isinstance(raw, (bytes, bytearray, memoryview)):
-                src.label = f"{label} (bytes)"
-            src.hash()  # needed now: equal contents are found by (size, checksum)
-            if cache_key is not None:
-                opened[cache_key] = src
-        if key in key_source:
-            first = key_source[key]
-            if first is not src and not (first.size == src.size and first.checksum == src.checksum
-                                         and same_bytes(first, src)):
-                raise FatpteError(ErrorCode.NAMED_DATA_CONFLICT,
-                                  f"named-data key {key!r} is given two different contents: {first.label} "
-                                  f"({first.size} bytes, CRC32C {first.checksum:08x}) and {src.label} "
-                                  f"({src.size} bytes, CRC32C {src.checksum:08x}); give each content its own "
-                                  "key", field=label, expected=first.label, actual=src.label)
-            seg = segments[key_segment[key]]
-            seg.alignment = max(seg.alignment, align)
+            self._layout(key, layout, label)
+        src = self._open(raw, label)
+        if key in self.key_source:
+            self._again(key, src, align, label)
             return
-        key_source[key] = src
-        group = by_content.setdefault((src.size, src.checksum), [])
+        self.key_source[key] = src
+        group = self.by_content.setdefault((src.size, src.checksum), [])
+        segments = self.segments
         home = next((i for i in group if segments[i].source is src or same_bytes(segments[i].source, src)), None)
         if home is None:
             home = len(segments)
@@ -126,38 +102,85 @@ def plan(
             group.append(home)
         segments[home].keys.append(key)
         segments[home].alignment = max(segments[home].alignment, align)
-        key_segment[key] = home
+        self.key_segment[key] = home
 
+    def _layout(self, key: str, layout: TensorLayout, label: str) -> None:
+        known = self.key_layout.get(key)
+        if known is not None and not known.same_as(layout):
+            raise FatpteError(ErrorCode.NAMED_DATA_CONFLICT,
+                              f"named-data key {key!r} is given two layouts: {known.text()} by "
+                              f"{self.key_layout_label[key]} and {layout.text()} by {label}; give each tensor one",
+                              field=label, expected=known.text(), actual=layout.text())
+        self.key_layout.setdefault(key, layout)
+        self.key_layout_label.setdefault(key, label)
+
+    def _open(self, raw: Any, label: str) -> Source:
+        cache_key = os.fspath(raw) if isinstance(raw, (str, os.PathLike)) else None
+        src = self.opened.get(cache_key) if cache_key is not None else None
+        if src is None:
+            src = self.stack.enter_context(open_source(raw, label))
+            if isinstance(raw, (bytes, bytearray, memoryview)):
+                src.label = f"{label} (bytes)"
+            src.hash()  # needed now: equal contents are found by (size, checksum)
+            if cache_key is not None:
+                self.opened[cache_key] = src
+        return src
+
+    def _again(self, key: str, src: Source, align: int, label: str) -> None:
+        """`key` given once more: the same contents (its segment aligned for both), or refused."""
+        first = self.key_source[key]
+        if first is not src and not (first.size == src.size and first.checksum == src.checksum
+                                     and same_bytes(first, src)):
+            raise FatpteError(ErrorCode.NAMED_DATA_CONFLICT,
+                              f"named-data key {key!r} is given two different contents: {first.label} "
+                              f"({first.size} bytes, CRC32C {first.checksum:08x}) and {src.label} "
+                              f"({src.size} bytes, CRC32C {src.checksum:08x}); give each content its own "
+                              "key", field=label, expected=first.label, actual=src.label)
+        seg = self.segments[self.key_segment[key]]
+        seg.alignment = max(seg.alignment, align)
+
+
+def plan(
+    specs: Sequence[Specialization],
+    shared: Mapping[str, NamedDataValue] | None,
+    default_alignment: int,
+    stack: contextlib.ExitStack,
+) -> NamedDataPlan:
+    """Open, checksum and deduplicate every named-data source; sources stay open in `stack`."""
+    planner = _Planner(default_alignment, stack)
     if shared is not None:
         if not isinstance(shared, Mapping):
             raise FatpteError(ErrorCode.INVALID_ARGUMENT, "named_data must map keys to bytes or paths",
                               field="named_data")
         for key, value in shared.items():
-            define(_check_key(key, "named_data"), value, f"named_data[{key!r}]")
-    entry_keys: list[tuple[str, ...]] = []
-    for i, s in enumerate(specs):
-        nd = s.named_data
-        keys: list[str] = []
-        if nd is None:
-            pass
-        elif isinstance(nd, Mapping):
-            for key, value in nd.items():
-                label = f"specialization[{i}].named_data[{key!r}]"
-                define(_check_key(key, label), value, label)
-                keys.append(key)
-        elif isinstance(nd, (list, tuple)):
-            keys.extend(_check_key(k, f"specialization[{i}].named_data") for k in nd)
-        else:
-            raise FatpteError(ErrorCode.INVALID_ARGUMENT,
-                              f"specialization[{i}].named_data must map keys to bytes or paths, or list keys "
-                              f"given to pack(named_data=...), not {type(nd).__name__}",
-                              field=f"specialization[{i}].named_data")
-        entry_keys.append(tuple(dict.fromkeys(keys)))
+            planner.define(_check_key(key, "named_data"), value, f"named_data[{key!r}]")
+    entry_keys = [_entry_keys(i, s, planner) for i, s in enumerate(specs)]
     for i, needed in enumerate(entry_keys):
         for key in needed:
-            if key not in key_segment:
+            if key not in planner.key_segment:
                 raise FatpteError(ErrorCode.NAMED_DATA_NOT_FOUND,
                                   f"specialization[{i}] needs named-data key {key!r}, which no specialization "
                                   "and no pack(named_data=...) defines", field=f"specialization[{i}].named_data",
                                   actual=key)
-    return NamedDataPlan(segments, key_segment, entry_keys, key_layout)
+    return NamedDataPlan(planner.segments, planner.key_segment, entry_keys, planner.key_layout)
+
+
+def _entry_keys(i: int, s: Specialization, planner: _Planner) -> tuple[str, ...]:
+    """The keys specialization `i` needs, in the order given; those it defines defined."""
+    nd = s.named_data
+    keys: list[str] = []
+    if nd is None:
+        pass
+    elif isinstance(nd, Mapping):
+        for key, value in nd.items():
+            label = f"specialization[{i}].named_data[{key!r}]"
+            planner.define(_check_key(key, label), value, label)
+            keys.append(key)
+    elif isinstance(nd, (list, tuple)):
+        keys.extend(_check_key(k, f"specialization[{i}].named_data") for k in nd)
+    else:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT,
+                          f"specialization[{i}].named_data must map keys to bytes or paths, or list keys "
+                          f"given to pack(named_data=...), not {type(nd).__name__}",
+                          field=f"specialization[{i}].named_data")
+    return tuple(dict.fromkeys(keys))

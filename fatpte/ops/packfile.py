@@ -27,7 +27,7 @@ from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.mapping import read_regular
 from fatpte.fileio.streams import Progress
 from fatpte.manifest.model import GoldenCall, GoldenOutput, TensorLayout
-from fatpte.ops.packing import pack
+from fatpte.ops.packing import write
 from fatpte.ops.specialization import NamedData, Specialization
 
 _TOP = ("version", "alignment", "segment_alignment", "signature", "source_digest", "named_data",
@@ -321,12 +321,15 @@ def pack_from_file(
 ) -> Path:
     """Pack the container a pack.toml describes into `dest`; `progress` as for `fatpte.pack`.
     `inspect(specs)` is shown the specializations before they are packed (the command line
-    warns from them), so nothing is read twice."""
+    warns from them), so nothing is read twice. The file states what each entry is (a program's
+    record is read only with `signature = "from-payload"`), so its specializations are written
+    as they are (`packing.write`), not through the packing policy of arguments (pack_policy):
+    `fatpte unpack`'s pack.toml gives back the container it came from."""
     specs, kwargs = load(toml_path)
     if inspect is not None:
         inspect(specs)
     try:
-        return pack(specs, dest, progress=progress, **kwargs)
+        return write(specs, dest, progress=progress, **kwargs)
     except FatpteError as exc:
         if exc.code is ErrorCode.INVALID_ARGUMENT and exc.source is None:
             # A value of the file pack refuses (requires, signature, provenance): E0708 naming the

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.atomic import atomic_output
@@ -85,6 +85,46 @@ def _pad_id(text: str, what: str, label: str, code: ErrorCode) -> bytes:
 
 
 def pack(
+    specializations: Iterable[Specialization | str | os.PathLike[str]],
+    dest: str | os.PathLike[str],
+    *,
+    version: int = L.VERSION_2,
+    alignment: int | None = None,
+    named_data: Any = None,
+    segment_alignment: int | None = None,
+    progress: Progress | None = None,
+    signature_from: str | None = None,
+    check_signatures: bool = True,
+    golden: Any = None,
+    golden_from: str | None = None,
+    runtime: str | None = None,
+    aarch64_runtime: str | None = None,
+    data: Sequence[str] = (),
+    share_named_data: bool = False,
+) -> Path:
+    """Write a container holding `specializations` to `dest` and return its path: `write` of what
+    the packing policy `fatpte pack` shares makes of them (fatpte.ops.pack_policy.resolve).
+
+    A specialization may be the path of an ExecuTorch program (.pte) or native package (.ptn):
+    its backend id is then derived from it. One whose payload is such a path, and which states no
+    signature and no ExecuTorch backends, is read the same way (its signature, backends and, for
+    a package, its provenance). `data` ([NAME=]FILE.ptd, repeatable) adds a .ptd's tensors to the
+    named data of program entries, and `share_named_data` moves the programs' and packages' own
+    named data into the container's, as `fatpte pack --data` and `--share-pte-named-data` do.
+    With `version` 1 the programs' signatures are checked against each other (unless not
+    `check_signatures`), then left out. The other arguments are `write`'s.
+    """
+    from fatpte.ops.pack_policy import resolve
+
+    specs = resolve(specializations, data=data, share_named_data=share_named_data, version=version,
+                    check_signatures=check_signatures)
+    return write(specs, dest, version=version, alignment=alignment, named_data=named_data,
+                 segment_alignment=segment_alignment, progress=progress, signature_from=signature_from,
+                 check_signatures=check_signatures, golden=golden, golden_from=golden_from, runtime=runtime,
+                 aarch64_runtime=aarch64_runtime)
+
+
+def write(
     specializations: Iterable[Specialization],
     dest: str | os.PathLike[str],
     *,
@@ -100,7 +140,7 @@ def pack(
     runtime: str | None = None,
     aarch64_runtime: str | None = None,
 ) -> Path:
-    """Write a container holding `specializations` to `dest` and return its path.
+    """Write a container holding `specializations`, as they are, to `dest` and return its path.
 
     `alignment` is the default payload alignment for version 2 (64 when None); an entry's own
     `alignment` overrides it. Version 1 stores payloads back to back and has no names,
@@ -117,7 +157,8 @@ def pack(
     against it (fatpte.ops.program_entry); entries must state agreeing signatures (E0411). When
     the caller knows better: `signature_from=NAME` gives every entry entry NAME's signature, and
     `check_signatures=False` stores none; either is recorded in each entry's provenance
-    (`fatpte.signature_check`), and `fatpte info` shows it.
+    (`fatpte.signature_check`), and `fatpte info` shows it. Version 1 stores no signature, so
+    `check_signatures=False` records nothing there.
 
     `golden` (a calls.json path or its decoded list) gives golden calls (specs/nfat-manifest.md
     section 11) to every entry that states a program signature; with `golden_from=NAME` their
@@ -129,20 +170,9 @@ def pack(
     specs = list(specializations)
     if not specs:
         raise FatpteError(ErrorCode.NO_SPECIALIZATIONS, "nothing to pack: give at least one specialization")
-    if signature_from is not None or not check_signatures:
+    if signature_from is not None or (not check_signatures and version != L.VERSION_1):
         specs = _decide_signatures(specs, signature_from, check_signatures)
-    if golden_from is not None and golden is None:
-        raise FatpteError(ErrorCode.NO_GOLDEN_CALLS, "golden_from records the outputs of golden calls: give their "
-                          "inputs too (golden=CALLS.json)", field="golden_from", actual=golden_from)
-    if golden is not None:
-        if version == L.VERSION_1:
-            raise FatpteError(ErrorCode.NOT_REPRESENTABLE_IN_V1, "version 1 has no manifest for golden calls",
-                              field="golden")
-        from fatpte.ops.golden import prepare
-
-        specs, named_data = prepare(specs, golden, golden_from, named_data, Path(dest),
-                                    lambda spec, where, nd: pack([spec], where, named_data=nd), runtime=runtime,
-                                    aarch64_runtime=aarch64_runtime)
+    specs, named_data = _golden(specs, dest, version, named_data, golden, golden_from, runtime, aarch64_runtime)
     if version not in L.SUPPORTED_VERSIONS:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"version must be 1 or 2, not {version!r}",
                           field="version", actual=version)
@@ -166,6 +196,25 @@ def pack(
         with atomic_output(target) as out:
             _write(out, layout, progress)
     return target
+
+
+def _golden(specs: list[Specialization], dest: str | os.PathLike[str], version: int, named_data: Any, golden: Any,
+            golden_from: str | None, runtime: str | None,
+            aarch64_runtime: str | None) -> tuple[list[Specialization], Any]:
+    """`specs` and `named_data` with the golden calls `golden` gives (fatpte.ops.golden.prepare)."""
+    if golden_from is not None and golden is None:
+        raise FatpteError(ErrorCode.NO_GOLDEN_CALLS, "golden_from records the outputs of golden calls: give their "
+                          "inputs too (golden=CALLS.json)", field="golden_from", actual=golden_from)
+    if golden is None:
+        return specs, named_data
+    if version == L.VERSION_1:
+        raise FatpteError(ErrorCode.NOT_REPRESENTABLE_IN_V1, "version 1 has no manifest for golden calls",
+                          field="golden")
+    from fatpte.ops.golden import prepare
+
+    return prepare(specs, golden, golden_from, named_data, Path(dest),
+                   lambda spec, where, nd: write([spec], where, named_data=nd), runtime=runtime,
+                   aarch64_runtime=aarch64_runtime)
 
 
 def _decide_signatures(specs: list[Specialization], signature_from: str | None,
@@ -284,14 +333,40 @@ def _v1_id(text: str, label: str) -> bytes:
 def _plan_v2(
     specs: list[Specialization], sources: list[Source], alignment: int | None, nd: NamedDataPlan
 ) -> _Layout:
+    """Version 2's layout: header, entry and segment tables, the manifest, each distinct payload
+    once, then the named-data segments; the prefix built once the checksums are known."""
     default_alignment = L.DEFAULT_ALIGNMENT if alignment is None else alignment
     if not isinstance(default_alignment, int) or not valid_alignment(default_alignment):
         raise FatpteError(ErrorCode.BAD_ALIGNMENT,
                           f"alignment {default_alignment!r} is not a power of two from 1 to {L.MAX_ALIGNMENT}",
                           field="alignment", actual=default_alignment)
+    rows = _entry_rows(specs, sources, default_alignment)
+    placements = _distinct_payloads(sources)
+
+    from fatpte.ops.pack_manifest import manifest_for_pack
+
+    table_end = L.V2_HEADER_SIZE + len(specs) * L.V2_ENTRY_SIZE + len(nd.segments) * L.V2_SEGMENT_SIZE
+    manifest = manifest_for_pack(specs, sources, nd)
+    cursor = table_end
+    manifest_at = 0
+    if manifest:
+        manifest_at = cursor = _align_up(cursor, L.MANIFEST_ALIGNMENT)
+        cursor += len(manifest)
+    cursor = _place_payloads(placements, rows, cursor)
+    seg_rows, total = _place_segments(nd, placements, cursor)
+
+    def build_prefix() -> bytes:
+        return _v2_prefix(placements, rows, seg_rows, total, manifest_at, manifest)
+
+    # Empty payloads need no copy; their checksum is the CRC32C of nothing, 0.
+    return _Layout([p for p in placements if p.source.size], total, build_prefix)
+
+
+def _entry_rows(specs: list[Specialization], sources: list[Source], default_alignment: int) -> list[dict[str, object]]:
+    """Each entry's row of the table, offset, size and checksum still to come; names unique,
+    alignments and priorities checked, payload kinds detected."""
     names: dict[str, int] = {}
     rows: list[dict[str, object]] = []
-    aligns: list[int] = []
     for i, (s, src) in enumerate(zip(specs, sources)):
         label = f"specialization[{i}]"
         name = _pad_id(s.entry_name, "name", f"{label}.name", ErrorCode.BAD_NAME)
@@ -311,16 +386,20 @@ def _plan_v2(
         if not isinstance(s.priority, int) or not _I32[0] <= s.priority <= _I32[1]:
             raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{label}: priority {s.priority!r} is not a 32-bit integer",
                               field=f"{label}.priority", actual=s.priority)
-        aligns.append(align)
         src.kind = detect_payload_kind(src.buf)
         rows.append({"name": name, "backend_id": backend, "payload_kind": src.kind, "alignment": align,
                      "priority": s.priority, "flags": 0, "reserved": 0})
+    return rows
 
-    # Byte-identical payloads are stored once; the shared region satisfies every alignment.
-    # Candidates share the size and the CRC32C of the first 64 KiB; only then are both hashed
-    # whole and, when those CRCs match too, compared byte for byte. So distinct payloads are not
-    # read beforehand (each is hashed while it is copied), the work stays linear in the number of
-    # payloads, and an entry sharing a region takes the checksum of the source copied there.
+
+def _distinct_payloads(sources: list[Source]) -> list[_Placement]:
+    """One placement per distinct payload, listing the entries that share it.
+
+    Byte-identical payloads are stored once; the shared region satisfies every alignment.
+    Candidates share the size and the CRC32C of the first 64 KiB; only then are both hashed
+    whole and, when those CRCs match too, compared byte for byte. So distinct payloads are not
+    read beforehand (each is hashed while it is copied), the work stays linear in the number of
+    payloads, and an entry sharing a region takes the checksum of the source copied there."""
     placements: list[_Placement] = []
     by_prefix: dict[tuple[int, int], list[_Placement]] = {}
     for i, src in enumerate(sources):
@@ -331,51 +410,52 @@ def _plan_v2(
             group.append(home)
             placements.append(home)
         home.entries.append(i)
+    return placements
 
-    from fatpte.ops.pack_manifest import manifest_for_pack
 
-    table_end = L.V2_HEADER_SIZE + len(specs) * L.V2_ENTRY_SIZE + len(nd.segments) * L.V2_SEGMENT_SIZE
-    manifest = manifest_for_pack(specs, sources, nd)
-    cursor = table_end
-    manifest_at = 0
-    if manifest:
-        manifest_at = cursor = _align_up(cursor, L.MANIFEST_ALIGNMENT)
-        cursor += len(manifest)
+def _place_payloads(placements: list[_Placement], rows: list[dict[str, object]], cursor: int) -> int:
+    """Each payload's offset from `cursor` on, aligned for every entry sharing it; the end."""
     for p in placements:
-        align = max(aligns[i] for i in p.entries)
+        align = max(cast(int, rows[i]["alignment"]) for i in p.entries)
         p.offset = _align_up(cursor, align)
         cursor = p.offset + p.source.size
         for i in p.entries:
             rows[i]["offset"] = p.offset
             rows[i]["size"] = p.source.size
-    seg_rows = []
+    return cursor
+
+
+def _place_segments(nd: NamedDataPlan, placements: list[_Placement],
+                    cursor: int) -> tuple[list[dict[str, object]], int]:
+    """The named-data segments after the payloads (appended to `placements`): their rows, the end."""
+    seg_rows: list[dict[str, object]] = []
     for seg in nd.segments:
         seg.offset = _align_up(cursor, seg.alignment)
         cursor = seg.offset + seg.source.size
         seg_rows.append({"offset": seg.offset, "size": seg.source.size, "alignment": seg.alignment,
                          "checksum": seg.source.checksum, "flags": 0, "reserved": 0})
         placements.append(_Placement(seg.source, seg.offset))
-    total = cursor
+    return seg_rows, cursor
 
-    def build_prefix() -> bytes:
-        for p in placements:
-            for i in p.entries:
-                rows[i]["checksum"] = p.source.checksum  # hashed while copying (0 when empty)
-        table = b"".join(encode(L.RECORDS["v2_entry"], row, f"entries[{i}]") for i, row in enumerate(rows))
-        table += b"".join(encode(L.RECORDS["v2_segment"], row, f"segments[{i}]") for i, row in enumerate(seg_rows))
-        header_values: dict[str, object] = {
-            "magic": L.MAGIC, "version": L.VERSION_2, "header_size": L.V2_HEADER_SIZE,
-            "entry_size": L.V2_ENTRY_SIZE, "entry_count": len(specs), "segment_entry_size": L.V2_SEGMENT_SIZE,
-            "segment_count": len(nd.segments), "flags": 0, "container_size": total,
-            "manifest_offset": manifest_at, "manifest_size": len(manifest),
-            "manifest_checksum": crc32c(manifest) if manifest else 0, "header_checksum": 0,
-        }
-        prefix = bytearray(encode(L.RECORDS["v2_header"], header_values, "header") + table)
-        checksum = crc32c(prefix)
-        prefix[L.HEADER_CHECKSUM_OFFSET : L.HEADER_CHECKSUM_OFFSET + 4] = checksum.to_bytes(4, "little")
-        if manifest:
-            prefix += bytes(manifest_at - len(prefix)) + manifest
-        return bytes(prefix)
 
-    # Empty payloads need no copy; their checksum is the CRC32C of nothing, 0.
-    return _Layout([p for p in placements if p.source.size], total, build_prefix)
+def _v2_prefix(placements: list[_Placement], rows: list[dict[str, object]], seg_rows: list[dict[str, object]],
+               total: int, manifest_at: int, manifest: bytes) -> bytes:
+    """The header, the tables and the manifest, once every payload's checksum is known."""
+    for p in placements:
+        for i in p.entries:
+            rows[i]["checksum"] = p.source.checksum  # hashed while copying (0 when empty)
+    table = b"".join(encode(L.RECORDS["v2_entry"], row, f"entries[{i}]") for i, row in enumerate(rows))
+    table += b"".join(encode(L.RECORDS["v2_segment"], row, f"segments[{i}]") for i, row in enumerate(seg_rows))
+    header_values: dict[str, object] = {
+        "magic": L.MAGIC, "version": L.VERSION_2, "header_size": L.V2_HEADER_SIZE,
+        "entry_size": L.V2_ENTRY_SIZE, "entry_count": len(rows), "segment_entry_size": L.V2_SEGMENT_SIZE,
+        "segment_count": len(seg_rows), "flags": 0, "container_size": total,
+        "manifest_offset": manifest_at, "manifest_size": len(manifest),
+        "manifest_checksum": crc32c(manifest) if manifest else 0, "header_checksum": 0,
+    }
+    prefix = bytearray(encode(L.RECORDS["v2_header"], header_values, "header") + table)
+    checksum = crc32c(prefix)
+    prefix[L.HEADER_CHECKSUM_OFFSET : L.HEADER_CHECKSUM_OFFSET + 4] = checksum.to_bytes(4, "little")
+    if manifest:
+        prefix += bytes(manifest_at - len(prefix)) + manifest
+    return bytes(prefix)

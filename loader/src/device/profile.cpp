@@ -183,6 +183,100 @@ Status accelerator(const Value& a, const std::string& path, Accelerator& acc) {
   return Status();
 }
 
+// The profile's `cpu_features` as given (the vocabulary is checked once `arch` is known), each
+// once.
+Status read_cpu_features(const Value& root, DeviceProfile& p, std::vector<std::string>& words) {
+  const Value features = root.find("cpu_features");
+  if (!features.is(Kind::kArray)) return invalid("cpu_features", "must be an array of strings");
+  words.assign(features.size(), std::string());
+  std::size_t n = 0;
+  for (const Value f : features.items()) {
+    FATPTE_RETURN_IF_ERROR(field_text(f, "cpu_features[" + std::to_string(n) + "]", words[n]));
+    ++n;
+  }
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (!p.cpu_features.insert(words[i]).second) {
+      return invalid("cpu_features[" + std::to_string(i) + "]", "'" + words[i] + "' is listed twice");
+    }
+  }
+  return Status();
+}
+
+// `accelerators`, `memory_bytes` and `backends` (ids checked by check_vocabulary).
+Status read_resources(const Value& root, DeviceProfile& p) {
+  const Value accs = root.find("accelerators");
+  if (!accs.is(Kind::kArray)) return invalid("accelerators", "must be an array of objects");
+  if (accs.size() > kMaxAccelerators) return invalid("accelerators", "lists more than 64 accelerators");
+  for (const Value a : accs.items()) {
+    Accelerator acc;
+    FATPTE_RETURN_IF_ERROR(accelerator(a, "accelerators[" + std::to_string(p.accelerators.size()) + "]", acc));
+    p.accelerators.push_back(std::move(acc));
+  }
+  FATPTE_RETURN_IF_ERROR(integer(root.find("memory_bytes"), "memory_bytes", (std::uint64_t{1} << 63) - 1,
+                                 p.memory_bytes));
+  const Value backends = root.find("backends");
+  if (!backends.is(Kind::kObject)) return invalid("backends", "must be an object mapping backend ids to ABI versions");
+  for (const Value::Member m : backends.members()) {
+    std::uint64_t v = 0;
+    const std::string id(m.key);
+    FATPTE_RETURN_IF_ERROR(integer(m.value, "backends." + id, 0xFFFFFFFFu, v));
+    p.backends[id] = static_cast<std::uint32_t>(v);
+  }
+  return Status();
+}
+
+// The optional `executorch_backends`: ExecuTorch backend ids, each once.
+Status read_executorch_backends(const Value& root, DeviceProfile& p) {
+  const Value et = root.find("executorch_backends");
+  if (!et) return Status();
+  if (!et.is(Kind::kArray)) return invalid("executorch_backends", "must be an array of strings");
+  if (et.size() > kMaxExecutorchBackends) {
+    return invalid("executorch_backends", "lists more than 64 backends");
+  }
+  std::vector<std::string> ids(et.size());
+  std::size_t n = 0;
+  for (const Value id : et.items()) {
+    FATPTE_RETURN_IF_ERROR(field_text(id, "executorch_backends[" + std::to_string(n) + "]", ids[n]));
+    ++n;
+  }
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::string path = "executorch_backends[" + std::to_string(i) + "]";
+    if (!is_executorch_backend(ids[i])) {
+      return invalid(path, "'" + ids[i] + "' is not an ExecuTorch backend id (1 to 256 printable ASCII "
+                     "characters, no space)");
+    }
+    if (!seen.insert(ids[i]).second) return invalid(path, "'" + ids[i] + "' is listed twice");
+  }
+  p.executorch_backends = std::move(seen);
+  return Status();
+}
+
+// The values against the vocabulary, once every field has its shape: name, os, arch, each CPU
+// feature for that arch (`words`, as given), each backend id.
+Status check_vocabulary(const DeviceProfile& p, const std::vector<std::string>& words) {
+  if (!is_profile_name(p.name)) return invalid("name", "'" + p.name + "' must be 1 to 64 characters from [A-Za-z0-9_.-]");
+  if (!one_of(p.os, kOsNames)) return invalid("os", "'" + p.os + "' is not an operating system of the vocabulary");
+  if (!one_of(p.arch, kArches)) return invalid("arch", "'" + p.arch + "' is not a CPU architecture of the vocabulary");
+  const auto& allowed = p.arch == "x86_64" ? kX86Features : kArmFeatures;
+  const auto& other = p.arch == "x86_64" ? kArmFeatures : kX86Features;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (one_of(words[i], allowed)) continue;
+    return invalid("cpu_features[" + std::to_string(i) + "]",
+                   "'" + words[i] + "' " +
+                       (one_of(words[i], other) ? "is a feature of the other architecture, not one of " + p.arch
+                                                : "is not a CPU feature of the vocabulary for " + p.arch));
+  }
+  // std::map orders keys by bytes, which for UTF-8 is Python's code point order.
+  for (const auto& b : p.backends) {
+    if (!is_backend_id(b.first)) {
+      return invalid("backends." + b.first, "'" + b.first + "' is not a backend id (1 to 32 characters from "
+                     "[A-Za-z0-9_.-])");
+    }
+  }
+  return Status();
+}
+
 }  // namespace
 
 // The checks and their order are device.py's DeviceProfile._from_json then _check_profile, so
@@ -207,78 +301,11 @@ Result<DeviceProfile> profile_from_json(const std::string& text) {
   FATPTE_RETURN_IF_ERROR(field_text(root.find("name"), "name", p.name));
   FATPTE_RETURN_IF_ERROR(field_text(root.find("os"), "os", p.os));
   FATPTE_RETURN_IF_ERROR(field_text(root.find("arch"), "arch", p.arch));
-  const Value features = root.find("cpu_features");
-  if (!features.is(Kind::kArray)) return invalid("cpu_features", "must be an array of strings");
-  std::vector<std::string> words(features.size());
-  std::size_t n = 0;
-  for (const Value f : features.items()) {
-    FATPTE_RETURN_IF_ERROR(field_text(f, "cpu_features[" + std::to_string(n) + "]", words[n]));
-    ++n;
-  }
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    if (!p.cpu_features.insert(words[i]).second) {
-      return invalid("cpu_features[" + std::to_string(i) + "]", "'" + words[i] + "' is listed twice");
-    }
-  }
-  const Value accs = root.find("accelerators");
-  if (!accs.is(Kind::kArray)) return invalid("accelerators", "must be an array of objects");
-  if (accs.size() > kMaxAccelerators) return invalid("accelerators", "lists more than 64 accelerators");
-  for (const Value a : accs.items()) {
-    Accelerator acc;
-    FATPTE_RETURN_IF_ERROR(accelerator(a, "accelerators[" + std::to_string(p.accelerators.size()) + "]", acc));
-    p.accelerators.push_back(std::move(acc));
-  }
-  FATPTE_RETURN_IF_ERROR(integer(root.find("memory_bytes"), "memory_bytes", (std::uint64_t{1} << 63) - 1,
-                                 p.memory_bytes));
-  const Value backends = root.find("backends");
-  if (!backends.is(Kind::kObject)) return invalid("backends", "must be an object mapping backend ids to ABI versions");
-  for (const Value::Member m : backends.members()) {
-    std::uint64_t v = 0;
-    const std::string id(m.key);
-    FATPTE_RETURN_IF_ERROR(integer(m.value, "backends." + id, 0xFFFFFFFFu, v));
-    p.backends[id] = static_cast<std::uint32_t>(v);
-  }
-  if (const Value et = root.find("executorch_backends")) {
-    if (!et.is(Kind::kArray)) return invalid("executorch_backends", "must be an array of strings");
-    if (et.size() > kMaxExecutorchBackends) {
-      return invalid("executorch_backends", "lists more than 64 backends");
-    }
-    std::vector<std::string> ids(et.size());
-    n = 0;
-    for (const Value id : et.items()) {
-      FATPTE_RETURN_IF_ERROR(field_text(id, "executorch_backends[" + std::to_string(n) + "]", ids[n]));
-      ++n;
-    }
-    std::set<std::string> seen;
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      const std::string path = "executorch_backends[" + std::to_string(i) + "]";
-      if (!is_executorch_backend(ids[i])) {
-        return invalid(path, "'" + ids[i] + "' is not an ExecuTorch backend id (1 to 256 printable ASCII "
-                       "characters, no space)");
-      }
-      if (!seen.insert(ids[i]).second) return invalid(path, "'" + ids[i] + "' is listed twice");
-    }
-    p.executorch_backends = std::move(seen);
-  }
-  if (!is_profile_name(p.name)) return invalid("name", "'" + p.name + "' must be 1 to 64 characters from [A-Za-z0-9_.-]");
-  if (!one_of(p.os, kOsNames)) return invalid("os", "'" + p.os + "' is not an operating system of the vocabulary");
-  if (!one_of(p.arch, kArches)) return invalid("arch", "'" + p.arch + "' is not a CPU architecture of the vocabulary");
-  const auto& allowed = p.arch == "x86_64" ? kX86Features : kArmFeatures;
-  const auto& other = p.arch == "x86_64" ? kArmFeatures : kX86Features;
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    if (one_of(words[i], allowed)) continue;
-    return invalid("cpu_features[" + std::to_string(i) + "]",
-                   "'" + words[i] + "' " +
-                       (one_of(words[i], other) ? "is a feature of the other architecture, not one of " + p.arch
-                                                : "is not a CPU feature of the vocabulary for " + p.arch));
-  }
-  // std::map orders keys by bytes, which for UTF-8 is Python's code point order.
-  for (const auto& b : p.backends) {
-    if (!is_backend_id(b.first)) {
-      return invalid("backends." + b.first, "'" + b.first + "' is not a backend id (1 to 32 characters from "
-                     "[A-Za-z0-9_.-])");
-    }
-  }
+  std::vector<std::string> words;
+  FATPTE_RETURN_IF_ERROR(read_cpu_features(root, p, words));
+  FATPTE_RETURN_IF_ERROR(read_resources(root, p));
+  FATPTE_RETURN_IF_ERROR(read_executorch_backends(root, p));
+  FATPTE_RETURN_IF_ERROR(check_vocabulary(p, words));
   return p;
 }
 

@@ -369,12 +369,9 @@ Status check_overlaps(const Structure& st) {
   return Status();
 }
 
-Result<Structure> read_v2(Bytes buf) {
-  const std::uint64_t n = buf.size;
-  const std::uint8_t* p = buf.data;
-  if (n < F::kV2HeaderSize) return short_header(n, F::kV2HeaderSize, "container_size");
-  Structure st;
-  Header& h = st.header;
+// The header's fields (section 4.2); the signature slot's when the header holds one (section 4.9).
+Header read_v2_header(const std::uint8_t* p) {
+  Header h;
   h.version = 2;
   h.header_size = read_u32le(p + F::kV2Header_header_size_offset);
   h.entry_size = read_u32le(p + F::kV2Header_entry_size_offset);
@@ -387,8 +384,12 @@ Result<Structure> read_v2(Bytes buf) {
   h.manifest_size = read_u64le(p + F::kV2Header_manifest_size_offset);
   h.manifest_checksum = read_u32le(p + F::kV2Header_manifest_checksum_offset);
   h.header_checksum = read_u32le(p + F::kV2Header_header_checksum_offset);
-  const std::uint64_t total = h.container_size;
+  return h;
+}
 
+// Section 6.3 steps 2 and 3: container_size is the file's size.
+Status check_container_size(const Header& h, std::uint64_t n) {
+  const std::uint64_t total = h.container_size;
   FATPTE_CHECK(total <= n, Error::TRUNCATED_CONTAINER, F::kV2Header_container_size_offset, "header.container_size",
                "the header says the container is %" PRIu64 " bytes (%#" PRIx64 ") but the file has %" PRIu64
                " (%#" PRIx64 "): it was cut short, e.g. by an interrupted copy or download",
@@ -397,12 +398,21 @@ Result<Structure> read_v2(Bytes buf) {
                "the header says the container is %" PRIu64 " bytes (%#" PRIx64 ") but the file has %" PRIu64
                " (%#" PRIx64 "): %" PRIu64 " bytes follow the container",
                total, total, n, n, n - total);
+  return Status();
+}
+
+// Section 6.3 steps 4 to 6: the header, entry and segment record sizes.
+Status check_record_sizes(const Header& h) {
   FATPTE_RETURN_IF_ERROR(record_size("header_size", Error::BAD_HEADER_SIZE, h.header_size, F::kV2HeaderSize,
                                      F::kV2Header_header_size_offset));
   FATPTE_RETURN_IF_ERROR(record_size("entry_size", Error::BAD_ENTRY_SIZE, h.entry_size, F::kV2EntrySize,
                                      F::kV2Header_entry_size_offset));
-  FATPTE_RETURN_IF_ERROR(record_size("segment_entry_size", Error::BAD_SEGMENT_ENTRY_SIZE, h.segment_entry_size,
-                                     F::kV2SegmentSize, F::kV2Header_segment_entry_size_offset));
+  return record_size("segment_entry_size", Error::BAD_SEGMENT_ENTRY_SIZE, h.segment_entry_size, F::kV2SegmentSize,
+                     F::kV2Header_segment_entry_size_offset);
+}
+
+// Section 6.3 steps 7 to 10: header flags, then the entry and segment counts.
+Status check_flags_and_counts(const Header& h) {
   const std::uint32_t unknown = h.flags & ~F::kHeaderFlagsKnown;
   FATPTE_CHECK(unknown == 0, Error::UNKNOWN_HEADER_FLAGS, F::kV2Header_flags_offset, "header.flags",
                "flags sets bits %#x, which this revision does not define; a newer fatpte may read this file",
@@ -417,15 +427,24 @@ Result<Structure> read_v2(Bytes buf) {
     return too_many(Error::TOO_MANY_SEGMENTS, h.segment_count, F::kMaxSegments, F::kV2Header_segment_count_offset,
                     "segment_count");
   }
-  // Bounded by the limits above (4096 * 65536 + 4096 * 2^20 + 4096), so no overflow.
-  const std::uint64_t entries_at = h.header_size;
-  const std::uint64_t segments_at = entries_at + std::uint64_t{h.entry_count} * h.entry_size;
-  const std::uint64_t table_end = segments_at + std::uint64_t{h.segment_count} * h.segment_entry_size;
-  if (table_end > total) {
-    return table_past_end(table_end, total,
+  return Status();
+}
+
+// Section 6.3 step 11: the tables end inside the container. Bounded by the limits of steps 4 to
+// 10 (4096 * 65536 + 4096 * 2^20 + 4096), so no overflow.
+Status check_table_end(const Header& h, std::uint64_t& table_end) {
+  const std::uint64_t segments_at = std::uint64_t{h.header_size} + std::uint64_t{h.entry_count} * h.entry_size;
+  table_end = segments_at + std::uint64_t{h.segment_count} * h.segment_entry_size;
+  if (table_end > h.container_size) {
+    return table_past_end(table_end, h.container_size,
                           std::to_string(h.entry_count) + " entries and " + std::to_string(h.segment_count) +
                               " segments");
   }
+  return Status();
+}
+
+// Section 6.3 step 12: the CRC32C of [0, table_end), header_checksum's bytes taken as zero.
+Status check_header_checksum(const std::uint8_t* p, const Header& h, std::uint64_t table_end) {
   const std::uint8_t zero[4] = {0, 0, 0, 0};
   std::uint32_t actual = crc32c(p, F::kHeaderChecksumOffset);
   actual = crc32c(zero, 4, actual);
@@ -435,13 +454,21 @@ Result<Structure> read_v2(Bytes buf) {
                "the header and tables (bytes 0..%#" PRIx64 ") have CRC32C %08x, but header_checksum says %08x: "
                "the header or a table entry was altered or damaged",
                table_end, actual, h.header_checksum);
-  h.table_end = table_end;
-  if (h.header_size >= F::kSignedHeaderSize) {
-    const std::uint8_t* slot = p + F::kSignatureSlotOffset;
-    h.signature_offset = read_u64le(slot + F::kV2SignatureSlot_signature_offset_offset);
-    h.signature_size = read_u32le(slot + F::kV2SignatureSlot_signature_size_offset);
-    h.signature_checksum = read_u32le(slot + F::kV2SignatureSlot_signature_checksum_offset);
-  }
+  return Status();
+}
+
+// The signature slot's fields (section 4.9), read when the header is long enough to hold it;
+// step 29 checks them.
+void read_signature_slot(const std::uint8_t* p, Header& h) {
+  if (h.header_size < F::kSignedHeaderSize) return;
+  const std::uint8_t* slot = p + F::kSignatureSlotOffset;
+  h.signature_offset = read_u64le(slot + F::kV2SignatureSlot_signature_offset_offset);
+  h.signature_size = read_u32le(slot + F::kV2SignatureSlot_signature_size_offset);
+  h.signature_checksum = read_u32le(slot + F::kV2SignatureSlot_signature_checksum_offset);
+}
+
+// After step 12: the header and tables [0, table_end) are the first placed region.
+Region header_and_tables(std::uint64_t table_end) {
   Region head;
   head.start = 0;
   head.end = table_end;
@@ -449,13 +476,33 @@ Result<Structure> read_v2(Bytes buf) {
   head.field = "header.header_size";
   head.field_offset = F::kV2Header_header_size_offset;
   head.rank = 0;
-  st.regions.push_back(std::move(head));
-  FATPTE_RETURN_IF_ERROR(read_v2_entries(buf, st));
-  FATPTE_RETURN_IF_ERROR(read_v2_segments(buf, st, segments_at));
-  FATPTE_RETURN_IF_ERROR(check_manifest_fields(st));
-  FATPTE_RETURN_IF_ERROR(check_signature_fields(st));
-  FATPTE_RETURN_IF_ERROR(check_duplicate_names(st));
-  FATPTE_RETURN_IF_ERROR(check_overlaps(st));
+  return head;
+}
+
+// Section 6.3, the version 2 structural pass: a driver over its steps, in order.
+Result<Structure> read_v2(Bytes buf) {
+  const std::uint64_t n = buf.size;
+  const std::uint8_t* p = buf.data;
+  if (n < F::kV2HeaderSize) return short_header(n, F::kV2HeaderSize, "container_size");  // step 1
+  Structure st;
+  Header& h = st.header;
+  h = read_v2_header(p);
+  FATPTE_RETURN_IF_ERROR(check_container_size(h, n));  // steps 2, 3
+  FATPTE_RETURN_IF_ERROR(check_record_sizes(h));        // steps 4 to 6
+  FATPTE_RETURN_IF_ERROR(check_flags_and_counts(h));    // steps 7 to 10
+  std::uint64_t table_end = 0;
+  FATPTE_RETURN_IF_ERROR(check_table_end(h, table_end));             // step 11
+  FATPTE_RETURN_IF_ERROR(check_header_checksum(p, h, table_end));  // step 12
+  h.table_end = table_end;
+  read_signature_slot(p, h);
+  st.regions.push_back(header_and_tables(table_end));
+  const std::uint64_t segments_at = std::uint64_t{h.header_size} + std::uint64_t{h.entry_count} * h.entry_size;
+  FATPTE_RETURN_IF_ERROR(read_v2_entries(buf, st));                // steps 13 to 20
+  FATPTE_RETURN_IF_ERROR(read_v2_segments(buf, st, segments_at));  // steps 21 to 26
+  FATPTE_RETURN_IF_ERROR(check_manifest_fields(st));               // steps 27, 28
+  FATPTE_RETURN_IF_ERROR(check_signature_fields(st));              // step 29
+  FATPTE_RETURN_IF_ERROR(check_duplicate_names(st));               // step 30
+  FATPTE_RETURN_IF_ERROR(check_overlaps(st));                      // step 31
   return st;
 }
 

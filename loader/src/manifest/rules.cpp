@@ -447,37 +447,32 @@ Status check_manifest_buffer(const std::uint8_t* data, std::uint64_t size, std::
 
 }  // namespace detail
 
-Status check_manifest_contents(Bytes buf, const Structure& st) {
-  const Header& h = st.header;
-  const std::uint64_t seg_at = std::uint64_t{h.header_size} + std::uint64_t{h.entry_count} * h.entry_size;
-  if (h.manifest_size == 0) {
-    if (st.segments.empty()) return Status();
-    // Without a manifest no named-data key names a segment, so every segment is unreachable.
-    return fail(Error::SEGMENT_UNREFERENCED, seg_at, "segments[0]",
-                "segment 0 is named by no named-data key (the container has no manifest)");
-  }
-  if (!st.manifest_placed) return Status();
-  const std::uint8_t* m = buf.data + h.manifest_offset;
-  const std::uint64_t base = h.manifest_offset;
+namespace {
+
+// The manifest decoded once, what each rule group below reads.
+struct Decoded {
   std::vector<EntryV> entries;
   std::vector<std::pair<std::string, std::uint32_t>> named;
   std::vector<const M::TensorLayout*> named_layouts;  // per key, nullptr when it has none
-  FATPTE_RETURN_IF_ERROR(decode(m, h.manifest_size, base, entries, named, named_layouts));
+  std::uint64_t base = 0;                              // the manifest's offset in the file
+};
 
-  // ---- consistency with the tables (manifest.consistency_problems), in its order ----
+// Section 7 steps 3 to 5 (rules.consistency): one manifest entry per table entry, by name.
+Status entry_name_rules(const Decoded& d, const Structure& st) {
+  const Header& h = st.header;
   std::map<std::string, std::size_t> seen;
   std::set<std::string> table;
   for (const Entry& e : st.entries) table.insert(e.name);
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const EntryV& e = entries[i];
+  for (std::size_t i = 0; i < d.entries.size(); ++i) {
+    const EntryV& e = d.entries[i];
     const std::string path = "manifest.entries[" + std::to_string(i) + "].name";
     auto it = seen.find(e.name);
     if (it != seen.end()) {
-      return fail(Error::DUPLICATE_MANIFEST_ENTRY, base + e.position, path,
+      return fail(Error::DUPLICATE_MANIFEST_ENTRY, d.base + e.position, path,
                   "manifest entries %zu and %zu are both named '%s'", it->second, i, e.name.c_str());
     }
     seen.emplace(e.name, i);
-    FATPTE_CHECK(table.count(e.name) != 0, Error::MANIFEST_ENTRY_UNKNOWN, base + e.position, path,
+    FATPTE_CHECK(table.count(e.name) != 0, Error::MANIFEST_ENTRY_UNKNOWN, d.base + e.position, path,
                  "manifest entry '%s' names no entry of the table", e.name.c_str());
   }
   for (const Entry& e : st.entries) {
@@ -486,88 +481,114 @@ Status check_manifest_contents(Bytes buf, const Structure& st) {
                  "entries[" + std::to_string(e.index) + "].name",
                  "entry '%s' has no entry in the manifest; every entry must have exactly one", e.name.c_str());
   }
+  return Status();
+}
+
+// Section 7 steps 6 and 7 (rules.consistency): every key names a segment its layout fits, every
+// segment is named, every key an entry needs is defined.
+Status named_data_rules(const Decoded& d, const Structure& st, std::uint64_t seg_at) {
+  const Header& h = st.header;
   std::set<std::uint32_t> referenced;
   std::set<std::string> keys;
-  for (std::size_t i = 0; i < named.size(); ++i) {
-    FATPTE_CHECK(named[i].second < st.segments.size(), Error::NAMED_DATA_BAD_SEGMENT, base,
+  for (std::size_t i = 0; i < d.named.size(); ++i) {
+    const auto& [key, segment] = d.named[i];
+    FATPTE_CHECK(segment < st.segments.size(), Error::NAMED_DATA_BAD_SEGMENT, d.base,
                  "manifest.named_data[" + std::to_string(i) + "].segment",
-                 "named-data key '%s' points at segment %u, but the segment table has %zu", named[i].first.c_str(),
-                 named[i].second, st.segments.size());
-    if (const M::TensorLayout* lay = named_layouts[i]) {
+                 "named-data key '%s' points at segment %u, but the segment table has %zu", key.c_str(), segment,
+                 st.segments.size());
+    if (const M::TensorLayout* lay = d.named_layouts[i]) {
       const std::uint64_t want = layout_nbytes(*lay, *layout_element_bytes(lay->dtype()));
-      const std::uint64_t have = st.segments[named[i].second].size;
-      FATPTE_CHECK(want == have, Error::NAMED_DATA_LAYOUT_MISMATCH, base,
+      const std::uint64_t have = st.segments[segment].size;
+      FATPTE_CHECK(want == have, Error::NAMED_DATA_LAYOUT_MISMATCH, d.base,
                    "manifest.named_data[" + std::to_string(i) + "].layout",
                    "named-data key '%s' has a layout of %" PRIu64 " bytes, but its segment %u holds %" PRIu64,
-                   named[i].first.c_str(), want, named[i].second, have);
+                   key.c_str(), want, segment, have);
     }
-    referenced.insert(named[i].second);
-    keys.insert(named[i].first);
+    referenced.insert(segment);
+    keys.insert(key);
   }
   for (const Segment& s : st.segments) {
     FATPTE_CHECK(referenced.count(s.index) != 0, Error::SEGMENT_UNREFERENCED,
                  seg_at + std::uint64_t{s.index} * h.segment_entry_size, "segments[" + std::to_string(s.index) + "]",
                  "segment %u is named by no named-data key: its bytes are unreachable", s.index);
   }
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    for (std::size_t k = 0; k < entries[i].named_data.size(); ++k) {
-      const std::string& key = entries[i].named_data[k];
-      FATPTE_CHECK(keys.count(key) != 0, Error::NAMED_DATA_KEY_MISSING, base + entries[i].position,
+  for (std::size_t i = 0; i < d.entries.size(); ++i) {
+    for (std::size_t k = 0; k < d.entries[i].named_data.size(); ++k) {
+      const std::string& key = d.entries[i].named_data[k];
+      FATPTE_CHECK(keys.count(key) != 0, Error::NAMED_DATA_KEY_MISSING, d.base + d.entries[i].position,
                    "manifest.entries[" + std::to_string(i) + "].named_data[" + std::to_string(k) + "]",
                    "entry '%s' needs named-data key '%s', which the manifest does not define",
-                   entries[i].name.c_str(), key.c_str());
+                   d.entries[i].name.c_str(), key.c_str());
     }
   }
+  return Status();
+}
+
+// (method, part, position) -> (name, entry naming it first): rules.signature_problems.
+using Namers = std::map<std::tuple<std::string, int, std::size_t>, std::pair<std::string, std::string>>;
+
+// Entry `e`'s signature against the first one stated, and its tensor names against those other
+// entries gave the same positions (rules.signature_problems).
+Status entry_signature_rules(const EntryV& e, const EntryV*& first_sig, Namers& namers, std::uint64_t at,
+                             const std::string& path) {
+  static const char* const kParts[3] = {"inputs", "outputs", "buffers"};
+  if (first_sig == nullptr) {
+    first_sig = &e;
+  } else {
+    FATPTE_CHECK(same_signature(*first_sig->signature, *e.signature), Error::SIGNATURE_MISMATCH, at, path,
+                 "entries '%s' and '%s' declare different program signatures", first_sig->name.c_str(),
+                 e.name.c_str());
+  }
+  for (const MethodV& m : *e.signature) {
+    for (int k = 0; k < 3; ++k) {
+      for (std::size_t j = 0; j < m.parts[k].size(); ++j) {
+        if (!m.parts[k][j].name) continue;
+        const auto got = namers.emplace(std::make_tuple(m.name, k, j), std::make_pair(*m.parts[k][j].name, e.name));
+        const auto& [name, who] = got.first->second;
+        FATPTE_CHECK(name == *m.parts[k][j].name, Error::SIGNATURE_MISMATCH, at, path,
+                     "entries '%s' and '%s' declare different program signatures: method '%s' %s[%zu] is "
+                     "named '%s' by '%s' and '%s' by '%s'", who.c_str(), e.name.c_str(), m.name.c_str(),
+                     kParts[k], j, name.c_str(), who.c_str(), m.parts[k][j].name->c_str(), e.name.c_str());
+      }
+    }
+  }
+  return Status();
+}
+
+// Section 7 step 8 (rules.consistency's last loop): entry by entry, its signature, then its source
+// digest against the first one stated.
+Status signature_and_source_rules(const Decoded& d) {
   const EntryV* first_sig = nullptr;
   const EntryV* first_digest = nullptr;
-  // (method, part, position) -> (name, entry naming it first): rules.signature_problems.
-  std::map<std::tuple<std::string, int, std::size_t>, std::pair<std::string, std::string>> namers;
-  static const char* const kParts[3] = {"inputs", "outputs", "buffers"};
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const EntryV& e = entries[i];
+  Namers namers;
+  for (std::size_t i = 0; i < d.entries.size(); ++i) {
+    const EntryV& e = d.entries[i];
     if (e.signature) {
-      const std::string path = "manifest.entries[" + std::to_string(i) + "].signature";
-      if (first_sig == nullptr) {
-        first_sig = &e;
-      } else {
-        FATPTE_CHECK(same_signature(*first_sig->signature, *e.signature), Error::SIGNATURE_MISMATCH,
-                     base + e.position, path, "entries '%s' and '%s' declare different program signatures",
-                     first_sig->name.c_str(), e.name.c_str());
-      }
-      for (const MethodV& m : *e.signature) {
-        for (int k = 0; k < 3; ++k) {
-          for (std::size_t j = 0; j < m.parts[k].size(); ++j) {
-            if (!m.parts[k][j].name) continue;
-            const auto got = namers.emplace(std::make_tuple(m.name, k, j), std::make_pair(*m.parts[k][j].name, e.name));
-            const auto& [name, who] = got.first->second;
-            FATPTE_CHECK(name == *m.parts[k][j].name, Error::SIGNATURE_MISMATCH, base + e.position, path,
-                         "entries '%s' and '%s' declare different program signatures: method '%s' %s[%zu] is "
-                         "named '%s' by '%s' and '%s' by '%s'", who.c_str(), e.name.c_str(), m.name.c_str(),
-                         kParts[k], j, name.c_str(), who.c_str(), m.parts[k][j].name->c_str(), e.name.c_str());
-          }
-        }
-      }
+      FATPTE_RETURN_IF_ERROR(entry_signature_rules(e, first_sig, namers, d.base + e.position,
+                                                   "manifest.entries[" + std::to_string(i) + "].signature"));
     }
-    if (e.source_digest) {
-      if (first_digest == nullptr) {
-        first_digest = &e;
-      } else {
-        FATPTE_CHECK(*e.source_digest == *first_digest->source_digest, Error::SOURCE_DIGEST_MISMATCH,
-                     base + e.position, "manifest.entries[" + std::to_string(i) + "].source_digest",
-                     "entries '%s' and '%s' were built from different source programs: %s vs %s",
-                     first_digest->name.c_str(), e.name.c_str(), first_digest->source_digest->c_str(),
-                     e.source_digest->c_str());
-      }
+    if (!e.source_digest) continue;
+    if (first_digest == nullptr) {
+      first_digest = &e;
+      continue;
     }
+    FATPTE_CHECK(*e.source_digest == *first_digest->source_digest, Error::SOURCE_DIGEST_MISMATCH,
+                 d.base + e.position, "manifest.entries[" + std::to_string(i) + "].source_digest",
+                 "entries '%s' and '%s' were built from different source programs: %s vs %s",
+                 first_digest->name.c_str(), e.name.c_str(), first_digest->source_digest->c_str(),
+                 e.source_digest->c_str());
   }
+  return Status();
+}
 
-  // ---- payload digests ----
+// Section 7 step 9: each stated payload SHA-256 against the payload, each payload hashed once
+// however many manifest entries claim it (Python does the same).
+Status payload_digest_rules(const Decoded& d, Bytes buf, const Structure& st) {
   std::map<std::string, const Entry*> by_name;
   for (const Entry& e : st.entries) by_name[e.name] = &e;
-  // Each payload is hashed once, however many manifest entries claim it (Python does the same).
   std::map<std::uint32_t, std::array<std::uint8_t, kSha256Size>> digests;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const EntryV& me = entries[i];
+  for (std::size_t i = 0; i < d.entries.size(); ++i) {
+    const EntryV& me = d.entries[i];
     if (me.payload_sha256.empty()) continue;
     auto it = by_name.find(me.name);
     if (it == by_name.end()) continue;
@@ -578,33 +599,61 @@ Status check_manifest_contents(Bytes buf, const Structure& st) {
     }
     const auto& digest = known->second;
     FATPTE_CHECK(std::memcmp(digest.data(), me.payload_sha256.data(), kSha256Size) == 0,
-                 Error::PAYLOAD_DIGEST_MISMATCH, base + me.position,
+                 Error::PAYLOAD_DIGEST_MISMATCH, d.base + me.position,
                  "manifest.entries[" + std::to_string(i) + "].payload_sha256",
                  "the SHA-256 of the payload of '%s' does not match its manifest entry", e.name.c_str());
   }
+  return Status();
+}
 
-  // ---- golden calls (section 7 step 10; rules.golden_problems) ----
+// Section 7 step 10 (rules.golden_problems): every golden call, then every golden digest.
+Status golden_rules(const Decoded& d) {
   std::map<std::string, const M::TensorLayout*> layout_of;
-  for (std::size_t i = 0; i < named.size(); ++i) layout_of[named[i].first] = named_layouts[i];
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const EntryV& e = entries[i];
+  for (std::size_t i = 0; i < d.named.size(); ++i) layout_of[d.named[i].first] = d.named_layouts[i];
+  for (std::size_t i = 0; i < d.entries.size(); ++i) {
+    const EntryV& e = d.entries[i];
     if (e.record->golden() == nullptr) continue;
     for (::flatbuffers::uoffset_t c = 0; c < e.record->golden()->size(); ++c) {
-      FATPTE_RETURN_IF_ERROR(golden_call_rules(e, c, layout_of, base, "manifest.entries[" + std::to_string(i) +
+      FATPTE_RETURN_IF_ERROR(golden_call_rules(e, c, layout_of, d.base, "manifest.entries[" + std::to_string(i) +
                                                "].golden[" + std::to_string(c) + "]"));
     }
   }
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const EntryV& e = entries[i];
+  for (std::size_t i = 0; i < d.entries.size(); ++i) {
+    const EntryV& e = d.entries[i];
     const ::flatbuffers::String* stated = detail::provenance_value(*e.record, detail::kGoldenDigestKey);
     if (stated == nullptr) continue;
     const std::string actual = detail::golden_digest_hex(*e.record);
-    FATPTE_CHECK(stated->str() == actual, Error::GOLDEN_DIGEST_MISMATCH, base + e.position,
+    FATPTE_CHECK(stated->str() == actual, Error::GOLDEN_DIGEST_MISMATCH, d.base + e.position,
                  "manifest.entries[" + std::to_string(i) + "].provenance",
                  "the golden calls of entry '%s' have SHA-256 %s, but its provenance %s says %s", e.name.c_str(),
                  actual.c_str(), detail::kGoldenDigestKey, detail::clipped(stated->str()).c_str());
   }
   return Status();
+}
+
+}  // namespace
+
+// The manifest's rules in section 7's order, one function per group (mirroring
+// fatpte/manifest/rules.py: consistency, then the payload digests, then golden_problems).
+Status check_manifest_contents(Bytes buf, const Structure& st) {
+  const Header& h = st.header;
+  const std::uint64_t seg_at = std::uint64_t{h.header_size} + std::uint64_t{h.entry_count} * h.entry_size;
+  if (h.manifest_size == 0) {
+    if (st.segments.empty()) return Status();
+    // Without a manifest no named-data key names a segment, so every segment is unreachable.
+    return fail(Error::SEGMENT_UNREFERENCED, seg_at, "segments[0]",
+                "segment 0 is named by no named-data key (the container has no manifest)");
+  }
+  if (!st.manifest_placed) return Status();
+  Decoded d;
+  d.base = h.manifest_offset;
+  FATPTE_RETURN_IF_ERROR(decode(buf.data + h.manifest_offset, h.manifest_size, d.base, d.entries, d.named,
+                                d.named_layouts));
+  FATPTE_RETURN_IF_ERROR(entry_name_rules(d, st));
+  FATPTE_RETURN_IF_ERROR(named_data_rules(d, st, seg_at));
+  FATPTE_RETURN_IF_ERROR(signature_and_source_rules(d));
+  FATPTE_RETURN_IF_ERROR(payload_digest_rules(d, buf, st));
+  return golden_rules(d);
 }
 
 }  // namespace fatpte

@@ -1,0 +1,264 @@
+"""`fatpte pack` and `fatpte merge`: the commands that write a container, or a fat program, from
+files. Grammar only: each parses its options, calls the library (the packing policy of
+fatpte.ops.pack_policy and fatpte.ops.packing.write; fatpte.ops.fat_merge) and prints; `main`
+adds them to the group.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import click
+
+from fatpte.cli.commands import check_inputs, check_output, echo
+from fatpte.cli.commands import progress as _progress
+from fatpte.cli.options import (
+    EXIT_HELP,
+    alignment,
+    force_option,
+    output_option,
+    parse_spec,
+    priorities_of,
+    priority_option,
+    quiet_option,
+)
+from fatpte.errors import listed, quoted
+
+if TYPE_CHECKING:
+    from fatpte.ops.specialization import Specialization
+
+
+@click.command(epilog=EXIT_HELP)
+@click.argument("specs", nargs=-1, metavar="[NAME:]BACKEND=PAYLOAD|PROGRAM.pte|PACKAGE.ptn...")
+@output_option
+@click.option("--data", "data", multiple=True, metavar="[NAME=]FILE.ptd",
+              help="Add the tensors of an ExecuTorch .ptd (or of a .ptn's program.safetensors) to the named "
+                   "data of entry NAME, or without NAME= of each ExecuTorch program entry that loads one of them "
+                   "(repeatable).")
+@click.option("--share-pte-named-data", "share_pte_named_data", is_flag=True,
+              help="Move the named data stored inside each ExecuTorch program, and the tensors of each .ptn, into "
+                   "the shared named data; the entry's payload is then the program rewritten without it "
+                   "(extract it with --data-out), or the package without them (extract puts them back).")
+@click.option("--format-version", type=click.Choice(["1", "2"]), default=None,
+              help="Container version to write (default 2).")
+@click.option("--align", type=int, default=None, metavar="N", callback=lambda ctx, param, v: alignment(v),
+              help="Default payload alignment, a power of two from 1 to 65536 (version 2; default 64).")
+@click.option("--from", "from_toml", type=click.Path(dir_okay=False), metavar="PACK_TOML",
+              help="Pack what a pack.toml describes (docs/pack-toml.md) instead of arguments.")
+@click.option("--signature-from", "signature_from", metavar="NAME", default=None,
+              help="Give every entry the program signature of entry NAME instead of checking that they "
+                   "agree; recorded in each entry's provenance (fatpte.signature_check).")
+@click.option("--no-signature-check", "no_signature_check", is_flag=True,
+              help="Store no program signature and check none; recorded in each entry's provenance.")
+@click.option("--golden", "golden", type=click.Path(dir_okay=False), metavar="CALLS.json", default=None,
+              help="Golden calls for every entry that states a program signature: the calls `fatpte-run --inputs` "
+                   "takes, each with its expected outputs (docs/golden.md).")
+@click.option("--golden-from", "golden_from", metavar="NAME", default=None,
+              help="Record the golden calls' outputs by running entry NAME with the real runtime (fatpte-run).")
+@click.option("--golden-tolerance", "golden_tolerances", multiple=True, metavar="NAME=ATOL,RTOL",
+              help="Let entry NAME's outputs be this far from the golden ones at least (repeatable): wider for "
+                   "a quantized or fp16 entry.")
+@priority_option
+@force_option
+@quiet_option
+def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_named_data: bool,
+         format_version: str | None, align: int | None, from_toml: str | None, signature_from: str | None,
+         no_signature_check: bool, golden: str | None, golden_from: str | None, golden_tolerances: tuple[str, ...],
+         priorities: tuple[str, ...], force: bool, quiet: bool) -> None:
+    """Pack payloads into a container.
+
+    Each argument is BACKEND=PAYLOAD (the entry is named after its backend id) or
+    NAME:BACKEND=PAYLOAD, where PAYLOAD is a file. Identical payloads are stored once.
+    With --from, a pack.toml states everything instead (names, priorities, requirements,
+    signatures, named data); `fatpte unpack` writes one that reproduces a container.
+
+    A PAYLOAD that is an ExecuTorch program (.pte) is packed whole, with its program signature
+    read from the file, so programs whose signatures differ are refused (E0411, both shown). It
+    may be given as a bare PROGRAM.pte: the backend id is then derived from its delegates
+    (`portable` when none, XnnpackBackend gives `xnnpack`). An ExecuTorch native package (.ptn)
+    is packed whole the same way, its signature read from its program.ptg (a bare PACKAGE.ptn
+    gets the backend id `native`). Two programs are the same program when their user inputs,
+    user outputs and state (mutable buffers) agree in dtype and shape, buffer names compared
+    only where both record them (the default export records none); when you know better,
+    --signature-from NAME or --no-signature-check, recorded in the container. Any program is
+    checked against what is said of it: a backend id that names a backend the program does not
+    delegate to (`portable` for an XNNPACK program) is refused (E1102). --data moves a .ptd's
+    tensors into the container's shared named data (docs/executorch.md); --share-pte-named-data
+    moves the named data stored in the programs there too, rewriting them (extract then no
+    longer gives the input file back byte for byte), and the tensors of each .ptn (extract
+    writes the package whole again).
+
+    --format-version 1 writes ExecuTorch's published layout: each program or package is then
+    its file under its backend id and nothing else (no names, priorities, alignment, named data
+    or manifest); the programs' signatures are still checked against each other.
+
+    Entries are ranked by priority (0 unless --priority NAME=N; higher is chosen first), then
+    by the rules of specs/nfat-manifest.md section 6; pack warns (E0709) about entries that
+    only their place in the table would tell apart.
+
+    --golden CALLS.json stores golden calls (specs/nfat-manifest.md section 11): reference
+    inputs and the outputs each entry must give, within a tolerance per output (its dtype's
+    default, widened for an entry by --golden-tolerance), which `fatpte check` and
+    `fatpte-run --self-test` run. --golden-from NAME records the outputs by running entry NAME
+    with fatpte-run (`fatpte --runtime`, $FATPTE_RUN or on PATH) instead of taking them from
+    CALLS.json.
+    """
+    if signature_from is not None and no_signature_check:
+        raise click.UsageError("--signature-from and --no-signature-check exclude each other")
+    if from_toml is not None:
+        if (specs or data or share_pte_named_data or format_version is not None or align is not None
+                or signature_from is not None or no_signature_check or priorities or golden is not None
+                or golden_from is not None or golden_tolerances):
+            raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
+                                   "--format-version, --align, --signature-from, --no-signature-check, "
+                                   "--golden, --golden-from, --golden-tolerance or --priority: the pack.toml "
+                                   "states them")
+        warnings = _pack_from_toml(from_toml, output, force, quiet)
+    else:
+        version = int(format_version or "2")
+        if version == 1 and signature_from is not None:
+            raise click.UsageError("--signature-from gives entries a signature to store, and version 1 stores none "
+                                   "(its programs' signatures are checked against each other unless "
+                                   "--no-signature-check)")
+        warnings = _pack_arguments(specs, output, data=data, share_named_data=share_pte_named_data, version=version,
+                                   align=align, signature_from=signature_from, check_signatures=not no_signature_check,
+                                   golden=golden, golden_from=golden_from, golden_tolerances=golden_tolerances,
+                                   priorities=priorities, force=force, quiet=quiet)
+    _wrote_container(output)
+    for line in warnings:
+        echo(line, err=True)
+
+
+def _pack_from_toml(from_toml: str, output: str, force: bool, quiet: bool) -> list[str]:
+    """`fatpte pack --from PACK_TOML`; its warnings."""
+    from fatpte.cli.executorch_files import unresolved_warnings
+    from fatpte.ops.packfile import pack_from_file
+
+    check_inputs(from_toml)
+    check_output(output, force)
+    warnings: list[str] = []
+    with _progress(f"packing {output}", quiet) as progress:
+        pack_from_file(from_toml, output, progress=progress.update,
+                       inspect=lambda specs: warnings.extend(unresolved_warnings(specs)))
+    return warnings
+
+
+def _pack_item(arg: str) -> str | Specialization:
+    """An argument of `fatpte pack`: `[NAME:]BACKEND=PAYLOAD` parsed, a bare path as it is."""
+    return parse_spec(arg) if "=" in arg else arg
+
+
+def _pack_arguments(specs: tuple[str, ...], output: str, *, data: tuple[str, ...], share_named_data: bool,
+                    version: int, align: int | None, signature_from: str | None, check_signatures: bool,
+                    golden: str | None, golden_from: str | None, golden_tolerances: tuple[str, ...],
+                    priorities: tuple[str, ...], force: bool, quiet: bool) -> list[str]:
+    """`fatpte pack` of its arguments: the packing policy's specializations of them
+    (fatpte.ops.pack_policy, as `fatpte.pack` makes them), with the priorities and tolerances
+    given, written by `fatpte.ops.packing.write`; its warnings."""
+    from fatpte.cli.executorch_files import unresolved_warnings
+    from fatpte.ops.pack_policy import resolve
+    from fatpte.ops.packing import write
+
+    parsed = resolve([_pack_item(a) for a in specs], data=data, share_named_data=share_named_data, version=version,
+                     check_signatures=check_signatures)
+    if not parsed:
+        raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
+    parsed = _prioritised(parsed, priorities_of(priorities))
+    parsed = _golden_tolerances(parsed, golden_tolerances)
+    if golden_from is not None and golden is None:
+        raise click.UsageError("--golden-from records the outputs of the golden calls --golden CALLS.json gives")
+    check_inputs(*(s.payload for s in parsed if isinstance(s.payload, str)), *([golden] if golden else []))
+    check_output(output, force)
+    warnings = unresolved_warnings(parsed)
+    with _progress(f"packing {output}", quiet) as progress:
+        write(parsed, output, version=version, alignment=align, progress=progress.update,
+              signature_from=signature_from, check_signatures=check_signatures, golden=golden,
+              golden_from=golden_from)
+    return warnings
+
+
+def _prioritised(specs: list[Specialization], priorities: dict[str, int]) -> list[Specialization]:
+    """`specs` with the priorities `--priority` gives their entries."""
+    import dataclasses
+
+    names = [s.entry_name for s in specs]
+    unknown = [n for n in priorities if n not in names]
+    if unknown:
+        raise click.BadParameter(f"no entry is named {listed([quoted(n) for n in unknown])} (entries: "
+                                 f"{listed([quoted(n) for n in names])})", param_hint="'--priority'")
+    return [dataclasses.replace(s, priority=priorities[s.entry_name]) if s.entry_name in priorities else s
+            for s in specs]
+
+
+def _golden_tolerances(specs: list[Specialization], values: tuple[str, ...]) -> list[Specialization]:
+    """`specs` with the tolerances `--golden-tolerance NAME=ATOL,RTOL` gives their entries."""
+    import dataclasses
+
+    names = [s.entry_name for s in specs]
+    given: dict[str, dict[str, float]] = {}
+    for value in values:
+        name, eq, numbers = value.partition("=")
+        parts = numbers.split(",")
+        try:
+            atol, rtol = (float(x) for x in parts) if len(parts) == 2 else (None, None)
+        except ValueError:
+            atol = rtol = None
+        if not eq or atol is None or rtol is None:
+            raise click.BadParameter(f"{value!r} is not NAME=ATOL,RTOL", param_hint="'--golden-tolerance'")
+        if name not in names:
+            raise click.BadParameter(f"no entry is named {quoted(name)} (entries: {listed([quoted(n) for n in names])})",
+                                     param_hint="'--golden-tolerance'")
+        given[name] = {"atol": atol, "rtol": rtol}
+    return [dataclasses.replace(s, golden_tolerance=given[s.entry_name]) if s.entry_name in given else s
+            for s in specs]
+
+
+def _wrote_container(path: str) -> None:
+    from fatpte.container.reader import open as open_container
+
+    with open_container(path) as c:
+        n = len(c.entries)
+        echo(f"wrote {path}: version {c.version}, {n} {'entry' if n == 1 else 'entries'}, {c.size} bytes")
+
+
+# ---------------------------------------------------------------------------------------------
+# merge
+# ---------------------------------------------------------------------------------------------
+
+
+@click.command(epilog=EXIT_HELP)
+@click.argument("programs", nargs=-1, required=True, metavar="[NAME=]PROGRAM.pte...")
+@output_option
+@priority_option
+@force_option
+def merge(programs: tuple[str, ...], output: str, priorities: tuple[str, ...], force: bool) -> None:
+    """Merge lowered programs of one model into one fat program (.pte), without torch.
+
+    Give each lowering of the model as ExecuTorch exported it: programs lowered to a backend
+    (m_xnnpack.pte, ...) and at most one portable program (m_portable.pte, no delegate). OUT is
+    the first lowered program with each method's delegate made a fat delegate (backend id
+    FatpteBackend): its payload is an NFAT container of every lowered program's delegate payload
+    and the portable program whole, which runs as a nested program when no backend entry can.
+    ExecuTorch runs OUT with libexecutorch_backend_fatpte.so loaded (docs/executorch.md).
+
+    Entries are named after their backend (`xnnpack`, `portable`) unless NAME= is given. The
+    programs' signatures must agree, as `fatpte pack` checks them (E0411). Each lowered program
+    must be one delegate per method over the method's inputs and outputs, so that the portable
+    program can stand in for it: a program whose backend took only part of the graph (state
+    kept outside the delegate, operators left to the portable kernels) is refused (E0702), naming
+    the input, output or value that differs. Every entry must load the first lowered program's
+    named data (E0706).
+    """
+    from fatpte.ops.fat_merge import merge_programs
+
+    given: list[str | tuple[str, str]] = []
+    for arg in programs:
+        name, sep, path = arg.partition("=")
+        if sep and (not name or not path):
+            raise click.BadParameter(f"{arg!r} is not [NAME=]PROGRAM.pte", param_hint="PROGRAMS")
+        given.append((name, path) if sep else arg)
+    check_inputs(*(g if isinstance(g, str) else g[1] for g in given))
+    check_output(output, force)
+    written = merge_programs(given, output, priorities=priorities_of(priorities))
+    echo(f"wrote {written}: fat program, {os.stat(written).st_size} bytes")
