@@ -25,24 +25,43 @@
 #include "manifest/rules.hpp"
 #include "manifest/verify.hpp"
 #include "nfat_manifest_generated.h"
+#include "value/scalar_type.hpp"
 
 namespace fatpte {
 
-// manifest.LAYOUT_DTYPES: the dtypes a TensorLayout may name and the bytes of one element
-// (specs/nfat-manifest.md 3.3).
-// With each, ExecuTorch's ScalarType number (runtime/core/portable_type/scalar_type.h), which the
-// runner's NamedDataMap answers get_tensor_layout with.
-constexpr LayoutDtype kLayoutDtypes[] = {
-    {"uint8", 1, 0},           {"int8", 1, 1},           {"int16", 2, 2},          {"int32", 4, 3},
-    {"int64", 8, 4},           {"float16", 2, 5},        {"float32", 4, 6},        {"float64", 8, 7},
-    {"bool", 1, 11},           {"qint8", 1, 12},         {"quint8", 1, 13},        {"qint32", 4, 14},
-    {"bfloat16", 2, 15},       {"bits16", 2, 22},        {"float8_e5m2", 1, 23},   {"float8_e4m3fn", 1, 24},
-    {"float8_e5m2fnuz", 1, 25}, {"float8_e4m3fnuz", 1, 26}, {"uint16", 2, 27},     {"uint32", 4, 28},
-    {"uint64", 8, 29},
+// fatpte/value/dtypes.py LAYOUT_DTYPES: the dtype names a TensorLayout may give
+// (specs/nfat-manifest.md 3.3), each with the ScalarType it stands for, which the runner's
+// NamedDataMap answers get_tensor_layout with; the bytes of an element are program_element_size's
+// (value/scalar_type.hpp, where the numbers are named once).
+struct LayoutName {
+  const char* name;
+  ScalarType type;
 };
+constexpr LayoutName kLayoutNames[] = {
+    {"uint8", ScalarType::kByte},        {"int8", ScalarType::kChar},
+    {"int16", ScalarType::kShort},       {"int32", ScalarType::kInt},
+    {"int64", ScalarType::kLong},        {"float16", ScalarType::kHalf},
+    {"float32", ScalarType::kFloat},     {"float64", ScalarType::kDouble},
+    {"bool", ScalarType::kBool},         {"qint8", ScalarType::kQInt8},
+    {"quint8", ScalarType::kQUInt8},     {"qint32", ScalarType::kQInt32},
+    {"bfloat16", ScalarType::kBFloat16}, {"bits16", ScalarType::kBits16},
+    {"float8_e5m2", ScalarType::kFloat8_e5m2},         {"float8_e4m3fn", ScalarType::kFloat8_e4m3fn},
+    {"float8_e5m2fnuz", ScalarType::kFloat8_e5m2fnuz}, {"float8_e4m3fnuz", ScalarType::kFloat8_e4m3fnuz},
+    {"uint16", ScalarType::kUInt16},     {"uint32", ScalarType::kUInt32},
+    {"uint64", ScalarType::kUInt64},
+};
+constexpr std::size_t kLayoutCount = sizeof kLayoutNames / sizeof kLayoutNames[0];
 
 const LayoutDtype* layout_dtype(const char* name) {
-  for (const LayoutDtype& d : kLayoutDtypes) {
+  static const std::array<LayoutDtype, kLayoutCount> table = [] {
+    std::array<LayoutDtype, kLayoutCount> out{};
+    for (std::size_t i = 0; i < kLayoutCount; ++i) {
+      const auto code = static_cast<std::int8_t>(kLayoutNames[i].type);
+      out[i] = LayoutDtype{kLayoutNames[i].name, program_element_size(code), code};
+    }
+    return out;
+  }();
+  for (const LayoutDtype& d : table) {
     if (std::strcmp(name, d.name) == 0) return &d;
   }
   return nullptr;
