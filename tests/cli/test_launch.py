@@ -117,16 +117,20 @@ def test_the_help_option_is_left_to_click() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+def _pack_sample(path: Path) -> None:
+    fatpte.pack([fatpte.Specialization("portable", b"tiny", name="cpu"),
+                 fatpte.Specialization("xnnpack", b"fp32" * 50, name="xnn",
+                                       requires={"arch": ["x86_64", "aarch64"]}),
+                 fatpte.Specialization("cuda", b"gpu!" * 8, name="gpu",
+                                       requires={"accelerators": [{"kind": "cuda", "targets": ["sm_80"]}]})],
+                path)
+
+
 @pytest.fixture(scope="module")
 def workdir() -> Iterator[Path]:
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
-        fatpte.pack([fatpte.Specialization("portable", b"tiny", name="cpu"),
-                     fatpte.Specialization("xnnpack", b"fp32" * 50, name="xnn",
-                                           requires={"arch": ["x86_64", "aarch64"]}),
-                     fatpte.Specialization("cuda", b"gpu!" * 8, name="gpu",
-                                           requires={"accelerators": [{"kind": "cuda", "targets": ["sm_80"]}]})],
-                    root / "c.nfat")
+        _pack_sample(root / "c.nfat")
         (root / "dir").mkdir()
         (root / "unreadable.nfat").write_bytes((root / "c.nfat").read_bytes())
         (root / "unreadable.nfat").chmod(0)
@@ -281,15 +285,19 @@ def _modules(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
                   if line.startswith("import time:")}
 
 
-def test_python_m_fatpte_runs_plain_forms_without_click(workdir: Path) -> None:
-    proc, modules = _modules("select", str(workdir / "c.nfat"), "--device", "raspberry-pi-5")
+def test_python_m_fatpte_runs_plain_forms_without_click(tmp_path: Path) -> None:
+    # A container of its own: the generated command lines above may write over the module's
+    # c.nfat (`extract ... -o c.nfat -f`), as they are meant to be able to.
+    container = tmp_path / "c.nfat"
+    _pack_sample(container)
+    proc, modules = _modules("select", str(container), "--device", "raspberry-pi-5")
     assert proc.returncode == 0 and proc.stdout == "xnn\n"
     assert "fatpte.cli.commands" in modules and "click" not in modules and "fatpte.cli.main" not in modules
-    proc, modules = _modules("select", str(workdir / "c.nfat"), "--device", "raspberry-pi-5", "--bogus")
+    proc, modules = _modules("select", str(container), "--device", "raspberry-pi-5", "--bogus")
     assert proc.returncode == 2 and "No such option" in proc.stderr and "click" in modules
-    proc, _ = _modules("extract", str(workdir / "c.nfat"), "-o", str(workdir / "never.bin"))
+    proc, _ = _modules("extract", str(container), "-o", str(tmp_path / "never.bin"))
     assert proc.returncode == 2 and "give exactly one of --name, --backend or --device" in proc.stderr
-    assert "Usage: fatpte extract" in proc.stderr and not (workdir / "never.bin").exists()
+    assert "Usage: fatpte extract" in proc.stderr and not (tmp_path / "never.bin").exists()
 
 
 def test_the_console_script_is_the_launcher() -> None:
