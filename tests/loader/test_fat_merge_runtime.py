@@ -23,7 +23,6 @@ from tests.loader.test_fat_delegate_runtime import (
     KERNELS,
     XNNPACK,
     _example,
-    build,  # noqa: F401  (a fixture)
     call_files,
     module_run,
     xnnpack_then_portable,
@@ -60,7 +59,7 @@ def test_no_torch_here() -> None:
 
 
 @pytest.mark.parametrize("model", ["add", "mlp"])
-def test_a_merged_program_runs_each_source_programs_computation(build: Path, tmp_path: Path,  # noqa: F811
+def test_a_merged_program_runs_each_source_programs_computation(build: Path, tmp_path: Path,
                                                                 model: str) -> None:
     program = merged(model, tmp_path / f"{model}_merged.pte")
     assert {d.backend_id for m in read_program(program.read_bytes()).methods for d in m.delegates} == {
@@ -72,7 +71,7 @@ def test_a_merged_program_runs_each_source_programs_computation(build: Path, tmp
     assert alone == plain_run(build, FIXTURES / f"{model}_portable.pte", calls, (KERNELS,))
 
 
-def test_a_longer_delegate_id_moves_the_segments_and_still_runs(build: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_a_longer_delegate_id_moves_the_segments_and_still_runs(build: Path, tmp_path: Path) -> None:
     # The fat delegate registered under an id longer than the padding before the segments can
     # hold: rename_delegates moves every segment (the XNNPACK weights, the NFAT payload) later,
     # and ExecuTorch still finds them all.
