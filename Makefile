@@ -52,7 +52,7 @@ check: $(STAMP) loader nginx
 
 lint: $(STAMP)
 	$(BIN)/mypy
-	$(BIN)/ruff check fatpte tests/support
+	$(BIN)/ruff check fatpte tests tools fuzz bench
 	$(BIN)/lint-imports --no-cache
 	$(PY) tools/check_includes.py
 	$(PY) tools/check_function_size.py

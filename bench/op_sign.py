@@ -51,8 +51,8 @@ def measure(ctx: Context) -> Section:
     pair.verdict = verdict(fraction >= MIN_FRACTION, f"{fraction:.2f}x sha256sum")
     pair.note = (f"verify {speed / 1e9:.2f} GB/s, {fraction:.2f}x sha256sum: every payload hashed once, distinct "
                  "regions on as many threads as cores (hashlib releases the GIL), read from the mapping")
-    lines = [f"`fatpte sign` of the same container took {sign_time:.2f} s (hash every region, copy the file "
-             "with its regions moved past the grown header, append the bundle)."]
+    lines = [(f"`fatpte sign` of the same container took {sign_time:.2f} s (hash every region, copy the file "
+              "with its regions moved past the grown header, append the bundle).")]
     pairs = [pair]
     signed.unlink()
     if RUNNER.exists() and (BACKENDS / "libfatpte_backend_dense_ref.so").exists():

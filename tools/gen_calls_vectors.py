@@ -47,9 +47,13 @@ def _nested(levels: int) -> str:
 
 
 def vectors() -> list[CallsVector]:
+    """Every vector, in the index's order."""
+    return _accepted() + _refused_as_json() + _refused_by_the_rules()
+
+
+def _accepted() -> list[CallsVector]:
+    """Documents both readers accept, each at an edge of the rules."""
     v = CallsVector
-    j = _json
-    at = "calls[0].inputs[0]"
     return [
         v("accepted-plain.json", _call().encode(), "one call of one float32 [1, 4] input", None, False),
         v("accepted-nan-infinity.json", _call(values="[NaN, Infinity, -Infinity, -0]").encode(),
@@ -66,6 +70,13 @@ def vectors() -> list[CallsVector]:
           "finite float32 values past float32's range: each is its infinity, as C++ converts it", None, False),
         v("accepted-integer-past-double.json", _call("float64", "[1]", "[" + "9" * 400 + "]").encode(),
           "a float64 value written as an integer of 400 digits: infinity, as strtod reads it", None, False),
+    ]
+
+
+def _refused_as_json() -> list[CallsVector]:
+    """Documents refused as JSON, each at the byte where the loader's parser finds its first error."""
+    j = _json
+    return [
         j("refused-depth-65.json", _call(extra=_nested(65)).encode(), "a value 65 deep, at it", b"[0]", 1),
         j("refused-deep-100000.json", ("[" * 100_000 + "]" * 100_000 + "\n").encode(),
           "arrays nested 100,000 deep (once a RecursionError in Python), at the 65th [", b"[", 64),
@@ -111,6 +122,15 @@ def vectors() -> list[CallsVector]:
         j("refused-minus-without-digits.json", _call(values="[-, 1, 2, 3]").encode(),
           "a minus sign alone, at the byte after it", b"-,", 1),
         j("refused-empty.json", b"", "an empty file, at its end", b""),
+    ]
+
+
+def _refused_by_the_rules() -> list[CallsVector]:
+    """JSON that is not a list of calls as read_calls and calls_from_file read it: the field both name
+    (with the largest size accepted, beside the sizes refused)."""
+    v = CallsVector
+    at = "calls[0].inputs[0]"
+    return [
         v("refused-call-not-object.json", b"[[]]\n", "a call that is a list", "calls[0].inputs"),
         v("refused-not-a-list.json", b'{"inputs": []}\n',
           "an object, not the list of calls (Python said E0711, no golden calls; found by fuzz/fuzz_calls.py)",

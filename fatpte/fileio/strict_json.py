@@ -241,207 +241,270 @@ def locate(data: bytes, rules: JsonRules) -> JsonRefused | None:
     twice at its second place, reported when its object closes. None when it finds none (the
     documents json.loads refuses and the loader accepts, which is a bug either side). Iterative,
     so any depth; linear in the size."""
+    return _Rereading(data, rules).first_error()
+
+
+def _number_run(rules: JsonRules) -> Any:
+    """A run of `, number` inside an array, each number one the rules take as it is written: taken a
+    run at a time, so that a long list of values costs one match, not a step per value. Only under
+    rules that look at nothing else of such a number (no value count, no integer range); else None."""
     import re
 
-    n = len(data)
-    plain = re.compile(rb'[^"\\\x00-\x1f]*')
-    digits = re.compile(rb"[0-9]*")
-    # A run of `, number` inside an array, each number one the rules take as it is written: taken
-    # a run at a time, so that a long list of values costs one match, not a step per value. Only
-    # under rules that look at nothing else of such a number (no value count, no integer range).
-    run = None
-    if rules.max_values is None and rules.integers is None and rules.fractions:
-        literal = rb"-?(?:0|[1-9][0-9]{0,%d})(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?" % (MAX_INTEGER_DIGITS - 1)
-        if rules.constants:
-            literal = rb"(?:" + literal + rb"|NaN|Infinity|-Infinity)"
-        # Possessive: a run matched is never given back, so the engine keeps no state per value.
-        run = re.compile(rb"(?:[ \t\r\n]*+,[ \t\r\n]*+" + literal + rb"(?=[ \t\r\n]*+[,\]]))*+")
-    p = 0
-    values = 0
-    # Open containers: for an object, the keys seen and the offset of the first key seen twice.
-    stack: list[tuple[bool, set[bytes], list[int]]] = []
+    if rules.max_values is not None or rules.integers is not None or not rules.fractions:
+        return None
+    literal = rb"-?(?:0|[1-9][0-9]{0,%d})(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?" % (MAX_INTEGER_DIGITS - 1)
+    if rules.constants:
+        literal = rb"(?:" + literal + rb"|NaN|Infinity|-Infinity)"
+    # Possessive: a run matched is never given back, so the engine keeps no state per value.
+    return re.compile(rb"(?:[ \t\r\n]*+,[ \t\r\n]*+" + literal + rb"(?=[ \t\r\n]*+[,\]]))*+")
 
-    def ws(at: int) -> int:
-        while at < n and data[at] in _WS:
+
+class _Rereading:
+    """One reading of a refused document in the loader parser's order. It is always at `p` in one
+    of three modes: a value is next, a key is next, or a value just ended; each mode is a method
+    that reads on and names the next. A broken rule is raised as the JsonRefused `locate` returns."""
+
+    def __init__(self, data: bytes, rules: JsonRules) -> None:
+        import re
+
+        self.data, self.rules, self.n = data, rules, len(data)
+        self.plain = re.compile(rb'[^"\\\x00-\x1f]*')  # a string's bytes up to a quote, an escape or a control
+        self.digits = re.compile(rb"[0-9]*")
+        self.run = _number_run(rules)
+        self.p = 0
+        self.values = 0
+        # Open containers: is it an object, the keys seen, the offset of the first key seen twice.
+        self.stack: list[tuple[bool, set[bytes], list[int]]] = []
+
+    def first_error(self) -> JsonRefused | None:
+        steps = {"value": self.value, "key": self.key, "after": self.after_value}
+        mode = "value"
+        try:
+            while mode != "end":
+                mode = steps[mode]()
+        except JsonRefused as exc:
+            return exc
+        return None
+
+    def ws(self, at: int) -> int:
+        while at < self.n and self.data[at] in _WS:
             at += 1
         return at
 
-    def bad(kind: str, message: str, at: int) -> JsonRefused:
-        return JsonRefused(kind, message, at)
+    # The three modes.
 
-    def string(at: int) -> tuple[bytes | JsonRefused, int]:
-        """The string whose quote is at `at`, decoded (UTF-8, a pair as its character), and where
-        it ends; or the error."""
+    def value(self) -> str:
+        """A value is next: the limits at its first byte, then the value (a container is opened)."""
+        self.p = p = self.ws(self.p)
+        if p >= self.n:
+            raise JsonRefused("syntax", "unexpected end", p)
+        c = self.data[p]
+        container = c in b"{["
+        self.count_value(container)
+        if container:
+            return self.open(c)
+        self.p = self.scalar(c)
+        return "after"
+
+    def key(self) -> str:
+        """A key is next: the string, noted in its object, and its colon."""
+        data, n = self.data, self.n
+        at = self.ws(self.p)
+        if at >= n or data[at] != 0x22:
+            raise JsonRefused("syntax", "expected a string key", at)
+        got, p = self.string(at)
+        _, seen, twice = self.stack[-1]
+        if got in seen:
+            if not twice:
+                twice.append(at)
+        else:
+            seen.add(got)
+        p = self.ws(p)
+        if p >= n or data[p] != 0x3A:
+            raise JsonRefused("syntax", "expected ':'", p)
+        self.p = p + 1
+        return "value"
+
+    def after_value(self) -> str:
+        """A value just ended: the end of the document, a comma, or its container's close."""
+        data, n, stack, rules = self.data, self.n, self.stack, self.rules
+        if not stack:
+            p = self.ws(self.p)
+            if p == n:
+                return "end"
+            raise JsonRefused("syntax", "unexpected text after the JSON value", p)
+        is_object = stack[-1][0]
+        p = self.p
+        if self.run is not None and not is_object and (rules.max_depth is None or len(stack) < rules.max_depth):
+            p = self.run.match(data, p).end()
+        p = self.ws(p)
+        if p < n and data[p] == 0x2C:
+            self.p = p + 1
+            return "key" if is_object else "value"
+        if p < n and data[p] == (0x7D if is_object else 0x5D):
+            self.p = p + 1
+            self.close()
+            return "after"
+        raise JsonRefused("syntax", "expected ',' or '}'" if is_object else "expected ',' or ']'", p)
+
+    # Values.
+
+    def count_value(self, container: bool) -> None:
+        """The depth and the value-count limits, at the value's first byte."""
+        rules, p = self.rules, self.p
+        level = len(self.stack) + 1
+        if rules.max_depth is not None and level > rules.max_depth and (container or rules.depth_of == "values"):
+            raise JsonRefused("depth", "nested too deeply", p)
+        if rules.max_values is not None and self.values >= rules.max_values:
+            raise JsonRefused("values", f"the document holds more than {rules.max_values} values", p)
+        self.values += 1
+
+    def open(self, c: int) -> str:
+        is_object = c == 0x7B
+        self.stack.append((is_object, set(), []))
+        p = self.ws(self.p + 1)
+        if self.data[p:p + 1] == (b"}" if is_object else b"]"):
+            self.p = p + 1
+            self.stack.pop()
+            return "after"
+        self.p = p
+        return "key" if is_object else "value"
+
+    def close(self) -> None:
+        """A container closed: an object that holds a key twice is refused at its second place."""
+        is_object, _, twice = self.stack.pop()
+        if is_object and twice:
+            raise JsonRefused("duplicate", "a key appears twice in one object", twice[0])
+
+    def scalar(self, c: int) -> int:
+        """Where the string, number or literal at `p` ends."""
+        data, p = self.data, self.p
+        if c == 0x22:
+            return self.string(p)[1]
+        if c == 0x2D or 0x30 <= c <= 0x39 or (self.rules.constants and c in b"NI"):
+            return self.number(p)
+        if data.startswith((b"true", b"false"), p):
+            return p + (4 if data[p] == 0x74 else 5)
+        if data.startswith(b"null", p):
+            return p + 4
+        raise JsonRefused("syntax", "unexpected character", p)
+
+    # Strings.
+
+    def string(self, at: int) -> tuple[bytes, int]:
+        """The string whose quote is at `at`, decoded (UTF-8, a pair as its character), and where it
+        ends."""
+        data, n = self.data, self.n
         out = bytearray()
         at += 1
         while True:
-            run = plain.match(data, at)
+            run = self.plain.match(data, at)
             assert run is not None
             out += run.group()
             at = run.end()
             if at >= n:
-                return bad("syntax", "a string is not closed", at), at
+                raise JsonRefused("syntax", "a string is not closed", at)
             c = data[at]
             if c == 0x22:
                 return bytes(out), at + 1
             if c != 0x5C:
-                return bad("syntax", "a control character inside a string", at), at
-            escape = at
-            at += 1
-            if at >= n:
-                return bad("syntax", "a string ends inside an escape", at), at
-            e = data[at]
-            at += 1
-            if e in _ESCAPES:
-                out += _ESCAPES[e]
-                continue
-            if e != 0x75:
-                return bad("syntax", "an unknown escape in a string", at), at
-            cp, at, err = _hex4(data, at)
-            if err is not None:
-                return err, at
-            if 0xD800 <= cp <= 0xDBFF and data[at:at + 2] == b"\\u":
-                second = at
-                low, after, err = _hex4(data, at + 2)
-                if err is None and 0xDC00 <= low <= 0xDFFF:
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
-                    at = after
-                elif rules.lone_surrogates:
-                    at = second
-                elif err is not None:
-                    return err, after
-                else:
-                    return bad("surrogate", "a lone surrogate in a \\u escape", escape), escape
-            elif 0xD800 <= cp <= 0xDFFF and not rules.lone_surrogates:
-                return bad("surrogate", "a lone surrogate in a \\u escape", escape), escape
-            out += chr(cp).encode("utf-8", "surrogatepass")
+                raise JsonRefused("syntax", "a control character inside a string", at)
+            at = self.escape(at, out)
 
-    def number(at: int) -> JsonRefused | int:
-        start = at
-        if rules.constants:
+    def escape(self, backslash: int, out: bytearray) -> int:
+        """The escape at `backslash` appended to `out`; where it ends."""
+        at = backslash + 1
+        if at >= self.n:
+            raise JsonRefused("syntax", "a string ends inside an escape", at)
+        e = self.data[at]
+        at += 1
+        if e in _ESCAPES:
+            out += _ESCAPES[e]
+            return at
+        if e != 0x75:
+            raise JsonRefused("syntax", "an unknown escape in a string", at)
+        cp, at = self.unicode_escape(backslash, at)
+        out += chr(cp).encode("utf-8", "surrogatepass")
+        return at
+
+    def unicode_escape(self, backslash: int, at: int) -> tuple[int, int]:
+        """The code point of the \\u escape whose hex digits start at `at` (with the low half that
+        follows a high one), and where it ends."""
+        cp, at, err = _hex4(self.data, at)
+        if err is not None:
+            raise err
+        if 0xD800 <= cp <= 0xDBFF and self.data[at:at + 2] == b"\\u":
+            return self.low_surrogate(backslash, cp, at)
+        if 0xD800 <= cp <= 0xDFFF and not self.rules.lone_surrogates:
+            raise JsonRefused("surrogate", "a lone surrogate in a \\u escape", backslash)
+        return cp, at
+
+    def low_surrogate(self, backslash: int, high: int, second: int) -> tuple[int, int]:
+        """A high surrogate's pair from the \\u escape at `second`; where it is lone, the high half
+        alone (the second escape read next on its own) when the rules take it."""
+        low, after, err = _hex4(self.data, second + 2)
+        if err is None and 0xDC00 <= low <= 0xDFFF:
+            return 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00), after
+        if self.rules.lone_surrogates:
+            return high, second
+        if err is not None:
+            raise err
+        raise JsonRefused("surrogate", "a lone surrogate in a \\u escape", backslash)
+
+    # Numbers.
+
+    def number(self, start: int) -> int:
+        """Where the number at `start` ends, read by the grammar and then by the rules."""
+        if self.rules.constants:
             for word in (b"NaN", b"Infinity", b"-Infinity"):
-                if data.startswith(word, at):
-                    return at + len(word)
-        negative = data[at] == 0x2D
-        if negative:
-            at += 1
-        first = at
-        at = digits.match(data, at).end()  # type: ignore[union-attr]
+                if self.data.startswith(word, start):
+                    return start + len(word)
+        end, integral, fraction, count = self.number_grammar(start)
+        self.number_rules(start, end, integral, fraction, count)
+        return end
+
+    def number_grammar(self, start: int) -> tuple[int, bool, int, int]:
+        """Where the number at `start` ends, whether it is an integer, where its fraction or exponent
+        starts, and how many integer digits it has."""
+        data, n = self.data, self.n
+        first = start + (data[start] == 0x2D)
+        at = self.digits.match(data, first).end()  # type: ignore[union-attr]
         count = at - first
         if count == 0:
-            return bad("syntax", "a number without digits", at)
+            raise JsonRefused("syntax", "a number without digits", at)
         if count > 1 and data[first] == 0x30:
-            return bad("syntax", "a number with a leading zero", first + 1)
+            raise JsonRefused("syntax", "a number with a leading zero", first + 1)
         fraction = at
         integral = True
         if at < n and data[at] == 0x2E:
             integral = False
-            dot = at + 1
-            at = digits.match(data, dot).end()  # type: ignore[union-attr]
-            if at == dot:
-                return bad("syntax", "a number without digits after '.'", at)
+            at = self.more_digits(at + 1, "a number without digits after '.'")
         if at < n and data[at] in b"eE":
             integral = False
             at += 1
             if at < n and data[at] in b"+-":
                 at += 1
-            exp = at
-            at = digits.match(data, exp).end()  # type: ignore[union-attr]
-            if at == exp:
-                return bad("syntax", "a number without exponent digits", at)
-        if not integral and not rules.fractions:
-            return bad("fraction", "a fraction or an exponent: numbers here are integers", fraction)
-        if integral and count > MAX_INTEGER_DIGITS:
-            return bad("integer", f"an integer of more than {MAX_INTEGER_DIGITS} digits", start)
-        if integral and rules.integers is not None:
+            at = self.more_digits(at, "a number without exponent digits")
+        return at, integral, fraction, count
+
+    def more_digits(self, at: int, missing: str) -> int:
+        end = self.digits.match(self.data, at).end()  # type: ignore[union-attr]
+        if end == at:
+            raise JsonRefused("syntax", missing, at)
+        return end
+
+    def number_rules(self, start: int, end: int, integral: bool, fraction: int, count: int) -> None:
+        rules = self.rules
+        if not integral:
+            if not rules.fractions:
+                raise JsonRefused("fraction", "a fraction or an exponent: numbers here are integers", fraction)
+            return
+        if count > MAX_INTEGER_DIGITS:
+            raise JsonRefused("integer", f"an integer of more than {MAX_INTEGER_DIGITS} digits", start)
+        if rules.integers is not None:
             low, high = rules.integers
-            if not low <= int(data[start:at]) <= high:
-                return bad("integer", f"an integer outside {low}..{high}", start)
-        return at
-
-    def close() -> JsonRefused | None:
-        is_object, _, twice = stack.pop()
-        if is_object and twice:
-            return bad("duplicate", "a key appears twice in one object", twice[0])
-        return None
-
-    mode = "value"  # "value": a value is next; "after": a value just ended; "key": a key is next
-    while True:
-        if mode == "value":
-            p = ws(p)
-            if p >= n:
-                return bad("syntax", "unexpected end", p)
-            c = data[p]
-            container = c in b"{["
-            level = len(stack) + 1
-            if rules.max_depth is not None and level > rules.max_depth and (container or rules.depth_of == "values"):
-                return bad("depth", "nested too deeply", p)
-            if rules.max_values is not None and values >= rules.max_values:
-                return bad("values", f"the document holds more than {rules.max_values} values", p)
-            values += 1
-            if container:
-                stack.append((c == 0x7B, set(), []))
-                p = ws(p + 1)
-                if data[p:p + 1] == (b"}" if c == 0x7B else b"]"):
-                    p += 1
-                    stack.pop()
-                    mode = "after"
-                else:
-                    mode = "key" if c == 0x7B else "value"
-                continue
-            if c == 0x22:
-                got, p = string(p)
-                if isinstance(got, JsonRefused):
-                    return got
-            elif c == 0x2D or 0x30 <= c <= 0x39 or (rules.constants and c in b"NI"):
-                end = number(p)
-                if isinstance(end, JsonRefused):
-                    return end
-                p = end
-            elif data.startswith((b"true", b"false"), p):
-                p += 4 if data[p] == 0x74 else 5
-            elif data.startswith(b"null", p):
-                p += 4
-            else:
-                return bad("syntax", "unexpected character", p)
-            mode = "after"
-        elif mode == "key":
-            p = ws(p)
-            if p >= n or data[p] != 0x22:
-                return bad("syntax", "expected a string key", p)
-            at = p
-            got, p = string(p)
-            if isinstance(got, JsonRefused):
-                return got
-            _, seen, twice = stack[-1]
-            if got in seen:
-                if not twice:
-                    twice.append(at)
-            else:
-                seen.add(got)
-            p = ws(p)
-            if p >= n or data[p] != 0x3A:
-                return bad("syntax", "expected ':'", p)
-            p += 1
-            mode = "value"
-        else:
-            if not stack:
-                p = ws(p)
-                return None if p == n else bad("syntax", "unexpected text after the JSON value", p)
-            is_object = stack[-1][0]
-            if run is not None and not is_object and (rules.max_depth is None or len(stack) < rules.max_depth):
-                p = run.match(data, p).end()  # type: ignore[union-attr]
-            p = ws(p)
-            if p < n and data[p] == 0x2C:
-                p += 1
-                mode = "key" if is_object else "value"
-            elif p < n and data[p] == (0x7D if is_object else 0x5D):
-                p += 1
-                err = close()
-                if err is not None:
-                    return err
-            else:
-                return bad("syntax", "expected ',' or '}'" if is_object else "expected ',' or ']'", p)
+            if not low <= int(self.data[start:end]) <= high:
+                raise JsonRefused("integer", f"an integer outside {low}..{high}", start)
 
 
 def _hex4(data: bytes, at: int) -> tuple[int, int, JsonRefused | None]:

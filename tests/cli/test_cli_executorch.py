@@ -802,8 +802,8 @@ def test_container_commands_on_a_ptn_say_what_it_is(tmp_path: Path) -> None:
 def test_select_host_on_portable_and_xnnpack_packed_with_no_options_chooses_xnnpack(tmp_path: Path) -> None:
     out = tmp_path / "m.nfat"
     assert run("pack", "-o", out, ET_FIXTURES / "kvpair_portable_default.pte",
-               ET_FIXTURES / "kvpair_xnnpack_default.pte") == (0, f"wrote {out}: version 2, 2 entries, "
-                                                                f"{out.stat().st_size} bytes\n", "")
+               ET_FIXTURES / "kvpair_xnnpack_default.pte") == (0, (f"wrote {out}: version 2, 2 entries, "
+                                                                 f"{out.stat().st_size} bytes\n"), "")
     assert run("select", out, "--device", "host") == (0, "xnnpack\n", "")
     # The console script's plain form (no click) says the same.
     proc = subprocess.run([sys.executable, "-m", "fatpte", "select", str(out), "--device", "host"],

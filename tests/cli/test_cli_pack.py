@@ -30,11 +30,11 @@ def test_pack_writes_the_container_the_library_writes(payloads: dict[str, Path],
     out = tmp_path / "x.nfat"
     code, stdout, stderr = run("pack", "-o", out, f"xnnpack={payloads['a']}", f"cuda-sm80:cuda={payloads['b']}")
     # Nothing says which of the two a device that could run both should get: only table order.
-    assert (code, stderr) == (0, "fatpte: warning: E0709 (specialization): entries 'xnnpack' and 'cuda-sm80' can "
-                                 "both be eligible on one device and tie on priority (0), delegation (neither "
-                                 "delegates to a backend) and specificity (0): only their place in the table "
-                                 "chooses 'xnnpack'; give the one to prefer a higher priority (`fatpte pack "
-                                 "--priority NAME=N`, `priority = N` in a pack.toml)\n")
+    assert (code, stderr) == (0, ("fatpte: warning: E0709 (specialization): entries 'xnnpack' and 'cuda-sm80' can "
+                                  "both be eligible on one device and tie on priority (0), delegation (neither "
+                                  "delegates to a backend) and specificity (0): only their place in the table "
+                                  "chooses 'xnnpack'; give the one to prefer a higher priority (`fatpte pack "
+                                  "--priority NAME=N`, `priority = N` in a pack.toml)\n"))
     assert "2 entries" in stdout
     expected = fatpte.pack([fatpte.Specialization("xnnpack", payloads["a"]),
                             fatpte.Specialization("cuda", payloads["b"], name="cuda-sm80")], tmp_path / "ref.nfat")

@@ -249,8 +249,8 @@ def test_a_runtime_without_the_backend_never_gets_the_entry(tmp_path: Path) -> N
         (native,) = [v for v in sel.verdicts if v.entry.name == "native"]
         assert not native.eligible
         assert [f.text() for f in native.failures] == [
-            "executorch_backends: needs NativeBackend; the device has no NativeBackend (its runtime has "
-            "XnnpackBackend)"]
+            ("executorch_backends: needs NativeBackend; the device has no NativeBackend (its runtime has "
+             "XnnpackBackend)")]
         assert "native [native]: rejected: executorch_backends: needs NativeBackend" in sel.explain()
         assert sel.to_json()["verdicts"][2]["executorch_backends"] == ["NativeBackend"]
         # A runtime with no backend at all runs only the portable program.
@@ -265,9 +265,9 @@ def test_a_profile_that_does_not_say_checks_nothing_and_notes_it(tmp_path: Path)
         sel = select(c, DeviceProfile.load("x86-64-v2"))
         (native,) = [v for v in sel.verdicts if v.entry.name == "native"]
         assert native.eligible and native.rank == 3
-        assert native.notes == ("ExecuTorch backends NativeBackend not checked: the profile does not list the "
-                                "backends its runtime has (`fatpte device` lists them when it finds the runtime: "
-                                "fatpte-run, or ExecuTorch's Python runtime)",)
+        assert native.notes == (("ExecuTorch backends NativeBackend not checked: the profile does not list the "
+                                 "backends its runtime has (`fatpte device` lists them when it finds the runtime: "
+                                 "fatpte-run, or ExecuTorch's Python runtime)"),)
         assert sel.verdicts[0].notes == ()  # nothing to check for the portable program
 
 

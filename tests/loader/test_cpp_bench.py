@@ -8,8 +8,6 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import pytest
-
 import fatpte
 from bench.op_loader import parse
 from fatpte.device.profile import DeviceProfile

@@ -28,14 +28,19 @@ def _example() -> ModuleType:
     return load_script("loader/examples/dense_example.py")
 
 
-@pytest.fixture
-def packed(tmp_path: Path) -> tuple[Path, Path, list[float]]:
+def pack_dense(tmp_path: Path) -> tuple[Path, Path, list[float]]:
+    """The example network packed for dense_ref and dense_avx2, an input file, the reference output."""
     ex = _example()
     container = ex.pack_example(tmp_path / "dense.nfat")
     values = ex.example_input()
     inp = tmp_path / "input.txt"
     inp.write_text(" ".join(f"{v:.9g}" for v in values))
     return container, inp, ex.reference(values)
+
+
+@pytest.fixture
+def packed(tmp_path: Path) -> tuple[Path, Path, list[float]]:
+    return pack_dense(tmp_path)
 
 
 def run(build: Path, container: Path, inp: Path, *args: str) -> subprocess.CompletedProcess[str]:

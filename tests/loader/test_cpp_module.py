@@ -15,8 +15,8 @@ from types import ModuleType
 
 import pytest
 
-from tests.loader.test_cpp_install import _run_paths
 from tests.builds import missing_build
+from tests.loader.test_cpp_install import _run_paths
 from tests.paths import ROOT
 from tests.scripts import load_script
 

@@ -18,10 +18,15 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 import fatpte
 from fatpte.fileio.checksum import crc32c
 from fatpte.ops import signing
-from tests.loader.test_cpp_dispatch import close, outputs, packed  # noqa: F401  (a fixture)
+from tests.loader.test_cpp_dispatch import close, outputs, pack_dense
 from tests.support.vectors import reseal
 
 pytestmark = pytest.mark.loader_build("fatpte-run", "backends")  # `build`: tests/loader/conftest.py
+
+
+@pytest.fixture
+def packed(tmp_path: Path) -> tuple[Path, Path, list[float]]:
+    return pack_dense(tmp_path)
 
 
 def _key(tmp: Path, name: str) -> tuple[ed25519.Ed25519PrivateKey, Path]:

@@ -22,6 +22,7 @@ from fatpte.format import layout as L
 from fatpte.manifest.canonical import entry_record, named_data_record
 from fatpte.manifest.codec import decode, encode
 from fatpte.ops import signing
+from fatpte.ops.signing.bundle import Malformed
 from tests.paths import ROOT
 
 S = fatpte.Specialization
@@ -388,7 +389,7 @@ def test_an_unsigned_addition_to_the_bundle_is_refused_before_it_costs_memory(ze
 
 
 def _refused(bundle: bytes) -> None:
-    with pytest.raises(Exception):  # noqa: PT011 - the bundle reader's own exception
+    with pytest.raises(Malformed):
         signing.read_bundle(bundle)
 
 

@@ -344,7 +344,7 @@ class Misbehaving:
             self._send(h, 416, {"Content-Range": f"bytes */{len(data)}", "Content-Length": "0"}, b"", rng)
             return
         if mode == "wrong-range":
-            start, end = start + 1, end
+            start += 1
         body = data[start:end]
         headers.update({"Content-Range": f"bytes {start}-{end - 1}/{len(data)}", "Content-Length": str(len(body))})
         if mode == "truncate" and len(body) > self.small:

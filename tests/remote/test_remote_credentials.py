@@ -21,7 +21,7 @@ from fatpte.fileio.url import redact
 from tests.remote.servers import Asked, Scripted, Wire
 from tests.remote.test_remote_misbehaviour import BIG, ranged
 
-PASSWORD = "s3cret-pw"  # noqa: S105 - the test's own server's
+PASSWORD = "s3cret-pw"  # the test's own server's
 GOOD = "Basic " + base64.b64encode(f"reader:{PASSWORD}".encode()).decode()
 
 

@@ -60,11 +60,10 @@ def serve(data: bytes) -> Iterator[object]:
 
 
 def _extract(url: str, dest: Path, policy: Policy = QUICK) -> FatpteError:
-    with pytest.raises(FatpteError) as info:
-        with fatpte.open_remote(url, policy=policy) as c:
-            from fatpte.ops.extraction import extract_entry
+    from fatpte.ops.extraction import extract_entry
 
-            extract_entry(c, c.entry("xnnpack"), dest)
+    with pytest.raises(FatpteError) as info, fatpte.open_remote(url, policy=policy) as c:
+        extract_entry(c, c.entry("xnnpack"), dest)
     assert not dest.exists()
     assert not [p for p in dest.parent.iterdir() if p.name.endswith(".partial")]
     return info.value

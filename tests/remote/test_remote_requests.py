@@ -4,6 +4,7 @@ specs/remote.md section 2), and bytes the first request already brought are neve
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -55,7 +56,7 @@ def test_thin_asks_for_adjacent_segments_in_one_request(served: tuple[Nginx, Pat
         portable = c.entry("portable")
         segments = [(s.offset, s.end) for s in c.segments]
     assert len(segments) == 3 and segments[0][0] > PREFIX_SIZE
-    assert all(a[1] == b[0] for a, b in zip(segments, segments[1:]))  # adjacent
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(segments))  # adjacent
     mark = nginx.mark()
     done = fatpte_cli("thin", nginx.url(path.name), "--name", "portable", "-q", "-o", str(tmp_path / "t.nfat"))
     assert done.returncode == 0, done.stderr
