@@ -9,6 +9,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,7 +78,7 @@ bool parse(int argc, char** argv, Args& a) {
 struct Inputs {
   fatpte_device* device = nullptr;
   fatpte_trust* trust = nullptr;
-  std::string detached;
+  std::optional<std::string> detached;  // --signature's bytes, empty ones included
   ~Inputs() {
     fatpte_trust_free(trust);
     fatpte_device_free(device);
@@ -132,8 +133,8 @@ std::string thinned(const fatpte_signature_report* report, fatpte_status s) {
 int verify(fatpte_container* c, const char* file, const Inputs& in) {
   fatpte_error err;
   fatpte_signature_report* report = nullptr;
-  fatpte_status s = fatpte_verify_signature(c, in.trust, in.detached.empty() ? nullptr : in.detached.data(),
-                                            in.detached.size(), &report, &err);
+  fatpte_status s = fatpte_verify_signature(c, in.trust, in.detached ? in.detached->data() : nullptr,
+                                            in.detached ? in.detached->size() : 0, &report, &err);
   if (report != nullptr) {
     fatpte_error bytes_err;
     const fatpte_status b = fatpte_signature_verify_all(c, report, &bytes_err);

@@ -194,14 +194,17 @@ def test_a_signed_self_test_load_of_a_golden_vector(name: str, tmp_path: Path) -
         assert f"{want['code']} at {want['offset']:#x} ({want['field']})" in done.stderr, done.stderr
 
 
-def test_a_detached_signature_past_the_limit_is_malformed_in_both(tmp_path: Path) -> None:
-    """A detached signature file of MAX_SIGNATURE_SIZE + 1 bytes is a bundle past its limit:
-    E1302 at `signature`, no offset, exit 5 (specs/nfat-signature.md section 6 step 1), from
-    `fatpte verify --signature` and `fatpte-verify --signature` alike. fatpte-verify refused it as
-    an input too large (E0702, exit 2) before the container was opened."""
-    sig = tmp_path / "big.sig"
+@pytest.mark.parametrize("size", [L.MAX_SIGNATURE_SIZE + 1, 0], ids=["past-the-limit", "empty"])
+def test_a_detached_signature_past_the_limit_or_empty_is_malformed_in_both(size: int, tmp_path: Path) -> None:
+    """A detached signature file of MAX_SIGNATURE_SIZE + 1 bytes is a bundle past its limit, an
+    empty one no bundle at all: E1302 at `signature`, no offset, exit 5 (specs/nfat-signature.md
+    section 6 steps 1 and 2), from `fatpte verify --signature` and `fatpte-verify --signature`
+    alike. fatpte-verify refused the first as an input too large (E0702, exit 2) before the
+    container was opened, and took the second for no detached signature (E1301: the C API read a
+    size of 0 as none)."""
+    sig = tmp_path / "detached.sig"
     with open(sig, "wb") as f:
-        f.truncate(L.MAX_SIGNATURE_SIZE + 1)  # sparse: no 64 MiB written
+        f.truncate(size)  # sparse: no 64 MiB written
     stripped = VECTORS / "v2-sig-stripped.nfat"
     args = [str(tool()), str(stripped), "--signature", str(sig)]
     for k in KEYS:

@@ -49,8 +49,9 @@ FATPTE_API void fatpte_trust_free(fatpte_trust* trust) FATPTE_NOEXCEPT;
 FATPTE_API size_t fatpte_trust_count(const fatpte_trust* trust) FATPTE_NOEXCEPT;
 FATPTE_API const char* fatpte_trust_key_id(const fatpte_trust* trust, size_t index) FATPTE_NOEXCEPT;
 
-/* Steps 1 to 8 of the verification. `detached` (NULL when `detached_size` is 0) is a detached
- * signature; otherwise the embedded one is used. Returns the first error: steps 1 to 6 leave *out
+/* Steps 1 to 8 of the verification. `detached`, when not NULL, is a detached signature of
+ * `detached_size` bytes (0 bytes: an empty file, refused as E1302 like any bundle that is not one);
+ * when NULL (`detached_size` 0), the embedded one is used. Returns the first error: steps 1 to 6 leave *out
  * NULL (no signature, an untrusted or invalid one, a malformed bundle, a signature of another
  * container); steps 7 and 8 (an entry or key added or changed) still fill *out, with every entry's
  * state. The report must be freed and must not outlive the container. */

@@ -70,8 +70,7 @@ fatpte_status fatpte_verify_signature(const fatpte_container* container, const f
       return to_status(bad_argument("NULL argument"), error);
     }
     *out = nullptr;
-    const fatpte::Bytes sig{static_cast<const std::uint8_t*>(detached_size == 0 ? nullptr : detached),
-                            detached_size};
+    const fatpte::Bytes sig{static_cast<const std::uint8_t*>(detached), detached_size};
     auto check = fatpte::check_signature(*c, *trust->keys, sig);
     if (!check.ok()) return to_status(check.error(), error);
     auto* report = new fatpte_signature_report{std::move(check).value()};
