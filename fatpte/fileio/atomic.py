@@ -128,24 +128,51 @@ def refuse_special_output(target: str) -> None:
 def remove_stale(folder: str, name: str) -> list[str]:
     """Remove the temporary files `.NAME.pPID.RANDOM.partial` in `folder` that a killed writer left:
     those whose process no longer runs and that are older than this process. Returns their paths.
-    Best effort: a file that cannot be examined or removed is left where it is."""
-    prefix, removed = f".{name}.p", list[str]()
+    Best effort: a file that cannot be examined or removed is left where it is.
+
+    A stale file is older than this process, so it was in the folder before this process wrote
+    there: the folder is listed once per process (`_stale_in`), whatever the number of outputs
+    written into it (a listing per output made writing n outputs to one folder cost n^2)."""
+    key = os.path.abspath(folder)
+    with _STALE_LOCK:
+        by_name = _STALE.get(key)
+        if by_name is None:
+            by_name = _STALE[key] = _stale_in(folder)
+        candidates = by_name.pop(name, [])
+    removed = list[str]()
+    for path, pid in candidates:
+        if _running(pid):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            removed.append(path)
+    return removed
+
+
+_STALE: dict[str, dict[str, list[tuple[str, int]]]] = {}  # folder -> NAME -> (path, pid) left to remove
+_STALE_LOCK = threading.Lock()
+
+
+def _stale_in(folder: str) -> dict[str, list[tuple[str, int]]]:
+    """The temporary files of `folder` older than this process and of another process, by NAME."""
+    out: dict[str, list[tuple[str, int]]] = {}
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return removed
+        return out
     for entry in entries:
-        if not (entry.name.startswith(prefix) and entry.name.endswith(".partial")):
+        if not (entry.name.startswith(".") and entry.name.endswith(".partial")):
             continue
-        pid_text = entry.name[len(prefix) :].split(".", 1)[0]
-        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+        parts = entry.name[1 : -len(".partial")].rsplit(".", 2)  # NAME, pPID, RANDOM
+        if len(parts) != 3 or not parts[1].startswith("p") or not parts[1][1:].isdigit():
+            continue
+        pid = int(parts[1][1:])
+        if pid == os.getpid():
             continue
         with contextlib.suppress(OSError):
-            if entry.stat(follow_symlinks=False).st_mtime >= _STARTED or _running(int(pid_text)):
-                continue
-            os.unlink(entry.path)
-            removed.append(entry.path)
-    return removed
+            if entry.stat(follow_symlinks=False).st_mtime < _STARTED:
+                out.setdefault(parts[0], []).append((entry.path, pid))
+    return out
 
 
 def _running(pid: int) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,3 +65,22 @@ def test_temporary_file_is_beside_the_destination_private_and_exclusive(
         f.write(b"mine")
     assert taken.read_bytes() == b"someone else's"
     assert (tmp_path / "again").read_bytes() == b"mine"
+
+
+def test_writing_many_outputs_into_one_folder_lists_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The leftovers of killed writers are older than this process, so one listing of a folder
+    finds them all: n outputs written into one folder list it once, not n times (n^2 work)."""
+    from fatpte.fileio import atomic
+
+    listed: list[str] = []
+    real = os.scandir
+
+    def counting(path: Any) -> Any:
+        listed.append(os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(atomic.os, "scandir", counting)
+    for i in range(50):
+        with atomic.atomic_output(tmp_path / f"out-{i}.bin") as f:
+            f.write(b"x")
+    assert listed.count(str(tmp_path)) == 1

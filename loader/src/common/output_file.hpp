@@ -17,8 +17,12 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <map>
+#include <mutex>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fatpte/status.hpp"
 
@@ -72,30 +76,59 @@ inline const std::time_t kStarted = std::time(nullptr);
 // Whether process `pid` runs (or exists under another user).
 inline bool running(long pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
 
-// Remove the temporary files `.NAME.pPID.RANDOM.partial` in `folder` that a killed writer left:
-// those whose process no longer runs and which are older than this process, as Python's
-// remove_stale does. Best effort: what cannot be examined or removed stays.
-inline void remove_stale(const std::string& folder, const std::string& name) {
+// The temporary files `.NAME.pPID.RANDOM.partial` of `folder` older than this process and of
+// another process, by NAME: (path, pid) each.
+using StaleFiles = std::map<std::string, std::vector<std::pair<std::string, long>>>;
+inline StaleFiles stale_in(const std::string& folder) {
+  StaleFiles out;
   DIR* dir = ::opendir(folder.empty() ? "." : folder.c_str());
-  if (dir == nullptr) return;
-  const std::string prefix = "." + name + ".p", suffix = ".partial";
+  if (dir == nullptr) return out;
+  const std::string suffix = ".partial";
   while (const dirent* e = ::readdir(dir)) {
     const std::string file = e->d_name;
-    if (file.size() <= prefix.size() + suffix.size() || file.compare(0, prefix.size(), prefix) != 0 ||
+    if (file.size() <= 1 + suffix.size() || file[0] != '.' ||
         file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
       continue;
     }
-    const std::size_t digits = file.find_first_not_of("0123456789", prefix.size());
-    if (digits == prefix.size() || digits == std::string::npos || file[digits] != '.' || digits - prefix.size() > 9) {
-      continue;
-    }
-    const long pid = std::stol(file.substr(prefix.size(), digits - prefix.size()));
+    const std::string inner = file.substr(1, file.size() - 1 - suffix.size());  // NAME.pPID.RANDOM
+    const std::size_t random_dot = inner.rfind('.');
+    if (random_dot == std::string::npos || random_dot == 0) continue;
+    const std::size_t pid_dot = inner.rfind('.', random_dot - 1);
+    if (pid_dot == std::string::npos || inner[pid_dot + 1] != 'p') continue;
+    const std::string digits = inner.substr(pid_dot + 2, random_dot - pid_dot - 2);
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::stol(digits);
     struct stat sb;
     const std::string path = folder + file;
-    if (pid == ::getpid() || ::lstat(path.c_str(), &sb) != 0 || sb.st_mtime >= kStarted || running(pid)) continue;
-    ::unlink(path.c_str());
+    if (pid == ::getpid() || ::lstat(path.c_str(), &sb) != 0 || sb.st_mtime >= kStarted) continue;
+    out[inner.substr(0, pid_dot)].emplace_back(path, pid);
   }
   ::closedir(dir);
+  return out;
+}
+
+// Remove the temporary files `.NAME.pPID.RANDOM.partial` in `folder` that a killed writer left:
+// those whose process no longer runs and which are older than this process, as Python's
+// remove_stale does. A stale file is older than this process, so it was in the folder before this
+// process wrote there: the folder is listed once per process, whatever the number of outputs
+// written into it (a listing per output made n outputs into one folder cost n^2). Best effort:
+// what cannot be examined or removed stays.
+inline void remove_stale(const std::string& folder, const std::string& name) {
+  static std::mutex lock;
+  static std::map<std::string, StaleFiles> listed;  // folder -> what is left to remove in it
+  std::vector<std::pair<std::string, long>> candidates;
+  {
+    const std::lock_guard<std::mutex> hold(lock);
+    auto at = listed.find(folder);
+    if (at == listed.end()) at = listed.emplace(folder, stale_in(folder)).first;
+    auto named = at->second.find(name);
+    if (named == at->second.end()) return;
+    candidates = std::move(named->second);
+    at->second.erase(named);
+  }
+  for (const auto& [path, pid] : candidates) {
+    if (!running(pid)) ::unlink(path.c_str());
+  }
 }
 
 }  // namespace output_file_detail
