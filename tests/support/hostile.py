@@ -479,6 +479,31 @@ def with_int_list_item(program: bytes, item: int, j: int = 0) -> tuple[bytes, in
     raise AssertionError("the program has no int list")
 
 
+def _offsets(b: Any, offsets: Sequence[int]) -> int:
+    """A flatbuffer vector of the tables at `offsets`, built with `b`."""
+    b.StartVector(4, len(offsets), 4)
+    for o in reversed(offsets):
+        b.PrependUOffsetTRelative(o)
+    return int(b.EndVector())
+
+
+def _forward_program(b: Any, plan_slots: dict[int, int]) -> bytes:
+    """The program `b` finishes: one ExecutionPlan named "forward" whose other fields are
+    `plan_slots` (slot number -> offset; 2 values, 3 inputs, 5 chains, 6 operators, 7 delegates)."""
+    method = b.CreateString("forward")
+    b.StartObject(9)  # ExecutionPlan: name, container_meta_type, values, inputs, outputs, chains, operators, delegates
+    b.PrependUOffsetTRelativeSlot(0, method, 0)
+    for slot, offset in sorted(plan_slots.items()):
+        b.PrependUOffsetTRelativeSlot(slot, offset, 0)
+    plan = b.EndObject()
+    plans = _offsets(b, [plan])
+    b.StartObject(8)  # Program: version, execution_plan, ...
+    b.PrependUOffsetTRelativeSlot(1, plans, 0)
+    root = b.EndObject()
+    b.Finish(root, b"ET12")
+    return bytes(b.Output())
+
+
 def pte_shared_instruction(refs: int, args: int) -> bytes:
     """An ExecuTorch program (.pte, no extended header) whose method's one chain lists `refs`
     references to one KernelCall instruction of `args` arguments, each value 0 (of one Null value):
@@ -489,10 +514,7 @@ def pte_shared_instruction(refs: int, args: int) -> bytes:
     b = flatbuffers.Builder(0)
 
     def vector(offsets: Sequence[int]) -> int:
-        b.StartVector(4, len(offsets), 4)
-        for o in reversed(offsets):
-            b.PrependUOffsetTRelative(o)
-        return int(b.EndVector())
+        return _offsets(b, offsets)
 
     b.StartVector(4, args, 4)
     for _ in range(args):
@@ -521,20 +543,7 @@ def pte_shared_instruction(refs: int, args: int) -> bytes:
     b.PrependUOffsetTRelativeSlot(1, overload, 0)
     op = b.EndObject()
     values, chains, ops, delegates = vector([value]), vector([chain]), vector([op]), vector([])
-    method = b.CreateString("forward")
-    b.StartObject(9)  # ExecutionPlan: name, container_meta_type, values, inputs, outputs, chains, operators, delegates
-    b.PrependUOffsetTRelativeSlot(0, method, 0)
-    b.PrependUOffsetTRelativeSlot(2, values, 0)
-    b.PrependUOffsetTRelativeSlot(5, chains, 0)
-    b.PrependUOffsetTRelativeSlot(6, ops, 0)
-    b.PrependUOffsetTRelativeSlot(7, delegates, 0)
-    plan = b.EndObject()
-    plans = vector([plan])
-    b.StartObject(8)  # Program: version, execution_plan, ...
-    b.PrependUOffsetTRelativeSlot(1, plans, 0)
-    root = b.EndObject()
-    b.Finish(root, b"ET12")
-    return bytes(b.Output())
+    return _forward_program(b, {2: values, 5: chains, 6: ops, 7: delegates})
 
 
 def without_delegate_field(program: bytes, name: str) -> tuple[bytes, int]:
@@ -564,10 +573,7 @@ def pte_dynamic_inputs(inputs: int, sizes: Sequence[int] | None = (-1,), scalar_
     b = flatbuffers.Builder(0)
 
     def vector(offsets: Sequence[int]) -> int:
-        b.StartVector(4, len(offsets), 4)
-        for o in reversed(offsets):
-            b.PrependUOffsetTRelative(o)
-        return int(b.EndVector())
+        return _offsets(b, offsets)
 
     def ints(values: Sequence[int], width: int = 4) -> int:
         b.StartVector(width, len(values), width)
@@ -594,20 +600,8 @@ def pte_dynamic_inputs(inputs: int, sizes: Sequence[int] | None = (-1,), scalar_
     b.StartObject(4)  # Chain: inputs, outputs, instructions
     b.PrependUOffsetTRelativeSlot(2, none, 0)
     chain = b.EndObject()
-    chains, delegates, method = vector([chain]), vector([]), b.CreateString("forward")
-    b.StartObject(9)  # ExecutionPlan: name, container_meta_type, values, inputs, outputs, chains, operators, delegates
-    b.PrependUOffsetTRelativeSlot(0, method, 0)
-    b.PrependUOffsetTRelativeSlot(2, table, 0)
-    b.PrependUOffsetTRelativeSlot(3, listed, 0)
-    b.PrependUOffsetTRelativeSlot(5, chains, 0)
-    b.PrependUOffsetTRelativeSlot(7, delegates, 0)
-    plan = b.EndObject()
-    plans = vector([plan])
-    b.StartObject(8)  # Program: version, execution_plan, ...
-    b.PrependUOffsetTRelativeSlot(1, plans, 0)
-    root = b.EndObject()
-    b.Finish(root, b"ET12")
-    return bytes(b.Output())
+    chains, delegates = vector([chain]), vector([])
+    return _forward_program(b, {2: table, 3: listed, 5: chains, 7: delegates})
 
 
 def with_tensor_size(program: bytes, value: int, k: int, size: int) -> tuple[bytes, int]:
