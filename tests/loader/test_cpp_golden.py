@@ -255,10 +255,9 @@ def test_entries_this_machine_cannot_run_are_listed_with_the_reason(build: Path,
     assert rc == 0 and "not run:" in text_out
 
 
-@MODULE_RUNNER
-def test_the_fat_delegate_runs_the_golden_calls_when_asked(build: Path, tmp_path: Path) -> None:
-    from tests.loader.test_fat_delegate_runtime import KERNELS, XNNPACK, module_run
-
+def _merged_mlp(tmp_path: Path) -> tuple[list[dict[str, Any]], list[str], Path]:
+    """mlp's XNNPACK and portable programs merged into a fat program with golden calls recorded
+    from portable's reference outputs: (the calls, each call's input as a raw file, the program)."""
     tier = TIERS["mlp"]
     reference = tier["variants"]["portable"]["reference"]
     calls = [{"inputs": c["inputs"], "outputs": out} for c, out in zip(tier["calls"], reference)]
@@ -269,6 +268,14 @@ def test_the_fat_delegate_runs_the_golden_calls_when_asked(build: Path, tmp_path
         inputs.append(str(path))
     good = fatpte.merge_programs([FIXTURES / "mlp_xnnpack.pte", FIXTURES / "mlp_portable.pte"],
                                  tmp_path / "good.pte", golden=calls)
+    return calls, inputs, good
+
+
+@MODULE_RUNNER
+def test_the_fat_delegate_runs_the_golden_calls_when_asked(build: Path, tmp_path: Path) -> None:
+    from tests.loader.test_fat_delegate_runtime import KERNELS, XNNPACK, module_run
+
+    calls, inputs, good = _merged_mlp(tmp_path)
     wrong = [{"inputs": c["inputs"], "outputs": [{**o, "values": [v + 0.5 for v in o["values"]]} for o in c["outputs"]]}
              for c in calls]
     bad = fatpte.merge_programs([FIXTURES / "mlp_xnnpack.pte", FIXTURES / "mlp_portable.pte"],
@@ -478,16 +485,7 @@ def test_the_fat_delegate_refuses_calls_naming_a_missing_method(build: Path, tmp
     from tests.loader.test_fat_delegate_runtime import KERNELS, module_run
     from tests.support.hostile import first_delegate
 
-    tier = TIERS["mlp"]
-    calls = [{"inputs": c["inputs"], "outputs": out} for c, out in zip(tier["calls"], tier["variants"]["portable"]
-                                                                         ["reference"])]
-    inputs = []
-    for k, c in enumerate(calls):
-        path = tmp_path / f"in{k}.bin"
-        path.write_bytes(struct.pack(f"<{len(c['inputs'][0]['values'])}f", *c["inputs"][0]["values"]))
-        inputs.append(str(path))
-    good = fatpte.merge_programs([FIXTURES / "mlp_xnnpack.pte", FIXTURES / "mlp_portable.pte"],
-                                 tmp_path / "good.pte", golden=calls)
+    _, inputs, good = _merged_mlp(tmp_path)
     program = good.read_bytes()
     d = first_delegate(program)
     assert d.backend_id == "FatpteBackend"
