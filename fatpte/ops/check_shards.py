@@ -1,0 +1,47 @@
+"""Sharding `fatpte check` over a CI matrix (issue 36): `--shard K/N` runs a deterministic slice of
+the rows (the (entry, CPU) pairs, in the order fatpte.ops.check.plan lists them: row i belongs to
+shard i mod N + 1, round-robin so that the entries of a tiered container spread over the shards).
+A shard report carries what the merge (fatpte.ops.check_merge) needs beyond its rows
+(`shard_data`): the row numbers it ran, the number of rows, and each row's golden inputs and
+saved outputs (base64), so that entries run in different shards are compared with each other as
+one run compares them.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from fatpte.errors import ErrorCode, FatpteError
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`K/N` (1 <= K <= N) as (K, N); E0702 otherwise."""
+    m = re.fullmatch(r"([1-9][0-9]{0,5})/([1-9][0-9]{0,5})", text.strip())
+    if m is None or int(m.group(1)) > int(m.group(2)):
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"--shard {text!r}: give K/N with 1 <= K <= N (e.g. 1/4)",
+                          field="shard", actual=text)
+    return int(m.group(1)), int(m.group(2))
+
+
+def select(rows: int, shard: tuple[int, int] | None) -> set[int]:
+    """The row numbers shard (K, N) runs: every i with i mod N == K - 1 (all without a shard)."""
+    if shard is None:
+        return set(range(rows))
+    k, n = shard
+    return {i for i in range(rows) if i % n == k - 1}
+
+
+def shard_data(entries: Sequence[Any], rows: list[int], total: int) -> dict[str, Any]:
+    """What the merge needs of a shard's rows `entries` (fatpte.ops.check.EntryCheck, row numbers
+    `rows` of `total`), read from their saved outputs while they exist."""
+    data = []
+    for row, e in zip(rows, entries):
+        saved = {f"{call}:{j}": base64.b64encode(path.read_bytes()).decode("ascii")
+                 for (call, j), path in sorted(e.files.items()) if path.exists()}
+        inputs = {str(k): [method, list(keys)] for k, (method, keys) in sorted(e.inputs.items())}
+        data.append({"row": row, "code": None if e.code is None else e.code.tag, "inputs": inputs,
+                     "saved": saved})
+    return {"rows": total, "entries": data}
