@@ -433,7 +433,7 @@ def _check(path: str, source: str, options: CheckOptions) -> CheckReport:
                          check_matrix.names(cpus), allow_unchecked=_allowed(options.allow_unchecked, table),
                          shard=options.shard)
     rows = plan(table, records, cpus)
-    mine = check_shards.select(len(rows), options.shard)
+    mine = check_shards.select([-1 if cpu is None else (cpus or []).index(cpu) for _, cpu in rows], options.shard)
     with tempfile.TemporaryDirectory(prefix="fatpte-check-") as scratch:
         for k, (e, cpu) in enumerate(rows):
             if k not in mine:

@@ -1,10 +1,13 @@
 """Sharding `fatpte check` over a CI matrix (issue 36): `--shard K/N` runs a deterministic slice of
-the rows (the (entry, CPU) pairs, in the order fatpte.ops.check.plan lists them: row i belongs to
-shard i mod N + 1, round-robin so that the entries of a tiered container spread over the shards).
-A shard report carries what the merge (fatpte.ops.check_merge) needs beyond its rows
-(`shard_data`): the row numbers it ran, the number of rows, and each row's golden inputs and
-saved outputs (base64), so that entries run in different shards are compared with each other as
-one run compares them.
+the rows (the (entry, CPU) pairs fatpte.ops.check.plan lists). The rows are dealt CPU by CPU: put in
+the order (the CPU's place in --cpus, the row's place in the report; a row of no CPU first), then
+cut into N runs of consecutive rows, as equal as whole rows allow (shard K gets positions
+floor((K-1)R/N) to floor(KR/N) - 1 of R). So each shard meets few CPUs, and asks each emulated
+runner for its device once (under qemu that probe costs about 0.4 s) instead of every shard asking
+every runner. A shard report carries what the merge (fatpte.ops.check_merge) needs beyond its rows
+(`shard_data`): the row numbers it ran, the number of rows, and each row's golden inputs and saved
+outputs (base64), so that entries run in different shards are compared with each other as one
+run compares them.
 """
 
 from __future__ import annotations
@@ -26,12 +29,15 @@ def parse_shard(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-def select(rows: int, shard: tuple[int, int] | None) -> set[int]:
-    """The row numbers shard (K, N) runs: every i with i mod N == K - 1 (all without a shard)."""
+def select(cpu_of_row: Sequence[int], shard: tuple[int, int] | None) -> set[int]:
+    """The row numbers shard (K, N) runs, the rows' CPUs given by their place in --cpus (-1: a row
+    of no CPU); every row without a shard."""
+    rows = len(cpu_of_row)
     if shard is None:
         return set(range(rows))
     k, n = shard
-    return {i for i in range(rows) if i % n == k - 1}
+    order = sorted(range(rows), key=lambda i: (cpu_of_row[i], i))
+    return set(order[(k - 1) * rows // n : k * rows // n])
 
 
 def shard_data(entries: Sequence[Any], rows: list[int], total: int) -> dict[str, Any]:

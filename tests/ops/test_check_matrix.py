@@ -121,11 +121,18 @@ def test_an_entry_eligible_on_none_of_the_cpus_is_unchecked() -> None:
     assert report.unchecked == [] and report.gate is None
 
 
-def test_shards_split_the_rows_round_robin_once_each() -> None:
-    for n in (1, 2, 3, 7):
-        slices = [check_shards.select(10, (k, n)) for k in range(1, n + 1)]
-        assert sorted(i for s in slices for i in s) == list(range(10))
-        assert slices[0] == {i for i in range(10) if i % n == 0}
+def test_shards_split_the_rows_cpu_by_cpu_once_each() -> None:
+    # 2 rows of no CPU, then 3 entries on CPUs 0, 1 and 2 in report order (entry by entry).
+    cpus = [-1, 0, 1, 2, 0, 1, 2, 0, 1, 2, -1]
+    for n in (1, 2, 3, 7, 11, 12):
+        slices = [check_shards.select(cpus, (k, n)) for k in range(1, n + 1)]
+        assert sorted(i for s in slices for i in s) == list(range(len(cpus)))
+        assert max(map(len, slices)) - min(map(len, slices)) <= 1
+    # Three shards of three CPUs: the rows of no CPU go first, then CPU by CPU, each shard meeting
+    # at most two CPUs (dealing row by row, every shard would meet all three).
+    slices = [check_shards.select(cpus, (k, 3)) for k in (1, 2, 3)]
+    assert slices == [{0, 10, 1}, {4, 7, 2, 5}, {8, 3, 6, 9}]
+    assert check_shards.select(cpus, None) == set(range(len(cpus)))
     assert check_shards.parse_shard("2/4") == (2, 4)
     for bad in ("0/2", "3/2", "1/0", "a/b", "1", "-1/2"):
         with pytest.raises(FatpteError) as info:
