@@ -1,7 +1,7 @@
 """The shape of `fatpte check --json`, as specs/check_report.schema.json states it, for the reader
 of shard reports (`check --merge`): `outside` says why a document is not a report, or None. The
 fields and their types the merge reads, checked without a jsonschema package;
-tests/ops/test_check_shards.py holds real reports to the schema itself."""
+tests/loader/test_check_gate.py holds real reports to the schema itself."""
 
 from __future__ import annotations
 
