@@ -81,8 +81,14 @@ def resolve(name: str, host_arch: str) -> Cpu:
 
 
 def parse_cpus(text: str, host_arch: str) -> list[Cpu]:
-    """`MODEL[,MODEL]` as CPUs, in the order given, each once; E0702 for an empty list or name."""
-    names = [n.strip() for n in text.split(",")]
+    """`MODEL[,MODEL]` as CPUs, in the order given, each once; E0702 for an empty list or name. A
+    qemu property (`max,sme=off`: a part with `=`) belongs to the model before it."""
+    names: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if "=" in part and names and names[-1]:
+            names[-1] += "," + part
+        else:
+            names.append(part)
     if not text.strip() or any(not n for n in names):
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"--cpus {text!r}: give CPU names separated by commas",
                           field="cpus", actual=text)

@@ -46,6 +46,8 @@ def test_cpus_are_models_profiles_or_native() -> None:
     assert [(c.asked, c.arch, c.model) for c in cpus] == [
         ("cortex-a53", "aarch64", "cortex-a53"), ("raspberry-pi-5", "aarch64", "cortex-a76"),
         ("Nehalem", "x86_64", "Nehalem"), ("native", "x86_64", None)]
+    # qemu's own property syntax stays one model: `max,sme=off` is not `max` and `sme=off`.
+    assert [c.model for c in M.parse_cpus("max,sme=off,max,a64fx", "x86_64")] == ["max,sme=off", "max", "a64fx"]
     with pytest.raises(FatpteError) as info:
         M.parse_cpus("cortex-a55", "x86_64")
     assert info.value.code is ErrorCode.INVALID_ARGUMENT and "qemu 7.2 has none; use cortex-a76" in info.value.message
