@@ -144,7 +144,6 @@ class CheckReport:
     entries: list[EntryCheck]
     pairs: list[PairCheck]
     runtimes: list[str] = field(default_factory=list)  # each runner used, described in full
-    digest: str = ""  # sha256 of the container, hex
     cpus: list[str] | None = None  # --cpus, as asked
     allow_unchecked: list[str] = field(default_factory=list)  # --allow-unchecked: names, or ["all"]
     shard: tuple[int, int] | None = None  # (K, N) of --shard K/N
@@ -228,8 +227,7 @@ class CheckReport:
             error: dict[str, Any] | None = {"code": err.code.tag, "message": err.message}
         else:
             error = None if gate is None else {"code": None, "message": gate}
-        doc = {"source": self.source, "ok": err is None and gate is None, "error": error, "digest": self.digest,
-               "cpus": self.cpus, "allow_unchecked": self.allow_unchecked,
+        doc = {"source": self.source, "ok": err is None and gate is None, "error": error, "cpus": self.cpus, "allow_unchecked": self.allow_unchecked,
                "shard": None if self.shard is None else {"index": self.shard[0], "count": self.shard[1]},
                "counts": self.counts(), "unchecked": [g.to_json() for g in self.unchecked],
                "runtimes": sorted(set(self.runtimes)),
@@ -429,7 +427,7 @@ def _check(path: str, source: str, options: CheckOptions) -> CheckReport:
     if native is None:
         raise _no_runner(source)
     cpus = None if options.cpus is None else check_matrix.parse_cpus(options.cpus, native.arch)
-    report = CheckReport(source, [], [], digest=file_digest(path), cpus=None if cpus is None else
+    report = CheckReport(source, [], [], cpus=None if cpus is None else
                          check_matrix.names(cpus), allow_unchecked=_allowed(options.allow_unchecked, table),
                          shard=options.shard)
     rows = plan(table, records, cpus)
@@ -444,7 +442,7 @@ def _check(path: str, source: str, options: CheckOptions) -> CheckReport:
                      report.runtimes)
         report.pairs = _pairs(report.ran)
         if options.shard is not None:
-            report.shard_data = check_shards.shard_data(report.entries, sorted(mine), len(rows))
+            report.shard_data = check_shards.shard_data(report.entries, sorted(mine), len(rows), file_digest(path))
     return report
 
 
@@ -478,7 +476,8 @@ def _allowed(text: str | None, table: Sequence[Any]) -> list[str]:
 
 
 def file_digest(path: str) -> str:
-    """The SHA-256 of the file at `path`, hex: what names the container a report is of."""
+    """The SHA-256 of the file at `path`, hex: what names the container a shard is of (only a shard
+    pays for reading the whole file)."""
     import hashlib
 
     h = hashlib.sha256()

@@ -1,7 +1,7 @@
 """`fatpte check --merge`: the N shard reports of one check (`check --shard K/N --json`,
 fatpte.ops.check_shards) joined into the report of one unsharded run: the same rows, pairs,
 counts, gaps and exit status, byte for byte in `--json` apart from the timing fields (`seconds`).
-It refuses reports of different containers (digest), options (--cpus, --allow-unchecked) or
+It refuses reports of different containers (their SHA-256), options (--cpus, --allow-unchecked) or
 shard counts, a report that is no shard, and missing or duplicate shards, naming the file.
 """
 
@@ -23,7 +23,12 @@ def merge(paths: Sequence[str]) -> C.CheckReport:
     first_path, first = paths[0], docs[0]
     count = first["shard"]["count"]
     for p, d in zip(paths, docs):
-        for key, what in (("digest", "container"), ("cpus", "--cpus"), ("allow_unchecked", "--allow-unchecked")):
+        if d["shard_data"]["digest"] != first["shard_data"]["digest"]:
+            raise _refused(p, "shard_data.digest", f"a shard of another container than {clipped(first_path)} "
+                                                   f"(SHA-256 {d['shard_data']['digest'][:16]}..., not "
+                                                   f"{first['shard_data']['digest'][:16]}...): merge the shards of one "
+                                                   "check")
+        for key, what in (("cpus", "--cpus"), ("allow_unchecked", "--allow-unchecked")):
             if d[key] != first[key]:
                 raise _refused(p, key, f"a shard of another {what} than {clipped(first_path)} "
                                        f"({d[key]!r}, not {first[key]!r}): merge the shards of one check")
@@ -49,7 +54,7 @@ def _joined(first: dict[str, Any], docs: list[dict[str, Any]]) -> C.CheckReport:
         for e, extra in zip(d["entries"], d["shard_data"]["entries"]):
             rows[int(extra["row"])] = (e, extra)
     report = C.CheckReport(first["source"], [], [], sorted({r for d in docs for r in d["runtimes"]}),
-                           digest=first["digest"], cpus=first["cpus"], allow_unchecked=first["allow_unchecked"])
+                           cpus=first["cpus"], allow_unchecked=first["allow_unchecked"])
     with tempfile.TemporaryDirectory(prefix="fatpte-check-merge-") as scratch:
         for row in sorted(rows):
             e, extra = rows[row]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-_TOP: Final = {"source": str, "ok": bool, "digest": str, "allow_unchecked": list, "runtimes": list, "entries": list,
+_TOP: Final = {"source": str, "ok": bool, "allow_unchecked": list, "runtimes": list, "entries": list,
                "pairs": list}
 _ROW: Final = {"name": str, "backend_id": str, "state": str, "call_errors": int, "outputs": list}
 _OUTPUT: Final = {"call": int, "output": int, "method": str, "key": str, "dtype": str, "shape": list,
@@ -48,7 +48,7 @@ def outside(doc: Any) -> str | None:
     data = doc.get("shard_data")
     if data is None:
         return None
-    problem = _fields(data, {"rows": int, "entries": list}, "shard_data.")
+    problem = _fields(data, {"digest": str, "rows": int, "entries": list}, "shard_data.")
     if problem is None and len(data["entries"]) != len(doc["entries"]):
         problem = "shard_data.entries must have one item per row of entries"
     for i, extra in enumerate(data["entries"] if problem is None else []):

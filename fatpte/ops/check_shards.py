@@ -5,7 +5,7 @@ cut into N runs of consecutive rows, as equal as whole rows allow (shard K gets 
 floor((K-1)R/N) to floor(KR/N) - 1 of R). So each shard meets few CPUs, and asks each emulated
 runner for its device once (under qemu that probe costs about 0.4 s) instead of every shard asking
 every runner. A shard report carries what the merge (fatpte.ops.check_merge) needs beyond its rows
-(`shard_data`): the row numbers it ran, the number of rows, and each row's golden inputs and saved
+(`shard_data`): the container's SHA-256, the row numbers it ran, the number of rows, and each row's golden inputs and saved
 outputs (base64), so that entries run in different shards are compared with each other as one
 run compares them.
 """
@@ -40,9 +40,10 @@ def select(cpu_of_row: Sequence[int], shard: tuple[int, int] | None) -> set[int]
     return set(order[(k - 1) * rows // n : k * rows // n])
 
 
-def shard_data(entries: Sequence[Any], rows: list[int], total: int) -> dict[str, Any]:
+def shard_data(entries: Sequence[Any], rows: list[int], total: int, digest: str) -> dict[str, Any]:
     """What the merge needs of a shard's rows `entries` (fatpte.ops.check.EntryCheck, row numbers
-    `rows` of `total`), read from their saved outputs while they exist."""
+    `rows` of `total`, of the container whose SHA-256 is `digest`), read from their saved outputs
+    while they exist."""
     data = []
     for row, e in zip(rows, entries):
         saved = {f"{call}:{j}": base64.b64encode(path.read_bytes()).decode("ascii")
@@ -50,4 +51,4 @@ def shard_data(entries: Sequence[Any], rows: list[int], total: int) -> dict[str,
         inputs = {str(k): [method, list(keys)] for k, (method, keys) in sorted(e.inputs.items())}
         data.append({"row": row, "code": None if e.code is None else e.code.tag, "inputs": inputs,
                      "saved": saved})
-    return {"rows": total, "entries": data}
+    return {"digest": digest, "rows": total, "entries": data}

@@ -87,7 +87,7 @@ def row(name: str, state: str, cpu: str | None = None, reason: str = "") -> C.En
 def test_the_gate_fails_on_unchecked_entries_unless_allowed() -> None:
     rows = [row("portable", C.AGREES), row("arm", C.CANNOT_RUN, reason="no aarch64 fatpte-run"),
             row("none", C.NO_CALLS)]
-    report = C.CheckReport("c.nfat", rows, [], digest="0" * 64)
+    report = C.CheckReport("c.nfat", rows, [])
     assert report.error is None and report.gate is not None and "arm" in report.gate and not report.ok
     doc = report.to_json()
     jsonschema.validate(doc, SCHEMA)
@@ -105,7 +105,7 @@ def test_the_gate_fails_on_unchecked_entries_unless_allowed() -> None:
 def test_a_call_that_could_not_run_is_counted_as_failed_to_run() -> None:
     broken = row("xnnpack", C.DISAGREES, reason="golden call 1 could not run: E1401")
     broken.call_errors = 1
-    report = C.CheckReport("c.nfat", [row("portable", C.AGREES), broken], [], digest="0" * 64)
+    report = C.CheckReport("c.nfat", [row("portable", C.AGREES), broken], [])
     assert report.counts()["ran"] == 1 and report.counts()["failed_to_run"] == 1
     assert report.error is not None and report.error.code is ErrorCode.GOLDEN_MISMATCH
     assert "1 of 2 entries ran their golden calls, 1 failed to run" in report.text()
@@ -114,7 +114,7 @@ def test_a_call_that_could_not_run_is_counted_as_failed_to_run() -> None:
 def test_an_entry_eligible_on_none_of_the_cpus_is_unchecked() -> None:
     rows = [row("portable", C.AGREES, "cortex-a53"), row("avx2", C.NOT_ELIGIBLE, "cortex-a53", "arch: ..."),
             row("avx2", C.NOT_ELIGIBLE, "Nehalem", "cpu_features: Nehalem lacks avx2")]
-    report = C.CheckReport("c.nfat", rows, [], digest="0" * 64, cpus=["cortex-a53", "Nehalem"])
+    report = C.CheckReport("c.nfat", rows, [], cpus=["cortex-a53", "Nehalem"])
     gaps = report.unchecked
     assert [(g.name, g.cpu) for g in gaps] == [("avx2", None)] and "eligible on none" in gaps[0].reason
     assert report.gate is not None and report.counts()["not_eligible"] == 2
