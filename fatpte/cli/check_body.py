@@ -20,7 +20,6 @@ def run_check(files: Sequence[str], *, aarch64_runtime: str | None, qemu: str | 
               allow_unchecked: str | None, shard: str | None, merge: bool, as_json: bool) -> int:
     """The whole command; returns the exit status."""
     from fatpte.ops import check_merge, check_shards
-    from fatpte.ops.check import CheckOptions
     from fatpte.ops.check import check as check_file
 
     if merge:
@@ -38,9 +37,9 @@ def run_check(files: Sequence[str], *, aarch64_runtime: str | None, qemu: str | 
         if shard is not None and not as_json:
             raise _usage("--shard writes a report for --merge: give --json", "shard")
         check_inputs(files[0])
-        options = CheckOptions(None, aarch64_runtime, qemu, cpus, allow_unchecked,
-                               None if shard is None else check_shards.parse_shard(shard))
-        report = check_file(files[0], options=options)
+        report = check_file(files[0], aarch64_runtime=aarch64_runtime, qemu=qemu, cpus=cpus,
+                            allow_unchecked=allow_unchecked,
+                            shard=None if shard is None else check_shards.parse_shard(shard))
     if as_json:
         emit_json(report.to_json())
     else:

@@ -362,16 +362,18 @@ class CheckOptions:
 
 
 def check(path: str, *, runtime: str | None = None, aarch64_runtime: str | None = None,
-          qemu: str | None = None, options: CheckOptions | None = None) -> CheckReport:
+          qemu: str | None = None, cpus: str | None = None, allow_unchecked: str | None = None,
+          shard: tuple[int, int] | None = None) -> CheckReport:
     """Run every entry of the container at `path` that this machine (or an emulator of another
-    architecture its requirements name) can run on its golden calls, and compare. NO_GOLDEN_CALLS
-    when no entry has any. A URL is fetched first, through fatpte's remote reader, to a private
-    temporary file that the runners read (`fetched`): its credentials are never shown (the report
-    names it `redact`ed) nor put on a runner's command line."""
+    architecture its requirements name) can run on its golden calls, and compare; with `cpus`
+    (`--cpus`), on each CPU listed; `allow_unchecked` (`--allow-unchecked`) accepts named gaps;
+    `shard` (K, N) runs that slice of the rows. NO_GOLDEN_CALLS when no entry has any. A URL is
+    fetched first, through fatpte's remote reader, to a private temporary file that the runners
+    read (`fetched`): its credentials are never shown (the report names it `redact`ed) nor put on
+    a runner's command line."""
     from fatpte.fileio.url import is_url, redact
 
-    if options is None:
-        options = CheckOptions(runtime, aarch64_runtime, qemu)
+    options = CheckOptions(runtime, aarch64_runtime, qemu, cpus, allow_unchecked, shard)
     if not is_url(path):
         return _check(path, path, options)
     shown = redact(path)
