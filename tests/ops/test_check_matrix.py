@@ -1,7 +1,7 @@
 """The CPU matrix and the strict gate of `fatpte check` without a runner (issue 36 points 1-3):
 which qemu model each device profile maps to (the written table held to its rule), how `--cpus`
 names are read, which (entry, CPU) pairs are eligible, the gate's verdict and report fields, the
-slices of `--shard`, and that qemu-x86_64 enforces the models the matrix relies on (a program
+slices of `--shard`, the merge's refusal of files that are no check report, and that qemu-x86_64 enforces the models the matrix relies on (a program
 using AVX gets SIGILL under Nehalem)."""
 
 from __future__ import annotations
@@ -157,3 +157,27 @@ def test_qemu_x86_64_refuses_avx_under_nehalem(tmp_path: Path) -> None:
     haswell = subprocess.run([qemu, "-cpu", "Haswell", str(binary)], capture_output=True, timeout=60, check=False)
     assert nehalem.returncode == -4, nehalem  # SIGILL
     assert haswell.returncode == 0, haswell
+
+
+def test_the_merge_refuses_files_that_are_no_check_report(tmp_path: Path) -> None:
+    from fatpte.ops import check_merge
+
+    report = C.CheckReport("c.nfat", [row("portable", C.AGREES)], [], shard=(1, 1))
+    report.shard_data = {"digest": "0" * 64, "rows": 1, "entries": [{"row": 0, "code": None, "inputs": {},
+                                                                      "saved": {}}]}
+    good = report.to_json()
+    jsonschema.validate(good, SCHEMA)
+    cases = {"not json": "not a check report (JSON)", json.dumps({**good, "entries": 3}): "entries has the wrong type",
+             json.dumps({k: v for k, v in good.items() if k != "pairs"}): "pairs is missing",
+             json.dumps({**good, "shard_data": {**good["shard_data"], "entries": []}}): "one item per row"}
+    for text, said in cases.items():
+        path = tmp_path / "shard.json"
+        path.write_text(text)
+        with pytest.raises(FatpteError) as info:
+            check_merge.merge([str(path)])
+        assert info.value.code is ErrorCode.INVALID_ARGUMENT and said in info.value.message, info.value.message
+        assert info.value.source == str(path)
+    path = tmp_path / "shard.json"
+    path.write_text(json.dumps(good))
+    merged = check_merge.merge([str(path)])
+    assert merged.shard is None and [e.name for e in merged.entries] == ["portable"] and merged.ok
