@@ -1,8 +1,8 @@
 """The CPU matrix and the strict gate of `fatpte check` without a runner (issue 36 points 1-3):
 which qemu model each device profile maps to (the written table held to its rule), how `--cpus`
 names are read, which (entry, CPU) pairs are eligible, the gate's verdict and report fields, the
-slices of `--shard`, the merge's refusal of files that are no check report, and that qemu-x86_64 enforces the models the matrix relies on (a program
-using AVX gets SIGILL under Nehalem)."""
+slices of `--shard`, the merge's refusal of files that are no check report, and that qemu-x86_64
+enforces the models the matrix relies on (a program using AVX gets SIGILL under Nehalem)."""
 
 from __future__ import annotations
 
