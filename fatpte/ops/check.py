@@ -138,7 +138,7 @@ class Unchecked:
 class CheckReport:
     """What `check` found: one row per (entry, CPU) pair (one per entry without --cpus). A shard
     (`shard` set) holds its slice of the rows; the rules over all rows (that something ran, that
-    each entry was eligible on some CPU) wait for the merge (fatpte.ops.check_shards)."""
+    each entry was eligible on some CPU) wait for the merge (fatpte.ops.check_merge)."""
 
     source: str
     entries: list[EntryCheck]
@@ -205,8 +205,8 @@ class CheckReport:
         if not gaps:
             return None
         named = ", ".join(dict.fromkeys(clipped(g.name) for g in gaps))
-        return (f"{len(gaps)} of the golden checks did not run here ({named}): give the runner each needs, or "
-                "accept the gaps with --allow-unchecked NAME[,NAME] (or all)")
+        return (f"golden calls not run here, and not allowed: {named} ({len(gaps)} in all): give the runner each "
+                "needs, or accept the gaps with --allow-unchecked NAME[,NAME] (or all)")
 
     @property
     def ok(self) -> bool:
