@@ -3,11 +3,11 @@ the rows (the (entry, CPU) pairs fatpte.ops.check.plan lists). The rows are deal
 the order (the CPU's place in --cpus, the row's place in the report; a row of no CPU first), then
 cut into N runs of consecutive rows, as equal as whole rows allow (shard K gets positions
 floor((K-1)R/N) to floor(KR/N) - 1 of R). So each shard meets few CPUs, and asks each emulated
-runner for its device once (under qemu that probe costs about 0.4 s) instead of every shard asking
+runner for its device once (under qemu that probe costs 0.1 to 0.4 s) instead of every shard asking
 every runner. A shard report carries what the merge (fatpte.ops.check_merge) needs beyond its rows
-(`shard_data`): the container's SHA-256, the row numbers it ran, the number of rows, and each row's golden inputs and saved
-outputs (base64), so that entries run in different shards are compared with each other as one
-run compares them.
+(`shard_data`): the container's SHA-256, the row numbers it ran, the number of rows, and each
+row's golden inputs and saved outputs (base64), so that entries run in different shards are
+compared with each other as one run compares them.
 """
 
 from __future__ import annotations
