@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bench import (
     op_api,
+    op_check_shards,
     op_extract,
     op_fat_delegate,
     op_golden,
@@ -53,6 +54,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "runtime": op_runtime.measure,
     "fat_delegate": op_fat_delegate.measure,
     "golden": op_golden.measure,
+    "check_shards": op_check_shards.measure,
 }
 
 

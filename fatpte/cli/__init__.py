@@ -1,6 +1,7 @@
 """The command line: `launch` (the console script; the plain forms of the reading commands run
 without click), `main` (the click group and its commands), `options` (what they share),
-`pack_commands` (pack and merge), `commands` (the bodies both share), `exit_codes`,
+`pack_commands` (pack and merge), `commands` (the bodies both share), `check_body` (check's),
+`exit_codes`,
 `render` (text output), `schema` (JSON fields), `progress`, `paths` (validate's file walk) and
 `executorch_files` (ExecuTorch files on the command line). This package's __init__ imports
 nothing, so the launcher starts without click.

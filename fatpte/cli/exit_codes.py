@@ -19,6 +19,10 @@ EXIT_NO_FIT = 3
 EXIT_IO = 4
 EXIT_UNVERIFIED = 5
 EXIT_DISAGREES = 6
+# `check`'s strict gate: an entry with golden calls did not run them here and --allow-unchecked
+# does not name it. A status of its own, not an error category: nothing failed, something was not
+# checked (docs/cli.md, "Exit codes").
+EXIT_UNCHECKED = 7
 
 # The one place that maps an error category to an exit status.
 EXIT_CODES: dict[Category, int] = {

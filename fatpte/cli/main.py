@@ -186,15 +186,26 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
 
 
 @main.command(epilog=EXIT_HELP)
-@click.argument("file", type=click.Path())
+@click.argument("files", nargs=-1, required=True, type=click.Path(), metavar="FILE")
 @click.option("--aarch64-runtime", "aarch64_runtime", metavar="FATPTE_RUN", default=None,
               type=click.Path(dir_okay=False),
               help="An aarch64 build of fatpte-run, run under qemu-aarch64 for entries made for aarch64 "
                    "(default: $FATPTE_RUN_AARCH64).")
 @click.option("--qemu", "qemu", metavar="QEMU", default=None, type=click.Path(dir_okay=False),
               help="The qemu-aarch64 to emulate with (default: the one on PATH).")
+@click.option("--cpus", metavar="CPU[,CPU]", default=None,
+              help="Run each entry on every CPU listed where its requirements hold, one row per (entry, CPU): "
+                   "qemu models (cortex-a53, cortex-a76, a64fx, max, Nehalem, Haswell, ...), device profiles "
+                   "(mapped to the closest qemu model: docs/golden.md) or `native`.")
+@click.option("--allow-unchecked", "allow_unchecked", metavar="NAME[,NAME]|all", default=None,
+              help="Accept these entries' golden calls not running here (by default exit 7).")
+@click.option("--shard", metavar="K/N", default=None,
+              help="Run shard K of N of the (entry, CPU) rows (with --json); join the reports with --merge.")
+@click.option("--merge", "merge", is_flag=True,
+              help="FILE... are the --json reports of every shard of one check: print the report of one run.")
 @json_option
-def check(file: str, aarch64_runtime: str | None, qemu: str | None, as_json: bool) -> None:
+def check(files: tuple[str, ...], aarch64_runtime: str | None, qemu: str | None, cpus: str | None,
+          allow_unchecked: str | None, shard: str | None, merge: bool, as_json: bool) -> None:
     """Run every entry of FILE this machine can run on its golden calls, and compare.
 
     Each entry that states golden calls (packed with --golden) runs them through the real
@@ -204,24 +215,22 @@ def check(file: str, aarch64_runtime: str | None, qemu: str | None, as_json: boo
     table: entry x output, the largest absolute and relative differences and the tolerance.
     An entry this machine cannot run is listed with the reason (a requirement it fails, a
     backend library that is not there); one made for aarch64 runs under qemu-aarch64 with the
-    CPU model its requirements name when an aarch64 fatpte-run is given. FILE may be a URL: it
-    is fetched through fatpte's remote reader to a private temporary file (0600, removed
-    afterwards) that fatpte-run reads, so its credentials are never printed nor put on a command
-    line. Exit 6 when an entry disagrees, 3 when no entry can run here, 1 when the container
-    breaks a rule: an entry's golden calls break E0421-E0423 (a call naming a method the program
-    lacks is E0422), or fatpte-run finds it damaged.
+    weakest CPU model that has its features when an aarch64 fatpte-run is given, and an x86_64
+    one whose features this host lacks under qemu-x86_64 (AVX-512: natively only). --cpus runs
+    each entry on each CPU listed. FILE may be a URL: it is fetched through fatpte's remote
+    reader to a private temporary file (0600, removed afterwards) that fatpte-run reads, so its
+    credentials are never printed nor put on a command line. Exit 6 when an entry disagrees, 7
+    when an entry with golden calls did not run them here (unless --allow-unchecked names it),
+    3 when no entry can run here, 1 when the container breaks a rule: an entry's golden calls
+    break E0421-E0423 (a call naming a method the program lacks is E0422), or fatpte-run finds
+    it damaged.
     """
-    from fatpte.ops.check import check as check_file
+    from fatpte.cli.check_body import run_check
 
-    check_inputs(file)
-    report = check_file(file, aarch64_runtime=aarch64_runtime, qemu=qemu)
-    if as_json:
-        emit_json(report.to_json())
-    else:
-        echo(report.text())
-    error = report.error
-    if error is not None:
-        exit_with(exit_code(error))
+    status = run_check(files, aarch64_runtime=aarch64_runtime, qemu=qemu, cpus=cpus,
+                       allow_unchecked=allow_unchecked, shard=shard, merge=merge, as_json=as_json)
+    if status:
+        exit_with(status)
 
 
 # ---------------------------------------------------------------------------------------------

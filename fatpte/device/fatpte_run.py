@@ -66,7 +66,7 @@ class Runtime(NamedTuple):
     def describe(self) -> str:
         if self.cpu is None:
             return f"native {self.arch} ({self.command[-1]})"
-        return f"qemu-aarch64 -cpu {self.cpu} ({self.command[-1]})"
+        return f"qemu-{self.arch} -cpu {self.cpu} ({self.command[-1]})"
 
     def run(self, args: Sequence[str], timeout: float = TIMEOUT_SECONDS) -> subprocess.CompletedProcess[str]:
         """The runner with `args`; E0801 when it cannot be started or does not finish in time."""

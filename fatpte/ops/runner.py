@@ -44,6 +44,36 @@ QEMU_AARCH64_MODELS: Final[tuple[tuple[str, frozenset[str]], ...]] = (
     ("max,sme=off", frozenset({"asimd", "fphp", "asimdhp", "asimddp", "i8mm", "bf16", "sve", "sve2"})),
     ("max", frozenset({"asimd", "fphp", "asimdhp", "asimddp", "i8mm", "bf16", "sve", "sve2", "sme"})),
 )
+# The models `--cpus` also takes: every aarch64 model of qemu 7.2, the ones above included
+# (cortex-a35/a57/a72 expose what cortex-a53 does, neoverse-n1 what cortex-a76 does; qemu 7.2 has
+# no cortex-a55). Not used for the default choice: the weakest of each group above stands for it.
+QEMU_AARCH64_MORE: Final[tuple[tuple[str, frozenset[str]], ...]] = (
+    ("cortex-a35", frozenset({"asimd"})),
+    ("cortex-a57", frozenset({"asimd"})),
+    ("cortex-a72", frozenset({"asimd"})),
+    ("neoverse-n1", frozenset({"asimd", "fphp", "asimdhp", "asimddp"})),
+)
+# qemu-x86_64 7.2's CPU models by x86-64 level, weakest first, with the x86 features of the
+# device-profile vocabulary (specs/device-profile.md 3.3) each exposes to a program's cpuid (what
+# fatpte-run's probe reports under it): qemu64 is x86-64-v1 (SSE2), Nehalem and Westmere v2
+# (SSE4.2), SandyBridge and IvyBridge add AVX (and F16C), Haswell and later v3 (AVX2, FMA). qemu
+# 7.2's TCG has no AVX-512: Skylake-Server and Icelake-Server run as v3, and an entry that
+# requires an AVX-512 feature can only be checked natively, on a host that has it.
+QEMU_X86_64_MODELS: Final[tuple[tuple[str, frozenset[str]], ...]] = (
+    ("qemu64", frozenset()),
+    ("Nehalem", frozenset({"sse4_2"})),
+    ("Westmere", frozenset({"sse4_2"})),
+    ("SandyBridge", frozenset({"sse4_2", "avx"})),
+    ("IvyBridge", frozenset({"sse4_2", "avx", "f16c"})),
+    ("Haswell", frozenset({"sse4_2", "avx", "avx2", "fma", "f16c"})),
+    ("Broadwell", frozenset({"sse4_2", "avx", "avx2", "fma", "f16c"})),
+    ("Skylake-Client", frozenset({"sse4_2", "avx", "avx2", "fma", "f16c"})),
+    ("Skylake-Server", frozenset({"sse4_2", "avx", "avx2", "fma", "f16c"})),
+    ("EPYC", frozenset({"sse4_2", "avx", "avx2", "fma", "f16c"})),
+)
+QEMU_MODELS: Final = {"aarch64": QEMU_AARCH64_MODELS + QEMU_AARCH64_MORE, "x86_64": QEMU_X86_64_MODELS}
+QEMU_BINARY: Final = {"aarch64": "qemu-aarch64", "x86_64": "qemu-x86_64"}
+NATIVE_ONLY_PREFIX: Final = "avx512"  # no qemu 7.2 model has a feature whose name starts so
 
 
 def host_arch() -> str:
@@ -61,29 +91,50 @@ def native_runtime(path: str | None = None) -> Runtime | None:
     return Runtime((path,), host_arch())
 
 
-def qemu_model(requires: Requirements) -> str | None:
-    """The weakest qemu CPU model with every ARM feature `requires` states (None: none has them)."""
+def qemu_model(requires: Requirements, arch: str = "aarch64") -> str | None:
+    """The weakest qemu CPU model of `arch` (its default-choice table) with every feature
+    `requires` states (None: none has them)."""
     needed = set(requires.cpu_features)
-    return next((model for model, features in QEMU_AARCH64_MODELS if needed <= features), None)
+    table = QEMU_AARCH64_MODELS if arch == "aarch64" else QEMU_X86_64_MODELS
+    return next((model for model, features in table if needed <= features), None)
 
 
-def emulated_runtime(requires: Requirements, path: str | None = None,
-                     qemu: str | None = None) -> tuple[Runtime | None, str]:
-    """A runner for an aarch64 entry on this non-aarch64 machine, or None and why there is none."""
-    path = path if path is not None else os.environ.get(AARCH64_RUNTIME_ENV)
-    if not path:
-        return None, (f"no aarch64 fatpte-run to emulate (set {AARCH64_RUNTIME_ENV}, or `fatpte check "
-                      "--aarch64-runtime PATH`)")
-    if not os.path.isfile(path):
-        return None, f"the aarch64 fatpte-run {path} does not exist"
-    emulator = qemu if qemu is not None else shutil.which("qemu-aarch64")
+def model_features(arch: str, model: str) -> frozenset[str]:
+    """The features qemu's `model` of `arch` exposes (KeyError for a model not in the tables)."""
+    return dict(QEMU_MODELS[arch])[model]
+
+
+def native_only(requires: Requirements) -> list[str]:
+    """The features `requires` states that no qemu 7.2 model emulates (AVX-512)."""
+    return [f for f in requires.cpu_features if f.startswith(NATIVE_ONLY_PREFIX)]
+
+
+def emulated_runtime(requires: Requirements, path: str | None = None, qemu: str | None = None,
+                     arch: str = "aarch64", model: str | None = None) -> tuple[Runtime | None, str]:
+    """A runner for an entry of `arch` under qemu-user with CPU `model` (default: the weakest
+    model with every feature `requires` states), or None and why there is none. aarch64: the
+    aarch64 fatpte-run `path` (default `$FATPTE_RUN_AARCH64`) with the sysroot; x86_64: this
+    machine's own fatpte-run `path`, under qemu-x86_64 (it needs no sysroot: the libraries are
+    this machine's)."""
+    if arch == "aarch64":
+        path = path if path is not None else os.environ.get(AARCH64_RUNTIME_ENV)
+        if not path:
+            return None, (f"no aarch64 fatpte-run to emulate (set {AARCH64_RUNTIME_ENV}, or `fatpte check "
+                          "--aarch64-runtime PATH`)")
+        if not os.path.isfile(path):
+            return None, f"the aarch64 fatpte-run {path} does not exist"
+    elif not path:
+        return None, "no x86_64 fatpte-run to emulate (an x86_64 machine's own)"
+    emulator = qemu if qemu is not None else shutil.which(QEMU_BINARY[arch])
     if not emulator:
-        return None, "no qemu-aarch64 on PATH (Debian's qemu-user) to emulate an aarch64 CPU"
-    model = qemu_model(requires)
+        return None, f"no {QEMU_BINARY[arch]} on PATH (Debian's qemu-user) to emulate an {arch} CPU"
+    model = model if model is not None else qemu_model(requires, arch)
     if model is None:
         return None, f"no qemu CPU model has every feature it requires ({', '.join(requires.cpu_features)})"
+    if arch == "x86_64":
+        return Runtime((emulator, "-cpu", model, path), arch, model), ""
     sysroot = os.environ.get(SYSROOT_ENV, DEFAULT_SYSROOT)
-    return Runtime((emulator, "-L", sysroot, "-cpu", model, path), "aarch64", model), ""
+    return Runtime((emulator, "-L", sysroot, "-cpu", model, path), arch, model), ""
 
 
 def fits(entry: Entry, requires: Requirements, backends: Sequence[str] | None, device: DeviceProfile) -> str:
@@ -116,8 +167,10 @@ def placement(entry: Entry, record: Any, *, runtime: str | None = None,
               aarch64_runtime: str | None = None, qemu: str | None = None) -> Placement:
     """The runner for `entry` (its manifest record `record`, or None): this machine's when the
     entry is eligible on the device it sees; for an aarch64 entry on another machine, an emulated
-    one with the CPU model its requirements name; else none, with every requirement that fails
-    (or why no runner is there)."""
+    one with the CPU model its requirements name; for an x86_64 entry whose CPU features this
+    x86_64 machine lacks, this machine's fatpte-run under qemu-x86_64 with the weakest model that
+    has them (none for AVX-512: natively only); else none, with every requirement that fails (or
+    why no runner is there)."""
     requires = Requirements() if record is None else record.requires
     backends = None if record is None else record.executorch_backends
     native = native_runtime(runtime)
@@ -128,11 +181,25 @@ def placement(entry: Entry, record: Any, *, runtime: str | None = None,
     if not why:
         return Placement(native, "")
     if "aarch64" in requires.arch and native.arch != "aarch64":
-        emulated, missing = emulated_runtime(requires, aarch64_runtime, qemu)
-        if emulated is None:
-            return Placement(None, f"{why} (and {missing})")
-        why_there = fits(entry, requires, backends, device_of(emulated))
-        if not why_there:
-            return Placement(emulated, "")
-        return Placement(None, f"under {emulated.describe()}: {why_there}")
+        return _emulated(entry, requires, backends, why, emulated_runtime(requires, aarch64_runtime, qemu))
+    lacking = set(requires.cpu_features) - device_of(native).cpu_features
+    if native.arch == "x86_64" and "x86_64" in requires.arch and lacking:
+        avx512 = native_only(requires)
+        if avx512:
+            return Placement(None, f"{why} (qemu 7.2 emulates no AVX-512 ({', '.join(avx512)}): such an entry "
+                                   "is checked natively only, on a host that has it)")
+        return _emulated(entry, requires, backends, why,
+                         emulated_runtime(requires, native.command[-1], arch="x86_64"))
     return Placement(None, why)
+
+
+def _emulated(entry: Entry, requires: Requirements, backends: Sequence[str] | None, why: str,
+              emulated: tuple[Runtime | None, str]) -> Placement:
+    """The emulated runner `emulated` when the entry is eligible on the CPU it emulates."""
+    runtime, missing = emulated
+    if runtime is None:
+        return Placement(None, f"{why} (and {missing})")
+    why_there = fits(entry, requires, backends, device_of(runtime))
+    if not why_there:
+        return Placement(runtime, "")
+    return Placement(None, f"under {runtime.describe()}: {why_there}")
