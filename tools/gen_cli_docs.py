@@ -65,6 +65,8 @@ that is not there or is ambiguous, something version 1 cannot hold |
   | 3 | no specialization fits the device |
   | 4 | I/O error: a file cannot be read or written |
   | 5 | not verified (`verify`): no signature, one no trusted key made, or content the signature does not vouch for |
+  | 6 | an entry runs but disagrees with its golden calls or with another entry (`check`) |
+  | 8 | a known-wrong variant of an entry passes its golden calls (`check --mutants`): the calls cannot fail; no error category leads here |
 
   The code follows the error's category (`fatpte.errors.Category`; the mapping is
   `fatpte.cli.exit_codes.EXIT_CODES`): {ranges}.

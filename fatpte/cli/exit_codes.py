@@ -19,6 +19,9 @@ EXIT_NO_FIT = 3
 EXIT_IO = 4
 EXIT_UNVERIFIED = 5
 EXIT_DISAGREES = 6
+# `check --mutants`: a known-wrong variant of an entry passes its golden calls. No error category
+# leads here: every entry agreed, and the calls were shown unable to fail (docs/golden.md, Adequacy).
+EXIT_INADEQUATE = 8
 
 # The one place that maps an error category to an exit status.
 EXIT_CODES: dict[Category, int] = {

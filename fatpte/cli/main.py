@@ -36,6 +36,7 @@ from fatpte.cli.commands import (
 from fatpte.cli.commands import progress as _progress
 from fatpte.cli.commands import words as _words
 from fatpte.cli.exit_codes import (
+    EXIT_INADEQUATE,
     EXIT_INVALID,
     EXIT_IO,
     EXIT_NO_FIT,
@@ -193,8 +194,12 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
                    "(default: $FATPTE_RUN_AARCH64).")
 @click.option("--qemu", "qemu", metavar="QEMU", default=None, type=click.Path(dir_okay=False),
               help="The qemu-aarch64 to emulate with (default: the one on PATH).")
+@click.option("--mutants", is_flag=True,
+              help="Also show that the golden calls can fail: derive known-wrong variants of each entry that "
+                   "agrees (a weight perturbed, two output elements swapped, an output scaled) and require that "
+                   "its golden calls reject each one; exit 8 when one survives (docs/golden.md, Adequacy).")
 @json_option
-def check(file: str, aarch64_runtime: str | None, qemu: str | None, as_json: bool) -> None:
+def check(file: str, aarch64_runtime: str | None, qemu: str | None, mutants: bool, as_json: bool) -> None:
     """Run every entry of FILE this machine can run on its golden calls, and compare.
 
     Each entry that states golden calls (packed with --golden) runs them through the real
@@ -209,19 +214,32 @@ def check(file: str, aarch64_runtime: str | None, qemu: str | None, as_json: boo
     afterwards) that fatpte-run reads, so its credentials are never printed nor put on a command
     line. Exit 6 when an entry disagrees, 3 when no entry can run here, 1 when the container
     breaks a rule: an entry's golden calls break E0421-E0423 (a call naming a method the program
-    lacks is E0422), or fatpte-run finds it damaged.
+    lacks is E0422), or fatpte-run finds it damaged. With --mutants, exit 8 when a mutant
+    survives (an error of the check itself is reported first, with its own status). Calls that
+    cannot discriminate (constant inputs, an output the same in every call, a widened tolerance
+    wider than the entries differ) are warned of (E0712).
     """
     from fatpte.ops.check import check as check_file
+    from fatpte.ops.golden_adequacy import check_with_mutants
 
     check_inputs(file)
-    report = check_file(file, aarch64_runtime=aarch64_runtime, qemu=qemu)
+    with printed_warnings():
+        if mutants:
+            report, adequacy = check_with_mutants(file, aarch64_runtime=aarch64_runtime, qemu=qemu)
+        else:
+            report, adequacy = check_file(file, aarch64_runtime=aarch64_runtime, qemu=qemu), None
     if as_json:
-        emit_json(report.to_json())
+        doc = report.to_json()
+        if adequacy is not None:
+            doc["ok"], doc["mutants"] = doc["ok"] and adequacy.adequate, adequacy.to_json()
+        emit_json(doc)
     else:
-        echo(report.text())
+        echo(report.text() + ("" if adequacy is None else "\n\n" + adequacy.text()))
     error = report.error
     if error is not None:
         exit_with(exit_code(error))
+    if adequacy is not None and not adequacy.adequate:
+        exit_with(EXIT_INADEQUATE)
 
 
 # ---------------------------------------------------------------------------------------------

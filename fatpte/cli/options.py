@@ -25,7 +25,8 @@ Exit codes:
   3  no specialization fits the device
   4  I/O error (a file cannot be read or written)
   5  not verified: no signature, an untrusted one, or content it does not vouch for (verify)
-  6  an entry runs but disagrees with its golden calls or another entry (check)"""
+  6  an entry runs but disagrees with its golden calls or another entry (check)
+  8  a known-wrong variant of an entry passes its golden calls (check --mutants)"""
 
 F = TypeVar("F", bound=Callable[..., Any])
 

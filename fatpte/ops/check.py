@@ -29,7 +29,8 @@ from typing import Any, Final
 from fatpte.device.fatpte_run import Runtime, read_report
 from fatpte.errors import ErrorCode, FatpteError, clipped, printable
 from fatpte.manifest.model import golden_bound, within
-from fatpte.ops import runner
+from fatpte.ops import golden_warnings, runner
+from fatpte.ops.golden import DEFAULT_TOLERANCE
 from fatpte.value.dtypes import element_size
 from fatpte.value.tensors import decode_floats
 
@@ -222,21 +223,23 @@ def compare_files(a: Path, b: Path, dtype: str) -> float:
 
 
 def check(path: str, *, runtime: str | None = None, aarch64_runtime: str | None = None,
-          qemu: str | None = None) -> CheckReport:
+          qemu: str | None = None, keep: Path | None = None) -> CheckReport:
     """Run every entry of the container at `path` that this machine (or an emulator of another
     architecture its requirements name) can run on its golden calls, and compare. NO_GOLDEN_CALLS
     when no entry has any. A URL is fetched first, through fatpte's remote reader, to a private
     temporary file that the runners read (`fetched`): its credentials are never shown (the report
-    names it `redact`ed) nor put on a runner's command line."""
+    names it `redact`ed) nor put on a runner's command line. `keep`: an empty folder the entries'
+    outputs are saved in and left (EntryCheck.files), for the caller to read; by default a
+    temporary folder, removed on return."""
     from fatpte.fileio.url import is_url, redact
 
     if not is_url(path):
-        return _check(path, path, runtime=runtime, aarch64_runtime=aarch64_runtime, qemu=qemu)
+        return _check(path, path, runtime=runtime, aarch64_runtime=aarch64_runtime, qemu=qemu, keep=keep)
     shown = redact(path)
     if runner.native_runtime(runtime) is None:  # before the download: nothing could run it
         raise _no_runner(shown)
     with fetched(path) as local:
-        return _check(local, shown, runtime=runtime, aarch64_runtime=aarch64_runtime, qemu=qemu)
+        return _check(local, shown, runtime=runtime, aarch64_runtime=aarch64_runtime, qemu=qemu, keep=keep)
 
 
 @contextlib.contextmanager
@@ -264,7 +267,7 @@ def _no_runner(source: str) -> FatpteError:
 
 
 def _check(path: str, source: str, *, runtime: str | None, aarch64_runtime: str | None,
-           qemu: str | None) -> CheckReport:
+           qemu: str | None, keep: Path | None = None) -> CheckReport:
     """`check` of the local file `path`, reported as `source` (the URL it came from, redacted)."""
     from fatpte.container.locations import open as open_container
     from fatpte.manifest.rules import golden_problem_of_each_entry
@@ -273,6 +276,7 @@ def _check(path: str, source: str, *, runtime: str | None, aarch64_runtime: str 
         manifest = c.manifest
         records = {} if manifest is None else manifest.by_name()
         table = list(c.entries)
+        golden_warnings.warn_container(c)
     # The golden rules first (specs/nfat-manifest.md 11.2, 11.3): an entry that breaks one is an
     # invalid container (exit 1), never an entry that cannot run here (a call naming a method the
     # program lacks once made fatpte-run refuse to load it: "no entry can run", exit 3).
@@ -284,7 +288,9 @@ def _check(path: str, source: str, *, runtime: str | None, aarch64_runtime: str 
     if runner.native_runtime(runtime) is None:
         raise _no_runner(source)
     report = CheckReport(source, [], [])
-    with tempfile.TemporaryDirectory(prefix="fatpte-check-") as scratch:
+    folder: contextlib.AbstractContextManager[str] = (tempfile.TemporaryDirectory(prefix="fatpte-check-")
+                                                      if keep is None else contextlib.nullcontext(str(keep)))
+    with folder as scratch:
         for e in table:
             record = records.get(e.name)
             result = EntryCheck(e.name, e.backend_id, NO_CALLS)
@@ -305,6 +311,7 @@ def _check(path: str, source: str, *, runtime: str | None, aarch64_runtime: str 
             result.inputs = {k: (call.method, call.inputs) for k, call in enumerate(record.golden)}
             _run_entry(path, e.index, e.name, record, place.runtime, Path(scratch), result)
         report.pairs = _pairs(report.ran)
+        golden_warnings.wide_tolerances(report.ran, report.pairs, DEFAULT_TOLERANCE)
     return report
 
 

@@ -26,6 +26,7 @@ from typing import Any, Final, NamedTuple
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.strict_json import JsonRefused, JsonRules, loads
 from fatpte.manifest.model import LAYOUT_DTYPES, GoldenCall, GoldenOutput, TensorLayout
+from fatpte.ops.golden_warnings import CallView, warn_calls
 from fatpte.ops.specialization import NamedData, Specialization
 from fatpte.value.canonical import CanonicalWriter
 from fatpte.value.dtypes import CALLS_DTYPES, INTEGER_RANGES
@@ -267,6 +268,8 @@ def prepare(specs: list[Specialization], golden: Any, golden_from: str | None, n
     if golden_from is not None:
         calls = record(specs, golden_from, calls, named_data, dest, pack_one, runtime=runtime,
                        aarch64_runtime=aarch64_runtime)
+    warn_calls([CallView(c.method, tuple((t.dtype, t.data) for t in c.inputs), tuple(t.key for t in c.outputs or ()))
+                for c in calls], "the golden calls")
     merged: dict[str, Any] = dict(named_data or {})
     for key, value in golden_named_data(calls).items():
         if key in merged:

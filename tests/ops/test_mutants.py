@@ -1,0 +1,83 @@
+"""fatpte.ops.mutants and fatpte.executorch.constants without a runner: which constant tensors a
+real program holds and where, the bytes a weight mutant changes (and only those), and the output
+mutants' arithmetic."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import pytest
+
+from fatpte.executorch.constants import ConstantTensor, constant_tensors
+from fatpte.executorch.pte import read_program
+from fatpte.ops import mutants as M
+from fatpte.value.tensors import decode_floats
+from tests.paths import ROOT
+
+FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
+
+
+def test_the_constant_tensors_of_the_portable_mlp() -> None:
+    data = (FIXTURES / "mlp_portable.pte").read_bytes()
+    found = constant_tensors(data)
+    assert [(t.name, t.dtype, t.shape) for t in found] == [
+        ("constant[1]", "float32", (8, 4)), ("constant[2]", "float32", (8,)),
+        ("constant[3]", "float32", (3, 8)), ("constant[4]", "float32", (3,))]
+    program = read_program(data)
+    segment = program.segments[program.constant_segment[0]]  # type: ignore[index]
+    assert all(segment.offset <= t.offset and t.offset + t.size <= segment.offset + segment.size for t in found)
+    assert sum(t.size for t in found) == 4 * (32 + 8 + 24 + 3)
+
+
+def test_planned_buffers_and_delegated_weights_are_not_constants() -> None:
+    # kvcache's cache is a planned (mutable) buffer with a data_buffer_idx; XNNPACK holds its weights.
+    kv = constant_tensors((FIXTURES / "kvcache_portable_default.pte").read_bytes())
+    assert [t.shape for t in kv] == [(4, 4), (4,)]
+    assert constant_tensors((FIXTURES / "mlp_xnnpack.pte").read_bytes()) == []
+
+
+def test_a_weight_mutant_moves_every_element_of_one_tensor_and_nothing_else() -> None:
+    data = (FIXTURES / "mlp_portable.pte").read_bytes()
+    targets = M.weight_targets(data)
+    assert [t.shape for t in targets] == [(8, 4), (3, 8), (8,), (3,)][: M.WEIGHT_MUTANTS]  # largest first
+    tensor = targets[0]
+    mutant, changed = M.weight_mutant(data, tensor, 0.01)
+    assert mutant.kind == M.WEIGHT and tensor.name in mutant.name
+    assert len(changed) == len(data)
+    assert changed[: tensor.offset] == data[: tensor.offset]
+    assert changed[tensor.offset + tensor.size :] == data[tensor.offset + tensor.size :]
+    before = decode_floats("float32", data[tensor.offset : tensor.offset + tensor.size])
+    after = decode_floats("float32", changed[tensor.offset : tensor.offset + tensor.size])
+    step = 0.01 * max(abs(v) for v in before)
+    for i, (b, a) in enumerate(zip(before, after)):
+        assert a - b == pytest.approx(step if i % 2 == 0 else -step, rel=1e-4)
+    read_program(changed)  # still a program
+
+
+def test_a_tensor_of_zeros_moves_by_the_step_itself() -> None:
+    tensor = ConstantTensor("t", "float32", (2,), 8, 8)
+    _, changed = M.weight_mutant(bytes(16), tensor, 0.5)
+    assert struct.unpack_from("<2f", changed, 8) == (0.5, -0.5)
+
+
+@pytest.mark.parametrize(("rtol", "step"), [(0.0, M.MIN_STEP), (1e-5, M.MIN_STEP), (0.04, 0.4), (0.5, 1.0)])
+def test_the_weight_step_follows_the_tolerance(rtol: float, step: float) -> None:
+    assert M.weight_step(rtol) == pytest.approx(step)
+
+
+def test_output_mutants() -> None:
+    assert M.swapped([0.5, -1.0, 2.0]) == [0.5, 2.0, -1.0]
+    assert M.swapped([1.0, 1.0]) is None and M.swapped([3.0]) is None
+    out = M.swapped([math.nan, 1.0, 2.0])  # a NaN stays where it is
+    assert out is not None and math.isnan(out[0]) and out[1:] == [2.0, 1.0]
+    assert M.scaled([0.0, 0.0], 1.1) is None
+    assert M.scaled([1.0, -2.0], 1.5) == [1.5, -3.0]
+    assert M.output_scale(1e-3) == pytest.approx(1.01) and M.output_scale(0.0) == 1 + M.MIN_STEP
+
+
+def test_largest_difference_counts_as_the_golden_rule() -> None:
+    assert M.largest_difference([1.0, 2.0], [1.0, 2.5]) == 0.5
+    assert M.largest_difference([math.nan], [math.nan]) == 0.0
+    assert M.largest_difference([math.inf], [1.0]) == math.inf
+    assert M.largest_difference([math.inf], [math.inf]) == 0.0
