@@ -47,6 +47,7 @@ from fatpte.cli.exit_codes import (
 )
 from fatpte.cli.options import (
     EXIT_HELP,
+    aarch64_runtime_option,
     complete_device,
     device_option,
     exit_with,
@@ -188,10 +189,7 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
-@click.option("--aarch64-runtime", "aarch64_runtime", metavar="FATPTE_RUN", default=None,
-              type=click.Path(dir_okay=False),
-              help="An aarch64 build of fatpte-run, run under qemu-aarch64 for entries made for aarch64 "
-                   "(default: $FATPTE_RUN_AARCH64).")
+@aarch64_runtime_option
 @click.option("--qemu", "qemu", metavar="QEMU", default=None, type=click.Path(dir_okay=False),
               help="The qemu-aarch64 to emulate with (default: the one on PATH).")
 @click.option("--mutants", is_flag=True,
@@ -219,26 +217,34 @@ def check(file: str, aarch64_runtime: str | None, qemu: str | None, mutants: boo
     cannot discriminate (constant inputs, an output the same in every call, a widened tolerance
     wider than the entries differ) are warned of (E0712).
     """
+    from fatpte.cli.executorch_files import is_program
     from fatpte.ops.check import check as check_file
+    from fatpte.ops.check_program import check_program
     from fatpte.ops.golden_adequacy import check_with_mutants
 
     check_inputs(file)
     with printed_warnings():
-        if mutants:
-            report, adequacy = check_with_mutants(file, aarch64_runtime=aarch64_runtime, qemu=qemu)
+        if is_program(file):  # a fat program: each fat delegate's container (E0711 for a plain one)
+            found = check_program(file, mutants=mutants, aarch64_runtime=aarch64_runtime, qemu=qemu)
+        elif mutants:
+            found = [check_with_mutants(file, aarch64_runtime=aarch64_runtime, qemu=qemu)]
         else:
-            report, adequacy = check_file(file, aarch64_runtime=aarch64_runtime, qemu=qemu), None
-    if as_json:
+            found = [(check_file(file, aarch64_runtime=aarch64_runtime, qemu=qemu), None)]
+    docs = []
+    for report, adequacy in found:
         doc = report.to_json()
         if adequacy is not None:
             doc["ok"], doc["mutants"] = doc["ok"] and adequacy.adequate, adequacy.to_json()
-        emit_json(doc)
+        docs.append(doc)
+    if as_json:
+        emit_json(docs[0] if not is_program(file) else
+                  {"source": file, "ok": all(d["ok"] for d in docs), "delegates": docs})
     else:
-        echo(report.text() + ("" if adequacy is None else "\n\n" + adequacy.text()))
-    error = report.error
-    if error is not None:
-        exit_with(exit_code(error))
-    if adequacy is not None and not adequacy.adequate:
+        echo("\n\n".join(r.text() + ("" if a is None else "\n\n" + a.text()) for r, a in found))
+    errors = [r.error for r, _ in found if r.error is not None]
+    if errors:
+        exit_with(exit_code(errors[0]))
+    if any(a is not None and not a.adequate for _, a in found):
         exit_with(EXIT_INADEQUATE)
 
 

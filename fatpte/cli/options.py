@@ -39,6 +39,15 @@ def force_option(f: F) -> F:
     return click.option("-f", "--force", is_flag=True, help="Replace OUT if it exists.")(f)
 
 
+def aarch64_runtime_option(f: F) -> F:
+    """`--aarch64-runtime`: the aarch64 fatpte-run that `check` and `pack --golden-from` run an
+    entry made for aarch64 with, under qemu-aarch64 (fatpte.ops.runner)."""
+    return click.option("--aarch64-runtime", "aarch64_runtime", metavar="FATPTE_RUN", default=None,
+                        type=click.Path(dir_okay=False),
+                        help="An aarch64 build of fatpte-run, run under qemu-aarch64 for entries made for aarch64 "
+                             "(default: $FATPTE_RUN_AARCH64).")(f)
+
+
 def quiet_option(f: F) -> F:
     return click.option("-q", "--quiet", is_flag=True, help="No progress display.")(f)
 

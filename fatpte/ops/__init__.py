@@ -7,7 +7,8 @@ pack time) and `check` (`fatpte check`: every entry run on its golden calls by a
 machine's fatpte-run or an aarch64 one under qemu, whose `--json` report `run_report` holds to
 its schema), with `golden_warnings` (calls that cannot discriminate, E0712) and
 `golden_adequacy` (`check --mutants`: the known-wrong variants of `mutants` the calls must
-reject); and the ExecuTorch ones:
+reject) and `check_program` (`check` of a .pte: each fat delegate's container); and the
+ExecuTorch ones:
 `program_entry` (a program's record and the checks every write path and validate make),
 `pte_specialize` (a .pte as a specialization), `fat_delegate` (fat delegates inside a .pte,
 and how deep they nest), `fat_merge` (a fat program authored from lowered programs, no torch),

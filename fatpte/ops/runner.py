@@ -72,8 +72,8 @@ def emulated_runtime(requires: Requirements, path: str | None = None,
     """A runner for an aarch64 entry on this non-aarch64 machine, or None and why there is none."""
     path = path if path is not None else os.environ.get(AARCH64_RUNTIME_ENV)
     if not path:
-        return None, (f"no aarch64 fatpte-run to emulate (set {AARCH64_RUNTIME_ENV}, or `fatpte check "
-                      "--aarch64-runtime PATH`)")
+        return None, (f"no aarch64 fatpte-run to emulate (set ${AARCH64_RUNTIME_ENV}, or give --aarch64-runtime "
+                      "PATH to `fatpte check` or `fatpte pack`)")
     if not os.path.isfile(path):
         return None, f"the aarch64 fatpte-run {path} does not exist"
     emulator = qemu if qemu is not None else shutil.which("qemu-aarch64")
