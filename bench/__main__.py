@@ -23,6 +23,7 @@ from bench import (
     op_hostile,
     op_info_select,
     op_loader,
+    op_mutants,
     op_pack,
     op_remote,
     op_runtime,
@@ -53,6 +54,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "runtime": op_runtime.measure,
     "fat_delegate": op_fat_delegate.measure,
     "golden": op_golden.measure,
+    "mutants": op_mutants.measure,
 }
 
 
