@@ -85,7 +85,7 @@ class AdequacyReport:
             lines.append(f"adequacy: {len(survivors)} of {len(self.results)} mutants survived: the golden calls "
                          "cannot tell these wrong entries from right ones; record calls whose inputs vary (random, "
                          "not constant or zero) and tolerances no wider than the entries need")
-            lines += [f"  {clipped(r.entry)}: {r.mutant.description}" for r in survivors]
+            lines += [f"  {clipped(r.entry)}: {printable(r.mutant.description)}" for r in survivors]
         else:
             lines.append(f"adequacy: every mutant was killed ({len(self.results)})" if self.results
                          else "adequacy: no mutant could be derived (no entry agreed, or none has outputs to change)")

@@ -8,7 +8,8 @@ must reject: what `fatpte check --mutants` runs (fatpte.ops.golden_adequacy; doc
   ten times the entry's widest relative tolerance, at least MIN_STEP and at most 1. Every element
   moves, so the mutant computes another function; the alternating sign is what constant inputs
   cannot see (their products with the perturbation cancel). The WEIGHT_MUTANTS largest float
-  tensors are perturbed, one mutant each.
+  tensors are perturbed, one mutant each; of a tensor past MAX_MOVED elements only the first
+  MAX_MOVED move (still a wrong program, and the work bounded whatever the file says).
 - Output mutants change an entry's real outputs (saved by its check) before they are compared
   with the golden tensors: `swap` exchanges the largest and the smallest element of each output,
   `scale` multiplies each output by `1 + 10 * rtol`, rtol its own relative tolerance (`1 + MIN_STEP`
@@ -29,6 +30,7 @@ from fatpte.value.tensors import decode_floats, encode
 
 WEIGHT_MUTANTS: Final = 4  # the largest float constant tensors perturbed, one mutant each
 MIN_STEP: Final = 1e-2  # the smallest relative perturbation of a weight
+MAX_MOVED: Final = 1 << 20  # elements of one tensor a weight mutant moves, at most
 FLOAT_DTYPES: Final = ("float32", "float16", "bfloat16", "float64")
 # Kinds of mutant.
 WEIGHT: Final = "weight"
@@ -69,12 +71,14 @@ def weight_targets(program: bytes | memoryview, *, source: str | None = None) ->
 def weight_mutant(program: bytes | memoryview, tensor: ConstantTensor, step: float) -> tuple[Mutant, bytes]:
     """A copy of `program` with `tensor` perturbed by `step` (the module's docstring says how)."""
     data = bytearray(program)
-    values = decode_floats(tensor.dtype, bytes(data[tensor.offset : tensor.offset + tensor.size]))
+    moved_bytes = min(tensor.count, MAX_MOVED) * (tensor.size // max(tensor.count, 1))
+    end = tensor.offset + moved_bytes
+    values = decode_floats(tensor.dtype, bytes(data[tensor.offset : end]))
     finite = [abs(v) for v in values if math.isfinite(v)]
     magnitude = max(finite, default=0.0) or 1.0
     delta = step * magnitude
     moved = [v + (delta if i % 2 == 0 else -delta) for i, v in enumerate(values)]
-    data[tensor.offset : tensor.offset + tensor.size] = encode(tensor.dtype, moved)
+    data[tensor.offset : end] = encode(tensor.dtype, moved)
     shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
     return (Mutant(WEIGHT, f"weight {tensor.name}",
                    f"{tensor.name} ({tensor.dtype}{shape}) moved by +/-{step:.3g} x its largest magnitude "

@@ -81,3 +81,11 @@ def test_largest_difference_counts_as_the_golden_rule() -> None:
     assert M.largest_difference([math.nan], [math.nan]) == 0.0
     assert M.largest_difference([math.inf], [1.0]) == math.inf
     assert M.largest_difference([math.inf], [math.inf]) == 0.0
+
+
+def test_a_huge_tensor_moves_its_first_elements_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(M, "MAX_MOVED", 2)
+    tensor = ConstantTensor("t", "float32", (4,), 0, 16)
+    original = struct.pack("<4f", 1.0, 1.0, 1.0, 1.0)
+    _, changed = M.weight_mutant(original, tensor, 0.5)
+    assert struct.unpack("<4f", changed) == (1.5, 0.5, 1.0, 1.0)
