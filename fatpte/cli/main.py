@@ -218,13 +218,15 @@ def check(file: str, aarch64_runtime: str | None, qemu: str | None, mutants: boo
     wider than the entries differ) are warned of (E0712).
     """
     from fatpte.cli.executorch_files import is_program
+    from fatpte.fileio.url import is_url
     from fatpte.ops.check import check as check_file
     from fatpte.ops.check_program import check_program
     from fatpte.ops.golden_adequacy import check_with_mutants
 
     check_inputs(file)
+    program = not is_url(file) and is_program(file)
     with printed_warnings():
-        if is_program(file):  # a fat program: each fat delegate's container (E0711 for a plain one)
+        if program:  # a fat program: each fat delegate's container (E0711 for a plain one)
             found = check_program(file, mutants=mutants, aarch64_runtime=aarch64_runtime, qemu=qemu)
         elif mutants:
             found = [check_with_mutants(file, aarch64_runtime=aarch64_runtime, qemu=qemu)]
@@ -237,7 +239,7 @@ def check(file: str, aarch64_runtime: str | None, qemu: str | None, mutants: boo
             doc["ok"], doc["mutants"] = doc["ok"] and adequacy.adequate, adequacy.to_json()
         docs.append(doc)
     if as_json:
-        emit_json(docs[0] if not is_program(file) else
+        emit_json(docs[0] if not program else
                   {"source": file, "ok": all(d["ok"] for d in docs), "delegates": docs})
     else:
         echo("\n\n".join(r.text() + ("" if a is None else "\n\n" + a.text()) for r, a in found))
