@@ -89,3 +89,21 @@ def test_a_huge_tensor_moves_its_first_elements_only(monkeypatch: pytest.MonkeyP
     original = struct.pack("<4f", 1.0, 1.0, 1.0, 1.0)
     _, changed = M.weight_mutant(original, tensor, 0.5)
     assert struct.unpack("<4f", changed) == (1.5, 0.5, 1.0, 1.0)
+
+
+def test_any_damaged_program_gives_constants_inside_it_or_a_fatpte_error() -> None:
+    from fatpte.errors import FatpteError
+
+    data = (FIXTURES / "mlp_portable.pte").read_bytes()
+    outcomes = set()
+    for at in range(0, len(data), 3):
+        damaged = bytearray(data)
+        damaged[at] ^= 0xFF
+        try:
+            found = constant_tensors(bytes(damaged))
+        except FatpteError:
+            outcomes.add("refused")
+            continue
+        outcomes.add("read")
+        assert all(0 <= t.offset and t.offset + t.size <= len(damaged) for t in found), at
+    assert outcomes == {"read", "refused"}
