@@ -4,7 +4,7 @@
 Two containers of mlp's fixtures (ExecuTorch 1.5.1), golden calls recorded from portable on the
 three tier calls: the portable entry alone (four weight mutants: four more fatpte-run processes,
 each on a one-entry container packed for it, and the two output mutants, computed in Python), and
-portable with the XNNPACK lowering (whose weights its delegate holds: output mutants only). The
+portable with the XNNPACK fp32 lowering (four weight mutants more, its delegate's weights). The
 cost per entry is the difference of the medians over the entries checked.
 """
 

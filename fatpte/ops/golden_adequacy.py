@@ -5,7 +5,7 @@
 - Output mutants are applied to the outputs the entry itself gave in the check (saved by
   fatpte.ops.check in a folder kept for this), before they are compared with the golden tensors
   under each output's own bound (specs/nfat-manifest.md 11.1): no process is started for them.
-- A weight mutant is a copy of the entry's program with one constant tensor perturbed, packed alone
+- A weight mutant is a copy of the entry's program with one float weight perturbed, packed alone
   with the entry's named data and golden calls (fatpte.ops.edit.isolate) into a scratch
   container, and checked as the entry is: the same runner, fatpte-run --golden-report.
 
@@ -180,7 +180,9 @@ def _weight_mutants(path: str, entry: EntryCheck, scratch: Path, found: Adequacy
         found.notes.append((entry.name, f"no weight mutant: its program cannot be read ({exc})"))
         return
     if not targets:
-        why = "no weight mutant: its program holds no float constant tensor (its weights are a delegate's)"
+        why = ("no weight mutant: its program holds no float weight it can move (none in its constant segment or "
+               "its XNNPACK delegates' graphs; quantized weights, and named data moved into the container, are "
+               "left alone)")
         found.notes.append((entry.name, why))
         return
     rtol = max((o.rtol for call in (record.golden if record else ()) for o in call.outputs), default=0.0)

@@ -2,8 +2,8 @@
 must reject: what `fatpte check --mutants` runs (fatpte.ops.golden_adequacy; docs/golden.md,
 "Adequacy").
 
-- A weight mutant is a copy of an ExecuTorch program with one constant tensor of its constant
-  segment perturbed (fatpte.executorch.constants): element i gets `+ step * m` for even i and
+- A weight mutant is a copy of an ExecuTorch program with one constant tensor perturbed, one of
+  its constant segment or a float weight of an XNNPACK delegate (fatpte.executorch.constants): element i gets `+ step * m` for even i and
   `- step * m` for odd i, `m` the tensor's largest magnitude (1 for a tensor of zeros), `step`
   ten times the entry's widest relative tolerance, at least MIN_STEP and at most 1. Every element
   moves, so the mutant computes another function; the alternating sign is what constant inputs
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from fatpte.executorch.constants import ConstantTensor, constant_tensors
+from fatpte.executorch.constants import ConstantTensor, constant_tensors, delegate_constants
 from fatpte.value.tensors import decode_floats, encode
 
 WEIGHT_MUTANTS: Final = 4  # the largest float constant tensors perturbed, one mutant each
@@ -62,9 +62,10 @@ def output_scale(rtol: float) -> float:
 
 
 def weight_targets(program: bytes | memoryview, *, source: str | None = None) -> list[ConstantTensor]:
-    """The constant tensors a weight mutant perturbs: float ones with elements, largest first (ties
-    in buffer order), at most WEIGHT_MUTANTS."""
-    floats = [t for t in constant_tensors(program, source=source) if t.dtype in FLOAT_DTYPES and t.count > 0]
+    """The constant tensors a weight mutant perturbs: float ones with elements, the program's own
+    and its XNNPACK delegates', largest first (ties in file order), at most WEIGHT_MUTANTS."""
+    found = [*constant_tensors(program, source=source), *delegate_constants(program, source=source)]
+    floats = [t for t in found if t.dtype in FLOAT_DTYPES and t.count > 0]
     return sorted(floats, key=lambda t: -t.count)[:WEIGHT_MUTANTS]
 
 

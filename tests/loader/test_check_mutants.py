@@ -62,13 +62,16 @@ def test_good_calls_kill_every_mutant(build: Path, tmp_path: Path) -> None:
     results = report["mutants"]["results"]
     calls = list(range(len(TIERS["calls"])))
     assert {(r["entry"], r["kind"]) for r in results} == {
-        ("portable", "swap"), ("portable", "scale"), ("portable", "weight"), ("xnnpack", "swap"),
-        ("xnnpack", "scale")}
-    assert sorted(r["name"] for r in results if r["kind"] == "weight") == [
-        f"weight constant[{i}]" for i in (1, 2, 3, 4)]  # mlp's two weights and two biases
+        (entry, kind) for entry in ("portable", "xnnpack") for kind in ("swap", "scale", "weight")}
+    # mlp's two weights and two biases: the program's constants, and the XNNPACK delegate's (its
+    # named data in the program), which the real XNNPACK runtime reads perturbed.
+    assert sorted(r["name"] for r in results if r["kind"] == "weight" and r["entry"] == "portable") == [
+        f"weight constant[{i}]" for i in (1, 2, 3, 4)]
+    assert sorted(r["name"] for r in results if r["kind"] == "weight" and r["entry"] == "xnnpack") == [
+        f"weight delegate 0 value {i}" for i in (1, 2, 4, 5)]
     assert all(r["state"] == "killed" and r["caught_by"] == calls for r in results), results
-    assert [n["entry"] for n in report["mutants"]["notes"]] == ["xnnpack"]  # its weights are XNNPACK's
-    assert "adequacy: every mutant was killed (8)" in text
+    assert report["mutants"]["notes"] == []
+    assert "adequacy: every mutant was killed (12)" in text
     assert "E0712" not in stderr
 
 
@@ -81,11 +84,12 @@ def test_all_zero_inputs_let_weight_mutants_survive(build: Path, tmp_path: Path)
     mutants = report["mutants"]
     assert not mutants["adequate"]
     survivors = [r for r in mutants["results"] if r["state"] == "survived"]
-    # Zeros in: the output is W2 relu(b1) + b2, which no change of W1 (8 x 4) touches.
-    assert [(r["entry"], r["name"]) for r in survivors] == [("portable", "weight constant[1]")]
+    # Zeros in: the output is W2 relu(b1) + b2, which no change of W1 (8 x 4) touches, in either lowering.
+    assert [(r["entry"], r["name"]) for r in survivors] == [("portable", "weight constant[1]"),
+                                                            ("xnnpack", "weight delegate 0 value 1")]
     killed = {r["name"] for r in mutants["results"] if r["state"] == "killed" and r["entry"] == "portable"}
     assert killed == {"swap", "scale", "weight constant[2]", "weight constant[3]", "weight constant[4]"}
-    assert "SURVIVED" in text and "adequacy: 1 of 8 mutants survived" in text
+    assert "SURVIVED" in text and "adequacy: 2 of 12 mutants survived" in text
     assert "constant[1] (float32[8, 4])" in text
     assert "E0712 (golden): entries portable, xnnpack: golden call 0 input 0 is all zeros" in stderr
     # Without --mutants the same container passes: only the mutants show the calls cannot fail.

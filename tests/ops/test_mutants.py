@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from fatpte.executorch.constants import ConstantTensor, constant_tensors
+from fatpte.executorch.constants import ConstantTensor, constant_tensors, delegate_constants
 from fatpte.executorch.pte import read_program
 from fatpte.ops import mutants as M
 from fatpte.value.tensors import decode_floats
@@ -35,6 +35,21 @@ def test_planned_buffers_and_delegated_weights_are_not_constants() -> None:
     kv = constant_tensors((FIXTURES / "kvcache_portable_default.pte").read_bytes())
     assert [t.shape for t in kv] == [(4, 4), (4,)]
     assert constant_tensors((FIXTURES / "mlp_xnnpack.pte").read_bytes()) == []
+
+
+@pytest.mark.parametrize(("file", "dtype"), [("mlp_xnnpack.pte", "float32"), ("mlp_xnnpack_fp16.pte", "float16")])
+def test_the_float_weights_of_an_xnnpack_delegate(file: str, dtype: str) -> None:
+    data = (FIXTURES / file).read_bytes()
+    found = delegate_constants(data)
+    assert [(t.dtype, t.shape) for t in found] == [(dtype, (8, 4)), (dtype, (8,)), (dtype, (3, 8)), (dtype, (3,))]
+    program = read_program(data)
+    # Each is one of the program's named data (the XNNPACK constant's named key), whole.
+    assert sorted((t.offset, t.size) for t in found) == sorted((n.offset, n.size) for n in program.named_data)
+    assert delegate_constants((FIXTURES / "mlp_portable.pte").read_bytes()) == []
+
+
+def test_quantized_xnnpack_weights_are_left_alone() -> None:
+    assert delegate_constants((FIXTURES / "mlp_xnnpack_int8.pte").read_bytes()) == []  # int8 bytes, int32 biases
 
 
 def test_a_weight_mutant_moves_every_element_of_one_tensor_and_nothing_else() -> None:
@@ -91,16 +106,17 @@ def test_a_huge_tensor_moves_its_first_elements_only(monkeypatch: pytest.MonkeyP
     assert struct.unpack("<4f", changed) == (1.5, 0.5, 1.0, 1.0)
 
 
-def test_any_damaged_program_gives_constants_inside_it_or_a_fatpte_error() -> None:
+@pytest.mark.parametrize("file", ["mlp_portable.pte", "mlp_xnnpack.pte"])
+def test_any_damaged_program_gives_constants_inside_it_or_a_fatpte_error(file: str) -> None:
     from fatpte.errors import FatpteError
 
-    data = (FIXTURES / "mlp_portable.pte").read_bytes()
+    data = (FIXTURES / file).read_bytes()
     outcomes = set()
     for at in range(0, len(data), 3):
         damaged = bytearray(data)
         damaged[at] ^= 0xFF
         try:
-            found = constant_tensors(bytes(damaged))
+            found = constant_tensors(bytes(damaged)) + delegate_constants(bytes(damaged))
         except FatpteError:
             outcomes.add("refused")
             continue
