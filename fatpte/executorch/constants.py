@@ -24,6 +24,7 @@ from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.flatbuf import Buffer
 from fatpte.executorch.pte import IDENTIFIER, Delegate, Program, read_program
 from fatpte.executorch.xnnpack import FLATBUFFER_IDENTIFIER, read_xnnpack
+from fatpte.executorch.xnnpack import MAGIC as XNN_MAGIC
 from fatpte.value.dtypes import element_size
 
 
@@ -81,7 +82,7 @@ def delegate_constants(data: bytes | memoryview, *, source: str | None = None) -
     found: dict[int, ConstantTensor] = {}
     for method in program.methods:
         for d in method.delegates:
-            if d.backend_id == "XnnpackBackend":
+            if bytes(program.payload(d)[4:8]) in (XNN_MAGIC, FLATBUFFER_IDENTIFIER):  # by its bytes, not its id
                 for t in _xnnpack_floats(program, d, source):
                     found.setdefault(t.offset, t)
     return [found[k] for k in sorted(found)]
