@@ -180,9 +180,8 @@ def _weight_mutants(path: str, entry: EntryCheck, scratch: Path, found: Adequacy
         found.notes.append((entry.name, f"no weight mutant: its program cannot be read ({exc})"))
         return
     if not targets:
-        why = ("no weight mutant: its program holds no float weight it can move (none in its constant segment or "
-               "its XNNPACK delegates' graphs; quantized weights, and named data moved into the container, are "
-               "left alone)")
+        why = ("no weight mutant: its program holds no weight it can move (none in its constant segment or its "
+               "XNNPACK delegates' graphs; named data moved into the container is left alone)")
         found.notes.append((entry.name, why))
         return
     rtol = max((o.rtol for call in (record.golden if record else ()) for o in call.outputs), default=0.0)

@@ -3,7 +3,8 @@ must reject: what `fatpte check --mutants` runs (fatpte.ops.golden_adequacy; doc
 "Adequacy").
 
 - A weight mutant is a copy of an ExecuTorch program with one constant tensor perturbed, one of
-  its constant segment or a float weight of an XNNPACK delegate (fatpte.executorch.constants): element i gets `+ step * m` for even i and
+  its constant segment, a float weight of an XNNPACK delegate, or the per-channel scales of an
+  XNNPACK weight quantized per channel (fatpte.executorch.constants): element i gets `+ step * m` for even i and
   `- step * m` for odd i, `m` the tensor's largest magnitude (1 for a tensor of zeros), `step`
   ten times the entry's widest relative tolerance, at least MIN_STEP and at most 1. Every element
   moves, so the mutant computes another function; the alternating sign is what constant inputs

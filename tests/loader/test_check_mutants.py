@@ -109,3 +109,14 @@ def test_a_widened_tolerance_wider_than_the_entries_differ_is_said(build: Path, 
     container, _ = pack(build, tight, TIERS["calls"], lowerings=("xnnpack=mlp_xnnpack.pte",))
     rc, _, _, stderr = check(build, container)
     assert rc == 0 and "E0712" not in stderr
+
+
+def test_an_int8_entry_is_mutated_through_its_weight_scales(build: Path, tmp_path: Path) -> None:
+    int8 = ("int8=mlp_xnnpack_int8.pte",)
+    container, _ = pack(build, tmp_path, TIERS["calls"], "--golden-tolerance", "int8=1e-5,0.04", lowerings=int8)
+    rc, report, text, _ = check(build, container, "--mutants")
+    assert rc == 0, text
+    weights = [r for r in report["mutants"]["results"] if r["entry"] == "int8" and r["kind"] == "weight"]
+    assert [r["name"] for r in weights] == ["weight delegate 0 value 2 scales", "weight delegate 0 value 5 scales"]
+    assert all(r["state"] == "killed" for r in weights)
+    assert "moved by +/-0.4 x its largest magnitude" in weights[0]["description"]  # 10 x its rtol of 0.04
