@@ -128,25 +128,25 @@ def _local(path: str) -> Iterator[str]:
 def _output_mutants(path: str, entry: EntryCheck, found: AdequacyReport) -> None:
     """The swap and scale mutants of `entry`, on the outputs its check saved."""
     from fatpte.container.locations import open as open_container
-    from fatpte.value.tensors import decode_floats
+    from fatpte.fileio.mapping import map_view
 
     caught: dict[str, set[int]] = {M.SWAP: set(), M.SCALE: set()}
     derived: set[str] = set()
     with open_container(path) as c:
         for o in entry.outputs:
             saved = entry.files.get((o.call, o.output))
-            if saved is None or not saved.exists():
+            if saved is None or not saved.exists() or saved.stat().st_size == 0:
                 continue
-            got = decode_floats(o.dtype, saved.read_bytes())
-            want = decode_floats(o.dtype, bytes(c.named_data(o.key)))
+            got, want = map_view(saved), c.named_data(o.key)
             if len(got) != len(want):
                 continue
-            changed = {M.SWAP: M.swapped(got),
-                       M.SCALE: M.scaled(got, M.output_scale(o.rtol)) if o.dtype in M.FLOAT_DTYPES else None}
-            for kind, mutated in changed.items():
-                if mutated is not None:
+            differences = {M.SWAP: M.swap_difference(o.dtype, got, want, o.max_abs),
+                           M.SCALE: M.scale_difference(o.dtype, got, want, M.output_scale(o.rtol))
+                           if o.dtype in M.FLOAT_DTYPES else None}
+            for kind, difference in differences.items():
+                if difference is not None:
                     derived.add(kind)
-                    if not within(M.largest_difference(mutated, want), o.bound):
+                    if not within(difference, o.bound):
                         caught[kind].add(o.call)
     described = {M.SWAP: "the largest and the smallest element of each output exchanged",
                  M.SCALE: "each output multiplied by 1 + 10 x its rtol"}

@@ -16,22 +16,26 @@ must reject: what `fatpte check --mutants` runs (fatpte.ops.golden_adequacy; doc
   `scale` multiplies each output by `1 + 10 * rtol`, rtol its own relative tolerance (`1 + MIN_STEP`
   for an output compared exactly).
   An output whose elements are all equal has no swap, one of zeros no scale: on such outputs the
-  mutant is no mutant at all.
+  mutant is no mutant at all. Outputs are read CHUNK elements at a time, never whole.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from fatpte.executorch.constants import ConstantTensor, constant_tensors, delegate_constants
+from fatpte.value.dtypes import element_size
 from fatpte.value.tensors import decode_floats, encode
+
+BytesLike = bytes | bytearray | memoryview
 
 WEIGHT_MUTANTS: Final = 4  # the largest float constant tensors perturbed, one mutant each
 MIN_STEP: Final = 1e-2  # the smallest relative perturbation of a weight
 MAX_MOVED: Final = 1 << 20  # elements of one tensor a weight mutant moves, at most
+CHUNK: Final = 1 << 16  # elements of an output decoded at a time by the output mutants
 FLOAT_DTYPES: Final = ("float32", "float16", "bfloat16", "float64")
 # Kinds of mutant.
 WEIGHT: Final = "weight"
@@ -87,25 +91,45 @@ def weight_mutant(program: bytes | memoryview, tensor: ConstantTensor, step: flo
                    f"{magnitude:.3g}"), bytes(data))
 
 
-def swapped(values: Sequence[float]) -> list[float] | None:
-    """`values` with its largest and smallest element exchanged (the first of each); None when
-    they are equal (no swap changes the output)."""
-    finite = [(v, i) for i, v in enumerate(values) if math.isfinite(v)]
-    if len(finite) < 2:
+def swap_difference(dtype: str, got: BytesLike, want: BytesLike, agreed: float) -> float | None:
+    """max|mutated - want| of the swap mutant of an output (its bytes `got`, the golden tensor's
+    `want`, `agreed` the output's own max|got - want|): its largest and smallest finite element
+    exchanged (the first of each). The elements the swap leaves are no further than `agreed`, so
+    the figure is `agreed` or the two moved elements' difference, whichever is larger (exact in its
+    verdict against a bound `agreed` is within). None when the two are equal (no swap changes it)."""
+    high: tuple[float, int] | None = None
+    low: tuple[float, int] | None = None
+    for start, values in _chunks(dtype, got):
+        for i, v in enumerate(values, start):
+            if math.isfinite(v):
+                high = (v, i) if high is None or v > high[0] else high
+                low = (v, i) if low is None or v < low[0] else low
+    if high is None or low is None or high[0] == low[0]:
         return None
-    high, low = max(finite)[1], min(finite)[1]
-    if values[high] == values[low]:
-        return None
-    out = list(values)
-    out[high], out[low] = out[low], out[high]
-    return out
+    moved = largest_difference([low[0], high[0]], [_element(dtype, want, high[1]), _element(dtype, want, low[1])])
+    return max(agreed, moved)
 
 
-def scaled(values: Sequence[float], factor: float) -> list[float] | None:
-    """`values` times `factor`; None when that changes nothing (every element zero or not finite)."""
-    if not any(v != 0 and math.isfinite(v) for v in values):
-        return None
-    return [v * factor for v in values]
+def scale_difference(dtype: str, got: BytesLike, want: BytesLike, factor: float) -> float | None:
+    """max|got * factor - want| over an output, CHUNK elements at a time; None when scaling
+    changes nothing (every element zero or not finite)."""
+    worst, changed = 0.0, False
+    for (_, xs), (_, ys) in zip(_chunks(dtype, got), _chunks(dtype, want)):
+        changed = changed or any(v != 0 and math.isfinite(v) for v in xs)
+        worst = max(worst, largest_difference([v * factor for v in xs], ys))
+    return worst if changed else None
+
+
+def _chunks(dtype: str, data: BytesLike) -> Iterator[tuple[int, list[float]]]:
+    """(index of the first, the elements) of `data`, CHUNK elements at a time."""
+    size = element_size(dtype) or 1
+    for at in range(0, len(data) - len(data) % size, CHUNK * size):
+        yield at // size, decode_floats(dtype, bytes(data[at : at + CHUNK * size]))
+
+
+def _element(dtype: str, data: BytesLike, index: int) -> float:
+    size = element_size(dtype) or 1
+    return decode_floats(dtype, bytes(data[index * size : (index + 1) * size]))[0]
 
 
 def largest_difference(got: Sequence[float], want: Sequence[float]) -> float:

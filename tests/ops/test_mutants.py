@@ -89,13 +89,30 @@ def test_the_weight_step_follows_the_tolerance(rtol: float, step: float) -> None
     assert M.weight_step(rtol) == pytest.approx(step)
 
 
-def test_output_mutants() -> None:
-    assert M.swapped([0.5, -1.0, 2.0]) == [0.5, 2.0, -1.0]
-    assert M.swapped([1.0, 1.0]) is None and M.swapped([3.0]) is None
-    out = M.swapped([math.nan, 1.0, 2.0])  # a NaN stays where it is
-    assert out is not None and math.isnan(out[0]) and out[1:] == [2.0, 1.0]
-    assert M.scaled([0.0, 0.0], 1.1) is None
-    assert M.scaled([1.0, -2.0], 1.5) == [1.5, -3.0]
+def f32(*values: float) -> bytes:
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+def test_the_swap_mutant() -> None:
+    # 2.0 (at 2) and -1.0 (at 1) exchanged against a golden output equal to the real one.
+    assert M.swap_difference("float32", f32(0.5, -1.0, 2.0), f32(0.5, -1.0, 2.0), 0.0) == 3.0
+    assert M.swap_difference("float32", f32(1.0, 1.0), f32(1.0, 1.0), 0.0) is None  # nothing to exchange
+    assert M.swap_difference("float32", f32(3.0), f32(3.0), 0.0) is None
+    # A NaN stays where it is; the elements left in place count with the output's own difference.
+    assert M.swap_difference("float32", f32(math.nan, 1.0, 2.0), f32(math.nan, 1.0, 2.0), 0.25) == 1.0
+    assert M.swap_difference("float32", f32(0.0, 1e-9), f32(0.0, 1e-9), 0.5) == 0.5
+
+
+def test_the_swap_mutant_reads_its_output_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(M, "CHUNK", 3)
+    values = [0.1, 0.2, 0.3, -4.0, 0.5, 0.6, 7.0, 0.8]
+    assert M.swap_difference("float32", f32(*values), f32(*values), 0.0) == pytest.approx(11.0)
+    assert M.scale_difference("float32", f32(*values), f32(*values), 2.0) == pytest.approx(7.0)
+
+
+def test_the_scale_mutant() -> None:
+    assert M.scale_difference("float32", f32(1.0, -2.0), f32(1.0, -2.0), 1.5) == 1.0
+    assert M.scale_difference("float32", f32(0.0, 0.0), f32(0.0, 0.0), 1.1) is None  # zeros scale to zeros
     assert M.output_scale(1e-3) == pytest.approx(1.01) and M.output_scale(0.0) == 1 + M.MIN_STEP
 
 
