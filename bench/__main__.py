@@ -24,6 +24,7 @@ from bench import (
     op_hostile,
     op_info_select,
     op_loader,
+    op_mutants,
     op_pack,
     op_remote,
     op_runtime,
@@ -55,6 +56,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "fat_delegate": op_fat_delegate.measure,
     "golden": op_golden.measure,
     "check_shards": op_check_shards.measure,
+    "mutants": op_mutants.measure,
 }
 
 

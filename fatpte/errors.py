@@ -107,6 +107,7 @@ class ErrorCode(enum.IntEnum):
     RANKING_TIE = 709
     UNKNOWN_WORD = 710
     NO_GOLDEN_CALLS = 711
+    GOLDEN_WEAK = 712
     # 8xx I/O
     IO_ERROR = 801
     REMOTE_UNSUPPORTED = 802
@@ -270,6 +271,7 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.RANKING_TIE: ("entries one device can both run tie on every ranking key but table position", _W),
     ErrorCode.UNKNOWN_WORD: ("a prefer or exclude word names no entry and no backend id of the container", _W),
     ErrorCode.NO_GOLDEN_CALLS: ("the container, or the input given, has no golden calls to check or record", _E),
+    ErrorCode.GOLDEN_WEAK: ("golden calls that cannot tell a wrong entry from a right one", _W),
     ErrorCode.IO_ERROR: ("reading or writing a file failed", _E),
     ErrorCode.REMOTE_UNSUPPORTED: ("no reader for this URL's scheme is installed (pip install 'fatpte[remote]')", _E),
     ErrorCode.REMOTE_RANGE_IGNORED: ("the server did not answer a range request with the range asked for", _E),

@@ -68,6 +68,7 @@ that is not there or is ambiguous, something version 1 cannot hold |
   | 6 | an entry runs but disagrees with its golden calls or with another entry (`check`) |
   | 7 | unchecked (`check`): an entry with golden calls did not run them here, and `--allow-unchecked` does \
 not name it (no error category: the strict gate of docs/golden.md) |
+  | 8 | a known-wrong variant of an entry passes its golden calls (`check --mutants`): the calls cannot fail; no error category leads here |
 
   The code follows the error's category (`fatpte.errors.Category`; the mapping is
   `fatpte.cli.exit_codes.EXIT_CODES`): {ranges}.

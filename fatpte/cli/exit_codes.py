@@ -23,6 +23,9 @@ EXIT_DISAGREES = 6
 # does not name it. A status of its own, not an error category: nothing failed, something was not
 # checked (docs/cli.md, "Exit codes").
 EXIT_UNCHECKED = 7
+# `check --mutants`: a known-wrong variant of an entry passes its golden calls. No error category
+# leads here: every entry agreed, and the calls were shown unable to fail (docs/golden.md, Adequacy).
+EXIT_INADEQUATE = 8
 
 # The one place that maps an error category to an exit status.
 EXIT_CODES: dict[Category, int] = {

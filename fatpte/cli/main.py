@@ -46,6 +46,7 @@ from fatpte.cli.exit_codes import (
 )
 from fatpte.cli.options import (
     EXIT_HELP,
+    aarch64_runtime_option,
     complete_device,
     device_option,
     exit_with,
@@ -187,10 +188,7 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("files", nargs=-1, required=True, type=click.Path(), metavar="FILE")
-@click.option("--aarch64-runtime", "aarch64_runtime", metavar="FATPTE_RUN", default=None,
-              type=click.Path(dir_okay=False),
-              help="An aarch64 build of fatpte-run, run under qemu-aarch64 for entries made for aarch64 "
-                   "(default: $FATPTE_RUN_AARCH64).")
+@aarch64_runtime_option
 @click.option("--qemu", "qemu", metavar="QEMU", default=None, type=click.Path(dir_okay=False),
               help="The qemu-aarch64 to emulate with (default: the one on PATH).")
 @click.option("--cpus", metavar="CPU[,CPU]", default=None,
@@ -203,9 +201,13 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
               help="Run shard K of N of the (entry, CPU) rows (with --json); join the reports with --merge.")
 @click.option("--merge", "merge", is_flag=True,
               help="FILE... are the --json reports of every shard of one check: print the report of one run.")
+@click.option("--mutants", is_flag=True,
+              help="Also show that the golden calls can fail: derive known-wrong variants of each entry that "
+                   "agrees (a weight perturbed, two output elements swapped, an output scaled) and require that "
+                   "its golden calls reject each one; exit 8 when one survives (docs/golden.md, Adequacy).")
 @json_option
 def check(files: tuple[str, ...], aarch64_runtime: str | None, qemu: str | None, cpus: str | None,
-          allow_unchecked: str | None, shard: str | None, merge: bool, as_json: bool) -> None:
+          allow_unchecked: str | None, shard: str | None, merge: bool, mutants: bool, as_json: bool) -> None:
     """Run every entry of FILE this machine can run on its golden calls, and compare.
 
     Each entry that states golden calls (packed with --golden) runs them through the real
@@ -223,12 +225,17 @@ def check(files: tuple[str, ...], aarch64_runtime: str | None, qemu: str | None,
     when an entry with golden calls did not run them here (unless --allow-unchecked names it),
     3 when no entry can run here, 1 when the container breaks a rule: an entry's golden calls
     break E0421-E0423 (a call naming a method the program lacks is E0422), or fatpte-run finds
-    it damaged.
+    it damaged. With --mutants, exit 8 when a mutant survives (an error of the check itself, or
+    an entry left unchecked, is reported first, with its own status). Calls that cannot
+    discriminate (constant inputs, an output the same in every call, a widened tolerance wider
+    than the entries differ) are warned of (E0712). FILE may be a .pte: each of its fat
+    delegates' containers is checked (a plain program is E0711, with the command that packs it).
     """
     from fatpte.cli.check_body import run_check
 
     status = run_check(files, aarch64_runtime=aarch64_runtime, qemu=qemu, cpus=cpus,
-                       allow_unchecked=allow_unchecked, shard=shard, merge=merge, as_json=as_json)
+                       allow_unchecked=allow_unchecked, shard=shard, merge=merge, mutants=mutants,
+                       as_json=as_json)
     if status:
         exit_with(status)
 

@@ -26,7 +26,8 @@ Exit codes:
   4  I/O error (a file cannot be read or written)
   5  not verified: no signature, an untrusted one, or content it does not vouch for (verify)
   6  an entry runs but disagrees with its golden calls or another entry (check)
-  7  an entry with golden calls did not run them, and --allow-unchecked does not name it (check)"""
+  7  an entry with golden calls did not run them, and --allow-unchecked does not name it (check)
+  8  a known-wrong variant of an entry passes its golden calls (check --mutants)"""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,6 +38,15 @@ def json_option(f: F) -> F:
 
 def force_option(f: F) -> F:
     return click.option("-f", "--force", is_flag=True, help="Replace OUT if it exists.")(f)
+
+
+def aarch64_runtime_option(f: F) -> F:
+    """`--aarch64-runtime`: the aarch64 fatpte-run that `check` and `pack --golden-from` run an
+    entry made for aarch64 with, under qemu-aarch64 (fatpte.ops.runner)."""
+    return click.option("--aarch64-runtime", "aarch64_runtime", metavar="FATPTE_RUN", default=None,
+                        type=click.Path(dir_okay=False),
+                        help="An aarch64 build of fatpte-run, run under qemu-aarch64 for entries made for aarch64 "
+                             "(default: $FATPTE_RUN_AARCH64).")(f)
 
 
 def quiet_option(f: F) -> F:

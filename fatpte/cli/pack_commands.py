@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from fatpte.cli.commands import check_inputs, check_output, echo
+from fatpte.cli.commands import check_inputs, check_output, echo, printed_warnings
 from fatpte.cli.commands import progress as _progress
 from fatpte.cli.options import (
     EXIT_HELP,
+    aarch64_runtime_option,
     alignment,
     force_option,
     output_option,
@@ -59,13 +60,14 @@ if TYPE_CHECKING:
 @click.option("--golden-tolerance", "golden_tolerances", multiple=True, metavar="NAME=ATOL,RTOL",
               help="Let entry NAME's outputs be this far from the golden ones at least (repeatable): wider for "
                    "a quantized or fp16 entry.")
+@aarch64_runtime_option
 @priority_option
 @force_option
 @quiet_option
 def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_named_data: bool,
          format_version: str | None, align: int | None, from_toml: str | None, signature_from: str | None,
          no_signature_check: bool, golden: str | None, golden_from: str | None, golden_tolerances: tuple[str, ...],
-         priorities: tuple[str, ...], force: bool, quiet: bool) -> None:
+         aarch64_runtime: str | None, priorities: tuple[str, ...], force: bool, quiet: bool) -> None:
     """Pack payloads into a container.
 
     Each argument is BACKEND=PAYLOAD (the entry is named after its backend id) or
@@ -102,7 +104,7 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     default, widened for an entry by --golden-tolerance), which `fatpte check` and
     `fatpte-run --self-test` run. --golden-from NAME records the outputs by running entry NAME
     with fatpte-run (`fatpte --runtime`, $FATPTE_RUN or on PATH) instead of taking them from
-    CALLS.json.
+    CALLS.json (for aarch64, under qemu with --aarch64-runtime). Calls that cannot discriminate warn (E0712).
     """
     if signature_from is not None and no_signature_check:
         raise click.UsageError("--signature-from and --no-signature-check exclude each other")
@@ -114,7 +116,7 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
                                    "--format-version, --align, --signature-from, --no-signature-check, "
                                    "--golden, --golden-from, --golden-tolerance or --priority: the pack.toml "
                                    "states them")
-        warnings = _pack_from_toml(from_toml, output, force, quiet)
+        warnings = _pack_from_toml(from_toml, output, force, quiet, aarch64_runtime)
     else:
         version = int(format_version or "2")
         if version == 1 and signature_from is not None:
@@ -124,13 +126,13 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         warnings = _pack_arguments(specs, output, data=data, share_named_data=share_pte_named_data, version=version,
                                    align=align, signature_from=signature_from, check_signatures=not no_signature_check,
                                    golden=golden, golden_from=golden_from, golden_tolerances=golden_tolerances,
-                                   priorities=priorities, force=force, quiet=quiet)
+                                   aarch64_runtime=aarch64_runtime, priorities=priorities, force=force, quiet=quiet)
     _wrote_container(output)
     for line in warnings:
         echo(line, err=True)
 
 
-def _pack_from_toml(from_toml: str, output: str, force: bool, quiet: bool) -> list[str]:
+def _pack_from_toml(from_toml: str, output: str, force: bool, quiet: bool, aarch64_runtime: str | None) -> list[str]:
     """`fatpte pack --from PACK_TOML`; its warnings."""
     from fatpte.cli.executorch_files import unresolved_warnings
     from fatpte.ops.packfile import pack_from_file
@@ -139,7 +141,7 @@ def _pack_from_toml(from_toml: str, output: str, force: bool, quiet: bool) -> li
     check_output(output, force)
     warnings: list[str] = []
     with _progress(f"packing {output}", quiet) as progress:
-        pack_from_file(from_toml, output, progress=progress.update,
+        pack_from_file(from_toml, output, progress=progress.update, aarch64_runtime=aarch64_runtime,
                        inspect=lambda specs: warnings.extend(unresolved_warnings(specs)))
     return warnings
 
@@ -152,7 +154,7 @@ def _pack_item(arg: str) -> str | Specialization:
 def _pack_arguments(specs: tuple[str, ...], output: str, *, data: tuple[str, ...], share_named_data: bool,
                     version: int, align: int | None, signature_from: str | None, check_signatures: bool,
                     golden: str | None, golden_from: str | None, golden_tolerances: tuple[str, ...],
-                    priorities: tuple[str, ...], force: bool, quiet: bool) -> list[str]:
+                    aarch64_runtime: str | None, priorities: tuple[str, ...], force: bool, quiet: bool) -> list[str]:
     """`fatpte pack` of its arguments: the packing policy's specializations of them
     (fatpte.ops.pack_policy, as `fatpte.pack` makes them), with the priorities and tolerances
     given, written by `fatpte.ops.packing.write`; its warnings."""
@@ -174,7 +176,7 @@ def _pack_arguments(specs: tuple[str, ...], output: str, *, data: tuple[str, ...
     with _progress(f"packing {output}", quiet) as progress:
         write(parsed, output, version=version, alignment=align, progress=progress.update,
               signature_from=signature_from, check_signatures=check_signatures, golden=golden,
-              golden_from=golden_from)
+              golden_from=golden_from, aarch64_runtime=aarch64_runtime)
     return warnings
 
 
@@ -231,8 +233,15 @@ def _wrote_container(path: str) -> None:
 @click.argument("programs", nargs=-1, required=True, metavar="[NAME=]PROGRAM.pte...")
 @output_option
 @priority_option
+@click.option("--golden", "golden", type=click.Path(dir_okay=False), metavar="CALLS.json", default=None,
+              help="Golden calls for the nested portable program's entry: the calls list `fatpte pack --golden` "
+                   "takes (docs/golden.md); `fatpte check OUT` runs them.")
+@click.option("--golden-from", "golden_from", metavar="NAME", default=None,
+              help="Record the golden calls' outputs by running entry NAME (the portable program: `portable`) "
+                   "with the real runtime (fatpte-run).")
 @force_option
-def merge(programs: tuple[str, ...], output: str, priorities: tuple[str, ...], force: bool) -> None:
+def merge(programs: tuple[str, ...], output: str, priorities: tuple[str, ...], golden: str | None,
+          golden_from: str | None, force: bool) -> None:
     """Merge lowered programs of one model into one fat program (.pte), without torch.
 
     Give each lowering of the model as ExecuTorch exported it: programs lowered to a backend
@@ -249,6 +258,10 @@ def merge(programs: tuple[str, ...], output: str, priorities: tuple[str, ...], f
     kept outside the delegate, operators left to the portable kernels) is refused (E0702), naming
     the input, output or value that differs. Every entry must load the first lowered program's
     named data (E0706).
+
+    --golden CALLS.json gives the nested portable program's entry golden calls (with their
+    outputs, or recorded by running entry NAME with --golden-from NAME): `fatpte check OUT`
+    runs them, and the fat delegate does when its `self_test` option is set (docs/golden.md).
     """
     from fatpte.ops.fat_merge import merge_programs
 
@@ -258,7 +271,11 @@ def merge(programs: tuple[str, ...], output: str, priorities: tuple[str, ...], f
         if sep and (not name or not path):
             raise click.BadParameter(f"{arg!r} is not [NAME=]PROGRAM.pte", param_hint="PROGRAMS")
         given.append((name, path) if sep else arg)
-    check_inputs(*(g if isinstance(g, str) else g[1] for g in given))
+    if golden_from is not None and golden is None:
+        raise click.UsageError("--golden-from records the outputs of the golden calls --golden CALLS.json gives")
+    check_inputs(*(g if isinstance(g, str) else g[1] for g in given), *([golden] if golden else []))
     check_output(output, force)
-    written = merge_programs(given, output, priorities=priorities_of(priorities))
+    with printed_warnings():
+        written = merge_programs(given, output, priorities=priorities_of(priorities), golden=golden,
+                                 golden_from=golden_from)
     echo(f"wrote {written}: fat program, {os.stat(written).st_size} bytes")

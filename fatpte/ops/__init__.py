@@ -6,7 +6,10 @@ calls: `packing` (pack, with `specialization`, `named_data` planning and `pack_m
 pack time) and `check` (`fatpte check`: every entry run on its golden calls by a `runner`, this
 machine's fatpte-run or one under qemu, whose `--json` report `run_report` holds to its schema;
 `check_matrix` the CPUs of `--cpus`, `check_shards` the slices of `--shard`, `check_merge` the
-shards joined, `check_schema` the shape of check's own report); and the ExecuTorch ones:
+shards joined, `check_schema` the shape of check's own report), with `golden_warnings` (calls that
+cannot discriminate, E0712) and `golden_adequacy` (`check --mutants`: the known-wrong variants of
+`mutants` the calls must reject) and `check_program` (`check` of a .pte: each fat delegate's
+container); and the ExecuTorch ones:
 `program_entry` (a program's record and the checks every write path and validate make),
 `pte_specialize` (a .pte as a specialization), `fat_delegate` (fat delegates inside a .pte,
 and how deep they nest), `fat_merge` (a fat program authored from lowered programs, no torch),

@@ -29,7 +29,8 @@ from typing import Any, Final
 from fatpte.device.fatpte_run import Runtime, read_report
 from fatpte.errors import ErrorCode, FatpteError, clipped, printable
 from fatpte.manifest.model import golden_bound, within
-from fatpte.ops import runner
+from fatpte.ops import golden_warnings, runner
+from fatpte.ops.golden import DEFAULT_TOLERANCE
 from fatpte.value.dtypes import element_size
 from fatpte.value.tensors import decode_floats
 
@@ -363,24 +364,25 @@ class CheckOptions:
 
 def check(path: str, *, runtime: str | None = None, aarch64_runtime: str | None = None,
           qemu: str | None = None, cpus: str | None = None, allow_unchecked: str | None = None,
-          shard: tuple[int, int] | None = None) -> CheckReport:
+          shard: tuple[int, int] | None = None, keep: Path | None = None) -> CheckReport:
     """Run every entry of the container at `path` that this machine (or an emulator of another
     architecture its requirements name) can run on its golden calls, and compare; with `cpus`
     (`--cpus`), on each CPU listed; `allow_unchecked` (`--allow-unchecked`) accepts named gaps;
     `shard` (K, N) runs that slice of the rows. NO_GOLDEN_CALLS when no entry has any. A URL is
     fetched first, through fatpte's remote reader, to a private temporary file that the runners
     read (`fetched`): its credentials are never shown (the report names it `redact`ed) nor put on
-    a runner's command line."""
+    a runner's command line. `keep`: an empty folder the entries' outputs are saved in and left
+    (EntryCheck.files), for the caller to read; by default a temporary folder, removed on return."""
     from fatpte.fileio.url import is_url, redact
 
     options = CheckOptions(runtime, aarch64_runtime, qemu, cpus, allow_unchecked, shard)
     if not is_url(path):
-        return _check(path, path, options)
+        return _check(path, path, options, keep)
     shown = redact(path)
     if runner.native_runtime(options.runtime) is None:  # before the download: nothing could run it
         raise _no_runner(shown)
     with fetched(path) as local:
-        return _check(local, shown, options)
+        return _check(local, shown, options, keep)
 
 
 @contextlib.contextmanager
@@ -407,7 +409,7 @@ def _no_runner(source: str) -> FatpteError:
                        "set $FATPTE_RUN, give `fatpte --runtime PATH`, or put fatpte-run on PATH", source=source)
 
 
-def _check(path: str, source: str, options: CheckOptions) -> CheckReport:
+def _check(path: str, source: str, options: CheckOptions, keep: Path | None = None) -> CheckReport:
     """`check` of the local file `path`, reported as `source` (the URL it came from, redacted)."""
     from fatpte.container.locations import open as open_container
     from fatpte.manifest.rules import golden_problem_of_each_entry
@@ -417,6 +419,7 @@ def _check(path: str, source: str, options: CheckOptions) -> CheckReport:
         manifest = c.manifest
         records = {} if manifest is None else manifest.by_name()
         table = list(c.entries)
+        golden_warnings.warn_container(c)
     # The golden rules first (specs/nfat-manifest.md 11.2, 11.3): an entry that breaks one is an
     # invalid container (exit 1), never an entry that cannot run here (a call naming a method the
     # program lacks once made fatpte-run refuse to load it: "no entry can run", exit 3).
@@ -434,7 +437,9 @@ def _check(path: str, source: str, options: CheckOptions) -> CheckReport:
                          shard=options.shard)
     rows = plan(table, records, cpus)
     mine = check_shards.select([-1 if cpu is None else (cpus or []).index(cpu) for _, cpu in rows], options.shard)
-    with tempfile.TemporaryDirectory(prefix="fatpte-check-") as scratch:
+    folder: contextlib.AbstractContextManager[str] = (tempfile.TemporaryDirectory(prefix="fatpte-check-")
+                                                      if keep is None else contextlib.nullcontext(str(keep)))
+    with folder as scratch:
         for k, (e, cpu) in enumerate(rows):
             if k not in mine:
                 continue
@@ -443,6 +448,7 @@ def _check(path: str, source: str, options: CheckOptions) -> CheckReport:
             _run_row(path, e, records.get(e.name), cpu, problems, options, Path(scratch) / str(k), result,
                      report.runtimes)
         report.pairs = _pairs(report.ran)
+        golden_warnings.wide_tolerances(report.ran, report.pairs, DEFAULT_TOLERANCE)
         if options.shard is not None:
             report.shard_data = check_shards.shard_data(report.entries, sorted(mine), len(rows), file_digest(path))
     return report

@@ -209,3 +209,13 @@ def _views(container: Container, views: list[memoryview]) -> Iterator[tuple[Entr
         view = container.payload(e)
         views.append(view)
         yield e, view
+
+
+def isolate(path: PathLike, dest: PathLike, name: str, payload: PayloadSource | None = None) -> Path:
+    """Write to `dest` a container of entry `name` of the container at `path` alone, with the named
+    data and golden tensors it uses; its payload replaced by `payload` when one is given (as
+    `replace` does). What `fatpte check --mutants` runs a known-wrong copy of an entry in."""
+    with _opened(path) as (container, specs, views):
+        i = container.entry(name).index
+        spec = specs[i] if payload is None else _renewed(container, specs[i], payload)
+        return _repack(container, [spec], dest, views)

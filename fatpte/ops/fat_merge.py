@@ -206,6 +206,7 @@ def merge_programs(
     *,
     priorities: Mapping[str, int] | None = None,
     golden: Any = None,
+    golden_from: str | None = None,
 ) -> Path:
     """Write to `dest` one fat program of `programs`, lowered programs of one model: each
     delegating program's delegate payloads and at most one portable program (no delegate), in
@@ -216,7 +217,9 @@ def merge_programs(
     priorities (default 0; with equal priorities a backend's entry ranks above the portable
     program). `golden` (calls.json with outputs, as `pack` takes it) gives the nested portable
     program's entry golden calls, which the fat delegate runs when its load-time option
-    `self_test` is set (docs/golden.md). FatpteError,
+    `self_test` is set (docs/golden.md); `golden_from` names the entry whose outputs on them are
+    recorded (run by fatpte-run, as `pack(golden_from=)` records them), the calls then needing
+    only inputs. FatpteError,
     nothing written, when the programs cannot make one fat program (see the module's text)."""
     sources = _sources(programs)
     if not sources:
@@ -234,7 +237,10 @@ def merge_programs(
     per_method = [(m, *_method_entries(plan.name, delegating, nested, rank))
                   for m, plan in enumerate(frame.program.methods)]
     _check_named_data(frame, delegating[1:], nested)
-    data = _with_fat_delegates(frame, per_method, golden if nested else None)
+    if golden_from is not None and golden is None:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "golden_from records the outputs of the golden calls `golden` "
+                          "gives: give them too", field="golden_from", actual=golden_from)
+    data = _with_fat_delegates(frame, per_method, golden if nested else None, golden_from)
     target = Path(dest)
     with atomic_output(target) as f:
         f.write(data)
@@ -288,14 +294,15 @@ def _method_entries(method: str, delegating: Sequence[_Source], nested: _Source 
 
 
 def _with_fat_delegates(frame: _Source, per_method: Sequence[tuple[int, int, list[Specialization]]],
-                        golden: Any) -> bytes:
+                        golden: Any, golden_from: str | None = None) -> bytes:
     """The first delegating program with each method's delegate segment replaced by a container of
     its entries, and the delegates renamed to FatpteBackend."""
     data = frame.data
     try:
         with tempfile.TemporaryDirectory(prefix="fatpte-merge-") as tmp:
             for m, segment, entries in per_method:
-                fat = pack(entries, Path(tmp, f"method{m}.nfat"), golden=golden).read_bytes()
+                fat = pack(entries, Path(tmp, f"method{m}.nfat"), golden=golden,
+                           golden_from=golden_from if golden is not None else None).read_bytes()
                 data = replace_segment(data, segment, fat, source=frame.path)
     except OSError as exc:  # the temporary folder: pack's own I/O errors are FatpteErrors already
         raise io_error(exc, tempfile.gettempdir(), "cannot use the temporary folder") from None

@@ -25,7 +25,8 @@ from typing import Any, Final, NamedTuple
 
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.strict_json import JsonRefused, JsonRules, loads
-from fatpte.manifest.model import LAYOUT_DTYPES, GoldenCall, GoldenOutput, TensorLayout
+from fatpte.manifest.model import LAYOUT_DTYPES, SIGNATURE_CHECK_KEY, GoldenCall, GoldenOutput, TensorLayout
+from fatpte.ops.golden_warnings import CallView, warn_calls
 from fatpte.ops.specialization import NamedData, Specialization
 from fatpte.value.canonical import CanonicalWriter
 from fatpte.value.dtypes import CALLS_DTYPES, INTEGER_RANGES
@@ -267,6 +268,8 @@ def prepare(specs: list[Specialization], golden: Any, golden_from: str | None, n
     if golden_from is not None:
         calls = record(specs, golden_from, calls, named_data, dest, pack_one, runtime=runtime,
                        aarch64_runtime=aarch64_runtime)
+    warn_calls([CallView(c.method, tuple((t.dtype, t.data) for t in c.inputs), tuple(t.key for t in c.outputs or ()))
+                for c in calls], "the golden calls")
     merged: dict[str, Any] = dict(named_data or {})
     for key, value in golden_named_data(calls).items():
         if key in merged:
@@ -294,7 +297,10 @@ def record(specs: Sequence[Specialization], name: str, calls: Sequence[Call], na
         names = ", ".join(repr(s.entry_name) for s in specs)
         raise FatpteError(ErrorCode.ENTRY_NOT_FOUND, f"golden_from names no entry: {name!r} is not one of {names}",
                           field="golden_from", actual=name)
-    spec = dataclasses.replace(chosen[0], golden=(), golden_tolerance=None)
+    # Alone in the scratch container, the entry's signature is its own program's: a decision to take
+    # another entry's (`signature_from`, recorded in its provenance) names an entry not packed here.
+    provenance = {k: v for k, v in (chosen[0].provenance or {}).items() if k != SIGNATURE_CHECK_KEY}
+    spec = dataclasses.replace(chosen[0], golden=(), golden_tolerance=None, provenance=provenance or None)
     work = Path(tempfile.mkdtemp(prefix=".fatpte-golden-", dir=dest.parent))
     try:
         scratch = pack_one(spec, work / "entry.nfat", named_data)

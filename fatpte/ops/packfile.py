@@ -317,19 +317,20 @@ def _program_spec(ctx: _Ctx, s: Mapping[str, Any], p: str, nd: Any, shared: Mapp
 
 def pack_from_file(
     toml_path: str | os.PathLike[str], dest: str | os.PathLike[str], *, progress: Progress | None = None,
-    inspect: Callable[[list[Specialization]], None] | None = None,
+    inspect: Callable[[list[Specialization]], None] | None = None, aarch64_runtime: str | None = None,
 ) -> Path:
     """Pack the container a pack.toml describes into `dest`; `progress` as for `fatpte.pack`.
     `inspect(specs)` is shown the specializations before they are packed (the command line
     warns from them), so nothing is read twice. The file states what each entry is (a program's
     record is read only with `signature = "from-payload"`), so its specializations are written
     as they are (`packing.write`), not through the packing policy of arguments (pack_policy):
-    `fatpte unpack`'s pack.toml gives back the container it came from."""
+    `fatpte unpack`'s pack.toml gives back the container it came from. `aarch64_runtime`: the
+    aarch64 fatpte-run that records the golden calls of a `golden_from` entry made for aarch64."""
     specs, kwargs = load(toml_path)
     if inspect is not None:
         inspect(specs)
     try:
-        return write(specs, dest, progress=progress, **kwargs)
+        return write(specs, dest, progress=progress, aarch64_runtime=aarch64_runtime, **kwargs)
     except FatpteError as exc:
         if exc.code is ErrorCode.INVALID_ARGUMENT and exc.source is None:
             # A value of the file pack refuses (requires, signature, provenance): E0708 naming the

@@ -119,8 +119,8 @@ def emulated_runtime(requires: Requirements, path: str | None = None, qemu: str 
     if arch == "aarch64":
         path = path if path is not None else os.environ.get(AARCH64_RUNTIME_ENV)
         if not path:
-            return None, (f"no aarch64 fatpte-run to emulate (set {AARCH64_RUNTIME_ENV}, or `fatpte check "
-                          "--aarch64-runtime PATH`)")
+            return None, (f"no aarch64 fatpte-run to emulate (set ${AARCH64_RUNTIME_ENV}, or give --aarch64-runtime "
+                          "PATH to `fatpte check` or `fatpte pack`)")
         if not os.path.isfile(path):
             return None, f"the aarch64 fatpte-run {path} does not exist"
     elif not path:

@@ -79,6 +79,7 @@ typedef enum fatpte_status {
   FATPTE_E_RANKING_TIE = 709, /* E0709: entries one device can both run tie on every ranking key but table position */
   FATPTE_E_UNKNOWN_WORD = 710, /* E0710: a prefer or exclude word names no entry and no backend id of the container */
   FATPTE_E_NO_GOLDEN_CALLS = 711, /* E0711: the container, or the input given, has no golden calls to check or record */
+  FATPTE_E_GOLDEN_WEAK = 712, /* E0712: golden calls that cannot tell a wrong entry from a right one */
   FATPTE_E_IO_ERROR = 801, /* E0801: reading or writing a file failed */
   FATPTE_E_REMOTE_UNSUPPORTED = 802, /* E0802: no reader for this URL's scheme is installed (pip install 'fatpte[remote]') */
   FATPTE_E_REMOTE_RANGE_IGNORED = 803, /* E0803: the server did not answer a range request with the range asked for */
@@ -468,6 +469,7 @@ enum class Error : std::int32_t {
   RANKING_TIE = 709,
   UNKNOWN_WORD = 710,
   NO_GOLDEN_CALLS = 711,
+  GOLDEN_WEAK = 712,
   IO_ERROR = 801,
   REMOTE_UNSUPPORTED = 802,
   REMOTE_RANGE_IGNORED = 803,
@@ -596,6 +598,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {709, "RANKING_TIE", "E0709", "entries one device can both run tie on every ranking key but table position", "usage", true},
     {710, "UNKNOWN_WORD", "E0710", "a prefer or exclude word names no entry and no backend id of the container", "usage", true},
     {711, "NO_GOLDEN_CALLS", "E0711", "the container, or the input given, has no golden calls to check or record", "usage", false},
+    {712, "GOLDEN_WEAK", "E0712", "golden calls that cannot tell a wrong entry from a right one", "usage", true},
     {801, "IO_ERROR", "E0801", "reading or writing a file failed", "io", false},
     {802, "REMOTE_UNSUPPORTED", "E0802", "no reader for this URL's scheme is installed (pip install 'fatpte[remote]')", "io", false},
     {803, "REMOTE_RANGE_IGNORED", "E0803", "the server did not answer a range request with the range asked for", "io", false},
@@ -641,7 +644,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1311, "SIGNED_PAYLOAD_MISMATCH", "E1311", "the SHA-256 of a payload differs from the signed one", "unverified", false},
     {1401, "GOLDEN_MISMATCH", "E1401", "an entry's output is outside its golden output's tolerance, or a call did not run", "disagrees", false},
 };
-inline constexpr std::size_t kErrorCount = 114;
+inline constexpr std::size_t kErrorCount = 115;
 
 }  // namespace fatpte
 #endif  // __cplusplus
