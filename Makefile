@@ -18,9 +18,10 @@ all: test
 
 venv: $(STAMP)
 
-# An editable install builds no loader and is a plain path entry, no import-hook finder, which cost
-# every `fatpte` command 5-30 ms of start-up (docs/performance.md): pyproject.toml's override for
-# scikit-build-core's editable state.
+# The editable install builds no loader (pyproject.toml's override for scikit-build-core's editable
+# state): the source tree on sys.path and scikit-build-core's in-place finder, about 1 ms of each
+# `fatpte` command's start-up (python -X importtime), not setuptools' default import-hook finder,
+# which cost 5-30 ms (docs/performance.md).
 $(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[loader]'
