@@ -102,12 +102,19 @@ def _extract(wheel: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo, str]],
 
 
 def _replace(new: str, folder: str) -> None:
-    """`new` renamed to `folder`, an older `folder` moved aside first and removed after."""
+    """`new` renamed to `folder`, an older `folder` moved aside first (and back when the rename
+    fails) and removed after."""
     old = None
     if os.path.lexists(folder):
         old = tempfile.mkdtemp(dir=os.path.dirname(folder), prefix=f".{os.path.basename(folder)}.old.")
         os.rename(folder, os.path.join(old, "tree"))
-    os.rename(new, folder)
+    try:
+        os.rename(new, folder)
+    except OSError:
+        if old is not None:
+            os.rename(os.path.join(old, "tree"), folder)
+            os.rmdir(old)
+        raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 

@@ -143,3 +143,21 @@ def test_the_command_unpacks_and_says_where(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "fatpte", "runtime", "unpack", str(tmp_path / "none.whl")],
                          capture_output=True, text=True, check=False)
     assert bad.returncode != 0 and "none.whl" in bad.stderr
+
+
+def test_a_failed_replace_keeps_the_runner_that_was_there(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    runtime_wheel.unpack_wheel(str(make_wheel(tmp_path / "a.whl", runner_bytes=b"old")), str(cache))
+    rename = os.rename
+
+    def failing(src: str, dst: str) -> None:
+        if os.path.basename(src).startswith(".aarch64."):  # the new tree, renamed into place
+            raise OSError(28, "No space left on device")
+        rename(src, dst)
+
+    monkeypatch.setattr(runtime_wheel.os, "rename", failing)
+    with pytest.raises(FatpteError) as caught:
+        runtime_wheel.unpack_wheel(str(make_wheel(tmp_path / "b.whl", runner_bytes=b"new")), str(cache))
+    assert caught.value.code is ErrorCode.IO_ERROR and "No space left" in str(caught.value)
+    assert (cache / "aarch64/bin/fatpte-run").read_bytes() == b"old"
+    assert sorted(p.name for p in cache.iterdir()) == ["aarch64"]
