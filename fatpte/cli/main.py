@@ -193,7 +193,8 @@ def info(file: str, show_map: bool, as_json: bool) -> None:
 @click.option("--aarch64-runtime", "aarch64_runtime", metavar="FATPTE_RUN", default=None,
               type=click.Path(dir_okay=False),
               help="An aarch64 build of fatpte-run, run under qemu-aarch64 for entries made for aarch64 "
-                   "(default: $FATPTE_RUN_AARCH64).")
+                   "(default: $FATPTE_RUN_AARCH64, else the one `fatpte runtime unpack` took from fatpte's "
+                   "aarch64 wheel).")
 @click.option("--qemu", "qemu", metavar="QEMU", default=None, type=click.Path(dir_okay=False),
               help="The qemu-aarch64 to emulate with (default: the one on PATH).")
 @json_option
@@ -207,7 +208,8 @@ def check(file: str, aarch64_runtime: str | None, qemu: str | None, as_json: boo
     table: entry x output, the largest absolute and relative differences and the tolerance.
     An entry this machine cannot run is listed with the reason (a requirement it fails, a
     backend library that is not there); one made for aarch64 runs under qemu-aarch64 with the
-    CPU model its requirements name when an aarch64 fatpte-run is given. FILE may be a URL: it
+    CPU model its requirements name when an aarch64 fatpte-run is given or unpacked (`fatpte
+    runtime unpack` of fatpte's aarch64 wheel). FILE may be a URL: it
     is fetched through fatpte's remote reader to a private temporary file (0600, removed
     afterwards) that fatpte-run reads, so its credentials are never printed nor put on a command
     line. Exit 6 when an entry disagrees, 3 when no entry can run here, 1 when the container
