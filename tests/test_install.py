@@ -1,6 +1,8 @@
-"""The wheel as users get it: built with `python -m build` (pinned in the dev extras, in an isolated
-environment holding the setuptools of [build-system]), installed with pip, not editable, into a
-fresh venv outside the repository, and run there with no path back to the source tree.
+"""The pure-Python wheel as users get it where no loader can be built: built with `python -m build
+-C wheel.cmake=false` (build pinned in the dev extras, in an isolated environment holding the
+scikit-build-core of [build-system]; docs/wheels.md, "The pure-Python wheel"), installed with pip,
+not editable, into a fresh venv outside the repository, and run there with no path back to the
+source tree. The platform wheels, with the loader inside, are tests/wheel/'s.
 
 What it catches: anything the package reads at run time that the wheel does not ship (the named
 device profiles were once found only next to the source tree, so `fatpte device list` failed
@@ -62,9 +64,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dic
             shutil.copy2(path, src / name)
     # Neither the repository nor the checkout's own settings may leak into the installed tool.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FATPTE_DEVICES_DIR", "VIRTUAL_ENV")}
-    _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp / "dist"), str(src)], tmp, env)
+    _run([sys.executable, "-m", "build", "--wheel", "-C", "wheel.cmake=false", "--outdir", str(tmp / "dist"),
+          str(src)], tmp, env)
     wheels = sorted((tmp / "dist").glob("fatpte-*.whl"))
-    assert len(wheels) == 1, wheels
+    assert [w.name for w in wheels] == ["fatpte-0.1.0-py3-none-any.whl"]
     venv = tmp / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], tmp, env)
     _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
@@ -72,6 +75,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dic
     work = tmp / "work"
     work.mkdir()
     return venv / "bin", work, env
+
+
+def test_the_pure_wheel_has_no_loader_and_no_runner(installed: tuple[Path, Path, dict[str, str]]) -> None:
+    bin_dir, work, env = installed
+    code = "from fatpte.device.fatpte_run import packaged_runtime; print(packaged_runtime())"
+    assert _run([str(bin_dir / "python"), "-c", code], work, env).stdout == "None\n"
+    assert not (bin_dir / "fatpte-run").exists()
 
 
 def test_the_installed_package_comes_from_the_venv(installed: tuple[Path, Path, dict[str, str]]) -> None:

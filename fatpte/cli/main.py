@@ -60,6 +60,7 @@ from fatpte.cli.options import (
     specs_argument,
 )
 from fatpte.cli.pack_commands import merge, pack
+from fatpte.cli.runtime_commands import runtime as runtime_group
 from fatpte.errors import ErrorCode, FatpteError, listed, printable, quoted
 from fatpte.fileio.atomic import Terminated, end_by_signal
 
@@ -129,7 +130,8 @@ class _Environment:
 @click.option("--runtime", metavar="FATPTE_RUN", default=None,
               help="The fatpte-run whose ExecuTorch runtime `--device host` and `fatpte device` describe "
                    "(its backends, asked with `fatpte-run --device-json --with-executorch`); sets $FATPTE_RUN. "
-                   "Default: $FATPTE_RUN, else fatpte-run on PATH or beside this Python; '' asks none.")
+                   "Default: $FATPTE_RUN, else the one installed with fatpte's platform wheel, else fatpte-run on "
+                   "PATH or beside this Python; '' asks none.")
 @click.option("--remote-timeout", type=float, metavar="SECONDS", callback=_seconds,
               help="For a FILE that is a URL: seconds to connect and between two reads of an answer before it is "
                    "tried again (default 30; 0: no limit; env FATPTE_REMOTE_TIMEOUT).")
@@ -154,6 +156,7 @@ def main(runtime: str | None, remote_timeout: float | None, remote_deadline: flo
 
 main.add_command(pack)
 main.add_command(merge)
+main.add_command(runtime_group)
 
 # ---------------------------------------------------------------------------------------------
 # info
@@ -217,7 +220,8 @@ def check(files: tuple[str, ...], aarch64_runtime: str | None, qemu: str | None,
     table: entry x output, the largest absolute and relative differences and the tolerance.
     An entry this machine cannot run is listed with the reason (a requirement it fails, a
     backend library that is not there); one made for aarch64 runs under qemu-aarch64 with the
-    weakest CPU model that has its features when an aarch64 fatpte-run is given, and an x86_64
+    weakest CPU model that has its features when an aarch64 fatpte-run is given or unpacked
+    (`fatpte runtime unpack` of fatpte's aarch64 wheel), and an x86_64
     one whose features this host lacks under qemu-x86_64 (AVX-512: natively only). --cpus runs
     each entry on each CPU listed. FILE may be a URL: it is fetched through fatpte's remote
     reader to a private temporary file (0600, removed afterwards) that fatpte-run reads, so its
@@ -441,7 +445,8 @@ def device(ctx: click.Context, as_json: bool) -> None:
     The profile lists the ExecuTorch backends this machine's runtime provides
     (`executorch_backends`), so that selection rejects entries whose program needs one it lacks:
     those of the C++ runtime of the ExecuTorch SDK, as fatpte-run answers (`fatpte --runtime
-    PATH`, $FATPTE_RUN, else fatpte-run on PATH or beside this Python; no torch needed, and
+    PATH`, $FATPTE_RUN, else the one installed with fatpte's platform wheel, else fatpte-run on
+    PATH or beside this Python; no torch needed, and
     `--device host` asks it too), else, for this command only, those registered in ExecuTorch's
     Python runtime when it is installed (asking imports torch, seconds). Neither: not known.
 

@@ -46,7 +46,8 @@ def aarch64_runtime_option(f: F) -> F:
     return click.option("--aarch64-runtime", "aarch64_runtime", metavar="FATPTE_RUN", default=None,
                         type=click.Path(dir_okay=False),
                         help="An aarch64 build of fatpte-run, run under qemu-aarch64 for entries made for aarch64 "
-                             "(default: $FATPTE_RUN_AARCH64).")(f)
+                             "(default: $FATPTE_RUN_AARCH64, else the one `fatpte runtime unpack` took from fatpte's "
+                             "aarch64 wheel).")(f)
 
 
 def quiet_option(f: F) -> F:

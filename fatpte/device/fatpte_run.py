@@ -6,8 +6,9 @@ emulator: its argv prefix), `call` (the one place a fatpte-run process is starte
 `pack --golden-from` (fatpte.ops.runner places an entry on a runner, then runs it), and the
 ExecuTorch backends of `fatpte device` and `--device host` (fatpte.device.probe_executorch).
 
-Which fatpte-run: `$FATPTE_RUN` (`fatpte --runtime PATH` sets it; empty: none), else `fatpte-run`
-on PATH, else one beside this Python (a venv's bin folder). Only `os` and `sys` are imported up
+Which fatpte-run: `$FATPTE_RUN` (`fatpte --runtime PATH` sets it; empty: none), else the one the
+platform wheel installed inside this package (fatpte/_loader/bin/fatpte-run, docs/wheels.md), else
+`fatpte-run` on PATH, else one beside this Python (a venv's bin folder). Only `os` and `sys` are imported up
 front (`--device host` on a machine with no fatpte-run pays for a look along PATH, not for the
 subprocess machinery, nor for dataclasses: the read path's start-up cost, tests/cli/test_startup_imports.py).
 """
@@ -34,6 +35,9 @@ def find_runtime() -> tuple[str | None, bool]:
     named = os.environ.get(RUNTIME_ENV)
     if named is not None:
         return (named or None), True
+    packaged = packaged_runtime()
+    if packaged is not None:
+        return packaged, False
     folders = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if d]
     folders.append(os.path.dirname(os.path.abspath(sys.executable)))
     for folder in folders:
@@ -41,6 +45,14 @@ def find_runtime() -> tuple[str | None, bool]:
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path, False
     return None, False
+
+
+def packaged_runtime() -> str | None:
+    """The fatpte-run the platform wheel put inside this package (fatpte/_loader/bin), or None (a
+    pure-Python install, the source tree)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.path.join(package, "_loader", "bin", RUNTIME_NAME)
+    return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
 
 
 def call(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:

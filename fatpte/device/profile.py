@@ -190,7 +190,8 @@ class DeviceProfile(_DeviceProfileFields):
         """Probe the machine this runs on (see specs/device-profile.md, "Probing the host").
 
         `executorch_backends` are the backends this machine's C++ ExecuTorch runtime provides, as
-        fatpte-run answers (`$FATPTE_RUN`, else `fatpte-run` on PATH or beside this Python;
+        fatpte-run answers (`$FATPTE_RUN`, else the one installed with fatpte's platform wheel, else
+        `fatpte-run` on PATH or beside this Python;
         fatpte.device.probe_executorch); with `executorch`, where no fatpte-run answers, those
         ExecuTorch's Python runtime has registered, when it can be imported (that imports torch,
         seconds of work, so `fatpte device` asks it and `--device host` does not). Left out when

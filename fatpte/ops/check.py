@@ -406,7 +406,8 @@ def fetched(url: str) -> Iterator[str]:
 
 def _no_runner(source: str) -> FatpteError:
     return FatpteError(ErrorCode.INVALID_ARGUMENT, "check runs the entries with fatpte-run, and none was found: "
-                       "set $FATPTE_RUN, give `fatpte --runtime PATH`, or put fatpte-run on PATH", source=source)
+                       "set $FATPTE_RUN, give `fatpte --runtime PATH`, put fatpte-run on PATH, or install fatpte's "
+                       "platform wheel (docs/wheels.md)", source=source)
 
 
 def _check(path: str, source: str, options: CheckOptions, keep: Path | None = None) -> CheckReport:

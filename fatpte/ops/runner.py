@@ -5,9 +5,11 @@ fatpte.device.fatpte_run; this module chooses which runner an entry gets. What `
 and method, which reads the golden tensors from the container itself; Python never loads a
 payload.
 
-Which runner: the one the caller names, else `$FATPTE_RUN`, else `fatpte-run` on PATH or beside
-this Python (fatpte.device.fatpte_run.find_runtime). For aarch64: the one the caller names,
-else `$FATPTE_RUN_AARCH64` (an aarch64 build of fatpte-run, `make test-aarch64` builds one), run by
+Which runner: the one the caller names, else `$FATPTE_RUN`, else the one the platform wheel
+installed in the package, else `fatpte-run` on PATH or beside this Python
+(fatpte.device.fatpte_run.find_runtime). For aarch64: the one the caller names, else
+`$FATPTE_RUN_AARCH64` (an aarch64 build of fatpte-run, `make test-aarch64` builds one), else the
+one `fatpte runtime unpack` took from fatpte's aarch64 wheel (fatpte.device.runtime_wheel), run by
 `qemu-aarch64` (on PATH) with the sysroot `$FATPTE_QEMU_SYSROOT` (default /usr/aarch64-linux-gnu).
 Each runner is asked for the device it sees (`fatpte-run --device-json --with-executorch`): under
 qemu that is the emulated CPU, which the entry's requirements are then checked against, by the
@@ -25,6 +27,7 @@ from typing import Any, Final
 
 from fatpte.device.fatpte_run import Runtime, find_runtime
 from fatpte.device.profile import DeviceProfile
+from fatpte.device.runtime_wheel import cached_runtime
 from fatpte.device.selection import evaluate, runtime_check
 from fatpte.format.model import Entry
 from fatpte.manifest.model import Requirements
@@ -117,10 +120,11 @@ def emulated_runtime(requires: Requirements, path: str | None = None, qemu: str 
     machine's own fatpte-run `path`, under qemu-x86_64 (it needs no sysroot: the libraries are
     this machine's)."""
     if arch == "aarch64":
-        path = path if path is not None else os.environ.get(AARCH64_RUNTIME_ENV)
+        path = path if path is not None else (os.environ.get(AARCH64_RUNTIME_ENV) or cached_runtime("aarch64"))
         if not path:
-            return None, (f"no aarch64 fatpte-run to emulate (set ${AARCH64_RUNTIME_ENV}, or give --aarch64-runtime "
-                          "PATH to `fatpte check` or `fatpte pack`)")
+            return None, (f"no aarch64 fatpte-run to emulate (set ${AARCH64_RUNTIME_ENV}, give --aarch64-runtime "
+                          "PATH to `fatpte check` or `fatpte pack`, or `fatpte runtime unpack` fatpte's aarch64 "
+                          "wheel)")
         if not os.path.isfile(path):
             return None, f"the aarch64 fatpte-run {path} does not exist"
     elif not path:
@@ -176,7 +180,7 @@ def placement(entry: Entry, record: Any, *, runtime: str | None = None,
     native = native_runtime(runtime)
     if native is None:
         return Placement(None, "no fatpte-run to run it (set $FATPTE_RUN, `fatpte --runtime PATH`, or put "
-                               "fatpte-run on PATH)")
+                               "fatpte-run on PATH, or install fatpte's platform wheel)")
     why = fits(entry, requires, backends, device_of(native))
     if not why:
         return Placement(native, "")
