@@ -19,6 +19,7 @@ from bench import (
     op_api,
     op_extract,
     op_fat_delegate,
+    op_field,
     op_golden,
     op_hostile,
     op_info_select,
@@ -53,6 +54,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "runtime": op_runtime.measure,
     "fat_delegate": op_fat_delegate.measure,
     "golden": op_golden.measure,
+    "field": op_field.measure,
 }
 
 
