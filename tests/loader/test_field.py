@@ -203,6 +203,15 @@ def test_non_finite_outputs_fall_back_when_asked(build: Path, tmp_path: Path) ->
     assert _outputs(doc) == _alone(build, container, calls)
 
 
+def test_non_finite_outputs_without_fallback_fail_the_call(build: Path, tmp_path: Path) -> None:
+    container = faulty.container(tmp_path / "c.nfat", "add", ["nan"])
+    proc = _run(build, container, _calls(tmp_path, "add"), "--check-finite", "--no-fallback")
+    assert proc.returncode == 2
+    doc = _report(proc)
+    assert doc["fallbacks"] == [] and doc["calls"] == []
+    assert "output 0 holds NaN at element 0 (non-finite outputs are refused)" in doc["error"]["message"]
+
+
 def test_a_hung_call_falls_back_at_its_deadline(build: Path, tmp_path: Path) -> None:
     container = faulty.container(tmp_path / "c.nfat", "add", ["hang"])
     calls = _calls(tmp_path, "add")

@@ -136,7 +136,13 @@ Result<std::vector<Tensor>> Serving::run(const std::vector<Tensor>& inputs) {
   const std::uint32_t serving = dispatch_.loaded->index();
   auto outcome = attempt(inputs);
   const std::optional<CallFailure> failure = entry_failure(outcome, options_.check_finite);
-  if (!failure || !options_.fallback || !dispatch_.selection) return outcome;
+  if (!failure) return outcome;
+  if (!options_.fallback || !dispatch_.selection) {
+    // Nothing to fall back on: a non-finite output the caller asked to be told of fails the call.
+    if (!outcome.ok()) return outcome;
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, "outputs", "call %llu: %s (non-finite outputs are refused)",
+                static_cast<unsigned long long>(call), failure->detail.c_str());
+  }
   FallbackEvent event;
   event.call = call;
   event.from_entry = serving;
