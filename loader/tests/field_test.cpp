@@ -80,6 +80,13 @@ TEST(IsolatedChild, PastTheDeadlineItIsKilledAndNothingLeaks) {
   EXPECT_EQ(open_descriptors(), before);
 }
 
+TEST(IsolatedChild, ItsExitCountsEvenWhenAProcessItStartedHoldsThePipe) {
+  const ChildOutcome out = run_child({"/bin/sh", "-c", "(exec sleep 30 &); exit 4"}, {}, 10000);
+  ASSERT_TRUE(out.started);
+  EXPECT_FALSE(out.timed_out);
+  EXPECT_EQ(out.exit_code, 4);
+}
+
 TEST(IsolatedChild, AProgramThatIsNotThereIsAFailureNotACrash) {
   const ChildOutcome out = run_child({"/nonexistent/fatpte-run"}, {}, 1000);
   EXPECT_FALSE(out.started);

@@ -236,4 +236,4 @@ def test_container_module_falls_back_too(build: Path, tmp_path: Path) -> None:
                           env={**os.environ, "FATPTE_FIELD_CONTAINERS": str(tmp_path)},
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:]
-    assert "SKIPPED" not in proc.stdout and "[  PASSED  ] 10 tests" in proc.stdout, proc.stdout[-4000:]
+    assert "SKIPPED" not in proc.stdout and "[  PASSED  ] 11 tests" in proc.stdout, proc.stdout[-4000:]

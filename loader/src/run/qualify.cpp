@@ -100,20 +100,23 @@ std::vector<char*> c_argv(std::vector<std::string>& words) {
   return out;
 }
 
-// Read the child's output until it closes the pipe or the deadline; at most kMaxChildOutput
-// bytes kept. False at the deadline.
-bool drain(int fd, Clock::time_point deadline, std::string& kept) {
+enum class Drained { kClosed, kExited, kDeadline };
+
+// Read the child's output until it closes the pipe, it exits (`status` then holds how: a process
+// it started may hold the pipe open) or the deadline; at most kMaxChildOutput bytes kept.
+Drained drain(int fd, pid_t pid, Clock::time_point deadline, std::string& kept, int& status) {
   char buf[4096];
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
+    if (left <= 0) return Drained::kDeadline;
     pollfd p{fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-    if (ready < 0 && errno != EINTR) return true;
+    const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 100)));
+    if (ready < 0 && errno != EINTR) return Drained::kClosed;
+    if (ready == 0 && ::waitpid(pid, &status, WNOHANG) == pid) return Drained::kExited;
     if (ready <= 0) continue;
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) return true;
+    if (n <= 0) return Drained::kClosed;
     const std::size_t room = kMaxChildOutput - std::min(kMaxChildOutput, kept.size());
     kept.append(buf, std::min<std::size_t>(room, static_cast<std::size_t>(n)));
   }
@@ -184,10 +187,14 @@ ChildOutcome run_child(const std::vector<std::string>& argv, const std::vector<s
     return out;
   }
   out.started = true;
-  const bool closed = drain(fds[0], deadline, out.output);
-  ::close(fds[0]);
   int status = 0;
-  out.timed_out = !reap(pid, closed ? deadline : Clock::now(), status) || !closed;
+  const Drained drained = drain(fds[0], pid, deadline, out.output, status);
+  ::close(fds[0]);
+  // Reaped by the deadline, or killed (SIGKILL) and reaped: never left a zombie.
+  bool in_time = drained == Drained::kExited;
+  if (drained == Drained::kClosed) in_time = reap(pid, deadline, status);
+  if (drained == Drained::kDeadline) reap(pid, Clock::now(), status);
+  out.timed_out = !in_time;
   if (!out.timed_out && WIFEXITED(status)) out.exit_code = WEXITSTATUS(status);
   if (!out.timed_out && WIFSIGNALED(status)) out.signal = WTERMSIG(status);
   return out;
