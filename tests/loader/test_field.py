@@ -237,3 +237,46 @@ def test_container_module_falls_back_too(build: Path, tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert "SKIPPED" not in proc.stdout and "[  PASSED  ] 11 tests" in proc.stdout, proc.stdout[-4000:]
+
+
+# ---- an installed libfatpte finds its qualifier in ../bin ----
+
+_C_API = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+class Error(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("offset", ctypes.c_uint64), ("field", ctypes.c_char * 96),
+                ("message", ctypes.c_char * 512)]
+err = Error()
+c, o, loaded, report = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+assert lib.fatpte_open_file(sys.argv[2].encode(), ctypes.byref(c), ctypes.byref(err)) == 0, err.message
+lib.fatpte_load_options_new(ctypes.byref(o))
+lib.fatpte_load_options_set_library(o, b"FaultyBackend", sys.argv[3].encode())
+lib.fatpte_load_options_set_isolate(o, 1, ctypes.c_uint32(0))
+st = lib.fatpte_load_for(c, None, None, ctypes.c_size_t(0), None, ctypes.c_size_t(0), o, ctypes.byref(loaded),
+                         ctypes.byref(report), ctypes.byref(err))
+assert st == 0, err.message
+index, outcome = ctypes.c_uint32(), ctypes.c_char_p()
+lib.fatpte_loaded_entry(loaded, ctypes.byref(index))
+lib.fatpte_load_report_attempt(report, ctypes.c_size_t(0), ctypes.byref(ctypes.c_uint32()), ctypes.byref(outcome))
+print(index.value)
+print(outcome.value.decode())
+"""
+
+
+@pytest.mark.loader_build("fatpte-run", "libfatpte.so", f"{faulty.FOLDER}/{faulty.LIBRARY}", sdk=True, only="release")
+def test_an_installed_library_qualifies_through_its_fatpte_run(build: Path, tmp_path: Path) -> None:
+    """An application that links libfatpte.so from an install's lib/ (here Python, through the C
+    API) survives a SIGSEGV in a backend's init: the child is the install's bin/fatpte-run."""
+    import sys
+
+    prefix = tmp_path / "prefix"
+    subprocess.run(["cmake", "--install", str(build), "--prefix", str(prefix)], check=True, capture_output=True)
+    (library,) = [p for p in prefix.glob("lib*/libfatpte.so") if p.is_file() or p.is_symlink()]
+    container = faulty.container(tmp_path / "c.nfat", "add", ["segv_init"])
+    done = subprocess.run([sys.executable, "-c", _C_API, str(library), str(container), str(faulty.library(build))],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    index, outcome = done.stdout.splitlines()
+    assert index == "1"  # cpu, the portable entry
+    assert outcome.startswith("isolated qualification: crashed (SIGSEGV) in a child process"), outcome
