@@ -280,3 +280,27 @@ def test_an_installed_library_qualifies_through_its_fatpte_run(build: Path, tmp_
     index, outcome = done.stdout.splitlines()
     assert index == "1"  # cpu, the portable entry
     assert outcome.startswith("isolated qualification: crashed (SIGSEGV) in a child process"), outcome
+
+
+# ---- the fat delegate's option ----
+
+@pytest.mark.loader_build("et_module_runner", "libexecutorch_backend_fatpte.so", f"{faulty.FOLDER}/{faulty.LIBRARY}",
+                          sdk=True, only="release")
+def test_the_fat_delegate_qualifies_nested_programs_in_a_child(build: Path, tmp_path: Path) -> None:
+    """A fat delegate holding [a nested program whose backend faults in init, the portable one]: an
+    ExecuTorch application (et_module_runner) dies of it, unless the fat delegate's `isolate`
+    option qualifies the nested programs in a child process first; then the portable one serves."""
+    from tests.loader.test_fat_delegate_runtime import KERNELS, call_files, module_run, parsed
+
+    nested = faulty.container(tmp_path / "nested.nfat", "add", ["segv_init"])
+    program = faulty.fat_program(tmp_path / "fat.pte", nested)
+    calls = call_files("add", tmp_path)
+    libs = (KERNELS, faulty.library(build))
+    unprotected = module_run(build, program, libs=libs, calls=calls)
+    assert unprotected.returncode == -11, unprotected.stderr[-2000:]
+    done = module_run(build, program, "--option", "FatpteBackend:isolate=1", libs=libs, calls=calls)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ex = _example()
+    assert ex.mismatches(parsed(done.stdout), ex.recorded_outputs("add")) == []
+    assert "isolated qualification: crashed (SIGSEGV) in a child process" in done.stderr
+    assert "isolated qualification: passed" in done.stderr

@@ -77,3 +77,14 @@ def container(out: Path, fixture: str, modes: list[str | tuple[str, int]], *, po
 def library(build: Path) -> Path:
     """The faulty backend library of a loader build folder."""
     return build / FOLDER / LIBRARY
+
+
+def fat_program(out: Path, nested: Path) -> Path:
+    """A program (the add fixture's XNNPACK lowering as the frame) whose one delegate is a fat
+    delegate (FatpteBackend) holding the container `nested`: its entries are nested programs."""
+    data = (ET_FIXTURES / "add_xnnpack.pte").read_bytes()
+    (method,) = read_program(data).methods
+    (delegate,) = method.delegates
+    data = rename_delegates(data, "FatpteBackend", [(0, delegate.index)])
+    out.write_bytes(replace_segment(data, delegate.data_index, nested.read_bytes()))
+    return out

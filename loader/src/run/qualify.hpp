@@ -17,51 +17,15 @@
 #ifndef FATPTE_SRC_RUN_QUALIFY_HPP_
 #define FATPTE_SRC_RUN_QUALIFY_HPP_
 
-#include <cstddef>
-#include <cstdint>
 #include <string>
-#include <vector>
 
 #include "fatpte/container.hpp"
 #include "fatpte/device.hpp"
 #include "fatpte/dispatch.hpp"
+#include "process/child.hpp"
 
 namespace fatpte {
 namespace detail {
-
-constexpr std::size_t kMaxChildOutput = 64 * 1024;
-
-// The verdict on one entry, decided in one place (qualify_entry) for every load that qualifies
-// entries: what the load loop acts on, and what a verdict store records.
-struct Qualification {
-  enum class Kind { kPass, kFail, kCrash, kTimeout };
-  Kind kind = Kind::kPass;
-  std::string signal;  // the crash's signal name ("SIGSEGV", "SIGILL", ...), for kCrash
-  std::string detail;  // what happened, for a person: the child's last line, the exit status
-  bool passed() const noexcept { return kind == Kind::kPass; }
-  // A stable word: "pass", "fail", "crash", "timeout".
-  const char* word() const noexcept;
-  // The attempt's outcome when it did not pass, or its detail line when it did.
-  std::string describe() const;
-};
-
-// What one child did: its exit status or signal, or that it was killed at the deadline.
-struct ChildOutcome {
-  bool started = false;
-  bool timed_out = false;
-  int exit_code = -1;   // when it exited
-  int signal = 0;       // when a signal ended it
-  std::string output;   // stdout and stderr together, at most kMaxChildOutput bytes
-  std::string error;    // why it could not be started
-};
-
-// Run `argv` (argv[0] a path, or a name searched in PATH) with exactly `env`, waiting at most
-// `timeout_ms`; the child is killed and reaped at the deadline.
-ChildOutcome run_child(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                       std::uint32_t timeout_ms);
-
-// "SIGSEGV" for SIGSEGV, ...; "signal N" for one without a name here.
-std::string signal_name(int signal);
 
 // The qualifier program the options name, or fatpte-run beside libfatpte; "" when none is found.
 std::string qualifier_program(const LoadOptions& options);
