@@ -130,6 +130,11 @@ Result<std::vector<Tensor>> Serving::attempt(const std::vector<Tensor>& inputs) 
 }
 
 Result<std::vector<Tensor>> Serving::run(const std::vector<Tensor>& inputs) {
+  if (!dispatch_.loaded && options_.fallback && dispatch_.selection) {
+    // The last entry was abandoned at a deadline during a retry: the next one, if any, serves.
+    FATPTE_RETURN_IF_ERROR(load_next(container_, *dispatch_.selection, device_, options_, tried_, dispatch_));
+    for (const Attempt& a : dispatch_.attempts) tried_.insert(a.index);
+  }
   FATPTE_CHECK(dispatch_.loaded, Error::INVALID_ARGUMENT, kNoOffset, "",
                "no entry serves: every eligible entry failed a call (see the fallback events)");
   const std::uint64_t call = calls_++;

@@ -580,7 +580,8 @@ bool qualified(const Container& c, const Entry& e, const DeviceProfile& device, 
 }
 
 // Try the candidates of `s` by index, in rank order: for each, whether its backends and libraries
-// are there, then (signed) its bytes hashed against the statement, then the load.
+// are there, then (signed) its bytes hashed against the statement, then its qualification verdict
+// (with isolation: from a child process, and only then are its libraries found here), then the load.
 Status try_candidates(const Container& c, const Selection& s, const DeviceProfile& device, const LoadOptions& options,
                       std::optional<SignatureCheck>& signature, Dispatch& out) {
   const std::vector<std::string> dirs = backend_search_path(options);
