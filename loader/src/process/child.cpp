@@ -91,6 +91,16 @@ Status spawn(std::vector<std::string> argv, std::vector<std::string> env, int ou
 
 bool executable(const std::string& path) { return !path.empty() && ::access(path.c_str(), X_OK) == 0; }
 
+// A pipe whose ends close on exec: only the dup2'd write end reaches the child.
+bool cloexec_pipe(int fds[2]) {
+#if defined(__linux__)
+  return ::pipe2(fds, O_CLOEXEC) == 0;
+#else
+  if (::pipe(fds) != 0) return false;
+  return ::fcntl(fds[0], F_SETFD, FD_CLOEXEC) == 0 && ::fcntl(fds[1], F_SETFD, FD_CLOEXEC) == 0;
+#endif
+}
+
 }  // namespace
 
 // What fatpte-run said on failure: the reason of the last `dispatch: NAME [ID]: REASON` line of its
@@ -117,7 +127,7 @@ ChildOutcome run_child(const std::vector<std::string>& argv, const std::vector<s
                        std::uint32_t timeout_ms) {
   ChildOutcome out;
   int fds[2];
-  if (argv.empty() || ::pipe2(fds, O_CLOEXEC) != 0) {
+  if (argv.empty() || !cloexec_pipe(fds)) {
     out.error = argv.empty() ? "no program" : std::string("cannot make a pipe: ") + std::strerror(errno);
     return out;
   }
