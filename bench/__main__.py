@@ -20,6 +20,7 @@ from bench import (
     op_check_shards,
     op_extract,
     op_fat_delegate,
+    op_field,
     op_golden,
     op_hostile,
     op_info_select,
@@ -57,6 +58,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "golden": op_golden.measure,
     "check_shards": op_check_shards.measure,
     "mutants": op_mutants.measure,
+    "field": op_field.measure,
 }
 
 

@@ -87,10 +87,14 @@ _GOLDEN: Final = _object({
     "entry": _STR, "method": _STR, "passed": _BOOL, "unsigned_calls": _BOOL, "other_method_calls": _SIZE,
     "calls": _list(_object({"index": _SIZE, "method": _STR, "error": _null_or(_STR),
                             "outputs": _list(_GOLDEN_OUTPUT)}))})
+_REASONS: Final = ("execute_error", "non_finite_output", "deadline")
+_REASON = _is(f"one of {', '.join(_REASONS)}", lambda v: v in _REASONS)
+_FALLBACK: Final = _object({"call": _SIZE, "from": _STR, "to": _null_or(_STR), "reason": _REASON, "detail": _STR})
 REPORT: Final = _object({
     "chosen": _null_or(_STR), "backend_id": _null_or(_STR), "method": _STR, "dispatch": _list(_STR),
     "calls": _list(_object({"outputs": _list(_tensor)})), "golden": _null_or(_GOLDEN),
-    "error": _null_or(_object({"code": _code, "message": _STR}))})
+    "error": _null_or(_object({"code": _code, "message": _STR}))},
+    {"fallbacks": _list(_FALLBACK)})  # an older fatpte-run's report has none
 
 
 def outside(doc: Any) -> str | None:

@@ -87,6 +87,27 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
                           DIR, then renamed into place; an existing file there that is not a
                           regular file (a symbolic link, a directory, a FIFO, a device) is
                           refused (E0811, exit 4), never written through
+  --isolate               qualify each entry in a child process before loading it here (a
+                          fatpte-run beside libfatpte, or --qualifier PATH, run with a fixed
+                          argument vector and environment): it loads the entry and runs its
+                          golden calls (or, with none, the first call of --inputs); a crash (any
+                          signal: SIGSEGV, SIGILL...), a non-zero exit or a timeout demotes the
+                          entry with that reason and the next eligible entry is tried
+  --isolate-timeout MS    the child's time limit (default 30000 ms); past it, it is killed
+  --isolate-launcher WORD a word before the child program (repeatable), e.g. qemu-aarch64
+  --isolate-env NAME      a variable of the environment the child gets (repeatable; none else)
+  --qualifier PATH        the child program (default: fatpte-run beside libfatpte)
+  --check-finite          an output holding NaN or an infinity fails the call: the entry falls
+                          back (below)
+  --call-deadline MS      a call running past MS fails: the entry falls back (below). The call
+                          runs on a worker thread, abandoned with its entry at the deadline
+                          (one thread and one loaded entry leak per abandoned call)
+                          Fallback after load (unless --no-fallback): a call the entry fails (an
+                          execute error, or as the two flags above say; not inputs that do not
+                          fit the method) loads the next eligible entry, its state initialised
+                          from its own program, and retries the call once on it: a line
+                          `fallback: call K: NAME [ID] failed (REASON): ...` (stdout), and in
+                          --json "fallbacks": [{"call", "from", "to", "reason", "detail"}]
   --explain               print the selection and every loading step first
   --json                  print {"chosen": NAME, "backend_id": ID, "method": M, "dispatch":
                           [lines], "calls": [{"outputs": [tensor, ...]}, ...], "golden": ...,
@@ -195,6 +216,11 @@ struct RunArgs {
   bool select = false;
   bool executorch_log = false;
   bool require_signature = false;
+  // Issue 38: isolated qualification and fallback after load.
+  bool isolate = false;
+  bool check_finite = false;
+  std::string isolate_timeout, call_deadline, qualifier;
+  std::vector<std::string> launcher, pass_env;
 };
 
 // --input: one float32 tensor from whitespace-separated numbers.
@@ -285,13 +311,15 @@ struct RunReport {
   std::string dispatch;  // the items of a JSON list
   std::string calls;     // the items of a JSON list
   std::string golden = "null";
+  std::string fallbacks;  // the items of a JSON list
   std::string error = "null";
 };
 
 std::string report_json(const RunReport& r) {
   return "{\n  \"chosen\": " + r.chosen + ",\n  \"backend_id\": " + r.backend_id + ",\n  \"method\": " +
          fatpte::detail::json_quote(r.method) + ",\n  \"dispatch\": [" + r.dispatch + "\n  ],\n  \"calls\": [" +
-         r.calls + "],\n  \"golden\": " + r.golden + ",\n  \"error\": " + r.error + "\n}\n";
+         r.calls + "],\n  \"golden\": " + r.golden + ",\n  \"fallbacks\": [" + r.fallbacks + "],\n  \"error\": " + r.error +
+         "\n}\n";
 }
 
 // Records the error the run ends with; returns its exit status.
@@ -360,6 +388,48 @@ int set_options(const RunArgs& a, fatpte_load_options* options, RunReport& r) {
     fatpte_load_options_refuse_downgrade(options, a.refuse_downgrade ? 1 : 0);
     fatpte_trust_free(trust);
   }
+  return kGoOn;
+}
+
+// A number of milliseconds a flag gives (1 to 2^32 - 1).
+bool milliseconds(const std::string& text, uint32_t& out) {
+  if (text.empty() || text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  const unsigned long long v = std::stoull(text);
+  if (v == 0 || v > 0xFFFFFFFFull) return false;
+  out = static_cast<uint32_t>(v);
+  return true;
+}
+
+// Issue 38's options: isolated qualification (its one call: the first of --inputs) and what fails
+// a call after load.
+int set_field_options(const RunArgs& a, const std::vector<fatpte::Call>& calls, fatpte_load_options* options,
+                      RunReport& r) {
+  uint32_t timeout = 0, deadline = 0;
+  if (!a.isolate_timeout.empty() && !milliseconds(a.isolate_timeout, timeout)) {
+    return usage(r, "--isolate-timeout takes a number of milliseconds, at least 1; got '" + a.isolate_timeout + "'");
+  }
+  if (!a.call_deadline.empty() && !milliseconds(a.call_deadline, deadline)) {
+    return usage(r, "--call-deadline takes a number of milliseconds, at least 1; got '" + a.call_deadline + "'");
+  }
+  fatpte_load_options_set_isolate(options, a.isolate ? 1 : 0, timeout);
+  if (!a.qualifier.empty()) fatpte_load_options_set_qualifier(options, a.qualifier.c_str());
+  for (const std::string& w : a.launcher) fatpte_load_options_add_isolate_launcher(options, w.c_str());
+  for (const std::string& n : a.pass_env) {
+    if (fatpte_load_options_pass_environment(options, n.c_str()) != FATPTE_OK) {
+      return usage(r, "--isolate-env takes a variable's name; got '" + n + "'");
+    }
+  }
+  if (a.isolate && !calls.empty()) {
+    const auto& inputs = calls[0].inputs;
+    std::vector<fatpte_tensor> in(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      in[i] = fatpte_tensor{static_cast<int32_t>(inputs[i].dtype), static_cast<uint32_t>(inputs[i].shape.size()),
+                            inputs[i].shape.data(), inputs[i].data.data(), inputs[i].data.size()};
+    }
+    fatpte_load_options_set_isolate_inputs(options, in.data(), in.size());
+  }
+  fatpte_load_options_set_check_finite(options, a.check_finite ? 1 : 0);
+  fatpte_load_options_set_call_deadline(options, deadline);
   return kGoOn;
 }
 
@@ -466,9 +536,42 @@ int print_outputs(const RunArgs& a, fatpte_loaded* loaded, std::size_t k, RunRep
   return kGoOn;
 }
 
+// The fallbacks after load from event `seen` on: a line each (text) and the report's items; the
+// entry that serves now becomes the report's `chosen`.
+void report_fallbacks(const RunArgs& a, fatpte_container* c, fatpte_loaded* loaded, std::size_t& seen, RunReport& r) {
+  std::size_t count = 0;
+  fatpte_loaded_fallback_count(loaded, &count);
+  for (; seen < count; ++seen) {
+    fatpte_fallback_event e;
+    fatpte_loaded_fallback(loaded, seen, &e);
+    const char* from = "";
+    const char* to = "";
+    fatpte_entry_name(c, e.from_entry, &from);
+    if (e.has_to_entry) fatpte_entry_name(c, e.to_entry, &to);
+    const std::string quoted_to = e.has_to_entry ? fatpte::detail::json_quote(to) : "null";
+    r.fallbacks += std::string(seen ? ", " : "") + "{\"call\": " + std::to_string(e.call) + ", \"from\": " +
+                   fatpte::detail::json_quote(from) + ", \"to\": " + quoted_to + ", \"reason\": " +
+                   fatpte::detail::json_quote(e.reason) + ", \"detail\": " + fatpte::detail::json_quote(e.detail) + "}";
+    r.chosen = quoted_to;
+    r.backend_id = "null";
+    const char* backend = "";
+    if (e.has_to_entry && fatpte_entry_backend_id(c, e.to_entry, &backend) == FATPTE_OK) {
+      r.backend_id = fatpte::detail::json_quote(backend);
+    }
+    if (a.json) continue;
+    const std::string then = e.has_to_entry ? "retried once on " + fatpte::printable(to) + " [" +
+                                                  fatpte::printable(backend) + "], its state initialised from its program"
+                                            : "no eligible entry remained";
+    std::printf("fallback: call %llu: %s failed (%s): %s; %s\n", static_cast<unsigned long long>(e.call),
+                fatpte::printable(from).c_str(), e.reason, fatpte::terminal_safe(e.detail).c_str(), then.c_str());
+  }
+}
+
 // The calls of --inputs (or --input), in order, on the one loaded method.
-int execute(const RunArgs& a, fatpte_loaded* loaded, const std::vector<fatpte::Call>& calls, RunReport& r) {
+int execute(const RunArgs& a, fatpte_container* c, fatpte_loaded* loaded, const std::vector<fatpte::Call>& calls,
+            RunReport& r) {
   fatpte_error err;
+  std::size_t seen = 0;
   for (std::size_t k = 0; k < calls.size(); ++k) {
     const auto& inputs = calls[k].inputs;
     std::vector<fatpte_tensor> in(inputs.size());
@@ -476,9 +579,11 @@ int execute(const RunArgs& a, fatpte_loaded* loaded, const std::vector<fatpte::C
       in[i] = fatpte_tensor{static_cast<int32_t>(inputs[i].dtype), static_cast<uint32_t>(inputs[i].shape.size()),
                             inputs[i].shape.data(), inputs[i].data.data(), inputs[i].data.size()};
     }
-    if (fatpte_execute(loaded, in.data(), in.size(), &err) != FATPTE_OK) {
-      const char* full = fatpte_last_message();
-      const std::string message = a.file + ": call " + std::to_string(k) + ": " + (full[0] != '\0' ? full : err.message);
+    const fatpte_status st = fatpte_execute(loaded, in.data(), in.size(), &err);
+    const std::string full = st != FATPTE_OK ? fatpte_last_message() : "";
+    report_fallbacks(a, c, loaded, seen, r);
+    if (st != FATPTE_OK) {
+      const std::string message = a.file + ": call " + std::to_string(k) + ": " + (!full.empty() ? full : std::string(err.message));
       std::fprintf(stderr, "%s\n", fatpte::terminal_safe(message).c_str());
       return record(r, static_cast<fatpte::Error>(err.code), message);
     }
@@ -504,6 +609,7 @@ int run_with_c_api(const RunArgs& a, RunReport& r) {
   fatpte_load_options_new(&options);
   const Options own_options(options, fatpte_load_options_free);
   if (const int rc = set_options(a, options, r); rc != kGoOn) return rc;
+  if (const int rc = set_field_options(a, calls, options, r); rc != kGoOn) return rc;
   fatpte_container* c = nullptr;
   if (fatpte_open_file(a.file.c_str(), &c, &err) != FATPTE_OK) return fail_with(r, a.file, err);
   std::unique_ptr<fatpte_container, void (*)(fatpte_container*)> own_container(c, fatpte_close);
@@ -512,7 +618,7 @@ int run_with_c_api(const RunArgs& a, RunReport& r) {
   if (const int rc = load(a, c, device, options, loaded, r); rc != kGoOn) return rc;
   // --golden-report takes no calls (main refuses --inputs with it): the report is the run.
   int rc = a.golden_report ? golden_report(a, c, loaded.get(), r) : kGoOn;
-  if (rc == kGoOn) rc = execute(a, loaded.get(), calls, r);
+  if (rc == kGoOn) rc = execute(a, c, loaded.get(), calls, r);
   // The steps as they stand once the calls are made, as the report has always given them.
   r.dispatch = json_lines(fatpte_loaded_explain(loaded.get()));
   return rc == kGoOn ? 0 : rc;
@@ -643,6 +749,19 @@ int parse_args(int argc, char** argv, RunArgs& a) {
       a.executorch_log = true;
     } else if (arg == "--require-signature") {
       a.require_signature = true;
+    } else if (arg == "--isolate") {
+      a.isolate = true;
+    } else if (arg == "--check-finite") {
+      a.check_finite = true;
+    } else if ((arg == "--isolate-timeout" || arg == "--isolate-launcher" || arg == "--isolate-env" ||
+                arg == "--qualifier" || arg == "--call-deadline") &&
+               has_value) {
+      const char* v = argv[++i];
+      if (arg == "--isolate-timeout") a.isolate_timeout = v;
+      if (arg == "--isolate-launcher") a.launcher.push_back(v);
+      if (arg == "--isolate-env") a.pass_env.push_back(v);
+      if (arg == "--qualifier") a.qualifier = v;
+      if (arg == "--call-deadline") a.call_deadline = v;
     } else if (arg == "--trusted-key" && has_value) {
       a.trusted_keys.push_back(argv[++i]);
     } else if ((arg == "--device" || arg == "--prefer" || arg == "--exclude" || arg == "--backend-path" ||
@@ -685,6 +804,9 @@ int check_args(const RunArgs& a) {
     return usage("--with-executorch: this fatpte-run was built without the ExecuTorch SDK");
   }
   if (a.select) return kGoOn;  // the rest is the run mode's
+  if (!a.isolate && (!a.isolate_timeout.empty() || !a.launcher.empty() || !a.pass_env.empty() || !a.qualifier.empty())) {
+    return usage("--isolate-timeout, --isolate-launcher, --isolate-env and --qualifier go with --isolate");
+  }
   if (a.golden_report && (a.self_test || !a.input_text.empty() || !a.inputs_json.empty())) {
     return usage("--golden-report runs the golden calls alone: it takes no --self-test, --inputs or --input");
   }

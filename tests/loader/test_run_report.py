@@ -122,6 +122,9 @@ def _report() -> dict[str, Any]:
             "golden": {"entry": "portable", "method": "forward", "passed": True, "unsigned_calls": False,
                        "other_method_calls": 0, "calls": [{"index": 0, "method": "forward", "error": None,
                                                            "outputs": [output]}]},
+            "fallbacks": [{"call": 0, "from": "xnnpack", "to": "portable", "reason": "execute_error",
+                           "detail": "E0702: ExecuTorch could not execute method 'forward'"},
+                          {"call": 3, "from": "portable", "to": None, "reason": "deadline", "detail": "past 10 ms"}],
             "error": {"code": "E1401", "message": "1 of 1 golden call passed"}}
 
 
@@ -146,6 +149,10 @@ def _outside(doc: dict[str, Any]) -> list[dict[str, Any]]:
         lambda d: d["golden"]["calls"][0].__setitem__("index", -1),
         lambda d: d["golden"].__setitem__("other_method_calls", "0"),
         lambda d: d.__setitem__("golden", []),
+        lambda d: d["fallbacks"][0].__setitem__("reason", "crashed"),
+        lambda d: d["fallbacks"][0].__setitem__("call", -1),
+        lambda d: d["fallbacks"][1].pop("to"),
+        lambda d: d["fallbacks"][1].__setitem__("extra", 1),
     ):
         bad = copy.deepcopy(doc)
         change(bad)
@@ -160,6 +167,8 @@ def test_the_python_reader_takes_what_the_schema_takes() -> None:
     assert report.code is ErrorCode.GOLDEN_MISMATCH and report.error_message == "1 of 1 golden call passed"
     ok = {**doc, "error": None, "golden": None, "chosen": None, "backend_id": None}
     assert _valid(ok) and report_from_json(ok, "fatpte-run", "fatpte-run").code is None
+    older = {k: v for k, v in doc.items() if k != "fallbacks"}  # an older fatpte-run's report
+    assert _valid(older) and report_from_json(older, "fatpte-run", "fatpte-run").code is ErrorCode.GOLDEN_MISMATCH
     unknown = {**doc, "error": {"code": "E9999", "message": "a later fatpte's"}}
     assert _valid(unknown) and report_from_json(unknown, "fatpte-run", "fatpte-run").code is None
     for bad in _outside(doc):

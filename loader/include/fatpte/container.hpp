@@ -54,6 +54,8 @@ class Container {
   const std::vector<Entry>& entries() const noexcept { return structure_.entries; }
   const std::vector<Segment>& segments() const noexcept { return structure_.segments; }
   Bytes bytes() const noexcept { return buf_; }
+  // The path open_file mapped; "" for a container over memory.
+  const std::string& path() const noexcept { return path_; }
   // The payload of entry `index`, zero-copy, pointing into the mapping.
   Result<Bytes> payload(std::uint32_t index) const;
   // The entry with this name, else the only entry with this backend id (v1: the first).
@@ -73,6 +75,7 @@ class Container {
   friend struct detail::ContainerMemo;
   Container() = default;
   Bytes buf_;
+  std::string path_;
   void* mapping_ = nullptr;  // non-null when this object owns an mmap of buf_
   Structure structure_;
   Presence present_;

@@ -98,6 +98,31 @@ struct LoadOptions {
   // Run each loaded entry's golden calls before serving it (fatpte/self_test.hpp): a mismatch is a
   // failed load, and the next eligible entry is tried with the finding as the reason.
   bool self_test = false;
+  // Isolated qualification (issue 38; loader/src/run/qualify.hpp): before an entry is loaded in
+  // this process, a child process (fatpte-run, an exec'd program: this process never maps the
+  // entry's libraries first) loads it and runs its golden calls of the method, or, when it has
+  // none, the one call `isolate_inputs` (none given: only the load). A crash (any signal), a
+  // non-zero exit or the child running past `isolate_timeout_ms` (killed then) demotes the entry
+  // with that reason (the signal's name: SIGSEGV, SIGILL, ...) and the next eligible entry is
+  // tried. With it, the golden calls run in the child, and `self_test` runs none in this process.
+  bool isolate = false;
+  std::uint32_t isolate_timeout_ms = 30000;
+  std::vector<Tensor> isolate_inputs;
+  // The child program: "" is fatpte-run beside the file libfatpte's code is in (or, for an
+  // installed library in lib/, in ../bin); `isolate_launcher` words go before it (e.g. qemu-aarch64
+  // -cpu cortex-a53); the child's environment holds only the variables named here, from ours.
+  std::string qualifier;
+  std::vector<std::string> isolate_launcher;
+  std::vector<std::string> isolate_environment;
+  // Fallback after load (issue 38; loader/src/field/fallback.hpp), for the entry points that
+  // serve calls (the C API's fatpte_execute, ContainerModule::execute): with `fallback`, a call
+  // that the entry fails (an execute error; not inputs that do not fit the method) marks it failed,
+  // loads the next eligible entry (its state initialised from its own program) and retries the
+  // call once. Opt-in: an output holding NaN or an infinity counts as a failure
+  // (`check_finite`), and so does a call running past `call_deadline_ms` (0: none; the call then
+  // runs on a worker thread that is abandoned, with the entry, at the deadline).
+  bool check_finite = false;
+  std::uint32_t call_deadline_ms = 0;
 };
 
 // "ID=PATH" (as `--backend-lib` gives it) into options.libraries; "ID=" withholds ID.

@@ -207,6 +207,39 @@ FATPTE_API fatpte_status fatpte_load_options_set_command_line(fatpte_load_option
  * eligible entry is tried, the finding (E1401) its reason in the report. */
 FATPTE_API fatpte_status fatpte_load_options_set_self_test(fatpte_load_options* options, int self_test) FATPTE_NOEXCEPT;
 /* (Signed loading: fatpte_load_options_require_signature, include/fatpte/signature.h.) */
+/* Isolated qualification (issue 38; C++ LoadOptions::isolate): before an entry is loaded in this
+ * process, a child process (fatpte-run, exec'd: this process never maps the entry's libraries
+ * first) loads it and runs its golden calls, or with none the call fatpte_load_options_set_isolate_inputs
+ * gives (none: only the load). A crash (any signal), a non-zero exit or a child running past
+ * `timeout_ms` (0: the default, 30000; the child is killed then) demotes the entry with that
+ * reason (the signal's name) and the next eligible entry is tried. */
+FATPTE_API fatpte_status fatpte_load_options_set_isolate(fatpte_load_options* options, int isolate,
+                                                         uint32_t timeout_ms) FATPTE_NOEXCEPT;
+/* The child program (NULL or "": fatpte-run beside libfatpte, or in ../bin of its lib/). */
+FATPTE_API fatpte_status fatpte_load_options_set_qualifier(fatpte_load_options* options,
+                                                           const char* program) FATPTE_NOEXCEPT;
+/* A word put before the child program (repeatable, in order): a launcher such as qemu-aarch64. */
+FATPTE_API fatpte_status fatpte_load_options_add_isolate_launcher(fatpte_load_options* options,
+                                                                  const char* word) FATPTE_NOEXCEPT;
+/* A variable of this process's environment the child gets (it gets no other). */
+FATPTE_API fatpte_status fatpte_load_options_pass_environment(fatpte_load_options* options,
+                                                              const char* name) FATPTE_NOEXCEPT;
+/* The one call the child runs for an entry without golden calls of the method (copied). */
+struct fatpte_tensor; /* below */
+FATPTE_API fatpte_status fatpte_load_options_set_isolate_inputs(fatpte_load_options* options,
+                                                                const struct fatpte_tensor* inputs,
+                                                                size_t input_count) FATPTE_NOEXCEPT;
+/* Fallback after load (issue 38): with fallback on (the default), a call the loaded entry fails
+ * (an execute error; not inputs that do not fit the method) marks it failed, loads the next
+ * eligible entry (its state initialised from its own program) and retries the call once;
+ * fatpte_loaded_fallback_count and fatpte_loaded_fallback report each such event. Opt-in: an
+ * output holding NaN or an infinity fails the call (check_finite), and so does a call running past
+ * `deadline_ms` (0: none); such a call runs on a worker thread, abandoned at the deadline with
+ * its entry (never freed: one thread and one loaded entry leak per abandoned call). */
+FATPTE_API fatpte_status fatpte_load_options_set_check_finite(fatpte_load_options* options,
+                                                              int check_finite) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_load_options_set_call_deadline(fatpte_load_options* options,
+                                                               uint32_t deadline_ms) FATPTE_NOEXCEPT;
 
 /* What a load did, whether or not an entry loaded: for an explanation of a failure as well as of
  * a success. */
@@ -305,6 +338,22 @@ FATPTE_API fatpte_status fatpte_run_f32(fatpte_loaded* loaded, const float* inpu
                                         float* output, size_t output_capacity, size_t* output_count,
                                         fatpte_error* error) FATPTE_NOEXCEPT;
 FATPTE_API void fatpte_unload(fatpte_loaded* loaded) FATPTE_NOEXCEPT;
+
+/* One fallback after load (C++ fatpte::FallbackEvent, fatpte/field.hpp): call `call` (counted
+ * from 0 since the load) failed on entry `from_entry` for `reason` ("execute_error",
+ * "non_finite_output", "deadline"); it was retried on `to_entry` when `has_to_entry`, else no
+ * eligible entry remained. The strings stay valid until the next execute or unload. */
+typedef struct fatpte_fallback_event {
+  uint64_t call;
+  uint32_t from_entry;
+  int has_to_entry;
+  uint32_t to_entry;
+  const char* reason;
+  const char* detail;
+} fatpte_fallback_event;
+FATPTE_API fatpte_status fatpte_loaded_fallback_count(const fatpte_loaded* loaded, size_t* count) FATPTE_NOEXCEPT;
+FATPTE_API fatpte_status fatpte_loaded_fallback(const fatpte_loaded* loaded, size_t index,
+                                                fatpte_fallback_event* out) FATPTE_NOEXCEPT;
 
 /* ---- golden calls (specs/nfat-manifest.md section 11, fatpte/self_test.hpp) ---- */
 

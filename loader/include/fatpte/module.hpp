@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@
 
 #include "fatpte/container.hpp"
 #include "fatpte/dispatch.hpp"
+#include "fatpte/field.hpp"
 #include "fatpte/result.hpp"
 
 struct fatpte_container;
@@ -48,6 +50,10 @@ struct ModuleState {
   std::unique_ptr<Dispatch> dispatch;
   ModuleOptions options;
   std::map<std::string, std::unique_ptr<Loaded>> more;  // methods loaded after the first
+  // Fallback after load (issue 38): the events, the entries tried, the calls of the first method.
+  std::vector<FallbackEvent> fallbacks;
+  std::set<std::uint32_t> tried;
+  std::uint64_t calls = 0;
 };
 }  // namespace detail
 
@@ -63,6 +69,13 @@ class ContainerModule final : private detail::ModuleState, public ::executorch::
   const Entry& entry() const noexcept { return container->entries()[dispatch->loaded->index()]; }
   const Dispatch& report() const noexcept { return *dispatch; }
   std::string explain() const;
+  // Each fallback after load of the first method's calls: with LoadOptions::fallback (the
+  // default), a call the entry fails (its execute; with LoadOptions::check_finite, a NaN or an
+  // infinity in a floating output) loads the next eligible entry from its own program (its state
+  // initialised) and retries the call once; entry() then names it, while the queries of
+  // ExecuTorch's Module (method_meta, ...) still read the first entry's program, whose signature
+  // every entry shares. LoadOptions::call_deadline_ms is not applied here (fatpte_execute's).
+  const std::vector<FallbackEvent>& fallback_events() const noexcept { return fallbacks; }
 
   ::executorch::runtime::Error load(
       const ::executorch::runtime::Program::Verification verification =
@@ -73,6 +86,8 @@ class ContainerModule final : private detail::ModuleState, public ::executorch::
 
  private:
   Loaded* method_for(const std::string& name);
+  ::executorch::runtime::Result<std::vector<::executorch::runtime::EValue>> fall_back(
+      const std::string& reason, const std::string& detail, const std::vector<::executorch::runtime::EValue>& inputs);
 };
 
 // The Module of the entry chosen from a container: at a path (mapped), in memory (borrowed: it must

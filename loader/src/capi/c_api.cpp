@@ -530,7 +530,9 @@ fatpte_status fatpte_load_with(const fatpte_container* c, const fatpte_selection
     if (!r.ok()) return report(r.error(), error);
     auto handle = std::make_unique<fatpte_loaded>();
     handle->dispatch = std::move(r).value();
+    handle->dispatch.selection = s->selection;
     handle->explanation = fatpte::explain_dispatch(*c->impl, handle->dispatch);
+    fatpte::capi::serve(*c->impl, s->device, o != nullptr ? o->options : defaults, *handle);
     *out = handle.release();
     return report(Status(), error);
   });
@@ -567,6 +569,7 @@ fatpte_status fatpte_load_for(const fatpte_container* c, const fatpte_device* de
     }
     if (!st.ok()) return report(st, error);
     handle->explanation = dispatch;
+    fatpte::capi::serve(*c->impl, choice.device, o != nullptr ? o->options : defaults, *handle);
     *out = handle.release();
     return report(Status(), error);
   });
@@ -629,7 +632,7 @@ const char* fatpte_dtype_name(int32_t dtype) noexcept {
 fatpte_status fatpte_execute(fatpte_loaded* l, const fatpte_tensor* inputs, size_t input_count,
                              fatpte_error* error) noexcept {
   return guarded(error, [&]() -> fatpte_status {
-    if (l == nullptr || !l->dispatch.loaded || (inputs == nullptr && input_count != 0)) {
+    if (l == nullptr || (!l->dispatch.loaded && !l->serving) || (inputs == nullptr && input_count != 0)) {
       return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "a required argument is NULL"),
                     error);
     }
@@ -658,7 +661,7 @@ fatpte_status fatpte_execute(fatpte_loaded* l, const fatpte_tensor* inputs, size
       in[i].data.assign(bytes, bytes + t.nbytes);
     }
     l->outputs.clear();
-    auto r = l->dispatch.loaded->run(in);
+    auto r = fatpte::capi::serve_call(*l, in);
     if (!r.ok()) return report(r.error(), error);
     l->outputs = std::move(r).value();
     return report(Status(), error);

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "fatpte/signature.hpp"
 #include "fatpte/status.hpp"
 #include "fatpte/tensor.hpp"
+#include "field/fallback.hpp"
 
 struct fatpte_container {
   std::unique_ptr<fatpte::Container> impl;
@@ -46,6 +48,9 @@ struct fatpte_loaded {
   fatpte::Dispatch dispatch;
   std::string explanation;
   std::vector<fatpte::Tensor> outputs;  // of the last execute
+  // The calls, falling back after load (field/fallback.hpp) when the load made a selection.
+  std::unique_ptr<fatpte::Serving> serving;
+  const fatpte::Container* container = nullptr;
 };
 
 struct fatpte_load_options {
@@ -81,6 +86,11 @@ fatpte_status to_status(const Status& s, fatpte_error* error) noexcept;
 // The work the C reader's record of fetched ranges has done (RangeSet::steps, capi/reader.cpp):
 // what a test counts to show fetching n ranges costs O(n log n).
 std::uint64_t reader_steps(const fatpte_reader* reader) noexcept;
+// A loaded handle's calls fall back after load (capi/field_c_api.cpp): set up once it loaded.
+void serve(const Container& c, const std::optional<DeviceProfile>& device, const LoadOptions& options,
+           fatpte_loaded& loaded);
+// One call through the handle's Serving; its explanation kept up to date after a fallback.
+Result<std::vector<Tensor>> serve_call(fatpte_loaded& loaded, const std::vector<Tensor>& inputs);
 
 }  // namespace capi
 }  // namespace fatpte

@@ -46,6 +46,7 @@ Result<std::unique_ptr<Container>> Container::open_file(const std::string& path)
                 "%s is not a regular file (a directory, device, FIFO or socket): not a container", path.c_str());
   }
   std::unique_ptr<Container> c(new Container());
+  c->path_ = path;
   const auto size = static_cast<std::uint64_t>(sb.st_size);
   if (size > 0) {
     void* m = mmap(nullptr, static_cast<std::size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);

@@ -25,6 +25,7 @@
 #include "common/text.hpp"
 #include "container/golden.hpp"
 #include "container/manifest_view.hpp"
+#include "delegate/isolate.hpp"
 #include "executorch/memory.hpp"
 #include "executorch/method.hpp"
 #include "executorch/program.hpp"
@@ -522,8 +523,12 @@ class FatBackend final : public R::BackendInterface {
       return "cannot allocate an aligned copy of the nested program";
     }
     std::string outcome = nested_missing(aligned, e, context.get_method_name());
+    // With `isolate`, a child process loads it and runs its golden calls first (delegate/isolate.hpp).
+    const IsolateOptions isolate = isolate_options(context);
+    if (outcome.empty() && isolate.on) outcome = qualify_nested(c, e, aligned, context.get_method_name(), isolate);
     if (outcome.empty()) outcome = load_nested(payload, std::move(copy), context, handle);
-    if (outcome.empty() && self_test_wanted(context)) {
+    if (outcome.empty() && isolate.on) news.push_back("entry " + entry_label(e) + ": isolated qualification: passed");
+    if (outcome.empty() && self_test_wanted(context) && !isolate.on) {
       std::string passed;
       outcome = self_test_nested(c, e, payload, context, handle, passed);
       if (outcome.empty() && !passed.empty()) news.push_back("entry " + entry_label(e) + ": " + passed);

@@ -9,7 +9,8 @@
 // initialise the next one is tried; every decision is logged through ExecuTorch's log.
 //
 // Load-time options (runtime specs, per backend id) "prefer" and "exclude": entry names or backend
-// ids, comma-separated, as `--prefer` and `--exclude` take them.
+// ids, comma-separated, as `--prefer` and `--exclude` take them; "self_test"; "isolate" and
+// "isolate_timeout_ms" (delegate/isolate.hpp: a nested program qualified in a child process).
 #ifndef FATPTE_SRC_DELEGATE_FAT_BACKEND_HPP_
 #define FATPTE_SRC_DELEGATE_FAT_BACKEND_HPP_
 

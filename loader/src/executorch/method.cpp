@@ -398,12 +398,22 @@ R::Error ProgramMethod::set_value(std::size_t i, const R::EValue& value) {
 }
 
 R::Result<std::vector<R::EValue>> ProgramMethod::execute_values(const std::vector<R::EValue>& inputs) {
+  const R::Error set = set_values(inputs);
+  if (set != R::Error::Ok) return set;
+  return execute_set();
+}
+
+R::Error ProgramMethod::set_values(const std::vector<R::EValue>& inputs) {
   if (inputs.size() != method_->inputs_size()) return R::Error::InvalidArgument;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].isNone()) continue;
     const R::Error set = set_value(i, inputs[i]);
     if (set != R::Error::Ok) return set;
   }
+  return R::Error::Ok;
+}
+
+R::Result<std::vector<R::EValue>> ProgramMethod::execute_set() {
   const R::Error ran = method_->execute();
   if (ran != R::Error::Ok) return ran;
   std::vector<R::EValue> outputs(method_->outputs_size());

@@ -92,6 +92,10 @@ class ProgramMethod {
   // A Module's call (module/module.cpp): each input but None through set_value, execute, the outputs.
   executorch::runtime::Result<std::vector<executorch::runtime::EValue>> execute_values(
       const std::vector<executorch::runtime::EValue>& inputs);
+  // Its two halves: the inputs set (an error is the caller's), then execute and the outputs (an
+  // error here is the method's, never its inputs': what a fallback after load acts on).
+  executorch::runtime::Error set_values(const std::vector<executorch::runtime::EValue>& inputs);
+  executorch::runtime::Result<std::vector<executorch::runtime::EValue>> execute_set();
   // A delegate call: `args` holds the inputs, then the outputs the method's outputs are copied
   // into (resized where they are dynamic). The inputs pass the input policy, zero-copy.
   executorch::runtime::Error forward(executorch::runtime::Span<executorch::runtime::EValue*> args);

@@ -1,6 +1,7 @@
 // A container as an ExecuTorch Module (fatpte/module.hpp).
 #include "fatpte/module.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -9,6 +10,7 @@
 
 #include "capi/c_handles.hpp"
 #include "executorch/method.hpp"
+#include "field/fallback.hpp"
 #include "fatpte/select.hpp"
 #include "run/et_runner.hpp"
 
@@ -23,6 +25,35 @@ void copy_report(const Dispatch& from, Dispatch& to) {
   to.notes = from.notes;
   to.selection = from.selection;
   to.signature_key_id = from.signature_key_id;
+}
+
+// "output 0 holds NaN at element 3" for the first non-finite element of a floating tensor output; "".
+template <typename T>
+std::string first_non_finite(const executorch::aten::Tensor& t, std::size_t output) {
+  const T* data = t.const_data_ptr<T>();
+  for (ssize_t i = 0; i < t.numel(); ++i) {
+    const float v = static_cast<float>(data[i]);
+    if (!std::isfinite(v)) {
+      return "output " + std::to_string(output) + " holds " + (std::isnan(v) ? "NaN" : "an infinity") +
+             " at element " + std::to_string(i);
+    }
+  }
+  return "";
+}
+
+std::string non_finite_values(const std::vector<R::EValue>& outputs) {
+  using executorch::aten::ScalarType;
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    if (!outputs[o].isTensor()) continue;
+    const executorch::aten::Tensor& t = outputs[o].toTensor();
+    std::string why;
+    if (t.scalar_type() == ScalarType::Float) why = first_non_finite<float>(t, o);
+    if (t.scalar_type() == ScalarType::Double) why = first_non_finite<double>(t, o);
+    if (t.scalar_type() == ScalarType::Half) why = first_non_finite<executorch::aten::Half>(t, o);
+    if (t.scalar_type() == ScalarType::BFloat16) why = first_non_finite<executorch::aten::BFloat16>(t, o);
+    if (!why.empty()) return why;
+  }
+  return "";
 }
 
 }  // namespace
@@ -64,7 +95,49 @@ R::Result<std::vector<R::EValue>> ContainerModule::execute(const std::string& me
   if (loaded == nullptr) return R::Error::InvalidArgument;
   et::ProgramMethod* method = et::program_method(*loaded);
   if (method == nullptr) return R::Error::InvalidState;
-  return method->execute_values(input_values);
+  // Only the first method's calls fall back: another method is the same entry's (method_for).
+  if (loaded != dispatch->loaded.get() || !options.load.fallback || !dispatch->selection) {
+    return method->execute_values(input_values);
+  }
+  ++calls;
+  const R::Error set = method->set_values(input_values);
+  if (set != R::Error::Ok) return set;  // the caller's inputs: no entry would take them
+  auto outputs = method->execute_set();
+  if (!outputs.ok()) {
+    return fall_back("execute_error", "ExecuTorch's execute failed (error " +
+                                          std::to_string(static_cast<int>(outputs.error())) + ")", input_values);
+  }
+  const std::string why = options.load.check_finite ? non_finite_values(outputs.get()) : "";
+  return why.empty() ? std::move(outputs) : fall_back("non_finite_output", why, input_values);
+}
+
+R::Result<std::vector<R::EValue>> ContainerModule::fall_back(const std::string& reason, const std::string& detail,
+                                                             const std::vector<R::EValue>& inputs) {
+  FallbackEvent event;
+  event.call = calls - 1;
+  event.from_entry = dispatch->loaded->index();
+  event.reason = reason;
+  event.detail = detail;
+  for (const Attempt& a : dispatch->attempts) tried.insert(a.index);
+  tried.insert(event.from_entry);
+  std::unique_ptr<Loaded> failed = std::move(dispatch->loaded);
+  more.clear();  // the failed entry's other methods
+  const Status next = load_next(*container, *dispatch->selection, options.choice.device, options.load, tried, *dispatch);
+  if (dispatch->loaded) event.to_entry = dispatch->loaded->index();
+  fallbacks.push_back(event);
+  if (!next.ok() || !dispatch->loaded) {
+    // Nothing else can serve: the failed entry stays (its next call may fail again).
+    if (!dispatch->loaded) dispatch->loaded = std::move(failed);
+    return R::Error::Internal;
+  }
+  failed.reset();
+  et::ProgramMethod* method = et::program_method(*dispatch->loaded);
+  if (method == nullptr) return R::Error::InvalidState;
+  auto retried = method->execute_values(inputs);
+  if (retried.ok() && options.load.check_finite && !non_finite_values(retried.get()).empty()) {
+    return R::Error::Internal;
+  }
+  return retried;
 }
 
 Result<std::unique_ptr<ContainerModule>> load_module(std::shared_ptr<const Container> container,
@@ -84,7 +157,7 @@ Result<std::unique_ptr<ContainerModule>> load_module(std::shared_ptr<const Conta
   }
   auto loader = std::make_unique<::executorch::extension::BufferDataLoader>(program.data,
                                                                            static_cast<std::size_t>(program.size));
-  detail::ModuleState state{std::move(container), std::move(dispatch), options, {}};
+  detail::ModuleState state{std::move(container), std::move(dispatch), options, {}, {}, {}, 0};
   return std::make_unique<ContainerModule>(std::move(state), std::move(loader));
 }
 

@@ -25,6 +25,7 @@
 #include "fatpte/device.hpp"
 #include "run/et_runner.hpp"
 #include "run/library_search.hpp"
+#include "run/qualify.hpp"
 #include "run/self_test.hpp"
 
 #ifndef FATPTE_EXECUTORCH_LIBRARY_DIR
@@ -545,8 +546,42 @@ Status verify_signature(const Container& c, const LoadOptions& options, const De
   return Status();
 }
 
+// What finding an entry's backends needs.
+struct Backends {
+  bool program;
+  const DeviceProfile& device;
+  const LoadOptions& options;
+  const std::vector<std::string>& dirs;     // example backend libraries
+  const std::vector<std::string>& et_dirs;  // ExecuTorch's
+};
+
+// The entry's backends and libraries, found: an ExecuTorch program's listed backends loaded into
+// the runtime's registry, an example backend's library opened and asked (`table`). False with
+// attempt.outcome saying why; a failed Result stops the load.
+Result<bool> backends_ready(const Container& c, const Entry& e, const Verdict& v, const Backends& b,
+                            std::string& device_json, const fatpte_backend*& table, Attempt& attempt) {
+  if (b.program) return et::listed_backends_ready(c, e, b.options, b.et_dirs, attempt);
+  if (device_json.empty()) device_json = canonical_json(b.device);
+  table = example_backend(e, v, device_json, b.options, b.dirs, attempt);
+  return table != nullptr;
+}
+
+// The qualification verdict on `e` before it is loaded here (run/qualify.hpp): recorded in the
+// attempt; false when the entry is demoted (its outcome then says why).
+bool qualified(const Container& c, const Entry& e, const DeviceProfile& device, const LoadOptions& options,
+               Attempt& attempt) {
+  const detail::Qualification q = detail::qualify_entry(c, e, device, options);
+  if (q.passed()) {
+    if (options.isolate) attempt.details.push_back(q.describe());
+    return true;
+  }
+  attempt.outcome = q.describe();
+  return false;
+}
+
 // Try the candidates of `s` by index, in rank order: for each, whether its backends and libraries
-// are there, then (signed) its bytes hashed against the statement, then the load.
+// are there, then (signed) its bytes hashed against the statement, then its qualification verdict
+// (with isolation: from a child process, and only then are its libraries found here), then the load.
 Status try_candidates(const Container& c, const Selection& s, const DeviceProfile& device, const LoadOptions& options,
                       std::optional<SignatureCheck>& signature, Dispatch& out) {
   const std::vector<std::string> dirs = backend_search_path(options);
@@ -567,21 +602,22 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
       continue;
     }
     const bool program = payload_is_program(c, e);
-    const fatpte_backend* table = nullptr;
-    if (program) {
-      if (!operators_loaded) {
-        et::load_operator_libraries(options, et_dirs, out.notes);
-        operators_loaded = true;
-      }
-      auto ready = et::listed_backends_ready(c, e, options, et_dirs, attempt);
-      if (!ready.ok()) return ready.error();
-      if (!ready.value()) continue;
-    } else {
+    if (program && !operators_loaded) {
+      et::load_operator_libraries(options, et_dirs, out.notes);
+      operators_loaded = true;
+    }
+    if (!program) {
       attempt.outcome = bare_backend_payload(c, e);
       if (!attempt.outcome.empty()) continue;
-      if (device_json.empty()) device_json = canonical_json(device);
-      table = example_backend(e, *v, device_json, options, dirs, attempt);
-      if (table == nullptr) continue;
+    }
+    const Backends backends{program, device, options, dirs, et_dirs};
+    const fatpte_backend* table = nullptr;
+    // Without isolation, an entry whose backends are missing is skipped before a byte of it is
+    // read; with it, this process maps none of the entry's libraries before the child's verdict.
+    if (!options.isolate) {
+      auto ready = backends_ready(c, e, *v, backends, device_json, table, attempt);
+      if (!ready.ok()) return ready.error();
+      if (!ready.value()) continue;
     }
     attempt.outcome = not_fetched(c, e, options.self_test);
     if (!attempt.outcome.empty()) continue;
@@ -591,11 +627,17 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
       stop = check_entry_bytes(c, *signature, e.index);
       if (stop.ok()) attempt.details.push_back("signature: entry '" + e.name + "' and its named data hash as signed");
     }
+    if (stop.ok() && !qualified(c, e, device, options, attempt)) continue;
+    if (stop.ok() && options.isolate) {
+      auto ready = backends_ready(c, e, *v, backends, device_json, table, attempt);
+      if (!ready.ok()) return ready.error();
+      if (!ready.value()) continue;
+    }
     std::unique_ptr<Loaded> loaded;
     if (stop.ok()) {
       stop = program ? et::load_entry(c, e, options, et_dirs, attempt, loaded) : load_example(c, e, table, attempt, loaded);
     }
-    if (stop.ok() && loaded && options.self_test) {
+    if (stop.ok() && loaded && options.self_test && !options.isolate) {
       stop = detail::self_test_on_load(c, signature ? &*signature : nullptr, attempt, loaded,
                                        [&](std::unique_ptr<Loaded>& again, std::string& why) -> Status {
                                          if (!program) return Status();  // the example ABI keeps no state
