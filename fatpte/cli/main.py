@@ -341,16 +341,22 @@ def select(file: str, device: str, prefer: tuple[str, ...], exclude: tuple[str, 
 @click.argument("file", type=click.Path())
 @device_option(required=False)
 @click.option("--name", "names", multiple=True, help="Keep this entry (repeatable).")
+@click.option("--only-chosen", is_flag=True,
+              help="With --device: keep only the entry DEVICE gets, not the entries it falls back to.")
 @preference_options
 @output_option
 @force_option
 @quiet_option
-def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[str, ...],
+def thin(file: str, device: str | None, names: tuple[str, ...], only_chosen: bool, prefer: tuple[str, ...],
          exclude: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
-    """Write a smaller container with only the entry DEVICE gets (or the --name entries) and the
-    named data it uses. Payload and segment bytes, checksums and digests are kept unchanged.
+    """Write a smaller container with only the entries eligible on DEVICE (or the --name entries)
+    and the named data they use. Payload and segment bytes, checksums and digests are kept
+    unchanged.
 
-    With both --device and --name, the device's choice among the named entries is kept.
+    For a device, every eligible entry is kept, in table order, so the device ranks them as
+    before: the one it gets and those a loader falls back to when that one fails to load, fails
+    its self-test or fails after load. --only-chosen keeps the one it gets alone. With both
+    --device and --name, the entries eligible on the device among the named ones are kept.
 
     FILE may be an ExecuTorch program (.pte) whose delegate payloads are NFAT containers: OUT
     is then a .pte whose NFAT delegates keep only those entries, every segment offset of the
@@ -367,20 +373,20 @@ def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[st
 
     if device is None and not names:
         raise click.UsageError("give --device, --name, or both")
-    if (prefer or exclude) and device is None:
-        raise click.UsageError("--prefer and --exclude go with --device")
+    if (prefer or exclude or only_chosen) and device is None:
+        raise click.UsageError("--prefer, --exclude and --only-chosen go with --device")
     check_inputs(file)
     check_output(output, force)
     profile = None if device is None else load_device(device)
     if not is_url(file) and is_program(file):
         with _progress(f"writing {output}", quiet):
             line = thin_program(file, output, device=profile, names=list(names) or None, prefer=_words(prefer),
-                                exclude=_words(exclude))
+                                exclude=_words(exclude), only_chosen=only_chosen)
         echo(line)
         return
     with open_container(file) as source, _progress(f"writing {output}", quiet):
         thin_container(source, output, device=profile, names=list(names) or None, prefer=_words(prefer),
-                       exclude=_words(exclude))
+                       exclude=_words(exclude), only_chosen=only_chosen)
     with open_path(output) as c:
         kept = listed([quoted(e.name) for e in c.entries])
         echo(f"wrote {output}: kept {kept}; {c.size} bytes (was {source.size})")
