@@ -59,6 +59,7 @@ from fatpte.cli.options import (
     specs_argument,
 )
 from fatpte.cli.pack_commands import merge, pack
+from fatpte.cli.verdict_commands import verdicts
 from fatpte.errors import ErrorCode, FatpteError, listed, printable, quoted
 from fatpte.fileio.atomic import Terminated, end_by_signal
 
@@ -153,6 +154,7 @@ def main(runtime: str | None, remote_timeout: float | None, remote_deadline: flo
 
 main.add_command(pack)
 main.add_command(merge)
+main.add_command(verdicts)
 
 # ---------------------------------------------------------------------------------------------
 # info

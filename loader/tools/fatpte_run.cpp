@@ -104,6 +104,11 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
   --refuse-downgrade      with --require-signature: refuse a container from which the entry this
                           device would get among the signed entries was thinned away (step 11;
                           off by default: specs/nfat-signature.md section 6)
+  --verdicts DIR          remember each entry's verdict in DIR/fatpte-run.verdicts.json
+                          (specs/verdicts.md): an entry that crashed or failed its golden calls
+                          is skipped without being tried; one that passed them is served
+                          without running them again (with --self-test); any change of the
+                          container, the device or a library it loads makes it tried again
 
 Text output: `ran: NAME [BACKEND_ID]`, then `call N: output K: DTYPE [SHAPE] VALUES...` per
 output (with --input: `output: VALUES...`). An empty list of calls (`[]`) loads the entry and
@@ -184,6 +189,7 @@ struct RunArgs {
   std::vector<std::string> prefer, exclude, dirs, libraries, maps, trusted_keys;
   std::string entry;
   std::string save_outputs;
+  std::string verdicts;
   bool self_test = false;
   bool golden_report = false;
   bool explain = false;
@@ -352,6 +358,7 @@ int set_options(const RunArgs& a, fatpte_load_options* options, RunReport& r) {
   fatpte_load_options_set_command_line(options, 1);
   fatpte_load_options_set_fallback(options, a.fallback ? 1 : 0);
   fatpte_load_options_set_self_test(options, a.self_test ? 1 : 0);
+  if (!a.verdicts.empty()) fatpte_load_options_set_verdicts(options, a.verdicts.c_str(), "fatpte-run");
   if (!a.trusted_keys.empty()) {
     const auto keys = c_strings(a.trusted_keys);
     fatpte_trust* trust = nullptr;
@@ -647,7 +654,7 @@ int parse_args(int argc, char** argv, RunArgs& a) {
       a.trusted_keys.push_back(argv[++i]);
     } else if ((arg == "--device" || arg == "--prefer" || arg == "--exclude" || arg == "--backend-path" ||
                 arg == "--input" || arg == "--inputs" || arg == "--method" || arg == "--backend-lib" ||
-                arg == "--backend-map" || arg == "--entry" || arg == "--save-outputs") &&
+                arg == "--backend-map" || arg == "--entry" || arg == "--save-outputs" || arg == "--verdicts") &&
                has_value) {
       const char* v = argv[++i];
       if (arg == "--backend-path") a.dirs.push_back(v);
@@ -659,6 +666,7 @@ int parse_args(int argc, char** argv, RunArgs& a) {
       if (arg == "--device") a.device = v;
       if (arg == "--entry") a.entry = v;
       if (arg == "--save-outputs") a.save_outputs = v;
+      if (arg == "--verdicts") a.verdicts = v;
       if (arg == "--prefer") split_into(v, a.prefer);
       if (arg == "--exclude") split_into(v, a.exclude);
     } else if (!arg.empty() && arg[0] != '-' && a.file.empty()) {

@@ -98,7 +98,18 @@ struct LoadOptions {
   // Run each loaded entry's golden calls before serving it (fatpte/self_test.hpp): a mismatch is a
   // failed load, and the next eligible entry is tried with the finding as the reason.
   bool self_test = false;
+  // The verdict store (specs/verdicts.md): the folder that holds this application's store file
+  // `verdicts_name`.verdicts.json (created when missing), or "" for none; default_verdicts_dir()
+  // is where an application keeps it unless it has a reason not to. With one, an entry the store
+  // remembers crashing or disagreeing is skipped without being tried, one it remembers passing is
+  // served without its golden calls, and any other is tried under the crash journal: a record
+  // written (and synced) before its load and self-test, replaced by the verdict after them.
+  std::string verdicts;
+  std::string verdicts_name = "fatpte";
 };
+
+// $XDG_CACHE_HOME/fatpte/verdicts, else $HOME/.cache/fatpte/verdicts; "" when neither is set.
+std::string default_verdicts_dir();
 
 // "ID=PATH" (as `--backend-lib` gives it) into options.libraries; "ID=" withholds ID.
 Status set_backend_library(LoadOptions& options, const std::string& assignment);
@@ -140,6 +151,9 @@ struct Attempt {
   std::string outcome;                // "loaded", or why the entry was skipped
   std::string library;                // the library that decided (path or file name), or ""
   std::vector<std::string> details;   // the steps, for an explanation
+  // The verdict store's record that decided (LoadOptions::verdicts): "pass" (served without its
+  // golden calls), "fail" or "crash" (skipped without being tried), or "" (none).
+  std::string remembered;
 };
 
 // A loaded entry: one method of a program, ready to run; keeps its state (mutable buffers, KV

@@ -25,6 +25,7 @@
 #include "fatpte/device.hpp"
 #include "run/et_runner.hpp"
 #include "run/library_search.hpp"
+#include "run/remember.hpp"
 #include "run/self_test.hpp"
 
 #ifndef FATPTE_EXECUTORCH_LIBRARY_DIR
@@ -545,6 +546,21 @@ Status verify_signature(const Container& c, const LoadOptions& options, const De
   return Status();
 }
 
+// What an attempt proved, into the verdict store: a pass (loaded, its golden calls passed), a
+// failure (they disagreed), or nothing (not self-tested, skipped for another reason, stopped).
+void remember_outcome(detail::Remembered& remembered, const Status& stop, bool loaded, const LoadOptions& options,
+                      Attempt& attempt) {
+  if (stop.ok() && loaded && options.self_test) {
+    auto line = std::find_if(attempt.details.begin(), attempt.details.end(),
+                             [](const std::string& d) { return d.rfind("self-test: ", 0) == 0; });
+    remembered.end(attempt, "pass", line != attempt.details.end() ? *line : "");
+  } else if (stop.ok() && !loaded && options.self_test && attempt.outcome.rfind("self-test failed", 0) == 0) {
+    remembered.end(attempt, "fail", attempt.outcome);
+  } else {
+    remembered.end(attempt, "", "");
+  }
+}
+
 // Try the candidates of `s` by index, in rank order: for each, whether its backends and libraries
 // are there, then (signed) its bytes hashed against the statement, then the load.
 Status try_candidates(const Container& c, const Selection& s, const DeviceProfile& device, const LoadOptions& options,
@@ -554,6 +570,7 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
   std::string device_json;  // what an example library is given; programs need none
   bool operators_loaded = false;
   FATPTE_RETURN_IF_ERROR(only_entry(c, s, options));
+  detail::Remembered remembered(c, device, options, out.notes);
   for (const Verdict* v : candidates(s)) {
     if (!options.fallback && !out.attempts.empty()) break;
     if (options.only_entry && v->index != *options.only_entry) continue;
@@ -567,6 +584,7 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
       continue;
     }
     const bool program = payload_is_program(c, e);
+    if (!remembered.allows(e, program, attempt)) continue;
     const fatpte_backend* table = nullptr;
     if (program) {
       if (!operators_loaded) {
@@ -593,9 +611,12 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
     }
     std::unique_ptr<Loaded> loaded;
     if (stop.ok()) {
+      remembered.begin(attempt);
       stop = program ? et::load_entry(c, e, options, et_dirs, attempt, loaded) : load_example(c, e, table, attempt, loaded);
     }
-    if (stop.ok() && loaded && options.self_test) {
+    if (stop.ok() && loaded && options.self_test && remembered.passed()) {
+      attempt.details.push_back("self-test: not run: the verdict store remembers its golden calls passing");
+    } else if (stop.ok() && loaded && options.self_test) {
       stop = detail::self_test_on_load(c, signature ? &*signature : nullptr, attempt, loaded,
                                        [&](std::unique_ptr<Loaded>& again, std::string& why) -> Status {
                                          if (!program) return Status();  // the example ABI keeps no state
@@ -605,6 +626,7 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
                                          return st;
                                        });
     }
+    remember_outcome(remembered, stop, loaded != nullptr, options, attempt);
     if (!stop.ok()) {
       attempt.outcome = "stopped: " + stop.describe();
       return stop;
@@ -625,9 +647,11 @@ Status load(const Container& c, const Choice& choice, const LoadOptions& options
   std::optional<SignatureCheck> signature;
   // This machine: only what the entries' requirements read (the whole probe for a downgrade
   // check, which also ranks the thinned entries the statement describes).
-  const DeviceProfile device = choice.device                                  ? *choice.device
-                               : options.trusted_keys && options.refuse_downgrade ? probe_host()
-                                                                              : probe_host(probe_scope(c));
+  // (A verdict store keys its verdicts by the whole probe too: specs/verdicts.md section 3.)
+  const DeviceProfile device = choice.device ? *choice.device
+                               : (options.trusted_keys && options.refuse_downgrade) || !options.verdicts.empty()
+                                   ? probe_host()
+                                   : probe_host(probe_scope(c));
   FATPTE_RETURN_IF_ERROR(verify_signature(c, options, device, choice.prefer, choice.exclude, signature, out));
   auto s = select(c, device, choice.prefer, choice.exclude);
   if (!s.ok()) {

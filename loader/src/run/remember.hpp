@@ -1,0 +1,58 @@
+// Remembered verdicts in the load policy (LoadOptions::verdicts, specs/verdicts.md section 5):
+// the hook run/dispatch.cpp calls around each attempt. Before an entry is tried, its key (the
+// container, the entry, the device fingerprint, every library it loads) is computed from files
+// without loading any of them, and a remembered crash or disagreement skips it ("remembered: ...");
+// a remembered pass stands for its golden calls. Before a load (and self-test) whose outcome is
+// not remembered, the crash journal's record is written and synced; after it, the verdict
+// replaces it, or it is removed when the attempt proved nothing.
+#ifndef FATPTE_SRC_RUN_REMEMBER_HPP_
+#define FATPTE_SRC_RUN_REMEMBER_HPP_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fatpte/container.hpp"
+#include "fatpte/device.hpp"
+#include "fatpte/dispatch.hpp"
+#include "memory/verdict_store.hpp"
+
+namespace fatpte {
+namespace detail {
+
+class Remembered {
+ public:
+  // Reads the store when the options name one; a store that cannot be used is a note in
+  // `notes` and the load goes on as if none were named (nothing skipped, nothing written).
+  Remembered(const Container& container, const DeviceProfile& device, const LoadOptions& options,
+             std::vector<std::string>& notes);
+  // Before entry `e` is tried: false when the store remembers it crashing or disagreeing
+  // (attempt.outcome and attempt.remembered say so).
+  bool allows(const Entry& e, bool program, Attempt& attempt);
+  // The entry allowed last has a remembered pass: its golden calls need not run.
+  bool passed() const { return passed_; }
+  // The crash journal: before the risky part of an attempt (load, self-test) not yet remembered.
+  void begin(Attempt& attempt);
+  // After it: `verdict` "pass" or "fail" (with `reason`), or "" when the attempt proved nothing
+  // (the journal's record is removed).
+  void end(Attempt& attempt, const std::string& verdict, const std::string& reason);
+
+ private:
+  void save(Attempt& attempt);
+  bool on_ = false;
+  bool passed_ = false;
+  bool journaled_ = false;
+  const Container& container_;
+  const LoadOptions& options_;
+  std::vector<std::string>& notes_;
+  std::string path_;
+  std::string container_digest_;
+  std::string device_digest_;
+  memory::VerdictStore store_;
+  memory::VerdictKey key_;
+};
+
+}  // namespace detail
+}  // namespace fatpte
+
+#endif  // FATPTE_SRC_RUN_REMEMBER_HPP_
