@@ -30,6 +30,7 @@ from bench import (
     op_sign,
     op_startup,
     op_validate,
+    op_verdicts,
 )
 from bench.commands import Commands
 from bench.harness import ROOT, Context, Section, machine
@@ -53,6 +54,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "runtime": op_runtime.measure,
     "fat_delegate": op_fat_delegate.measure,
     "golden": op_golden.measure,
+    "verdicts": op_verdicts.measure,
 }
 
 

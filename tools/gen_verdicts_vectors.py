@@ -50,6 +50,8 @@ def vectors() -> list[tuple[str, bytes, str, Any]]:
          "a pass and a crash, the second with no library", 2),
         ("accepted-attempt.json", _store([_record(verdict="attempt", reason="")]),
          "the crash journal's record of an attempt that never ended (skipped at the next start)", 1),
+        ("accepted-loaded.json", _store([_record(verdict="loaded", reason="loaded without a self-test")]),
+         "an entry that loaded with no self-test asked", 1),
         ("accepted-256-records.json", _store(many), "the most records a store holds", 256),
         ("refused-not-json.json", b'{"format": "fatpte-verdicts", "version": 1, "records": [}\n', "not JSON", ""),
         ("refused-truncated.json", _store([_record()])[:100], "cut short: what a torn write would leave", ""),

@@ -105,6 +105,22 @@ def test_another_library_or_device_is_tried_again(build: Path, disagreeing: Path
     assert records[2].libraries[0].endswith(f":{lib.stat().st_size}") and records[0].device != records[3].device
 
 
+def test_without_a_self_test_a_load_is_remembered(build: Path, disagreeing: Path, tmp_path: Path) -> None:
+    store = tmp_path / "verdicts"
+    nothing = tmp_path / "no-calls.json"
+    nothing.write_text("[]")  # load, and run no call
+    run = [str(build / "fatpte-run"), str(disagreeing), "--inputs", str(nothing), "--verdicts", str(store), "--json"]
+    first = json.loads(subprocess.run(run, capture_output=True, text=True, timeout=600, check=True).stdout)
+    assert first["chosen"] == "xnnpack"  # no self-test: nothing tells it disagrees
+    assert [(r.name, r.verdict) for r in V.read_store(store / "fatpte-run.verdicts.json")] == [("xnnpack", "loaded")]
+    second = json.loads(subprocess.run(run, capture_output=True, text=True, timeout=600, check=True).stdout)
+    assert "verdict store: it loaded here before (no self-test was asked)" in "\n".join(entry_lines(second, "xnnpack"))
+    # Asked for a self-test, the entry is tested as if unknown, and its failure remembered.
+    tested = served(build, disagreeing, store)
+    assert outcome(tested, "xnnpack") == "tried"
+    assert [r.verdict for r in V.read_store(store / "fatpte-run.verdicts.json")] == ["fail", "pass"]
+
+
 @pytest.mark.parametrize("vector", ["refused-future-version.json", "refused-truncated.json",
                                     "refused-same-key-twice.json"])
 def test_a_refused_store_is_not_used(build: Path, disagreeing: Path, tmp_path: Path, vector: str) -> None:

@@ -99,12 +99,8 @@ std::string digest_hex(const std::string& text) {
 
 std::string container_digest(const Container& c) {
   const Bytes all = c.bytes();
-  const Header& h = c.header();
-  std::string meta(reinterpret_cast<const char*>(all.data), std::min<std::uint64_t>(h.table_end, all.size));
-  if (h.manifest_size > 0 && h.manifest_offset <= all.size && h.manifest_size <= all.size - h.manifest_offset) {
-    meta.append(reinterpret_cast<const char*>(all.data + h.manifest_offset), h.manifest_size);
-  }
-  return digest_hex(meta);
+  return digest_hex(std::string(reinterpret_cast<const char*>(all.data),
+                                std::min<std::uint64_t>(c.header().table_end, all.size)));
 }
 
 std::string library_identity(const std::string& path) {

@@ -83,8 +83,10 @@ Result<VerdictRecord> record_of(const std::string& source, const json::Value& v,
     if (!text.ok()) return text.error();
     *into = text.value();
   }
-  if (r.verdict != "pass" && r.verdict != "fail" && r.verdict != "crash" && r.verdict != "attempt") {
-    return refuse(source, v.find("verdict"), at + ".verdict", "must be \"pass\", \"fail\", \"crash\" or \"attempt\"");
+  if (r.verdict != "pass" && r.verdict != "fail" && r.verdict != "crash" && r.verdict != "loaded" &&
+      r.verdict != "attempt") {
+    return refuse(source, v.find("verdict"), at + ".verdict",
+                  "must be \"pass\", \"fail\", \"crash\", \"loaded\" or \"attempt\"");
   }
   const json::Value libs = v.find("libraries");
   if (!libs.is(json::Kind::kArray) || libs.size() > kMaxLibraries) {

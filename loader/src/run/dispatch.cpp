@@ -547,7 +547,8 @@ Status verify_signature(const Container& c, const LoadOptions& options, const De
 }
 
 // What an attempt proved, into the verdict store: a pass (loaded, its golden calls passed), a
-// failure (they disagreed), or nothing (not self-tested, skipped for another reason, stopped).
+// failure (they disagreed), a load without a self-test (so later starts need no journal for it),
+// or nothing (skipped for a reason found again at every start, or stopped).
 void remember_outcome(detail::Remembered& remembered, const Status& stop, bool loaded, const LoadOptions& options,
                       Attempt& attempt) {
   if (stop.ok() && loaded && options.self_test) {
@@ -556,6 +557,8 @@ void remember_outcome(detail::Remembered& remembered, const Status& stop, bool l
     remembered.end(attempt, "pass", line != attempt.details.end() ? *line : "");
   } else if (stop.ok() && !loaded && options.self_test && attempt.outcome.rfind("self-test failed", 0) == 0) {
     remembered.end(attempt, "fail", attempt.outcome);
+  } else if (stop.ok() && loaded) {
+    remembered.end(attempt, "loaded", "loaded without a self-test");
   } else {
     remembered.end(attempt, "", "");
   }

@@ -123,15 +123,21 @@ Remembered::Remembered(const Container& c, const DeviceProfile& device, const Lo
 }
 
 bool Remembered::allows(const Entry& e, bool program, Attempt& attempt) {
-  passed_ = false;
+  passed_ = settled_ = false;
   journaled_ = false;
   if (!on_) return true;
   key_ = memory::VerdictKey{container_digest_, e.index, e.name, program ? options_.method : "forward", device_digest_,
                             entry_libraries(container_, e, program, options_)};
   const memory::VerdictRecord* r = memory::find(store_, key_);
   if (r == nullptr) return true;
+  if (r->verdict == "loaded") {
+    // It loaded before, without a self-test: nothing is known of its golden calls.
+    settled_ = !options_.self_test;
+    if (settled_) attempt.details.push_back("verdict store: it loaded here before (no self-test was asked)");
+    return true;
+  }
   if (r->verdict == "pass") {
-    passed_ = true;
+    passed_ = settled_ = true;
     attempt.remembered = "pass";
     attempt.details.push_back("verdict store: a pass is remembered for this entry, device and libraries (" +
                               r->reason + ")");
@@ -158,7 +164,7 @@ void Remembered::save(Attempt& attempt) {
 }
 
 void Remembered::begin(Attempt& attempt) {
-  if (!on_ || passed_) return;
+  if (!on_ || settled_) return;
   memory::put(store_, memory::VerdictRecord{key_, "attempt", "", static_cast<std::uint64_t>(std::time(nullptr))});
   journaled_ = true;
   save(attempt);

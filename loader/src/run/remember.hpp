@@ -33,14 +33,15 @@ class Remembered {
   bool passed() const { return passed_; }
   // The crash journal: before the risky part of an attempt (load, self-test) not yet remembered.
   void begin(Attempt& attempt);
-  // After it: `verdict` "pass" or "fail" (with `reason`), or "" when the attempt proved nothing
-  // (the journal's record is removed).
+  // After it: `verdict` "pass", "fail" or "loaded" (with `reason`), or "" when the attempt proved
+  // nothing (the journal's record is removed).
   void end(Attempt& attempt, const std::string& verdict, const std::string& reason);
 
  private:
   void save(Attempt& attempt);
   bool on_ = false;
   bool passed_ = false;
+  bool settled_ = false;  // the attempt's outcome is remembered already: no journal
   bool journaled_ = false;
   const Container& container_;
   const LoadOptions& options_;
