@@ -241,7 +241,7 @@ $(ET_SDK_AARCH64_STAMP): | $(STAMP)
 # fatpte-validate, fatpte-verify, benchmarks or refused backends); ctest runs the suite under
 # qemu-aarch64 -cpu $(AARCH64_TEST_CPU) (loader/cmake/aarch64-linux-gnu.cmake).
 AARCH64_TARGETS  := fatpte-run executorch_backend_fatpte et_module_runner fatpte_backend_dense_ref \
-	fatpte_backend_dense_neon fatpte_tests libcrypto_absent_test fatpte_c_smoke
+	fatpte_backend_dense_neon fatpte_tests libcrypto_absent_test fatpte_c_smoke executorch_backend_faulty
 AARCH64_TEST_CPU := max,sme=off
 
 loader-aarch64: $(STAMP) aarch64-toolchain aarch64-debs $(ET_SDK_AARCH64_STAMP)
