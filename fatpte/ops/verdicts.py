@@ -24,7 +24,7 @@ MAX_TEXT = 1024
 VERSION = 1
 FORMAT = "fatpte-verdicts"
 SUFFIX = ".verdicts.json"
-VERDICTS = ("pass", "fail", "crash", "loaded", "attempt")
+VERDICTS = ("pass", "fail", "crash", "loaded", "skipped", "attempt")
 _RULES = JsonRules(max_bytes=MAX_STORE_BYTES, max_depth=8, depth_of="values", lone_surrogates=False)
 _RECORD_KEYS = ("container", "entry", "name", "method", "device", "libraries", "verdict", "reason", "time")
 _HEX = frozenset("0123456789abcdef")
@@ -95,7 +95,7 @@ def _record(source: str, item: Any, at: str) -> VerdictRecord:
     entry = _integer(source, item["entry"], f"{at}.entry", 0xFFFFFFFF)
     texts = {name: _text(source, item[name], f"{at}.{name}") for name in ("name", "method", "verdict", "reason")}
     if texts["verdict"] not in VERDICTS:
-        raise _refuse(source, f"{at}.verdict", 'must be "pass", "fail", "crash", "loaded" or "attempt"')
+        raise _refuse(source, f"{at}.verdict", 'must be "pass", "fail", "crash", "loaded", "skipped" or "attempt"')
     libs = item["libraries"]
     if not isinstance(libs, list) or len(libs) > MAX_LIBRARIES:
         raise _refuse(source, f"{at}.libraries", f"must be a list of at most {MAX_LIBRARIES} strings")

@@ -7,6 +7,8 @@ signature (the int8 lowering): its golden calls disagree.
   portable without a golden call; the store C++ wrote reads in Python, in the same text.
 - Another library for XNNPACK (a copy elsewhere, then that copy with a byte more) and another
   device make the entry tried again; a store the loader refuses is neither used nor overwritten.
+- The crash journal: an entry whose backend kills the process in init (SIGSEGV, SIGILL: the
+  fault backend, tests/support/faulty.py) is skipped at the next start without being loaded.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from fatpte.ops import verdicts as V
 from tests.builds import SDK_LIB
 from tests.loader.test_cpp_golden import FILES, FIXTURES, fatpte_cli, pack
 from tests.paths import ROOT
+from tests.scripts import load_script
+from tests.support import faulty
 
 pytestmark = pytest.mark.loader_build("fatpte-run", sdk=True, only="release")
 VECTORS = ROOT / "specs" / "vectors" / "verdicts"
@@ -132,3 +136,29 @@ def test_a_refused_store_is_not_used(build: Path, disagreeing: Path, tmp_path: P
     assert any(line.startswith("verdict store: not used: E0702") for line in doc["dispatch"]), doc["dispatch"]
     assert outcome(doc, "xnnpack") == "tried"
     assert path.read_bytes() == (VECTORS / vector).read_bytes()
+
+
+@pytest.mark.loader_build("fatpte-run", f"{faulty.FOLDER}/{faulty.LIBRARY}", sdk=True, only="release")
+@pytest.mark.parametrize("mode", ["segv_init", "sigill_init"])
+def test_a_crash_in_process_is_remembered_by_its_journal(build: Path, tmp_path: Path, mode: str) -> None:
+    """No isolation: the backend's init kills fatpte-run; the journal's record, written and synced
+    before the entry's libraries were opened, makes the next start skip it without loading it."""
+    container = faulty.container(tmp_path / f"{mode}.nfat", "add", [mode])
+    calls = load_script("loader/examples/executorch_example.py").write_calls("add", tmp_path / "calls.json")
+    store = tmp_path / "verdicts"
+    run = [str(build / "fatpte-run"), str(container), "--inputs", str(calls), "--verdicts", str(store), "--json",
+           "--backend-lib", f"{faulty.BACKEND_ID}={faulty.library(build)}"]
+    died = subprocess.run(run, capture_output=True, text=True, timeout=120, check=False)
+    assert died.returncode < 0, (died.returncode, died.stderr)  # killed by the signal
+    records = V.read_store(store / "fatpte-run.verdicts.json")
+    assert [(r.name, r.verdict) for r in records] == [("faulty0", "attempt")]
+    assert records[0].libraries[0].startswith(f"{faulty.BACKEND_ID}=build-id:")
+    second = subprocess.run(run, capture_output=True, text=True, timeout=120, check=False)
+    assert second.returncode == 0, second.stderr
+    doc = json.loads(second.stdout)
+    assert doc["chosen"] == "cpu"
+    lines = entry_lines(doc, "faulty0")
+    assert lines[0].startswith("dispatch: faulty0 [faulty]: remembered: the process ended during an attempt at it")
+    assert not any(faulty.BACKEND_ID in line and "registered" in line for line in lines)  # never loaded
+    listed = fatpte_cli(build, "verdicts", "list", store)
+    assert "  crash entry 0 'faulty0'" in listed.stdout and "  loaded entry 1 'cpu'" in listed.stdout

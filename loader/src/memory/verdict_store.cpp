@@ -84,9 +84,9 @@ Result<VerdictRecord> record_of(const std::string& source, const json::Value& v,
     *into = text.value();
   }
   if (r.verdict != "pass" && r.verdict != "fail" && r.verdict != "crash" && r.verdict != "loaded" &&
-      r.verdict != "attempt") {
+      r.verdict != "skipped" && r.verdict != "attempt") {
     return refuse(source, v.find("verdict"), at + ".verdict",
-                  "must be \"pass\", \"fail\", \"crash\", \"loaded\" or \"attempt\"");
+                  "must be \"pass\", \"fail\", \"crash\", \"loaded\", \"skipped\" or \"attempt\"");
   }
   const json::Value libs = v.find("libraries");
   if (!libs.is(json::Kind::kArray) || libs.size() > kMaxLibraries) {

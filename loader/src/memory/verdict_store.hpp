@@ -40,7 +40,8 @@ struct VerdictKey {
 };
 
 // "pass": its golden calls passed; "fail": they disagreed; "crash": the process died while
-// trying it; "loaded": it loaded, no self-test asked; "attempt": the crash journal's record, written before a risky attempt and replaced
+// trying it; "loaded": it loaded, no self-test asked; "skipped": it was skipped for a reason its
+// checks find again at every start (a library missing); "attempt": the crash journal's record, written before a risky attempt and replaced
 // after it (one found at the next start is a crash).
 struct VerdictRecord {
   VerdictKey key;

@@ -547,8 +547,9 @@ Status verify_signature(const Container& c, const LoadOptions& options, const De
 }
 
 // What an attempt proved, into the verdict store: a pass (loaded, its golden calls passed), a
-// failure (they disagreed), a load without a self-test (so later starts need no journal for it),
-// or nothing (skipped for a reason found again at every start, or stopped).
+// failure (they disagreed), a load without a self-test, a skip for a reason its checks find again
+// at every start (a library missing or refused: later starts need no journal for either), or
+// nothing (bytes not fetched yet, or stopped).
 void remember_outcome(detail::Remembered& remembered, const Status& stop, bool loaded, const LoadOptions& options,
                       Attempt& attempt) {
   if (stop.ok() && loaded && options.self_test) {
@@ -559,10 +560,25 @@ void remember_outcome(detail::Remembered& remembered, const Status& stop, bool l
     remembered.end(attempt, "fail", attempt.outcome);
   } else if (stop.ok() && loaded) {
     remembered.end(attempt, "loaded", "loaded without a self-test");
+  } else if (stop.ok() && !attempt.outcome.empty() && attempt.outcome.rfind("not fetched", 0) != 0) {
+    remembered.end(attempt, "skipped", attempt.outcome);  // found again by its checks at every start
   } else {
     remembered.end(attempt, "", "");
   }
 }
+
+// remember_outcome, once per attempt however the loop leaves it (a skip's `continue` included).
+struct Outcome {
+  detail::Remembered& remembered;
+  const LoadOptions& options;
+  Attempt& attempt;
+  bool recorded = false;
+  void record(const Status& stop, bool loaded) {
+    if (!recorded) remember_outcome(remembered, stop, loaded, options, attempt);
+    recorded = true;
+  }
+  ~Outcome() { record(Status(), false); }
+};
 
 // Try the candidates of `s` by index, in rank order: for each, whether its backends and libraries
 // are there, then (signed) its bytes hashed against the statement, then the load.
@@ -588,6 +604,9 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
     }
     const bool program = payload_is_program(c, e);
     if (!remembered.allows(e, program, attempt)) continue;
+    // Before any library of the entry is opened: a static initializer may fault too (SIGILL).
+    remembered.begin(attempt);
+    Outcome outcome{remembered, options, attempt};
     const fatpte_backend* table = nullptr;
     if (program) {
       if (!operators_loaded) {
@@ -614,7 +633,6 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
     }
     std::unique_ptr<Loaded> loaded;
     if (stop.ok()) {
-      remembered.begin(attempt);
       stop = program ? et::load_entry(c, e, options, et_dirs, attempt, loaded) : load_example(c, e, table, attempt, loaded);
     }
     if (stop.ok() && loaded && options.self_test && remembered.passed()) {
@@ -629,7 +647,7 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
                                          return st;
                                        });
     }
-    remember_outcome(remembered, stop, loaded != nullptr, options, attempt);
+    outcome.record(stop, loaded != nullptr);
     if (!stop.ok()) {
       attempt.outcome = "stopped: " + stop.describe();
       return stop;

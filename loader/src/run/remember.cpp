@@ -130,6 +130,13 @@ bool Remembered::allows(const Entry& e, bool program, Attempt& attempt) {
                             entry_libraries(container_, e, program, options_)};
   const memory::VerdictRecord* r = memory::find(store_, key_);
   if (r == nullptr) return true;
+  if (r->verdict == "skipped") {
+    // Tried here before, and skipped for a reason its checks find again (they run again): the
+    // process survived them, so they need no journal.
+    settled_ = true;
+    attempt.details.push_back("verdict store: tried here before and skipped (" + r->reason + ")");
+    return true;
+  }
   if (r->verdict == "loaded") {
     // It loaded before, without a self-test: nothing is known of its golden calls.
     settled_ = !options_.self_test;
@@ -171,11 +178,18 @@ void Remembered::begin(Attempt& attempt) {
 }
 
 void Remembered::end(Attempt& attempt, const std::string& verdict, const std::string& reason) {
-  if (!on_ || !journaled_) return;
+  if (!on_) return;
+  const memory::VerdictRecord* was = memory::find(store_, key_);
+  const bool journaled = journaled_;
   journaled_ = false;
   if (verdict.empty()) {
+    if (was == nullptr) return;
     memory::erase(store_, key_);
   } else {
+    // Known already (a pass also says it loads): nothing to write.
+    if (!journaled && was != nullptr && (was->verdict == verdict || (was->verdict == "pass" && verdict == "loaded"))) {
+      return;
+    }
     // ASCII (escaped as for a terminal), clipped: the reader refuses a longer text or bad UTF-8.
     std::string text = printable(reason);
     if (text.size() > memory::kMaxText) text = text.substr(0, memory::kMaxText - 3) + "...";

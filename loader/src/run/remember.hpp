@@ -33,8 +33,9 @@ class Remembered {
   bool passed() const { return passed_; }
   // The crash journal: before the risky part of an attempt (load, self-test) not yet remembered.
   void begin(Attempt& attempt);
-  // After it: `verdict` "pass", "fail" or "loaded" (with `reason`), or "" when the attempt proved
-  // nothing (the journal's record is removed).
+  // After it: `verdict` "pass", "fail", "loaded" or "skipped" (with `reason`), or "" when the
+  // attempt proved nothing (the journal's record, or one the attempt contradicts, is removed).
+  // Written when the journal was, or when the store said otherwise.
   void end(Attempt& attempt, const std::string& verdict, const std::string& reason);
 
  private:
