@@ -484,28 +484,47 @@ def device_show(name: str, as_json: bool) -> None:
               help="Device profiles: `host`, names or JSON files, comma-separated, or a directory of *.json "
                    "files (default: every named profile).")
 @preference_options
-@click.option("--strict", is_flag=True, help="Exit 3 when some device gets no entry.")
+@click.option("--strict", is_flag=True, help="Exit 3 when some device gets no entry; with --receipts, exit 1 "
+                                             "when a device ran another entry than planned.")
+@click.option("--receipts", "receipt_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Receipts (fatpte-run --receipt, specs/receipts.md) to compare with the plan: for each load of "
+                   "FILE's container, the entry selection plans for the receipt's device profile beside the entry "
+                   "the device ran (repeatable).")
 @json_option
 def coverage(file: str, devices: str | None, prefer: tuple[str, ...], exclude: tuple[str, ...], strict: bool,
-             as_json: bool) -> None:
+             receipt_files: tuple[str, ...], as_json: bool) -> None:
     """Show which entry each device gets, which devices get none, and the bytes each device
     would download after thinning.
 
-    The download size is computed from the tables: the size of the container `fatpte thin`
-    writes for that entry. FILE may be the URL of a container (docs/remote.md).
+    The download size is computed from the tables: the size of the container `fatpte thin
+    --only-chosen` writes for that entry. FILE may be the URL of a container (docs/remote.md).
+
+    With --receipts, also what devices reported: each load receipt of this container (by its
+    digest) with the entry planned for its device profile and the entry it ran, and every
+    difference with the reason codes of the entries it rejected.
     """
     from fatpte.ops.coverage import coverage as device_coverage
     from fatpte.ops.coverage import device_profiles
 
     result = device_coverage(file, device_profiles(devices), prefer=_words(prefer), exclude=_words(exclude))
+    if receipt_files:
+        from fatpte.container.locations import open as open_container
+        from fatpte.ops.receipts import compare, read_receipts
+
+        with open_container(file) as c:
+            result["observed"] = compare(c, read_receipts(receipt_files))
     if as_json:
         emit_json(result)
     else:
-        from fatpte.cli.render import coverage_text
+        from fatpte.cli.render import coverage_text, receipts_text
 
         echo(coverage_text(result))
+        if receipt_files:
+            echo(receipts_text(result["observed"]))
     if strict and result["uncovered"]:
         exit_with(EXIT_NO_FIT)
+    if strict and receipt_files and result["observed"]["differences"]:
+        exit_with(EXIT_INVALID)
 
 
 # ---------------------------------------------------------------------------------------------

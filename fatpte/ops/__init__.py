@@ -3,7 +3,7 @@ calls: `packing` (pack, with `specialization`, `named_data` planning and `pack_m
 `pack_policy`, what each thing given to pack becomes, shared with `fatpte pack`),
 `packfile` (pack.toml), `thinning`, `extraction`, `edit` (add, remove, replace, convert), `diff`,
 `unpack`, `coverage`, `info`, `validation` (`fatpte.validate`), `verdicts` (the verdict store
-loaders keep: read, listed, cleared); `golden` (golden calls recorded at
+loaders keep: read, listed, cleared), `receipts` (what loaders report, against the plan); `golden` (golden calls recorded at
 pack time) and `check` (`fatpte check`: every entry run on its golden calls by a `runner`, this
 machine's fatpte-run or an aarch64 one under qemu, whose `--json` report `run_report` holds to
 its schema); and the ExecuTorch ones:

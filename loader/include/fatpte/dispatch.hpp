@@ -30,6 +30,7 @@
 #define FATPTE_DISPATCH_HPP_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -106,6 +107,15 @@ struct LoadOptions {
   // written (and synced) before its load and self-test, replaced by the verdict after them.
   std::string verdicts;
   std::string verdicts_name = "fatpte";
+  // Receipts (specs/receipts.md): called once at the end of each load, whatever its outcome, with
+  // one line of JSON (no newline) saying what was chosen and why every other entry was not, the
+  // self-test, the verdict store's hits, the device and the runtime. `receipt_name` is the
+  // container's name as receipts give it (a file name, never a path, unless the caller puts one);
+  // without `receipt_details` a receipt holds reason codes, not the reasons' words (which can
+  // name library paths).
+  std::function<void(const std::string& line)> receipt;
+  std::string receipt_name;
+  bool receipt_details = false;
 };
 
 // $XDG_CACHE_HOME/fatpte/verdicts, else $HOME/.cache/fatpte/verdicts; "" when neither is set.

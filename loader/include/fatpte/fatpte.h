@@ -214,6 +214,14 @@ FATPTE_API fatpte_status fatpte_load_options_set_self_test(fatpte_load_options* 
  * for a name outside [A-Za-z0-9_.-]{1,64}. */
 FATPTE_API fatpte_status fatpte_load_options_set_verdicts(fatpte_load_options* options, const char* folder,
                                                           const char* name) FATPTE_NOEXCEPT;
+/* Receipts (specs/receipts.md): `callback` gets one line of JSON (no newline; `size` bytes, also
+ * NUL-terminated) at the end of each load made with these options, whatever its outcome, in the
+ * loading thread; `container_name` is the container's name as receipts give it (NULL: ""), and
+ * `details` 1 adds each reason's words (which can name library paths). callback NULL: none. */
+typedef void (*fatpte_receipt_callback)(const char* line, size_t size, void* context);
+FATPTE_API fatpte_status fatpte_load_options_set_receipt(fatpte_load_options* options,
+                                                         fatpte_receipt_callback callback, void* context,
+                                                         const char* container_name, int details) FATPTE_NOEXCEPT;
 /* $XDG_CACHE_HOME/fatpte/verdicts, else $HOME/.cache/fatpte/verdicts; "" when neither is set. The
  * text lives until the next call from this thread. */
 FATPTE_API const char* fatpte_default_verdicts_folder(void) FATPTE_NOEXCEPT;

@@ -534,6 +534,22 @@ fatpte_status fatpte_load_options_set_verdicts(fatpte_load_options* o, const cha
   return FATPTE_OK;
 }
 
+fatpte_status fatpte_load_options_set_receipt(fatpte_load_options* o, fatpte_receipt_callback callback, void* context,
+                                              const char* container_name, int details) noexcept {
+  if (o == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  try {
+    o->options.receipt_name = container_name == nullptr ? "" : container_name;
+    o->options.receipt_details = details != 0;
+    o->options.receipt = nullptr;
+    if (callback != nullptr) {
+      o->options.receipt = [callback, context](const std::string& line) { callback(line.c_str(), line.size(), context); };
+    }
+  } catch (...) {
+    return FATPTE_E_IO_ERROR;
+  }
+  return FATPTE_OK;
+}
+
 const char* fatpte_default_verdicts_folder(void) noexcept {
   thread_local std::string text;
   try {

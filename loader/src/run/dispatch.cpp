@@ -25,6 +25,7 @@
 #include "fatpte/device.hpp"
 #include "run/et_runner.hpp"
 #include "run/library_search.hpp"
+#include "run/receipt.hpp"
 #include "run/remember.hpp"
 #include "run/self_test.hpp"
 
@@ -664,15 +665,11 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
 
 }  // namespace
 
-Status load(const Container& c, const Choice& choice, const LoadOptions& options, Dispatch& out) {
+namespace {
+
+Status load_on(const Container& c, const Choice& choice, const DeviceProfile& device, const LoadOptions& options,
+               Dispatch& out) {
   std::optional<SignatureCheck> signature;
-  // This machine: only what the entries' requirements read (the whole probe for a downgrade
-  // check, which also ranks the thinned entries the statement describes).
-  // (A verdict store keys its verdicts by the whole probe too: specs/verdicts.md section 3.)
-  const DeviceProfile device = choice.device ? *choice.device
-                               : (options.trusted_keys && options.refuse_downgrade) || !options.verdicts.empty()
-                                   ? probe_host()
-                                   : probe_host(probe_scope(c));
   FATPTE_RETURN_IF_ERROR(verify_signature(c, options, device, choice.prefer, choice.exclude, signature, out));
   auto s = select(c, device, choice.prefer, choice.exclude);
   if (!s.ok()) {
@@ -685,11 +682,28 @@ Status load(const Container& c, const Choice& choice, const LoadOptions& options
   return try_candidates(c, *out.selection, device, options, signature, out);
 }
 
+}  // namespace
+
+Status load(const Container& c, const Choice& choice, const LoadOptions& options, Dispatch& out) {
+  // This machine: only what the entries' requirements read (the whole probe for a downgrade
+  // check, which also ranks the thinned entries the statement describes).
+  // (A verdict store keys its verdicts by the whole probe too: specs/verdicts.md section 3.)
+  const DeviceProfile device = choice.device ? *choice.device
+                               : (options.trusted_keys && options.refuse_downgrade) || !options.verdicts.empty()
+                                   ? probe_host()
+                                   : probe_host(probe_scope(c));
+  const Status st = load_on(c, choice, device, options, out);
+  detail::deliver_load_receipt(c, device, options, out, out.selection ? &*out.selection : nullptr, st);
+  return st;
+}
+
 Result<Dispatch> load(const Container& c, const Selection& s, const DeviceProfile& device, const LoadOptions& options) {
   Dispatch out;
   std::optional<SignatureCheck> signature;
-  FATPTE_RETURN_IF_ERROR(verify_signature(c, options, device, s.prefer, s.exclude, signature, out));
-  FATPTE_RETURN_IF_ERROR(try_candidates(c, s, device, options, signature, out));
+  Status st = verify_signature(c, options, device, s.prefer, s.exclude, signature, out);
+  if (st.ok()) st = try_candidates(c, s, device, options, signature, out);
+  detail::deliver_load_receipt(c, device, options, out, &s, st);
+  FATPTE_RETURN_IF_ERROR(st);
   return out;
 }
 

@@ -53,9 +53,10 @@ int find_executorch(dl_phdr_info* info, std::size_t, void* out) {
   return 0;
 }
 
-// What the runtime is: libfatpte's own file, ExecuTorch's runtime library and the operator
-// libraries the options name, each by its identity.
-std::string runtime_fingerprint(const LoadOptions& options, const std::vector<std::string>& et_dirs) {
+}  // namespace
+
+std::string runtime_fingerprint(const LoadOptions& options) {
+  const std::vector<std::string> et_dirs = executorch_search_path(options);
   std::string out;
   Dl_info self{};
   if (dladdr(reinterpret_cast<void*>(&default_verdicts_dir), &self) != 0 && self.dli_fname != nullptr) {
@@ -75,6 +76,12 @@ std::string runtime_fingerprint(const LoadOptions& options, const std::vector<st
   }
   return out;
 }
+
+std::string device_fingerprint(const DeviceProfile& device, const LoadOptions& options) {
+  return memory::digest_hex(canonical_json(device) + "\n" + runtime_fingerprint(options));
+}
+
+namespace {
 
 // The identity of every library entry `e` loads, "ID=IDENTITY", sorted: for a program, the
 // backends its manifest lists (executorch_backends); for another payload, its example backend.
@@ -117,8 +124,7 @@ Remembered::Remembered(const Container& c, const DeviceProfile& device, const Lo
   }
   store_ = std::move(store).value();
   container_digest_ = memory::container_digest(c);
-  device_digest_ = memory::digest_hex(canonical_json(device) + "\n" +
-                                      runtime_fingerprint(options, executorch_search_path(options)));
+  device_digest_ = device_fingerprint(device, options);
   on_ = true;
 }
 

@@ -20,6 +20,13 @@
 namespace fatpte {
 namespace detail {
 
+// What the runtime is, one line per library: libfatpte's own file, ExecuTorch's runtime library
+// and the operator libraries the options name, each "NAME IDENTITY" (no path).
+std::string runtime_fingerprint(const LoadOptions& options);
+// The device fingerprint of specs/verdicts.md section 3: SHA-256 of the profile's canonical JSON
+// and runtime_fingerprint, in hex.
+std::string device_fingerprint(const DeviceProfile& device, const LoadOptions& options);
+
 class Remembered {
  public:
   // Reads the store when the options name one; a store that cannot be used is a note in
