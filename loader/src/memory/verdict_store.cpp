@@ -117,16 +117,20 @@ void append_escape(std::string& out, std::uint32_t unit) {
 
 std::string json_text(const std::string& text) {
   const auto* p = reinterpret_cast<const std::uint8_t*>(text.data());
+  const auto ascii = [](char ch) { return static_cast<unsigned char>(ch) < 0x80; };
+  if (std::all_of(text.begin(), text.end(), ascii)) return detail::json_quote(text);  // the common case
   if (!detail::valid_utf8(p, text.size())) return detail::json_quote(printable(text));
   std::string out = "\"";
   for (std::size_t i = 0; i < text.size();) {
-    const std::uint8_t c = p[i];
-    if (c < 0x80) {
-      out += detail::json_quote(std::string(1, static_cast<char>(c))).substr(1, std::string::npos);
-      out.pop_back();
-      ++i;
+    std::size_t run = i;
+    while (run < text.size() && p[run] < 0x80) ++run;
+    if (run > i) {  // ASCII as json_quote writes it, without its quotes
+      const std::string quoted = detail::json_quote(text.substr(i, run - i));
+      out.append(quoted, 1, quoted.size() - 2);
+      i = run;
       continue;
     }
+    const std::uint8_t c = p[i];
     const int n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
     std::uint32_t cp = c & (0xFF >> (n + 1));
     for (int k = 1; k < n; ++k) cp = (cp << 6) | (p[i + k] & 0x3F);

@@ -123,9 +123,9 @@ std::string words_json(const std::vector<std::string>& words) {
   return "[" + out + "]";
 }
 
-std::string runtime_json(const LoadOptions& options) {
+std::string runtime_json(const std::string& runtime) {
   std::string libs, line;
-  for (char ch : runtime_fingerprint(options)) {
+  for (char ch : runtime) {
     if (ch != '\n') {
       line += ch;
       continue;
@@ -152,6 +152,7 @@ std::string load_receipt(const Container& c, const DeviceProfile& device, const 
              ", \"backend_id\": " + json_text(e.backend_id) + "}";
   }
   const std::vector<std::string> no_words;
+  const std::string runtime = runtime_fingerprint(options);
   std::size_t hits = 0;
   for (const Attempt& a : d.attempts) hits += a.remembered.empty() ? 0 : 1;
   const std::string error = result.ok() ? "null"
@@ -163,8 +164,8 @@ std::string load_receipt(const Container& c, const DeviceProfile& device, const 
          ", \"entries\": " + entries_json(c, d, selection, options.receipt_details) + ", \"self_test\": " +
          self_test_json(d, options) + ", \"verdict_store\": {\"used\": " + (options.verdicts.empty() ? "false" : "true") +
          ", \"hits\": " + std::to_string(hits) + "}, \"device\": {\"fingerprint\": \"" +
-         device_fingerprint(device, options) + "\", \"profile\": " + one_line(canonical_json(device)) + "}, \"runtime\": " +
-         runtime_json(options) + "}";
+         device_fingerprint(device, runtime) + "\", \"profile\": " + one_line(canonical_json(device)) + "}, \"runtime\": " +
+         runtime_json(runtime) + "}";
 }
 
 std::string fallback_receipt(const Container& c, const LoadOptions& options, const FallbackEvent& e,

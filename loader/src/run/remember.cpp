@@ -77,8 +77,12 @@ std::string runtime_fingerprint(const LoadOptions& options) {
   return out;
 }
 
+std::string device_fingerprint(const DeviceProfile& device, const std::string& runtime) {
+  return memory::digest_hex(canonical_json(device) + "\n" + runtime);
+}
+
 std::string device_fingerprint(const DeviceProfile& device, const LoadOptions& options) {
-  return memory::digest_hex(canonical_json(device) + "\n" + runtime_fingerprint(options));
+  return device_fingerprint(device, runtime_fingerprint(options));
 }
 
 namespace {
