@@ -21,7 +21,9 @@ venv: $(STAMP)
 # The editable install builds no loader (pyproject.toml's override for scikit-build-core's editable
 # state): the source tree on sys.path and scikit-build-core's in-place finder, about 1 ms of each
 # `fatpte` command's start-up (python -X importtime), not setuptools' default import-hook finder,
-# which cost 5-30 ms (docs/performance.md).
+# which cost 5-30 ms (docs/performance.md). Its finder comes first on sys.meta_path: `fatpte` is
+# this checkout's whatever PYTHONPATH says (a test that imports a copy takes the finder out first:
+# tests/support/editable.py); work in another checkout with that checkout's own venv.
 $(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[loader]'

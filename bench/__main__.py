@@ -33,6 +33,7 @@ from bench import (
     op_sign,
     op_startup,
     op_validate,
+    op_verdicts,
 )
 from bench.commands import Commands
 from bench.harness import ROOT, Context, Section, machine
@@ -59,6 +60,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "check_shards": op_check_shards.measure,
     "mutants": op_mutants.measure,
     "field": op_field.measure,
+    "verdicts": op_verdicts.measure,
 }
 
 

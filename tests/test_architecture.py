@@ -15,15 +15,22 @@ from pathlib import Path
 import pytest
 
 from tests.paths import ROOT
+from tests.support.editable import WITHOUT_EDITABLE_FINDER
 
 PACKAGE = ROOT / "fatpte"
-LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+# lint-imports run so that the package grimp reads is the one PYTHONPATH names (the copy), not the
+# checkout the editable install points at (tests/support/editable.py).
+_LINT = (WITHOUT_EDITABLE_FINDER +
+         "from importlinter.cli import lint_imports_command\n"
+         "sys.argv[0] = 'lint-imports'\n"
+         "sys.exit(lint_imports_command())\n")
 
 
 def _lint(package_parent: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    # PYTHONPATH comes before the editable install's path entry, so the copy is what grimp reads.
     env = {**os.environ, "PYTHONPATH": str(package_parent), "NO_COLOR": "1"}
-    return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--config", str(cwd / "pyproject.toml")],
+    return subprocess.run([sys.executable, "-c", _LINT, "--no-cache", "--config", str(cwd / "pyproject.toml")],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 

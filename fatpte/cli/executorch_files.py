@@ -208,14 +208,14 @@ def select_program(path: PathArg, device: DeviceProfile, *, prefer: Sequence[str
 
 
 def thin_program(path: PathArg, output: PathArg, *, device: DeviceProfile | None, names: Sequence[str] | None,
-                 prefer: Sequence[str], exclude: Sequence[str]) -> str:
+                 prefer: Sequence[str], exclude: Sequence[str], only_chosen: bool = False) -> str:
     """`fatpte thin` on an ExecuTorch program: write OUT with each NFAT delegate thinned; the
     summary line."""
     from fatpte.container.reader import Container
     from fatpte.executorch.pte import read_program
     from fatpte.ops.fat_delegate import nfat_delegates, thin_pte
 
-    thin_pte(path, output, device=device, names=names, prefer=prefer, exclude=exclude)
+    thin_pte(path, output, device=device, names=names, prefer=prefer, exclude=exclude, only_chosen=only_chosen)
     data = _read(output)
     program = read_program(data, source=os.fspath(output))
     kept = []

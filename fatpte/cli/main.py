@@ -61,6 +61,7 @@ from fatpte.cli.options import (
 )
 from fatpte.cli.pack_commands import merge, pack
 from fatpte.cli.runtime_commands import runtime as runtime_group
+from fatpte.cli.verdict_commands import verdicts
 from fatpte.errors import ErrorCode, FatpteError, listed, printable, quoted
 from fatpte.fileio.atomic import Terminated, end_by_signal
 
@@ -157,6 +158,7 @@ def main(runtime: str | None, remote_timeout: float | None, remote_deadline: flo
 main.add_command(pack)
 main.add_command(merge)
 main.add_command(runtime_group)
+main.add_command(verdicts)
 
 # ---------------------------------------------------------------------------------------------
 # info
@@ -361,16 +363,22 @@ def select(file: str, device: str, prefer: tuple[str, ...], exclude: tuple[str, 
 @click.argument("file", type=click.Path())
 @device_option(required=False)
 @click.option("--name", "names", multiple=True, help="Keep this entry (repeatable).")
+@click.option("--only-chosen", is_flag=True,
+              help="With --device: keep only the entry DEVICE gets, not the entries it falls back to.")
 @preference_options
 @output_option
 @force_option
 @quiet_option
-def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[str, ...],
+def thin(file: str, device: str | None, names: tuple[str, ...], only_chosen: bool, prefer: tuple[str, ...],
          exclude: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
-    """Write a smaller container with only the entry DEVICE gets (or the --name entries) and the
-    named data it uses. Payload and segment bytes, checksums and digests are kept unchanged.
+    """Write a smaller container with only the entries eligible on DEVICE (or the --name entries)
+    and the named data they use. Payload and segment bytes, checksums and digests are kept
+    unchanged.
 
-    With both --device and --name, the device's choice among the named entries is kept.
+    For a device, every eligible entry is kept, in table order, so the device ranks them as
+    before: the one it gets and those a loader falls back to when that one fails to load, fails
+    its self-test or fails after load. --only-chosen keeps the one it gets alone. With both
+    --device and --name, the entries eligible on the device among the named ones are kept.
 
     FILE may be an ExecuTorch program (.pte) whose delegate payloads are NFAT containers: OUT
     is then a .pte whose NFAT delegates keep only those entries, every segment offset of the
@@ -387,20 +395,20 @@ def thin(file: str, device: str | None, names: tuple[str, ...], prefer: tuple[st
 
     if device is None and not names:
         raise click.UsageError("give --device, --name, or both")
-    if (prefer or exclude) and device is None:
-        raise click.UsageError("--prefer and --exclude go with --device")
+    if (prefer or exclude or only_chosen) and device is None:
+        raise click.UsageError("--prefer, --exclude and --only-chosen go with --device")
     check_inputs(file)
     check_output(output, force)
     profile = None if device is None else load_device(device)
     if not is_url(file) and is_program(file):
         with _progress(f"writing {output}", quiet):
             line = thin_program(file, output, device=profile, names=list(names) or None, prefer=_words(prefer),
-                                exclude=_words(exclude))
+                                exclude=_words(exclude), only_chosen=only_chosen)
         echo(line)
         return
     with open_container(file) as source, _progress(f"writing {output}", quiet):
         thin_container(source, output, device=profile, names=list(names) or None, prefer=_words(prefer),
-                       exclude=_words(exclude))
+                       exclude=_words(exclude), only_chosen=only_chosen)
     with open_path(output) as c:
         kept = listed([quoted(e.name) for e in c.entries])
         echo(f"wrote {output}: kept {kept}; {c.size} bytes (was {source.size})")
@@ -497,28 +505,47 @@ def device_show(name: str, as_json: bool) -> None:
               help="Device profiles: `host`, names or JSON files, comma-separated, or a directory of *.json "
                    "files (default: every named profile).")
 @preference_options
-@click.option("--strict", is_flag=True, help="Exit 3 when some device gets no entry.")
+@click.option("--strict", is_flag=True, help="Exit 3 when some device gets no entry; with --receipts, exit 1 "
+                                             "when a device ran another entry than planned.")
+@click.option("--receipts", "receipt_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Receipts (fatpte-run --receipt, specs/receipts.md) to compare with the plan: for each load of "
+                   "FILE's container, the entry selection plans for the receipt's device profile beside the entry "
+                   "the device ran (repeatable).")
 @json_option
 def coverage(file: str, devices: str | None, prefer: tuple[str, ...], exclude: tuple[str, ...], strict: bool,
-             as_json: bool) -> None:
+             receipt_files: tuple[str, ...], as_json: bool) -> None:
     """Show which entry each device gets, which devices get none, and the bytes each device
     would download after thinning.
 
-    The download size is computed from the tables: the size of the container `fatpte thin`
-    writes for that entry. FILE may be the URL of a container (docs/remote.md).
+    The download size is computed from the tables: the size of the container `fatpte thin
+    --only-chosen` writes for that entry. FILE may be the URL of a container (docs/remote.md).
+
+    With --receipts, also what devices reported: each load receipt of this container (by its
+    digest) with the entry planned for its device profile and the entry it ran, and every
+    difference with the reason codes of the entries it rejected.
     """
     from fatpte.ops.coverage import coverage as device_coverage
     from fatpte.ops.coverage import device_profiles
 
     result = device_coverage(file, device_profiles(devices), prefer=_words(prefer), exclude=_words(exclude))
+    if receipt_files:
+        from fatpte.container.locations import open as open_container
+        from fatpte.ops.receipts import compare, read_receipts
+
+        with open_container(file) as c:
+            result["observed"] = compare(c, read_receipts(receipt_files))
     if as_json:
         emit_json(result)
     else:
-        from fatpte.cli.render import coverage_text
+        from fatpte.cli.render import coverage_text, receipts_text
 
         echo(coverage_text(result))
+        if receipt_files:
+            echo(receipts_text(result["observed"]))
     if strict and result["uncovered"]:
         exit_with(EXIT_NO_FIT)
+    if strict and receipt_files and result["observed"]["differences"]:
+        exit_with(EXIT_INVALID)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -210,6 +210,24 @@ def coverage_text(c: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def receipts_text(o: dict[str, Any]) -> str:
+    """`coverage --receipts`: planned against observed, per load receipt of the container."""
+    rows = [(shown(r["device"]), shown((r["fingerprint"] or "")[:12]), shown(r["planned"] or "NONE"),
+             shown(r["observed"] or "NONE"), "yes" if r["agrees"] else "NO") for r in o["rows"]]
+    out = [(f"receipts: {plural(o['loads'], 'load')} ({o['of_this_container']} of this container), "
+            f"{plural(o['fallbacks'], 'fallback')}")]
+    if rows:
+        out.append(table(("device", "fingerprint", "planned", "observed", "agrees"), rows, indent="  "))
+    for d in o["differences"]:
+        why = ", ".join(f"{shown(x['name'])}: {shown(x['reason_code'])}" + (f" ({x['error_code']})" if x["error_code"]
+                                                                             else "") for x in d["rejected"])
+        out.append(f"  difference: {shown(d['device'])} planned {shown(d['planned'] or 'NONE')}, ran "
+                   f"{shown(d['observed'] or 'NONE')}" + (f"; rejected {why}" if why else ""))
+    if not o["differences"]:
+        out.append("  every device ran the entry planned for it")
+    return "\n".join(out)
+
+
 def _short(value: Any) -> str:
     """A field value in a diff line: JSON for structures, cut to keep the line readable."""
     if isinstance(value, (dict, list)):

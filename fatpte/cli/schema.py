@@ -212,7 +212,7 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
         ("entry", "the entry it gets, or null"),
         ("backend_id", "that entry's backend id, or null"),
         ("reason", "when no entry fits: every entry and why (the `select` error), else null"),
-        ("download_bytes", "size of the container `fatpte thin` writes for the device, or null"),
+        ("download_bytes", "size of the container `fatpte thin --only-chosen` writes for the device, or null"),
     ]),
     "unpack": ("`fatpte unpack --json`: one object", [
         ("directory", "the directory written"),

@@ -2,7 +2,8 @@
 calls: `packing` (pack, with `specialization`, `named_data` planning and `pack_manifest`;
 `pack_policy`, what each thing given to pack becomes, shared with `fatpte pack`),
 `packfile` (pack.toml), `thinning`, `extraction`, `edit` (add, remove, replace, convert), `diff`,
-`unpack`, `coverage`, `info`, `validation` (`fatpte.validate`); `golden` (golden calls recorded at
+`unpack`, `coverage`, `info`, `validation` (`fatpte.validate`), `verdicts` (the verdict store
+loaders keep: read, listed, cleared), `receipts` (what loaders report, against the plan); `golden` (golden calls recorded at
 pack time) and `check` (`fatpte check`: every entry run on its golden calls by a `runner`, this
 machine's fatpte-run or one under qemu, whose `--json` report `run_report` holds to its schema;
 `check_matrix` the CPUs of `--cpus`, `check_shards` the slices of `--shard`, `check_merge` the

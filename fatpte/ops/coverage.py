@@ -2,7 +2,7 @@
 device would download after thinning.
 
 The entry comes from `fatpte.select` (the one rule); the download size is the size of the
-container `fatpte.thin` writes for that entry, computed by thin's own layout planner from the
+container `fatpte.thin(..., only_chosen=True)` writes for that entry alone, computed by thin's own layout planner from the
 tables (`thinning.thinned_size`), so a many-GB container is never copied to be measured.
 """
 

@@ -155,8 +155,10 @@ def thin_pte(
     names: Sequence[str] | None = None,
     prefer: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    only_chosen: bool = False,
 ) -> Path:
-    """Write to `dest` the .pte at `path` with each NFAT delegate thinned for `device` (or `names`)."""
+    """Write to `dest` the .pte at `path` with each NFAT delegate thinned for `device` (or `names`),
+    as `fatpte.thin` thins a container (`only_chosen`: the entry the device gets alone)."""
     source = str(path)
     try:
         data = Path(path).read_bytes()
@@ -182,7 +184,7 @@ def thin_pte(
                 fat_in = Path(tmp, f"in{n}.nfat")
                 fat_in.write_bytes(data[seg.offset : seg.offset + seg.size])
                 thinned = thin(fat_in, Path(tmp, f"out{n}.nfat"), device=device, names=names, prefer=prefer,
-                               exclude=exclude)
+                               exclude=exclude, only_chosen=only_chosen)
                 data = replace_segment(data, seg_index, thinned.read_bytes(), source=source)
     except OSError as exc:  # the temporary folder: thin's own I/O errors are FatpteErrors already
         raise io_error(exc, tempfile.gettempdir(), "cannot use the temporary folder") from None

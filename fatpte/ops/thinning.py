@@ -1,6 +1,11 @@
 """`fatpte.thin`: a smaller valid container holding only the chosen entries and the named data
 they use.
 
+For a device, the entries kept are every entry eligible on it, in the container's table order (so
+the device ranks them as before): the one it gets and those a loader falls back to when that one
+cannot load, fails its self-test or fails after load (specs/nfat-manifest.md section 6). With
+`only_chosen`, the one it gets alone.
+
 Payload and segment bytes are copied by the kernel from the source file (never read into Python),
 keep their alignment, and keep their CRC32C and SHA-256 values: nothing is recomputed over them.
 Only the header, the tables and the manifest (which index the kept regions) are written anew.
@@ -34,7 +39,7 @@ def _align_up(value: int, alignment: int) -> int:
 
 
 def _chosen(c: Container, device: DeviceProfile | None, names: Sequence[str] | None,
-            prefer: Sequence[str], exclude: Sequence[str]) -> list[Entry]:
+            prefer: Sequence[str], exclude: Sequence[str], only_chosen: bool = False) -> list[Entry]:
     if device is None and names is None:
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, "thin needs a device, names, or both", field="device")
     if isinstance(names, str):
@@ -47,7 +52,11 @@ def _chosen(c: Container, device: DeviceProfile | None, names: Sequence[str] | N
     from fatpte.device.selection import select
 
     others = [] if picked is None else [e.name for e in c.entries if e not in picked]
-    return [select(c, device, prefer=prefer, exclude=[*exclude, *others]).chosen]
+    selection = select(c, device, prefer=prefer, exclude=[*exclude, *others])
+    if only_chosen:
+        return [selection.chosen]
+    eligible = {v.entry.index for v in selection.ranked}
+    return [e for e in c.entries if e.index in eligible]
 
 
 def thin(
@@ -58,11 +67,14 @@ def thin(
     names: Sequence[str] | None = None,
     prefer: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    only_chosen: bool = False,
 ) -> Path:
-    """Write to `dest` a container with the entry `device` gets (or the entries `names`) of the
+    """Write to `dest` a container with the entries eligible on `device` (`only_chosen`: the one
+    it gets), or the entries `names`, or the entries among `names` eligible on `device`, of the
     container at `path` (a path or a URL)."""
     with open_container(path) as c:
-        return thin_container(c, dest, device=device, names=names, prefer=prefer, exclude=exclude)
+        return thin_container(c, dest, device=device, names=names, prefer=prefer, exclude=exclude,
+                              only_chosen=only_chosen)
 
 
 def thin_container(
@@ -73,11 +85,12 @@ def thin_container(
     names: Sequence[str] | None = None,
     prefer: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    only_chosen: bool = False,
 ) -> Path:
     """`thin` of a container already open (the command line reports its size too). From a
     version 1 container at a URL, the kept payloads are held in memory while they are packed."""
     target = Path(dest)
-    keep = _chosen(c, device, names, prefer, exclude)
+    keep = _chosen(c, device, names, prefer, exclude, only_chosen)
     if c.version == L.VERSION_1:
         from fatpte.ops.packing import pack
         from fatpte.ops.specialization import Specialization

@@ -1,6 +1,8 @@
 // fatpte-run: the loader's command line. `fatpte-run --help` prints the text below (kHelp); the
 // run mode goes through the C API end to end (open, select, load, execute), so the tests of
 // fatpte-run exercise the interface a C caller uses.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -125,6 +127,16 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
   --refuse-downgrade      with --require-signature: refuse a container from which the entry this
                           device would get among the signed entries was thinned away (step 11;
                           off by default: specs/nfat-signature.md section 6)
+  --receipt FILE          append the load's receipt to FILE, one line of JSON (specs/receipts.md):
+                          the entry chosen, why each other one was not, the self-test, the
+                          verdict store's hits, the device and the runtime; no input data and no
+                          path but the container's file name
+  --receipt-details       with --receipt: each reason's words too (they can name library paths)
+  --verdicts DIR          remember each entry's verdict in DIR/fatpte-run.verdicts.json
+                          (specs/verdicts.md): an entry that crashed or failed its golden calls
+                          is skipped without being tried; one that passed them is served
+                          without running them again (with --self-test); any change of the
+                          container, the device or a library it loads makes it tried again
 
 Text output: `ran: NAME [BACKEND_ID]`, then `call N: output K: DTYPE [SHAPE] VALUES...` per
 output (with --input: `output: VALUES...`). An empty list of calls (`[]`) loads the entry and
@@ -205,6 +217,9 @@ struct RunArgs {
   std::vector<std::string> prefer, exclude, dirs, libraries, maps, trusted_keys;
   std::string entry;
   std::string save_outputs;
+  std::string verdicts;
+  std::string receipt;
+  bool receipt_details = false;
   bool self_test = false;
   bool golden_report = false;
   bool explain = false;
@@ -359,6 +374,45 @@ int read_calls(const RunArgs& a, std::vector<fatpte::Call>& calls, RunReport& r)
 
 using Options = std::unique_ptr<fatpte_load_options, void (*)(fatpte_load_options*)>;
 
+// --receipt FILE: each receipt appended as one line in one write(2) to FILE opened O_APPEND, so
+// lines of concurrent runs do not interleave; a crash leaves every line written whole but perhaps
+// the last, which then lacks its newline (readers skip it: specs/receipts.md). Appending is the
+// point of the file, so it is not written whole to a temporary file and renamed as outputs are.
+int g_receipt_fd = -1;
+
+void append_receipt(const char* line, size_t size, void*) {
+  std::string text(line, size);
+  text += '\n';
+  const char* p = text.data();
+  std::size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(g_receipt_fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+int open_receipts(const RunArgs& a, fatpte_load_options* options, RunReport& r) {
+  if (a.receipt.empty()) return kGoOn;
+  struct stat sb;
+  if (::lstat(a.receipt.c_str(), &sb) == 0 && !S_ISREG(sb.st_mode)) {
+    return fail_with(r, a.receipt, fatpte::fail(fatpte::Error::NOT_A_FILE, fatpte::kNoOffset, "--receipt",
+                                                "receipts are appended to a regular file only"));
+  }
+  g_receipt_fd = ::open(a.receipt.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0666);
+  if (g_receipt_fd < 0) {
+    return fail_with(r, a.receipt, fatpte::fail(fatpte::Error::IO_ERROR, fatpte::kNoOffset, "--receipt",
+                                                "cannot open it to append: %s", std::strerror(errno)));
+  }
+  const std::size_t slash = a.file.rfind('/');
+  fatpte_load_options_set_receipt(options, append_receipt, nullptr,
+                                  (slash == std::string::npos ? a.file : a.file.substr(slash + 1)).c_str(),
+                                  a.receipt_details ? 1 : 0);
+  return kGoOn;
+}
+
 // The load options the flags name: maps, search path, libraries, method, policy, trusted keys.
 int set_options(const RunArgs& a, fatpte_load_options* options, RunReport& r) {
   fatpte_error err;
@@ -380,6 +434,8 @@ int set_options(const RunArgs& a, fatpte_load_options* options, RunReport& r) {
   fatpte_load_options_set_command_line(options, 1);
   fatpte_load_options_set_fallback(options, a.fallback ? 1 : 0);
   fatpte_load_options_set_self_test(options, a.self_test ? 1 : 0);
+  if (!a.verdicts.empty()) fatpte_load_options_set_verdicts(options, a.verdicts.c_str(), "fatpte-run");
+  if (const int rc = open_receipts(a, options, r); rc != kGoOn) return rc;
   if (!a.trusted_keys.empty()) {
     const auto keys = c_strings(a.trusted_keys);
     fatpte_trust* trust = nullptr;
@@ -737,6 +793,8 @@ int parse_args(int argc, char** argv, RunArgs& a) {
       a.defaults = false;
     } else if (arg == "--no-fallback") {
       a.fallback = false;
+    } else if (arg == "--receipt-details") {
+      a.receipt_details = true;
     } else if (arg == "--self-test") {
       a.self_test = true;
     } else if (arg == "--golden-report") {
@@ -766,7 +824,7 @@ int parse_args(int argc, char** argv, RunArgs& a) {
       a.trusted_keys.push_back(argv[++i]);
     } else if ((arg == "--device" || arg == "--prefer" || arg == "--exclude" || arg == "--backend-path" ||
                 arg == "--input" || arg == "--inputs" || arg == "--method" || arg == "--backend-lib" ||
-                arg == "--backend-map" || arg == "--entry" || arg == "--save-outputs") &&
+                arg == "--backend-map" || arg == "--entry" || arg == "--save-outputs" || arg == "--verdicts" || arg == "--receipt") &&
                has_value) {
       const char* v = argv[++i];
       if (arg == "--backend-path") a.dirs.push_back(v);
@@ -778,6 +836,8 @@ int parse_args(int argc, char** argv, RunArgs& a) {
       if (arg == "--device") a.device = v;
       if (arg == "--entry") a.entry = v;
       if (arg == "--save-outputs") a.save_outputs = v;
+      if (arg == "--verdicts") a.verdicts = v;
+      if (arg == "--receipt") a.receipt = v;
       if (arg == "--prefer") split_into(v, a.prefer);
       if (arg == "--exclude") split_into(v, a.exclude);
     } else if (!arg.empty() && arg[0] != '-' && a.file.empty()) {

@@ -130,12 +130,16 @@ def test_extract_by_device(container: Path, devices: dict[str, Path], tmp_path: 
 def test_thin_keeps_the_chosen_entry_and_its_named_data(container: Path, devices: dict[str, Path],
                                                         tmp_path: Path) -> None:
     out = tmp_path / "thin.nfat"
-    code, stdout, _ = run("thin", container, "--device", devices["v3"], "-o", out)
-    assert code == 0 and "kept 'x86_avx2'" in stdout
+    code, stdout, _ = run("thin", container, "--device", devices["v3"], "--only-chosen", "-o", out)
+    assert code == 0 and "kept 'x86_avx2';" in stdout
     with fatpte.open(out) as c:
         assert [e.name for e in c.entries] == ["x86_avx2"]
         assert bytes(c.named_data("w")) == b"W" * 4096
     assert fatpte.validate(out).ok
+    chain = tmp_path / "chain.nfat"  # the chosen entry and the one it falls back to
+    code, stdout, _ = run("thin", container, "--device", devices["v3"], "-o", chain)
+    assert code == 0 and "kept 'portable', 'x86_avx2';" in stdout
+    assert run("thin", container, "--only-chosen", "--name", "portable", "-o", tmp_path / "x.nfat")[0] == 2
     out2 = tmp_path / "named.nfat"
     assert run("thin", container, "--name", "cuda_sm90", "--name", "portable", "-o", out2)[0] == 0
     with fatpte.open(out2) as c:

@@ -30,6 +30,7 @@ from fatpte.errors import ErrorCode, FatpteError
 from fatpte.format import vocabulary as V
 from tests.paths import ROOT
 from tests.strategies import device_profiles
+from tests.support.editable import WITHOUT_EDITABLE_FINDER
 
 SPECS = ROOT / "specs"
 SCHEMA = json.loads((SPECS / "device_profile.schema.json").read_text())
@@ -164,7 +165,7 @@ def test_named_profiles_are_package_data_also_in_a_zip(tmp_path: Path) -> None:
         for path in sorted((ROOT / "fatpte").rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
                 z.write(path, path.relative_to(ROOT).as_posix())
-    code = (f"import fatpte.device.profile as p; assert p.__file__.startswith({str(archive)!r}), p.__file__; "
+    code = WITHOUT_EDITABLE_FINDER + (f"import fatpte.device.profile as p; assert p.__file__.startswith({str(archive)!r}), p.__file__; "
             "print(p.DeviceProfile.names()); print(p.DeviceProfile.load('x86-64-v3').to_json_text(), end='')")
     env = {k: v for k, v in os.environ.items() if k != D.DEVICES_DIR_ENV} | {"PYTHONPATH": str(archive)}
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,

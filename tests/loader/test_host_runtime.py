@@ -85,7 +85,8 @@ def test_thin_for_the_host_keeps_an_entry_its_runtime_can_run(three: Path, tmp_p
     thin = tmp_path / "host.nfat"
     proc = fatpte("thin", three, "--device", "host", "-o", thin, runtime=str(RUNTIME))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith(f"wrote {thin}: kept 'xnnpack';")
+    # The entry the host gets and the one it falls back to; native, which this runtime cannot run, not.
+    assert proc.stdout.startswith(f"wrote {thin}: kept 'xnnpack', 'portable';")
     calls = _example().write_calls("mlp", tmp_path / "calls.json")
     ran = subprocess.run([str(RUNTIME), str(thin), "--inputs", str(calls), "--json"], capture_output=True, text=True,
                          timeout=300, check=False)
@@ -94,9 +95,10 @@ def test_thin_for_the_host_keeps_an_entry_its_runtime_can_run(three: Path, tmp_p
     assert got["chosen"] == "xnnpack"
     assert _example().mismatches([c["outputs"] for c in got["calls"]], _example().recorded_outputs("mlp")) == []
     # Without a runtime to ask, the host's backends are not known and table order gives native,
-    # which this runtime cannot run: the trap the runtime's answer removes.
+    # which this runtime cannot run: the trap the runtime's answer removes (--only-chosen: kept
+    # alone, with nothing to fall back to).
     blind = tmp_path / "blind.nfat"
-    assert fatpte("thin", three, "--device", "host", "-o", blind, runtime="").stdout.startswith(
+    assert fatpte("thin", three, "--device", "host", "--only-chosen", "-o", blind, runtime="").stdout.startswith(
         f"wrote {blind}: kept 'native';")
     assert subprocess.run([str(RUNTIME), str(blind), "--inputs", str(calls)], capture_output=True, text=True,
                           timeout=300, check=False).returncode == 3

@@ -41,7 +41,7 @@ def test_inner_containers_validate_and_select(name: str) -> None:
 @pytest.mark.parametrize(("device", "kept"), [("x86-64-v3", "native-avx2"), ("x86-64-v2", "native-generic")])
 def test_thin_keeps_only_the_chosen_entry(tmp_path: Path, name: str, device: str, kept: str) -> None:
     src = ET_FIXTURES / name
-    out = thin_pte(src, tmp_path / "thin.pte", device=fatpte.DeviceProfile.load(device))
+    out = thin_pte(src, tmp_path / "thin.pte", device=fatpte.DeviceProfile.load(device), only_chosen=True)
     before, after = _program(name), read_program(out.read_bytes(), source="thin.pte")
     (d,) = nfat_delegates(after)
     with fatpte.Container.from_buffer(bytes(after.payload(d))) as c:
@@ -56,6 +56,15 @@ def test_thin_keeps_only_the_chosen_entry(tmp_path: Path, name: str, device: str
             assert after.data[s1.offset : s1.offset + s1.size] == before.data[s0.offset : s0.offset + s0.size]
         assert (s1.offset - after.header.segment_base_offset) % align == 0
     assert after.header.segment_base_offset + (after.header.segment_data_size or 0) == len(after.data)
+
+
+@pytest.mark.parametrize(("device", "kept"), [("x86-64-v3", ["native-avx2", "native-generic"]),
+                                             ("x86-64-v2", ["native-generic"])])
+def test_thin_keeps_the_fallback_chain(tmp_path: Path, device: str, kept: list[str]) -> None:
+    out = thin_pte(ET_FIXTURES / "mlp_nfat.pte", tmp_path / "chain.pte", device=fatpte.DeviceProfile.load(device))
+    (d,) = nfat_delegates(after := read_program(out.read_bytes()))
+    with fatpte.Container.from_buffer(bytes(after.payload(d))) as c:
+        assert sorted(e.name for e in c.entries) == sorted(kept)
 
 
 def test_thin_by_name(tmp_path: Path) -> None:

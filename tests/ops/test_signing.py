@@ -109,9 +109,13 @@ def test_thinning_keeps_the_signature_and_reports_what_it_dropped(tmp_path: Path
 def test_thin_by_device_keeps_the_signature(tmp_path: Path) -> None:
     key = _key("p256")
     signed = signing.sign(_container(tmp_path), key, tmp_path / "s.nfat")
-    thin = fatpte.thin(signed, tmp_path / "t.nfat", device=fatpte.DeviceProfile.load("jetson-orin"))
+    orin = fatpte.DeviceProfile.load("jetson-orin")
+    thin = fatpte.thin(signed, tmp_path / "t.nfat", device=orin, only_chosen=True)
     report = signing.verify(thin, _trusted(key))
     assert report.ok and len(report.entries) == 1 and len(report.thinned) == 2
+    chain = fatpte.thin(signed, tmp_path / "c.nfat", device=orin)  # gpu, and any to fall back to
+    report = signing.verify(chain, _trusted(key))
+    assert report.ok and [e.name for e in report.entries] == ["gpu", "any"] and report.thinned == ("cpu",)
 
 
 def test_detached_signature(tmp_path: Path) -> None:

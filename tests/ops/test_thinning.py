@@ -37,8 +37,22 @@ def fat(tmp_path: Path) -> Path:
     ], tmp_path / "fat.pte")
 
 
-def test_thin_for_a_device(fat: Path, tmp_path: Path) -> None:
-    out = thin(fat, tmp_path / "thin.pte", device=DeviceProfile.load("x86-64-v3"))
+def test_thin_for_a_device_keeps_the_fallback_chain(fat: Path, tmp_path: Path) -> None:
+    # x86-64-v3 gets x86_avx2 and falls back to portable; x86_avx512 is not eligible there.
+    out = thin(fat, tmp_path / "chain.pte", device=DeviceProfile.load("x86-64-v3"))
+    assert fatpte.validate(out).ok
+    with fatpte.open(out) as c:
+        assert [e.name for e in c.entries] == ["portable", "x86_avx2"]
+        assert c.named_data_keys == ("w.alias", "w.avx2", "w.shared")
+        chain = fatpte.select(c, DeviceProfile.load("x86-64-v3")).ranked
+        assert [v.entry.name for v in chain] == ["x86_avx2", "portable"]  # ranked as in the original
+    with fatpte.open(fat) as big:
+        assert [v.entry.name for v in fatpte.select(big, DeviceProfile.load("x86-64-v3")).ranked] == [
+            "x86_avx2", "portable"]
+
+
+def test_thin_for_a_device_only_chosen(fat: Path, tmp_path: Path) -> None:
+    out = thin(fat, tmp_path / "thin.pte", device=DeviceProfile.load("x86-64-v3"), only_chosen=True)
     report = fatpte.validate(out)
     assert report.ok, report.findings
     with fatpte.open(fat) as big, fatpte.open(out) as small:
@@ -69,7 +83,11 @@ def test_thin_by_names_keeps_table_order(fat: Path, tmp_path: Path) -> None:
 
 
 def test_thin_device_among_names(fat: Path, tmp_path: Path) -> None:
-    out = thin(fat, tmp_path / "t.pte", device=DeviceProfile.load("x86-64-v4"), names=["portable", "x86_avx2"])
+    v4 = DeviceProfile.load("x86-64-v4")
+    out = thin(fat, tmp_path / "t.pte", device=v4, names=["portable", "x86_avx2"])
+    with fatpte.open(out) as c:
+        assert [e.name for e in c.entries] == ["portable", "x86_avx2"]
+    out = thin(fat, tmp_path / "t1.pte", device=v4, names=["portable", "x86_avx2"], only_chosen=True)
     with fatpte.open(out) as c:
         assert [e.name for e in c.entries] == ["x86_avx2"]
 

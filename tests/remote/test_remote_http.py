@@ -89,7 +89,7 @@ def test_thin_fetches_the_entry_and_its_named_data_only(nginx: Nginx, big: Serve
         regions = [(entry.offset, entry.end)] + [(c.segments[s].offset, c.segments[s].end) for s in segments]
     assert entry.offset < PREFIX_SIZE < entry.end and len(regions) == 2  # the payload starts in the prefix
     mark = nginx.mark()
-    done = fatpte_cli("thin", url, "--device", "host", "-q", "-o", str(tmp_path / "remote.nfat"))
+    done = fatpte_cli("thin", url, "--device", "host", "--only-chosen", "-q", "-o", str(tmp_path / "remote.nfat"))
     assert done.returncode == 0, done.stderr
     assert "kept 'portable'" in done.stdout and f"(was {big.path.stat().st_size})" in done.stdout
     log = nginx.requests(mark)

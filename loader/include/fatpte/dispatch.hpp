@@ -30,6 +30,7 @@
 #define FATPTE_DISPATCH_HPP_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -123,7 +124,27 @@ struct LoadOptions {
   // runs on a worker thread that is abandoned, with the entry, at the deadline).
   bool check_finite = false;
   std::uint32_t call_deadline_ms = 0;
+  // The verdict store (specs/verdicts.md): the folder that holds this application's store file
+  // `verdicts_name`.verdicts.json (created when missing), or "" for none; default_verdicts_dir()
+  // is where an application keeps it unless it has a reason not to. With one, an entry the store
+  // remembers crashing or disagreeing is skipped without being tried, one it remembers passing is
+  // served without its golden calls, and any other is tried under the crash journal: a record
+  // written (and synced) before its load and self-test, replaced by the verdict after them.
+  std::string verdicts;
+  std::string verdicts_name = "fatpte";
+  // Receipts (specs/receipts.md): called once at the end of each load, whatever its outcome, with
+  // one line of JSON (no newline) saying what was chosen and why every other entry was not, the
+  // self-test, the verdict store's hits, the device and the runtime. `receipt_name` is the
+  // container's name as receipts give it (a file name, never a path, unless the caller puts one);
+  // without `receipt_details` a receipt holds reason codes, not the reasons' words (which can
+  // name library paths).
+  std::function<void(const std::string& line)> receipt;
+  std::string receipt_name;
+  bool receipt_details = false;
 };
+
+// $XDG_CACHE_HOME/fatpte/verdicts, else $HOME/.cache/fatpte/verdicts; "" when neither is set.
+std::string default_verdicts_dir();
 
 // "ID=PATH" (as `--backend-lib` gives it) into options.libraries; "ID=" withholds ID.
 Status set_backend_library(LoadOptions& options, const std::string& assignment);
@@ -165,6 +186,9 @@ struct Attempt {
   std::string outcome;                // "loaded", or why the entry was skipped
   std::string library;                // the library that decided (path or file name), or ""
   std::vector<std::string> details;   // the steps, for an explanation
+  // The verdict store's record that decided (LoadOptions::verdicts): "pass" (served without its
+  // golden calls), "fail" or "crash" (skipped without being tried), or "" (none).
+  std::string remembered;
 };
 
 // A loaded entry: one method of a program, ready to run; keeps its state (mutable buffers, KV

@@ -206,6 +206,25 @@ FATPTE_API fatpte_status fatpte_load_options_set_command_line(fatpte_load_option
  * is served (0, the default: no golden byte is read). A mismatch is a failed load: the next
  * eligible entry is tried, the finding (E1401) its reason in the report. */
 FATPTE_API fatpte_status fatpte_load_options_set_self_test(fatpte_load_options* options, int self_test) FATPTE_NOEXCEPT;
+/* The verdict store (specs/verdicts.md): `folder` holds the application's file `name`.verdicts.json
+ * (name NULL: "fatpte"; folder NULL or "": none, the default; fatpte_default_verdicts_folder() is
+ * where an application keeps it unless it has a reason not to). An entry the store remembers
+ * crashing or disagreeing is skipped without being tried; one it remembers passing its golden
+ * calls is served without them; any other is tried under the crash journal. FATPTE_E_INVALID_ARGUMENT
+ * for a name outside [A-Za-z0-9_.-]{1,64}. */
+FATPTE_API fatpte_status fatpte_load_options_set_verdicts(fatpte_load_options* options, const char* folder,
+                                                          const char* name) FATPTE_NOEXCEPT;
+/* Receipts (specs/receipts.md): `callback` gets one line of JSON (no newline; `size` bytes, also
+ * NUL-terminated) at the end of each load made with these options, whatever its outcome, in the
+ * loading thread; `container_name` is the container's name as receipts give it (NULL: ""), and
+ * `details` 1 adds each reason's words (which can name library paths). callback NULL: none. */
+typedef void (*fatpte_receipt_callback)(const char* line, size_t size, void* context);
+FATPTE_API fatpte_status fatpte_load_options_set_receipt(fatpte_load_options* options,
+                                                         fatpte_receipt_callback callback, void* context,
+                                                         const char* container_name, int details) FATPTE_NOEXCEPT;
+/* $XDG_CACHE_HOME/fatpte/verdicts, else $HOME/.cache/fatpte/verdicts; "" when neither is set. The
+ * text lives until the next call from this thread. */
+FATPTE_API const char* fatpte_default_verdicts_folder(void) FATPTE_NOEXCEPT;
 /* (Signed loading: fatpte_load_options_require_signature, include/fatpte/signature.h.) */
 /* Isolated qualification (issue 38; C++ LoadOptions::isolate): before an entry is loaded in this
  * process, a child process (fatpte-run, exec'd: this process never maps the entry's libraries

@@ -517,6 +517,49 @@ fatpte_status fatpte_load_options_set_self_test(fatpte_load_options* o, int self
   return FATPTE_OK;
 }
 
+fatpte_status fatpte_load_options_set_verdicts(fatpte_load_options* o, const char* folder, const char* name) noexcept {
+  if (o == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  const std::string file = name == nullptr ? "fatpte" : name;
+  const bool plain = !file.empty() && file.size() <= 64 &&
+                     file.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") ==
+                         std::string::npos &&
+                     file[0] != '.';
+  if (!plain) return FATPTE_E_INVALID_ARGUMENT;
+  try {
+    o->options.verdicts = folder == nullptr ? "" : folder;
+    o->options.verdicts_name = file;
+  } catch (...) {
+    return FATPTE_E_IO_ERROR;
+  }
+  return FATPTE_OK;
+}
+
+fatpte_status fatpte_load_options_set_receipt(fatpte_load_options* o, fatpte_receipt_callback callback, void* context,
+                                              const char* container_name, int details) noexcept {
+  if (o == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+  try {
+    o->options.receipt_name = container_name == nullptr ? "" : container_name;
+    o->options.receipt_details = details != 0;
+    o->options.receipt = nullptr;
+    if (callback != nullptr) {
+      o->options.receipt = [callback, context](const std::string& line) { callback(line.c_str(), line.size(), context); };
+    }
+  } catch (...) {
+    return FATPTE_E_IO_ERROR;
+  }
+  return FATPTE_OK;
+}
+
+const char* fatpte_default_verdicts_folder(void) noexcept {
+  thread_local std::string text;
+  try {
+    text = fatpte::default_verdicts_dir();
+  } catch (...) {
+    text.clear();
+  }
+  return text.c_str();
+}
+
 fatpte_status fatpte_load_with(const fatpte_container* c, const fatpte_selection* s, const fatpte_load_options* o,
                                fatpte_loaded** out, fatpte_error* error) noexcept {
   return guarded(error, [&]() -> fatpte_status {

@@ -141,8 +141,11 @@ inline void remove_stale(const std::string& folder, const std::string& name) {
 // reader sees the old file or the whole new one, and an error leaves neither a partial file nor
 // the temporary one (E0801 IO_ERROR naming the path and the system's reason). The file's mode is
 // 0666 less the umask, as Python's. Temporary files of NAME that a killed writer left (their
-// process gone, older than this one) are removed first, as Python does.
-inline Status write_output_file(const std::string& path, const std::uint8_t* data, std::size_t size) {
+// process gone, older than this one) are removed first, as Python does. `sync`: the temporary
+// file is flushed to the disk before the rename and the folder after it (fsync), so that the new
+// file survives a crash of the machine once this returns (the verdict store's crash journal).
+inline Status write_output_file(const std::string& path, const std::uint8_t* data, std::size_t size,
+                                bool sync = false) {
   struct stat sb;
   if (::lstat(path.c_str(), &sb) == 0) {
     if (!S_ISREG(sb.st_mode)) {
@@ -161,11 +164,20 @@ inline Status write_output_file(const std::string& path, const std::uint8_t* dat
   std::string tmp;
   const int fd = output_file_detail::create_beside(folder, name, tmp);
   if (fd < 0) return output_file_detail::io_error("cannot create a temporary file beside", path, errno);
-  const bool written = output_file_detail::write_all(fd, data, size);
+  const bool written = output_file_detail::write_all(fd, data, size) && (!sync || ::fsync(fd) == 0);
   int err = errno;
   const bool closed = ::close(fd) == 0;
   if (written && !closed) err = errno;
-  if (written && closed && ::rename(tmp.c_str(), path.c_str()) == 0) return Status();
+  if (written && closed && ::rename(tmp.c_str(), path.c_str()) == 0) {
+    if (sync) {
+      const int dir = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dir >= 0) {
+        ::fsync(dir);  // best effort: some file systems refuse a folder's fsync
+        ::close(dir);
+      }
+    }
+    return Status();
+  }
   if (written && closed) err = errno;
   ::unlink(tmp.c_str());
   return output_file_detail::io_error("cannot write", path, err);

@@ -5,11 +5,15 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <ctime>
 #include <mutex>
 #include <thread>
 #include <utility>
 
 #include "common/text.hpp"
+#include "fatpte/device.hpp"
+#include "run/receipt.hpp"
+#include "run/remember.hpp"
 
 namespace fatpte {
 namespace {
@@ -120,6 +124,17 @@ Status load_next(const Container& c, const Selection& selection, const std::opti
   return Status();
 }
 
+void record_fallback(const Container& c, const std::optional<DeviceProfile>& device, const LoadOptions& options,
+                     const FallbackEvent& event, std::vector<std::string>& notes) {
+  if (!options.verdicts.empty() && event.from_entry < c.entries().size()) {
+    // The load keyed its verdicts by the whole probe (dispatch.cpp): the same device again.
+    const DeviceProfile here = device ? *device : probe_host();
+    detail::remember_failed_call(c, here, options, c.entries()[event.from_entry], event.reason + ": " + event.detail,
+                                 notes);
+  }
+  if (options.receipt) options.receipt(detail::fallback_receipt(c, options, event, std::time(nullptr)));
+}
+
 Serving::Serving(const Container& c, std::optional<DeviceProfile> device, LoadOptions options, Dispatch& dispatch)
     : container_(c), device_(std::move(device)), options_(std::move(options)), dispatch_(dispatch) {
   for (const Attempt& a : dispatch_.attempts) tried_.insert(a.index);
@@ -166,6 +181,7 @@ Result<std::vector<Tensor>> Serving::run(const std::vector<Tensor>& inputs) {
                                                   ", loaded from its program (its state initialised)"
                                             : "; no eligible entry remained"));
   events_.push_back(event);
+  record_fallback(container_, device_, options_, event, dispatch_.notes);
   if (!next.ok()) return next;
   if (!dispatch_.loaded) {
     return fail(outcome.ok() || outcome.error().field() == "deadline" ? Error::INVALID_ARGUMENT : outcome.error().code(),

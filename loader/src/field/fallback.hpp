@@ -50,6 +50,12 @@ std::string non_finite(const std::vector<Tensor>& outputs);
 Status load_next(const Container& c, const Selection& selection, const std::optional<DeviceProfile>& device,
                  const LoadOptions& options, const std::set<std::uint32_t>& tried, Dispatch& dispatch);
 
+// What a fallback leaves behind (specs/nfat-manifest.md 6.4 and 6.5), once its retry's entry is
+// known: the failed entry remembered as "fail" in the verdict store and the event's receipt
+// delivered, each when the options ask for it; `notes` gets what the store said.
+void record_fallback(const Container& c, const std::optional<DeviceProfile>& device, const LoadOptions& options,
+                     const FallbackEvent& event, std::vector<std::string>& notes);
+
 // A loaded entry that falls back after load: the C API's fatpte_execute serves through it.
 class Serving {
  public:

@@ -125,6 +125,7 @@ R::Result<std::vector<R::EValue>> ContainerModule::fall_back(const std::string& 
   const Status next = load_next(*container, *dispatch->selection, options.choice.device, options.load, tried, *dispatch);
   if (dispatch->loaded) event.to_entry = dispatch->loaded->index();
   fallbacks.push_back(event);
+  record_fallback(*container, options.choice.device, options.load, event, dispatch->notes);
   if (!next.ok() || !dispatch->loaded) {
     // Nothing else can serve: the failed entry stays (its next call may fail again).
     if (!dispatch->loaded) dispatch->loaded = std::move(failed);

@@ -24,8 +24,10 @@
 #include "executorch/program.hpp"
 #include "fatpte/device.hpp"
 #include "run/et_runner.hpp"
-#include "run/library_search.hpp"
+#include "device/library_files.hpp"
 #include "run/qualify.hpp"
+#include "run/receipt.hpp"
+#include "run/remember.hpp"
 #include "run/self_test.hpp"
 
 #ifndef FATPTE_EXECUTORCH_LIBRARY_DIR
@@ -33,34 +35,6 @@
 #endif
 
 namespace fatpte {
-namespace detail {
-
-namespace {
-
-bool is_file(const std::string& path) {
-  struct stat sb;
-  return stat(path.c_str(), &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
-}  // namespace
-
-std::string find_library(const std::string& file, const std::vector<std::string>& dirs) {
-  if (file.find('/') != std::string::npos) return is_file(file) ? file : std::string();
-  for (const std::string& d : dirs) {
-    const std::string candidate = d + "/" + file;
-    if (is_file(candidate)) return candidate;
-  }
-  return std::string();
-}
-
-std::string not_found(const std::string& file, const std::vector<std::string>& dirs) {
-  if (file.find('/') != std::string::npos) return "not found at " + file;
-  std::string where;
-  for (const std::string& d : dirs) where += (where.empty() ? "" : ", ") + d;
-  return "not found in " + (where.empty() ? std::string("any directory (no backend path is configured)") : where);
-}
-
-}  // namespace detail
 
 namespace {
 
@@ -566,16 +540,54 @@ Result<bool> backends_ready(const Container& c, const Entry& e, const Verdict& v
   return table != nullptr;
 }
 
+// What an attempt proved, into the verdict store: a pass (loaded, its golden calls passed), a
+// failure (they disagreed), a load without a self-test, a skip for a reason its checks find again
+// at every start (a library missing or refused: later starts need no journal for either), or
+// nothing (bytes not fetched yet, or stopped).
+void remember_outcome(detail::Remembered& remembered, const Status& stop, bool loaded, const LoadOptions& options,
+                      Attempt& attempt) {
+  if (stop.ok() && loaded && (options.self_test || options.isolate)) {  // its calls passed, here or in a child
+    auto line = std::find_if(attempt.details.begin(), attempt.details.end(),
+                             [](const std::string& d) { return d.rfind("self-test: ", 0) == 0; });
+    remembered.end(attempt, "pass", line != attempt.details.end() ? *line : "");
+  } else if (stop.ok() && !loaded && options.self_test && attempt.outcome.rfind("self-test failed", 0) == 0) {
+    remembered.end(attempt, "fail", attempt.outcome);
+  } else if (stop.ok() && loaded) {
+    remembered.end(attempt, "loaded", "loaded without a self-test");
+  } else if (stop.ok() && !attempt.outcome.empty() && attempt.outcome.rfind("not fetched", 0) != 0) {
+    remembered.end(attempt, "skipped", attempt.outcome);  // found again by its checks at every start
+  } else {
+    remembered.end(attempt, "", "");
+  }
+}
+
+// remember_outcome, once per attempt however the loop leaves it (a skip's `continue` included).
+struct Outcome {
+  detail::Remembered& remembered;
+  const LoadOptions& options;
+  Attempt& attempt;
+  bool recorded = false;
+  void record(const Status& stop, bool loaded) {
+    if (!recorded) remember_outcome(remembered, stop, loaded, options, attempt);
+    recorded = true;
+  }
+  ~Outcome() { record(Status(), false); }
+};
+
 // The qualification verdict on `e` before it is loaded here (run/qualify.hpp): recorded in the
-// attempt; false when the entry is demoted (its outcome then says why).
+// attempt; false when the entry is demoted (its outcome then says why), which the verdict store
+// remembers: a crash or a hang (a signal or the deadline ended the child) as "crash", a failure as
+// "fail", so the next start skips the entry without trying it.
 bool qualified(const Container& c, const Entry& e, const DeviceProfile& device, const LoadOptions& options,
-               Attempt& attempt) {
+               Attempt& attempt, Outcome& outcome) {
   const detail::Qualification q = detail::qualify_entry(c, e, device, options);
   if (q.passed()) {
     if (options.isolate) attempt.details.push_back(q.describe());
     return true;
   }
   attempt.outcome = q.describe();
+  outcome.remembered.end(attempt, q.kind == detail::Qualification::Kind::kFail ? "fail" : "crash", attempt.outcome);
+  outcome.recorded = true;
   return false;
 }
 
@@ -589,6 +601,7 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
   std::string device_json;  // what an example library is given; programs need none
   bool operators_loaded = false;
   FATPTE_RETURN_IF_ERROR(only_entry(c, s, options));
+  detail::Remembered remembered(c, device, options, out.notes);
   for (const Verdict* v : candidates(s)) {
     if (!options.fallback && !out.attempts.empty()) break;
     if (options.only_entry && v->index != *options.only_entry) continue;
@@ -602,6 +615,10 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
       continue;
     }
     const bool program = payload_is_program(c, e);
+    if (!remembered.allows(e, program, attempt)) continue;
+    // Before any library of the entry is opened: a static initializer may fault too (SIGILL).
+    remembered.begin(attempt);
+    Outcome outcome{remembered, options, attempt};
     if (program && !operators_loaded) {
       et::load_operator_libraries(options, et_dirs, out.notes);
       operators_loaded = true;
@@ -627,7 +644,11 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
       stop = check_entry_bytes(c, *signature, e.index);
       if (stop.ok()) attempt.details.push_back("signature: entry '" + e.name + "' and its named data hash as signed");
     }
-    if (stop.ok() && !qualified(c, e, device, options, attempt)) continue;
+    if (stop.ok() && remembered.passed() && options.isolate) {
+      attempt.details.push_back("qualification: not run: the verdict store remembers the entry passing");
+    } else if (stop.ok() && !qualified(c, e, device, options, attempt, outcome)) {
+      continue;
+    }
     if (stop.ok() && options.isolate) {
       auto ready = backends_ready(c, e, *v, backends, device_json, table, attempt);
       if (!ready.ok()) return ready.error();
@@ -637,7 +658,9 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
     if (stop.ok()) {
       stop = program ? et::load_entry(c, e, options, et_dirs, attempt, loaded) : load_example(c, e, table, attempt, loaded);
     }
-    if (stop.ok() && loaded && options.self_test && !options.isolate) {
+    if (stop.ok() && loaded && options.self_test && remembered.passed()) {
+      attempt.details.push_back("self-test: not run: the verdict store remembers its golden calls passing");
+    } else if (stop.ok() && loaded && options.self_test && !options.isolate) {
       stop = detail::self_test_on_load(c, signature ? &*signature : nullptr, attempt, loaded,
                                        [&](std::unique_ptr<Loaded>& again, std::string& why) -> Status {
                                          if (!program) return Status();  // the example ABI keeps no state
@@ -647,6 +670,7 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
                                          return st;
                                        });
     }
+    outcome.record(stop, loaded != nullptr);
     if (!stop.ok()) {
       attempt.outcome = "stopped: " + stop.describe();
       return stop;
@@ -663,13 +687,11 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
 
 }  // namespace
 
-Status load(const Container& c, const Choice& choice, const LoadOptions& options, Dispatch& out) {
+namespace {
+
+Status load_on(const Container& c, const Choice& choice, const DeviceProfile& device, const LoadOptions& options,
+               Dispatch& out) {
   std::optional<SignatureCheck> signature;
-  // This machine: only what the entries' requirements read (the whole probe for a downgrade
-  // check, which also ranks the thinned entries the statement describes).
-  const DeviceProfile device = choice.device                                  ? *choice.device
-                               : options.trusted_keys && options.refuse_downgrade ? probe_host()
-                                                                              : probe_host(probe_scope(c));
   FATPTE_RETURN_IF_ERROR(verify_signature(c, options, device, choice.prefer, choice.exclude, signature, out));
   auto s = select(c, device, choice.prefer, choice.exclude);
   if (!s.ok()) {
@@ -682,11 +704,28 @@ Status load(const Container& c, const Choice& choice, const LoadOptions& options
   return try_candidates(c, *out.selection, device, options, signature, out);
 }
 
+}  // namespace
+
+Status load(const Container& c, const Choice& choice, const LoadOptions& options, Dispatch& out) {
+  // This machine: only what the entries' requirements read (the whole probe for a downgrade
+  // check, which also ranks the thinned entries the statement describes).
+  // (A verdict store keys its verdicts by the whole probe too: specs/verdicts.md section 3.)
+  const DeviceProfile device = choice.device ? *choice.device
+                               : (options.trusted_keys && options.refuse_downgrade) || !options.verdicts.empty()
+                                   ? probe_host()
+                                   : probe_host(probe_scope(c));
+  const Status st = load_on(c, choice, device, options, out);
+  detail::deliver_load_receipt(c, device, options, out, out.selection ? &*out.selection : nullptr, st);
+  return st;
+}
+
 Result<Dispatch> load(const Container& c, const Selection& s, const DeviceProfile& device, const LoadOptions& options) {
   Dispatch out;
   std::optional<SignatureCheck> signature;
-  FATPTE_RETURN_IF_ERROR(verify_signature(c, options, device, s.prefer, s.exclude, signature, out));
-  FATPTE_RETURN_IF_ERROR(try_candidates(c, s, device, options, signature, out));
+  Status st = verify_signature(c, options, device, s.prefer, s.exclude, signature, out);
+  if (st.ok()) st = try_candidates(c, s, device, options, signature, out);
+  detail::deliver_load_receipt(c, device, options, out, &s, st);
+  FATPTE_RETURN_IF_ERROR(st);
   return out;
 }
 

@@ -28,7 +28,7 @@
 #include "executorch/program.hpp"
 #include "executorch/runtime.hpp"
 #include "fatpte/device.hpp"
-#include "run/library_search.hpp"
+#include "device/library_files.hpp"
 
 namespace fatpte {
 namespace et {

@@ -1,6 +1,8 @@
-// Finding a backend or operator library in the folders the caller configured.
-#ifndef FATPTE_SRC_RUN_LIBRARY_SEARCH_HPP_
-#define FATPTE_SRC_RUN_LIBRARY_SEARCH_HPP_
+// Finding a backend or operator library in the folders the caller configured: which file of it
+// this machine holds (the load policy, run/dispatch.cpp, and the verdict store's identities of
+// an entry's libraries, run/remember.cpp, look for libraries the same way).
+#ifndef FATPTE_SRC_DEVICE_LIBRARY_FILES_HPP_
+#define FATPTE_SRC_DEVICE_LIBRARY_FILES_HPP_
 
 #include <string>
 #include <vector>
@@ -18,4 +20,4 @@ std::string not_found(const std::string& file, const std::vector<std::string>& d
 }  // namespace detail
 }  // namespace fatpte
 
-#endif  // FATPTE_SRC_RUN_LIBRARY_SEARCH_HPP_
+#endif  // FATPTE_SRC_DEVICE_LIBRARY_FILES_HPP_

@@ -1,0 +1,105 @@
+"""Remembered verdicts and receipts (issue 38, specs/verdicts.md, specs/receipts.md): what a start
+costs that serves an entry on a remembered pass instead of running its golden calls, against a
+start that runs no self-test at all; what keying the store costs a start (the whole probe, the
+container's metadata digest, each library's build id read from its file, the store read and, on a
+first start, written); and what a receipt adds to a load. Target for receipts: under 1%.
+
+Whole processes (`fatpte-run`, load + first call), alternating, on the KV-cache fixture packed as
+its XNNPACK lowering (chosen) and its portable one with three golden calls recorded from portable.
+Target: a start on a remembered pass within 1.05x of a start without a self-test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from functools import partial
+from pathlib import Path
+
+from bench.harness import PYTHON, ROOT, Context, Pair, Sample, Section, alternate, run_cmd, runs, verdict
+
+BUILD = ROOT / "build" / "loader"
+FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
+
+
+def _container(ctx: Context) -> tuple[Path, Path]:
+    out, calls_path = ctx.work / "verdicts-kvcache.nfat", ctx.work / "verdicts-calls.json"
+    calls = json.loads((FIXTURES / "fixtures.json").read_text())["tiers"]["models"]["kvcache"]["calls"]
+    calls_path.write_text(json.dumps(calls))
+    subprocess.run([PYTHON, "-m", "fatpte", "--runtime", str(BUILD / "fatpte-run"), "pack", "-q", "-f", "-o", str(out),
+                    f"xnnpack:xnnpack={FIXTURES / 'kvcache_xnnpack_default.pte'}",
+                    f"portable:portable={FIXTURES / 'kvcache_portable_default.pte'}", "--priority", "xnnpack=10",
+                    "--golden", str(calls_path), "--golden-from", "portable"], check=True, capture_output=True)
+    first = ctx.work / "verdicts-first-call.json"
+    first.write_text(json.dumps(calls[:1]))
+    return out, first
+
+
+def measure(ctx: Context) -> Section:
+    section = Section("Remembered verdicts", __doc__.split("\n\n", 1)[1].strip() if __doc__ else "")
+    if not (BUILD / "fatpte-run").exists():
+        section.intro = "**Not measured**: build/loader is not built (`make loader`)."
+        return section
+    container, inputs = _container(ctx)
+    run = [str(BUILD / "fatpte-run"), str(container), "--inputs", str(inputs)]
+    store = ctx.work / "verdicts-store"
+    subprocess.run([*run, "--self-test", "--verdicts", str(store)], check=True, capture_output=True)  # a pass
+    hit = alternate(Pair("load + first call, --self-test on a remembered pass", "the same without --self-test",
+                         "within 1.05x"),
+                    partial(run_cmd, run),
+                    partial(run_cmd, [*run, "--self-test", "--verdicts", str(store)]),
+                    rounds=10 * runs())
+    hit.verdict = verdict(hit.ratio <= 1.05, f"{hit.ratio:.3f}x")
+    hit.note = "no golden call is made and the method is not loaded twice; the store is read, not written"
+    tested = alternate(Pair("load + first call, --self-test (nothing remembered)", "the same without --self-test",
+                            "shown"),
+                       partial(run_cmd, run), partial(run_cmd, [*run, "--self-test"]), rounds=10 * runs())
+    tested.note = "what the remembered pass saves: three golden calls and a second load of the stateful method"
+    fresh = ctx.work / "verdicts-fresh"
+
+    def first_start() -> Sample:
+        shutil.rmtree(fresh, ignore_errors=True)
+        return run_cmd([*run, "--verdicts", str(fresh)])
+
+    keyed = alternate(Pair("load + first call, --verdicts without --self-test, a first start (journal written "
+                           "and synced, then the `loaded` record)", "the same without --verdicts", "shown"),
+                      partial(run_cmd, run), first_start, rounds=10 * runs())
+    keyed.note = ("the whole probe, the keys (container digest, build ids read from each library file) and two "
+                  "synced writes: paid once per key")
+    again = alternate(Pair("load + first call, --verdicts without --self-test, a later start (`loaded` remembered)",
+                           "the same without --verdicts", "shown"),
+                      partial(run_cmd, run), partial(run_cmd, [*run, "--verdicts", str(store)]), rounds=10 * runs())
+    again.note = "the whole probe and the keys; the store is read, not written"
+    section.pairs += [hit, tested, keyed, again]
+    section.lines += _instructions(run, store)
+    return section
+
+
+def _instructions(run: list[str], store: Path) -> list[str]:
+    """Instructions of each kind of start, counted by callgrind: a figure the shared machine's load
+    does not move (the wall-clock ratios above swing from 0.3x to 10x on it)."""
+    if shutil.which("valgrind") is None:
+        return ["", "Instructions not counted: valgrind is not installed."]
+    kinds = [("without --self-test (baseline)", []), ("--self-test on a remembered pass", ["--self-test",
+                                                                                             "--verdicts", str(store)]),
+             ("--self-test, nothing remembered", ["--self-test"]),
+             ("--verdicts, a remembered load", ["--verdicts", str(store)]),
+             ("--receipt FILE", ["--receipt", str(store.parent / "verdicts-receipts.jsonl")])]
+    counts = []
+    for _, more in kinds:
+        # Twice, the second counted: under valgrind the probe sees valgrind's CPU, another device
+        # fingerprint, so the first run is a first start for that device.
+        for _ in range(2):
+            done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *run, *more],
+                                  capture_output=True, text=True, check=True)
+        counts.append(int(re.search(r"Collected : (\d+)", done.stderr).group(1)))  # type: ignore[union-attr]
+    rows = ["", "| start (load + first call, whole process) | instructions | against the baseline |", "|---|---|---|"]
+    rows += [f"| {label} | {n:,} | {n / counts[0]:.3f}x |" for (label, _), n in zip(kinds, counts)]
+    ratio, receipt = counts[1] / counts[0], counts[4] / counts[0] - 1
+    rows += ["", (f"- A start on a remembered pass: **{ratio:.3f}x** the instructions of a start without a self-test "
+                  f"(target within 1.05x: {verdict(ratio <= 1.05, f'{ratio:.3f}x')})."),
+             (f"- A receipt adds **{100 * receipt:.2f}%** to a load (target under 1%: "
+              f"{verdict(receipt < 0.01, f'{100 * receipt:.2f}%')}).")]
+    return rows

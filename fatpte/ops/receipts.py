@@ -1,0 +1,110 @@
+"""Receipts (specs/receipts.md, specs/receipt.schema.json): the JSON lines a loader writes, one per
+load and per fallback event (`fatpte-run --receipt FILE`, LoadOptions::receipt, C
+fatpte_load_options_set_receipt), read here, and compared with the choice selection plans for
+each device (`fatpte coverage FILE --receipts FILES`): a receipt carries the device profile the
+load chose with and the caller's words, so the planned entry is recomputed with the same rule
+(`fatpte.select`) and set beside the entry the device actually ran.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from fatpte.container.reader import Container
+from fatpte.device.profile import DeviceProfile
+from fatpte.device.selection import select
+from fatpte.errors import ErrorCode, FatpteError, SelectionError
+
+VERSION = 1
+KINDS = ("load", "fallback")
+
+
+def container_digest(c: Container) -> str:
+    """The container's digest as receipts and verdict stores give it: SHA-256 of its header and
+    tables (specs/verdicts.md section 3)."""
+    return hashlib.sha256(bytes(c.buffer[: c.header.table_end])).hexdigest()
+
+
+def _shape(doc: Any, where: str) -> dict[str, Any]:
+    """The fields this module reads, checked (the whole schema is held to real receipts by
+    tests/loader/test_receipts_runtime.py)."""
+    if not isinstance(doc, dict) or doc.get("receipt") not in KINDS or doc.get("version") != VERSION:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: not a version {VERSION} receipt (`receipt` load or "
+                          "fallback, `version` 1)", source=where)
+    container = doc.get("container")
+    if not isinstance(container, dict) or not isinstance(container.get("digest"), str):
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: a receipt names its container's digest",
+                          source=where, field="container.digest")
+    if doc["receipt"] == "load":
+        device, chosen = doc.get("device"), doc.get("chosen")
+        if not isinstance(device, dict) or not isinstance(device.get("profile"), dict):
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: a load receipt holds its device profile",
+                              source=where, field="device.profile")
+        if chosen is not None and not (isinstance(chosen, dict) and isinstance(chosen.get("name"), str)):
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: chosen is null or names an entry",
+                              source=where, field="chosen")
+        for words in ("prefer", "exclude"):
+            if not isinstance(doc.get(words), list) or not all(isinstance(w, str) for w in doc[words]):
+                raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: {words} is a list of words", source=where,
+                                  field=words)
+    return doc
+
+
+def read_receipts(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """Every receipt of the files, in order. A last line without its newline is what a crash during
+    its write leaves: it is skipped. Any other line that is not a receipt is an error naming it."""
+    out: list[dict[str, Any]] = []
+    for path in paths:
+        source = os.fspath(path)
+        try:
+            with open(source, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise FatpteError(ErrorCode.IO_ERROR, f"cannot read receipts: {exc.strerror or exc}", source=source) from None
+        lines = data.split(b"\n")
+        for number, line in enumerate(lines[:-1], 1):  # lines[-1]: after the last newline
+            if not line.strip():
+                continue
+            where = f"{source}:{number}"
+            try:
+                doc = json.loads(line)
+            except ValueError as exc:
+                raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: not JSON: {exc}", source=where) from None
+            out.append(_shape(doc, where))
+    return out
+
+
+def _planned(c: Container, r: dict[str, Any]) -> str | None:
+    profile = DeviceProfile.from_json(r["device"]["profile"], source="a receipt's device profile")
+    try:
+        return select(c, profile, prefer=r["prefer"], exclude=r["exclude"]).chosen.name
+    except SelectionError:
+        return None
+
+
+def compare(c: Container, receipts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The planned entry beside the observed one for every load receipt of this container (by its
+    digest), and the differences: a device that ran another entry than selection plans for its
+    profile (a library missing there, a failed self-test, a remembered verdict: each rejected entry
+    with its reason code says why)."""
+    digest = container_digest(c)
+    rows = []
+    loads = [r for r in receipts if r["receipt"] == "load"]
+    for r in loads:
+        if r["container"]["digest"] != digest:
+            continue
+        observed = r["chosen"]["name"] if r["chosen"] is not None else None
+        planned = _planned(c, r)
+        rejected = [{"name": e.get("name"), "reason_code": e.get("reason_code"), "error_code": e.get("error_code")}
+                    for e in r.get("entries", []) if isinstance(e, dict) and e.get("outcome") == "rejected"
+                    and e.get("reason_code") != "ineligible"]
+        rows.append({"device": r["device"]["profile"].get("name"), "fingerprint": r["device"].get("fingerprint"),
+                     "planned": planned, "observed": observed, "agrees": planned == observed, "rejected": rejected})
+    return {"receipts": len(receipts), "loads": len(loads), "of_this_container": len(rows), "rows": rows,
+            "differences": [row for row in rows if not row["agrees"]],
+            "fallbacks": sum(1 for r in receipts if r["receipt"] == "fallback"
+                             and r["container"]["digest"] == digest)}

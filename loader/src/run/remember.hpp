@@ -1,0 +1,75 @@
+// Remembered verdicts in the load policy (LoadOptions::verdicts, specs/verdicts.md section 5):
+// the hook run/dispatch.cpp calls around each attempt. Before an entry is tried, its key (the
+// container, the entry, the device fingerprint, every library it loads) is computed from files
+// without loading any of them, and a remembered crash or disagreement skips it ("remembered: ...");
+// a remembered pass stands for its golden calls. Before a load (and self-test) whose outcome is
+// not remembered, the crash journal's record is written and synced; after it, the verdict
+// replaces it, or it is removed when the attempt proved nothing.
+#ifndef FATPTE_SRC_RUN_REMEMBER_HPP_
+#define FATPTE_SRC_RUN_REMEMBER_HPP_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fatpte/container.hpp"
+#include "fatpte/device.hpp"
+#include "fatpte/dispatch.hpp"
+#include "memory/verdict_store.hpp"
+
+namespace fatpte {
+namespace detail {
+
+// What the runtime is, one line per library: libfatpte's own file, ExecuTorch's runtime library
+// and the operator libraries the options name, each "NAME IDENTITY" (no path).
+std::string runtime_fingerprint(const LoadOptions& options);
+// The device fingerprint of specs/verdicts.md section 3: SHA-256 of the profile's canonical JSON
+// and runtime_fingerprint, in hex.
+std::string device_fingerprint(const DeviceProfile& device, const LoadOptions& options);
+// The same from runtime_fingerprint's text, computed once.
+std::string device_fingerprint(const DeviceProfile& device, const std::string& runtime);
+
+class Remembered {
+ public:
+  // Reads the store when the options name one; a store that cannot be used is a note in
+  // `notes` and the load goes on as if none were named (nothing skipped, nothing written).
+  Remembered(const Container& container, const DeviceProfile& device, const LoadOptions& options,
+             std::vector<std::string>& notes);
+  // Before entry `e` is tried: false when the store remembers it crashing or disagreeing
+  // (attempt.outcome and attempt.remembered say so).
+  bool allows(const Entry& e, bool program, Attempt& attempt);
+  // The entry allowed last has a remembered pass: its golden calls need not run.
+  bool passed() const { return passed_; }
+  // The crash journal: before the risky part of an attempt (load, self-test) not yet remembered.
+  void begin(Attempt& attempt);
+  // After it: `verdict` "pass", "fail", "loaded" or "skipped" (with `reason`), or "" when the
+  // attempt proved nothing (the journal's record, or one the attempt contradicts, is removed).
+  // Written when the journal was, or when the store said otherwise.
+  void end(Attempt& attempt, const std::string& verdict, const std::string& reason);
+
+ private:
+  void save(Attempt& attempt);
+  bool on_ = false;
+  bool passed_ = false;
+  bool settled_ = false;  // the attempt's outcome is remembered already: no journal
+  bool journaled_ = false;
+  const Container& container_;
+  const LoadOptions& options_;
+  std::vector<std::string>& notes_;
+  std::string path_;
+  std::string container_digest_;
+  std::string device_digest_;
+  memory::VerdictStore store_;
+  memory::VerdictKey key_;
+};
+
+// A call entry `e` failed after its load (a fallback after load, specs/nfat-manifest.md 6.4):
+// remembered as "fail" with `reason` when the options name a store, so the next start skips the
+// entry without trying it. What the store said is added to `notes`.
+void remember_failed_call(const Container& c, const DeviceProfile& device, const LoadOptions& options, const Entry& e,
+                          const std::string& reason, std::vector<std::string>& notes);
+
+}  // namespace detail
+}  // namespace fatpte
+
+#endif  // FATPTE_SRC_RUN_REMEMBER_HPP_

@@ -1,0 +1,97 @@
+"""Receipts from `fatpte-run --receipt FILE` (specs/receipts.md): every line real loads write holds
+to specs/receipt.schema.json, names no path but the container's file name (unless details are
+asked) and no input; `fatpte coverage --receipts` on receipts made with named profiles shows
+planned = observed, and flags a planted difference and a real one (a library withheld)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from fatpte.ops import receipts as R
+from tests.loader.test_cpp_golden import pack
+from tests.paths import ROOT
+
+pytestmark = pytest.mark.loader_build("fatpte-run", sdk=True, only="release")
+SCHEMA = json.loads((ROOT / "specs" / "receipt.schema.json").read_text())
+PROFILES = ("x86-64-v3", "x86-64-v4", "host")
+
+
+def fatpte_run(build: Path, *args: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(build / "fatpte-run"), *map(str, args)], capture_output=True, text=True, timeout=600,
+                          check=False)
+
+
+def coverage(build: Path, *args: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fatpte", "--runtime", str(build / "fatpte-run"), "coverage",
+                           *map(str, args)], capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.fixture
+def receipts(build: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """mlp's XNNPACK and portable lowerings with golden calls; one self-tested load per profile, and
+    one with XNNPACK withheld (the device then runs portable: a real difference from the plan)."""
+    container = pack(build, "mlp", tmp_path, ("xnnpack", "portable"))
+    out = tmp_path / "receipts.jsonl"
+    for profile in PROFILES:
+        done = fatpte_run(build, container, "--self-test", "--device", profile, "--receipt", out)
+        assert done.returncode == 0, done.stderr
+    withheld = fatpte_run(build, container, "--self-test", "--device", "x86-64-v3", "--backend-lib", "XnnpackBackend=",
+                          "--receipt", out)
+    assert withheld.returncode == 0, withheld.stderr
+    return container, out
+
+
+def test_every_receipt_holds_to_the_schema(receipts: tuple[Path, Path], tmp_path: Path) -> None:
+    container, out = receipts
+    text = out.read_text()
+    lines = text.splitlines()
+    assert len(lines) == len(PROFILES) + 1 and text.endswith("\n")
+    for line in lines:
+        jsonschema.validate(json.loads(line), SCHEMA)
+    first = json.loads(lines[0])
+    assert first["container"]["name"] == container.name and first["chosen"]["name"] == "xnnpack"
+    assert first["self_test"]["ran"] and first["device"]["profile"]["name"] == "x86-64-v3"
+    assert str(tmp_path) not in text  # no path: the reasons' words are left out
+    last = json.loads(lines[-1])
+    xnnpack = next(e for e in last["entries"] if e["name"] == "xnnpack")
+    assert (xnnpack["outcome"], xnnpack["reason_code"], xnnpack["reason"]) == ("rejected", "backend_unavailable", None)
+    assert R.read_receipts([out]) == [json.loads(line) for line in lines]
+
+
+def test_a_torn_last_line_is_skipped(receipts: tuple[Path, Path], tmp_path: Path) -> None:
+    _, out = receipts
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(out.read_bytes() + b'{"receipt": "load", "vers')  # a crash during the last write
+    assert len(R.read_receipts([torn])) == len(PROFILES) + 1
+
+
+def test_coverage_shows_planned_against_observed(build: Path, receipts: tuple[Path, Path], tmp_path: Path) -> None:
+    container, out = receipts
+    planned_only = tmp_path / "planned.jsonl"
+    planned_only.write_text("".join(out.read_text().splitlines(keepends=True)[: len(PROFILES)]))
+    same = coverage(build, container, "--receipts", planned_only, "--strict", "--devices", "x86-64-v3")
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "every device ran the entry planned for it" in same.stdout
+    doc = json.loads(coverage(build, container, "--receipts", planned_only, "--json").stdout)["observed"]
+    assert [(r["device"], r["planned"], r["observed"]) for r in doc["rows"]] == [
+        ("x86-64-v3", "xnnpack", "xnnpack"), ("x86-64-v4", "xnnpack", "xnnpack"), ("host", "xnnpack", "xnnpack")]
+    # The device whose XNNPACK library was withheld ran portable: a real difference, with why.
+    real = coverage(build, container, "--receipts", out, "--strict")
+    assert real.returncode == 1
+    assert "difference: x86-64-v3 planned xnnpack, ran portable; rejected xnnpack: backend_unavailable" in real.stdout
+    # A planted one: a receipt edited to say v4 ran portable.
+    lines = planned_only.read_text().splitlines()
+    planted = json.loads(lines[1])
+    planted["chosen"] = {"entry": 1, "name": "portable", "backend_id": "portable"}
+    edited = tmp_path / "planted.jsonl"
+    edited.write_text("\n".join([lines[0], json.dumps(planted), lines[2]]) + "\n")
+    flagged = json.loads(coverage(build, container, "--receipts", edited, "--json").stdout)["observed"]
+    assert [(d["device"], d["planned"], d["observed"]) for d in flagged["differences"]] == [
+        ("x86-64-v4", "xnnpack", "portable")]
