@@ -127,6 +127,18 @@ loader-demo: $(RUNTIME_STAMP) openssl $(ET_SDK_STAMP)
 		{ $(call configure,$(LOADER_OUT),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFATPTE_BUILD_TESTS=OFF $(ET_CMAKE_ARGS)); }
 	cmake --build $(LOADER_OUT) -j$(JOBS) --target $(DEMO_TARGETS)
 
+# `make install PREFIX=DIR` (docs/cpp.md, "Install trees and the search order"): what
+# `cmake --install` copies, built first (after `make demo`, the demo's targets are not all of
+# it), then installed. The prefix is self-contained and may be moved.
+PREFIX ?= /usr/local
+INSTALL_TARGETS := fatpte_shared fatpte_static fatpte-run fatpte-validate fatpte-verify executorch_backend_fatpte
+.PHONY: install
+install: $(RUNTIME_STAMP) openssl $(ET_SDK_STAMP)
+	@test -f $(LOADER_OUT)/CMakeCache.txt || \
+		{ $(call configure,$(LOADER_OUT),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFATPTE_BUILD_TESTS=OFF $(ET_CMAKE_ARGS)); }
+	cmake --build $(LOADER_OUT) -j$(JOBS) --target $(INSTALL_TARGETS)
+	cmake --install $(LOADER_OUT) --prefix $(PREFIX)
+
 loader-asan: $(STAMP) gtest openssl $(ET_SDK_STAMP)
 	$(call configure,$(LOADER_ASAN),-DCMAKE_BUILD_TYPE=Debug -DFATPTE_SANITIZE=ON $(ET_CMAKE_ARGS))
 	cmake --build $(LOADER_ASAN) -j$(JOBS)
@@ -223,7 +235,7 @@ ET_WHEEL_AARCH64_SHA256 := 8ee02348a3ea80ddf770822911ebf78da616b73afce0fbaaa79f2
 .PHONY: executorch-sdk-aarch64
 executorch-sdk-aarch64: $(ET_SDK_AARCH64_STAMP)
 
-$(ET_SDK_AARCH64_STAMP): | $(STAMP)
+$(ET_SDK_AARCH64_STAMP): | $(RUNTIME_STAMP)
 	rm -rf $(ET_SDK_AARCH64) $(ET_WHEEL_AARCH64)
 	mkdir -p $(ET_WHEEL_AARCH64)
 	printf 'executorch==%s --hash=sha256:%s\n' $(ET_VERSION) $(ET_WHEEL_AARCH64_SHA256) >$(ET_WHEEL_AARCH64)/pin.txt
@@ -240,11 +252,14 @@ $(ET_SDK_AARCH64_STAMP): | $(STAMP)
 # LD_LIBRARY_PATH). Only the targets the qemu matrix and the test suite need are built (no
 # fatpte-validate, fatpte-verify, benchmarks or refused backends); ctest runs the suite under
 # qemu-aarch64 -cpu $(AARCH64_TEST_CPU) (loader/cmake/aarch64-linux-gnu.cmake).
+# Of .venv it needs what `make demo` does ($(RUNTIME_STAMP): fatpte and the pinned flatc that
+# generates the loader's C++), not the test and lint tools of $(STAMP) (issue 37: on a fresh
+# clone those were 12 of its 21 minutes).
 AARCH64_TARGETS  := fatpte-run executorch_backend_fatpte et_module_runner fatpte_backend_dense_ref \
 	fatpte_backend_dense_neon fatpte_tests libcrypto_absent_test fatpte_c_smoke
 AARCH64_TEST_CPU := max,sme=off
 
-loader-aarch64: $(STAMP) aarch64-toolchain aarch64-debs $(ET_SDK_AARCH64_STAMP)
+loader-aarch64: $(RUNTIME_STAMP) aarch64-toolchain aarch64-debs $(ET_SDK_AARCH64_STAMP)
 	$(call configure,$(LOADER_AARCH64),-DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/$(LOADER_SRC)/cmake/aarch64-linux-gnu.cmake \
 		-DFATPTE_AARCH64_DEBS=$(CURDIR)/$(AARCH64_DEBS) -DFATPTE_QEMU_CPU=$(AARCH64_TEST_CPU) \

@@ -487,6 +487,13 @@ int execute(const RunArgs& a, fatpte_loaded* loaded, const std::vector<fatpte::C
   return kGoOn;
 }
 
+// --explain: the file a named or given device profile was read from (where an installed
+// fatpte-run finds its profiles: docs/cpp.md, "Install trees").
+void explain_profile(const RunArgs& a) {
+  if (!a.explain || a.json || a.device == "host") return;
+  std::printf("device profile: %s\n", fatpte::terminal_safe(fatpte::profile_path(a.device)).c_str());
+}
+
 // Read the calls, set the options, open the container, load an entry, run: each step's failure
 // ends the run with its error recorded in `r`.
 int run_with_c_api(const RunArgs& a, RunReport& r) {
@@ -499,6 +506,7 @@ int run_with_c_api(const RunArgs& a, RunReport& r) {
   if (a.device != "host" && fatpte_device_load(a.device.c_str(), &device, &err) != FATPTE_OK) {
     return fail_with(r, "fatpte-run", err);
   }
+  explain_profile(a);
   std::unique_ptr<fatpte_device, void (*)(fatpte_device*)> own_device(device, fatpte_device_free);
   fatpte_load_options* options = nullptr;
   fatpte_load_options_new(&options);
@@ -532,6 +540,7 @@ int select_only(const RunArgs& a) {
   if (a.device != "host") {
     profile = fatpte::load_profile(a.device);
     if (!profile.ok()) return fail_with("fatpte-run", profile.error());
+    explain_profile(a);
   }
   auto opened = fatpte::Container::open_file(a.file);
   if (!opened.ok()) return fail_with(a.file, opened.error());
