@@ -377,6 +377,14 @@ int set_entry(const RunArgs& a, fatpte_container* c, fatpte_load_options* option
 
 using Loaded = std::unique_ptr<fatpte_loaded, void (*)(fatpte_loaded*)>;
 
+// --explain: the file a named or given device profile was read from (where an installed
+// fatpte-run finds its profiles: docs/cpp.md, "Install trees"), after the selection, whose text
+// is Python's explain() word for word.
+void explain_profile(const RunArgs& a) {
+  if (!a.explain || a.json || a.device == "host") return;
+  std::printf("device profile: %s\n", fatpte::terminal_safe(fatpte::profile_path(a.device)).c_str());
+}
+
 // The library's load policy: signature, selection, then each eligible entry in turn.
 int load(const RunArgs& a, fatpte_container* c, fatpte_device* device, const fatpte_load_options* options,
          Loaded& out, RunReport& r) {
@@ -391,6 +399,7 @@ int load(const RunArgs& a, fatpte_container* c, fatpte_device* device, const fat
     const std::string selection = fatpte_load_report_selection(report);
     // A failure's attempts are in its message (stderr), as a success's are printed below.
     if (!selection.empty()) std::printf("%s\n", fatpte::terminal_safe(selection).c_str());
+    explain_profile(a);
   }
   if (st != FATPTE_OK) {
     // --json: every attempt and its reason, `chosen` null; the error follows on stderr.
@@ -487,13 +496,6 @@ int execute(const RunArgs& a, fatpte_loaded* loaded, const std::vector<fatpte::C
   return kGoOn;
 }
 
-// --explain: the file a named or given device profile was read from (where an installed
-// fatpte-run finds its profiles: docs/cpp.md, "Install trees").
-void explain_profile(const RunArgs& a) {
-  if (!a.explain || a.json || a.device == "host") return;
-  std::printf("device profile: %s\n", fatpte::terminal_safe(fatpte::profile_path(a.device)).c_str());
-}
-
 // Read the calls, set the options, open the container, load an entry, run: each step's failure
 // ends the run with its error recorded in `r`.
 int run_with_c_api(const RunArgs& a, RunReport& r) {
@@ -506,7 +508,6 @@ int run_with_c_api(const RunArgs& a, RunReport& r) {
   if (a.device != "host" && fatpte_device_load(a.device.c_str(), &device, &err) != FATPTE_OK) {
     return fail_with(r, "fatpte-run", err);
   }
-  explain_profile(a);
   std::unique_ptr<fatpte_device, void (*)(fatpte_device*)> own_device(device, fatpte_device_free);
   fatpte_load_options* options = nullptr;
   fatpte_load_options_new(&options);
@@ -540,7 +541,6 @@ int select_only(const RunArgs& a) {
   if (a.device != "host") {
     profile = fatpte::load_profile(a.device);
     if (!profile.ok()) return fail_with("fatpte-run", profile.error());
-    explain_profile(a);
   }
   auto opened = fatpte::Container::open_file(a.file);
   if (!opened.ok()) return fail_with(a.file, opened.error());

@@ -100,9 +100,6 @@ def test_the_moved_prefix_reads_its_own_device_profiles(moved: Path, tmp_path: P
     devices = moved / "share" / "fatpte" / "devices"
     assert not (ROOT / "specs" / "devices" / "only-in-this-prefix.json").exists()
     shutil.copyfile(devices / "x86-64-v3.json", devices / "only-in-this-prefix.json")
-    container = _example().pack("mlp", tmp_path / "mlp.nfat")
-    proc = subprocess.run([str(moved / "bin" / "fatpte-run"), str(container), "--select-only", "--explain",
-                           "--device", "only-in-this-prefix"], check=False, capture_output=True, text=True,
-                          timeout=120)
+    proc = _run(moved, tmp_path, "--device", "only-in-this-prefix")
     assert proc.returncode == 0, proc.stderr
-    assert f"device profile: {devices}/only-in-this-prefix.json" in proc.stdout, proc.stdout
+    assert f"device profile: {devices}/only-in-this-prefix.json" in proc.stdout.splitlines(), proc.stdout
