@@ -161,13 +161,15 @@ test-py: nginx
 
 demo: demo-loader demo-executorch
 
+# `make demo LOADER_OUT=build/loader-size` runs the demo on the size build (docs/cpp.md).
+
 # A real model (issue 13): the XNNPACK and portable lowerings of the committed mlp fixture packed
 # into one container, run by fatpte-run with ExecuTorch's runtime and libraries (XNNPACK chosen),
 # then with the XNNPACK library withheld (the fallback to portable, its reason printed); both
 # outputs are compared with the eager outputs recorded for the fixture.
 .PHONY: demo-executorch
 demo-executorch: loader-demo
-	$(PY) loader/examples/executorch_example.py $(BUILD)/demo-executorch mlp
+	$(PY) loader/examples/executorch_example.py $(BUILD)/demo-executorch mlp --run $(LOADER_OUT)/fatpte-run
 
 # The loader half of the demo (issue 5): pack the example network for `dense_ref` and `dense_avx2`
 # with shared weights, run the best backend for this machine, then a forced `dense_ref` run.
@@ -266,6 +268,32 @@ loader-aarch64: $(RUNTIME_STAMP) aarch64-toolchain aarch64-debs $(ET_SDK_AARCH64
 		-DFATPTE_SIGNATURES=ON -DFATPTE_BUILD_TESTS=ON -DFATPTE_EXECUTORCH=ON -DFATPTE_EXECUTORCH_VERSION=$(ET_VERSION) \
 		-Dexecutorch_DIR=$(CURDIR)/$(ET_SDK_AARCH64)/executorch/share/cmake)
 	cmake --build $(LOADER_AARCH64) -j$(JOBS) --target $(AARCH64_TARGETS)
+
+# The size build (docs/cpp.md, "The size build"; issue 37): MinSizeRel, sections collected,
+# stripped, libfatpte.so exporting its C API alone, signatures off (SIZE_SIGNATURES=ON keeps them),
+# LTO, linker maps beside the binaries. Only what is measured (bench/op_size.py, in `make bench`),
+# what the demo runs and ExecuTorch's plain runner (the fat delegate's runtime tests) are built;
+# `make loader-size-aarch64` is the same cross-built for aarch64. The runtime tests run on it with
+# FATPTE_LOADER_BUILD=$(CURDIR)/build/loader-size (tests/builds.py), the demo with
+# `make demo LOADER_OUT=build/loader-size`.
+LOADER_SIZE         := $(BUILD)/loader-size
+LOADER_SIZE_AARCH64 := $(BUILD)/loader-size-aarch64
+SIZE_SIGNATURES     ?= OFF
+SIZE_TARGETS        := fatpte_shared fatpte-run executorch_backend_fatpte fatpte_backend_dense_ref et_module_runner
+SIZE_ARGS            = -DCMAKE_BUILD_TYPE=MinSizeRel -DFATPTE_SIZE_BUILD=ON -DFATPTE_SIGNATURES=$(SIZE_SIGNATURES) \
+	-DFATPTE_BUILD_TESTS=OFF -DFATPTE_EXECUTORCH=ON -DFATPTE_EXECUTORCH_VERSION=$(ET_VERSION)
+.PHONY: loader-size loader-size-aarch64
+
+loader-size: $(RUNTIME_STAMP) $(ET_SDK_STAMP)
+	$(call configure,$(LOADER_SIZE),$(SIZE_ARGS) -Dexecutorch_DIR=$(CURDIR)/$(ET_SDK)/executorch/share/cmake)
+	cmake --build $(LOADER_SIZE) -j$(JOBS) --target $(SIZE_TARGETS) \
+		$(if $(filter x86_64,$(shell uname -m)),fatpte_backend_dense_avx2)
+
+loader-size-aarch64: $(RUNTIME_STAMP) aarch64-toolchain $(ET_SDK_AARCH64_STAMP)
+	$(call configure,$(LOADER_SIZE_AARCH64),$(SIZE_ARGS) \
+		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/$(LOADER_SRC)/cmake/aarch64-linux-gnu.cmake \
+		-Dexecutorch_DIR=$(CURDIR)/$(ET_SDK_AARCH64)/executorch/share/cmake)
+	cmake --build $(LOADER_SIZE_AARCH64) -j$(JOBS) --target $(SIZE_TARGETS) fatpte_backend_dense_neon
 
 # The GoogleTest suite under qemu, the dense example, then the aarch64 tests: the feature-tier
 # matrix (fatpte-run and the fat delegate natively and under four emulated CPUs, with Python's

@@ -28,6 +28,7 @@ from bench import (
     op_runtime,
     op_scale,
     op_sign,
+    op_size,
     op_startup,
     op_validate,
 )
@@ -53,6 +54,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "runtime": op_runtime.measure,
     "fat_delegate": op_fat_delegate.measure,
     "golden": op_golden.measure,
+    "size": op_size.measure,
 }
 
 
