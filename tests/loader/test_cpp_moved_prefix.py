@@ -103,3 +103,21 @@ def test_the_moved_prefix_reads_its_own_device_profiles(moved: Path, tmp_path: P
     proc = _run(moved, tmp_path, "--device", "only-in-this-prefix")
     assert proc.returncode == 0, proc.stderr
     assert f"device profile: {devices}/only-in-this-prefix.json" in proc.stdout.splitlines(), proc.stdout
+
+
+def test_the_docs_install_recipe_works_as_written(tmp_path: Path) -> None:
+    """docs/cpp.md's recipe, its first line as written with the prefix put in a scratch folder: it
+    builds what `cmake --install` copies before installing (after `make demo` alone, `cmake
+    --install` cannot find libfatpte.so), and the prefix it makes runs."""
+    if not (BUILD / "CMakeCache.txt").exists() or shutil.which("cmake") is None:
+        missing_build("build/loader is not configured: run `make loader` (make test builds it first)")
+    text = (ROOT / "docs" / "cpp.md").read_text(encoding="utf-8")
+    section = text.split("## Install trees and the search order", 1)[1]
+    recipe = section.split("```sh\n", 1)[1].split("\n", 1)[0].split("#", 1)[0].strip()
+    assert recipe == "cmake --build build/loader -j1 && cmake --install build/loader --prefix /opt/fatpte"
+    prefix = tmp_path / "opt-fatpte"
+    proc = subprocess.run(["bash", "-c", recipe.replace("/opt/fatpte", str(prefix))], cwd=ROOT, check=False,
+                          capture_output=True, text=True, timeout=3600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    ran = subprocess.run([str(prefix / "bin" / "fatpte-run"), "--help"], check=False, capture_output=True, text=True)
+    assert ran.returncode == 0 and "--explain" in ran.stdout
