@@ -289,6 +289,9 @@ loader-size: $(RUNTIME_STAMP) $(ET_SDK_STAMP)
 	cmake --build $(LOADER_SIZE) -j$(JOBS) --target $(SIZE_TARGETS) \
 		$(if $(filter x86_64,$(shell uname -m)),fatpte_backend_dense_avx2)
 
+# `make bench` reports their sizes (its "Size build" section): it builds them first.
+bench: loader-size loader-size-aarch64
+
 loader-size-aarch64: $(RUNTIME_STAMP) aarch64-toolchain $(ET_SDK_AARCH64_STAMP)
 	$(call configure,$(LOADER_SIZE_AARCH64),$(SIZE_ARGS) \
 		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/$(LOADER_SRC)/cmake/aarch64-linux-gnu.cmake \
