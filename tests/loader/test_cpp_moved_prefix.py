@@ -67,7 +67,8 @@ def test_the_moved_prefix_loads_its_own_libraries(moved: Path, tmp_path: Path) -
     proc = _run(moved, tmp_path)
     assert proc.returncode == 0, proc.stderr
     line = _search_line(proc.stdout)
-    assert f"runs from {moved}/bin/fatpte-run, an installed copy" in line, line
+    assert f"runs from {moved}/bin/fatpte-run, an installed copy, with ExecuTorch's runtime {moved}/lib/libexecutorch.so" \
+        in line, line
     # Its own bin/ and lib/ (where its libexecutorch.so is too), nothing else: not the SDK of the
     # build tree, not the build folder.
     order = line.split("searched in order: ", 1)[1]

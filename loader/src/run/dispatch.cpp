@@ -447,13 +447,17 @@ std::vector<std::string> executorch_search_path(const LoadOptions& options) {
 
 namespace {
 
-// The --explain line of where ExecuTorch libraries are looked for; each one found is named by the
-// note or detail of its load ("loaded PATH", "registered by PATH").
+// The --explain line of where ExecuTorch libraries are looked for, and of the runtime library the
+// dynamic linker chose (by run path); each one found is named by the note or detail of its load
+// ("loaded PATH", "registered by PATH").
 std::string executorch_search_text(const std::vector<std::string>& dirs) {
   std::string order;
   for (std::size_t i = 0; i < dirs.size(); ++i) order += (i == 0 ? "" : ", ") + std::to_string(i + 1) + ". " + dirs[i];
-  return "executorch libraries: libfatpte runs from " + detail::origin_text() + "; searched in order: " +
-         (order.empty() ? std::string("no folder") : order);
+  const std::string& runtime = detail::origin().runtime_dir;
+  return "executorch libraries: libfatpte runs from " + detail::origin_text() + ", with ExecuTorch's runtime " +
+         (runtime.empty() ? std::string("(libexecutorch.so not found among the loaded libraries)")
+                          : runtime + "/libexecutorch.so") +
+         "; searched in order: " + (order.empty() ? std::string("no folder") : order);
 }
 
 }  // namespace
