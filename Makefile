@@ -131,6 +131,18 @@ loader-demo: $(RUNTIME_STAMP) openssl $(ET_SDK_STAMP)
 		{ $(call configure,$(LOADER_OUT),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFATPTE_BUILD_TESTS=OFF $(ET_CMAKE_ARGS)); }
 	cmake --build $(LOADER_OUT) -j$(JOBS) --target $(DEMO_TARGETS)
 
+# `make install PREFIX=DIR` (docs/cpp.md, "Install trees and the search order"): what
+# `cmake --install` copies, built first (after `make demo`, the demo's targets are not all of
+# it), then installed. The prefix is self-contained and may be moved.
+PREFIX ?= /usr/local
+INSTALL_TARGETS := fatpte_shared fatpte_static fatpte-run fatpte-validate fatpte-verify executorch_backend_fatpte
+.PHONY: install
+install: $(RUNTIME_STAMP) openssl $(ET_SDK_STAMP)
+	@test -f $(LOADER_OUT)/CMakeCache.txt || \
+		{ $(call configure,$(LOADER_OUT),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFATPTE_BUILD_TESTS=OFF $(ET_CMAKE_ARGS)); }
+	cmake --build $(LOADER_OUT) -j$(JOBS) --target $(INSTALL_TARGETS)
+	cmake --install $(LOADER_OUT) --prefix $(PREFIX)
+
 loader-asan: $(STAMP) gtest openssl $(ET_SDK_STAMP)
 	$(call configure,$(LOADER_ASAN),-DCMAKE_BUILD_TYPE=Debug -DFATPTE_SANITIZE=ON $(ET_CMAKE_ARGS))
 	cmake --build $(LOADER_ASAN) -j$(JOBS)
@@ -153,13 +165,15 @@ test-py: nginx
 
 demo: demo-loader demo-executorch
 
+# `make demo LOADER_OUT=build/loader-size` runs the demo on the size build (docs/cpp.md).
+
 # A real model (issue 13): the XNNPACK and portable lowerings of the committed mlp fixture packed
 # into one container, run by fatpte-run with ExecuTorch's runtime and libraries (XNNPACK chosen),
 # then with the XNNPACK library withheld (the fallback to portable, its reason printed); both
 # outputs are compared with the eager outputs recorded for the fixture.
 .PHONY: demo-executorch
 demo-executorch: loader-demo
-	$(PY) loader/examples/executorch_example.py $(BUILD)/demo-executorch mlp
+	$(PY) loader/examples/executorch_example.py $(BUILD)/demo-executorch mlp --run $(LOADER_OUT)/fatpte-run
 
 # The loader half of the demo (issue 5): pack the example network for `dense_ref` and `dense_avx2`
 # with shared weights, run the best backend for this machine, then a forced `dense_ref` run.
@@ -227,7 +241,7 @@ ET_WHEEL_AARCH64_SHA256 := 8ee02348a3ea80ddf770822911ebf78da616b73afce0fbaaa79f2
 .PHONY: executorch-sdk-aarch64
 executorch-sdk-aarch64: $(ET_SDK_AARCH64_STAMP)
 
-$(ET_SDK_AARCH64_STAMP): | $(STAMP)
+$(ET_SDK_AARCH64_STAMP): | $(RUNTIME_STAMP)
 	rm -rf $(ET_SDK_AARCH64) $(ET_WHEEL_AARCH64)
 	mkdir -p $(ET_WHEEL_AARCH64)
 	printf 'executorch==%s --hash=sha256:%s\n' $(ET_VERSION) $(ET_WHEEL_AARCH64_SHA256) >$(ET_WHEEL_AARCH64)/pin.txt
@@ -244,17 +258,49 @@ $(ET_SDK_AARCH64_STAMP): | $(STAMP)
 # LD_LIBRARY_PATH). Only the targets the qemu matrix and the test suite need are built (no
 # fatpte-validate, fatpte-verify, benchmarks or refused backends); ctest runs the suite under
 # qemu-aarch64 -cpu $(AARCH64_TEST_CPU) (loader/cmake/aarch64-linux-gnu.cmake).
+# Of .venv it needs what `make demo` does ($(RUNTIME_STAMP): fatpte and the pinned flatc that
+# generates the loader's C++), not the test and lint tools of $(STAMP) (issue 37: on a fresh
+# clone those were 12 of its 21 minutes).
 AARCH64_TARGETS  := fatpte-run executorch_backend_fatpte et_module_runner fatpte_backend_dense_ref \
 	fatpte_backend_dense_neon fatpte_tests libcrypto_absent_test fatpte_c_smoke executorch_backend_faulty
 AARCH64_TEST_CPU := max,sme=off
 
-loader-aarch64: $(STAMP) aarch64-toolchain aarch64-debs $(ET_SDK_AARCH64_STAMP)
+loader-aarch64: $(RUNTIME_STAMP) aarch64-toolchain aarch64-debs $(ET_SDK_AARCH64_STAMP)
 	$(call configure,$(LOADER_AARCH64),-DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/$(LOADER_SRC)/cmake/aarch64-linux-gnu.cmake \
 		-DFATPTE_AARCH64_DEBS=$(CURDIR)/$(AARCH64_DEBS) -DFATPTE_QEMU_CPU=$(AARCH64_TEST_CPU) \
 		-DFATPTE_SIGNATURES=ON -DFATPTE_BUILD_TESTS=ON -DFATPTE_EXECUTORCH=ON -DFATPTE_EXECUTORCH_VERSION=$(ET_VERSION) \
 		-Dexecutorch_DIR=$(CURDIR)/$(ET_SDK_AARCH64)/executorch/share/cmake)
 	cmake --build $(LOADER_AARCH64) -j$(JOBS) --target $(AARCH64_TARGETS)
+
+# The size build (docs/cpp.md, "The size build"; issue 37): MinSizeRel, sections collected,
+# stripped, libfatpte.so exporting its C API alone, signatures off (SIZE_SIGNATURES=ON keeps them),
+# LTO, linker maps beside the binaries. Only what is measured (bench/op_size.py, in `make bench`),
+# what the demo runs and ExecuTorch's plain runner (the fat delegate's runtime tests) are built;
+# `make loader-size-aarch64` is the same cross-built for aarch64. The runtime tests run on it with
+# FATPTE_LOADER_BUILD=$(CURDIR)/build/loader-size (tests/builds.py), the demo with
+# `make demo LOADER_OUT=build/loader-size`.
+LOADER_SIZE         := $(BUILD)/loader-size
+LOADER_SIZE_AARCH64 := $(BUILD)/loader-size-aarch64
+SIZE_SIGNATURES     ?= OFF
+SIZE_TARGETS        := fatpte_shared fatpte-run executorch_backend_fatpte fatpte_backend_dense_ref et_module_runner
+SIZE_ARGS            = -DCMAKE_BUILD_TYPE=MinSizeRel -DFATPTE_SIZE_BUILD=ON -DFATPTE_SIGNATURES=$(SIZE_SIGNATURES) \
+	-DFATPTE_BUILD_TESTS=OFF -DFATPTE_EXECUTORCH=ON -DFATPTE_EXECUTORCH_VERSION=$(ET_VERSION)
+.PHONY: loader-size loader-size-aarch64
+
+loader-size: $(RUNTIME_STAMP) $(ET_SDK_STAMP)
+	$(call configure,$(LOADER_SIZE),$(SIZE_ARGS) -Dexecutorch_DIR=$(CURDIR)/$(ET_SDK)/executorch/share/cmake)
+	cmake --build $(LOADER_SIZE) -j$(JOBS) --target $(SIZE_TARGETS) \
+		$(if $(filter x86_64,$(shell uname -m)),fatpte_backend_dense_avx2)
+
+# `make bench` reports their sizes (its "Size build" section): it builds them first.
+bench: loader-size loader-size-aarch64
+
+loader-size-aarch64: $(RUNTIME_STAMP) aarch64-toolchain $(ET_SDK_AARCH64_STAMP)
+	$(call configure,$(LOADER_SIZE_AARCH64),$(SIZE_ARGS) \
+		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/$(LOADER_SRC)/cmake/aarch64-linux-gnu.cmake \
+		-Dexecutorch_DIR=$(CURDIR)/$(ET_SDK_AARCH64)/executorch/share/cmake)
+	cmake --build $(LOADER_SIZE_AARCH64) -j$(JOBS) --target $(SIZE_TARGETS) fatpte_backend_dense_neon
 
 # The GoogleTest suite under qemu, the dense example, then the aarch64 tests: the feature-tier
 # matrix (fatpte-run and the fat delegate natively and under four emulated CPUs, with Python's

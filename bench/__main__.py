@@ -31,6 +31,7 @@ from bench import (
     op_runtime,
     op_scale,
     op_sign,
+    op_size,
     op_startup,
     op_validate,
     op_verdicts,
@@ -61,6 +62,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "mutants": op_mutants.measure,
     "field": op_field.measure,
     "verdicts": op_verdicts.measure,
+    "size": op_size.measure,
 }
 
 

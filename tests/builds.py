@@ -25,7 +25,10 @@ from tests.paths import ROOT
 
 REQUIRE_ENV = "FATPTE_REQUIRE_BUILDS"
 # The loader's build folders (the Makefile's LOADER_OUT and LOADER_ASAN), with the target that makes each.
-LOADER_BUILDS = {"release": ROOT / "build" / "loader", "asan": ROOT / "build" / "loader-asan"}
+# FATPTE_LOADER_BUILD=FOLDER puts another build in the release build's place, e.g. the size build
+# (`make loader-size`, docs/cpp.md "The size build"): its tests then run that build's binaries.
+LOADER_BUILDS = {"release": Path(os.environ.get("FATPTE_LOADER_BUILD") or ROOT / "build" / "loader").absolute(),
+                 "asan": ROOT / "build" / "loader-asan"}
 MAKE_TARGET = {"release": "loader", "asan": "loader-asan"}
 SDK_LIB = ROOT / "build" / "executorch-sdk" / "executorch" / "lib"  # `make loader` unpacks it first
 

@@ -73,7 +73,9 @@ struct Fixed {
 
   Fixed() {
     auto k = fatpte::TrustedKeys::load({kVectors + "trusted-ed25519.pub.pem", kVectors + "trusted-p256.pub.pem"});
-    auto d = fatpte::load_profile("x86-64-v3");
+    // By path: this program is not in the loader's build folder, so a profile name would be looked
+    // up beside it as in an install tree (docs/cpp.md, "Install trees and the search order").
+    auto d = fatpte::load_profile(std::string(FATPTE_ROOT) + "/specs/devices/x86-64-v3.json");
     if (!k.ok() || !d.ok()) {
       std::fprintf(stderr, "fuzz_loader_signature: the vector keys or the x86-64-v3 profile do not load\n");
       std::abort();

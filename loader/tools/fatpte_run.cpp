@@ -53,7 +53,9 @@ run on ExecuTorch's runtime with the backend libraries their delegates need, loa
 other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.so).
 
   --device host|NAME|PROFILE.json  the device to choose for: this machine (default), a named
-                          profile of specs/devices/ ($FATPTE_DEVICES_DIR), or a profile file
+                          profile ($FATPTE_DEVICES_DIR, else specs/devices/ for the build tree's
+                          fatpte-run, the prefix's share/fatpte/devices/ for an installed one),
+                          or a profile file
   --method NAME           the program's method to load (default forward)
   --inputs CALLS.json     the calls (required, or --input): a JSON list of {"inputs": [tensor, ...]}, each tensor
                           {"dtype": "float32", "shape": [2, 3], "values": [...]} (the `calls` of
@@ -66,8 +68,10 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
                           named here is loaded so that the fat delegate can choose it
   --backend-map MAP.json  {"search_path": [...], "libraries": {"ID": "PATH", ...}}
   --backend-path DIR      search DIR for backend libraries (repeatable); then FATPTE_BACKEND_PATH
-                          (':'-separated), then this build's ExecuTorch library folder
-  --no-default-backends   neither search this build's ExecuTorch library folder nor load its CPU
+                          (':'-separated), then the default folders: the SDK's and the build
+                          folder for the build tree's fatpte-run; an installed one's bin/, lib/
+                          and its libexecutorch.so's folder, never the build tree's
+  --no-default-backends   neither search the default folders nor load ExecuTorch's CPU
                           kernels unless --backend-lib kernels=PATH names them
   --prefer W, --exclude W entry names or backend ids to prefer or leave out (repeatable, or
                           comma-separated)
@@ -110,7 +114,8 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
                           from its own program, and retries the call once on it: a line
                           `fallback: call K: NAME [ID] failed (REASON): ...` (stdout), and in
                           --json "fallbacks": [{"call", "from", "to", "reason", "detail"}]
-  --explain               print the selection and every loading step first
+  --explain               print the selection and every loading step first: the profile's file,
+                          where libraries were searched, in order, and each one's path
   --json                  print {"chosen": NAME, "backend_id": ID, "method": M, "dispatch":
                           [lines], "calls": [{"outputs": [tensor, ...]}, ...], "golden": ...,
                           "error": null} instead of text; whatever ends the run, the same, its
@@ -144,8 +149,7 @@ runs nothing.
 
 --device-json --with-executorch also lists, as executorch_backends, the ExecuTorch backends this
 runtime provides: every libexecutorch_backend_*.so of the backend path (--backend-path, then
-FATPTE_BACKEND_PATH, then this build's ExecuTorch library folder, then the folder libfatpte is in
-and its ../lib; a file name once) is loaded, and the backends registered and available in
+FATPTE_BACKEND_PATH, then the default folders of --backend-path; a file name once) is loaded, and the backends registered and available in
 ExecuTorch's registry are listed. --select-only --with-executorch selects for this machine with
 those backends, as `fatpte select --device host` does when it finds this fatpte-run.
 
@@ -503,6 +507,14 @@ int set_entry(const RunArgs& a, fatpte_container* c, fatpte_load_options* option
 
 using Loaded = std::unique_ptr<fatpte_loaded, void (*)(fatpte_loaded*)>;
 
+// --explain: the file a named or given device profile was read from (where an installed
+// fatpte-run finds its profiles: docs/cpp.md, "Install trees"), after the selection, whose text
+// is Python's explain() word for word.
+void explain_profile(const RunArgs& a) {
+  if (!a.explain || a.json || a.device == "host") return;
+  std::printf("device profile: %s\n", fatpte::terminal_safe(fatpte::profile_path(a.device)).c_str());
+}
+
 // The library's load policy: signature, selection, then each eligible entry in turn.
 int load(const RunArgs& a, fatpte_container* c, fatpte_device* device, const fatpte_load_options* options,
          Loaded& out, RunReport& r) {
@@ -517,6 +529,7 @@ int load(const RunArgs& a, fatpte_container* c, fatpte_device* device, const fat
     const std::string selection = fatpte_load_report_selection(report);
     // A failure's attempts are in its message (stderr), as a success's are printed below.
     if (!selection.empty()) std::printf("%s\n", fatpte::terminal_safe(selection).c_str());
+    explain_profile(a);
   }
   if (st != FATPTE_OK) {
     // --json: every attempt and its reason, `chosen` null; the error follows on stderr.

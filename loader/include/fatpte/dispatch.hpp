@@ -152,13 +152,15 @@ Status set_backend_library(LoadOptions& options, const std::string& assignment);
 // Relative paths in it are taken from the file's folder; its entries override earlier ones and
 // its folders come after those already configured. INVALID_ARGUMENT naming the field.
 Status read_backend_map(LoadOptions& options, const std::string& path);
-// The folders searched, in order: for example backend libraries, and for ExecuTorch's (with
-// use_build_default, then the SDK's library folder, then the folder of the file libfatpte's code
-// is in and its ../lib, where the fat delegate library lies beside libfatpte or an installed tool).
+// The folders searched, in order: for example backend libraries, and for ExecuTorch's, with
+// use_build_default, then: in a binary of the build tree, the SDK's library folder and the build
+// folder (the fat delegate library); in any other copy (an install prefix, moved or not), its own
+// folder, its lib/ (a tool in bin/) and the folder of the libexecutorch.so the process runs, never
+// the SDK or build folder it was configured with (docs/cpp.md, "Install trees").
 std::vector<std::string> backend_search_path(const LoadOptions& options);
 std::vector<std::string> executorch_search_path(const LoadOptions& options);
-// The folder of the file libfatpte's code is in (libfatpte.so, or the program it is linked into);
-// "" when the system does not say.
+// The folder of the file libfatpte's code is in (libfatpte.so, or the program it is linked into),
+// symbolic links resolved; "" when the system does not say.
 std::string own_library_dir();
 // The ExecuTorch backends this process's runtime provides (registered, and available) once every
 // backend library (`libexecutorch_backend_*`) of executorch_search_path(options) is loaded: what a

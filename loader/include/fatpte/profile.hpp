@@ -19,8 +19,12 @@ Result<DeviceProfile> profile_from_file(const std::string& path);
 // ending in .json, read from devices_dir()), or a path to a profile JSON file, as Python's
 // DeviceProfile.load reads them.
 Result<DeviceProfile> load_profile(const std::string& host_name_or_path);
-// The folder of the named profiles: $FATPTE_DEVICES_DIR, else the one the build was configured
-// with (the source tree's specs/devices, or share/fatpte/devices where installed).
+// The file load_profile reads for that word: the path itself, or devices_dir()/NAME.json; "" for
+// `host`. (fatpte-run --explain prints it.)
+std::string profile_path(const std::string& host_name_or_path);
+// The folder of the named profiles: $FATPTE_DEVICES_DIR, else, for a binary of the build tree, the
+// source tree's specs/devices, and for an installed copy its own prefix's share/fatpte/devices
+// found from its file, wherever the prefix was moved (docs/cpp.md, "Install trees").
 const char* devices_dir() noexcept;
 
 }  // namespace fatpte

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/json.hpp"
+#include "device/origin.hpp"
 #include "fatpte/device.hpp"
 #include "fatpte/result.hpp"
 #include "fatpte/profile.hpp"
@@ -325,26 +326,44 @@ Result<DeviceProfile> profile_from_file(const std::string& path) {
   return r;
 }
 
+namespace {
+
+// The build tree's binaries read the source tree's profiles (when it is there); an install
+// prefix, moved or not, its own share/fatpte/devices (device/origin.hpp), never the source
+// tree's; a copy that cannot tell where it is, the configured install folder.
+std::string default_devices_dir() {
+  const detail::Origin& o = detail::origin();
+  struct stat sb;
+  if (o.build_tree && stat(FATPTE_DEVICES_DIR, &sb) == 0 && S_ISDIR(sb.st_mode)) return FATPTE_DEVICES_DIR;
+  if (o.file.empty()) return FATPTE_INSTALLED_DEVICES_DIR;
+  return detail::prefix_devices_dir();
+}
+
+}  // namespace
+
 const char* devices_dir() noexcept {
   const char* env = std::getenv("FATPTE_DEVICES_DIR");
   if (env != nullptr && env[0] != '\0') return env;
-  // The source tree's profiles when this build runs from it, else the installed copy.
-  struct stat sb;
-  if (stat(FATPTE_DEVICES_DIR, &sb) == 0 && S_ISDIR(sb.st_mode)) return FATPTE_DEVICES_DIR;
-  return FATPTE_INSTALLED_DEVICES_DIR;
+  static const std::string dir = default_devices_dir();
+  return dir.c_str();
 }
 
-Result<DeviceProfile> load_profile(const std::string& word) {
-  if (word == "host") return probe_host();
+std::string profile_path(const std::string& word) {
+  if (word == "host") return "";
   // As Python's DeviceProfile.load: a word of the name pattern that does not end in .json is a
   // name in the devices folder; anything else is a path.
   const bool is_name = !word.empty() && word.size() <= 64 &&
                        word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") ==
                            std::string::npos &&
                        !(word.size() >= 5 && word.compare(word.size() - 5, 5, ".json") == 0);
-  if (!is_name) return profile_from_file(word);
+  return is_name ? std::string(devices_dir()) + "/" + word + ".json" : word;
+}
+
+Result<DeviceProfile> load_profile(const std::string& word) {
+  if (word == "host") return probe_host();
+  const std::string path = profile_path(word);
+  if (path == word) return profile_from_file(word);
   const std::string dir = devices_dir();
-  const std::string path = dir + "/" + word + ".json";
   struct stat present;
   if (stat(path.c_str(), &present) != 0) {  // stat, not open: a FIFO of that name must not block
     std::vector<std::string> names;

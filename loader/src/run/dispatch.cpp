@@ -21,6 +21,7 @@
 #include "common/text.hpp"
 #include "container/golden.hpp"
 #include "container/manifest_view.hpp"
+#include "device/origin.hpp"
 #include "executorch/program.hpp"
 #include "fatpte/device.hpp"
 #include "run/et_runner.hpp"
@@ -400,30 +401,41 @@ std::vector<std::string> backend_search_path(const LoadOptions& options) {
   return dirs;
 }
 
-std::string own_library_dir() {
-  // The file libfatpte's code is in: libfatpte.so, or the program it is linked into (fatpte-run).
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&own_library_dir), &info) == 0 || info.dli_fname == nullptr) return "";
-  std::string path = info.dli_fname;
-  if (path.find('/') == std::string::npos) return "";
-  path.erase(path.rfind('/'));
-  return path.empty() ? "/" : path;
-}
+std::string own_library_dir() { return detail::origin().dir; }
 
 std::vector<std::string> executorch_search_path(const LoadOptions& options) {
   std::vector<std::string> dirs = backend_search_path(options);
-  if (options.use_build_default) {
+  if (!options.use_build_default) return dirs;
+  // The build tree's binaries: the SDK they were configured with, then their own folder (the fat
+  // delegate library). Anything else (an install prefix, moved or not, or an application linked
+  // with an installed libfatpte.a): its own folder, its lib/, and the folder of the
+  // libexecutorch.so it runs, never the SDK folder it was configured with (device/origin.hpp).
+  const detail::Origin& o = detail::origin();
+  if (o.build_tree) {
     if (build_executorch_library_dir()[0] != '\0') dirs.push_back(build_executorch_library_dir());
-    // Where fatpte's own ExecuTorch backend (the fat delegate library) is: beside libfatpte, or,
-    // for a tool in an install tree's bin/, in its lib/.
-    const std::string own = own_library_dir();
-    if (!own.empty()) {
-      dirs.push_back(own);
-      dirs.push_back(own + "/../lib");
-    }
+    dirs.push_back(o.dir);
+    return dirs;
   }
+  for (const std::string& d : detail::prefix_library_dirs()) dirs.push_back(d);
   return dirs;
 }
+
+namespace {
+
+// The --explain line of where ExecuTorch libraries are looked for, and of the runtime library the
+// dynamic linker chose (by run path); each one found is named by the note or detail of its load
+// ("loaded PATH", "registered by PATH").
+std::string executorch_search_text(const std::vector<std::string>& dirs) {
+  std::string order;
+  for (std::size_t i = 0; i < dirs.size(); ++i) order += (i == 0 ? "" : ", ") + std::to_string(i + 1) + ". " + dirs[i];
+  const std::string& runtime = detail::origin().runtime_dir;
+  return "executorch libraries: libfatpte runs from " + detail::origin_text() + ", with ExecuTorch's runtime " +
+         (runtime.empty() ? std::string("(libexecutorch.so not found among the loaded libraries)")
+                          : runtime + "/libexecutorch.so") +
+         "; searched in order: " + (order.empty() ? std::string("no folder") : order);
+}
+
+}  // namespace
 
 std::string executorch_library_name(const std::string& backend_id) {
   std::string stem = backend_id;
@@ -620,6 +632,7 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
     remembered.begin(attempt);
     Outcome outcome{remembered, options, attempt};
     if (program && !operators_loaded) {
+      out.notes.push_back(executorch_search_text(et_dirs));
       et::load_operator_libraries(options, et_dirs, out.notes);
       operators_loaded = true;
     }
