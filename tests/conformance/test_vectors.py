@@ -29,7 +29,9 @@ def _container_rules() -> list[ErrorCode]:
 def test_committed_vectors_are_what_the_generator_writes(tmp_path: Path) -> None:
     assert gen_vectors.main(["--out", str(tmp_path)]) == 0
     fresh = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
-    committed = sorted(str(p.relative_to(VECTORS)) for p in VECTORS.rglob("*") if p.is_file())
+    # receipts/: the C++ writer's line, pinned by its own test (the vectors' README says so).
+    committed = sorted(str(p.relative_to(VECTORS)) for p in VECTORS.rglob("*")
+                       if p.is_file() and p.relative_to(VECTORS).parts[0] != "receipts")
     assert fresh == committed, "specs/vectors holds other files than the generator writes: run tools/gen_vectors.py"
     for name in fresh:
         assert (tmp_path / name).read_bytes() == (VECTORS / name).read_bytes(), (

@@ -116,7 +116,8 @@ def test_golden_from_an_aarch64_entry_names_the_ways_to_give_its_runtime(build: 
     given = ["--from", aarch64_toml(tmp_path)]
     done = fatpte_cli(build, "pack", "-q", "-o", tmp_path / "a.nfat", *given, env=env)
     assert done.returncode == 3, done.stderr
-    assert "set $FATPTE_RUN_AARCH64, or give --aarch64-runtime PATH to `fatpte check` or `fatpte pack`" in done.stderr
+    assert ("set $FATPTE_RUN_AARCH64, give --aarch64-runtime PATH to `fatpte check` or `fatpte pack`, or `fatpte "
+            "runtime unpack`") in done.stderr
     missing = tmp_path / "no-such-fatpte-run"
     done = fatpte_cli(build, "pack", "-q", "-o", tmp_path / "a.nfat", *given, "--aarch64-runtime", missing, env=env)
     assert done.returncode == 3 and f"the aarch64 fatpte-run {missing} does not exist" in done.stderr

@@ -41,7 +41,7 @@ import fatpte
 from fatpte.errors import ErrorCode, Severity
 from fatpte.fileio.checksum import crc32c
 from fatpte.format import layout as L
-from tools import gen_calls_vectors
+from tools import gen_calls_vectors, gen_verdicts_vectors
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS = ROOT / "specs" / "vectors"
@@ -2099,6 +2099,11 @@ Written by `tools/gen_vectors.py` (do not edit by hand: change the script and ru
 tests/loader/test_cpp_parity.py (`fatpte-validate`) and fuzz/fuzz_differential.py.
 `calls/` holds the calls.json vectors (tools/gen_calls_vectors.py, its own `index.json`: accepted,
 or the E0702 and field both readers give), run by tests/conformance/test_calls_vectors.py.
+`verdicts/` holds the verdict store vectors (tools/gen_verdicts_vectors.py, specs/verdicts.md
+section 6), run by tests/conformance/test_verdicts_vectors.py and loader/tests/verdicts_test.cpp.
+`receipts/fallback.jsonl` is not generated here: it is the line the C++ receipt writer gives for a
+fixed fallback event, pinned byte for byte by loader/tests/receipts_test.cpp and held to
+specs/receipt.schema.json by tests/conformance/test_receipt_vectors.py.
 
 Each invalid file is a valid one (`base`) with exactly one defect, which its name says; `changed`
 lists the byte ranges `[start, end)` that differ from the base (the defect and, when the header
@@ -2157,6 +2162,7 @@ def write(out: Path, vectors: Sequence[Vector]) -> None:
             (out / (v.file + v.sidecar[0])).write_bytes(v.sidecar[1])
     (out / INDEX).write_text(render_index(vectors))
     gen_calls_vectors.write(out / "calls")
+    gen_verdicts_vectors.write(out / "verdicts")
     valid = sum(v.code is None for v in vectors)
     (out / "README.md").write_text(README.format(count=len(vectors), valid=valid, invalid=len(vectors) - valid))
 
