@@ -34,6 +34,9 @@ from tests.builds import missing_build
 from tests.paths import ROOT
 
 pytestmark = pytest.mark.loader_build("fatpte-run", sdk=True)  # `build`: tests/loader/conftest.py
+# The tests that run fatpte-run under qemu-x86_64: the release build only (an ASan build's shadow
+# memory cannot be mapped under qemu-user: the runner is killed before it prints a byte).
+UNDER_QEMU = pytest.mark.loader_build("fatpte-run", sdk=True, only="release")
 FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
 TIERS = json.loads((FIXTURES / "fixtures.json").read_text())["tiers"]["models"]
 SCHEMA = json.loads((ROOT / "specs" / "check_report.schema.json").read_text())
@@ -113,6 +116,7 @@ def test_unchecked_tiers_exit_7_unless_allowed(build: Path, tmp_path: Path) -> N
     assert typo.returncode == 2 and "no entry is named 'xnnpack-int8'" in typo.stderr
 
 
+@UNDER_QEMU
 def test_cpus_run_each_entry_on_each_cpu_where_it_is_eligible(build: Path, tmp_path: Path) -> None:
     require_qemu_x86()
     container = x86_tiers(build, tmp_path)
@@ -141,6 +145,7 @@ def test_cpus_run_each_entry_on_each_cpu_where_it_is_eligible(build: Path, tmp_p
     assert allowed.returncode == 0 and "xnnpack-fp32-v2  qemu Nehalem" in allowed.stdout, allowed.stdout
 
 
+@UNDER_QEMU
 def test_an_avx512_entry_is_checked_natively_only(build: Path, tmp_path: Path) -> None:
     require_qemu_x86()
     container = x86_tiers(build, tmp_path, avx512=True)
@@ -151,6 +156,7 @@ def test_an_avx512_entry_is_checked_natively_only(build: Path, tmp_path: Path) -
     assert report["unchecked"][0]["name"] == "xnnpack-fp32-v4" and "eligible on none" in report["unchecked"][0]["reason"]
 
 
+@UNDER_QEMU
 def test_without_cpus_an_x86_entry_the_host_cannot_run_runs_under_qemu(build: Path, tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """The host is made to look like Nehalem (its runner's device is the one fatpte-run probes
@@ -176,6 +182,7 @@ def without_timing(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+@UNDER_QEMU
 def test_two_shards_merged_equal_one_run(build: Path, tmp_path: Path) -> None:
     require_qemu_x86()
     container = x86_tiers(build, tmp_path)
@@ -221,6 +228,7 @@ def test_the_merge_refuses_what_does_not_join(build: Path, tmp_path: Path) -> No
     assert fatpte_cli(build, "check", "--merge", made["a1"], made["a2"], "--cpus", "native").returncode == 2
 
 
+@UNDER_QEMU
 def test_the_x86_model_table_is_what_the_probe_sees(build: Path) -> None:
     require_qemu_x86()
     for model, features in runner.QEMU_X86_64_MODELS:
