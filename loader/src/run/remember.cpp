@@ -119,7 +119,7 @@ std::vector<std::string> entry_libraries(const Container& c, const Entry& e, boo
 
 Remembered::Remembered(const Container& c, const DeviceProfile& device, const LoadOptions& options,
                        std::vector<std::string>& notes)
-    : container_(c), options_(options), notes_(notes) {
+    : container_(c), options_(options) {
   if (options.verdicts.empty()) return;
   path_ = options.verdicts + "/" + options.verdicts_name + ".verdicts.json";
   auto store = memory::read_store(path_);

@@ -55,7 +55,6 @@ class Remembered {
   bool journaled_ = false;
   const Container& container_;
   const LoadOptions& options_;
-  std::vector<std::string>& notes_;
   std::string path_;
   std::string container_digest_;
   std::string device_digest_;
