@@ -73,6 +73,15 @@ double golden_bound(double atol, double rtol, double max_want) noexcept {
 
 bool within(double difference, double bound) noexcept { return std::isfinite(difference) && difference <= bound; }
 
+bool has_golden_calls(const Container& c, std::uint32_t index, const std::string& method) {
+  auto calls = golden_calls(c, index);
+  if (!calls.ok()) return true;
+  for (const GoldenCallSpec& call : calls.value()) {
+    if (call.method == method) return true;
+  }
+  return false;
+}
+
 Result<std::vector<GoldenCallSpec>> golden_calls(const Container& c, std::uint32_t index) {
   std::vector<GoldenCallSpec> out;
   auto manifest = manifest_view(c);

@@ -48,6 +48,10 @@ struct GoldenCallSpec {
 // provenance states `fatpte.golden.sha256`, the calls hashing to it (E0423). No segment byte is
 // read. Empty when the entry has none.
 Result<std::vector<GoldenCallSpec>> golden_calls(const Container& container, std::uint32_t index);
+// Whether entry `index` has golden calls of `method`; true too when its calls cannot be read (the
+// self-test that runs them then says what is wrong with them). Isolated qualification asks, to
+// have the child self-test (run/qualify.cpp, delegate/isolate.cpp).
+bool has_golden_calls(const Container& container, std::uint32_t index, const std::string& method);
 // The CRC32C of every segment the calls name, each once, in the order they name them (E0305):
 // before a byte of them is read.
 Status check_golden_segments(const Container& container, const std::vector<GoldenCallSpec>& calls);

@@ -37,15 +37,6 @@ std::string library_of(const std::string& id) {
   return file.find(".so") == std::string::npos ? "" : file;
 }
 
-bool golden_calls_of(const Container& c, std::uint32_t index, const std::string& method) {
-  auto calls = golden_calls(c, index);
-  if (!calls.ok()) return true;  // the child's self-test says what is wrong with them
-  for (const GoldenCallSpec& call : calls.value()) {
-    if (call.method == method) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 IsolateOptions isolate_options(R::BackendInitContext& context) {
@@ -75,7 +66,7 @@ std::string qualify_nested(const Container& c, const Entry& e, Bytes program, co
   const std::string none = scratch.write("calls.json", "[]\n", 3);
   if (file.empty() || none.empty()) return "isolated qualification: cannot write the nested container in a temporary folder";
   std::vector<std::string> argv = {runner, file, "--entry", e.name, "--no-fallback", "--method", name};
-  if (golden_calls_of(c, e.index, name)) {
+  if (has_golden_calls(c, e.index, name)) {
     argv.push_back("--self-test");
   } else {
     argv.insert(argv.end(), {"--inputs", none});

@@ -22,16 +22,6 @@ std::vector<std::string> passed_environment(const std::vector<std::string>& name
   return env;
 }
 
-// Whether entry `index` has golden calls of `method`: the child then runs them (--self-test).
-bool has_golden_calls(const Container& c, std::uint32_t index, const std::string& method) {
-  auto calls = golden_calls(c, index);
-  if (!calls.ok()) return true;  // the child's self-test says what is wrong with them
-  for (const GoldenCallSpec& call : calls.value()) {
-    if (call.method == method) return true;
-  }
-  return false;
-}
-
 // The child's calls.json: the application's one call, or none (only the load).
 std::string calls_json(const std::vector<Tensor>& inputs) {
   if (inputs.empty()) return "[]\n";
