@@ -86,6 +86,18 @@ def pack(build: Path, model: str, tmp: Path, entries: tuple[str, ...] = tuple(FI
     return out
 
 
+def impostor(build: Path, tmp: Path) -> Path:
+    """mlp's XNNPACK and portable lowerings with golden calls recorded from portable, then the
+    XNNPACK entry replaced by the int8 lowering: the same signature, outputs about 1% off the fp32
+    model's, so only running it against its golden calls tells (`tmp/bad.nfat`)."""
+    container = pack(build, "mlp", tmp, ("xnnpack", "portable"))
+    bad = tmp / "bad.nfat"
+    done = fatpte_cli(build, "replace", container, FIXTURES / FILES["mlp"]["xnnpack-int8"], "--name", "xnnpack",
+                      "-o", bad)
+    assert done.returncode == 0, done.stderr
+    return bad
+
+
 def check(build: Path, container: Path) -> tuple[int, dict[str, Any], str]:
     done = fatpte_cli(build, "check", container, "--json")
     text = fatpte_cli(build, "check", container)
@@ -115,12 +127,7 @@ def test_every_lowering_agrees_with_the_portable_recording(build: Path, model: s
 
 
 def test_another_program_of_the_signature_is_caught(build: Path, tmp_path: Path) -> None:
-    container = pack(build, "mlp", tmp_path, ("xnnpack", "portable"))
-    bad = tmp_path / "bad.nfat"
-    # The int8 lowering: the same signature, outputs about 1% off the fp32 model's.
-    done = fatpte_cli(build, "replace", container, FIXTURES / FILES["mlp"]["xnnpack-int8"], "--name", "xnnpack",
-                      "-o", bad)
-    assert done.returncode == 0, done.stderr
+    bad = impostor(build, tmp_path)
     assert fatpte.validate(bad).ok  # well formed: only running it tells
     rc, report, text = check(build, bad)
     assert rc == 6, text

@@ -23,7 +23,7 @@ import pytest
 
 from fatpte.ops import verdicts as V
 from tests.builds import SDK_LIB
-from tests.loader.test_cpp_golden import FILES, FIXTURES, fatpte_cli, pack
+from tests.loader.test_cpp_golden import fatpte_cli, impostor
 from tests.paths import ROOT
 from tests.scripts import load_script
 from tests.support import faulty
@@ -51,12 +51,7 @@ def entry_lines(doc: dict[str, Any], name: str) -> list[str]:
 
 @pytest.fixture
 def disagreeing(build: Path, tmp_path: Path) -> Path:
-    container = pack(build, "mlp", tmp_path, ("xnnpack", "portable"))
-    bad = tmp_path / "bad.nfat"
-    done = fatpte_cli(build, "replace", container, FIXTURES / FILES["mlp"]["xnnpack-int8"], "--name", "xnnpack",
-                      "-o", bad)
-    assert done.returncode == 0, done.stderr
-    return bad
+    return impostor(build, tmp_path)
 
 
 def test_the_second_start_remembers(build: Path, disagreeing: Path, tmp_path: Path) -> None:
