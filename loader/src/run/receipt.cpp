@@ -153,6 +153,7 @@ std::string load_receipt(const Container& c, const DeviceProfile& device, const 
   }
   const std::vector<std::string> no_words;
   const std::string runtime = runtime_fingerprint(options);
+  const std::string profile = canonical_json(device);  // the fingerprint's and the receipt's, made once
   std::size_t hits = 0;
   for (const Attempt& a : d.attempts) hits += a.remembered.empty() ? 0 : 1;
   const std::string error = result.ok() ? "null"
@@ -164,7 +165,7 @@ std::string load_receipt(const Container& c, const DeviceProfile& device, const 
          ", \"entries\": " + entries_json(c, d, selection, options.receipt_details) + ", \"self_test\": " +
          self_test_json(d, options) + ", \"verdict_store\": {\"used\": " + (options.verdicts.empty() ? "false" : "true") +
          ", \"hits\": " + std::to_string(hits) + "}, \"device\": {\"fingerprint\": \"" +
-         device_fingerprint(device, runtime) + "\", \"profile\": " + one_line(canonical_json(device)) + "}, \"runtime\": " +
+         device_fingerprint(profile, runtime) + "\", \"profile\": " + one_line(profile) + "}, \"runtime\": " +
          runtime_json(runtime) + "}";
 }
 

@@ -78,12 +78,12 @@ std::string runtime_fingerprint(const LoadOptions& options) {
   return out;
 }
 
-std::string device_fingerprint(const DeviceProfile& device, const std::string& runtime) {
-  return memory::digest_hex(canonical_json(device) + "\n" + runtime);
+std::string device_fingerprint(const std::string& profile_json, const std::string& runtime) {
+  return memory::digest_hex(profile_json + "\n" + runtime);
 }
 
 std::string device_fingerprint(const DeviceProfile& device, const LoadOptions& options) {
-  return device_fingerprint(device, runtime_fingerprint(options));
+  return device_fingerprint(canonical_json(device), runtime_fingerprint(options));
 }
 
 namespace {

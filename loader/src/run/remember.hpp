@@ -26,8 +26,8 @@ std::string runtime_fingerprint(const LoadOptions& options);
 // The device fingerprint of specs/verdicts.md section 3: SHA-256 of the profile's canonical JSON
 // and runtime_fingerprint, in hex.
 std::string device_fingerprint(const DeviceProfile& device, const LoadOptions& options);
-// The same from runtime_fingerprint's text, computed once.
-std::string device_fingerprint(const DeviceProfile& device, const std::string& runtime);
+// The same from texts already made: the profile's canonical JSON and runtime_fingerprint's.
+std::string device_fingerprint(const std::string& profile_json, const std::string& runtime);
 
 class Remembered {
  public:
