@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "container/golden.hpp"
+#include "device/origin.hpp"
 #include "executorch/program.hpp"
 #include "process/child.hpp"
 
@@ -17,15 +18,6 @@ namespace et {
 namespace {
 
 namespace R = executorch::runtime;
-
-// The folder of the file this code is in: the fat delegate's library.
-std::string own_folder() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&own_folder), &info) == 0 || info.dli_fname == nullptr) return "";
-  std::string path = info.dli_fname;
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash == 0 ? 1 : slash);
-}
 
 // The library file that registered ExecuTorch backend `id` in this process; "" when it is the
 // program itself or unknown.
@@ -59,8 +51,10 @@ IsolateOptions isolate_options(R::BackendInitContext& context) {
 std::string qualify_nested(const Container& c, const Entry& e, Bytes program, const char* method,
                            const IsolateOptions& options) {
   const std::string name = method != nullptr ? method : "forward";
-  const std::string runner = detail::fatpte_run_beside(own_folder());
-  if (runner.empty()) return "isolated qualification: no fatpte-run beside the fat delegate's library (" + own_folder() + ")";
+  // The fat delegate's library holds libfatpte's code: origin() is its folder (links resolved).
+  const std::string& folder = detail::origin().dir;
+  const std::string runner = detail::fatpte_run_beside(folder);
+  if (runner.empty()) return "isolated qualification: no fatpte-run beside the fat delegate's library (" + folder + ")";
   detail::ScratchFolder scratch;
   const std::string file = scratch.write("nested.nfat", c.bytes().data, static_cast<std::size_t>(c.bytes().size));
   const std::string none = scratch.write("calls.json", "[]\n", 3);
