@@ -9,7 +9,6 @@ load chose with and the caller's words, so the planned entry is recomputed with 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -18,9 +17,16 @@ from fatpte.container.reader import Container
 from fatpte.device.profile import DeviceProfile
 from fatpte.device.selection import select
 from fatpte.errors import ErrorCode, FatpteError, SelectionError
+from fatpte.fileio import strict_json
 
 VERSION = 1
 KINDS = ("load", "fallback")
+# What a reader takes of one line (specs/receipts.md): a load receipt lists every entry of its
+# container (at most 65,536, each a few hundred bytes with its reason's words), and a receipt nests
+# a few levels (the profile's accelerators are the deepest). A line over either is refused: a file
+# of receipts is read a line at a time, never whole.
+MAX_LINE_BYTES = 64 << 20
+_RULES = strict_json.JsonRules(max_bytes=MAX_LINE_BYTES, max_depth=16)
 
 
 def container_digest(c: Container) -> str:
@@ -62,20 +68,28 @@ def read_receipts(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any
         source = os.fspath(path)
         try:
             with open(source, "rb") as f:
-                data = f.read()
+                number = 0
+                while line := f.readline(MAX_LINE_BYTES + 1):
+                    number += 1
+                    if not line.endswith(b"\n"):
+                        if len(line) <= MAX_LINE_BYTES:
+                            break  # the last line, cut short by a crash
+                        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{source}:{number}: a line longer than "
+                                          f"{MAX_LINE_BYTES} bytes is no receipt", source=f"{source}:{number}")
+                    if line.strip():
+                        out.append(_receipt(line, f"{source}:{number}"))
         except OSError as exc:
             raise FatpteError(ErrorCode.IO_ERROR, f"cannot read receipts: {exc.strerror or exc}", source=source) from None
-        lines = data.split(b"\n")
-        for number, line in enumerate(lines[:-1], 1):  # lines[-1]: after the last newline
-            if not line.strip():
-                continue
-            where = f"{source}:{number}"
-            try:
-                doc = json.loads(line)
-            except ValueError as exc:
-                raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: not JSON: {exc}", source=where) from None
-            out.append(_shape(doc, where))
     return out
+
+
+def _receipt(line: bytes, where: str) -> dict[str, Any]:
+    """One whole line of a receipts file, read as strict JSON under _RULES and checked."""
+    try:
+        doc = strict_json.loads(line[:-1], _RULES)
+    except strict_json.JsonRefused as exc:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: not JSON: {exc}", source=where) from None
+    return _shape(doc, where)
 
 
 def _planned(c: Container, r: dict[str, Any]) -> str | None:

@@ -45,3 +45,29 @@ def test_a_line_that_is_not_a_receipt_is_refused_by_its_place(tmp_path: Path) ->
     with pytest.raises(FatpteError) as info:
         R.read_receipts([bad])
     assert info.value.source == f"{bad}:2"
+
+
+@pytest.mark.parametrize(("line", "says"), [
+    (b"[" * 100_000 + b"\n", "nest 100000 deep, more than the limit of 16"),
+    (b'{"receipt": "load", "receipt": "load", "version": 1}\n', "not JSON"),
+    (b"\xff\xfe\n", "not JSON"),
+])
+def test_a_hostile_line_is_refused_naming_it(tmp_path: Path, line: bytes, says: str) -> None:
+    """Strict JSON with the stated bounds, never the interpreter's stack (a RecursionError once)."""
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(VECTOR.read_bytes() + line)
+    with pytest.raises(FatpteError) as info:
+        R.read_receipts([path])
+    assert f"{path}:2: " in info.value.message and says in info.value.message
+
+
+def test_a_line_over_the_bound_is_refused_without_reading_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(R, "MAX_LINE_BYTES", 64)
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b" " * 200 + b"\n")
+    with pytest.raises(FatpteError) as info:
+        R.read_receipts([path])
+    assert "a line longer than 64 bytes is no receipt" in info.value.message
+    monkeypatch.undo()
+    path.write_bytes(VECTOR.read_bytes() + b'{"receipt": "lo')  # a last line a crash cut short: skipped
+    assert len(R.read_receipts([path])) == 1
