@@ -27,6 +27,7 @@ from fatpte.errors import FatpteError, FatpteWarning, clipped, printable
 from fatpte.manifest.model import within
 from fatpte.ops import mutants as M
 from fatpte.ops.check import AGREES, DISAGREES, CheckReport, EntryCheck, check
+from fatpte.value.dtypes import FLOAT_DTYPES
 
 KILLED: Final = "killed"
 SURVIVED: Final = "survived"
@@ -142,7 +143,7 @@ def _output_mutants(path: str, entry: EntryCheck, found: AdequacyReport) -> None
                 continue
             differences = {M.SWAP: M.swap_difference(o.dtype, got, want, o.max_abs),
                            M.SCALE: M.scale_difference(o.dtype, got, want, M.output_scale(o.rtol))
-                           if o.dtype in M.FLOAT_DTYPES else None}
+                           if o.dtype in FLOAT_DTYPES else None}
             for kind, difference in differences.items():
                 if difference is not None:
                     derived.add(kind)

@@ -20,10 +20,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final, NamedTuple
 
 from fatpte.errors import ErrorCode, FatpteWarning, clipped
-from fatpte.value.dtypes import element_size
+from fatpte.value.dtypes import FLOAT_DTYPES, element_size
 from fatpte.value.tensors import decode_floats
 
-FLOAT_DTYPES: Final = ("float32", "float16", "bfloat16", "float64")
 _LISTED: Final = 8  # calls named in one warning; more are counted
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from fatpte.executorch.constants import ConstantTensor, constant_tensors, delegate_constants
-from fatpte.value.dtypes import element_size
+from fatpte.value.dtypes import FLOAT_DTYPES, element_size
 from fatpte.value.tensors import decode_floats, encode
 
 BytesLike = bytes | bytearray | memoryview
@@ -36,7 +36,6 @@ WEIGHT_MUTANTS: Final = 4  # the largest float constant tensors perturbed, one m
 MIN_STEP: Final = 1e-2  # the smallest relative perturbation of a weight
 MAX_MOVED: Final = 1 << 20  # elements of one tensor a weight mutant moves, at most
 CHUNK: Final = 1 << 16  # elements of an output decoded at a time by the output mutants
-FLOAT_DTYPES: Final = ("float32", "float16", "bfloat16", "float64")
 # Kinds of mutant.
 WEIGHT: Final = "weight"
 SWAP: Final = "swap"

@@ -84,6 +84,9 @@ CALLS_DTYPES: Final[tuple[str, ...]] = (
     "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "bool", "uint16", "uint32", "uint64",
     "bfloat16",
 )  # fmt: skip
+# The floating dtypes whose elements read as numbers (fatpte.value.tensors.decode_floats): what a
+# weight or an output of a model is perturbed or judged in (check --mutants, golden-call warnings).
+FLOAT_DTYPES: Final[tuple[str, ...]] = tuple(d for d in CALLS_DTYPES if d.startswith(("float", "bfloat")))
 INTEGER_RANGES: Final[dict[str, tuple[int, int]]] = {
     d.name: ((0, (1 << 8 * d.size) - 1) if d.name.startswith("uint") else (-(1 << 8 * d.size - 1), (1 << 8 * d.size - 1) - 1))
     for d in DTYPES if d.name in CALLS_DTYPES and d.name.startswith(("int", "uint"))
