@@ -38,6 +38,10 @@ std::string clipped(const std::string& s, std::size_t limit = kClipBytes);
 // prints is byte-identical to fatpte's: \" \\ \n \r \t \b \f, other control and non-ASCII
 // bytes as \u00XX (each byte on its own: the texts printed are ASCII by the rules of their fields).
 std::string json_quote(const std::string& s);
+// A JSON string literal of UTF-8 text as Python's json.dumps writes the str (ensure_ascii: each
+// character past ASCII as \uXXXX, a surrogate pair past U+FFFF); text that is not UTF-8 is
+// written as printable() escapes it, in ASCII.
+std::string json_text(const std::string& text);
 // Whether data[0:size] is UTF-8 as Python's strict decoder reads it: no overlong forms, no
 // surrogates, nothing past U+10FFFF.
 bool valid_utf8(const std::uint8_t* data, std::size_t size) noexcept;

@@ -17,6 +17,8 @@ namespace memory {
 
 namespace {
 
+using detail::json_text;
+
 constexpr std::string_view kFormat = "fatpte-verdicts";
 constexpr const char* kRecordKeys[] = {"container", "entry", "name", "method", "device",
                                        "libraries", "verdict", "reason", "time"};
@@ -106,47 +108,6 @@ Result<VerdictRecord> record_of(const std::string& source, const json::Value& v,
   r.time = time.value();
   return r;
 }
-
-void append_escape(std::string& out, std::uint32_t unit) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "\\u%04x", unit);
-  out += buf;
-}
-
-}  // namespace
-
-std::string json_text(const std::string& text) {
-  const auto* p = reinterpret_cast<const std::uint8_t*>(text.data());
-  const auto ascii = [](char ch) { return static_cast<unsigned char>(ch) < 0x80; };
-  if (std::all_of(text.begin(), text.end(), ascii)) return detail::json_quote(text);  // the common case
-  if (!detail::valid_utf8(p, text.size())) return detail::json_quote(printable(text));
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size();) {
-    std::size_t run = i;
-    while (run < text.size() && p[run] < 0x80) ++run;
-    if (run > i) {  // ASCII as json_quote writes it, without its quotes
-      const std::string quoted = detail::json_quote(text.substr(i, run - i));
-      out.append(quoted, 1, quoted.size() - 2);
-      i = run;
-      continue;
-    }
-    const std::uint8_t c = p[i];
-    const int n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-    std::uint32_t cp = c & (0xFF >> (n + 1));
-    for (int k = 1; k < n; ++k) cp = (cp << 6) | (p[i + k] & 0x3F);
-    i += static_cast<std::size_t>(n);
-    if (cp >= 0x10000) {
-      cp -= 0x10000;
-      append_escape(out, 0xD800 + (cp >> 10));
-      append_escape(out, 0xDC00 + (cp & 0x3FF));
-    } else {
-      append_escape(out, cp);
-    }
-  }
-  return out + "\"";
-}
-
-namespace {
 
 void append_record(std::string& out, const VerdictRecord& r) {
   out += "{\"container\": \"" + r.key.container + "\", \"entry\": " + std::to_string(r.key.entry) +

@@ -66,11 +66,6 @@ std::string store_text(const VerdictStore& store);
 // folder synced): a crash leaves the old store or the new one, never a part.
 Status write_store(const std::string& path, const VerdictStore& store);
 
-// A JSON string literal of UTF-8 text as Python's json.dumps writes the str (ensure_ascii: each
-// character past ASCII as \uXXXX, a surrogate pair past U+FFFF); text that is not UTF-8 is
-// written as printable() escapes it, in ASCII.
-std::string json_text(const std::string& text);
-
 // The record for `key`, or nullptr.
 const VerdictRecord* find(const VerdictStore& store, const VerdictKey& key);
 // Add `record`, replacing the one of its key; at kMaxRecords, the oldest (smallest time, first in

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fatpte/select.hpp"
+#include "common/text.hpp"
 #include "memory/identity.hpp"
 #include "memory/verdict_store.hpp"
 #include "run/remember.hpp"
@@ -16,8 +17,6 @@ namespace fatpte {
 namespace detail {
 
 namespace {
-
-using memory::json_text;
 
 // JSON written over lines (the canonical profile) on one line: each newline and the indentation
 // after it dropped (a JSON string holds no raw newline, so both lie outside strings).
