@@ -462,7 +462,8 @@ ET_STAMP := $(VENV_ET)/.installed
 # safetensors: ExecuTorch's own .ptn reader (exir/_serialize/_ptn.py) needs it; the e2e tests read
 # packages with it to check fatpte's reader.
 ET_PINS  := flatbuffers==25.12.19 numpy==2.4.6 packaging==26.3 pyyaml==6.0.3 ruamel.yaml==0.19.1 \
-            tabulate==0.10.0 pytest==9.2.0 safetensors==0.8.0
+            tabulate==0.10.0 pytest==9.2.0 safetensors==0.8.0 \
+            openvino==2026.4.0 nncf==3.4.0 pytorch-tokenizers==1.5.0 requests==2.34.2
 
 .PHONY: test-executorch
 
