@@ -97,6 +97,34 @@ TEST(ProfileJson, ExecutorchBackendsAreOptionalSortedAndPrintedLast) {
   EXPECT_EQ(bad.error().field(), "executorch_backends[1]");
 }
 
+// specs/device-profile.md 2 and 7: `sources` optional, kept in the file's order, printed last
+// (after executorch_backends), the bytes Python's json.dumps prints; the tests/device ones agree.
+TEST(ProfileJson, SourcesAreOptionalKeptInOrderAndPrintedLast) {
+  auto none = profile_from_json(kProfile);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none.value().sources.has_value());
+  EXPECT_EQ(canonical_json(none.value()).find("sources"), std::string::npos);
+  std::string text = kProfile;
+  text.replace(text.rfind('}'), 1,
+               R"(, "sources": ["Zeta manual", "Alpha \"TRM\", 100798"], "executorch_backends": []})");
+  auto cited = profile_from_json(text);
+  ASSERT_TRUE(cited.ok()) << cited.error().describe();
+  ASSERT_TRUE(cited.value().sources.has_value());
+  EXPECT_EQ(*cited.value().sources, (std::vector<std::string>{"Zeta manual", "Alpha \"TRM\", 100798"}));
+  const std::string json = canonical_json(cited.value());
+  EXPECT_NE(json.find("  },\n  \"executorch_backends\": [],\n  \"sources\": [\n    \"Zeta manual\",\n"
+                      "    \"Alpha \\\"TRM\\\", 100798\"\n  ]\n}\n"),
+            std::string::npos)
+      << json;
+  for (const char* bad : {R"([])", R"(["a", "a"])", R"(["a\t"])", R"("a")", R"(["a", 1])"}) {
+    std::string t = kProfile;
+    t.replace(t.rfind('}'), 1, std::string(", \"sources\": ") + bad + "}");
+    auto refused = profile_from_json(t);
+    ASSERT_FALSE(refused.ok()) << t;
+    EXPECT_EQ(refused.error().field().rfind("sources", 0), 0u) << refused.error().describe();
+  }
+}
+
 std::unique_ptr<Container> open(const std::vector<std::uint8_t>& buf) {
   auto r = Container::open_memory(buf.data(), buf.size());
   EXPECT_TRUE(r.ok()) << r.error().describe();

@@ -270,6 +270,15 @@ INVALID = [
     (_set("backends/xnnpack", 1 << 32), "backends.xnnpack"),
     (_set("backends/xnnpack", -1), "backends.xnnpack"),
     (_set("backends/xnnpack", None), "backends.xnnpack"),
+    (_set("sources", []), "sources"),
+    (_set("sources", "Arm Cortex-A76 TRM"), "sources"),
+    (_set("sources", [f"doc {i}" for i in range(17)]), "sources"),
+    (_set("sources", ["doc", 3]), "sources[1]"),
+    (_set("sources", ["doc", "doc"]), "sources[1]"),
+    (_set("sources", [""]), "sources[0]"),
+    (_set("sources", ["d" * 513]), "sources[0]"),
+    (_set("sources", ["Caf\u00e9 manual"]), "sources[0]"),
+    (_set("sources", ["line\nbreak"]), "sources[0]"),
 ]
 
 
@@ -321,7 +330,8 @@ JSON_VALUES = st.recursive(
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
     max_leaves=6,
 )
-PATHS = ["name", "os", "arch", "cpu_features", "cpu_features/0", "cpu_features/1", "accelerators",
+PATHS = ["sources", "sources/0", "name", "os", "arch", "cpu_features",
+         "cpu_features/0", "cpu_features/1", "accelerators",
          "accelerators/0", "accelerators/0/kind", "accelerators/0/name", "accelerators/0/version",
          "accelerators/0/memory_bytes", "accelerators/0/extra", "memory_bytes", "backends", "backends/xnnpack",
          "backends/bad key", "extra"]
@@ -353,7 +363,10 @@ def test_schema_and_reader_agree(changes: list[tuple[str, Any]]) -> None:
 def test_round_trip_and_canonical_form(profile: DeviceProfile) -> None:
     obj = profile.to_json()
     known = profile.executorch_backends is not None
-    assert list(obj) == list(D._PROFILE_KEYS) + ["executorch_backends"] * known
+    cited = profile.sources is not None
+    assert list(obj) == list(D._PROFILE_KEYS) + ["executorch_backends"] * known + ["sources"] * cited
+    if cited:
+        assert obj["sources"] == list(profile.sources or ())  # the writer's order, kept
     if known:
         assert obj["executorch_backends"] == sorted(obj["executorch_backends"])
     assert obj["cpu_features"] == sorted(obj["cpu_features"])
@@ -382,6 +395,21 @@ def test_canonical_bytes() -> None:
         '{\n  "name": "e",\n  "os": "windows",\n  "arch": "x86_64",\n  "cpu_features": [],\n'
         '  "accelerators": [],\n  "memory_bytes": 0,\n  "backends": {}\n}\n'
     )
+
+
+def test_sources_are_printed_last_in_their_order() -> None:
+    profile = DeviceProfile.from_json({**SAMPLE, "backends": {}, "executorch_backends": [],
+                                       "sources": ["Zeta manual", "Alpha \"TRM\", 100798"]})
+    assert profile.sources == ("Zeta manual", 'Alpha "TRM", 100798')
+    assert profile.to_json_text().endswith(
+        '  "backends": {},\n  "executorch_backends": [],\n  "sources": [\n    "Zeta manual",\n'
+        '    "Alpha \\"TRM\\", 100798"\n  ]\n}\n')
+    with pytest.raises(FatpteError) as info:
+        DeviceProfile("p", "linux", "x86_64", set(), sources="one document")  # type: ignore[arg-type]
+    assert info.value.field == "sources"
+    with pytest.raises(FatpteError) as info:
+        DeviceProfile("p", "linux", "x86_64", set(), sources=["ok", "bad\t"])
+    assert info.value.field == "sources[1]"
 
 
 def test_direct_construction_is_checked() -> None:
