@@ -52,7 +52,8 @@ VALIDATOR = Validator(SCHEMA)
 V2 = {"sse4_2"}
 V3 = V2 | {"avx", "avx2", "fma", "f16c"}
 V4 = V3 | {"avx512f", "avx512bw", "avx512vl"}
-ARMV82 = {"asimd", "fphp", "asimdhp", "asimddp"}
+ARMV80 = {"asimd"}
+ARMV82 = ARMV80 | {"fphp", "asimdhp", "asimddp"}
 # What each named profile must say: the real hardware's features, checked by hand against the
 # vendors' documentation (see the table in specs/device-profile.md).
 EXPECTED: dict[str, tuple[str, str, set[str], list[tuple[str, str]]]] = {
@@ -69,7 +70,20 @@ EXPECTED: dict[str, tuple[str, str, set[str], list[tuple[str, str]]]] = {
     "nvidia-sm80-server": ("linux", "x86_64", V3, [("cuda", "8.0")]),
     "nvidia-sm90-server": ("linux", "x86_64", V4 | {"avx512_vnni", "avx512_bf16"}, [("cuda", "9.0")]),
     "jetson-orin": ("linux", "aarch64", ARMV82, [("cuda", "8.7")]),
+    # The fleet's cores (issue 39), each citing its vendor's manual (`sources`).
+    "cortex-a53": ("linux", "aarch64", ARMV80, []),
+    "cortex-a55": ("linux", "aarch64", ARMV82, []),
+    "cortex-a76": ("linux", "aarch64", ARMV82, []),
+    "cortex-a78": ("linux", "aarch64", ARMV82, []),
+    "cortex-x1": ("linux", "aarch64", ARMV82, []),
+    "neoverse-n1": ("linux", "aarch64", ARMV82, []),
+    "neoverse-v1": ("linux", "aarch64", ARMV82 | {"sve", "bf16", "i8mm"}, []),
+    "a64fx": ("linux", "aarch64", {"asimd", "fphp", "asimdhp", "sve"}, []),
+    "raspberry-pi-4": ("linux", "aarch64", ARMV80, [("vulkan", "1.2")]),
 }
+# The profiles that cite the documents their features come from.
+CITED = {"x86-64-v2", "x86-64-v3", "x86-64-v4", "cortex-a53", "cortex-a55", "cortex-a76", "cortex-a78", "cortex-x1",
+         "neoverse-n1", "neoverse-v1", "a64fx", "raspberry-pi-4"}
 
 SAMPLE = {
     "name": "sample",
@@ -122,8 +136,9 @@ def test_named_profile(name: str) -> None:
     assert (profile.name, profile.os, profile.arch) == (name, os_name, arch)
     assert profile.cpu_features == features
     assert [(a.kind, a.version) for a in profile.accelerators] == accs
-    # Realistic sizes: at least 4 GiB of RAM, at most 16 TiB; accelerators 4 GiB to 1 TiB.
-    assert 4 << 30 <= profile.memory_bytes <= 16 << 40
+    # Realistic sizes: at least 1 GiB of RAM, at most 16 TiB; accelerators 4 GiB to 1 TiB.
+    assert 1 << 30 <= profile.memory_bytes <= 16 << 40
+    assert (profile.sources is not None) == (name in CITED)
     assert all(4 << 30 <= a.memory_bytes <= 1 << 40 for a in profile.accelerators)
     # The files are written in the canonical form, byte for byte.
     assert path.read_text() == profile.to_json_text()
