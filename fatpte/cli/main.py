@@ -501,9 +501,10 @@ def device_show(name: str, as_json: bool) -> None:
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
-@click.option("--devices", metavar="host|NAME|FILE,...|DIR", default=None,
-              help="Device profiles: `host`, names or JSON files, comma-separated, or a directory of *.json "
-                   "files (default: every named profile).")
+@click.option("--devices", metavar="host|@SET|NAME|FILE,...|DIR", default=None,
+              help="Device profiles: `host`, sets of named profiles (`@fleet`: the CPUs fleets run, one per "
+                   "x86-64 level and Arm core; `@all`), names or JSON files, comma-separated, or a directory of "
+                   "*.json files (default: every named profile).")
 @preference_options
 @click.option("--strict", is_flag=True, help="Exit 3 when some device gets no entry; with --receipts, exit 1 "
                                              "when a device ran another entry than planned.")

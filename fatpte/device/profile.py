@@ -353,6 +353,26 @@ def _check_backend_id(key: object) -> None:
 
 # -- named profiles ---------------------------------------------------------------------------
 
+# Named sets of named profiles (specs/device-profile.md section 8, "Sets"), written `@NAME` where a
+# list of profiles is asked for (`fatpte coverage --devices @fleet`): `@fleet` is the CPUs fleets
+# run, one profile per x86-64 level and per Arm core; `@all` every named profile.
+SET_PREFIX: Final = "@"
+FLEET: Final = ("x86-64-v2", "x86-64-v3", "x86-64-v4", "cortex-a53", "raspberry-pi-4", "cortex-a55", "cortex-a76",
+                "cortex-a78", "cortex-x1", "neoverse-n1", "neoverse-v1", "a64fx")
+SET_NAMES: Final = ("all", "fleet")
+
+
+def set_members(word: str) -> list[str]:
+    """The profile names of the set `word` (`@fleet`, `@all`); E0702 naming the sets for another."""
+    if word == SET_PREFIX + "all":
+        return DeviceProfile.names()
+    if word == SET_PREFIX + "fleet":
+        return list(FLEET)
+    sets = ", ".join(SET_PREFIX + n for n in SET_NAMES)
+    raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"no set of device profiles named {word!r}; the sets are {sets}",
+                      field="devices", actual=word)
+
+
 
 def devices_dir() -> Path:
     """Where the named profiles are: $FATPTE_DEVICES_DIR if set, else the package data folder
