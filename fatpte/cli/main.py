@@ -424,6 +424,7 @@ def _device_text(profile: DeviceProfile) -> str:
 
     accs = ", ".join(f"{a.kind} {a.version} ({shown(a.name)}, {size(a.memory_bytes)})" for a in profile.accelerators)
     backends = ", ".join(f"{shown(k)} ABI {v}" for k, v in sorted(profile.backends.items()))
+    cited = [f"{'sources:' if i == 0 else '':<14}{shown(src)}" for i, src in enumerate(profile.sources or ())]
     return "\n".join([
         f"name:         {profile.name}",
         f"os / arch:    {profile.os} {profile.arch}",
@@ -434,6 +435,7 @@ def _device_text(profile: DeviceProfile) -> str:
         "executorch:   " + ("not known (no fatpte-run found: `fatpte --runtime PATH` or $FATPTE_RUN names one)"
                             if profile.executorch_backends is None
                             else ", ".join(sorted(profile.executorch_backends)) or "no backend (portable operators)"),
+        *cited,
     ])
 
 

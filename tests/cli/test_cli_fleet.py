@@ -77,3 +77,14 @@ def test_an_unknown_set_names_the_sets(tiers: Path) -> None:
     code, _, err = run("coverage", tiers, "--devices", "@phones")
     assert code == 2
     assert "E0702" in err and "'@phones'" in err and "@all, @fleet" in err
+
+
+def test_device_show_prints_the_sources() -> None:
+    code, out, _ = run("device", "show", "cortex-a55")
+    assert code == 0
+    lines = out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("sources:"))
+    sources = D.DeviceProfile.load("cortex-a55").sources or ()
+    assert [line[14:] for line in lines[first:first + len(sources)]] == list(sources)
+    assert all(line.startswith(" " * 14) for line in lines[first + 1:first + len(sources)])
+    assert "sources:" not in run("device", "show", "apple-m1")[1]  # none cited, no line
