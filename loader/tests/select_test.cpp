@@ -1,7 +1,10 @@
 // Selection without a manifest (ranking by priority, preference, table order; exclusion), the
 // profile reader's shape rules, and SHA-256 against the FIPS 180-4 examples.
+#include <dirent.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -123,6 +126,31 @@ TEST(ProfileJson, SourcesAreOptionalKeptInOrderAndPrintedLast) {
     ASSERT_FALSE(refused.ok()) << t;
     EXPECT_EQ(refused.error().field().rfind("sources", 0), 0u) << refused.error().describe();
   }
+}
+
+// Every named profile, read by the loader and printed again, is its file byte for byte: the C++
+// printer writes `sources` (and every other key) as the files, in Python's canonical form, have it.
+TEST(ProfileJson, EveryNamedProfilePrintsAsItsFile) {
+  const std::string dir = devices_dir();
+  DIR* d = opendir(dir.c_str());
+  ASSERT_NE(d, nullptr) << dir;
+  std::vector<std::string> names;
+  while (const dirent* ent = readdir(d)) {
+    const std::string f = ent->d_name;
+    if (f.size() > 5 && f.compare(f.size() - 5, 5, ".json") == 0) names.push_back(f.substr(0, f.size() - 5));
+  }
+  closedir(d);
+  ASSERT_GE(names.size(), 21u);
+  std::size_t cited = 0;
+  for (const std::string& name : names) {
+    auto p = load_profile(name);
+    ASSERT_TRUE(p.ok()) << name << ": " << p.error().describe();
+    std::ifstream in(dir + "/" + name + ".json", std::ios::binary);
+    const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(canonical_json(p.value()), file) << name;
+    cited += p.value().sources.has_value() ? 1 : 0;
+  }
+  EXPECT_GE(cited, 12u);  // the fleet's cores and the x86-64 levels cite their manuals
 }
 
 std::unique_ptr<Container> open(const std::vector<std::uint8_t>& buf) {
