@@ -5,6 +5,7 @@ profiles (`@fleet`, `@all`) expand where `--devices` takes a list."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,10 @@ def test_device_show_prints_the_sources() -> None:
     assert [line[14:] for line in lines[first:first + len(sources)]] == list(sources)
     assert all(line.startswith(" " * 14) for line in lines[first + 1:first + len(sources)])
     assert "sources:" not in run("device", "show", "apple-m1")[1]  # none cited, no line
+
+
+def test_the_spec_lists_the_fleet_in_order() -> None:
+    text = " ".join((ROOT / "specs" / "device-profile.md").read_text(encoding="utf-8").split())
+    start = text.index("`@fleet` is the CPUs fleets run,")
+    listed = re.findall(r"`([^`@]+)`", text[start:text.index("(fatpte/device/profile.py", start)])
+    assert listed == list(D.FLEET)
