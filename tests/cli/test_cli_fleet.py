@@ -93,6 +93,7 @@ def test_device_show_prints_the_sources() -> None:
 
 def test_the_spec_lists_the_fleet_in_order() -> None:
     text = " ".join((ROOT / "specs" / "device-profile.md").read_text(encoding="utf-8").split())
-    start = text.index("`@fleet` is the CPUs fleets run,")
-    listed = re.findall(r"`([^`@]+)`", text[start:text.index("(fatpte/device/profile.py", start)])
+    lead = "`@fleet` is the CPUs fleets run,"
+    start = text.index(lead) + len(lead)
+    listed = re.findall(r"`([^`]+)`", text[start:text.index("(fatpte/device/profile.py", start)])
     assert listed == list(D.FLEET)
