@@ -39,9 +39,11 @@ demo: $(RUNTIME_STAMP)
 test: test-cpp test-py lint
 
 # The aarch64 tests run under qemu with the cross-built loader: `make test-aarch64` (part of
-# `make test`) builds it and runs them.
+# `make test`) builds it and runs them; with them the x86 profiles against this machine's
+# fatpte-run under qemu-x86_64, which the same target installs.
 AARCH64_TESTS := tests/loader/test_aarch64.py tests/loader/test_aarch64_tiers.py tests/loader/test_aarch64_profiles.py \
-	tests/loader/test_aarch64_golden.py tests/loader/test_aarch64_field.py tests/loader/test_aarch64_receipts.py
+	tests/loader/test_aarch64_golden.py tests/loader/test_aarch64_field.py tests/loader/test_aarch64_receipts.py \
+	tests/loader/test_x86_profiles.py
 
 test-py: $(STAMP)
 	FATPTE_REQUIRE_BUILDS=1 $(BIN)/pytest $(addprefix --ignore=,$(AARCH64_TESTS)) --ignore=tests/wheel

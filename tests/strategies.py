@@ -83,6 +83,10 @@ def device_profiles(draw: st.DrawFn) -> D.DeviceProfile:
             st.sampled_from(["XnnpackBackend", "NativeBackend", "QnnBackend", "CudaBackend", "Vulkan_2.0"])
             | st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=8),
             max_size=4)),
+        sources=draw(st.none() | st.lists(
+            st.sampled_from(["Arm Cortex-A76 Core Technical Reference Manual, 100798", 'a "quoted" \\ title'])
+            | st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=1, max_size=12),
+            min_size=1, max_size=3, unique=True)),
     )
 
 

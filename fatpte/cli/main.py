@@ -424,6 +424,7 @@ def _device_text(profile: DeviceProfile) -> str:
 
     accs = ", ".join(f"{a.kind} {a.version} ({shown(a.name)}, {size(a.memory_bytes)})" for a in profile.accelerators)
     backends = ", ".join(f"{shown(k)} ABI {v}" for k, v in sorted(profile.backends.items()))
+    cited = [f"{'sources:' if i == 0 else '':<14}{shown(src)}" for i, src in enumerate(profile.sources or ())]
     return "\n".join([
         f"name:         {profile.name}",
         f"os / arch:    {profile.os} {profile.arch}",
@@ -434,6 +435,7 @@ def _device_text(profile: DeviceProfile) -> str:
         "executorch:   " + ("not known (no fatpte-run found: `fatpte --runtime PATH` or $FATPTE_RUN names one)"
                             if profile.executorch_backends is None
                             else ", ".join(sorted(profile.executorch_backends)) or "no backend (portable operators)"),
+        *cited,
     ])
 
 
@@ -501,9 +503,10 @@ def device_show(name: str, as_json: bool) -> None:
 
 @main.command(epilog=EXIT_HELP)
 @click.argument("file", type=click.Path())
-@click.option("--devices", metavar="host|NAME|FILE,...|DIR", default=None,
-              help="Device profiles: `host`, names or JSON files, comma-separated, or a directory of *.json "
-                   "files (default: every named profile).")
+@click.option("--devices", metavar="host|@SET|NAME|FILE,...|DIR", default=None,
+              help="Device profiles: `host`, sets of named profiles (`@fleet`: the CPUs fleets run, one per "
+                   "x86-64 level and Arm core; `@all`), names or JSON files, comma-separated, or a directory of "
+                   "*.json files (default: every named profile).")
 @preference_options
 @click.option("--strict", is_flag=True, help="Exit 3 when some device gets no entry; with --receipts, exit 1 "
                                              "when a device ran another entry than planned.")

@@ -21,6 +21,10 @@ API_VERSION_PATTERN: Final = rf"{_COMPONENT}(?:\.{_COMPONENT}){{0,2}}"  # 1 to 3
 # spaces; ExecuTorch's registry holds at most 16, so 64 leaves room and bounds the work.
 EXECUTORCH_BACKEND_PATTERN: Final = r"[!-~]{1,256}"
 MAX_EXECUTORCH_BACKENDS: Final = 64
+# A source a profile cites for its facts (a vendor document's title, its number, a URL): printable
+# ASCII, so the canonical form needs no escapes beyond `"` and `\`; 16 of them bound the work.
+SOURCE_PATTERN: Final = r"[ -~]{1,512}"
+MAX_SOURCES: Final = 16
 MAX_MEMORY_BYTES: Final = (1 << 63) - 1  # an int64 on the C++ side
 MAX_ABI_VERSION: Final = (1 << 32) - 1  # a uint32, as in the manifest
 

@@ -26,6 +26,8 @@ from fatpte.device.fields import (
     MAX_ABI_VERSION,
     MAX_EXECUTORCH_BACKENDS,
     MAX_MEMORY_BYTES,
+    MAX_SOURCES,
+    SOURCE_PATTERN,
     check_keys,
     integer,
     invalid,
@@ -48,7 +50,8 @@ DEVICES_DIR_ENV: Final = "FATPTE_DEVICES_DIR"
 HOST_NAME: Final = "host"
 
 _PROFILE_KEYS: Final = ("name", "os", "arch", "cpu_features", "accelerators", "memory_bytes", "backends")
-_OPTIONAL_KEYS: Final = ("executorch_backends",)  # absent: not known
+# executorch_backends absent: not known; sources absent: none cited.
+_OPTIONAL_KEYS: Final = ("executorch_backends", "sources")
 
 
 # The profile records are NamedTuples, not dataclasses: `fatpte select` builds one on every run,
@@ -69,13 +72,15 @@ class _DeviceProfileFields(NamedTuple):
     memory_bytes: int = 0
     backends: Mapping[str, int] = _NO_BACKENDS
     executorch_backends: frozenset[str] | None = None
+    sources: tuple[str, ...] | None = None
 
 
 class DeviceProfile(_DeviceProfileFields):
     """What a device offers; `backends` maps a backend id to the ABI version its runtime provides
     (empty: unknown). `memory_bytes` is total physical RAM (0: unknown). `executorch_backends`
     holds the ExecuTorch backend ids registered in the device's runtime (`XnnpackBackend`, ...;
-    empty: none, portable operators only; None: not known)."""
+    empty: none, portable operators only; None: not known). `sources` cites the documents the
+    profile's facts come from, in the writer's order (None: none cited)."""
 
     __slots__ = ()
 
@@ -89,6 +94,7 @@ class DeviceProfile(_DeviceProfileFields):
         memory_bytes: int = 0,
         backends: Mapping[str, int] = _NO_BACKENDS,
         executorch_backends: Iterable[str] | None = None,
+        sources: Iterable[str] | None = None,
     ) -> Self:
         # Accept any iterable or mapping from Python callers but store immutable copies, so a
         # profile cannot change after it has been checked.
@@ -97,9 +103,12 @@ class DeviceProfile(_DeviceProfileFields):
         if isinstance(executorch_backends, str):
             raise invalid("executorch_backends", "must be a collection of backend ids, not one string",
                           executorch_backends)
+        if isinstance(sources, str):
+            raise invalid("sources", "must be a collection of source titles, not one string", sources)
         et = None if executorch_backends is None else frozenset(executorch_backends)
+        cited = None if sources is None else tuple(sources)
         profile = super().__new__(cls, name, os, arch, frozenset(cpu_features), tuple(accelerators), memory_bytes,
-                                  MappingProxyType(dict(backends)), et)
+                                  MappingProxyType(dict(backends)), et, cited)
         _check_profile(profile)
         return profile
 
@@ -154,10 +163,11 @@ class DeviceProfile(_DeviceProfileFields):
             words = [string(w, f"executorch_backends[{i}]") for i, w in enumerate(et_raw)]
             _check_executorch_backends(words)
             et = frozenset(words)
+        sources = _read_sources(obj["sources"]) if "sources" in obj else None
         # tuple.__new__ skips `__new__`: the values are already copies, and the check below is given
         # the features in file order so that an error names the index the file has.
         profile = tuple.__new__(cls, (name, os_name, arch, frozenset(features), accelerators, memory,
-                                      MappingProxyType(backends), et))
+                                      MappingProxyType(backends), et, sources))
         _check_profile(profile, feature_order=features)
         return profile
 
@@ -227,6 +237,8 @@ class DeviceProfile(_DeviceProfileFields):
         }
         if self.executorch_backends is not None:
             out["executorch_backends"] = sorted(self.executorch_backends)
+        if self.sources is not None:
+            out["sources"] = list(self.sources)
         return out
 
     def to_json_text(self) -> str:
@@ -236,7 +248,7 @@ class DeviceProfile(_DeviceProfileFields):
     def __hash__(self) -> int:
         # Written out because `backends` is a read-only mapping, which is not hashable.
         return hash((self.name, self.os, self.arch, self.cpu_features, self.accelerators, self.memory_bytes,
-                     tuple(sorted(self.backends.items())), self.executorch_backends))
+                     tuple(sorted(self.backends.items())), self.executorch_backends, self.sources))
 
 
 def canonical_text(obj: Mapping[str, Any]) -> str:
@@ -281,6 +293,8 @@ def _check_profile(p: DeviceProfile, feature_order: list[str] | None = None) -> 
             raise invalid("executorch_backends", f"lists {len(p.executorch_backends)} backends, more than the "
                           f"limit of {MAX_EXECUTORCH_BACKENDS}", len(p.executorch_backends))
         _check_executorch_backends(sorted(p.executorch_backends, key=str))
+    if p.sources is not None:
+        _check_sources(p.sources)
 
 
 def _bounded_array(value: Any, path: str, items: str, noun: str, limit: int) -> list[Any]:
@@ -303,6 +317,28 @@ def _check_executorch_backends(words: Iterable[object]) -> None:
         seen.add(word)
 
 
+def _read_sources(value: Any) -> tuple[str, ...]:
+    """The optional `sources`: 1 to MAX_SOURCES strings, kept in the file's order."""
+    raw = _bounded_array(value, "sources", "strings", "sources", MAX_SOURCES)
+    words = tuple(string(w, f"sources[{i}]") for i, w in enumerate(raw))
+    _check_sources(words)
+    return words
+
+
+def _check_sources(words: tuple[object, ...]) -> None:
+    if not words:
+        raise invalid("sources", "is empty; leave the key out when no source is cited")
+    if len(words) > MAX_SOURCES:
+        raise invalid("sources", f"lists {len(words)} sources, more than the limit of {MAX_SOURCES}", len(words))
+    seen: set[str] = set()
+    for i, word in enumerate(words):
+        if not isinstance(word, str) or not re.fullmatch(SOURCE_PATTERN, word):
+            raise invalid(f"sources[{i}]", f"{word!r} is not a source (1 to 512 printable ASCII characters)", word)
+        if word in seen:
+            raise invalid(f"sources[{i}]", f"{word!r} is listed twice", word)
+        seen.add(word)
+
+
 def _check_backend_id(key: object) -> None:
     # The container's id rules live in layout.py; imported here, not at the top, because layout
     # needs construct and probing the host must work where only the standard library is.
@@ -316,6 +352,26 @@ def _check_backend_id(key: object) -> None:
 
 
 # -- named profiles ---------------------------------------------------------------------------
+
+# Named sets of named profiles (specs/device-profile.md section 8, "Sets"), written `@NAME` where a
+# list of profiles is asked for (`fatpte coverage --devices @fleet`): `@fleet` is the CPUs fleets
+# run, one profile per x86-64 level and per Arm core; `@all` every named profile.
+SET_PREFIX: Final = "@"
+FLEET: Final = ("x86-64-v2", "x86-64-v3", "x86-64-v4", "cortex-a53", "raspberry-pi-4", "cortex-a55", "cortex-a76",
+                "cortex-a78", "cortex-x1", "neoverse-n1", "neoverse-v1", "a64fx")
+SET_NAMES: Final = ("all", "fleet")
+
+
+def set_members(word: str) -> list[str]:
+    """The profile names of the set `word` (`@fleet`, `@all`); E0702 naming the sets for another."""
+    if word == SET_PREFIX + "all":
+        return DeviceProfile.names()
+    if word == SET_PREFIX + "fleet":
+        return list(FLEET)
+    sets = ", ".join(SET_PREFIX + n for n in SET_NAMES)
+    raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"no set of device profiles named {word!r}; the sets are {sets}",
+                      field="devices", actual=word)
+
 
 
 def devices_dir() -> Path:

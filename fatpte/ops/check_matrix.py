@@ -43,9 +43,20 @@ PROFILE_MODELS: Final[dict[str, str]] = {
     "x86-64-v2": "Nehalem",
     "x86-64-v3": "Haswell",
     "x86-64-v4": NATIVE,
+    # The fleet's cores (specs/device-profile.md section 8): qemu 7.2 has no A55, A78, X1 or V1.
+    "cortex-a53": "cortex-a53",
+    "cortex-a55": "cortex-a76",
+    "cortex-a76": "cortex-a76",
+    "cortex-a78": "cortex-a76",
+    "cortex-x1": "cortex-a76",
+    "neoverse-n1": "cortex-a76",
+    "neoverse-v1": "max,sme=off",
+    "a64fx": "a64fx",
+    "raspberry-pi-4": "cortex-a53",
 }
-# Names people reach for that qemu 7.2 lacks, with the model to use instead.
-MISSING_MODELS: Final = {"cortex-a55": "cortex-a76 (ARMv8.2 with fp16 and dot product, as cortex-a55 has)"}
+# Names people reach for that are neither a qemu 7.2 model nor a profile, with the one to use.
+MISSING_MODELS: Final = {"graviton2": "neoverse-n1, the profile of its cores",
+                         "graviton3": "neoverse-v1, the profile of its cores"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +85,7 @@ def resolve(name: str, host_arch: str) -> Cpu:
     for arch, table in runner.QEMU_MODELS.items():
         if model in dict(table):
             return Cpu(name, arch, model)
-    hint = f" (qemu 7.2 has none; use {MISSING_MODELS[name]})" if name in MISSING_MODELS else ""
+    hint = f" (use {MISSING_MODELS[name]})" if name in MISSING_MODELS else ""
     raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"--cpus: unknown CPU {clipped(name)!r}{hint}: give a qemu model "
                       f"({', '.join(known_models())}), a device profile ({', '.join(PROFILE_MODELS)}) or "
                       f"{NATIVE!r}", field="cpus", actual=name)

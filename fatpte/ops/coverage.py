@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fatpte.container.locations import open as open_container
-from fatpte.device.profile import HOST_NAME, DeviceProfile
+from fatpte.device.profile import HOST_NAME, SET_PREFIX, DeviceProfile, set_members
 from fatpte.device.selection import select
 from fatpte.errors import SelectionError
 from fatpte.ops.thinning import thinned_size
@@ -23,13 +23,17 @@ from fatpte.ops.thinning import thinned_size
 def device_profiles(spec: str | None) -> list[DeviceProfile]:
     """The profiles `--devices` names: None for every named profile; a directory for every
     `*.json` file in it (sorted); else a comma-separated list of `host` (this machine, as
-    `select --device host` takes it), names or paths."""
+    `select --device host` takes it), sets of named profiles (`@fleet`, `@all`), names or paths,
+    each profile once, in the order given."""
     if spec is None:
         return [DeviceProfile.load(n) for n in DeviceProfile.names()]
     if os.path.isdir(spec):
         return [DeviceProfile.load(str(p)) for p in sorted(Path(spec).glob("*.json"))]
-    words = [s.strip() for s in spec.split(",") if s.strip()]
-    return [DeviceProfile.host() if w == HOST_NAME else DeviceProfile.load(w) for w in words]
+    words: list[str] = []
+    for w in (s.strip() for s in spec.split(",")):
+        if w:
+            words += set_members(w) if w.startswith(SET_PREFIX) else [w]
+    return [DeviceProfile.host() if w == HOST_NAME else DeviceProfile.load(w) for w in dict.fromkeys(words)]
 
 
 def coverage(path: str | os.PathLike[str], devices: Sequence[DeviceProfile], *, prefer: Sequence[str] = (),

@@ -1,7 +1,10 @@
 // Selection without a manifest (ranking by priority, preference, table order; exclusion), the
 // profile reader's shape rules, and SHA-256 against the FIPS 180-4 examples.
+#include <dirent.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -95,6 +98,59 @@ TEST(ProfileJson, ExecutorchBackendsAreOptionalSortedAndPrintedLast) {
   auto bad = profile_from_json(twice);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().field(), "executorch_backends[1]");
+}
+
+// specs/device-profile.md 2 and 7: `sources` optional, kept in the file's order, printed last
+// (after executorch_backends), the bytes Python's json.dumps prints; the tests/device ones agree.
+TEST(ProfileJson, SourcesAreOptionalKeptInOrderAndPrintedLast) {
+  auto none = profile_from_json(kProfile);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none.value().sources.has_value());
+  EXPECT_EQ(canonical_json(none.value()).find("sources"), std::string::npos);
+  std::string text = kProfile;
+  text.replace(text.rfind('}'), 1,
+               R"(, "sources": ["Zeta manual", "Alpha \"TRM\", 100798"], "executorch_backends": []})");
+  auto cited = profile_from_json(text);
+  ASSERT_TRUE(cited.ok()) << cited.error().describe();
+  ASSERT_TRUE(cited.value().sources.has_value());
+  EXPECT_EQ(*cited.value().sources, (std::vector<std::string>{"Zeta manual", "Alpha \"TRM\", 100798"}));
+  const std::string json = canonical_json(cited.value());
+  EXPECT_NE(json.find("  },\n  \"executorch_backends\": [],\n  \"sources\": [\n    \"Zeta manual\",\n"
+                      "    \"Alpha \\\"TRM\\\", 100798\"\n  ]\n}\n"),
+            std::string::npos)
+      << json;
+  for (const char* bad : {R"([])", R"(["a", "a"])", R"(["a\t"])", R"("a")", R"(["a", 1])"}) {
+    std::string t = kProfile;
+    t.replace(t.rfind('}'), 1, std::string(", \"sources\": ") + bad + "}");
+    auto refused = profile_from_json(t);
+    ASSERT_FALSE(refused.ok()) << t;
+    EXPECT_EQ(refused.error().field().rfind("sources", 0), 0u) << refused.error().describe();
+  }
+}
+
+// Every named profile, read by the loader and printed again, is its file byte for byte: the C++
+// printer writes `sources` (and every other key) as the files, in Python's canonical form, have it.
+TEST(ProfileJson, EveryNamedProfilePrintsAsItsFile) {
+  const std::string dir = devices_dir();
+  DIR* d = opendir(dir.c_str());
+  ASSERT_NE(d, nullptr) << dir;
+  std::vector<std::string> names;
+  while (const dirent* ent = readdir(d)) {
+    const std::string f = ent->d_name;
+    if (f.size() > 5 && f.compare(f.size() - 5, 5, ".json") == 0) names.push_back(f.substr(0, f.size() - 5));
+  }
+  closedir(d);
+  ASSERT_GE(names.size(), 21u);
+  std::size_t cited = 0;
+  for (const std::string& name : names) {
+    auto p = load_profile(name);
+    ASSERT_TRUE(p.ok()) << name << ": " << p.error().describe();
+    std::ifstream in(dir + "/" + name + ".json", std::ios::binary);
+    const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(canonical_json(p.value()), file) << name;
+    cited += p.value().sources.has_value() ? 1 : 0;
+  }
+  EXPECT_GE(cited, 12u);  // the fleet's cores and the x86-64 levels cite their manuals
 }
 
 std::unique_ptr<Container> open(const std::vector<std::uint8_t>& buf) {

@@ -52,7 +52,8 @@ VALIDATOR = Validator(SCHEMA)
 V2 = {"sse4_2"}
 V3 = V2 | {"avx", "avx2", "fma", "f16c"}
 V4 = V3 | {"avx512f", "avx512bw", "avx512vl"}
-ARMV82 = {"asimd", "fphp", "asimdhp", "asimddp"}
+ARMV80 = {"asimd"}
+ARMV82 = ARMV80 | {"fphp", "asimdhp", "asimddp"}
 # What each named profile must say: the real hardware's features, checked by hand against the
 # vendors' documentation (see the table in specs/device-profile.md).
 EXPECTED: dict[str, tuple[str, str, set[str], list[tuple[str, str]]]] = {
@@ -69,7 +70,20 @@ EXPECTED: dict[str, tuple[str, str, set[str], list[tuple[str, str]]]] = {
     "nvidia-sm80-server": ("linux", "x86_64", V3, [("cuda", "8.0")]),
     "nvidia-sm90-server": ("linux", "x86_64", V4 | {"avx512_vnni", "avx512_bf16"}, [("cuda", "9.0")]),
     "jetson-orin": ("linux", "aarch64", ARMV82, [("cuda", "8.7")]),
+    # The fleet's cores (issue 39), each citing its vendor's manual (`sources`).
+    "cortex-a53": ("linux", "aarch64", ARMV80, []),
+    "cortex-a55": ("linux", "aarch64", ARMV82, []),
+    "cortex-a76": ("linux", "aarch64", ARMV82, []),
+    "cortex-a78": ("linux", "aarch64", ARMV82, []),
+    "cortex-x1": ("linux", "aarch64", ARMV82, []),
+    "neoverse-n1": ("linux", "aarch64", ARMV82, []),
+    "neoverse-v1": ("linux", "aarch64", ARMV82 | {"sve", "bf16", "i8mm"}, []),
+    "a64fx": ("linux", "aarch64", {"asimd", "fphp", "asimdhp", "sve"}, []),
+    "raspberry-pi-4": ("linux", "aarch64", ARMV80, [("vulkan", "1.2")]),
 }
+# The profiles that cite the documents their features come from.
+CITED = {"x86-64-v2", "x86-64-v3", "x86-64-v4", "cortex-a53", "cortex-a55", "cortex-a76", "cortex-a78", "cortex-x1",
+         "neoverse-n1", "neoverse-v1", "a64fx", "raspberry-pi-4"}
 
 SAMPLE = {
     "name": "sample",
@@ -122,8 +136,9 @@ def test_named_profile(name: str) -> None:
     assert (profile.name, profile.os, profile.arch) == (name, os_name, arch)
     assert profile.cpu_features == features
     assert [(a.kind, a.version) for a in profile.accelerators] == accs
-    # Realistic sizes: at least 4 GiB of RAM, at most 16 TiB; accelerators 4 GiB to 1 TiB.
-    assert 4 << 30 <= profile.memory_bytes <= 16 << 40
+    # Realistic sizes: at least 1 GiB of RAM, at most 16 TiB; accelerators 4 GiB to 1 TiB.
+    assert 1 << 30 <= profile.memory_bytes <= 16 << 40
+    assert (profile.sources is not None) == (name in CITED)
     assert all(4 << 30 <= a.memory_bytes <= 1 << 40 for a in profile.accelerators)
     # The files are written in the canonical form, byte for byte.
     assert path.read_text() == profile.to_json_text()
@@ -270,6 +285,15 @@ INVALID = [
     (_set("backends/xnnpack", 1 << 32), "backends.xnnpack"),
     (_set("backends/xnnpack", -1), "backends.xnnpack"),
     (_set("backends/xnnpack", None), "backends.xnnpack"),
+    (_set("sources", []), "sources"),
+    (_set("sources", "Arm Cortex-A76 TRM"), "sources"),
+    (_set("sources", [f"doc {i}" for i in range(17)]), "sources"),
+    (_set("sources", ["doc", 3]), "sources[1]"),
+    (_set("sources", ["doc", "doc"]), "sources[1]"),
+    (_set("sources", [""]), "sources[0]"),
+    (_set("sources", ["d" * 513]), "sources[0]"),
+    (_set("sources", ["Caf\u00e9 manual"]), "sources[0]"),
+    (_set("sources", ["line\nbreak"]), "sources[0]"),
 ]
 
 
@@ -321,7 +345,8 @@ JSON_VALUES = st.recursive(
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
     max_leaves=6,
 )
-PATHS = ["name", "os", "arch", "cpu_features", "cpu_features/0", "cpu_features/1", "accelerators",
+PATHS = ["sources", "sources/0", "name", "os", "arch", "cpu_features",
+         "cpu_features/0", "cpu_features/1", "accelerators",
          "accelerators/0", "accelerators/0/kind", "accelerators/0/name", "accelerators/0/version",
          "accelerators/0/memory_bytes", "accelerators/0/extra", "memory_bytes", "backends", "backends/xnnpack",
          "backends/bad key", "extra"]
@@ -353,7 +378,10 @@ def test_schema_and_reader_agree(changes: list[tuple[str, Any]]) -> None:
 def test_round_trip_and_canonical_form(profile: DeviceProfile) -> None:
     obj = profile.to_json()
     known = profile.executorch_backends is not None
-    assert list(obj) == list(D._PROFILE_KEYS) + ["executorch_backends"] * known
+    cited = profile.sources is not None
+    assert list(obj) == list(D._PROFILE_KEYS) + ["executorch_backends"] * known + ["sources"] * cited
+    if cited:
+        assert obj["sources"] == list(profile.sources or ())  # the writer's order, kept
     if known:
         assert obj["executorch_backends"] == sorted(obj["executorch_backends"])
     assert obj["cpu_features"] == sorted(obj["cpu_features"])
@@ -382,6 +410,21 @@ def test_canonical_bytes() -> None:
         '{\n  "name": "e",\n  "os": "windows",\n  "arch": "x86_64",\n  "cpu_features": [],\n'
         '  "accelerators": [],\n  "memory_bytes": 0,\n  "backends": {}\n}\n'
     )
+
+
+def test_sources_are_printed_last_in_their_order() -> None:
+    profile = DeviceProfile.from_json({**SAMPLE, "backends": {}, "executorch_backends": [],
+                                       "sources": ["Zeta manual", "Alpha \"TRM\", 100798"]})
+    assert profile.sources == ("Zeta manual", 'Alpha "TRM", 100798')
+    assert profile.to_json_text().endswith(
+        '  "backends": {},\n  "executorch_backends": [],\n  "sources": [\n    "Zeta manual",\n'
+        '    "Alpha \\"TRM\\", 100798"\n  ]\n}\n')
+    with pytest.raises(FatpteError) as info:
+        DeviceProfile("p", "linux", "x86_64", set(), sources="one document")  # type: ignore[arg-type]
+    assert info.value.field == "sources"
+    with pytest.raises(FatpteError) as info:
+        DeviceProfile("p", "linux", "x86_64", set(), sources=["ok", "bad\t"])
+    assert info.value.field == "sources[1]"
 
 
 def test_direct_construction_is_checked() -> None:

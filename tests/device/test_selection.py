@@ -51,6 +51,15 @@ EXPECTED = {
     "nvidia-sm80-server": "cuda_sm80",
     "nvidia-sm90-server": "cuda_sm90a",  # sm_80 SASS does not run on 9.0
     "jetson-orin": "cuda_sm80",  # capability 8.7 runs sm_80 SASS
+    "cortex-a53": "portable",  # Armv8.0: no dot product
+    "cortex-a55": "arm_dotprod",
+    "cortex-a76": "arm_dotprod",
+    "cortex-a78": "arm_dotprod",
+    "cortex-x1": "arm_dotprod",
+    "neoverse-n1": "arm_dotprod",
+    "neoverse-v1": "arm_dotprod",  # no SVE2 (and not Android)
+    "a64fx": "portable",  # SVE and fp16, no Advanced SIMD dot product
+    "raspberry-pi-4": "portable",  # Cortex-A72, Armv8.0; Vulkan 1.2 on Linux
 }
 
 

@@ -31,10 +31,12 @@ def missing(what: str) -> None:
     pytest.skip(message)
 
 
-def require(*, native: bool = False) -> None:
-    """The aarch64 build, its SDK and qemu-aarch64 (and with `native`, this machine's build and SDK)."""
-    needed = [BUILD / "fatpte-run", BUILD / "et_module_runner", BUILD / "libexecutorch_backend_fatpte.so",
-              MATRIX.AARCH64_SDK_LIB / "libexecutorch_backend_xnnpack.so", MATRIX.AARCH64_DEBS_LIB / "libcrypto.so.3"]
+def require(*, native: bool = False, probe: bool = False) -> None:
+    """The aarch64 build, its SDK and qemu-aarch64 (and with `native`, this machine's build and SDK);
+    with `probe`, only what `fatpte-run --device-json` needs: the aarch64 fatpte-run and qemu."""
+    needed = [BUILD / "fatpte-run"] if probe else [
+        BUILD / "fatpte-run", BUILD / "et_module_runner", BUILD / "libexecutorch_backend_fatpte.so",
+        MATRIX.AARCH64_SDK_LIB / "libexecutorch_backend_xnnpack.so", MATRIX.AARCH64_DEBS_LIB / "libcrypto.so.3"]
     if native:
         needed += [NATIVE_BUILD / "fatpte-run", NATIVE_BUILD / "et_module_runner",
                    NATIVE_BUILD / "libexecutorch_backend_fatpte.so",

@@ -178,6 +178,16 @@ def targeted() -> list[tuple[str, bytes]]:
     add("executorch_backends and a missing key", {**obj, "executorch_backends": ["x"]})
     add("executorch_backends first", {"executorch_backends": ["b", "a"], **base()})
     add("bad executorch_backends and a bad os", {**base(), "os": "beos", "executorch_backends": ["a b"]})
+    # Sources: optional, 1 to 16 unique printable ASCII strings of at most 512, in the file's order.
+    for value in [["Arm TRM, 100798"], ["b", "a"], [" "], ["~\"\\"], ["a" * 512], ["a" * 513], [], [""], ["a\tb"],
+                  ["é"], ["\u007f"], ["x", "x"], ["x", 1], [1, "x", "x"], ["ok", "a\n", "ok"],
+                  [f"s{i}" for i in range(16)],
+                  [f"s{i}" for i in range(17)], [1] * 17, "a source", None, {}, 3, [["x"]]]:
+        add(f"sources={value!r}"[:80], {**base(), "sources": value})
+    add("sources and executorch_backends", {**base(), "executorch_backends": ["a"], "sources": ["s"]})
+    add("sources first", {"sources": ["b", "a"], **base()})
+    add("bad sources and bad executorch_backends", {**base(), "executorch_backends": ["a b"], "sources": [""]})
+    add("bad sources and a bad os", {**base(), "os": "beos", "sources": [2]})
     add("top level array", [base()])
     add("top level string", "profile")
     add("top level null", None)

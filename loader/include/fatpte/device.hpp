@@ -38,6 +38,9 @@ struct DeviceProfile {
   // The ExecuTorch backend ids registered in the device's runtime ("XnnpackBackend", ...); empty:
   // none (portable operators only); absent: not known (specs/device-profile.md section 5.1).
   std::optional<std::set<std::string>> executorch_backends;
+  // The documents the profile's facts come from, in the writer's order; absent: none cited
+  // (specs/device-profile.md section 2).
+  std::optional<std::vector<std::string>> sources;
 };
 
 // json.dumps(profile.to_json(), indent=2) + "\n": keys in the canonical order, features and

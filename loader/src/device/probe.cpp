@@ -74,7 +74,7 @@ std::string canonical_json(const DeviceProfile& p) {
     o += "  ],\n";
   }
   field("memory_bytes", std::to_string(p.memory_bytes), ",\n");
-  const char* after_backends = p.executorch_backends ? ",\n" : "\n";
+  const char* after_backends = p.executorch_backends || p.sources ? ",\n" : "\n";
   if (p.backends.empty()) {
     field("backends", "{}", after_backends);
   } else {
@@ -87,17 +87,23 @@ std::string canonical_json(const DeviceProfile& p) {
     o += "  }";
     o += after_backends;
   }
-  if (p.executorch_backends) {  // only when known; a std::set is sorted bytewise, like sorted()
-    const std::set<std::string>& et = *p.executorch_backends;
-    if (et.empty()) {
-      o += "  \"executorch_backends\": []\n";
+  const auto strings = [&o](const char* key, const auto& words, const char* after) {
+    o += "  \"";
+    o += key;
+    if (words.empty()) {
+      o += "\": []";
     } else {
-      o += "  \"executorch_backends\": [\n";
+      o += "\": [\n";
       std::size_t k = 0;
-      for (const std::string& b : et) o += "    " + detail::json_quote(b) + (++k < et.size() ? ",\n" : "\n");
-      o += "  ]\n";
+      for (const std::string& w : words) o += "    " + detail::json_quote(w) + (++k < words.size() ? ",\n" : "\n");
+      o += "  ]";
     }
-  }
+    o += after;
+  };
+  // executorch_backends only when known (a std::set is sorted bytewise, like sorted()); sources,
+  // when cited, in the profile's order.
+  if (p.executorch_backends) strings("executorch_backends", *p.executorch_backends, p.sources ? ",\n" : "\n");
+  if (p.sources) strings("sources", *p.sources, "\n");
   o += "}\n";
   return o;
 }

@@ -41,6 +41,7 @@ constexpr int kMaxNesting = 64;
 // device.MAX_INTEGER_DIGITS: an integer literal of more digits is not read (Python's int() limit).
 constexpr std::size_t kMaxIntegerDigits = 4300;
 constexpr std::size_t kMaxExecutorchBackends = 64;  // fields.MAX_EXECUTORCH_BACKENDS
+constexpr std::size_t kMaxSources = 16;             // fields.MAX_SOURCES
 
 Status invalid(const std::string& path, const std::string& message) {
   return fail(Error::INVALID_ARGUMENT, kNoOffset, path, "%s", message.c_str());
@@ -135,9 +136,10 @@ bool is_executorch_backend(const std::string& s) {
   return true;
 }
 
-// device.ACCELERATOR_NAME_PATTERN, [ -~]{1,256}.
-bool is_accelerator_name(const std::string& s) {
-  if (s.empty() || s.size() > 256) return false;
+// Printable ASCII, 1 to `longest` characters: device.ACCELERATOR_NAME_PATTERN, [ -~]{1,256}, and
+// fields.SOURCE_PATTERN, [ -~]{1,512}.
+bool is_printable(const std::string& s, std::size_t longest) {
+  if (s.empty() || s.size() > longest) return false;
   for (unsigned char c : s) {
     if (c < 0x20 || c > 0x7E) return false;
   }
@@ -173,7 +175,7 @@ Status accelerator(const Value& a, const std::string& path, Accelerator& acc) {
     return invalid(path + ".kind", "'" + acc.kind + "' is not an accelerator kind (one of cuda, metal, vulkan, "
                    "opencl, npu)");
   }
-  if (!is_accelerator_name(acc.name)) return invalid(path + ".name", "must be 1 to 256 printable ASCII characters");
+  if (!is_printable(acc.name, 256)) return invalid(path + ".name", "must be 1 to 256 printable ASCII characters");
   const bool cuda = acc.kind == "cuda";
   if (!is_version(acc.version, cuda ? 2 : 1, cuda ? 2 : 3)) {
     return invalid(path + ".version", "'" + acc.version + "' is not " +
@@ -253,6 +255,30 @@ Status read_executorch_backends(const Value& root, DeviceProfile& p) {
   return Status();
 }
 
+// The optional `sources`: 1 to 16 printable ASCII strings, each once, kept in the file's order
+// (profile.py's _read_sources: the array, its length, each element's type, then the rest).
+Status read_sources(const Value& root, DeviceProfile& p) {
+  const Value src = root.find("sources");
+  if (!src) return Status();
+  if (!src.is(Kind::kArray)) return invalid("sources", "must be an array of strings");
+  if (src.size() > kMaxSources) return invalid("sources", "lists more than 16 sources");
+  std::vector<std::string> words(src.size());
+  std::size_t n = 0;
+  for (const Value w : src.items()) {
+    FATPTE_RETURN_IF_ERROR(field_text(w, "sources[" + std::to_string(n) + "]", words[n]));
+    ++n;
+  }
+  if (words.empty()) return invalid("sources", "is empty; leave the key out when no source is cited");
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string path = "sources[" + std::to_string(i) + "]";
+    if (!is_printable(words[i], 512)) return invalid(path, "is not a source (1 to 512 printable ASCII characters)");
+    if (!seen.insert(words[i]).second) return invalid(path, "'" + words[i] + "' is listed twice");
+  }
+  p.sources = std::move(words);
+  return Status();
+}
+
 // The values against the vocabulary, once every field has its shape: name, os, arch, each CPU
 // feature for that arch (`words`, as given), each backend id.
 Status check_vocabulary(const DeviceProfile& p, const std::vector<std::string>& words) {
@@ -297,7 +323,7 @@ Result<DeviceProfile> profile_from_json(const std::string& text) {
   const Value root = doc.value().root();
   if (!root.is(Kind::kObject)) return invalid("$", "a device profile must be a JSON object");
   FATPTE_RETURN_IF_ERROR(keys(root, {"name", "os", "arch", "cpu_features", "accelerators", "memory_bytes", "backends"},
-                              "", {"executorch_backends"}));
+                              "", {"executorch_backends", "sources"}));
   DeviceProfile p;
   FATPTE_RETURN_IF_ERROR(field_text(root.find("name"), "name", p.name));
   FATPTE_RETURN_IF_ERROR(field_text(root.find("os"), "os", p.os));
@@ -306,6 +332,7 @@ Result<DeviceProfile> profile_from_json(const std::string& text) {
   FATPTE_RETURN_IF_ERROR(read_cpu_features(root, p, words));
   FATPTE_RETURN_IF_ERROR(read_resources(root, p));
   FATPTE_RETURN_IF_ERROR(read_executorch_backends(root, p));
+  FATPTE_RETURN_IF_ERROR(read_sources(root, p));
   FATPTE_RETURN_IF_ERROR(check_vocabulary(p, words));
   return p;
 }
