@@ -69,6 +69,7 @@ EXPECTED: dict[str, tuple[str, str, set[str], list[tuple[str, str]]]] = {
     "nvidia-sm80-server": ("linux", "x86_64", V3, [("cuda", "8.0")]),
     "nvidia-sm90-server": ("linux", "x86_64", V4 | {"avx512_vnni", "avx512_bf16"}, [("cuda", "9.0")]),
     "jetson-orin": ("linux", "aarch64", ARMV82, [("cuda", "8.7")]),
+    "intel-core-ultra-7-155h": ("linux", "x86_64", V3, [("openvino", "2026.4.0")] * 3),
 }
 
 SAMPLE = {
@@ -124,7 +125,10 @@ def test_named_profile(name: str) -> None:
     assert [(a.kind, a.version) for a in profile.accelerators] == accs
     # Realistic sizes: at least 4 GiB of RAM, at most 16 TiB; accelerators 4 GiB to 1 TiB.
     assert 4 << 30 <= profile.memory_bytes <= 16 << 40
-    assert all(4 << 30 <= a.memory_bytes <= 1 << 40 for a in profile.accelerators)
+    # An OpenVINO CPU or NPU states 0 (specs/device-profile.md 4.1: only a GPU reports its memory).
+    assert all(4 << 30 <= a.memory_bytes <= 1 << 40 for a in profile.accelerators
+               if not (a.kind == "openvino" and a.device in ("CPU", "NPU")))
+    assert all(a.memory_bytes == 0 for a in profile.accelerators if a.kind == "openvino" and a.device != "GPU")
     # The files are written in the canonical form, byte for byte.
     assert path.read_text() == profile.to_json_text()
 
