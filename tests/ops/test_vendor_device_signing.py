@@ -73,3 +73,25 @@ def test_a_device_changed_after_signing_is_refused_by_both(tmp_path: Path, field
     first = signing.verify(tampered, trusted).first_error
     assert first is not None and first.code is ErrorCode.SIGNED_RECORD_MISMATCH, first
     assert _fatpte_verify(tampered, key) == f"E1308 {first.offset} {first.field}"
+
+
+def test_the_downgrade_check_replays_the_signed_device(tmp_path: Path) -> None:
+    """The statement's `selection` carries the device and capabilities, so step 11 ranks the signed
+    entries as the container did: with the GPU entry thinned away, a machine whose OpenVINO lists
+    only a CPU would not have got it (no downgrade), a Core Ultra would have (E1308)."""
+    signed, key = _signed(tmp_path)
+    thinned = fatpte.thin(signed, tmp_path / "t.nfat", names=["cpu"])
+    trusted = signing.load_trusted_keys([key])
+    exe = loader_build("release", "fatpte-verify") / "fatpte-verify"
+    ultra = fatpte.DeviceProfile.load("intel-core-ultra-7-155h")
+    cpu_only = ultra._replace(name="ov-cpu", accelerators=ultra.accelerators[:1])
+    for profile, refused in ((cpu_only, False), (ultra, True)):
+        path = tmp_path / f"{profile.name}.json"
+        path.write_text(profile.to_json_text())
+        first = signing.verify(thinned, trusted, downgrade=profile).first_error
+        assert (first is not None and first.code is ErrorCode.SIGNED_RECORD_MISMATCH) == refused, first
+        done = subprocess.run([str(exe), str(thinned), "--trusted-key", str(key), "--refuse-downgrade", str(path)],
+                              capture_output=True, text=True, check=False, timeout=60)
+        line = done.stdout.splitlines()[0]
+        assert line == ("OK" if first is None else f"E1308 {first.offset if first.offset is not None else '-'} "
+                        f"{first.field}"), done.stdout + done.stderr
