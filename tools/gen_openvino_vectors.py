@@ -69,6 +69,9 @@ def profiles() -> list[tuple[str, Any, str, str | None]]:
                                                                            name="Intel(R) Arc(TM) A770"),
                                                       _ov("GPU.1", ["fp32"], name="Intel(R) UHD Graphics 770")]),
          "a CUDA GPU first, then OpenVINO's CPU and two indexed GPUs, only one with fp16", None),
+        ("profile-near-device-names.json", _profile("near-device-names", [
+            _ov(name, ["fp16", "int8"], name=f"device {name}") for name in ("GPU.", "GPU.x", "GPUX", "NPU.1a", "cpu")]),
+         "device names that are not GPU, NPU or CPU, nor one of them with an index: no device entry is met", None),
         ("profile-no-openvino.json", _profile("no-openvino", []),
          "no OpenVINO runtime found: no openvino accelerator", None),
         ("profile-openvino-no-device-key.json", _profile("openvino-no-device-key", [
