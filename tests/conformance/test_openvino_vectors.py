@@ -93,3 +93,12 @@ def test_the_loader_selects_as_the_index_says(name: str) -> None:
         assert (as_json.returncode, explained.stdout) == (0, want["message"] + "\n"), explained.stderr
     else:
         assert as_json.returncode == 3 and want["message"] in as_json.stderr, as_json.stderr
+
+
+@pytest.mark.parametrize("name", sorted(INDEX))
+def test_the_schema_takes_what_the_readers_take(name: str) -> None:
+    """specs/device_profile.schema.json says the same of every vector as both readers."""
+    from tests.device.test_device import VALIDATOR
+
+    errors = list(VALIDATOR.iter_errors(json.loads((VECTORS / name).read_text())))
+    assert (not errors) == INDEX[name]["accepted"], [e.message for e in errors]
