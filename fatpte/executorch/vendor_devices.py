@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
-from fatpte.executorch.pte import Program
+from fatpte.executorch.pte import Delegate, Program
 
 
 class VendorBackend(NamedTuple):
@@ -34,14 +34,15 @@ _VIRTUAL: Final = frozenset({"AUTO", "MULTI", "HETERO", "BATCH"})
 def compiled_devices(program: Program) -> tuple[tuple[str, str], ...]:
     """Each (kind, device) the program's vendor delegates were compiled for, sorted, each once;
     device "" when the compile spec names no single device (absent, virtual, not ASCII)."""
-    rows = {row.delegate_id: row for row in VENDOR_BACKENDS}
-    found: set[tuple[str, str]] = set()
-    for method in program.methods:
-        for d in method.delegates:
-            row = rows.get(d.backend_id)
-            if row is not None:
-                found.add((row.kind, _device(dict(d.compile_specs).get(row.key))))
+    found = {kd for method in program.methods for d in method.delegates if (kd := delegate_device(d)) is not None}
     return tuple(sorted(found))
+
+
+def delegate_device(d: Delegate) -> tuple[str, str] | None:
+    """(kind, device) of one delegate of a vendor backend (device "" when its compile spec names no
+    single device); None for a delegate of any other backend."""
+    row = next((r for r in VENDOR_BACKENDS if r.delegate_id == d.backend_id), None)
+    return None if row is None else (row.kind, _device(dict(d.compile_specs).get(row.key)))
 
 
 def _device(value: bytes | None) -> str:
