@@ -63,7 +63,11 @@ def accelerators(draw: st.DrawFn) -> DA.Accelerator:
     version = ".".join(draw(_VERSION_PART) for _ in range(parts))
     name = draw(st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=1,
                         max_size=40))
-    return DA.Accelerator(kind, name, version, draw(st.integers(min_value=0, max_value=DF.MAX_MEMORY_BYTES)))
+    memory = draw(st.integers(min_value=0, max_value=DF.MAX_MEMORY_BYTES))
+    # A vendor runtime's device name and capabilities (specs/device-profile.md 4), on some.
+    device = draw(st.sampled_from(["", "CPU", "GPU.0", "NPU"]) | st.from_regex(DF.DEVICE_NAME_PATTERN, fullmatch=True))
+    caps = draw(st.lists(st.from_regex(DF.CAPABILITY_PATTERN, fullmatch=True), max_size=4, unique=True))
+    return DA.Accelerator(kind, name, version, memory, device, caps)
 
 
 @st.composite

@@ -132,8 +132,35 @@ class AcceleratorRequirement(object):
             return self._tab.Get(flatbuffers.number_types.Uint64Flags, o + self._tab.Pos)
         return 0
 
+    # AcceleratorRequirement
+    def Device(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.String(o + self._tab.Pos)
+        return None
+
+    # AcceleratorRequirement
+    def Capabilities(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.String(a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return ""
+
+    # AcceleratorRequirement
+    def CapabilitiesLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # AcceleratorRequirement
+    def CapabilitiesIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        return o == 0
+
 def AcceleratorRequirementStart(builder):
-    builder.StartObject(3)
+    builder.StartObject(5)
 
 def AcceleratorRequirementAddKind(builder, kind):
     builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(kind), 0)
@@ -146,6 +173,15 @@ def AcceleratorRequirementStartTargetsVector(builder, numElems):
 
 def AcceleratorRequirementAddMinMemoryBytes(builder, minMemoryBytes):
     builder.PrependUint64Slot(2, minMemoryBytes, 0)
+
+def AcceleratorRequirementAddDevice(builder, device):
+    builder.PrependUOffsetTRelativeSlot(3, flatbuffers.number_types.UOffsetTFlags.py_type(device), 0)
+
+def AcceleratorRequirementAddCapabilities(builder, capabilities):
+    builder.PrependUOffsetTRelativeSlot(4, flatbuffers.number_types.UOffsetTFlags.py_type(capabilities), 0)
+
+def AcceleratorRequirementStartCapabilitiesVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
 
 def AcceleratorRequirementEnd(builder):
     return builder.EndObject()

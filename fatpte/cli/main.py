@@ -422,7 +422,9 @@ def thin(file: str, device: str | None, names: tuple[str, ...], only_chosen: boo
 def _device_text(profile: DeviceProfile) -> str:
     from fatpte.cli.render import shown, size
 
-    accs = ", ".join(f"{a.kind} {a.version} ({shown(a.name)}, {size(a.memory_bytes)})" for a in profile.accelerators)
+    accs = ", ".join(f"{a.kind}{' ' + a.device if a.device else ''} {a.version} ({shown(a.name)}, "
+                     f"{size(a.memory_bytes)}{'; ' + ' '.join(a.capabilities) if a.capabilities else ''})"
+                     for a in profile.accelerators)
     backends = ", ".join(f"{shown(k)} ABI {v}" for k, v in sorted(profile.backends.items()))
     cited = [f"{'sources:' if i == 0 else '':<14}{shown(src)}" for i, src in enumerate(profile.sources or ())]
     return "\n".join([

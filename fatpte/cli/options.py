@@ -111,6 +111,14 @@ def priorities_of(values: Sequence[str]) -> dict[str, int]:
     return out
 
 
+def accelerator_option(f: F) -> F:
+    return click.option(
+        "--accelerator", "accelerators", multiple=True, metavar="NAME=KIND[:DEVICE][+CAP...]",
+        help="Entry NAME needs an accelerator of KIND (cuda, metal, vulkan, opencl, npu, openvino), of the vendor "
+             "runtime's DEVICE type and listing each capability CAP, e.g. openvino=openvino:NPU+int8 (repeatable; "
+             "an OpenVINO program's compile-spec device is required without it).")(f)
+
+
 def priority_option(f: F) -> F:
     return click.option("--priority", "priorities", multiple=True, metavar="NAME=N",
                         help="Give entry NAME priority N, a 32-bit integer (default 0; higher is chosen first; "

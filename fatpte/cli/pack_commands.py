@@ -16,6 +16,7 @@ from fatpte.cli.commands import progress as _progress
 from fatpte.cli.options import (
     EXIT_HELP,
     aarch64_runtime_option,
+    accelerator_option,
     alignment,
     force_option,
     output_option,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 @click.option("--golden-tolerance", "golden_tolerances", multiple=True, metavar="NAME=ATOL,RTOL",
               help="Let entry NAME's outputs be this far from the golden ones at least (repeatable): wider for "
                    "a quantized or fp16 entry.")
+@accelerator_option
 @aarch64_runtime_option
 @priority_option
 @force_option
@@ -67,7 +69,8 @@ if TYPE_CHECKING:
 def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_named_data: bool,
          format_version: str | None, align: int | None, from_toml: str | None, signature_from: str | None,
          no_signature_check: bool, golden: str | None, golden_from: str | None, golden_tolerances: tuple[str, ...],
-         aarch64_runtime: str | None, priorities: tuple[str, ...], force: bool, quiet: bool) -> None:
+         accelerators: tuple[str, ...], aarch64_runtime: str | None, priorities: tuple[str, ...], force: bool,
+         quiet: bool) -> None:
     """Pack payloads into a container.
 
     Each argument is BACKEND=PAYLOAD (the entry is named after its backend id) or
@@ -109,13 +112,9 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     if signature_from is not None and no_signature_check:
         raise click.UsageError("--signature-from and --no-signature-check exclude each other")
     if from_toml is not None:
-        if (specs or data or share_pte_named_data or format_version is not None or align is not None
-                or signature_from is not None or no_signature_check or priorities or golden is not None
-                or golden_from is not None or golden_tolerances):
-            raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
-                                   "--format-version, --align, --signature-from, --no-signature-check, "
-                                   "--golden, --golden-from, --golden-tolerance or --priority: the pack.toml "
-                                   "states them")
+        _from_alone(specs or data or share_pte_named_data or format_version is not None or align is not None
+                    or signature_from is not None or no_signature_check or priorities or golden is not None
+                    or golden_from is not None or golden_tolerances or accelerators)
         warnings = _pack_from_toml(from_toml, output, force, quiet, aarch64_runtime)
     else:
         version = int(format_version or "2")
@@ -126,10 +125,20 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         warnings = _pack_arguments(specs, output, data=data, share_named_data=share_pte_named_data, version=version,
                                    align=align, signature_from=signature_from, check_signatures=not no_signature_check,
                                    golden=golden, golden_from=golden_from, golden_tolerances=golden_tolerances,
-                                   aarch64_runtime=aarch64_runtime, priorities=priorities, force=force, quiet=quiet)
+                                   accelerators=accelerators, aarch64_runtime=aarch64_runtime, priorities=priorities,
+                                   force=force, quiet=quiet)
     _wrote_container(output)
     for line in warnings:
         echo(line, err=True)
+
+
+def _from_alone(other_given: object) -> None:
+    """--from states everything: any other option of what to pack is a usage error."""
+    if other_given:
+        raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
+                               "--format-version, --align, --signature-from, --no-signature-check, "
+                               "--golden, --golden-from, --golden-tolerance, --accelerator or --priority: "
+                               "the pack.toml states them")
 
 
 def _pack_from_toml(from_toml: str, output: str, force: bool, quiet: bool, aarch64_runtime: str | None) -> list[str]:
@@ -154,7 +163,8 @@ def _pack_item(arg: str) -> str | Specialization:
 def _pack_arguments(specs: tuple[str, ...], output: str, *, data: tuple[str, ...], share_named_data: bool,
                     version: int, align: int | None, signature_from: str | None, check_signatures: bool,
                     golden: str | None, golden_from: str | None, golden_tolerances: tuple[str, ...],
-                    aarch64_runtime: str | None, priorities: tuple[str, ...], force: bool, quiet: bool) -> list[str]:
+                    accelerators: tuple[str, ...], aarch64_runtime: str | None, priorities: tuple[str, ...],
+                    force: bool, quiet: bool) -> list[str]:
     """`fatpte pack` of its arguments: the packing policy's specializations of them
     (fatpte.ops.pack_policy, as `fatpte.pack` makes them), with the priorities and tolerances
     given, written by `fatpte.ops.packing.write`; its warnings."""
@@ -168,6 +178,7 @@ def _pack_arguments(specs: tuple[str, ...], output: str, *, data: tuple[str, ...
         raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
     parsed = _prioritised(parsed, priorities_of(priorities))
     parsed = _golden_tolerances(parsed, golden_tolerances)
+    parsed = _with_accelerators(parsed, accelerators)
     if golden_from is not None and golden is None:
         raise click.UsageError("--golden-from records the outputs of the golden calls --golden CALLS.json gives")
     check_inputs(*(s.payload for s in parsed if isinstance(s.payload, str)), *([golden] if golden else []))
@@ -191,6 +202,26 @@ def _prioritised(specs: list[Specialization], priorities: dict[str, int]) -> lis
                                  f"{listed([quoted(n) for n in names])})", param_hint="'--priority'")
     return [dataclasses.replace(s, priority=priorities[s.entry_name]) if s.entry_name in priorities else s
             for s in specs]
+
+
+def _with_accelerators(specs: list[Specialization], values: tuple[str, ...]) -> list[Specialization]:
+    """`specs` with the accelerator requirements `--accelerator NAME=KIND[:DEVICE][+CAP...]` adds to
+    their entries' `requires` (docs/pack-toml.md, `requires.accelerators`)."""
+    from fatpte.errors import FatpteError
+    from fatpte.ops.pack_policy import with_accelerators
+
+    added: dict[str, list[dict[str, object]]] = {}
+    for value in values:
+        name, sep, rest = value.partition("=")
+        kind_device, *caps = rest.split("+")
+        kind, _, device = kind_device.partition(":")
+        if not sep or not name:
+            raise click.BadParameter(f"{value!r} is not NAME=KIND[:DEVICE][+CAP...]", param_hint="'--accelerator'")
+        added.setdefault(name, []).append({"kind": kind, "device": device, "capabilities": caps})
+    try:
+        return with_accelerators(specs, added)
+    except FatpteError as exc:
+        raise click.BadParameter(exc.message, param_hint="'--accelerator'") from None
 
 
 def _golden_tolerances(specs: list[Specialization], values: tuple[str, ...]) -> list[Specialization]:

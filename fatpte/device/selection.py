@@ -114,22 +114,29 @@ def _accelerator(req: AcceleratorRequirement, device: DeviceProfile) -> bool:
     for acc in device.accelerators:
         if acc.kind != req.kind or acc.memory_bytes < req.min_memory_bytes:
             continue
+        if not req.device_met(acc.device) or any(c not in acc.capabilities for c in req.capabilities):
+            continue
         if not req.targets or any(t.holds(_version(acc.version)) for t in req.targets):
             return True
     return False
 
 
 def _accelerator_needed(req: AcceleratorRequirement) -> str:
-    text = req.kind
+    text = req.kind + (f" {req.device}" if req.device else "")
     if req.targets:
         text += " " + " or ".join(t.text(req.kind) for t in req.targets)
+    if req.capabilities:
+        text += " with capabilities " + ", ".join(req.capabilities)
     if req.min_memory_bytes:
         text += f" with at least {req.min_memory_bytes} bytes of memory"
     return text
 
 
 def _accelerators_had(kind: str, device: DeviceProfile) -> str:
-    have = [f"{a.kind} {a.version} ({a.name}, {a.memory_bytes} bytes)" for a in device.accelerators
+    # A vendor runtime's device shows its name and capabilities: "openvino CPU 2026.4.0 (Intel(R)
+    # Xeon(R) Processor, 0 bytes; bf16, fp32, int8)".
+    have = [f"{a.kind}{' ' + a.device if a.device else ''} {a.version} ({a.name}, {a.memory_bytes} bytes"
+            f"{'; ' + ', '.join(a.capabilities) if a.capabilities else ''})" for a in device.accelerators
             if a.kind == kind]
     return ", ".join(have) if have else f"no {kind} accelerator"
 

@@ -6,8 +6,9 @@ imported. Every reader is bounds-checked and raises only FatpteError on bad inpu
 (.pte programs), `ptd` (.ptd data files), `ptn` (.ptn native packages), `nptg` (the native
 backend's payload), `xnnpack` (the XNNPACK payload), over `flatbuf` (bounded flatbuffer access,
 through the flatbuffers runtime's tables) and the dtypes of fatpte.value; `describe` (what a file is and holds),
-`signature` (a program's signature), `keys` (the named data a program loads) and `constants`
-(where a program's constant tensors lie). Writing is
+`signature` (a program's signature), `keys` (the named data a program loads), `constants`
+(where a program's constant tensors lie) and `vendor_devices` (the device a vendor backend's
+delegate was compiled for, from its compile specs). Writing is
 limited to .pte files rewritten in place (`rewrite`), .ptd data files (`ptd_write`) and .ptn
 packages whose tensors live in a container (`ptn_write`). Operations that combine these with
 containers (packing a .pte, fat delegates, an entry's .ptd) live a floor up, in fatpte.ops.

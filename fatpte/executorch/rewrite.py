@@ -1,6 +1,8 @@
 """Rewriting the segments of a .pte, keeping the program valid: one segment replaced by bytes of
 another length (thinning a fat delegate), or the named data taken out (sharing it in a container);
-and the backend id of delegates changed (making a fat delegate of a lowered program's).
+and the backend id of delegates changed (making a fat delegate of a lowered program's); and a
+delegate's compile-spec value replaced by one of the same length (a program compiled for OpenVINO
+`CPU` restated as compiled for `GPU`, which tests need and no machine here can export).
 
 The flatbuffer keeps its size and every table stays where it is: only fixed-width values change,
 patched in place. Those are each moved DataSegment's offset, a replaced one's size, the extended
@@ -297,4 +299,39 @@ def rename_delegates(data: bytes, backend_id: str, delegates: Iterable[tuple[int
     old = {(m, d.index): d.backend_id for m, plan in enumerate(program.methods) for d in plan.delegates}
     if any(ids[k] != (backend_id if k in wanted else old[k]) for k in ids):
         raise _fail("renaming the delegates changed another delegate's id", source, "execution_plan")
+    return result
+
+
+def set_compile_spec(data: bytes, delegate_id: str, key: str, value: bytes, *, source: str | None = None) -> bytes:
+    """`data` (a whole .pte) whose delegates `delegate_id` have `value` under compile-spec `key`
+    instead of their value of the same length, patched in place; every other byte unchanged (the
+    result is read back and compared). A delegate without the key, or with a value of another
+    length, is an INVALID_ARGUMENT error: nothing moves."""
+    program = read_program(data, source=source)
+    header = program.header
+    size = program.size if header is None else header.program_size
+    root = Buffer(memoryview(data)[:size], source=source).root(IDENTIFIER, "ExecuTorch program")
+    out = bytearray(data)
+    patched = 0
+    for m, plan in enumerate(root.tables(1, "execution_plan")):
+        for d, delegate in enumerate(plan.tables(7, "delegates")):
+            if delegate.string(0, "id") != delegate_id:
+                continue
+            field = f"execution_plan[{m}].delegates[{d}].compile_specs"
+            specs = [cs for cs in delegate.tables(2, "compile_specs") if cs.string(0, "key") == key]
+            rng = specs[0].byte_range(1, "value") if specs else None
+            if rng is None or rng[1] != len(value):
+                raise _fail(f"delegate {d} of method {m} has no compile spec {key!r} of {len(value)} bytes to replace",
+                            source, field)
+            out[rng[0] : rng[0] + rng[1]] = value
+            patched += 1
+    if not patched:
+        raise _fail(f"the program has no {delegate_id} delegate", source, "execution_plan")
+    result = bytes(out)
+    after = read_program(result, source=source)
+    for now, then in zip(after.methods, program.methods, strict=True):
+        for got, had in zip(now.delegates, then.delegates, strict=True):
+            want = tuple((k, value if k == key and had.backend_id == delegate_id else v) for k, v in had.compile_specs)
+            if got.compile_specs != want or got.backend_id != had.backend_id:
+                raise _fail("replacing the compile spec changed another value of the program", source, "execution_plan")
     return result

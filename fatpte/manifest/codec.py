@@ -75,7 +75,8 @@ _ELEMENTS: Final = {"[u8]": 1, "[i32]": 4}  # vectors of scalars: element size
 SCHEMA: Final[dict[str, tuple[_F, ...]]] = {
     "VersionConstraint": (_F("match", "u8"), _F("major", "u32"), _F("minor", "u32")),
     "AcceleratorRequirement": (_F("kind", "string", required=True), _F("targets", "[table]", "VersionConstraint"),
-                               _F("min_memory_bytes", "u64")),
+                               _F("min_memory_bytes", "u64"), _F("device", "string"),
+                               _F("capabilities", "[string]")),
     "AbiRange": (_F("min", "u32"), _F("max", "u32", default=U32_MAX)),
     "Requirements": (_F("os", "[string]"), _F("arch", "[string]"), _F("cpu_features", "[string]"),
                      _F("accelerators", "[table]", "AcceleratorRequirement"), _F("min_memory_bytes", "u64"),
@@ -378,7 +379,8 @@ def _requirements(obj: dict[str, Any] | None, path: str) -> Requirements:
     for a in obj["accelerators"] or ():
         targets = tuple(VersionConstraint(int(t["match"]), int(t["major"]), int(t["minor"]))
                         for t in a["targets"] or ())
-        accs.append(AcceleratorRequirement(a["kind"], targets, int(a["min_memory_bytes"])))
+        accs.append(AcceleratorRequirement(a["kind"], targets, int(a["min_memory_bytes"]), a["device"] or "",
+                                           tuple(a["capabilities"] or ())))
     abi = obj["backend_abi"]
     backend_abi = None if abi is None else AbiRange(int(abi["min"]), int(abi["max"]))
     return Requirements(tuple(obj["os"] or ()), tuple(obj["arch"] or ()), tuple(obj["cpu_features"] or ()),
@@ -593,11 +595,18 @@ def _write_requirements(b: Any, r: Requirements) -> int | None:
                 _fb.VersionConstraintAddMinor(b, t.minor)
                 targets.append(_fb.VersionConstraintEnd(b))
             tvec = _offsets(b, _fb.AcceleratorRequirementStartTargetsVector, targets) if targets else None
+            device = b.CreateString(a.device) if a.device else None
+            caps = (_strings(b, _fb.AcceleratorRequirementStartCapabilitiesVector, a.capabilities)
+                    if a.capabilities else None)
             _fb.AcceleratorRequirementStart(b)
             _fb.AcceleratorRequirementAddKind(b, kind)
             if tvec is not None:
                 _fb.AcceleratorRequirementAddTargets(b, tvec)
             _fb.AcceleratorRequirementAddMinMemoryBytes(b, a.min_memory_bytes)
+            if device is not None:
+                _fb.AcceleratorRequirementAddDevice(b, device)
+            if caps is not None:
+                _fb.AcceleratorRequirementAddCapabilities(b, caps)
             items.append(_fb.AcceleratorRequirementEnd(b))
         accs = _offsets(b, _fb.RequirementsStartAcceleratorsVector, items)
     abi = None

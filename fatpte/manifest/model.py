@@ -21,7 +21,7 @@ from fatpte.value.dtypes import LAYOUT_DTYPES as _LAYOUT_DTYPES
 # The highest revision this implementation reads and writes. A writer states the lowest revision
 # whose fields its manifest uses (`required_revision`), so a manifest without revision-2 fields
 # keeps the bytes revision 1 gave it.
-REVISION: Final = 3
+REVISION: Final = 4
 # The limits of the reference C++ verifier's defaults, stated in the spec so both sides agree.
 MAX_DEPTH: Final = 64
 MAX_TABLES: Final = 1_000_000
@@ -117,10 +117,38 @@ class AcceleratorRequirement(NamedTuple):
     kind: str
     targets: tuple[VersionConstraint, ...] = ()
     min_memory_bytes: int = 0
+    # Revision 4: the vendor runtime's device type ("GPU"; "": any) and the capabilities the
+    # accelerator must list (specs/nfat-manifest.md 4.1).
+    device: str = ""
+    capabilities: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "targets": [t.text(self.kind) for t in self.targets],
-                "min_memory_bytes": self.min_memory_bytes}
+        out: dict[str, Any] = {"kind": self.kind, "targets": [t.text(self.kind) for t in self.targets],
+                               "min_memory_bytes": self.min_memory_bytes}
+        if self.device:
+            out["device"] = self.device
+        if self.capabilities:
+            out["capabilities"] = list(self.capabilities)
+        return out
+
+    def text(self) -> str:
+        """`openvino GPU`, `cuda sm_80|compute_90 mem>=16 GiB`, `openvino NPU +int8`: one short part."""
+        text = self.kind + (f" {self.device}" if self.device else "")
+        if self.targets:
+            text += " " + "|".join(t.text(self.kind) for t in self.targets)
+        if self.capabilities:
+            text += " +" + "+".join(self.capabilities)
+        if self.min_memory_bytes:
+            text += f" mem>={_size_text(self.min_memory_bytes)}"
+        return text
+
+    def device_met(self, device: str) -> bool:
+        """Whether an accelerator whose `device` is `device` is of this requirement's device type:
+        the type itself, or the type then "." and an index ("GPU" is met by "GPU" and "GPU.1")."""
+        if not self.device:
+            return True
+        index = device[len(self.device) + 1:] if device.startswith(self.device + ".") else ""
+        return device == self.device or (index.isdigit() and index.isascii())
 
 
 class AbiRange(NamedTuple):
@@ -153,13 +181,7 @@ class Requirements(NamedTuple):
             parts.append("arch=" + "|".join(self.arch))
         if self.cpu_features:
             parts.append("+" + "+".join(self.cpu_features))
-        for acc in self.accelerators:
-            text = acc.kind
-            if acc.targets:
-                text += " " + "|".join(t.text(acc.kind) for t in acc.targets)
-            if acc.min_memory_bytes:
-                text += f" mem>={_size_text(acc.min_memory_bytes)}"
-            parts.append(text)
+        parts += [acc.text() for acc in self.accelerators]
         if self.min_memory_bytes:
             parts.append(f"mem>={_size_text(self.min_memory_bytes)}")
         if self.backend_abi is not None:
@@ -216,20 +238,7 @@ class Requirements(NamedTuple):
             raise _arg(f"{path}.accelerators", "must be a list of tables", raw_accs)
         for i, a in enumerate(raw_accs):
             p = f"{path}.accelerators[{i}]"
-            if not isinstance(a, Mapping):
-                raise _arg(p, "must be a mapping with kind, targets, min_memory_bytes", a)
-            _only(a, ("kind", "targets", "min_memory_bytes"), p)
-            kind = a.get("kind")
-            if kind not in vocabulary.ACCELERATOR_KINDS:
-                raise _arg(f"{p}.kind", f"{kind!r} is not one of {', '.join(vocabulary.ACCELERATOR_KINDS)}", kind)
-            targets = a.get("targets", ())
-            if isinstance(targets, str):
-                targets = [targets]
-            if not _is_list(targets):
-                raise _arg(f"{p}.targets", "must be a list of version constraints", targets)
-            accs.append(AcceleratorRequirement(
-                str(kind), tuple(VersionConstraint.parse(t, f"{p}.targets[{j}]") for j, t in enumerate(targets)),
-                _uint(a.get("min_memory_bytes", 0), f"{p}.min_memory_bytes", _U64)))
+            accs.append(_accelerator_requirement(a, p))
         abi = obj.get("backend_abi")
         backend_abi = None
         if abi is not None:
@@ -574,10 +583,51 @@ class Manifest(NamedTuple):
 
 def required_revision(manifest: Manifest) -> int:
     """The lowest revision whose fields `manifest` uses."""
+    if any(a.device or a.capabilities for e in manifest.entries for a in e.requires.accelerators):
+        return 4
     if any(e.golden for e in manifest.entries):
         return 3
     uses_2 = bool(manifest.layouts) or any(e.executorch_backends is not None for e in manifest.entries)
     return 2 if uses_2 else 1
+
+
+def _accelerator_requirement(a: Any, p: str) -> AcceleratorRequirement:
+    """One table of `requires.accelerators` (docs/pack-toml.md): kind, targets, min_memory_bytes,
+    and the vendor runtime's device type and capabilities (revision 4)."""
+    from fatpte.format import vocabulary
+
+    if not isinstance(a, Mapping):
+        raise _arg(p, "must be a mapping with kind, targets, min_memory_bytes, device, capabilities", a)
+    _only(a, ("kind", "targets", "min_memory_bytes", "device", "capabilities"), p)
+    kind = a.get("kind")
+    if kind not in vocabulary.ACCELERATOR_KINDS:
+        raise _arg(f"{p}.kind", f"{kind!r} is not one of {', '.join(vocabulary.ACCELERATOR_KINDS)}", kind)
+    targets = a.get("targets", ())
+    if isinstance(targets, str):
+        targets = [targets]
+    if not _is_list(targets):
+        raise _arg(f"{p}.targets", "must be a list of version constraints", targets)
+    device = a.get("device", "")
+    if not isinstance(device, str) or (device and not re.fullmatch(DEVICE_TYPE_PATTERN, device)):
+        raise _arg(f"{p}.device", f"{device!r} is not a device type of the runtime (1 to 64 characters from "
+                   "[A-Za-z0-9_.-], e.g. CPU, GPU, NPU)", device)
+    caps = a.get("capabilities", ())
+    caps = [caps] if isinstance(caps, str) else _list(caps, f"{p}.capabilities")
+    for j, word in enumerate(caps):
+        if not isinstance(word, str) or not re.fullmatch(CAPABILITY_PATTERN, word):
+            raise _arg(f"{p}.capabilities[{j}]", f"{word!r} is not a capability (1 to 32 characters from "
+                       "[a-z0-9_], lower-case, e.g. fp16, int8)", word)
+        if word in caps[:j]:
+            raise _arg(f"{p}.capabilities[{j}]", f"{word!r} is listed twice", word)
+    return AcceleratorRequirement(
+        str(kind), tuple(VersionConstraint.parse(t, f"{p}.targets[{j}]") for j, t in enumerate(targets)),
+        _uint(a.get("min_memory_bytes", 0), f"{p}.min_memory_bytes", _U64), device, tuple(caps))
+
+
+# What a writer accepts in a requirement's `device` and `capabilities` (the profile's rules,
+# specs/device-profile.md 4; a reader takes any string, as any word outside the vocabulary).
+DEVICE_TYPE_PATTERN: Final = r"[A-Za-z0-9_.-]{1,64}"
+CAPABILITY_PATTERN: Final = r"[a-z0-9_]{1,32}"
 
 
 def parse_executorch_backends(value: Any, path: str) -> tuple[str, ...] | None:

@@ -38,6 +38,7 @@ PROFILE_MODELS: Final[dict[str, str]] = {
     "jetson-orin": "cortex-a76",
     "raspberry-pi-5": "cortex-a76",
     "nvidia-sm80-server": "Haswell",
+    "intel-core-ultra-7-155h": "Haswell",
     "nvidia-sm90-server": NATIVE,
     "sapphire-rapids-amx": NATIVE,
     "x86-64-v2": "Nehalem",

@@ -35,6 +35,7 @@ from fatpte.executorch.keys import program_keys
 from fatpte.executorch.pte import Delegate, MethodPlan, Program, read_program
 from fatpte.executorch.rewrite import rename_delegates, replace_segment
 from fatpte.executorch.signature import mutable_buffer_values, program_signature
+from fatpte.executorch.vendor_devices import delegate_device
 from fatpte.fileio.atomic import atomic_output, io_error
 from fatpte.fileio.mapping import map_view
 from fatpte.manifest.model import Signature
@@ -279,7 +280,8 @@ def _method_entries(method: str, delegating: Sequence[_Source], nested: _Source 
             raise _refuse(s.path, method, [specs], "the fat delegate hands one list of compile specs to "
                           "whichever entry runs")
     entries = [Specialization(backend_id_of(s.program), bytes(s.program.payload(d)), name=s.name,
-                              priority=rank.get(s.name, 0), executorch_backends=[d.backend_id])
+                              priority=rank.get(s.name, 0), executorch_backends=[d.backend_id],
+                              requires=_vendor_device(d))
                for s, d in zip(delegating, delegates)]
     if nested is not None:
         differ = _stand_in_problems(_method(frame, method), _method(nested, method))
@@ -291,6 +293,13 @@ def _method_entries(method: str, delegating: Sequence[_Source], nested: _Source 
                           "in the flatbuffer, which cannot change size; export with delegate segments (the "
                           "default)", source=frame.path, field=f"delegates[{delegates[0].index}].processed")
     return delegates[0].data_index, entries
+
+
+def _vendor_device(d: Delegate) -> Any:
+    """The requirement of a delegate payload entry whose backend records the device it was compiled
+    for (specs/executorch.md section 7, rule 6: an OpenVINO GPU delegate needs an OpenVINO GPU)."""
+    found = delegate_device(d)
+    return None if found is None else {"accelerators": [{"kind": found[0], "device": found[1]}]}
 
 
 def _with_fat_delegates(frame: _Source, per_method: Sequence[tuple[int, int, list[Specialization]]],

@@ -91,9 +91,14 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
         golden = tuple(s.golden) if signature is not None else ()
         if golden:
             prov = (*((k, v) for k, v in prov if k != GOLDEN_DIGEST_KEY), (GOLDEN_DIGEST_KEY, golden_digest(golden)))
+        requires = Requirements.from_mapping(s.requires, f"{label}.requires")
+        if programs[i] is not None:
+            from fatpte.ops.program_entry import with_compiled_devices
+
+            requires = with_compiled_devices(requires, programs[i])
         entries.append(ManifestEntry(
             name=s.entry_name,
-            requires=Requirements.from_mapping(s.requires, f"{label}.requires"),
+            requires=requires,
             signature=signature,
             named_data=nd.entry_keys[i], source_digest=digest, payload_sha256=sha, provenance=prov,
             executorch_backends=backends, golden=golden))

@@ -243,3 +243,26 @@ def version_1(specs: Sequence[Specialization], check_signatures: bool,
             raise FatpteError(ErrorCode.SIGNATURE_MISMATCH, found[1], field="signature")
     return [s if id(s) not in derived else derived[id(s)] or Specialization(s.backend_id, s.payload, name=s.name)
             for s in specs]
+
+
+def with_accelerators(specs: Sequence[Specialization],
+                      added: Mapping[str, Sequence[Mapping[str, object]]]) -> list[Specialization]:
+    """`specs` with, for each entry name of `added`, those accelerator requirements (pack.toml's
+    `requires.accelerators` tables: kind, device, capabilities) appended to its `requires`.
+    INVALID_ARGUMENT for a name no entry has, or a table `requires` would refuse."""
+    from fatpte.manifest.model import Requirements
+
+    names = [s.entry_name for s in specs]
+    unknown = [n for n in added if n not in names]
+    if unknown:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"no entry is named {quoted(unknown[0])} (entries: "
+                          f"{listed([quoted(n) for n in names])})", field="accelerators", actual=unknown[0])
+    out = []
+    for s in specs:
+        if s.entry_name not in added:
+            out.append(s)
+            continue
+        req = Requirements.from_mapping(s.requires)
+        more = Requirements.from_mapping({"accelerators": list(added[s.entry_name])}, s.entry_name)
+        out.append(dataclasses.replace(s, requires=req._replace(accelerators=req.accelerators + more.accelerators)))
+    return out

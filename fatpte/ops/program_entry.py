@@ -28,7 +28,14 @@ from fatpte.executorch.keys import program_keys
 from fatpte.executorch.pte import IDENTIFIER, Program, read_program
 from fatpte.executorch.ptn_write import SHARED  # the word both rewritten kinds record
 from fatpte.executorch.signature import program_signature
-from fatpte.manifest.model import SIGNATURE_CHECK_KEY, ManifestEntry, Signature
+from fatpte.executorch.vendor_devices import compiled_devices
+from fatpte.manifest.model import (
+    SIGNATURE_CHECK_KEY,
+    AcceleratorRequirement,
+    ManifestEntry,
+    Requirements,
+    Signature,
+)
 from fatpte.manifest.rules import signature_difference, signature_problems
 
 SHA256_KEY = "executorch.pte.sha256"  # provenance: the SHA-256 of the program file packed
@@ -59,6 +66,9 @@ class ProgramFacts(NamedTuple):
     loads: frozenset[str]  # every named-data key it loads
     needed: frozenset[str]  # the keys it loads that it does not hold itself
     sha256: str
+    # (accelerator kind, device) each vendor delegate was compiled for: ("openvino", "GPU");
+    # device "" when its compile spec names none (fatpte.executorch.vendor_devices).
+    vendor_devices: tuple[tuple[str, str], ...] = ()
 
 
 def is_program(payload: bytes | bytearray | memoryview) -> bool:
@@ -87,7 +97,19 @@ def facts_of(program: Program, payload: bytes | bytearray | memoryview) -> Progr
         frozenset(keys.loads),
         frozenset(keys.external),
         digest.hexdigest(),
+        compiled_devices(program),
     )
+
+
+def with_compiled_devices(requires: Requirements, facts: ProgramFacts) -> Requirements:
+    """`requires` with an accelerator requirement for each device the program's vendor delegates
+    were compiled for (specs/executorch.md section 7): {kind "openvino", device "GPU"} for an
+    OpenvinoBackend delegate whose compile spec says GPU. One the packer stated already (same kind
+    and device) is not added again; one stated for another device stays, and both are required."""
+    stated = {(a.kind, a.device) for a in requires.accelerators}
+    added = tuple(AcceleratorRequirement(kind, device=device) for kind, device in facts.vendor_devices
+                  if (kind, device) not in stated)
+    return requires._replace(accelerators=requires.accelerators + added) if added else requires
 
 
 def backend_word(delegate_id: str) -> str:

@@ -2,9 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "fatpte/device.hpp"
+#include "fatpte/profile.hpp"
 
 namespace fatpte {
 namespace {
@@ -136,7 +140,7 @@ TEST(CanonicalJson, ExactBytesLikeJsonDumpsIndent2) {
   p.os = "linux";
   p.arch = "x86_64";
   p.cpu_features = {"avx2", "avx"};
-  p.accelerators.push_back(Accelerator{"cuda", "A \"quoted\" GPU", "9.0", 85899345920ull});
+  p.accelerators.push_back(Accelerator{"cuda", "A \"quoted\" GPU", "9.0", 85899345920ull, "", {}});
   p.memory_bytes = 1024;
   p.backends = {{"xnnpack", 2}, {"portable", 1}};
   EXPECT_EQ(canonical_json(p),
@@ -166,6 +170,32 @@ TEST(CanonicalJson, ExactBytesLikeJsonDumpsIndent2) {
   EXPECT_EQ(canonical_json(empty),
             "{\n  \"name\": \"\",\n  \"os\": \"\",\n  \"arch\": \"\",\n  \"cpu_features\": [],\n"
             "  \"accelerators\": [],\n  \"memory_bytes\": 0,\n  \"backends\": {}\n}\n");
+}
+
+// An OpenVINO device's optional `device` and `capabilities` (specs/device-profile.md 4.1): the
+// named Core Ultra profile, written by Python's printer, read and printed again byte for byte.
+TEST(CanonicalJson, VendorDeviceKeysPrintAsPythonWroteThem) {
+  auto p = load_profile("intel-core-ultra-7-155h");
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  ASSERT_EQ(p.value().accelerators.size(), 3u);
+  const Accelerator& gpu = p.value().accelerators[1];
+  EXPECT_EQ(gpu.device, "GPU");
+  EXPECT_EQ(gpu.capabilities, (std::vector<std::string>{"bin", "export_import", "fp16", "fp32", "int8"}));
+  std::ifstream file(profile_path("intel-core-ultra-7-155h"));
+  std::stringstream text;
+  text << file.rdbuf();
+  EXPECT_EQ(canonical_json(p.value()), text.str());
+  // Capabilities given out of order are read sorted; an empty list is printed as none.
+  auto q = profile_from_json(R"({"name": "q", "os": "linux", "arch": "x86_64", "cpu_features": [],
+      "accelerators": [{"kind": "openvino", "name": "N", "version": "2026.4.0", "memory_bytes": 0,
+      "device": "NPU", "capabilities": ["int8", "fp16"]}, {"kind": "openvino", "name": "C",
+      "version": "1", "memory_bytes": 0, "capabilities": []}], "memory_bytes": 0, "backends": {}})");
+  ASSERT_TRUE(q.ok()) << q.error().message();
+  EXPECT_NE(canonical_json(q.value()).find("      \"memory_bytes\": 0,\n      \"device\": \"NPU\",\n"
+                                           "      \"capabilities\": [\n        \"fp16\",\n        \"int8\"\n      ]\n    },"),
+            std::string::npos)
+      << canonical_json(q.value());
+  EXPECT_NE(canonical_json(q.value()).find("\"version\": \"1\",\n      \"memory_bytes\": 0\n    }\n"), std::string::npos);
 }
 
 }  // namespace

@@ -80,9 +80,10 @@ EXPECTED: dict[str, tuple[str, str, set[str], list[tuple[str, str]]]] = {
     "neoverse-v1": ("linux", "aarch64", ARMV82 | {"sve", "bf16", "i8mm"}, []),
     "a64fx": ("linux", "aarch64", {"asimd", "fphp", "asimdhp", "sve"}, []),
     "raspberry-pi-4": ("linux", "aarch64", ARMV80, [("vulkan", "1.2")]),
+    "intel-core-ultra-7-155h": ("linux", "x86_64", V3, [("openvino", "2026.4.0")] * 3),
 }
 # The profiles that cite the documents their features come from.
-CITED = {"x86-64-v2", "x86-64-v3", "x86-64-v4", "cortex-a53", "cortex-a55", "cortex-a76", "cortex-a78", "cortex-x1",
+CITED = {"intel-core-ultra-7-155h", "x86-64-v2", "x86-64-v3", "x86-64-v4", "cortex-a53", "cortex-a55", "cortex-a76", "cortex-a78", "cortex-x1",
          "neoverse-n1", "neoverse-v1", "a64fx", "raspberry-pi-4"}
 
 SAMPLE = {
@@ -139,7 +140,10 @@ def test_named_profile(name: str) -> None:
     # Realistic sizes: at least 1 GiB of RAM, at most 16 TiB; accelerators 4 GiB to 1 TiB.
     assert 1 << 30 <= profile.memory_bytes <= 16 << 40
     assert (profile.sources is not None) == (name in CITED)
-    assert all(4 << 30 <= a.memory_bytes <= 1 << 40 for a in profile.accelerators)
+    # An OpenVINO CPU or NPU states 0 (specs/device-profile.md 4.1: only a GPU reports its memory).
+    assert all(4 << 30 <= a.memory_bytes <= 1 << 40 for a in profile.accelerators
+               if not (a.kind == "openvino" and a.device in ("CPU", "NPU")))
+    assert all(a.memory_bytes == 0 for a in profile.accelerators if a.kind == "openvino" and a.device != "GPU")
     # The files are written in the canonical form, byte for byte.
     assert path.read_text() == profile.to_json_text()
 

@@ -188,6 +188,23 @@ def targeted() -> list[tuple[str, bytes]]:
     add("sources first", {"sources": ["b", "a"], **base()})
     add("bad sources and bad executorch_backends", {**base(), "executorch_backends": ["a b"], "sources": [""]})
     add("bad sources and a bad os", {**base(), "os": "beos", "sources": [2]})
+    # A vendor runtime's device: the optional `device` and `capabilities` (specs/device-profile.md 4).
+    ov = {"kind": "openvino", "name": "Intel(R) Core(TM) Ultra 7 155H", "version": "2026.4.0", "memory_bytes": 0}
+    for device in ["CPU", "GPU.0", "NPU", "GPU.10", "a" * 64, "a" * 65, "", " CPU", "GPU 0", "GPU/0", "é", 3, None,
+                   ["CPU"]]:
+        add(f"openvino device={device!r}", edited(("accelerators", 0), {**ov, "device": device}))
+    for caps in [[], ["fp32"], ["int8", "fp16", "bf16"], ["export_import"], ["a" * 32], ["a" * 33], [""], ["FP16"],
+                 ["fp-16"], ["fp16", "fp16"], ["fp16", 1], [1, "x", "x"], ["ok", "Bad", "ok"],
+                 [f"c{i}" for i in range(32)], [f"c{i}" for i in range(33)], ["x"] * 33, "fp16", None, {}, 3]:
+        add(f"openvino capabilities={caps!r}"[:80], edited(("accelerators", 0), {**ov, "device": "CPU",
+                                                                                "capabilities": caps}))
+    add("openvino bad device and bad capability", edited(("accelerators", 0), {**ov, "device": "",
+                                                                               "capabilities": ["X"]}))
+    add("openvino bad kind and bad device", edited(("accelerators", 0), {**ov, "kind": "ov", "device": ""}))
+    add("openvino bad version and bad capabilities type", edited(("accelerators", 0), {
+        **ov, "version": "2026.04", "capabilities": "x"}))
+    add("cuda with device and capabilities", edited(("accelerators", 0, "capabilities"), ["fp16"]))
+    add("openvino unknown key", edited(("accelerators", 0), {**ov, "device": "CPU", "devices": ["CPU"]}))
     add("top level array", [base()])
     add("top level string", "profile")
     add("top level null", None)

@@ -36,6 +36,7 @@ CLOSEST: dict[str, Closest] = {
     "x86-64-v3": Closest("Haswell", "the first x86-64-v3 CPU: AVX2, FMA, F16C"),
     "x86-64-v4": Closest("Skylake-Server", "the first x86-64-v4 CPU: AVX-512 F, BW, VL", missing=AVX512_V4,
                          difference=NO_AVX512),
+    "intel-core-ultra-7-155h": Closest("Haswell", "Meteor Lake's CPU is x86-64-v3 in the vocabulary's words"),
     "nvidia-sm80-server": Closest("EPYC-Milan", "the host's CPU itself (Zen 3, x86-64-v3)"),
     "nvidia-sm90-server": Closest(
         "EPYC-Milan", "qemu 7.2 has no Zen 4 (EPYC-Genoa); Zen 3 is the closest AMD model",

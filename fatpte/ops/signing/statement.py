@@ -144,8 +144,7 @@ def selection_json(me: ManifestEntry | None) -> dict[str, Any]:
     req = Requirements() if me is None else me.requires
     out: dict[str, Any] = {
         "os": list(req.os), "arch": list(req.arch), "cpu_features": list(req.cpu_features),
-        "accelerators": [{"kind": a.kind, "targets": [[t.match, t.major, t.minor] for t in a.targets],
-                          "min_memory_bytes": min(a.min_memory_bytes, _MAX_JSON_INT)} for a in req.accelerators],
+        "accelerators": [_accelerator_json(a) for a in req.accelerators],
         "min_memory_bytes": min(req.min_memory_bytes, _MAX_JSON_INT),
     }
     if req.backend_abi is not None:
@@ -299,6 +298,18 @@ def _words(obj: Any, key: str, path: str, *, required: bool = True) -> tuple[str
     return tuple(raw)
 
 
+def _accelerator_json(a: AcceleratorRequirement) -> dict[str, Any]:
+    """One accelerator requirement of `selection`; `device` and `capabilities` (manifest revision 4)
+    only when stated, so statements of entries without them are unchanged."""
+    out: dict[str, Any] = {"kind": a.kind, "targets": [[t.match, t.major, t.minor] for t in a.targets],
+                           "min_memory_bytes": min(a.min_memory_bytes, _MAX_JSON_INT)}
+    if a.device:
+        out["device"] = a.device
+    if a.capabilities:
+        out["capabilities"] = list(a.capabilities)
+    return out
+
+
 def _number(value: Any, path: str, high: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= high:
         raise Malformed(path, f"{path} must be an integer from 0 to {high}")
@@ -320,8 +331,10 @@ def _selection(obj: dict[str, Any], path: str) -> SignedSelection:
                 raise Malformed(tp, f"{tp} must be [match, major, minor]")
             targets.append(VersionConstraint(_number(t[0], f"{tp}[0]", 255), _number(t[1], f"{tp}[1]", _U32),
                                              _number(t[2], f"{tp}[2]", _U32)))
-        accelerators.append(AcceleratorRequirement(kind, tuple(targets), _number(
-            member(a, "min_memory_bytes", int, ap), f"{ap}.min_memory_bytes", _MAX_JSON_INT)))
+        memory = _number(member(a, "min_memory_bytes", int, ap), f"{ap}.min_memory_bytes", _MAX_JSON_INT)
+        device = member(a, "device", str, ap, required=False) or ""
+        accelerators.append(AcceleratorRequirement(kind, tuple(targets), memory, device,
+                                                   _words(a, "capabilities", ap, required=False) or ()))
     abi = member(obj, "backend_abi", list, path, required=False)
     backend_abi = None
     if abi is not None:

@@ -21,10 +21,15 @@
 namespace fatpte {
 
 struct Accelerator {
-  std::string kind;     // "cuda" | "metal" | "vulkan" | "opencl" | "npu"
+  std::string kind;     // "cuda" | "metal" | "vulkan" | "opencl" | "npu" | "openvino"
   std::string name;     // printable ASCII
   std::string version;  // cuda: compute capability "X.Y"; others: API version
   std::uint64_t memory_bytes = 0;
+  // A vendor runtime's name of the device ("CPU", "GPU.0", "NPU"; empty: none) and the
+  // capabilities it reports of it, lower-cased ("fp16", "int8"), sorted, each once
+  // (specs/device-profile.md 4.1).
+  std::string device;
+  std::vector<std::string> capabilities;
 };
 
 struct DeviceProfile {

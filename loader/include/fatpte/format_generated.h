@@ -302,6 +302,8 @@ inline constexpr FieldSpec kAcceleratorRequirementFields[] = {
     {"kind", FieldKind::kString, -1, true},
     {"targets", FieldKind::kTableVector, 0, false},
     {"min_memory_bytes", FieldKind::kU64, -1, false},
+    {"device", FieldKind::kString, -1, false},
+    {"capabilities", FieldKind::kStringVector, -1, false},
 };
 inline constexpr FieldSpec kAbiRangeFields[] = {
     {"min", FieldKind::kU32, -1, false},
@@ -376,7 +378,7 @@ inline constexpr FieldSpec kManifestFields[] = {
 
 inline constexpr TableSpec kTables[] = {
     {"VersionConstraint", kVersionConstraintFields, 3},
-    {"AcceleratorRequirement", kAcceleratorRequirementFields, 3},
+    {"AcceleratorRequirement", kAcceleratorRequirementFields, 5},
     {"AbiRange", kAbiRangeFields, 2},
     {"Requirements", kRequirementsFields, 6},
     {"Dim", kDimFields, 2},

@@ -34,6 +34,22 @@ namespace fatpte {
 
 // ---- canonical JSON ----
 
+namespace {
+
+// An accelerator's optional `device` and `capabilities` (printed only when set), after its
+// `memory_bytes` line, as json.dumps(indent=2) prints them at that depth.
+void append_vendor_keys(std::string& o, const Accelerator& a) {
+  if (!a.device.empty()) o += ",\n      \"device\": " + detail::json_quote(a.device);
+  if (a.capabilities.empty()) return;
+  o += ",\n      \"capabilities\": [\n";
+  for (std::size_t k = 0; k < a.capabilities.size(); ++k) {
+    o += "        " + detail::json_quote(a.capabilities[k]) + (k + 1 < a.capabilities.size() ? ",\n" : "\n");
+  }
+  o += "      ]";
+}
+
+}  // namespace
+
 std::string canonical_json(const DeviceProfile& p) {
   // Appended to a string rather than streamed: a process's first ostringstream sets up its
   // locale, tens of microseconds that a run of fatpte-run paid for nothing else.
@@ -68,8 +84,9 @@ std::string canonical_json(const DeviceProfile& p) {
       o += "      \"kind\": " + detail::json_quote(a.kind) + ",\n";
       o += "      \"name\": " + detail::json_quote(a.name) + ",\n";
       o += "      \"version\": " + detail::json_quote(a.version) + ",\n";
-      o += "      \"memory_bytes\": " + std::to_string(a.memory_bytes) + "\n";
-      o += i + 1 < p.accelerators.size() ? "    },\n" : "    }\n";
+      o += "      \"memory_bytes\": " + std::to_string(a.memory_bytes);
+      append_vendor_keys(o, a);
+      o += i + 1 < p.accelerators.size() ? "\n    },\n" : "\n    }\n";
     }
     o += "  ],\n";
   }
@@ -360,7 +377,7 @@ void probe_macos(DeviceProfile& p) {
       }
       const auto a = name.find_first_not_of(' ');
       name = a == std::string::npos ? "" : name.substr(a, name.find_last_not_of(' ') - a + 1).substr(0, 256);
-      p.accelerators.push_back(Accelerator{"metal", name.empty() ? "Apple GPU" : name, version, p.memory_bytes});
+      p.accelerators.push_back(Accelerator{"metal", name.empty() ? "Apple GPU" : name, version, p.memory_bytes, "", {}});
     }
   }
 }

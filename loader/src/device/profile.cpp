@@ -102,7 +102,9 @@ const std::initializer_list<const char*> kX86Features = {
     "avx512_bf16", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16"};
 const std::initializer_list<const char*> kArmFeatures = {"asimd", "fphp", "asimdhp", "asimddp", "i8mm",
                                                           "bf16", "sve", "sve2", "sme"};
-const std::initializer_list<const char*> kAcceleratorKinds = {"cuda", "metal", "vulkan", "opencl", "npu"};
+const std::initializer_list<const char*> kAcceleratorKinds = {"cuda", "metal", "vulkan", "opencl", "npu",
+                                                               "openvino"};
+constexpr std::size_t kMaxCapabilities = 32;  // fields.MAX_CAPABILITIES
 
 bool word_char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
@@ -163,17 +165,72 @@ bool is_version(const std::string& s, std::size_t min_parts, std::size_t max_par
   return parts >= min_parts && parts <= max_parts;
 }
 
+// fields.DEVICE_NAME_PATTERN, [A-Za-z0-9_.-]{1,64} (the profile name's rule).
+bool is_device_name(const std::string& s) { return is_profile_name(s); }
+
+// fields.CAPABILITY_PATTERN, [a-z0-9_]{1,32}.
+bool is_capability(const std::string& s) {
+  if (s.empty() || s.size() > 32) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+// The optional `device` and `capabilities` as given (accelerator.py Accelerator.from_json):
+// their shapes; `device_given` says whether the key was there.
+Status read_vendor_keys(const Value& a, const std::string& path, Accelerator& acc, bool& device_given,
+                        std::vector<std::string>& caps) {
+  const Value device = a.find("device");
+  device_given = static_cast<bool>(device);
+  if (device_given) FATPTE_RETURN_IF_ERROR(field_text(device, path + ".device", acc.device));
+  const Value list = a.find("capabilities");
+  if (!list) return Status();
+  if (!list.is(Kind::kArray)) return invalid(path + ".capabilities", "must be an array of strings");
+  if (list.size() > kMaxCapabilities) return invalid(path + ".capabilities", "lists more than 32 capabilities");
+  caps.assign(list.size(), std::string());
+  std::size_t n = 0;
+  for (const Value c : list.items()) {
+    FATPTE_RETURN_IF_ERROR(field_text(c, path + ".capabilities[" + std::to_string(n) + "]", caps[n]));
+    ++n;
+  }
+  return Status();
+}
+
+// accelerator.py _check_vendor: the device name when given, then each capability in file order.
+Status check_vendor_keys(const std::string& path, Accelerator& acc, bool device_given,
+                         const std::vector<std::string>& caps) {
+  if (device_given && !is_device_name(acc.device)) {
+    return invalid(path + ".device", "'" + acc.device + "' is not a device name (1 to 64 characters from "
+                   "[A-Za-z0-9_.-], as the runtime lists it: CPU, GPU.0, NPU)");
+  }
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < caps.size(); ++i) {
+    const std::string p = path + ".capabilities[" + std::to_string(i) + "]";
+    if (!is_capability(caps[i])) {
+      return invalid(p, "'" + caps[i] + "' is not a capability (1 to 32 characters from [a-z0-9_]: the runtime's "
+                     "word lower-cased, such as fp16)");
+    }
+    if (!seen.insert(caps[i]).second) return invalid(p, "'" + caps[i] + "' is listed twice");
+  }
+  acc.capabilities.assign(seen.begin(), seen.end());  // sorted bytewise, as Python's sorted()
+  return Status();
+}
+
 Status accelerator(const Value& a, const std::string& path, Accelerator& acc) {
   if (!a.is(Kind::kObject)) return invalid(path, "must be an object");
-  FATPTE_RETURN_IF_ERROR(keys(a, {"kind", "name", "version", "memory_bytes"}, path));
+  FATPTE_RETURN_IF_ERROR(keys(a, {"kind", "name", "version", "memory_bytes"}, path, {"device", "capabilities"}));
   FATPTE_RETURN_IF_ERROR(field_text(a.find("kind"), path + ".kind", acc.kind));
   FATPTE_RETURN_IF_ERROR(field_text(a.find("name"), path + ".name", acc.name));
   FATPTE_RETURN_IF_ERROR(field_text(a.find("version"), path + ".version", acc.version));
   FATPTE_RETURN_IF_ERROR(
       integer(a.find("memory_bytes"), path + ".memory_bytes", (std::uint64_t{1} << 63) - 1, acc.memory_bytes));
+  bool device_given = false;
+  std::vector<std::string> caps;
+  FATPTE_RETURN_IF_ERROR(read_vendor_keys(a, path, acc, device_given, caps));
   if (!one_of(acc.kind, kAcceleratorKinds)) {
     return invalid(path + ".kind", "'" + acc.kind + "' is not an accelerator kind (one of cuda, metal, vulkan, "
-                   "opencl, npu)");
+                   "opencl, npu, openvino)");
   }
   if (!is_printable(acc.name, 256)) return invalid(path + ".name", "must be 1 to 256 printable ASCII characters");
   const bool cuda = acc.kind == "cuda";
@@ -183,7 +240,7 @@ Status accelerator(const Value& a, const std::string& path, Accelerator& acc) {
                          : std::string("a version of 1 to 3 dot-separated numbers such as \"1.3\"")) +
                    " (numbers without leading zeros, at most 4 digits)");
   }
-  return Status();
+  return check_vendor_keys(path, acc, device_given, caps);
 }
 
 // The profile's `cpu_features` as given (the vocabulary is checked once `arch` is known), each

@@ -53,6 +53,23 @@ struct AccRequirement {
   std::string kind;
   std::vector<Constraint> targets;
   std::uint64_t min_memory_bytes = 0;
+  // Revision 4: the vendor runtime's device type ("GPU"; empty: any) and the capabilities the
+  // accelerator must list (specs/nfat-manifest.md 4.1).
+  std::string device;
+  std::vector<std::string> capabilities;
+
+  // An accelerator whose `device` is `name` is of this device type: the type itself, or the type
+  // then "." and an index (manifest/model.py AcceleratorRequirement.device_met).
+  bool device_met(const std::string& name) const {
+    if (device.empty() || name == device) return true;
+    if (name.size() <= device.size() + 1 || name.compare(0, device.size(), device) != 0 || name[device.size()] != '.') {
+      return false;
+    }
+    for (std::size_t i = device.size() + 1; i < name.size(); ++i) {
+      if (name[i] < '0' || name[i] > '9') return false;
+    }
+    return true;
+  }
 };
 
 struct Requirements {

@@ -53,6 +53,8 @@ Requirements decode(const M::Requirements* r) {
       AccRequirement acc;
       acc.kind = a->kind()->str();
       acc.min_memory_bytes = a->min_memory_bytes();
+      if (a->device() != nullptr) acc.device = a->device()->str();
+      acc.capabilities = strings(a->capabilities());
       if (a->targets() != nullptr) {
         for (const auto* t : *a->targets()) acc.targets.push_back(Constraint{t->match(), t->major(), t->minor()});
       }
@@ -135,6 +137,12 @@ std::pair<std::uint64_t, std::uint64_t> version_pair(const std::string& text) {
 bool accelerator_met(const AccRequirement& req, const DeviceProfile& d) {
   for (const Accelerator& acc : d.accelerators) {
     if (acc.kind != req.kind || acc.memory_bytes < req.min_memory_bytes) continue;
+    if (!req.device_met(acc.device)) continue;
+    bool listed = true;
+    for (const std::string& c : req.capabilities) {
+      listed = listed && std::find(acc.capabilities.begin(), acc.capabilities.end(), c) != acc.capabilities.end();
+    }
+    if (!listed) continue;
     if (req.targets.empty()) return true;
     const auto v = version_pair(acc.version);
     for (const Constraint& t : req.targets) {
@@ -142,6 +150,33 @@ bool accelerator_met(const AccRequirement& req, const DeviceProfile& d) {
     }
   }
   return false;
+}
+
+// selection._accelerator_needed: "cuda sm_80 or compute_90 with at least N bytes of memory",
+// "openvino GPU with capabilities fp16".
+std::string accelerator_needed(const AccRequirement& acc) {
+  std::string needed = acc.kind + (acc.device.empty() ? "" : " " + acc.device);
+  if (!acc.targets.empty()) {
+    std::vector<std::string> texts;
+    for (const Constraint& t : acc.targets) texts.push_back(t.text(acc.kind));
+    needed += " " + join(texts, " or ");
+  }
+  if (!acc.capabilities.empty()) needed += " with capabilities " + join(acc.capabilities, ", ");
+  if (acc.min_memory_bytes) needed += " with at least " + std::to_string(acc.min_memory_bytes) + " bytes of memory";
+  return needed;
+}
+
+// selection._accelerators_had: each accelerator of `kind`, a vendor runtime's device with its name
+// and capabilities ("openvino CPU 2026.4.0 (Intel(R) Xeon(R) Processor, 0 bytes; bf16, fp32)").
+std::string accelerators_had(const std::string& kind, const DeviceProfile& d) {
+  std::vector<std::string> have;
+  for (const Accelerator& a : d.accelerators) {
+    if (a.kind != kind) continue;
+    have.push_back(a.kind + (a.device.empty() ? "" : " " + a.device) + " " + a.version + " (" + a.name + ", " +
+                   std::to_string(a.memory_bytes) + " bytes" +
+                   (a.capabilities.empty() ? "" : "; " + join(a.capabilities, ", ")) + ")");
+  }
+  return have.empty() ? "no " + kind + " accelerator" : join(have, ", ");
 }
 
 bool contains(const std::vector<std::string>& words, const std::string& w) {
@@ -165,21 +200,7 @@ void evaluate(const Entry& e, const Requirements& req, const DeviceProfile& d, V
   for (std::size_t i = 0; i < req.accelerators.size(); ++i) {
     const AccRequirement& acc = req.accelerators[i];
     if (accelerator_met(acc, d)) continue;
-    std::string needed = acc.kind;
-    if (!acc.targets.empty()) {
-      std::vector<std::string> texts;
-      for (const Constraint& t : acc.targets) texts.push_back(t.text(acc.kind));
-      needed += " " + join(texts, " or ");
-    }
-    if (acc.min_memory_bytes) needed += " with at least " + std::to_string(acc.min_memory_bytes) + " bytes of memory";
-    std::vector<std::string> have;
-    for (const Accelerator& a : d.accelerators) {
-      if (a.kind == acc.kind) {
-        have.push_back(a.kind + " " + a.version + " (" + a.name + ", " + std::to_string(a.memory_bytes) + " bytes)");
-      }
-    }
-    v.failures.push_back({"accelerators[" + std::to_string(i) + "]", needed,
-                          have.empty() ? "no " + acc.kind + " accelerator" : join(have, ", ")});
+    v.failures.push_back({"accelerators[" + std::to_string(i) + "]", accelerator_needed(acc), accelerators_had(acc.kind, d)});
   }
   if (req.min_memory_bytes && d.memory_bytes < req.min_memory_bytes) {
     v.failures.push_back({"min_memory_bytes", "at least " + std::to_string(req.min_memory_bytes) + " bytes",

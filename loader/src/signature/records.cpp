@@ -14,6 +14,9 @@ namespace M = nfat::manifest;
 using detail::CanonicalWriter;
 
 constexpr const char* kEntryRecordTag = "nfat.manifest.entry/1";
+// An entry whose accelerator requirements state a device or capabilities (manifest revision 4):
+// each accelerator's record then ends with str device, list(str capabilities) (canonical.py).
+constexpr const char* kEntryRecordTagR4 = "nfat.manifest.entry/2";
 constexpr const char* kNamedDataRecordTag = "nfat.named_data/1";
 
 using Strings = ::flatbuffers::Vector<::flatbuffers::Offset<::flatbuffers::String>>;
@@ -42,13 +45,26 @@ void tensors(CanonicalWriter& w, const ::flatbuffers::Vector<::flatbuffers::Offs
   });
 }
 
+// canonical.uses_vendor_fields: an accelerator requirement states a non-empty device or capabilities.
+bool uses_vendor_fields(const M::Requirements* q) {
+  if (q == nullptr || q->accelerators() == nullptr) return false;
+  for (const M::AcceleratorRequirement* a : *q->accelerators()) {
+    if ((a->device() != nullptr && a->device()->size() != 0) ||
+        (a->capabilities() != nullptr && a->capabilities()->size() != 0)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // requirements: list(str os) list(str arch) list(str cpu_features) list(accelerator)
-// u64 min_memory_bytes opt(backend_abi); an absent `requires` as empty lists and zeros.
-void requirements(CanonicalWriter& w, const M::Requirements* q) {
+// u64 min_memory_bytes opt(backend_abi); an absent `requires` as empty lists and zeros. With
+// `vendor` (record /2), each accelerator ends with str device ("" when absent), list(str capabilities).
+void requirements(CanonicalWriter& w, const M::Requirements* q, bool vendor) {
   strings(w, q == nullptr ? nullptr : q->os());
   strings(w, q == nullptr ? nullptr : q->arch());
   strings(w, q == nullptr ? nullptr : q->cpu_features());
-  w.list(q == nullptr ? nullptr : q->accelerators(), [](CanonicalWriter& out, const M::AcceleratorRequirement* a) {
+  w.list(q == nullptr ? nullptr : q->accelerators(), [vendor](CanonicalWriter& out, const M::AcceleratorRequirement* a) {
     text(out, a->kind());
     out.list(a->targets(), [](CanonicalWriter& t, const M::VersionConstraint* r) {
       t.u8(static_cast<std::uint8_t>(r->match()));
@@ -56,6 +72,14 @@ void requirements(CanonicalWriter& w, const M::Requirements* q) {
       t.u32(r->minor());
     });
     out.u64(a->min_memory_bytes());
+    if (vendor) {
+      if (a->device() != nullptr) {
+        text(out, a->device());
+      } else {
+        out.str(std::string_view());
+      }
+      strings(out, a->capabilities());
+    }
   });
   w.u64(q == nullptr ? 0 : q->min_memory_bytes());
   const M::AbiRange* abi = q == nullptr ? nullptr : q->backend_abi();
@@ -80,10 +104,11 @@ void signature(CanonicalWriter& w, const M::Signature* sig) {
 
 std::vector<std::uint8_t> entry_record(const M::Entry* e) {
   CanonicalWriter w;
-  w.str(kEntryRecordTag);
+  const bool vendor = e != nullptr && uses_vendor_fields(e->requires_());
+  w.str(vendor ? kEntryRecordTagR4 : kEntryRecordTag);
   if (!w.opt(e != nullptr)) return w.take();
   text(w, e->name());
-  requirements(w, e->requires_());
+  requirements(w, e->requires_(), vendor);
   signature(w, e->signature());
   strings(w, e->named_data());
   opt_text(w, e->source_digest());

@@ -124,6 +124,11 @@ Status read_selection(const Where& w, const Value& obj, const std::string& path,
     }
     FATPTE_RETURN_IF_ERROR(get(w, a, "min_memory_bytes", Kind::kNumber, ap, v));
     FATPTE_RETURN_IF_ERROR(number(w, v, ap + ".min_memory_bytes", kMaxJsonInt, acc.min_memory_bytes));
+    Value device;  // manifest revision 4: optional, as statement.py _selection reads them
+    FATPTE_RETURN_IF_ERROR(get(w, a, "device", Kind::kString, ap, device, false));
+    if (device) acc.device = std::string(device.text());
+    bool listed = false;
+    FATPTE_RETURN_IF_ERROR(words(w, a, "capabilities", ap, false, acc.capabilities, listed));
     out.accelerators.push_back(std::move(acc));
   }
   Value abi;
