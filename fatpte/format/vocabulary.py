@@ -22,4 +22,6 @@ ARM_FEATURES: Final = ("asimd", "fphp", "asimdhp", "asimddp", "i8mm", "bf16", "s
 CPU_FEATURES: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
     {"x86_64": frozenset(X86_FEATURES), "aarch64": frozenset(ARM_FEATURES)}
 )
-ACCELERATOR_KINDS: Final = ("cuda", "metal", "vulkan", "opencl", "npu")
+# `openvino`: a device OpenVINO's runtime lists (CPU, GPU.0, NPU), with its `device` and
+# `capabilities` (specs/device-profile.md 4.1).
+ACCELERATOR_KINDS: Final = ("cuda", "metal", "vulkan", "opencl", "npu", "openvino")

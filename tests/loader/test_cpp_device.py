@@ -14,11 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from fatpte.device.fatpte_run import environment
 from fatpte.device.profile import DeviceProfile
 
 
 def test_device_json_is_byte_identical_to_python(exe: Path) -> None:  # `exe`: tests/loader/conftest.py
-    proc = subprocess.run([str(exe), "--device-json"], check=False, capture_output=True, timeout=60)
+    # In the environment fatpte's own calls of fatpte-run give it (this Python's virtual
+    # environment as VIRTUAL_ENV): both then find the same vendor runtimes (OpenVINO's devices).
+    proc = subprocess.run([str(exe), "--device-json"], check=False, capture_output=True, timeout=60,
+                          env=environment())
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     expected = DeviceProfile.host().to_json_text()
     assert proc.stdout.decode("ascii") == expected

@@ -25,6 +25,8 @@ struct Accelerator {
   std::string name;     // printable ASCII
   std::string version;  // cuda: compute capability "X.Y"; others: API version
   std::uint64_t memory_bytes = 0;
+  std::string device;
+  std::vector<std::string> capabilities;
 };
 
 struct DeviceProfile {
@@ -53,6 +55,9 @@ struct ProbeScope {
   bool cpu_features = true;
   bool memory = true;
   bool accelerators = true;
+  // With accelerators: the caller's paths of vendor runtimes (LoadOptions::vendor_runtimes, name
+  // -> library; "" withholds one), searched first (specs/device-profile.md 9.1).
+  std::map<std::string, std::string> vendor_runtimes;
 };
 
 // Probe the running machine; the profile is named "host".

@@ -101,7 +101,7 @@ const std::initializer_list<const char*> kX86Features = {
     "avx512_bf16", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16"};
 const std::initializer_list<const char*> kArmFeatures = {"asimd", "fphp", "asimdhp", "asimddp", "i8mm",
                                                           "bf16", "sve", "sve2", "sme"};
-const std::initializer_list<const char*> kAcceleratorKinds = {"cuda", "metal", "vulkan", "opencl", "npu"};
+const std::initializer_list<const char*> kAcceleratorKinds = {"cuda", "metal", "vulkan", "opencl", "npu", "openvino"};
 
 bool word_char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
