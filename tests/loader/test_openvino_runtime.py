@@ -159,3 +159,47 @@ def test_fatpte_device_and_fatpte_run_list_the_same_openvino_devices(exe: Path, 
     if how != "withheld":
         cpu = next(a for a in json.loads(cpp.stdout)["accelerators"] if a["kind"] == "openvino")
         assert cpu["version"] == "2026.4.0" and cpu["memory_bytes"] == 0
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_fatpte_check_compares_the_three_kernel_libraries(exe: Path, tmp_path: Path, model: str) -> None:
+    # Golden calls recorded by the portable entry; the OpenVINO entry's tolerance is its fixture's
+    # (its CPU plugin may compute in bf16 where the CPU has it). No VIRTUAL_ENV: fatpte's calls of
+    # fatpte-run give it this Python's environment (fatpte.device.fatpte_run.environment).
+    container = pack(model, tmp_path)
+    tol = fixture(model)["tolerance"]
+    toml = (tmp_path / "pack.toml").read_text().replace(
+        'name = "openvino"', f'name = "openvino"\ngolden_tolerance = {{ atol = {tol["atol"]}, rtol = {tol["rtol"]} }}')
+    (tmp_path / "pack.toml").write_text('golden = "calls.json"\ngolden_from = "portable"\n' + toml)
+    subprocess.run([*FATPTE, "--runtime", str(exe), "pack", "-q", "-f", "-o", str(container), "--from",
+                    str(tmp_path / "pack.toml")], check=True, env=environment())
+    done = subprocess.run([*FATPTE, "--runtime", str(exe), "check", str(container), "--json"], capture_output=True,
+                          text=True, timeout=600, check=False, env=environment())
+    report = json.loads(done.stdout)
+    assert done.returncode == 0 and report["ok"], done.stdout + done.stderr
+    assert [(e["name"], e["state"]) for e in report["entries"]] == [
+        ("openvino", "agrees"), ("xnnpack", "agrees"), ("portable", "agrees")]
+    assert len([o for e in report["entries"] for o in e["outputs"]]) == 3 * len(fixture(model)["calls"])
+
+
+def test_the_fat_delegate_runs_the_openvino_entry_when_the_runtime_is_found(exe: Path, tmp_path: Path) -> None:
+    # A fat program (fatpte merge) of the OpenVINO and portable programs: the fat delegate runs the
+    # OpenVINO entry when its runtime is found, the nested portable one when it is withheld. (The
+    # XNNPACK program cannot join them: a fat delegate hands one list of compile specs to whichever
+    # entry runs, and OpenVINO's has `device`, XNNPACK's none; fatpte merge refuses it, E0702.)
+    fat = tmp_path / "mlp_fat.pte"
+    subprocess.run([*FATPTE, "merge", "-o", str(fat), str(FIXTURES / "mlp_openvino_default.pte"),
+                    str(FIXTURES / "mlp_portable.pte")], check=True, capture_output=True)
+    (tmp_path / "pack.toml").write_text(f'version = 2\n\n[[specialization]]\nname = "fat"\npayload = "{fat}"\n'
+                                        'signature = "from-payload"\n')
+    container = tmp_path / "fat.nfat"
+    subprocess.run([*FATPTE, "pack", "-q", "-o", str(container), "--from", str(tmp_path / "pack.toml")], check=True)
+    (tmp_path / "calls.json").write_text(json.dumps(fixture("mlp")["calls"]))
+    for args, inner in (((), "running entry openvino [openvino]"),
+                        (("--vendor-runtime", "openvino="), "running entry portable [portable] as a nested program")):
+        report = run(exe, container, environment(**FOUND), *args)
+        assert report["chosen"] == "fat"
+        assert any(line.startswith("fat delegate: ") and inner in line for line in report["dispatch"]), report
+        max_abs_diffs(report, "mlp")
+    withheld = "for the fat delegate: needs ExecuTorch backend OpenvinoBackend, which needs OpenVINO's runtime"
+    assert any(line.startswith(withheld) for line in report["dispatch"]), report["dispatch"]
