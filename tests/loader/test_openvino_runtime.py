@@ -203,3 +203,16 @@ def test_the_fat_delegate_runs_the_openvino_entry_when_the_runtime_is_found(exe:
         max_abs_diffs(report, "mlp")
     withheld = "for the fat delegate: needs ExecuTorch backend OpenvinoBackend, which needs OpenVINO's runtime"
     assert any(line.startswith(withheld) for line in report["dispatch"]), report["dispatch"]
+
+
+def test_a_library_that_is_not_openvino_s_falls_back_with_executorch_s_error(exe: Path, tmp_path: Path) -> None:
+    # Found (the caller's path names a file), so fatpte loads the backend without asking it
+    # is_available() first (ExecuTorch asks when the method loads): the backend cannot use the
+    # library, the method does not load, and the XNNPACK entry runs with ExecuTorch's reason.
+    container = pack("mlp", tmp_path)
+    not_openvino = "/lib/x86_64-linux-gnu/libc.so.6" if Path("/lib/x86_64-linux-gnu/libc.so.6").is_file() else sys.executable
+    report = run(exe, container, environment(), "--vendor-runtime", f"openvino={not_openvino}")
+    assert report["chosen"] == "xnnpack"
+    skipped = next(line for line in report["dispatch"] if line.startswith("dispatch: openvino [openvino]: "))
+    assert "ExecuTorch could not load method 'forward' (load_method)" in skipped
+    assert "OpenvinoBackend is not available" in skipped, skipped

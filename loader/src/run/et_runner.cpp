@@ -194,7 +194,11 @@ std::string backend_ready(const std::string& id, const LoadOptions& options, con
   } else {
     details.push_back(id + ": registered in this process already");
   }
-  if (!R::get_backend_class(id.c_str())->is_available()) {
+  // A backend over a vendor runtime answers is_available() by asking that runtime for its devices
+  // (OpenVINO: a core and every plugin's devices, 3 to 20 ms here), and ExecuTorch asks it again
+  // when the method initialises the delegate: its runtime found is this check, and a runtime that
+  // then lists no device fails the load with ExecuTorch's error, which falls back the same way.
+  if (vendor::runtime_of_backend(id) == nullptr && !R::get_backend_class(id.c_str())->is_available()) {
     return "ExecuTorch backend " + id + " is registered but not available on this machine (is_available() is false)";
   }
   return "";
