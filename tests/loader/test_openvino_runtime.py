@@ -27,7 +27,10 @@ import pytest
 from fatpte.device.vendor_runtimes import VENDOR_RUNTIMES, locate
 from tests.paths import ROOT
 
-pytestmark = pytest.mark.loader_build("fatpte-run", sdk=True)  # `exe`: tests/loader/conftest.py
+# The release build: the ASan build never loads OpenVINO (its TBB opens a library with
+# RTLD_DEEPBIND, which AddressSanitizer refuses by ending the process; loader/src/vendor/runtimes.hpp),
+# which the last test shows. `exe`: tests/loader/conftest.py.
+pytestmark = pytest.mark.loader_build("fatpte-run", sdk=True, only="release")
 FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
 FATPTE = [sys.executable, "-m", "fatpte"]
 OPENVINO = VENDOR_RUNTIMES[0]
@@ -216,3 +219,15 @@ def test_a_library_that_is_not_openvino_s_falls_back_with_executorch_s_error(exe
     skipped = next(line for line in report["dispatch"] if line.startswith("dispatch: openvino [openvino]: "))
     assert "ExecuTorch could not load method 'forward' (load_method)" in skipped
     assert "OpenvinoBackend is not available" in skipped, skipped
+
+
+@pytest.mark.loader_build("fatpte-run", sdk=True, only="asan")
+def test_the_asan_build_never_loads_openvino(exe: Path, tmp_path: Path) -> None:
+    container = pack("mlp", tmp_path)
+    report = run(exe, container, environment(**FOUND))
+    assert report["chosen"] == "xnnpack"
+    skipped = next(line for line in report["dispatch"] if line.startswith("dispatch: openvino [openvino]: "))
+    assert "not loaded by a build with AddressSanitizer" in skipped, skipped
+    profile = subprocess.run([str(exe), "--device-json"], check=True, capture_output=True, text=True,
+                             env=environment(**FOUND))
+    assert "openvino" not in [a["kind"] for a in json.loads(profile.stdout)["accelerators"]]

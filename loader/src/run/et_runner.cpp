@@ -145,6 +145,9 @@ std::string vendor_runtime_ready(const std::string& id, const LoadOptions& optio
   if (!vendor::prepare_backend(id, options.vendor_runtimes, where)) return "";
   const vendor::VendorRuntime& r = *vendor::runtime_of_backend(id);
   const std::string runtime = std::string(r.title) + "'s runtime (" + r.system_name + ")";
+  if (where.withheld && !where.withheld_why.empty()) {
+    return "needs ExecuTorch backend " + id + ", which needs " + runtime + ": " + where.withheld_why;
+  }
   if (where.withheld) {
     return "needs ExecuTorch backend " + id + ", which needs " + runtime + ": withheld by the caller (" +
            (options.command_line ? std::string("--vendor-runtime ") + r.name + "="

@@ -42,7 +42,8 @@ const VendorRuntime* runtime_of_backend(const std::string& backend_id);
 
 // Where a runtime was found, or every place looked.
 struct Located {
-  bool withheld = false;         // the caller's map names it with an empty path
+  bool withheld = false;         // the caller's map names it with an empty path, or see `withheld_why`
+  std::string withheld_why;      // why, when it is not the caller who withheld it
   std::string path;              // the library: a path, or system_name when dlopen's search found it
   std::string source;            // where it came from: "--vendor-runtime", "OPENVINO_LIB_PATH", ...
   std::vector<std::string> looked;  // each place tried before, with why it did not hold it
@@ -51,6 +52,10 @@ struct Located {
   std::string text() const;
 };
 
+// A build with AddressSanitizer withholds every vendor runtime (withheld_why says so): OpenVINO's
+// TBB opens a library with RTLD_DEEPBIND, which the sanitizer's runtime refuses by ending the
+// process (measured with the openvino 2026.4.0 wheel).
+//
 // The search, in order: the caller's path (`explicit_paths[name]`; "" withholds the runtime),
 // the runtime's environment variable, the Python environments ($VIRTUAL_ENV, then
 // $CONDA_PREFIX: lib/python3.*/site-packages/PACKAGE/DIR/FILE_PREFIX*), then dlopen's own search
