@@ -16,15 +16,13 @@ import ctypes
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple
 
 MAX_NAME_LENGTH: Final = 256
 MAX_FOLDER_NAMES: Final = 4096  # a folder listing is bounded like any other input
 
 
-@dataclass(frozen=True)
-class VendorRuntime:
+class VendorRuntime(NamedTuple):
     name: str  # the word of `--vendor-runtime NAME=PATH`
     title: str  # how reasons name it
     env: str  # the variable that holds the library's path
@@ -45,13 +43,14 @@ VENDOR_RUNTIMES: Final = (
 )
 
 
-@dataclass(frozen=True)
-class Located:
-    """Where a runtime was found (`path`, `source`), or every place looked."""
+class Located(NamedTuple):
+    """Where a runtime was found (`path`, `source`), or every place looked. (NamedTuples, not
+    dataclasses: `--device host` imports this, and the read path keeps dataclasses out,
+    tests/cli/test_startup_imports.py.)"""
 
     path: str = ""
     source: str = ""
-    looked: tuple[str, ...] = field(default=())
+    looked: tuple[str, ...] = ()
     withheld: bool = False
 
     def text(self) -> str:
