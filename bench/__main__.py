@@ -26,6 +26,7 @@ from bench import (
     op_info_select,
     op_loader,
     op_mutants,
+    op_openvino,
     op_pack,
     op_remote,
     op_runtime,
@@ -63,6 +64,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "field": op_field.measure,
     "verdicts": op_verdicts.measure,
     "size": op_size.measure,
+    "openvino": op_openvino.measure,
 }
 
 

@@ -65,8 +65,8 @@ def accelerators(draw: st.DrawFn) -> DA.Accelerator:
                         max_size=40))
     memory = draw(st.integers(min_value=0, max_value=DF.MAX_MEMORY_BYTES))
     # A vendor runtime's device name and capabilities (specs/device-profile.md 4), on some.
-    device = draw(st.sampled_from(["", "CPU", "GPU.0", "NPU"]) | st.from_regex(DF.DEVICE_NAME_PATTERN, fullmatch=True))
-    caps = draw(st.lists(st.from_regex(DF.CAPABILITY_PATTERN, fullmatch=True), max_size=4, unique=True))
+    device = draw(st.sampled_from(["", "CPU", "GPU.0", "NPU"]) | st.from_regex(V.DEVICE_NAME_PATTERN, fullmatch=True))
+    caps = draw(st.lists(st.from_regex(V.CAPABILITY_PATTERN, fullmatch=True), max_size=4, unique=True))
     return DA.Accelerator(kind, name, version, memory, device, caps)
 
 

@@ -450,8 +450,12 @@ def _show_device(profile: DeviceProfile, as_json: bool) -> None:
 
 @main.group(cls=FatpteGroup, invoke_without_command=True, epilog=EXIT_HELP)
 @json_option
+@click.option("--vendor-runtime", "vendor_runtimes", multiple=True, metavar="NAME=PATH",
+              help="The library of vendor runtime NAME (openvino: libopenvino_c.so.*), looked at first; NAME= "
+                   "withholds it (repeatable). Else its variable (OPENVINO_LIB_PATH), the openvino package of "
+                   "$VIRTUAL_ENV, $CONDA_PREFIX or this Python, then the system's library search.")
 @click.pass_context
-def device(ctx: click.Context, as_json: bool) -> None:
+def device(ctx: click.Context, as_json: bool, vendor_runtimes: tuple[str, ...]) -> None:
     """Show this machine's device profile (what `--device host` means).
 
     The profile lists the ExecuTorch backends this machine's runtime provides
@@ -461,6 +465,8 @@ def device(ctx: click.Context, as_json: bool) -> None:
     PATH or beside this Python; no torch needed, and
     `--device host` asks it too), else, for this command only, those registered in ExecuTorch's
     Python runtime when it is installed (asking imports torch, seconds). Neither: not known.
+    The devices of vendor runtimes found (OpenVINO: CPU, GPU.0, NPU) are accelerators of kind
+    openvino (specs/device-profile.md 9.1).
 
     With --json, the canonical profile JSON (specs/device-profile.md), byte for byte what the
     C++ loader's `fatpte-run --device-json` prints for the same facts (each lists the ExecuTorch
@@ -469,7 +475,21 @@ def device(ctx: click.Context, as_json: bool) -> None:
     if ctx.invoked_subcommand is None:
         from fatpte.device.profile import DeviceProfile
 
-        _show_device(DeviceProfile.host(executorch=True), as_json)
+        _show_device(DeviceProfile.host(executorch=True, vendor_runtimes=_vendor_runtimes(vendor_runtimes)), as_json)
+
+
+def _vendor_runtimes(assignments: tuple[str, ...]) -> dict[str, str]:
+    from fatpte.device.vendor_runtimes import VENDOR_RUNTIMES, parse_assignment
+
+    out: dict[str, str] = {}
+    for text in assignments:
+        parsed = parse_assignment(text)
+        if parsed is None:
+            names = ", ".join(r.name for r in VENDOR_RUNTIMES)
+            raise click.BadParameter(f"{text!r} is not NAME=PATH for a vendor runtime (one of: {names}); NAME= "
+                                     "withholds it", param_hint="--vendor-runtime")
+        out[parsed[0]] = parsed[1]
+    return out
 
 
 @device.command("list", epilog=EXIT_HELP)

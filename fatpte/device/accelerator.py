@@ -13,10 +13,7 @@ from typing import Any, Final, NamedTuple, Self
 from fatpte.device.fields import (
     ACCELERATOR_NAME_PATTERN,
     API_VERSION_PATTERN,
-    CAPABILITY_PATTERN,
     CUDA_VERSION_PATTERN,
-    DEVICE_NAME_PATTERN,
-    MAX_CAPABILITIES,
     MAX_MEMORY_BYTES,
     check_keys,
     integer,
@@ -24,7 +21,12 @@ from fatpte.device.fields import (
     kind_of,
     string,
 )
-from fatpte.format.vocabulary import ACCELERATOR_KINDS
+from fatpte.format.vocabulary import (
+    ACCELERATOR_KINDS,
+    CAPABILITY_PATTERN,
+    DEVICE_NAME_PATTERN,
+    MAX_CAPABILITIES,
+)
 
 ACCELERATOR_KEYS: Final = ("kind", "name", "version", "memory_bytes")
 VENDOR_KEYS: Final = ("device", "capabilities")  # optional (specs/device-profile.md 4.1)

@@ -60,7 +60,19 @@ def call(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str
     it cannot be started, subprocess.TimeoutExpired when it does not finish within `timeout`."""
     import subprocess
 
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False,
+                          env=environment())
+
+
+def environment() -> dict[str, str]:
+    """The environment a fatpte-run gets: ours, with `VIRTUAL_ENV` set to this Python's virtual
+    environment when it runs in one that was not activated, as activation would set it. The
+    search for vendor runtimes (fatpte.device.vendor_runtimes) looks in this Python's own
+    site-packages, which fatpte-run cannot know; with it both find the same runtime."""
+    env = dict(os.environ)
+    if "VIRTUAL_ENV" not in env and sys.prefix != sys.base_prefix:
+        env["VIRTUAL_ENV"] = sys.prefix
+    return env
 
 
 class Runtime(NamedTuple):

@@ -25,12 +25,6 @@ MAX_EXECUTORCH_BACKENDS: Final = 64
 # ASCII, so the canonical form needs no escapes beyond `"` and `\`; 16 of them bound the work.
 SOURCE_PATTERN: Final = r"[ -~]{1,512}"
 MAX_SOURCES: Final = 16
-# A vendor runtime's name of one of its devices, as it lists them (OpenVINO's "CPU", "GPU.0", "NPU"),
-# and the capabilities it reports of it, lower-cased (OpenVINO's OPTIMIZATION_CAPABILITIES: "fp16",
-# "int8", "export_import"); specs/device-profile.md 4.1.
-DEVICE_NAME_PATTERN: Final = r"[A-Za-z0-9_.-]{1,64}"
-CAPABILITY_PATTERN: Final = r"[a-z0-9_]{1,32}"
-MAX_CAPABILITIES: Final = 32
 MAX_MEMORY_BYTES: Final = (1 << 63) - 1  # an int64 on the C++ side
 MAX_ABI_VERSION: Final = (1 << 32) - 1  # a uint32, as in the manifest
 

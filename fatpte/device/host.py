@@ -1,6 +1,7 @@
 """What the running machine is, for `DeviceProfile.host()`: name its OS and CPU architecture in the
 profile vocabulary and ask the probe for that platform (probe_linux, probe_macos) and the CUDA
-probe (probe_cuda). `probe` returns the facts; fatpte.device.profile builds the profile from them.
+probe (probe_cuda), and the devices of each vendor runtime found (fatpte.device.vendor_runtimes; OpenVINO's
+by probe_openvino). `probe` returns the facts; fatpte.device.profile builds the profile from them.
 
 Everything the probes cannot read becomes "absent" (no feature, memory 0, no accelerator): a
 profile that says too little only makes selection more conservative, while one that says too
@@ -11,10 +12,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from typing import Final, NamedTuple
 
-from fatpte.device import probe_cuda, probe_linux
+from fatpte.device import probe_cuda, probe_linux, probe_openvino
 from fatpte.device.accelerator import Accelerator
+from fatpte.device.vendor_runtimes import VENDOR_RUNTIMES, Located, VendorRuntime, locate
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.format.vocabulary import ARCHES
 
@@ -56,8 +59,13 @@ class HostFacts(NamedTuple):
     memory_bytes: int
 
 
-def probe() -> HostFacts:
-    """What this machine offers, in the profile vocabulary."""
+# Each vendor runtime's probe of its devices, by the runtime's name (its row in VENDOR_RUNTIMES).
+VENDOR_PROBES: Final = {"openvino": probe_openvino.probe}
+
+
+def probe(vendor_runtimes: Mapping[str, str] | None = None) -> HostFacts:
+    """What this machine offers, in the profile vocabulary; `vendor_runtimes` are the caller's
+    paths of vendor runtimes by name ("" withholds one)."""
     machine, system = machine_and_system()
     arch = normalize_arch(machine)
     os_name = normalize_os(system)
@@ -82,5 +90,24 @@ def probe() -> HostFacts:
     # windows: CPU features and memory are not probed (no cpuinfo or sysctl there); the profile
     # says none, which selects only entries that need none.
     accelerators += probe_cuda.probe()
+    accelerators += vendor_accelerators(vendor_runtimes)
     return HostFacts(os=os_name, arch=arch, cpu_features=features, accelerators=accelerators,
                      memory_bytes=memory)
+
+
+def vendor_accelerators(vendor_runtimes: Mapping[str, str] | None = None) -> tuple[Accelerator, ...]:
+    """The devices each vendor runtime found lists, in its order (specs/device-profile.md 9.1)."""
+    found: list[Accelerator] = []
+    for runtime, where in located_runtimes(vendor_runtimes):
+        if not where.path:
+            continue
+        devices, _why = VENDOR_PROBES[runtime.name](where.path)
+        found.extend(Accelerator(kind=runtime.name, name=d.name, version=d.version, memory_bytes=d.memory_bytes,
+                                 device=d.device, capabilities=d.capabilities)
+                     for d in devices)
+    return tuple(found)
+
+
+def located_runtimes(vendor_runtimes: Mapping[str, str] | None = None) -> list[tuple[VendorRuntime, Located]]:
+    """Each vendor runtime of the table and where it was found (or every place looked)."""
+    return [(r, locate(r, vendor_runtimes)) for r in VENDOR_RUNTIMES]

@@ -14,6 +14,7 @@ import sys
 from typing import Any, Final
 
 from fatpte.device.accelerator import Accelerator
+from fatpte.device.vendor_runtimes import printable_name
 
 CUDA_SUCCESS: Final = 0
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: Final = 75
@@ -87,5 +88,4 @@ def _device(driver: Any, ordinal: int) -> Accelerator | None:
 
 def _printable(raw: bytes, ordinal: int) -> str:
     """The device name as printable ASCII (the profile's rule); a placeholder when empty."""
-    text = "".join(c if " " <= c <= "~" else "?" for c in raw.decode("utf-8", errors="replace")).strip()
-    return text[:NAME_BUFFER_SIZE] or f"CUDA device {ordinal}"
+    return printable_name(raw, f"CUDA device {ordinal}")

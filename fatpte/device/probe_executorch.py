@@ -23,10 +23,13 @@ error naming it.
 from __future__ import annotations
 
 import sys
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from fatpte.device.fatpte_run import RUNTIME_ENV, RUNTIME_NAME, call, find_runtime
 from fatpte.errors import ErrorCode, FatpteError, printable
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 RUNTIME_TIMEOUT_SECONDS: Final = 60  # loading the backend libraries takes milliseconds
 
@@ -66,9 +69,11 @@ def registered_backends() -> tuple[str, ...] | None:
         return None
 
 
-def runtime_backends() -> tuple[str, ...] | None:
+def runtime_backends(vendor_runtimes: Mapping[str, str] | None = None) -> tuple[str, ...] | None:
     """The backend ids the C++ ExecuTorch runtime of `find_runtime()`'s fatpte-run provides,
     sorted; None when there is none to ask, or one found on PATH or beside Python does not answer.
+    `vendor_runtimes` reach it as `--vendor-runtime NAME=PATH` (a backend whose runtime is
+    withheld is not loaded).
     FatpteError when the one `$FATPTE_RUN` names cannot be run (E0801) or does not answer (E0702)."""
     path, named = find_runtime()
     if path is None:
@@ -83,7 +88,9 @@ def runtime_backends() -> tuple[str, ...] | None:
                            f"has: {why}", source=path, field=RUNTIME_ENV) if named else None
 
     try:
-        done = call([path, "--device-json", "--with-executorch"], RUNTIME_TIMEOUT_SECONDS)
+        vendor = [word for name, lib in sorted((vendor_runtimes or {}).items())
+                  for word in ("--vendor-runtime", f"{name}={lib}")]
+        done = call([path, "--device-json", "--with-executorch", *vendor], RUNTIME_TIMEOUT_SECONDS)
     except OSError as exc:
         if named:
             raise FatpteError(ErrorCode.IO_ERROR, f"cannot run {where}: {exc.strerror or exc}", source=path,

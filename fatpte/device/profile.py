@@ -196,7 +196,7 @@ class DeviceProfile(_DeviceProfileFields):
         return cls.from_json(_read_json(path), source=path)
 
     @classmethod
-    def host(cls, *, executorch: bool = False) -> DeviceProfile:
+    def host(cls, *, executorch: bool = False, vendor_runtimes: Mapping[str, str] | None = None) -> DeviceProfile:
         """Probe the machine this runs on (see specs/device-profile.md, "Probing the host").
 
         `executorch_backends` are the backends this machine's C++ ExecuTorch runtime provides, as
@@ -205,11 +205,12 @@ class DeviceProfile(_DeviceProfileFields):
         fatpte.device.probe_executorch); with `executorch`, where no fatpte-run answers, those
         ExecuTorch's Python runtime has registered, when it can be imported (that imports torch,
         seconds of work, so `fatpte device` asks it and `--device host` does not). Left out when
-        no runtime answers: not known."""
+        no runtime answers: not known. `vendor_runtimes`: the caller's paths of vendor runtimes by
+        name ("openvino"; "" withholds one), searched first (specs/device-profile.md 9.1)."""
         from fatpte.device import host, probe_executorch  # the probes are only needed here
 
-        facts = host.probe()
-        et = probe_executorch.runtime_backends()
+        facts = host.probe(vendor_runtimes)
+        et = probe_executorch.runtime_backends(vendor_runtimes)
         if et is None and executorch:
             et = probe_executorch.registered_backends()
         return cls(name=HOST_NAME, os=facts.os, arch=facts.arch, cpu_features=facts.cpu_features,

@@ -25,3 +25,10 @@ CPU_FEATURES: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
 # `openvino`: a device OpenVINO's runtime lists (CPU, GPU.0, NPU), with its `device` and
 # `capabilities` (specs/device-profile.md 4.1).
 ACCELERATOR_KINDS: Final = ("cuda", "metal", "vulkan", "opencl", "npu", "openvino")
+# A vendor runtime's name of one of its devices, as it lists them (OpenVINO's "CPU", "GPU.0", "NPU"),
+# and the capabilities it reports of it, lower-cased (OpenVINO's OPTIMIZATION_CAPABILITIES: "fp16",
+# "int8", "export_import"); specs/device-profile.md 4.1. A requirement's `device` and
+# `capabilities` are written with the same patterns (a reader takes any string).
+DEVICE_NAME_PATTERN: Final = r"[A-Za-z0-9_.-]{1,64}"
+CAPABILITY_PATTERN: Final = r"[a-z0-9_]{1,32}"
+MAX_CAPABILITIES: Final = 32

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple, TypeGuard
 
 from fatpte.errors import ErrorCode, FatpteError
+from fatpte.format.vocabulary import CAPABILITY_PATTERN, DEVICE_NAME_PATTERN
 from fatpte.value.dtypes import LAYOUT_DTYPES as _LAYOUT_DTYPES
 
 # The highest revision this implementation reads and writes. A writer states the lowest revision
@@ -608,7 +609,7 @@ def _accelerator_requirement(a: Any, p: str) -> AcceleratorRequirement:
     if not _is_list(targets):
         raise _arg(f"{p}.targets", "must be a list of version constraints", targets)
     device = a.get("device", "")
-    if not isinstance(device, str) or (device and not re.fullmatch(DEVICE_TYPE_PATTERN, device)):
+    if not isinstance(device, str) or (device and not re.fullmatch(DEVICE_NAME_PATTERN, device)):
         raise _arg(f"{p}.device", f"{device!r} is not a device type of the runtime (1 to 64 characters from "
                    "[A-Za-z0-9_.-], e.g. CPU, GPU, NPU)", device)
     caps = a.get("capabilities", ())
@@ -622,12 +623,6 @@ def _accelerator_requirement(a: Any, p: str) -> AcceleratorRequirement:
     return AcceleratorRequirement(
         str(kind), tuple(VersionConstraint.parse(t, f"{p}.targets[{j}]") for j, t in enumerate(targets)),
         _uint(a.get("min_memory_bytes", 0), f"{p}.min_memory_bytes", _U64), device, tuple(caps))
-
-
-# What a writer accepts in a requirement's `device` and `capabilities` (the profile's rules,
-# specs/device-profile.md 4; a reader takes any string, as any word outside the vocabulary).
-DEVICE_TYPE_PATTERN: Final = r"[A-Za-z0-9_.-]{1,64}"
-CAPABILITY_PATTERN: Final = r"[a-z0-9_]{1,32}"
 
 
 def parse_executorch_backends(value: Any, path: str) -> tuple[str, ...] | None:

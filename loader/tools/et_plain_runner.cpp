@@ -5,7 +5,13 @@
 // MmapDataLoader (without mlock, as fatpte maps its containers), planned buffers from MethodMeta,
 // malloc-backed method and temp allocators.
 //
-//   et_plain_runner PROGRAM.pte METHOD INPUT0.bin [INPUT1.bin ...]
+//   et_plain_runner [--in-memory] PROGRAM.pte METHOD INPUT0.bin [INPUT1.bin ...]
+//
+// --in-memory: the program read into memory and served by a BufferDataLoader (kept for the whole
+// run) instead of mapped. ExecuTorch 1.5.1's OpenvinoBackend frees the delegate's processed
+// buffer after ov_core_import_model while the compiled model still reads it: with the mapped
+// loader, the free unmaps it and the process crashes (SIGSEGV); the OpenVINO rows of the
+// benchmark (bench/op_openvino.py) use this. fatpte never frees an entry's bytes while it is loaded.
 //
 // Each INPUTn.bin holds input n's elements as the method's input metadata describes them (dtype,
 // static shape, row-major). Loads the program and the method, runs it once, and prints each
@@ -15,8 +21,10 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include <executorch/extension/data_loader/buffer_data_loader.h>
 #include <executorch/extension/data_loader/mmap_data_loader.h>
 #include <executorch/extension/memory_allocator/malloc_memory_allocator.h>
 #include <executorch/runtime/core/evalue.h>
@@ -29,15 +37,29 @@
 namespace R = executorch::runtime;
 
 int main(int argc, char** argv) {
+  const bool in_memory = argc > 1 && std::strcmp(argv[1], "--in-memory") == 0;
+  if (in_memory) --argc, ++argv;
   if (argc < 3) {
-    std::fprintf(stderr, "usage: et_plain_runner PROGRAM.pte METHOD INPUT0.bin [INPUT1.bin ...]\n");
+    std::fprintf(stderr, "usage: et_plain_runner [--in-memory] PROGRAM.pte METHOD INPUT0.bin [INPUT1.bin ...]\n");
     return 2;
   }
   R::runtime_init();
-  auto loader = executorch::extension::MmapDataLoader::from(
-      argv[1], executorch::extension::MmapDataLoader::MlockConfig::NoMlock);
-  if (!loader.ok()) return std::fprintf(stderr, "cannot map %s\n", argv[1]), 1;
-  auto program = R::Program::load(&loader.get());
+  std::vector<char> bytes;
+  std::optional<executorch::extension::MmapDataLoader> mapped;
+  std::optional<executorch::extension::BufferDataLoader> buffer;
+  if (in_memory) {
+    std::ifstream file(argv[1], std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+    if (!file && !file.eof()) return std::fprintf(stderr, "cannot read %s\n", argv[1]), 1;
+    buffer.emplace(bytes.data(), bytes.size());
+  } else {
+    auto loaded = executorch::extension::MmapDataLoader::from(
+        argv[1], executorch::extension::MmapDataLoader::MlockConfig::NoMlock);
+    if (!loaded.ok()) return std::fprintf(stderr, "cannot map %s\n", argv[1]), 1;
+    mapped.emplace(std::move(loaded.get()));
+  }
+  R::DataLoader* loader = in_memory ? static_cast<R::DataLoader*>(&*buffer) : &*mapped;
+  auto program = R::Program::load(loader);
   if (!program.ok()) return std::fprintf(stderr, "Program::load: 0x%x\n", static_cast<unsigned>(program.error())), 1;
   auto meta = program->method_meta(argv[2]);
   if (!meta.ok()) return std::fprintf(stderr, "no method %s\n", argv[2]), 1;

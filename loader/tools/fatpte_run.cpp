@@ -41,7 +41,8 @@ const char kHelp[] = R"(usage: fatpte-run FILE --inputs CALLS.json [options]  se
        fatpte-run FILE --golden-report [--entry NAME] [--save-outputs DIR] [options]  run the golden calls and report
        fatpte-run FILE --select-only [--device D] [--with-executorch [--backend-path DIR]...] [--prefer W]...
                   [--exclude W]... [--explain] [--json]
-       fatpte-run --device-json [--with-executorch [--backend-path DIR]...]  print this machine's device profile
+       fatpte-run --device-json [--with-executorch [--backend-path DIR]...] [--vendor-runtime NAME=PATH]...
+                  print this machine's device profile
        fatpte-run --check-profile PROFILE.json...  only read device profiles
        fatpte-run --help
 
@@ -66,6 +67,14 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
                           path, or a path; ID= withholds it (repeatable). For a program
                           whose delegates are fat delegates (FatpteBackend), every library
                           named here is loaded so that the fat delegate can choose it
+  --vendor-runtime NAME=PATH  the library of vendor runtime NAME (openvino: OpenVINO's
+                          libopenvino_c.so.*), looked at first; then its variable
+                          (OPENVINO_LIB_PATH), the openvino package of $VIRTUAL_ENV, then
+                          $CONDA_PREFIX, then the system's library search; NAME= withholds it:
+                          entries whose backend needs it (OpenvinoBackend) fall back, and
+                          --device-json lists none of its devices (repeatable;
+                          specs/device-profile.md 9.1). --explain says where it was found, or
+                          every place looked
   --backend-map MAP.json  {"search_path": [...], "libraries": {"ID": "PATH", ...}}
   --backend-path DIR      search DIR for backend libraries (repeatable); then FATPTE_BACKEND_PATH
                           (':'-separated), then the default folders: the SDK's and the build
@@ -218,7 +227,7 @@ struct RunArgs {
   std::string method;
   std::string inputs_json;
   std::string input_text;
-  std::vector<std::string> prefer, exclude, dirs, libraries, maps, trusted_keys;
+  std::vector<std::string> prefer, exclude, dirs, libraries, maps, trusted_keys, vendor_runtimes;
   std::string entry;
   std::string save_outputs;
   std::string verdicts;
@@ -431,6 +440,14 @@ int set_options(const RunArgs& a, fatpte_load_options* options, RunReport& r) {
     if (eq == std::string::npos || fatpte_load_options_set_library(options, id.c_str(), path.c_str()) != FATPTE_OK) {
       return usage(r, "--backend-lib takes ID=PATH (an ExecuTorch backend id such as XnnpackBackend, or kernels), or "
                       "ID= to withhold it; got '" + lib + "'");
+    }
+  }
+  for (const std::string& v : a.vendor_runtimes) {
+    const std::size_t eq = v.find('=');
+    if (eq == std::string::npos || fatpte_load_options_set_vendor_runtime(options, v.substr(0, eq).c_str(),
+                                                                          v.substr(eq + 1).c_str()) != FATPTE_OK) {
+      return usage(r, "--vendor-runtime takes NAME=PATH (openvino=/path/libopenvino_c.so.2640), or NAME= to withhold "
+                      "it; got '" + v + "'");
     }
   }
   if (!a.method.empty()) fatpte_load_options_set_method(options, a.method.c_str());
@@ -715,7 +732,13 @@ int select_only(const RunArgs& a) {
   // with --with-executorch, and the backends its ExecuTorch runtime provides, as Python's
   // `--device host` has them when it finds this fatpte-run (specs/device-profile.md 5.1).
   if (a.device == "host") {
-    profile = fatpte::probe_host(fatpte::probe_scope(c));
+    fatpte::ProbeScope scope = fatpte::probe_scope(c);
+    for (const std::string& v : a.vendor_runtimes) {
+      fatpte::LoadOptions parsed;
+      if (!fatpte::set_vendor_runtime(parsed, v).ok()) return usage("--vendor-runtime takes NAME=PATH or NAME=; got '" + v + "'");
+      for (const auto& kv : parsed.vendor_runtimes) scope.vendor_runtimes[kv.first] = kv.second;
+    }
+    profile = fatpte::probe_host(scope);
     if (a.with_executorch) {
       fatpte::LoadOptions options;
       options.search_path = a.dirs;
@@ -769,12 +792,14 @@ int check_profiles(int argc, char** argv) {
 // `--device-json [--with-executorch [--backend-path DIR]...]`: the host's profile, with the
 // backends of this process's ExecuTorch registry once the backend path's libraries are loaded.
 int device_json(int argc, char** argv) {
-  fatpte::DeviceProfile profile = fatpte::probe_host();
   bool with_executorch = false;
   fatpte::LoadOptions options;
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--with-executorch") == 0) {
       with_executorch = true;
+    } else if (std::strcmp(argv[i], "--vendor-runtime") == 0 && i + 1 < argc) {
+      const fatpte::Status st = fatpte::set_vendor_runtime(options, argv[++i]);
+      if (!st.ok()) return usage(st.message());
     } else if (std::strcmp(argv[i], "--backend-path") == 0 && i + 1 < argc) {
       options.search_path.push_back(argv[++i]);
     } else {
@@ -782,6 +807,9 @@ int device_json(int argc, char** argv) {
     }
   }
   if (!options.search_path.empty() && !with_executorch) return usage("--backend-path goes with --with-executorch");
+  fatpte::ProbeScope scope;
+  scope.vendor_runtimes = options.vendor_runtimes;
+  fatpte::DeviceProfile profile = fatpte::probe_host(scope);
   if (with_executorch) {
     if (!fatpte::has_executorch()) return usage("--with-executorch: this fatpte-run was built without the ExecuTorch SDK");
     profile.executorch_backends = fatpte::runtime_backends(options);
@@ -837,7 +865,8 @@ int parse_args(int argc, char** argv, RunArgs& a) {
       a.trusted_keys.push_back(argv[++i]);
     } else if ((arg == "--device" || arg == "--prefer" || arg == "--exclude" || arg == "--backend-path" ||
                 arg == "--input" || arg == "--inputs" || arg == "--method" || arg == "--backend-lib" ||
-                arg == "--backend-map" || arg == "--entry" || arg == "--save-outputs" || arg == "--verdicts" || arg == "--receipt") &&
+                arg == "--backend-map" || arg == "--entry" || arg == "--save-outputs" || arg == "--verdicts" || arg == "--receipt" ||
+                arg == "--vendor-runtime") &&
                has_value) {
       const char* v = argv[++i];
       if (arg == "--backend-path") a.dirs.push_back(v);
@@ -845,6 +874,7 @@ int parse_args(int argc, char** argv, RunArgs& a) {
       if (arg == "--inputs") a.inputs_json = v;
       if (arg == "--method") a.method = v;
       if (arg == "--backend-lib") a.libraries.push_back(v);
+      if (arg == "--vendor-runtime") a.vendor_runtimes.push_back(v);
       if (arg == "--backend-map") a.maps.push_back(v);
       if (arg == "--device") a.device = v;
       if (arg == "--entry") a.entry = v;

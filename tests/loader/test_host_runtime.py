@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from fatpte.device.fatpte_run import environment
 from tests.builds import loader_build
 from tests.loader.test_fat_delegate_runtime import _example
 from tests.paths import ET_FIXTURES, ROOT
@@ -38,8 +39,10 @@ def fatpte(*args: object, runtime: str | None = None) -> subprocess.CompletedPro
 
 
 def device_json(*args: str) -> subprocess.CompletedProcess[str]:
+    # In the environment fatpte gives the fatpte-runs it starts (fatpte_run.environment): both
+    # find the same vendor runtimes.
     return subprocess.run([str(RUNTIME), "--device-json", *args], capture_output=True, text=True, timeout=300,
-                          check=False)
+                          check=False, env=environment())
 
 
 def test_no_torch_here() -> None:

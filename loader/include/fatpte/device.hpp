@@ -61,6 +61,9 @@ struct ProbeScope {
   bool cpu_features = true;
   bool memory = true;
   bool accelerators = true;
+  // With accelerators: the caller's paths of vendor runtimes (LoadOptions::vendor_runtimes, name
+  // -> library; "" withholds one), searched first (specs/device-profile.md 9.1).
+  std::map<std::string, std::string> vendor_runtimes;
 };
 
 // Probe the running machine; the profile is named "host".

@@ -67,6 +67,11 @@ struct LoadOptions {
   std::map<std::string, std::string> libraries;
   bool use_environment = true;
   bool use_build_default = true;
+  // Vendor runtimes (specs/device-profile.md 9.1): name ("openvino") -> the path of its library,
+  // looked at before the runtime's variable (OPENVINO_LIB_PATH), the Python environments and the
+  // system's search; "" withholds it: entries whose backend needs it are skipped, and the probe
+  // lists none of its devices. fatpte-run: --vendor-runtime NAME=PATH.
+  std::map<std::string, std::string> vendor_runtimes;
   // Bounds of the memory ExecuTorch gets for one loaded method (loader/README.md, "Memory"): the
   // method allocator holds the method's values, tensor headers and delegate handles; the temp
   // allocator the scratch memory kernels ask for during one execute; planned memory the
@@ -148,6 +153,9 @@ std::string default_verdicts_dir();
 
 // "ID=PATH" (as `--backend-lib` gives it) into options.libraries; "ID=" withholds ID.
 Status set_backend_library(LoadOptions& options, const std::string& assignment);
+// "NAME=PATH" (as `--vendor-runtime` gives it) into options.vendor_runtimes; "NAME=" withholds the
+// runtime. INVALID_ARGUMENT naming the runtimes there are when NAME is none of them.
+Status set_vendor_runtime(LoadOptions& options, const std::string& assignment);
 // A backend map file: {"search_path": ["dir", ...], "libraries": {"ID": "file or path", ...}}.
 // Relative paths in it are taken from the file's folder; its entries override earlier ones and
 // its folders come after those already configured. INVALID_ARGUMENT naming the field.

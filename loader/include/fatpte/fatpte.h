@@ -184,6 +184,11 @@ FATPTE_API fatpte_status fatpte_load_options_add_search_dir(fatpte_load_options*
  * "kernels_*"): a file name to search for, or a path; NULL or "" withholds it. */
 FATPTE_API fatpte_status fatpte_load_options_set_library(fatpte_load_options* options, const char* backend_id,
                                                          const char* library) FATPTE_NOEXCEPT;
+/* The library of vendor runtime `name` ("openvino": OpenVINO's libopenvino_c), searched before its
+ * variable, the Python environments and the system's search; NULL or "" withholds it
+ * (specs/device-profile.md 9.1). FATPTE_E_INVALID_ARGUMENT for a name that is no vendor runtime. */
+FATPTE_API fatpte_status fatpte_load_options_set_vendor_runtime(fatpte_load_options* options, const char* name,
+                                                                const char* library) FATPTE_NOEXCEPT;
 /* A backend map file ({"search_path": [...], "libraries": {...}}), merged into the options. */
 FATPTE_API fatpte_status fatpte_load_options_read_map(fatpte_load_options* options, const char* path,
                                                       fatpte_error* error) FATPTE_NOEXCEPT;

@@ -475,6 +475,16 @@ fatpte_status fatpte_load_options_set_library(fatpte_load_options* o, const char
   });
 }
 
+fatpte_status fatpte_load_options_set_vendor_runtime(fatpte_load_options* o, const char* name,
+                                                     const char* library) noexcept {
+  return guarded(nullptr, [&]() -> fatpte_status {
+    if (o == nullptr || name == nullptr) return FATPTE_E_INVALID_ARGUMENT;
+    const fatpte::Status st =
+        fatpte::set_vendor_runtime(o->options, std::string(name) + "=" + (library ? library : ""));
+    return static_cast<fatpte_status>(st.code());
+  });
+}
+
 fatpte_status fatpte_load_options_read_map(fatpte_load_options* o, const char* path, fatpte_error* error) noexcept {
   return guarded(error, [&]() -> fatpte_status {
     if (o == nullptr || path == nullptr) {

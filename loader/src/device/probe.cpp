@@ -11,6 +11,8 @@
 #include <fstream>
 
 #include "common/text.hpp"
+#include "vendor/openvino.hpp"
+#include "vendor/runtimes.hpp"
 
 #if defined(__linux__) || defined(__APPLE__)
 #include <dlfcn.h>
@@ -216,28 +218,7 @@ std::uint64_t meminfo_total(const std::string& meminfo) {
 }
 
 std::string printable_name(const std::string& raw, int ordinal) {
-  // Python decodes UTF-8 (errors="replace") and maps every character outside ' '..'~' to '?':
-  // one '?' per well-formed multi-byte sequence, one per invalid byte.
-  std::string text;
-  const auto* s = reinterpret_cast<const unsigned char*>(raw.data());
-  const std::size_t n = raw.size();
-  for (std::size_t i = 0; i < n;) {
-    const unsigned char c = s[i];
-    if (c >= 0x20 && c <= 0x7E) {
-      text += static_cast<char>(c);
-      ++i;
-      continue;
-    }
-    std::size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 1;
-    bool ok = len > 1 && i + len <= n;
-    for (std::size_t k = 1; ok && k < len; ++k) ok = (s[i + k] & 0xC0) == 0x80;
-    text += '?';
-    i += ok ? len : 1;
-  }
-  const auto a = text.find_first_not_of(' ');
-  if (a == std::string::npos) return "CUDA device " + std::to_string(ordinal);
-  text = text.substr(a, text.find_last_not_of(' ') - a + 1);
-  return text.substr(0, 256);
+  return vendor::printable_device_name(raw, "CUDA device " + std::to_string(ordinal));
 }
 
 std::vector<Accelerator> cuda_accelerators(const CudaDriver& d) {
@@ -387,7 +368,7 @@ void probe_macos(DeviceProfile& p) {
 
 DeviceProfile probe_host() { return probe_host(ProbeScope{}); }
 
-DeviceProfile probe_host(bool accelerators) { return probe_host(ProbeScope{true, true, accelerators}); }
+DeviceProfile probe_host(bool accelerators) { return probe_host(ProbeScope{true, true, accelerators, {}}); }
 
 DeviceProfile probe_host(const ProbeScope& scope) {
   DeviceProfile p;
@@ -436,6 +417,13 @@ DeviceProfile probe_host(const ProbeScope& scope) {
   if (!scope.accelerators) return p;
   std::vector<Accelerator> cuda = probe_cuda();
   p.accelerators.insert(p.accelerators.end(), cuda.begin(), cuda.end());
+  // The devices each vendor runtime found lists, in its order, after any other accelerators.
+  for (vendor::Probed& found : vendor::probe_runtimes(scope.vendor_runtimes)) {
+    for (vendor::VendorDevice& d : found.devices) {
+      p.accelerators.push_back(Accelerator{found.runtime->name, std::move(d.name), std::move(d.version),
+                                           d.memory_bytes, std::move(d.device), std::move(d.capabilities)});
+    }
+  }
   return p;
 }
 
@@ -447,7 +435,7 @@ std::uint64_t planned_memory_limit_for(std::uint64_t memory_bytes) {
 namespace {
 
 std::uint64_t probed_memory() {
-  static const std::uint64_t memory = probe_host(ProbeScope{false, true, false}).memory_bytes;
+  static const std::uint64_t memory = probe_host(ProbeScope{false, true, false, {}}).memory_bytes;
   return memory;
 }
 

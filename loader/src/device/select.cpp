@@ -113,7 +113,7 @@ ProbeScope probe_scope(const Container& c) {
   }
   auto reqs = manifest_requirements(c);
   if (!reqs.ok()) return ProbeScope{};
-  ProbeScope scope{false, false, false};
+  ProbeScope scope{false, false, false, {}};
   for (const auto& kv : reqs.value()) {
     const Requirements& r = kv.second;
     scope.cpu_features = scope.cpu_features || !r.cpu_features.empty();

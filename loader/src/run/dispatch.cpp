@@ -30,6 +30,7 @@
 #include "run/receipt.hpp"
 #include "run/remember.hpp"
 #include "run/self_test.hpp"
+#include "vendor/runtimes.hpp"
 
 #ifndef FATPTE_EXECUTORCH_LIBRARY_DIR
 #define FATPTE_EXECUTORCH_LIBRARY_DIR ""
@@ -331,6 +332,20 @@ Status set_backend_library(LoadOptions& options, const std::string& assignment) 
                "or ID= to withhold it; got '%s'",
                assignment.c_str());
   options.libraries[id] = assignment.substr(eq + 1);
+  return Status();
+}
+
+Status set_vendor_runtime(LoadOptions& options, const std::string& assignment) {
+  const std::size_t eq = assignment.find('=');
+  const std::string name = assignment.substr(0, eq);
+  if (eq == std::string::npos || vendor::runtime_named(name) == nullptr) {
+    std::string names;
+    for (const vendor::VendorRuntime& r : vendor::vendor_runtimes()) names += (names.empty() ? "" : ", ") + std::string(r.name);
+    return fail(Error::INVALID_ARGUMENT, kNoOffset, "vendor_runtimes",
+                "'%s' is not NAME=PATH for a vendor runtime (one of: %s); NAME= withholds it",
+                detail::printable(assignment).c_str(), names.c_str());
+  }
+  options.vendor_runtimes[name] = assignment.substr(eq + 1);
   return Status();
 }
 
@@ -723,10 +738,11 @@ Status load(const Container& c, const Choice& choice, const LoadOptions& options
   // This machine: only what the entries' requirements read (the whole probe for a downgrade
   // check, which also ranks the thinned entries the statement describes).
   // (A verdict store keys its verdicts by the whole probe too: specs/verdicts.md section 3.)
-  const DeviceProfile device = choice.device ? *choice.device
-                               : (options.trusted_keys && options.refuse_downgrade) || !options.verdicts.empty()
-                                   ? probe_host()
-                                   : probe_host(probe_scope(c));
+  ProbeScope scope = (options.trusted_keys && options.refuse_downgrade) || !options.verdicts.empty()
+                         ? ProbeScope{}
+                         : probe_scope(c);
+  scope.vendor_runtimes = options.vendor_runtimes;
+  const DeviceProfile device = choice.device ? *choice.device : probe_host(scope);
   const Status st = load_on(c, choice, device, options, out);
   detail::deliver_load_receipt(c, device, options, out, out.selection ? &*out.selection : nullptr, st);
   return st;

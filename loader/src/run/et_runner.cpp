@@ -29,6 +29,7 @@
 #include "executorch/runtime.hpp"
 #include "fatpte/device.hpp"
 #include "device/library_files.hpp"
+#include "vendor/runtimes.hpp"
 
 namespace fatpte {
 namespace et {
@@ -136,6 +137,28 @@ class EtLoaded final : public Loaded {
 
 bool is_operator_key(const std::string& key) { return key == "kernels" || key.rfind("kernels_", 0) == 0; }
 
+// The vendor runtime backend `id` opens (vendor/runtimes.hpp), found and handed to it before its
+// library is loaded; "" when it has none or it was found (a detail says where), else why not:
+// withheld, or not found with every place looked.
+std::string vendor_runtime_ready(const std::string& id, const LoadOptions& options, std::vector<std::string>& details) {
+  vendor::Located where;
+  if (!vendor::prepare_backend(id, options.vendor_runtimes, where)) return "";
+  const vendor::VendorRuntime& r = *vendor::runtime_of_backend(id);
+  const std::string runtime = std::string(r.title) + "'s runtime (" + r.system_name + ")";
+  if (where.withheld && !where.withheld_why.empty()) {
+    return "needs ExecuTorch backend " + id + ", which needs " + runtime + ": " + where.withheld_why;
+  }
+  if (where.withheld) {
+    return "needs ExecuTorch backend " + id + ", which needs " + runtime + ": withheld by the caller (" +
+           (options.command_line ? std::string("--vendor-runtime ") + r.name + "="
+                                 : std::string("its vendor runtime is set to none in the load options")) +
+           ")";
+  }
+  if (where.path.empty()) return "needs ExecuTorch backend " + id + ", which needs " + runtime + ": " + where.text();
+  details.push_back(id + ": " + runtime + " " + where.text());
+  return "";
+}
+
 // Whether ExecuTorch backend `id` can be used, loading its library when it is not registered
 // yet; "" when it can, else why not. `library` receives the library that decided.
 std::string backend_ready(const std::string& id, const LoadOptions& options, const std::vector<std::string>& dirs,
@@ -157,6 +180,8 @@ std::string backend_ready(const std::string& id, const LoadOptions& options, con
   }
   const std::string file = configured != options.libraries.end() ? configured->second : executorch_library_name(id);
   library = file;
+  const std::string vendor_why = vendor_runtime_ready(id, options, details);
+  if (!vendor_why.empty()) return vendor_why;
   if (R::get_backend_class(id.c_str()) == nullptr) {
     const std::string path = detail::find_library(file, dirs);
     if (path.empty()) return "needs ExecuTorch backend " + id + ": " + file + " " + detail::not_found(file, dirs);
@@ -172,7 +197,11 @@ std::string backend_ready(const std::string& id, const LoadOptions& options, con
   } else {
     details.push_back(id + ": registered in this process already");
   }
-  if (!R::get_backend_class(id.c_str())->is_available()) {
+  // A backend over a vendor runtime answers is_available() by asking that runtime for its devices
+  // (OpenVINO: a core and every plugin's devices, 3 to 20 ms here), and ExecuTorch asks it again
+  // when the method initialises the delegate: its runtime found is this check, and a runtime that
+  // then lists no device fails the load with ExecuTorch's error, which falls back the same way.
+  if (vendor::runtime_of_backend(id) == nullptr && !R::get_backend_class(id.c_str())->is_available()) {
     return "ExecuTorch backend " + id + " is registered but not available on this machine (is_available() is false)";
   }
   return "";
@@ -274,6 +303,12 @@ std::set<std::string> registry_backends(const LoadOptions& options, const std::v
   std::set<std::string> withheld;
   for (const auto& kv : options.libraries) {
     if (kv.second.empty()) withheld.insert(executorch_library_name(kv.first));
+  }
+  // A backend whose vendor runtime is withheld is not loaded; the others are handed theirs first.
+  for (const vendor::VendorRuntime& r : vendor::vendor_runtimes()) {
+    vendor::Located where;
+    vendor::prepare_backend(r.backend_id, options.vendor_runtimes, where);
+    if (where.withheld) withheld.insert(executorch_library_name(r.backend_id));
   }
   std::set<std::string> seen;
   for (const std::string& dir : dirs) {
