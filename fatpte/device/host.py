@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Final, NamedTuple
 
-from fatpte.device import probe_cuda, probe_linux
+from fatpte.device import probe_cuda, probe_identity, probe_linux
 from fatpte.device.accelerator import Accelerator
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.format.vocabulary import ARCHES
@@ -54,6 +54,8 @@ class HostFacts(NamedTuple):
     cpu_features: frozenset[str]
     accelerators: tuple[Accelerator, ...]
     memory_bytes: int
+    identity: probe_identity.Identity = probe_identity.Identity()
+    kernel: str | None = None
 
 
 def probe() -> HostFacts:
@@ -71,8 +73,11 @@ def probe() -> HostFacts:
     features: frozenset[str] = frozenset()
     memory = 0
     accelerators: tuple[Accelerator, ...] = ()
+    identity = probe_identity.Identity()
     if os_name in ("linux", "android"):
-        probed_os, features, memory = probe_linux.probe(arch)
+        cpuinfo = probe_linux.read_cpuinfo()
+        probed_os, features, memory = probe_linux.probe(arch, cpuinfo=cpuinfo)
+        identity = probe_identity.identity(arch, cpuinfo=cpuinfo or "")
         # Python on Termux reports "Linux"; the Android userland is told apart by its files.
         os_name = "android" if os_name == "android" else probed_os
     elif os_name in ("macos", "ios"):
@@ -83,4 +88,4 @@ def probe() -> HostFacts:
     # says none, which selects only entries that need none.
     accelerators += probe_cuda.probe()
     return HostFacts(os=os_name, arch=arch, cpu_features=features, accelerators=accelerators,
-                     memory_bytes=memory)
+                     memory_bytes=memory, identity=identity, kernel=probe_identity.kernel_release())

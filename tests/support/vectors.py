@@ -41,7 +41,7 @@ import fatpte
 from fatpte.errors import ErrorCode, Severity
 from fatpte.fileio.checksum import crc32c
 from fatpte.format import layout as L
-from tools import gen_calls_vectors, gen_verdicts_vectors
+from tools import gen_calls_vectors, gen_identity_vectors, gen_verdicts_vectors
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS = ROOT / "specs" / "vectors"
@@ -2101,6 +2101,10 @@ tests/loader/test_cpp_parity.py (`fatpte-validate`) and fuzz/fuzz_differential.p
 or the E0702 and field both readers give), run by tests/conformance/test_calls_vectors.py.
 `verdicts/` holds the verdict store vectors (tools/gen_verdicts_vectors.py, specs/verdicts.md
 section 6), run by tests/conformance/test_verdicts_vectors.py and loader/tests/verdicts_test.cpp.
+`identity/` holds the device-identity vectors (tools/gen_identity_vectors.py: profiles with cores,
+machine and SoC, accepted or refused, and containers whose entries require them, with the entry
+chosen, each entry's grade and failed requirements per profile), run by
+tests/conformance/test_identity_vectors.py and tests/loader/test_cpp_identity.py.
 `receipts/fallback.jsonl` is not generated here: it is the line the C++ receipt writer gives for a
 fixed fallback event, pinned byte for byte by loader/tests/receipts_test.cpp and held to
 specs/receipt.schema.json by tests/conformance/test_receipt_vectors.py.
@@ -2163,6 +2167,7 @@ def write(out: Path, vectors: Sequence[Vector]) -> None:
     (out / INDEX).write_text(render_index(vectors))
     gen_calls_vectors.write(out / "calls")
     gen_verdicts_vectors.write(out / "verdicts")
+    gen_identity_vectors.write(out / "identity")
     valid = sum(v.code is None for v in vectors)
     (out / "README.md").write_text(README.format(count=len(vectors), valid=valid, invalid=len(vectors) - valid))
 

@@ -1,0 +1,97 @@
+"""The C++ loader makes of the device-identity vectors (specs/vectors/identity/) what their index
+says, as Python does (tests/conformance/test_identity_vectors.py): `fatpte-run --check-profile`
+accepts or refuses each profile with the same code and field, and `fatpte-run --select-only` with
+each container and profile chooses the same entry, grades each entry alike and names the same
+failed requirements; its `--explain` text and `--json` report are Python's, byte for byte (the
+grade shown, a note shared by entries said once)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fatpte
+from fatpte.device.profile import DeviceProfile
+from fatpte.device.selection import select
+from fatpte.errors import SelectionError
+from tools import gen_identity_vectors as G
+
+INDEX: dict[str, Any] = json.loads((G.OUT / "index.json").read_text())
+
+
+def run(exe: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(exe), *args], check=False, capture_output=True, text=True, timeout=120)
+
+
+def test_profiles_are_read_as_the_index_says(exe: Path) -> None:
+    names = sorted(INDEX["profiles"])
+    proc = run(exe, "--check-profile", *(str(G.OUT / n) for n in names))
+    got = proc.stdout.splitlines()
+    want = ["OK" if INDEX["profiles"][n]["accepted"] else f"{INDEX['profiles'][n]['code']} "
+            f"{INDEX['profiles'][n]['field']}" for n in names]
+    assert dict(zip(names, got)) == dict(zip(names, want))
+
+
+@pytest.mark.parametrize("container", sorted(INDEX["selections"]))
+def test_selection_report_is_pythons(exe: Path, container: str) -> None:
+    path = G.OUT / container
+    for device, want in INDEX["selections"][container].items():
+        profile = G.OUT / device
+        proc = run(exe, "--select-only", "--json", "--device", str(profile), str(path))
+        report = json.loads(proc.stdout)
+        got = {"chosen": report["chosen"],
+               "verdicts": [{"entry": v["entry"], "eligible": v["eligible"], "grade": v["grade"],
+                             "failures": [f["requirement"] for f in v["failures"]]} for v in report["verdicts"]]}
+        assert got == want, device
+        with fatpte.open(path) as c:
+            try:
+                chosen = select(c, DeviceProfile.load(str(profile)))
+            except SelectionError as exc:
+                assert report == exc.report, device
+                assert proc.returncode != 0
+                continue
+        assert report == chosen.to_json(), device
+        explained = run(exe, "--select-only", "--explain", "--device", str(profile), str(path))
+        assert explained.stdout == chosen.explain() + "\n", device
+
+
+def test_a_note_entries_share_is_said_once(exe: Path) -> None:
+    proc = run(exe, "--select-only", "--explain", "--device", str(G.OUT / "device-raspberry-pi-5.json"),
+               str(G.OUT / "shared-note.nfat"))
+    lines = proc.stdout.splitlines()
+    notes = [line for line in lines if "not checked" in line]
+    assert len(notes) == 1, proc.stdout
+    assert notes[0].startswith("  note, for entries a76_or_later, pi5, dotprod: ExecuTorch backends XnnpackBackend")
+    assert [line.split(": ", 1)[1] for line in lines if line.startswith("  #")] == [
+        "eligible, exact (priority 0, delegates to XnnpackBackend, specificity 3)",
+        "eligible, exact (priority 0, delegates to XnnpackBackend, specificity 2)",
+        "eligible, compatible (priority 0, delegates to XnnpackBackend, specificity 2)",
+        "eligible, fallback (priority 0, portable operators, specificity 0)"]
+
+
+def test_every_core_of_the_table_reads_alike(exe: Path, tmp_path: Path) -> None:
+    """Every core of vocabulary.CORES (the C++ table is a copy): its name accepted under its arch and
+    refused under the other, each of its ids refused (written by name), in both readers."""
+    from fatpte.errors import FatpteError
+    from fatpte.format import vocabulary as V
+
+    cases: list[tuple[Path, str]] = []
+    for core in V.CORES:
+        other = "x86_64" if core.arch == "aarch64" else "aarch64"
+        for arch, word in [(core.arch, core.name), (other, core.name), *((core.arch, i) for i in core.ids)]:
+            path = tmp_path / f"case{len(cases)}.json"
+            path.write_text(json.dumps({"name": "t", "os": "linux", "arch": arch, "cpu_features": [],
+                                        "accelerators": [], "memory_bytes": 0, "backends": {}, "cpu_cores": [word]}))
+            try:
+                DeviceProfile.load(str(path))
+                want = "OK"
+            except FatpteError as exc:
+                want = f"{exc.code.tag} {exc.field}"
+            cases.append((path, want))
+    proc = run(exe, "--check-profile", *(str(p) for p, _ in cases))
+    assert proc.stdout.splitlines() == [w for _, w in cases]
+    assert [w for _, w in cases].count("OK") == len(V.CORES)
