@@ -150,3 +150,18 @@ def test_grades_and_a_shared_note_said_once() -> None:
     lines = explain_lines(verdicts)
     assert sum("not checked" in line for line in lines) == 1
     assert lines[-1].startswith("  note, for every entry: ExecuTorch backends XnnpackBackend not checked")
+
+
+def test_schema_carries_the_core_table_and_accepts_the_vector_profiles() -> None:
+    import jsonschema
+
+    root = Path(__file__).resolve().parents[2]
+    schema = json.loads((root / "specs" / "device_profile.schema.json").read_text())
+    names = schema["properties"]["cpu_cores"]["items"]["anyOf"][0]["enum"]
+    assert names == [c.name for c in V.CORES]
+    for rule in schema["allOf"]:
+        arch = rule["if"]["properties"]["arch"]["const"]
+        assert rule["then"]["properties"]["cpu_cores"]["items"]["anyOf"][0]["enum"] == [
+            c.name for c in V.CORES if c.arch == arch]
+    for path in sorted((root / "specs" / "vectors" / "identity").glob("device-*.json")):
+        jsonschema.validate(json.loads(path.read_text()), schema)
