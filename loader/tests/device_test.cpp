@@ -214,6 +214,15 @@ TEST(Identity, CoreTable) {
   EXPECT_FALSE(detail::is_core_id("AuthenticAMD:025:183", "x86_64"));
 }
 
+TEST(Identity, X86CoreFromCpuidAsLinuxPrintsIt) {
+  // "GenuineIntel" in ebx, edx, ecx; leaf 1 eax of Emerald Rapids (family 6, model 0xcf).
+  EXPECT_EQ(probe::x86_core_id(0x756e6547, 0x49656e69, 0x6c65746e, 0x000C06F2), "GenuineIntel:6:207");
+  EXPECT_EQ(probe::core_word("GenuineIntel:6:207"), "emeraldrapids");
+  // "AuthenticAMD"; Genoa: base family 0xf plus extended 0xa, model 0x11.
+  EXPECT_EQ(probe::x86_core_id(0x68747541, 0x69746e65, 0x444d4163, 0x00A10F11), "AuthenticAMD:25:17");
+  EXPECT_EQ(probe::x86_core_id(0x20202020, 0x69746e65, 0x444d4163, 0x00A10F11), "");  // spaces: no id
+}
+
 void write_file(const std::filesystem::path& p, const std::string& data) {
   std::filesystem::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary) << data;

@@ -190,11 +190,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   }
 }
 
-std::string core_word(const std::string& id) {
-  const detail::Core* core = detail::core_by_id(id);
-  return core != nullptr ? core->name : id;
-}
-
 std::string arm_id(std::uint64_t implementer, std::uint64_t part) {
   if (implementer > 0xFF || part > 0xFFF) return "";
   char buf[16];
@@ -219,6 +214,24 @@ void add_once(std::vector<std::string>& words, const std::string& w, std::size_t
 }
 
 }  // namespace
+
+std::string core_word(const std::string& id) {
+  const detail::Core* core = detail::core_by_id(id);
+  return core != nullptr ? core->name : id;
+}
+
+std::string x86_core_id(std::uint32_t ebx, std::uint32_t edx, std::uint32_t ecx, std::uint32_t eax) {
+  std::string vendor;
+  for (std::uint32_t word : {ebx, edx, ecx}) {
+    for (int i = 0; i < 4; ++i) vendor += static_cast<char>((word >> (8 * i)) & 0xFF);
+  }
+  if (!detail::all_of(vendor, 0, vendor.size(), detail::alnum)) return "";
+  std::uint32_t family = (eax >> 8) & 0xF;
+  std::uint32_t model = (eax >> 4) & 0xF;
+  if (family == 0xF) family += (eax >> 20) & 0xFF;
+  if (family >= 6) model += ((eax >> 16) & 0xF) << 4;
+  return vendor + ":" + std::to_string(family) + ":" + std::to_string(model);
+}
 
 std::vector<std::string> cpuinfo_cores(const std::string& cpuinfo, const std::string& arch) {
   const std::vector<std::string> keys = arch == "aarch64" ? std::vector<std::string>{"CPU implementer", "CPU part"}
@@ -305,10 +318,11 @@ std::vector<std::string> soc_words(const std::string& root) {
 
 }  // namespace
 
-void read_identity(const std::string& root_dir, DeviceProfile& p) {
+void read_identity(const std::string& root_dir, DeviceProfile& p, bool read_cores) {
   const std::string root = root_dir.empty() || root_dir.back() == '/' ? root_dir : root_dir + "/";
-  std::vector<std::string> cores = cpuinfo_cores(detail::read_bounded((root + "proc/cpuinfo").c_str(), kCpuinfoBytes), p.arch);
-  if (cores.empty() && p.arch == "aarch64") cores = arm_sysfs_cores(root);
+  std::vector<std::string> cores;
+  if (read_cores) cores = cpuinfo_cores(detail::read_bounded((root + "proc/cpuinfo").c_str(), kCpuinfoBytes), p.arch);
+  if (read_cores && cores.empty() && p.arch == "aarch64") cores = arm_sysfs_cores(root);
   if (!cores.empty()) p.cpu_cores = std::set<std::string>(cores.begin(), cores.end());
   std::string release_path = root + "etc/os-release";
   if (access(release_path.c_str(), R_OK) != 0) release_path = root + "usr/lib/os-release";

@@ -8,6 +8,7 @@
 #define FATPTE_SRC_DEVICE_IDENTITY_HPP_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -41,9 +42,18 @@ namespace probe {
 std::vector<std::string> cpuinfo_cores(const std::string& cpuinfo, const std::string& arch);
 // "ID VERSION_ID" (or "ID") of /etc/os-release text; "" when ID is missing or not a plain word.
 std::string os_release_of(const std::string& text);
-// The facts of `root` (a directory standing for /; "/" on a real host) into `p`: cpu_cores,
-// os_release, machine, soc. The kernel release is uname's, set by probe_host.
-void read_identity(const std::string& root, DeviceProfile& p);
+// The x86 core id `VENDOR:FAMILY:MODEL` from cpuid leaves 0 and 1, computed as Linux computes the
+// `cpu family` and `model` of /proc/cpuinfo (the extended family added when the family is 0xf,
+// the extended model when it is 6 or more); "" when the vendor is not letters and digits.
+std::string x86_core_id(std::uint32_t vendor_ebx, std::uint32_t vendor_edx, std::uint32_t vendor_ecx,
+                        std::uint32_t leaf1_eax);
+// The core's word: its table name, else the id.
+std::string core_word(const std::string& id);
+// The facts of `root` (a directory standing for /; "/" on a real host) into `p`: cpu_cores (from
+// /proc/cpuinfo when `cores`), os_release, machine, soc. The kernel release is uname's, set by
+// probe_host, and on x86 the host's cores come from cpuid: reading /proc/cpuinfo there costs
+// milliseconds (the kernel samples every CPU's frequency for it).
+void read_identity(const std::string& root, DeviceProfile& p, bool cores = true);
 
 }  // namespace probe
 }  // namespace fatpte

@@ -29,6 +29,7 @@
 #endif
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define FATPTE_X86 1
+#include <cpuid.h>
 #endif
 
 namespace fatpte {
@@ -357,7 +358,18 @@ void probe_identity(DeviceProfile& p) {
   struct utsname u;
   if (uname(&u) == 0 && detail::is_identity_text(u.release)) p.kernel = std::string(u.release);
 #endif
-#if defined(__linux__)
+#if defined(__linux__) && defined(FATPTE_X86)
+  // cpuid, not /proc/cpuinfo: the kernel samples every CPU's frequency to print that file
+  // (milliseconds); the values are the ones it prints (probe::x86_core_id).
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d) && a >= 1) {
+    const unsigned vb = b, vd = d, vc = c;
+    __cpuid(1, a, b, c, d);
+    const std::string id = probe::x86_core_id(vb, vd, vc, a);
+    if (!id.empty()) p.cpu_cores = std::set<std::string>{probe::core_word(id)};
+  }
+  probe::read_identity("/", p, false);
+#elif defined(__linux__)
   probe::read_identity("/", p);
 #endif
 }
