@@ -95,3 +95,28 @@ def test_every_core_of_the_table_reads_alike(exe: Path, tmp_path: Path) -> None:
     proc = run(exe, "--check-profile", *(str(p) for p, _ in cases))
     assert proc.stdout.splitlines() == [w for _, w in cases]
     assert [w for _, w in cases].count("OK") == len(V.CORES)
+
+
+@pytest.mark.loader_build("fatpte-run", "backends", sdk=True)
+def test_run_report_says_how_the_entry_serving_fits(build: Path, tmp_path: Path) -> None:
+    """fatpte-run's run mode reports the grade of the entry it loaded (specs/run-report.md)."""
+    from fatpte.device import run_report
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "executorch"
+    out = tmp_path / "kv.nfat"
+    fatpte.pack([fatpte.Specialization("xnnpack", str(fixtures / "kvpair_xnnpack_default.pte"), name="xnnpack",
+                                       requires={"arch": ["x86_64"], "min_core": "nehalem"}),
+                 fatpte.Specialization("portable", str(fixtures / "kvpair_portable_default.pte"), name="portable")],
+                out)
+    profile = tmp_path / "named.json"
+    profile.write_text(DeviceProfile("named", "linux", "x86_64", [], cpu_cores=["haswell"]).to_json_text())
+    grades = {}
+    for device in (profile, tmp_path / "nameless.json"):
+        if device.name == "nameless.json":
+            device.write_text(DeviceProfile("nameless", "linux", "x86_64", []).to_json_text())
+        proc = run(build / "fatpte-run", str(out), "--self-test", "--json", "--device", str(device),
+                   "--backend-path", str(build / "backends"))
+        report = json.loads(proc.stdout)
+        assert run_report.outside(report) is None
+        grades[device.name] = (report["chosen"], report["grade"])
+    assert grades == {"named.json": ("xnnpack", "exact"), "nameless.json": ("portable", "fallback")}
