@@ -33,13 +33,16 @@ from fatpte.value.canonical import CanonicalWriter
 # The first field of every record: the record kind and the encoding's revision, so a digest of one
 # kind can never equal a digest of another, and a later revision of the encoding is told apart.
 ENTRY_RECORD_TAG: Final = "nfat.manifest.entry/1"
+# The record of an entry that states a requirement of manifest revision 4 (the device's identity):
+# revision 1's fields, then those requirements after `backend_abi` (specs/nfat-signature.md 4).
+ENTRY_RECORD_TAG_IDENTITY: Final = "nfat.manifest.entry/2"
 NAMED_DATA_RECORD_TAG: Final = "nfat.named_data/1"
 
 
 def entry_record(entry: ManifestEntry | None) -> bytes:
     """The canonical bytes of a manifest entry; None (no manifest entry, or no manifest) too."""
     w = CanonicalWriter()
-    w.text(ENTRY_RECORD_TAG)
+    w.text(ENTRY_RECORD_TAG_IDENTITY if entry is not None and entry.requires.names_device else ENTRY_RECORD_TAG)
     w.opt(entry, lambda e: _entry(w, e))
     return w.result()
 
@@ -87,6 +90,10 @@ def _requirements(w: CanonicalWriter, r: Requirements) -> None:
     w.seq(r.accelerators, accelerator)
     w.u64(r.min_memory_bytes)
     w.opt(r.backend_abi, abi)
+    if r.names_device:  # the entry/2 record's identity requirements
+        w.strings(r.cpu_cores)
+        w.opt(r.min_core, w.text)
+        w.strings(r.soc)
 
 
 def _signature(w: CanonicalWriter, s: Signature) -> None:

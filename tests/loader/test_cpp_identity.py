@@ -120,3 +120,35 @@ def test_run_report_says_how_the_entry_serving_fits(build: Path, tmp_path: Path)
         assert run_report.outside(report) is None
         grades[device.name] = (report["chosen"], report["grade"])
     assert grades == {"named.json": ("xnnpack", "exact"), "nameless.json": ("portable", "fallback")}
+
+
+@pytest.mark.loader_build("fatpte-verify", only="release")
+def test_identity_requirements_are_signed(build: Path, tmp_path: Path) -> None:
+    """An entry requiring a core has the entry/2 record (specs/nfat-signature.md 4): signed, it
+    verifies in both languages, and its min_core changed after signing is refused by both at the
+    entry's record, as any other requirement changed."""
+    from fatpte.ops.signing import load_trusted_keys, sign, verify
+    from tests.support import vectors as V
+
+    out = tmp_path / "signed.nfat"
+    fatpte.pack([fatpte.Specialization("xnnpack", b"a" * 64, name="a76", requires={"arch": ["aarch64"],
+                                                                                   "min_core": "cortex-a76"}),
+                 fatpte.Specialization("portable", b"p" * 64, name="portable")], out)
+    sign(out, V.trusted_keys()[0])
+    keys = [V.VECTORS / "trusted-ed25519.pub.pem"]
+
+    def both(path: Path) -> tuple[str, str]:
+        report = verify(path, load_trusted_keys(keys))
+        first = report.first_error
+        py = "OK" if first is None else f"{first.code.tag} {first.offset} {first.field}"
+        args = [str(build / "fatpte-verify"), str(path), "--trusted-key", str(keys[0])]
+        cpp = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False).stdout.splitlines()[0]
+        return py, cpp
+
+    assert both(out) == ("OK", "OK")
+    edit = V.Edit(V.Vector("signed", out.read_bytes(), ""))
+    edit.set_manifest("entries[0].requires.min_core", b"cortex-a53")
+    changed = tmp_path / "changed.nfat"
+    changed.write_bytes(bytes(edit.buf))
+    py, cpp = both(changed)
+    assert py == cpp and py.startswith("E1308 ") and py.endswith(" manifest.entries[0]"), (py, cpp)

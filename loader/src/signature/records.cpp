@@ -14,6 +14,13 @@ namespace M = nfat::manifest;
 using detail::CanonicalWriter;
 
 constexpr const char* kEntryRecordTag = "nfat.manifest.entry/1";
+// An entry stating a requirement of manifest revision 4 (canonical.ENTRY_RECORD_TAG_IDENTITY).
+constexpr const char* kEntryRecordTagIdentity = "nfat.manifest.entry/2";
+
+bool names_device(const M::Requirements* q) {
+  return q != nullptr && ((q->cpu_cores() != nullptr && q->cpu_cores()->size() != 0) || q->min_core() != nullptr ||
+                          (q->soc() != nullptr && q->soc()->size() != 0));
+}
 constexpr const char* kNamedDataRecordTag = "nfat.named_data/1";
 
 using Strings = ::flatbuffers::Vector<::flatbuffers::Offset<::flatbuffers::String>>;
@@ -63,6 +70,10 @@ void requirements(CanonicalWriter& w, const M::Requirements* q) {
     w.u32(abi->min());
     w.u32(abi->max());
   }
+  if (!names_device(q)) return;
+  strings(w, q->cpu_cores());  // the entry/2 record's identity requirements
+  opt_text(w, q->min_core());
+  strings(w, q->soc());
 }
 
 // opt(signature: list(method: str name, list(tensor) inputs, list(tensor) outputs, list(tensor) buffers)).
@@ -80,7 +91,7 @@ void signature(CanonicalWriter& w, const M::Signature* sig) {
 
 std::vector<std::uint8_t> entry_record(const M::Entry* e) {
   CanonicalWriter w;
-  w.str(kEntryRecordTag);
+  w.str(e != nullptr && names_device(e->requires_()) ? kEntryRecordTagIdentity : kEntryRecordTag);
   if (!w.opt(e != nullptr)) return w.take();
   text(w, e->name());
   requirements(w, e->requires_());
