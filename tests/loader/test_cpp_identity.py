@@ -152,3 +152,34 @@ def test_identity_requirements_are_signed(build: Path, tmp_path: Path) -> None:
     changed.write_bytes(bytes(edit.buf))
     py, cpp = both(changed)
     assert py == cpp and py.startswith("E1308 ") and py.endswith(" manifest.entries[0]"), (py, cpp)
+
+
+@pytest.mark.loader_build("fatpte-verify", only="release")
+def test_downgrade_check_replays_identity_requirements(build: Path, tmp_path: Path) -> None:
+    """The statement's `selection` carries min_core (specs/nfat-signature.md 3.2), so the downgrade
+    check (step 11) of a container thinned to its portable entry refuses it for a Cortex-A76, which
+    the signed a76 entry would serve, and accepts it for a Cortex-A53, which that entry would not."""
+    from fatpte.ops.signing import load_trusted_keys, sign, verify
+    from fatpte.ops.thinning import thin
+    from tests.support import vectors as V
+
+    out = tmp_path / "signed.nfat"
+    fatpte.pack([fatpte.Specialization("xnnpack", b"a" * 64, name="a76", priority=10,
+                                       requires={"arch": ["aarch64"], "min_core": "cortex-a76"}),
+                 fatpte.Specialization("portable", b"p" * 64, name="portable")], out)
+    sign(out, V.trusted_keys()[0])
+    thinned = tmp_path / "thinned.nfat"
+    thin(out, thinned, names=["portable"])
+    keys = [V.VECTORS / "trusted-ed25519.pub.pem"]
+    outcomes = {}
+    for core in ("cortex-a76", "cortex-a53"):
+        device = tmp_path / f"{core}.json"
+        profile = DeviceProfile(core, "linux", "aarch64", ["asimd"], cpu_cores=[core])
+        device.write_text(profile.to_json_text())
+        first = verify(thinned, load_trusted_keys(keys), downgrade=profile).first_error
+        args = [str(build / "fatpte-verify"), str(thinned), "--trusted-key", str(keys[0]), "--refuse-downgrade",
+                str(device)]
+        cpp = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False).stdout.splitlines()[0]
+        outcomes[core] = ("OK" if first is None else first.code.tag, cpp.split()[0])
+    assert outcomes["cortex-a53"] == ("OK", "OK")
+    assert outcomes["cortex-a76"][0] == outcomes["cortex-a76"][1] != "OK"
