@@ -115,11 +115,26 @@ def _text(value: str) -> str | None:
 
 
 def _read(path: str, limit: int) -> str | None:
+    """At most `limit` bytes of the file, each byte one character; None when it cannot be opened.
+    Opened without waiting (a FIFO in its place gives what it has, as in C++)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(limit).decode("latin-1")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while size < limit:
+            chunk = os.read(fd, min(limit - size, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError:
+        pass  # what was read stands, as the C++ reader keeps it
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("latin-1")
 
 
 def _arm_sysfs_cores(root: str) -> list[str]:
