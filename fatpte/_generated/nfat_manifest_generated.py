@@ -361,8 +361,55 @@ class Requirements(object):
             return obj
         return None
 
+    # Requirements
+    def CpuCores(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.String(a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return ""
+
+    # Requirements
+    def CpuCoresLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # Requirements
+    def CpuCoresIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        return o == 0
+
+    # Requirements
+    def MinCore(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.String(o + self._tab.Pos)
+        return None
+
+    # Requirements
+    def Soc(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.String(a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return ""
+
+    # Requirements
+    def SocLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # Requirements
+    def SocIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        return o == 0
+
 def RequirementsStart(builder):
-    builder.StartObject(6)
+    builder.StartObject(9)
 
 def RequirementsAddOs(builder, os):
     builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(os), 0)
@@ -393,6 +440,21 @@ def RequirementsAddMinMemoryBytes(builder, minMemoryBytes):
 
 def RequirementsAddBackendAbi(builder, backendAbi):
     builder.PrependUOffsetTRelativeSlot(5, flatbuffers.number_types.UOffsetTFlags.py_type(backendAbi), 0)
+
+def RequirementsAddCpuCores(builder, cpuCores):
+    builder.PrependUOffsetTRelativeSlot(6, flatbuffers.number_types.UOffsetTFlags.py_type(cpuCores), 0)
+
+def RequirementsStartCpuCoresVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def RequirementsAddMinCore(builder, minCore):
+    builder.PrependUOffsetTRelativeSlot(7, flatbuffers.number_types.UOffsetTFlags.py_type(minCore), 0)
+
+def RequirementsAddSoc(builder, soc):
+    builder.PrependUOffsetTRelativeSlot(8, flatbuffers.number_types.UOffsetTFlags.py_type(soc), 0)
+
+def RequirementsStartSocVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
 
 def RequirementsEnd(builder):
     return builder.EndObject()

@@ -437,6 +437,9 @@ def _device_text(profile: DeviceProfile) -> str:
         "executorch:   " + ("not known (no fatpte-run found: `fatpte --runtime PATH` or $FATPTE_RUN names one)"
                             if profile.executorch_backends is None
                             else ", ".join(sorted(profile.executorch_backends)) or "no backend (portable operators)"),
+        f"cores:        {' '.join(shown(c) for c in sorted(profile.cpu_cores or ())) or 'not known'}",
+        f"system:       {shown(profile.os_release or 'not known')}, kernel {shown(profile.kernel or 'not known')}",
+        f"machine/soc:  {' '.join(shown(w) for w in ([profile.machine] if profile.machine else []) + sorted(profile.soc or ())) or 'not known'}",
         *cited,
     ])
 

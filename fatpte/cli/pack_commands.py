@@ -7,7 +7,7 @@ adds them to the group.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -29,6 +29,13 @@ from fatpte.errors import listed, quoted
 
 if TYPE_CHECKING:
     from fatpte.ops.specialization import Specialization
+
+
+_require_option = click.option(
+    "--require", "requires", multiple=True, metavar="NAME:KEY=VALUE",
+    help="Add a requirement on the device's identity to entry NAME (repeatable): cpu_cores=CORE (one more core "
+         "each; the device's every core must be listed), min_core=CORE, soc=WORD (one more machine model or SoC "
+         "word each), min_memory_bytes=N (specs/nfat-manifest.md 4.4).")
 
 
 @click.command(epilog=EXIT_HELP)
@@ -62,6 +69,7 @@ if TYPE_CHECKING:
               help="Let entry NAME's outputs be this far from the golden ones at least (repeatable): wider for "
                    "a quantized or fp16 entry.")
 @accelerator_option
+@_require_option
 @aarch64_runtime_option
 @priority_option
 @force_option
@@ -69,7 +77,7 @@ if TYPE_CHECKING:
 def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_named_data: bool,
          format_version: str | None, align: int | None, from_toml: str | None, signature_from: str | None,
          no_signature_check: bool, golden: str | None, golden_from: str | None, golden_tolerances: tuple[str, ...],
-         accelerators: tuple[str, ...], aarch64_runtime: str | None, priorities: tuple[str, ...], force: bool,
+         accelerators: tuple[str, ...], requires: tuple[str, ...], aarch64_runtime: str | None, priorities: tuple[str, ...], force: bool,
          quiet: bool) -> None:
     """Pack payloads into a container.
 
@@ -114,7 +122,7 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     if from_toml is not None:
         _from_alone(specs or data or share_pte_named_data or format_version is not None or align is not None
                     or signature_from is not None or no_signature_check or priorities or golden is not None
-                    or golden_from is not None or golden_tolerances or accelerators)
+                    or golden_from is not None or golden_tolerances or accelerators or requires)
         warnings = _pack_from_toml(from_toml, output, force, quiet, aarch64_runtime)
     else:
         version = int(format_version or "2")
@@ -125,8 +133,8 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         warnings = _pack_arguments(specs, output, data=data, share_named_data=share_pte_named_data, version=version,
                                    align=align, signature_from=signature_from, check_signatures=not no_signature_check,
                                    golden=golden, golden_from=golden_from, golden_tolerances=golden_tolerances,
-                                   accelerators=accelerators, aarch64_runtime=aarch64_runtime, priorities=priorities,
-                                   force=force, quiet=quiet)
+                                   accelerators=accelerators, requires=requires, aarch64_runtime=aarch64_runtime,
+                                   priorities=priorities, force=force, quiet=quiet)
     _wrote_container(output)
     for line in warnings:
         echo(line, err=True)
@@ -137,7 +145,7 @@ def _from_alone(other_given: object) -> None:
     if other_given:
         raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
                                "--format-version, --align, --signature-from, --no-signature-check, "
-                               "--golden, --golden-from, --golden-tolerance, --accelerator or --priority: "
+                               "--golden, --golden-from, --golden-tolerance, --accelerator, --require or --priority: "
                                "the pack.toml states them")
 
 
@@ -163,7 +171,7 @@ def _pack_item(arg: str) -> str | Specialization:
 def _pack_arguments(specs: tuple[str, ...], output: str, *, data: tuple[str, ...], share_named_data: bool,
                     version: int, align: int | None, signature_from: str | None, check_signatures: bool,
                     golden: str | None, golden_from: str | None, golden_tolerances: tuple[str, ...],
-                    accelerators: tuple[str, ...], aarch64_runtime: str | None, priorities: tuple[str, ...],
+                    accelerators: tuple[str, ...], requires: tuple[str, ...], aarch64_runtime: str | None, priorities: tuple[str, ...],
                     force: bool, quiet: bool) -> list[str]:
     """`fatpte pack` of its arguments: the packing policy's specializations of them
     (fatpte.ops.pack_policy, as `fatpte.pack` makes them), with the priorities and tolerances
@@ -177,6 +185,7 @@ def _pack_arguments(specs: tuple[str, ...], output: str, *, data: tuple[str, ...
     if not parsed:
         raise click.UsageError("give at least one [NAME:]BACKEND=PAYLOAD, or --from PACK_TOML")
     parsed = _prioritised(parsed, priorities_of(priorities))
+    parsed = _required(parsed, requires)
     parsed = _golden_tolerances(parsed, golden_tolerances)
     parsed = _with_accelerators(parsed, accelerators)
     if golden_from is not None and golden is None:
@@ -222,6 +231,41 @@ def _with_accelerators(specs: list[Specialization], values: tuple[str, ...]) -> 
         return with_accelerators(specs, added)
     except FatpteError as exc:
         raise click.BadParameter(exc.message, param_hint="'--accelerator'") from None
+
+
+_REQUIRE_KEYS = ("cpu_cores", "min_core", "soc", "min_memory_bytes")
+
+
+def _required(specs: list[Specialization], values: tuple[str, ...]) -> list[Specialization]:
+    """`specs` with the requirements `--require NAME:KEY=VALUE` adds to their entries, read as
+    pack.toml's `requires` is (fatpte.manifest.model.Requirements.from_mapping)."""
+    from fatpte.errors import FatpteError
+    from fatpte.ops.specialization import with_requirements
+
+    names = [s.entry_name for s in specs]
+    added: dict[str, dict[str, Any]] = {}
+    for value in values:
+        name, colon, rest = value.partition(":")
+        key, eq, word = rest.partition("=")
+        if not colon or not eq or key not in _REQUIRE_KEYS or not word:
+            raise click.BadParameter(f"{value!r} is not NAME:KEY=VALUE with KEY one of {', '.join(_REQUIRE_KEYS)}",
+                                     param_hint="'--require'")
+        if name not in names:
+            raise click.BadParameter(f"no entry is named {quoted(name)} (entries: {listed([quoted(n) for n in names])})",
+                                     param_hint="'--require'")
+        table = added.setdefault(name, {})
+        if key in ("cpu_cores", "soc"):
+            table.setdefault(key, []).append(word)
+        elif key == "min_memory_bytes":
+            if not word.isdigit():
+                raise click.BadParameter(f"{value!r}: min_memory_bytes is a number of bytes", param_hint="'--require'")
+            table[key] = int(word)
+        else:
+            table[key] = word
+    try:
+        return [with_requirements(s, added[s.entry_name]) if s.entry_name in added else s for s in specs]
+    except FatpteError as exc:
+        raise click.BadParameter(exc.message, param_hint="'--require'") from None
 
 
 def _golden_tolerances(specs: list[Specialization], values: tuple[str, ...]) -> list[Specialization]:

@@ -174,6 +174,9 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
         ("backend_id", "backend id"),
         ("eligible", "true when every requirement holds and the entry is not excluded"),
         ("rank", "1 for the chosen entry, 2 for the next, ...; null when not eligible"),
+        ("grade", ("how an eligible entry fits: `exact` (it names the device's cores or SoC), `compatible` (CPU "
+                   "features or accelerators), `fallback` (nothing of the hardware); null when not eligible "
+                   "(specs/nfat-manifest.md 6.3)")),
         ("priority", "the entry's priority"),
         ("specificity", "number of requirements the entry states"),
         ("executorch_backends", ("the ExecuTorch backends the entry's program needs (manifest `executorch_backends`); "
@@ -199,6 +202,12 @@ JSON_FIELDS: Final[dict[str, tuple[str, list[tuple[str, str]]]]] = {
         ("executorch_backends", ("sorted ExecuTorch backend ids registered in the device's runtime; the key is "
                                  "absent when not known (`fatpte device` fills it when it finds the runtime: "
                                  "fatpte-run, or ExecuTorch's Python runtime)")),
+        ("cpu_cores", ("sorted core designs (specs/device-profile.md 3.6: `cortex-a76`, `znver4`, or the id of a "
+                       "core the table does not name); absent when not known")),
+        ("kernel", "the kernel release (`uname -r`); absent when not known"),
+        ("os_release", "the distribution, `ID VERSION_ID` of /etc/os-release (`debian 12`); absent when not known"),
+        ("machine", "the machine model (/proc/device-tree/model); absent when not known"),
+        ("soc", "sorted SoC words (device-tree compatible strings, /sys/devices/soc0 values); absent when not known"),
     ]),
     "coverage": ("`fatpte coverage --json`: one object", [
         ("path", "the container; a URL's `user:password@` is shown as `***@`, a credential query parameter's value as `***`"),

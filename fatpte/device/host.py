@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 
-from fatpte.device import probe_cuda, probe_linux, probe_openvino
+from fatpte.device import probe_cuda, probe_identity, probe_linux, probe_openvino
 from fatpte.device.accelerator import Accelerator
 from fatpte.device.vendor_runtimes import VENDOR_RUNTIMES, Located, VendorRuntime, locate
 from fatpte.errors import ErrorCode, FatpteError
@@ -57,6 +57,8 @@ class HostFacts(NamedTuple):
     cpu_features: frozenset[str]
     accelerators: tuple[Accelerator, ...]
     memory_bytes: int
+    identity: probe_identity.Identity = probe_identity.Identity()
+    kernel: str | None = None
 
 
 # Each vendor runtime's probe of its devices, by the runtime's name (its row in VENDOR_RUNTIMES).
@@ -79,8 +81,11 @@ def probe(vendor_runtimes: Mapping[str, str] | None = None) -> HostFacts:
     features: frozenset[str] = frozenset()
     memory = 0
     accelerators: tuple[Accelerator, ...] = ()
+    identity = probe_identity.Identity()
     if os_name in ("linux", "android"):
-        probed_os, features, memory = probe_linux.probe(arch)
+        cpuinfo = probe_linux.read_cpuinfo()
+        probed_os, features, memory = probe_linux.probe(arch, cpuinfo=cpuinfo)
+        identity = probe_identity.identity(arch, cpuinfo=cpuinfo or "")
         # Python on Termux reports "Linux"; the Android userland is told apart by its files.
         os_name = "android" if os_name == "android" else probed_os
     elif os_name in ("macos", "ios"):
@@ -92,7 +97,7 @@ def probe(vendor_runtimes: Mapping[str, str] | None = None) -> HostFacts:
     accelerators += probe_cuda.probe()
     accelerators += vendor_accelerators(vendor_runtimes)
     return HostFacts(os=os_name, arch=arch, cpu_features=features, accelerators=accelerators,
-                     memory_bytes=memory)
+                     memory_bytes=memory, identity=identity, kernel=probe_identity.kernel_release())
 
 
 def vendor_accelerators(vendor_runtimes: Mapping[str, str] | None = None) -> tuple[Accelerator, ...]:

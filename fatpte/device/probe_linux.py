@@ -107,13 +107,21 @@ def _sysconf_memory() -> int | None:
 
 # `root` is joined with os.path, not pathlib: the probe runs on `fatpte select`'s start-up path,
 # where `import pathlib` would cost ~9 ms.
+def read_cpuinfo(root: str | os.PathLike[str] = "/") -> str | None:
+    """/proc/cpuinfo's text (bounded), None when unreadable: read once, for the features and the
+    cores (fatpte.device.probe_identity); the kernel makes it anew at each read."""
+    return _read_text(os.path.join(root, "proc", "cpuinfo"))
+
+
 def probe(arch: str, *, root: str | os.PathLike[str] = "/", environ: Mapping[str, str] = os.environ,
-          hwcaps: tuple[int, int] | None = None) -> tuple[str, frozenset[str], int]:
-    """(os, cpu_features, memory_bytes) of a Linux host; `root` and `hwcaps` are for tests.
+          hwcaps: tuple[int, int] | None = None, cpuinfo: str | None = None) -> tuple[str, frozenset[str], int]:
+    """(os, cpu_features, memory_bytes) of a Linux host; `root` and `hwcaps` are for tests,
+    `cpuinfo` the text of read_cpuinfo when the caller has it.
 
     Never raises for a missing or odd /proc: features fall back to the hwcaps (arm64) or to none,
     which only makes selection more conservative; memory falls back to sysconf, then 0 (unknown)."""
-    cpuinfo = _read_text(os.path.join(root, "proc", "cpuinfo"))
+    if cpuinfo is None:
+        cpuinfo = read_cpuinfo(root)
     features = None if cpuinfo is None else cpuinfo_features(cpuinfo, arch)
     if features is None and arch == "aarch64":
         caps = hwcaps if hwcaps is not None else read_hwcaps()

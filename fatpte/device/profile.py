@@ -50,8 +50,11 @@ DEVICES_DIR_ENV: Final = "FATPTE_DEVICES_DIR"
 HOST_NAME: Final = "host"
 
 _PROFILE_KEYS: Final = ("name", "os", "arch", "cpu_features", "accelerators", "memory_bytes", "backends")
-# executorch_backends absent: not known; sources absent: none cited.
-_OPTIONAL_KEYS: Final = ("executorch_backends", "sources")
+# Absent: not known (sources: none cited). In canonical order: the runtime's backends, the identity
+# (section 2.1), then the sources.
+_OPTIONAL_KEYS: Final = ("executorch_backends", "cpu_cores", "kernel", "os_release", "machine", "soc", "sources")
+MAX_CORES: Final = 64  # distinct core designs; a real part has at most 4
+MAX_SOC_WORDS: Final = 64
 
 
 # The profile records are NamedTuples, not dataclasses: `fatpte select` builds one on every run,
@@ -72,6 +75,11 @@ class _DeviceProfileFields(NamedTuple):
     memory_bytes: int = 0
     backends: Mapping[str, int] = _NO_BACKENDS
     executorch_backends: frozenset[str] | None = None
+    cpu_cores: frozenset[str] | None = None
+    kernel: str | None = None
+    os_release: str | None = None
+    machine: str | None = None
+    soc: frozenset[str] | None = None
     sources: tuple[str, ...] | None = None
 
 
@@ -79,8 +87,12 @@ class DeviceProfile(_DeviceProfileFields):
     """What a device offers; `backends` maps a backend id to the ABI version its runtime provides
     (empty: unknown). `memory_bytes` is total physical RAM (0: unknown). `executorch_backends`
     holds the ExecuTorch backend ids registered in the device's runtime (`XnnpackBackend`, ...;
-    empty: none, portable operators only; None: not known). `sources` cites the documents the
-    profile's facts come from, in the writer's order (None: none cited)."""
+    empty: none, portable operators only; None: not known). The identity (None: not known):
+    `cpu_cores` (core table names, or ids of cores it does not name), `kernel` (the release),
+    `os_release` ("debian 12"), `machine` (the machine model) and `soc` (device-tree compatible
+    strings and /sys/devices/soc0 values).
+    `sources` cites the documents the profile's facts come from, in the writer's order (None: none
+    cited)."""
 
     __slots__ = ()
 
@@ -94,6 +106,11 @@ class DeviceProfile(_DeviceProfileFields):
         memory_bytes: int = 0,
         backends: Mapping[str, int] = _NO_BACKENDS,
         executorch_backends: Iterable[str] | None = None,
+        cpu_cores: Iterable[str] | None = None,
+        kernel: str | None = None,
+        os_release: str | None = None,
+        machine: str | None = None,
+        soc: Iterable[str] | None = None,
         sources: Iterable[str] | None = None,
     ) -> Self:
         # Accept any iterable or mapping from Python callers but store immutable copies, so a
@@ -103,12 +120,17 @@ class DeviceProfile(_DeviceProfileFields):
         if isinstance(executorch_backends, str):
             raise invalid("executorch_backends", "must be a collection of backend ids, not one string",
                           executorch_backends)
+        for label, words in (("cpu_cores", cpu_cores), ("soc", soc)):
+            if isinstance(words, str):
+                raise invalid(label, "must be a collection of words, not one string", words)
         if isinstance(sources, str):
             raise invalid("sources", "must be a collection of source titles, not one string", sources)
         et = None if executorch_backends is None else frozenset(executorch_backends)
         cited = None if sources is None else tuple(sources)
         profile = super().__new__(cls, name, os, arch, frozenset(cpu_features), tuple(accelerators), memory_bytes,
-                                  MappingProxyType(dict(backends)), et, cited)
+                                  MappingProxyType(dict(backends)), et,
+                                  None if cpu_cores is None else frozenset(cpu_cores), kernel, os_release, machine,
+                                  None if soc is None else frozenset(soc), cited)
         _check_profile(profile)
         return profile
 
@@ -163,12 +185,14 @@ class DeviceProfile(_DeviceProfileFields):
             words = [string(w, f"executorch_backends[{i}]") for i, w in enumerate(et_raw)]
             _check_executorch_backends(words)
             et = frozenset(words)
+        identity, orders = _read_identity(obj)
         sources = _read_sources(obj["sources"]) if "sources" in obj else None
         # tuple.__new__ skips `__new__`: the values are already copies, and the check below is given
-        # the features in file order so that an error names the index the file has.
+        # the features (and the identity's words) in file order so that an error names the index
+        # the file has.
         profile = tuple.__new__(cls, (name, os_name, arch, frozenset(features), accelerators, memory,
-                                      MappingProxyType(backends), et, sources))
-        _check_profile(profile, feature_order=features)
+                                      MappingProxyType(backends), et, *identity, sources))
+        _check_profile(profile, feature_order=features, word_orders=orders)
         return profile
 
     @classmethod
@@ -213,9 +237,11 @@ class DeviceProfile(_DeviceProfileFields):
         et = probe_executorch.runtime_backends(vendor_runtimes)
         if et is None and executorch:
             et = probe_executorch.registered_backends()
+        ident = facts.identity
         return cls(name=HOST_NAME, os=facts.os, arch=facts.arch, cpu_features=facts.cpu_features,
                    accelerators=facts.accelerators, memory_bytes=facts.memory_bytes, backends={},
-                   executorch_backends=et)
+                   executorch_backends=et, cpu_cores=ident.cpu_cores, kernel=facts.kernel,
+                   os_release=ident.os_release, machine=ident.machine, soc=ident.soc)
 
     @staticmethod
     def names() -> list[str]:
@@ -238,6 +264,13 @@ class DeviceProfile(_DeviceProfileFields):
         }
         if self.executorch_backends is not None:
             out["executorch_backends"] = sorted(self.executorch_backends)
+        if self.cpu_cores is not None:
+            out["cpu_cores"] = sorted(self.cpu_cores)
+        for key in ("kernel", "os_release", "machine"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if self.soc is not None:
+            out["soc"] = sorted(self.soc)
         if self.sources is not None:
             out["sources"] = list(self.sources)
         return out
@@ -249,7 +282,8 @@ class DeviceProfile(_DeviceProfileFields):
     def __hash__(self) -> int:
         # Written out because `backends` is a read-only mapping, which is not hashable.
         return hash((self.name, self.os, self.arch, self.cpu_features, self.accelerators, self.memory_bytes,
-                     tuple(sorted(self.backends.items())), self.executorch_backends, self.sources))
+                     tuple(sorted(self.backends.items())), self.executorch_backends, self.cpu_cores, self.kernel,
+                     self.os_release, self.machine, self.soc, self.sources))
 
 
 def canonical_text(obj: Mapping[str, Any]) -> str:
@@ -262,7 +296,8 @@ def canonical_text(obj: Mapping[str, Any]) -> str:
 # -- checks -----------------------------------------------------------------------------------
 
 
-def _check_profile(p: DeviceProfile, feature_order: list[str] | None = None) -> None:
+def _check_profile(p: DeviceProfile, feature_order: list[str] | None = None,
+                   word_orders: Mapping[str, list[Any]] | None = None) -> None:
     if not isinstance(p.name, str) or not re.fullmatch(NAME_PATTERN, p.name):
         raise invalid("name", f"{p.name!r} must be 1 to 64 characters from [A-Za-z0-9_.-]", p.name)
     if not isinstance(p.os, str) or p.os not in OS_NAMES:
@@ -294,8 +329,60 @@ def _check_profile(p: DeviceProfile, feature_order: list[str] | None = None) -> 
             raise invalid("executorch_backends", f"lists {len(p.executorch_backends)} backends, more than the "
                           f"limit of {MAX_EXECUTORCH_BACKENDS}", len(p.executorch_backends))
         _check_executorch_backends(sorted(p.executorch_backends, key=str))
+    _check_identity(p, word_orders or {})
     if p.sources is not None:
         _check_sources(p.sources)
+
+
+
+def _read_identity(obj: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, list[Any]]]:
+    """The identity keys' values as the profile holds them (None when absent), and the words of
+    `cpu_cores` and `soc` in file order: shapes only; _check_identity checks the values."""
+    orders: dict[str, list[Any]] = {}
+    for key, noun, limit in (("cpu_cores", "cores", MAX_CORES), ("soc", "words", MAX_SOC_WORDS)):
+        if key in obj:
+            orders[key] = [string(w, f"{key}[{i}]") for i, w in
+                           enumerate(_bounded_array(obj[key], key, "strings", noun, limit))]
+    texts = [string(obj[key], key) if key in obj else None for key in ("kernel", "os_release", "machine")]
+    sets = {key: None if key not in orders else frozenset(orders[key]) for key in ("cpu_cores", "soc")}
+    return (sets["cpu_cores"], *texts, sets["soc"]), orders
+
+
+def _check_identity(p: DeviceProfile, orders: Mapping[str, list[Any]]) -> None:
+    """The identity's values (specs/device-profile.md section 2.1), after every other field."""
+    from fatpte.format.vocabulary import CORE_BY_ID, CORE_BY_NAME, CORE_ID_PATTERNS
+
+    for key, words in (("cpu_cores", p.cpu_cores), ("soc", p.soc)):
+        if words is not None and len(words) > (MAX_CORES if key == "cpu_cores" else MAX_SOC_WORDS):
+            raise invalid(key, f"lists {len(words)} words, more than the limit of 64", len(words))
+    seen: set[str] = set()
+    for i, word in enumerate(orders.get("cpu_cores", sorted(p.cpu_cores or (), key=str))):
+        path = f"cpu_cores[{i}]"
+        core = CORE_BY_NAME.get(word) if isinstance(word, str) else None
+        if core is not None and core.arch != p.arch:
+            raise invalid(path, f"{word!r} is a {core.arch} core, not one of {p.arch}", word)
+        if core is None and not (isinstance(word, str) and re.fullmatch(CORE_ID_PATTERNS[p.arch], word)):
+            raise invalid(path, f"{word!r} is neither a core name of the table for {p.arch} (specs/device-profile.md "
+                          "3.6) nor the id of a core it does not name", word)
+        if word in CORE_BY_ID:
+            raise invalid(path, f"{word!r} is the core {CORE_BY_ID[word].name}: write its name", word)
+        if word in seen:
+            raise invalid(path, f"{word!r} is listed twice", word)
+        seen.add(word)
+    for key in ("kernel", "os_release", "machine"):
+        value = getattr(p, key)
+        if value is not None and not (isinstance(value, str) and re.fullmatch(_IDENTITY_TEXT, value)):
+            raise invalid(key, f"{value!r} is not 1 to 256 printable ASCII characters", value)
+    seen = set()
+    for i, word in enumerate(orders.get("soc", sorted(p.soc or (), key=str))):
+        if not (isinstance(word, str) and re.fullmatch(_IDENTITY_TEXT, word)):
+            raise invalid(f"soc[{i}]", f"{word!r} is not 1 to 256 printable ASCII characters", word)
+        if word in seen:
+            raise invalid(f"soc[{i}]", f"{word!r} is listed twice", word)
+        seen.add(word)
+
+
+_IDENTITY_TEXT: Final = r"[ -~]{1,256}"
 
 
 def _bounded_array(value: Any, path: str, items: str, noun: str, limit: int) -> list[Any]:

@@ -14,6 +14,7 @@ from fatpte.container.reader import Container
 from fatpte.device.profile import DeviceProfile
 from fatpte.errors import ErrorCode, FatpteError, FatpteWarning, SelectionError, clipped, listed, quoted
 from fatpte.format.model import Entry
+from fatpte.format.vocabulary import CORE_BY_NAME
 from fatpte.manifest.model import AcceleratorRequirement, Requirements
 
 # The records below are NamedTuples rather than dataclasses so that `fatpte select` never
@@ -23,7 +24,7 @@ from fatpte.manifest.model import AcceleratorRequirement, Requirements
 class Failure(NamedTuple):
     """One requirement an entry states that the device does not meet."""
 
-    requirement: str  # "os", "arch", "cpu_features", "accelerators[0]", "min_memory_bytes", "backend_abi", "exclude"
+    requirement: str  # "os", "arch", "cpu_features", "accelerators[0]", "min_memory_bytes", "cpu_cores", ...
     needed: str
     has: str
 
@@ -40,7 +41,9 @@ class Failure(NamedTuple):
 
 class Verdict(NamedTuple):
     """The outcome for one entry. `rank` is 1 for the chosen entry, None when not eligible.
-    `executorch_backends` is what the manifest says the entry's program needs (None: not known)."""
+    `executorch_backends` is what the manifest says the entry's program needs (None: not known).
+    `grade` is how an eligible entry fits (specs/nfat-manifest.md 6.3: `exact`, `compatible`,
+    `fallback`); None when not eligible."""
 
     entry: Entry
     eligible: bool
@@ -49,6 +52,7 @@ class Verdict(NamedTuple):
     specificity: int
     rank: int | None
     executorch_backends: tuple[str, ...] | None = None
+    grade: str | None = None
 
     @property
     def delegates(self) -> bool:
@@ -58,11 +62,13 @@ class Verdict(NamedTuple):
     def to_json(self) -> dict[str, Any]:
         et = self.executorch_backends
         return {"entry": self.entry.name, "backend_id": self.entry.backend_id, "eligible": self.eligible,
-                "rank": self.rank, "priority": self.entry.priority, "specificity": self.specificity,
+                "rank": self.rank, "grade": self.grade, "priority": self.entry.priority,
+                "specificity": self.specificity,
                 "executorch_backends": None if et is None else list(et),
                 "failures": [f.to_json() for f in self.failures], "notes": list(self.notes)}
 
-    def line(self) -> str:
+    def line(self, shared: frozenset[str] = frozenset()) -> str:
+        """The entry's line, then its notes but those of `shared` (said once for all, explain_lines)."""
         head = f"{clipped(self.entry.name)} [{clipped(self.entry.backend_id)}]"
         delegation = ""
         if self.executorch_backends is not None:
@@ -70,10 +76,26 @@ class Verdict(NamedTuple):
                           if self.executorch_backends else ", portable operators")
         detail = f"priority {self.entry.priority}{delegation}, specificity {self.specificity}"
         if self.eligible:
-            text = f"#{self.rank} {head}: eligible ({detail})"
+            text = f"#{self.rank} {head}: eligible, {self.grade} ({detail})"
         else:
             text = f"-  {head}: rejected: " + "; ".join(f.text() for f in self.failures)
-        return text + "".join(f"\n     note: {n}" for n in self.notes)
+        return text + "".join(f"\n     note: {n}" for n in self.notes if n not in shared)
+
+
+def explain_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """One line per entry (indented), then each note two or more entries share, once: `note, for
+    every entry: ...` or `note, for entries a, b: ...` (specs/nfat-manifest.md 6.3)."""
+    holders: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        for n in dict.fromkeys(v.notes):
+            holders.setdefault(n, []).append(v)
+    shared = {n: vs for n, vs in holders.items() if len(vs) > 1}
+    lines = ["  " + v.line(frozenset(shared)) for v in verdicts]
+    for note, vs in shared.items():
+        which = ("every entry" if len(vs) == len(verdicts)
+                 else "entries " + listed([clipped(v.entry.name) for v in vs]))
+        lines.append(f"  note, for {which}: {note}")
+    return lines
 
 
 class Selection(NamedTuple):
@@ -98,7 +120,7 @@ class Selection(NamedTuple):
             lines.append(f"preference: {clipped(', '.join(self.prefer))}")
         if self.exclude:
             lines.append(f"excluded: {clipped(', '.join(self.exclude))}")
-        lines += ["  " + v.line() for v in self.verdicts]
+        lines += explain_lines(self.verdicts)
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -160,6 +182,7 @@ def evaluate(entry: Entry, req: Requirements, device: DeviceProfile) -> tuple[li
     if req.min_memory_bytes and device.memory_bytes < req.min_memory_bytes:
         failures.append(Failure("min_memory_bytes", f"at least {req.min_memory_bytes} bytes",
                                 f"{device.memory_bytes} bytes"))
+    failures += identity_failures(req, device)
     abi = req.backend_abi
     if abi is not None:
         have = device.backends.get(entry.backend_id)
@@ -169,6 +192,40 @@ def evaluate(entry: Entry, req: Requirements, device: DeviceProfile) -> tuple[li
         elif not abi.holds(have):
             failures.append(Failure("backend_abi", f"{entry.backend_id} ABI {abi.text()}", f"ABI {have}"))
     return failures, notes
+
+
+def _meets_min_core(word: str, floor: str) -> bool:
+    core, least = CORE_BY_NAME.get(word), CORE_BY_NAME.get(floor)
+    return core is not None and least is not None and core.arch == least.arch and core.generation >= least.generation
+
+
+def identity_failures(req: Requirements, device: DeviceProfile) -> list[Failure]:
+    """The revision-4 requirements (specs/nfat-manifest.md 4.4): every core of the device in
+    `cpu_cores`, every core at least `min_core`, the machine or an SoC word in `soc`. A profile
+    that does not list its cores (or machine and SoC) meets none of them."""
+    failures: list[Failure] = []
+    cores = device.cpu_cores
+    has = ", ".join(sorted(cores)) if cores else "no core listed (the profile does not say which cores it has)"
+    if req.cpu_cores and (not cores or not cores <= frozenset(req.cpu_cores)):
+        failures.append(Failure("cpu_cores", "every core one of " + ", ".join(req.cpu_cores), has))
+    if req.min_core is not None and (not cores or not all(_meets_min_core(c, req.min_core) for c in cores)):
+        failures.append(Failure("min_core", f"every core {req.min_core} or a later one", has))
+    if req.soc:
+        words = ([device.machine] if device.machine is not None else []) + sorted(device.soc or ())
+        if not any(w in words for w in req.soc):
+            parts = ([f"machine {device.machine}"] if device.machine is not None else []) + (
+                ["soc " + ", ".join(sorted(device.soc))] if device.soc else [])
+            failures.append(Failure("soc", "one of " + ", ".join(req.soc),
+                                    " and ".join(parts) or "no machine or SoC listed (the profile does not say)"))
+    return failures
+
+
+def grade(req: Requirements) -> str:
+    """How an eligible entry fits (specs/nfat-manifest.md 6.3): `exact` when it names the device's
+    cores or SoC, `compatible` when it states CPU features or accelerators, else `fallback`."""
+    if req.names_device:
+        return "exact"
+    return "compatible" if req.cpu_features or req.accelerators else "fallback"
 
 
 def runtime_check(needs: Sequence[str] | None, device: DeviceProfile) -> tuple[list[Failure], list[str]]:
@@ -243,7 +300,7 @@ def select(
                                     None if me is None else me.executorch_backends))
     verdicts, chosen = rank(candidates, device, prefer=prefer, exclude=exclude)
     if chosen is None:
-        lines = "\n".join("  " + v.line() for v in verdicts)
+        lines = "\n".join(explain_lines(verdicts))
         error = SelectionError(ErrorCode.NO_SPECIALIZATION_FITS,
                                f"no specialization fits device {device.name!r} ({device.os} {device.arch}):\n{lines}",
                                source=container.source)
@@ -272,7 +329,7 @@ def rank(candidates: Sequence[Candidate], device: DeviceProfile, *, prefer: Sequ
     rank_of: dict[str, int] = {}
     for i, w in enumerate(prefer):
         rank_of.setdefault(w, i)
-    evaluated: list[tuple[Entry, list[Failure], list[str], int, tuple[str, ...] | None]] = []
+    evaluated: list[tuple[Entry, list[Failure], list[str], int, tuple[str, ...] | None, str]] = []
     for e, req, needs in candidates:
         failures, notes = evaluate(e, req, device)
         more_failures, more_notes = runtime_check(needs, device)
@@ -282,7 +339,7 @@ def rank(candidates: Sequence[Candidate], device: DeviceProfile, *, prefer: Sequ
             # The word that excludes it, not the whole list (which thin makes as long as the table).
             word = e.name if e.name in excluded else e.backend_id
             failures.append(Failure("exclude", "not to be excluded by the caller", f"exclude={word}"))
-        evaluated.append((e, failures, notes, req.specificity, needs))
+        evaluated.append((e, failures, notes, req.specificity, needs, grade(req)))
 
     def preference(e: Entry) -> int:
         return min(rank_of.get(e.name, len(prefer)), rank_of.get(e.backend_id, len(prefer)))
@@ -292,8 +349,8 @@ def rank(candidates: Sequence[Candidate], device: DeviceProfile, *, prefer: Sequ
     # backend before one of portable operators (or not known), specificity, table position.
     eligible.sort(key=lambda x: (-x[0].priority, preference(x[0]), -bool(x[4]), -x[3], x[0].index))
     ranks = {x[0].index: r for r, x in enumerate(eligible, 1)}
-    verdicts = tuple(Verdict(e, not f, tuple(f), tuple(n), s, ranks.get(e.index), et)
-                     for e, f, n, s, et in evaluated)
+    verdicts = tuple(Verdict(e, not f, tuple(f), tuple(n), s, ranks.get(e.index), et, None if f else g)
+                     for e, f, n, s, et, g in evaluated)
     return verdicts, (eligible[0][0] if eligible else None)
 
 

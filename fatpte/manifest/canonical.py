@@ -33,9 +33,11 @@ from fatpte.value.canonical import CanonicalWriter
 # The first field of every record: the record kind and the encoding's revision, so a digest of one
 # kind can never equal a digest of another, and a later revision of the encoding is told apart.
 ENTRY_RECORD_TAG: Final = "nfat.manifest.entry/1"
-# The record of an entry that uses manifest revision 4's requirement fields (an accelerator's
-# `device` or `capabilities`): the same fields, each accelerator followed by those two, so a
-# signature covers them, and a verifier that knows only /1 computes another digest (it fails closed).
+# The record of an entry that states a requirement of manifest revision 4 (an accelerator's
+# `device` or `capabilities`, or the device's identity: `cpu_cores`, `min_core`, `soc`): revision
+# 1's fields, each accelerator followed by its `device` and `capabilities`, and the identity
+# requirements after `backend_abi` (specs/nfat-signature.md 4), so a signature covers them and a
+# verifier that knows only /1 computes another digest (it fails closed).
 ENTRY_RECORD_TAG_R4: Final = "nfat.manifest.entry/2"
 NAMED_DATA_RECORD_TAG: Final = "nfat.named_data/1"
 
@@ -43,15 +45,16 @@ NAMED_DATA_RECORD_TAG: Final = "nfat.named_data/1"
 def entry_record(entry: ManifestEntry | None) -> bytes:
     """The canonical bytes of a manifest entry; None (no manifest entry, or no manifest) too."""
     w = CanonicalWriter()
-    vendor = entry is not None and uses_vendor_fields(entry.requires)
-    w.text(ENTRY_RECORD_TAG_R4 if vendor else ENTRY_RECORD_TAG)
-    w.opt(entry, lambda e: _entry(w, e, vendor))
+    r4 = entry is not None and uses_revision4_requirements(entry.requires)
+    w.text(ENTRY_RECORD_TAG_R4 if r4 else ENTRY_RECORD_TAG)
+    w.opt(entry, lambda e: _entry(w, e, r4))
     return w.result()
 
 
-def uses_vendor_fields(r: Requirements) -> bool:
-    """Whether `r` states an accelerator's `device` or `capabilities` (manifest revision 4)."""
-    return any(a.device or a.capabilities for a in r.accelerators)
+def uses_revision4_requirements(r: Requirements) -> bool:
+    """Whether `r` states a requirement manifest revision 4 added: an accelerator's `device` or
+    `capabilities`, or the device's identity."""
+    return r.names_device or any(a.device or a.capabilities for a in r.accelerators)
 
 
 def named_data_record(key: str, layout: TensorLayout | None) -> bytes:
@@ -64,9 +67,9 @@ def named_data_record(key: str, layout: TensorLayout | None) -> bytes:
     return w.result()
 
 
-def _entry(w: CanonicalWriter, e: ManifestEntry, vendor: bool) -> None:
+def _entry(w: CanonicalWriter, e: ManifestEntry, r4: bool) -> None:
     w.text(e.name)
-    _requirements(w, e.requires, vendor)
+    _requirements(w, e.requires, r4)
     w.opt(e.signature, lambda s: _signature(w, s))
     w.strings(e.named_data)
     w.opt(e.source_digest, w.text)
@@ -75,7 +78,7 @@ def _entry(w: CanonicalWriter, e: ManifestEntry, vendor: bool) -> None:
     w.opt(e.executorch_backends, w.strings)
 
 
-def _requirements(w: CanonicalWriter, r: Requirements, vendor: bool) -> None:
+def _requirements(w: CanonicalWriter, r: Requirements, r4: bool) -> None:
     w.strings(r.os)
     w.strings(r.arch)
     w.strings(r.cpu_features)
@@ -89,7 +92,7 @@ def _requirements(w: CanonicalWriter, r: Requirements, vendor: bool) -> None:
         w.text(a.kind)
         w.seq(a.targets, target)
         w.u64(a.min_memory_bytes)
-        if vendor:  # record /2: str device ("" when absent), list(str) capabilities
+        if r4:  # record /2: str device ("" when absent), list(str) capabilities
             w.text(a.device)
             w.strings(a.capabilities)
 
@@ -100,6 +103,10 @@ def _requirements(w: CanonicalWriter, r: Requirements, vendor: bool) -> None:
     w.seq(r.accelerators, accelerator)
     w.u64(r.min_memory_bytes)
     w.opt(r.backend_abi, abi)
+    if r4:  # record /2: the identity requirements
+        w.strings(r.cpu_cores)
+        w.opt(r.min_core, w.text)
+        w.strings(r.soc)
 
 
 def _signature(w: CanonicalWriter, s: Signature) -> None:

@@ -80,7 +80,8 @@ SCHEMA: Final[dict[str, tuple[_F, ...]]] = {
     "AbiRange": (_F("min", "u32"), _F("max", "u32", default=U32_MAX)),
     "Requirements": (_F("os", "[string]"), _F("arch", "[string]"), _F("cpu_features", "[string]"),
                      _F("accelerators", "[table]", "AcceleratorRequirement"), _F("min_memory_bytes", "u64"),
-                     _F("backend_abi", "table", "AbiRange")),
+                     _F("backend_abi", "table", "AbiRange"), _F("cpu_cores", "[string]"),
+                     _F("min_core", "string"), _F("soc", "[string]")),
     "Dim": (_F("size", "u64"), _F("symbol", "string")),
     "TensorSpec": (_F("name", "string"), _F("dtype", "string", required=True), _F("shape", "[table]", "Dim")),
     "Method": (_F("name", "string", required=True), _F("inputs", "[table]", "TensorSpec"),
@@ -384,7 +385,8 @@ def _requirements(obj: dict[str, Any] | None, path: str) -> Requirements:
     abi = obj["backend_abi"]
     backend_abi = None if abi is None else AbiRange(int(abi["min"]), int(abi["max"]))
     return Requirements(tuple(obj["os"] or ()), tuple(obj["arch"] or ()), tuple(obj["cpu_features"] or ()),
-                        tuple(accs), int(obj["min_memory_bytes"]), backend_abi)
+                        tuple(accs), int(obj["min_memory_bytes"]), backend_abi, tuple(obj["cpu_cores"] or ()),
+                        obj["min_core"], tuple(obj["soc"] or ()))
 
 
 def _golden(calls: list[dict[str, Any]] | None, path: str) -> tuple[GoldenCall, ...]:
@@ -609,6 +611,9 @@ def _write_requirements(b: Any, r: Requirements) -> int | None:
                 _fb.AcceleratorRequirementAddCapabilities(b, caps)
             items.append(_fb.AcceleratorRequirementEnd(b))
         accs = _offsets(b, _fb.RequirementsStartAcceleratorsVector, items)
+    cores = _strings(b, _fb.RequirementsStartCpuCoresVector, r.cpu_cores) if r.cpu_cores else None
+    min_core = b.CreateString(r.min_core) if r.min_core is not None else None
+    soc = _strings(b, _fb.RequirementsStartSocVector, r.soc) if r.soc else None
     abi = None
     if r.backend_abi is not None:
         _fb.AbiRangeStart(b)
@@ -618,7 +623,8 @@ def _write_requirements(b: Any, r: Requirements) -> int | None:
     _fb.RequirementsStart(b)
     for value, add in ((os_, _fb.RequirementsAddOs), (arch, _fb.RequirementsAddArch),
                        (feats, _fb.RequirementsAddCpuFeatures), (accs, _fb.RequirementsAddAccelerators),
-                       (abi, _fb.RequirementsAddBackendAbi)):
+                       (abi, _fb.RequirementsAddBackendAbi), (cores, _fb.RequirementsAddCpuCores),
+                       (min_core, _fb.RequirementsAddMinCore), (soc, _fb.RequirementsAddSoc)):
         if value is not None:
             add(b, value)
     _fb.RequirementsAddMinMemoryBytes(b, r.min_memory_bytes)

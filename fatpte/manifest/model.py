@@ -172,6 +172,15 @@ class Requirements(NamedTuple):
     accelerators: tuple[AcceleratorRequirement, ...] = ()
     min_memory_bytes: int = 0
     backend_abi: AbiRange | None = None
+    # Revision 4: the device's identity (specs/nfat-manifest.md 4.4).
+    cpu_cores: tuple[str, ...] = ()
+    min_core: str | None = None
+    soc: tuple[str, ...] = ()
+
+    @property
+    def names_device(self) -> bool:
+        """It states a core or an SoC: met, the entry's fit is `exact` (section 6.3)."""
+        return bool(self.cpu_cores) or self.min_core is not None or bool(self.soc)
 
     def text(self) -> str:
         """One short line: `arch=x86_64, +avx2+fma, cuda sm_80|compute_90, mem>=1 GiB`; `-` when none."""
@@ -187,13 +196,20 @@ class Requirements(NamedTuple):
             parts.append(f"mem>={_size_text(self.min_memory_bytes)}")
         if self.backend_abi is not None:
             parts.append(f"abi {self.backend_abi.text()}")
+        if self.cpu_cores:
+            parts.append("cores=" + "|".join(self.cpu_cores))
+        if self.min_core is not None:
+            parts.append(f"core>={self.min_core}")
+        if self.soc:
+            parts.append("soc=" + "|".join(self.soc))
         return ", ".join(parts) or "-"
 
     @property
     def specificity(self) -> int:
         """The number of requirements stated (spec section "Ranking")."""
         return (bool(self.os) + bool(self.arch) + len(set(self.cpu_features)) + len(self.accelerators)
-                + bool(self.min_memory_bytes) + (self.backend_abi is not None))
+                + bool(self.min_memory_bytes) + (self.backend_abi is not None) + bool(self.cpu_cores)
+                + (self.min_core is not None) + bool(self.soc))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -209,6 +225,12 @@ class Requirements(NamedTuple):
             out["min_memory_bytes"] = self.min_memory_bytes
         if self.backend_abi is not None:
             out["backend_abi"] = {"min": self.backend_abi.min, "max": self.backend_abi.max}
+        if self.cpu_cores:
+            out["cpu_cores"] = list(self.cpu_cores)
+        if self.min_core is not None:
+            out["min_core"] = self.min_core
+        if self.soc:
+            out["soc"] = list(self.soc)
         return out
 
     @classmethod
@@ -222,7 +244,8 @@ class Requirements(NamedTuple):
             return cls()
         if not isinstance(obj, Mapping):
             raise _arg(path, f"must be a mapping, not {type(obj).__name__}", obj)
-        _only(obj, ("os", "arch", "cpu_features", "accelerators", "min_memory_bytes", "backend_abi"), path)
+        _only(obj, ("os", "arch", "cpu_features", "accelerators", "min_memory_bytes", "backend_abi", "cpu_cores",
+                    "min_core", "soc"), path)
         os_ = _words(obj.get("os"), f"{path}.os", vocabulary.OS_NAMES)
         arch = _words(obj.get("arch"), f"{path}.arch", vocabulary.ARCHES)
         known = frozenset().union(*vocabulary.CPU_FEATURES.values())
@@ -251,8 +274,45 @@ class Requirements(NamedTuple):
             if lo > hi:
                 raise _arg(f"{path}.backend_abi", f"min {lo} is above max {hi}", abi)
             backend_abi = AbiRange(lo, hi)
+        cores, min_core, soc = _identity(obj, path, arch)
         return cls(os_, arch, features, tuple(accs),
-                   _uint(obj.get("min_memory_bytes", 0), f"{path}.min_memory_bytes", _U64), backend_abi)
+                   _uint(obj.get("min_memory_bytes", 0), f"{path}.min_memory_bytes", _U64), backend_abi,
+                   cores, min_core, soc)
+
+
+def _identity(obj: Mapping[str, Any], path: str, arch: tuple[str, ...]) -> tuple[tuple[str, ...], str | None,
+                                                                                tuple[str, ...]]:
+    """`cpu_cores` (core names or ids of an unnamed core), `min_core` (a core name: it needs a
+    generation) and `soc` (1 to 256 printable ASCII characters each) of a `requires` mapping."""
+    import re
+
+    from fatpte.format import vocabulary
+
+    arches = arch or vocabulary.ARCHES
+    cores = _list([obj["cpu_cores"]] if isinstance(obj.get("cpu_cores"), str) else obj.get("cpu_cores", ()),
+                  f"{path}.cpu_cores")
+    for i, word in enumerate(cores):
+        core = vocabulary.CORE_BY_NAME.get(word) if isinstance(word, str) else None
+        by_id = isinstance(word, str) and any(re.fullmatch(vocabulary.CORE_ID_PATTERNS[a], word) for a in arches)
+        if (core is None or core.arch not in arches) and not by_id:
+            raise _arg(f"{path}.cpu_cores[{i}]", f"{word!r} is not a core of {', '.join(arches)}: a name of the "
+                       "core table (specs/device-profile.md 3.6: cortex-a76, neoverse-n1, znver4, ...) or the id of "
+                       "a core it does not name (0x41:0xd0b, GenuineIntel:6:143)", word)
+        if by_id and word in vocabulary.CORE_BY_ID:
+            raise _arg(f"{path}.cpu_cores[{i}]", f"{word!r} is the core {vocabulary.CORE_BY_ID[word].name}: "
+                       "write its name", word)
+    min_core = obj.get("min_core")
+    if min_core is not None:
+        core = vocabulary.CORE_BY_NAME.get(min_core) if isinstance(min_core, str) else None
+        if core is None or core.arch not in arches:
+            raise _arg(f"{path}.min_core", f"{min_core!r} is not a core name of the table for "
+                       f"{', '.join(arches)} (specs/device-profile.md 3.6)", min_core)
+    soc = _list([obj["soc"]] if isinstance(obj.get("soc"), str) else obj.get("soc", ()), f"{path}.soc")
+    for i, word in enumerate(soc):
+        if not isinstance(word, str) or not re.fullmatch(r"[ -~]{1,256}", word):
+            raise _arg(f"{path}.soc[{i}]", "must be 1 to 256 printable ASCII characters: a device-tree "
+                       "compatible string (brcm,bcm2712), a machine model or a /sys/devices/soc0 value", word)
+    return tuple(dict.fromkeys(cores)), min_core, tuple(dict.fromkeys(soc))
 
 
 class Dim(NamedTuple):
@@ -584,7 +644,8 @@ class Manifest(NamedTuple):
 
 def required_revision(manifest: Manifest) -> int:
     """The lowest revision whose fields `manifest` uses."""
-    if any(a.device or a.capabilities for e in manifest.entries for a in e.requires.accelerators):
+    if any(e.requires.names_device or any(a.device or a.capabilities for a in e.requires.accelerators)
+           for e in manifest.entries):
         return 4
     if any(e.golden for e in manifest.entries):
         return 3

@@ -116,3 +116,13 @@ class Specialization:
     @property
     def entry_name(self) -> str:
         return self.name if self.name is not None else self.backend_id
+
+
+def with_requirements(spec: Specialization, added: Mapping[str, object]) -> Specialization:
+    """`spec` with the `requires` keys of `added` (pack.toml's words) set over its own, checked as
+    pack.toml's are (INVALID_ARGUMENT naming `NAME.requires.KEY`): `fatpte pack --require`."""
+    import dataclasses
+
+    base = spec.requires if isinstance(spec.requires, Requirements) else Requirements.from_mapping(spec.requires)
+    merged = Requirements.from_mapping({**base.to_json(), **added}, f"{spec.entry_name}.requires")
+    return dataclasses.replace(spec, requires=merged)

@@ -7,6 +7,11 @@
 #include <string>
 #include <vector>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "device/identity.hpp"
 #include "fatpte/device.hpp"
 #include "fatpte/profile.hpp"
 
@@ -91,7 +96,7 @@ TEST(PlannedMemory, HalfTheDevicesMemoryAtMost64GiB) {
   EXPECT_EQ(fatpte::planned_memory_limit_for(~std::uint64_t{0}), 64 * gib);
   EXPECT_EQ(fatpte::planned_memory_limit_for(0), 64 * gib);
   EXPECT_EQ(fatpte::kPlannedMemoryCeiling, 64 * gib);
-  const std::uint64_t probed = fatpte::probe_host(fatpte::ProbeScope{false, true, false, {}}).memory_bytes;
+  const std::uint64_t probed = fatpte::probe_host(fatpte::ProbeScope{false, true, false, false, {}}).memory_bytes;
   EXPECT_EQ(fatpte::default_planned_memory_limit(), fatpte::planned_memory_limit_for(probed));
   EXPECT_NE(fatpte::default_planned_memory_origin().find("the default limit"), std::string::npos);
 }
@@ -196,6 +201,88 @@ TEST(CanonicalJson, VendorDeviceKeysPrintAsPythonWroteThem) {
             std::string::npos)
       << canonical_json(q.value());
   EXPECT_NE(canonical_json(q.value()).find("\"version\": \"1\",\n      \"memory_bytes\": 0\n    }\n"), std::string::npos);
+}
+
+// The samples of tests/device/test_identity.py, with the same answers as Python's probe_identity.
+const char* kSnapdragon855 =
+    "processor\t: 0\nFeatures\t: fp asimd asimddp\nCPU implementer\t: 0x51\nCPU architecture: 8\n"
+    "CPU variant\t: 0x7\nCPU part\t: 0x805\nCPU revision\t: 14\n\nprocessor\t: 7\nCPU implementer\t: 0x51\n"
+    "CPU architecture: 8\nCPU variant\t: 0xd\nCPU part\t: 0x804\nCPU revision\t: 14\n";
+const char* kX86 =
+    "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n"
+    "model name\t: Intel(R) Xeon(R) Platinum 8480+\nprocessor\t: 1\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n"
+    "model\t\t: 183\n";
+
+TEST(Identity, CpuinfoCoresOfTheArchitectureOnly) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(probe::cpuinfo_cores(kSnapdragon855, "aarch64"), (V{"cortex-a55", "cortex-a76"}));
+  EXPECT_EQ(probe::cpuinfo_cores(kSnapdragon855, "x86_64"), V{});
+  EXPECT_EQ(probe::cpuinfo_cores(kX86, "x86_64"), (V{"sapphirerapids", "AuthenticAMD:25:183"}));
+  EXPECT_EQ(probe::cpuinfo_cores(kX86, "aarch64"), V{});
+  EXPECT_EQ(probe::cpuinfo_cores("CPU implementer: 41\nCPU part: 0xd0b\nCPU implementer: 0x100\nCPU part: 0xd0b\n"
+                                 "CPU implementer: 0x41\nCPU part: 0x1d0b\n", "aarch64"), V{});
+  EXPECT_EQ(probe::cpuinfo_cores("vendor_id: Genuine Intel\ncpu family: 6\nmodel: 143\n", "x86_64"), V{});
+  EXPECT_EQ(probe::cpuinfo_cores("vendor_id: GenuineIntel\ncpu family: 06\nmodel: 143\n", "x86_64"), V{});
+}
+
+TEST(Identity, OsRelease) {
+  EXPECT_EQ(probe::os_release_of("PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\n"),
+            "debian 12");
+  EXPECT_EQ(probe::os_release_of("ID='ubuntu'\nVERSION_ID=24.04\nID=ubuntu\r\n"), "ubuntu 24.04");
+  EXPECT_EQ(probe::os_release_of("ID=arch\n"), "arch");
+  EXPECT_EQ(probe::os_release_of("ID=arch linux\nVERSION_ID=1\n"), "");
+  EXPECT_EQ(probe::os_release_of("NAME=x\n"), "");
+}
+
+TEST(Identity, CoreTable) {
+  ASSERT_NE(detail::core_by_id("0x51:0x804"), nullptr);
+  EXPECT_STREQ(detail::core_by_id("0x51:0x804")->name, "cortex-a76");
+  EXPECT_EQ(detail::core_by_name("neoverse-n1")->generation, detail::core_by_name("cortex-a76")->generation);
+  EXPECT_TRUE(detail::is_core_id("0x41:0xd99", "aarch64"));
+  EXPECT_FALSE(detail::is_core_id("0x41:0xD99", "aarch64"));
+  EXPECT_TRUE(detail::is_core_id("AuthenticAMD:25:183", "x86_64"));
+  EXPECT_FALSE(detail::is_core_id("AuthenticAMD:025:183", "x86_64"));
+}
+
+TEST(Identity, X86CoreFromCpuidAsLinuxPrintsIt) {
+  // "GenuineIntel" in ebx, edx, ecx; leaf 1 eax of Emerald Rapids (family 6, model 0xcf).
+  EXPECT_EQ(probe::x86_core_id(0x756e6547, 0x49656e69, 0x6c65746e, 0x000C06F2), "GenuineIntel:6:207");
+  EXPECT_EQ(probe::core_word("GenuineIntel:6:207"), "emeraldrapids");
+  // "AuthenticAMD"; Genoa: base family 0xf plus extended 0xa, model 0x11.
+  EXPECT_EQ(probe::x86_core_id(0x68747541, 0x69746e65, 0x444d4163, 0x00A10F11), "AuthenticAMD:25:17");
+  EXPECT_EQ(probe::x86_core_id(0x20202020, 0x69746e65, 0x444d4163, 0x00A10F11), "");  // spaces: no id
+}
+
+void write_file(const std::filesystem::path& p, const std::string& data) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << data;
+}
+
+TEST(Identity, AFolderStandingForSlash) {
+  const std::filesystem::path root = std::filesystem::temp_directory_path() / "fatpte_identity_test";
+  std::filesystem::remove_all(root);
+  write_file(root / "proc/cpuinfo", "processor: 0\nFeatures: fp asimd\n");
+  const char* midrs[] = {"0x00000000410fd0b1\n", "0x00000000410fd0b1\n", "0x00000000410fd051\n"};
+  for (int n = 0; n < 3; ++n) {
+    write_file(root / ("sys/devices/system/cpu/cpu" + std::to_string(n)) / "regs/identification/midr_el1", midrs[n]);
+  }
+  write_file(root / "usr/lib/os-release", "ID=debian\nVERSION_ID=\"12\"\n");
+  write_file(root / "proc/device-tree/model", std::string("Raspberry Pi 5 Model B Rev 1.0\0", 31));
+  write_file(root / "proc/device-tree/compatible", std::string("raspberrypi,5-model-b\0brcm,bcm2712\0", 35));
+  write_file(root / "sys/devices/soc0/family", "BCM2712\n");
+  write_file(root / "sys/devices/soc0/soc_id", "\xff\xfe\n");
+  DeviceProfile p;
+  p.arch = "aarch64";
+  probe::read_identity(root.string(), p);
+  EXPECT_EQ(p.cpu_cores, (std::set<std::string>{"cortex-a55", "cortex-a76"}));
+  EXPECT_EQ(p.os_release, std::optional<std::string>("debian 12"));
+  EXPECT_EQ(p.machine, std::optional<std::string>("Raspberry Pi 5 Model B Rev 1.0"));
+  EXPECT_EQ(p.soc, (std::set<std::string>{"BCM2712", "brcm,bcm2712", "raspberrypi,5-model-b"}));
+  DeviceProfile none;
+  none.arch = "aarch64";
+  probe::read_identity((root / "empty").string(), none);
+  EXPECT_FALSE(none.cpu_cores || none.os_release || none.machine || none.soc);
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

@@ -335,6 +335,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 struct RunReport {
   std::string chosen = "null";
   std::string backend_id = "null";
+  std::string grade = "null";  // how the entry serving fits: specs/nfat-manifest.md 6.3
   std::string method;
   std::string dispatch;  // the items of a JSON list
   std::string calls;     // the items of a JSON list
@@ -344,10 +345,17 @@ struct RunReport {
 };
 
 std::string report_json(const RunReport& r) {
-  return "{\n  \"chosen\": " + r.chosen + ",\n  \"backend_id\": " + r.backend_id + ",\n  \"method\": " +
+  return "{\n  \"chosen\": " + r.chosen + ",\n  \"backend_id\": " + r.backend_id + ",\n  \"grade\": " + r.grade +
+         ",\n  \"method\": " +
          fatpte::detail::json_quote(r.method) + ",\n  \"dispatch\": [" + r.dispatch + "\n  ],\n  \"calls\": [" +
          r.calls + "],\n  \"golden\": " + r.golden + ",\n  \"fallbacks\": [" + r.fallbacks + "],\n  \"error\": " + r.error +
          "\n}\n";
+}
+
+// The report's `grade` of an entry: its grade as a JSON string, null when the load graded none.
+std::string grade_json(const fatpte_loaded* loaded, uint32_t entry) {
+  const std::string grade = fatpte_loaded_grade(loaded, entry);
+  return grade.empty() ? "null" : fatpte::detail::json_quote(grade);
 }
 
 // Records the error the run ends with; returns its exit status.
@@ -564,6 +572,7 @@ int load(const RunArgs& a, fatpte_container* c, fatpte_device* device, const fat
   if (!a.json) std::printf("ran: %s [%s]\n", fatpte::printable(name).c_str(), fatpte::printable(backend).c_str());
   r.chosen = fatpte::detail::json_quote(name);
   r.backend_id = fatpte::detail::json_quote(backend);
+  r.grade = grade_json(loaded, index);
   r.method = fatpte_loaded_method(loaded);
   return kGoOn;
 }
@@ -639,6 +648,7 @@ void report_fallbacks(const RunArgs& a, fatpte_container* c, fatpte_loaded* load
                    fatpte::detail::json_quote(from) + ", \"to\": " + quoted_to + ", \"reason\": " +
                    fatpte::detail::json_quote(e.reason) + ", \"detail\": " + fatpte::detail::json_quote(e.detail) + "}";
     r.chosen = quoted_to;
+    r.grade = e.has_to_entry ? grade_json(loaded, e.to_entry) : "null";
     r.backend_id = "null";
     const char* backend = "";
     if (e.has_to_entry && fatpte_entry_backend_id(c, e.to_entry, &backend) == FATPTE_OK) {

@@ -248,8 +248,8 @@ def test_a_program_that_delegates_ranks_above_the_portable_one(tmp_path: Path) -
         # The caller's preference still comes before it, and so does a priority.
         assert select(c, DeviceProfile.load("x86-64-v2"), prefer=["portable"]).chosen.name == "portable"
         lines = sel.explain().splitlines()
-        assert "  #2 portable [portable]: eligible (priority 0, portable operators, specificity 0)" in lines
-        assert "  #1 xnnpack [xnnpack]: eligible (priority 0, delegates to XnnpackBackend, specificity 0)" in lines
+        assert "  #2 portable [portable]: eligible, fallback (priority 0, portable operators, specificity 0)" in lines
+        assert "  #1 xnnpack [xnnpack]: eligible, fallback (priority 0, delegates to XnnpackBackend, specificity 0)" in lines
 
 
 def test_a_runtime_without_the_backend_never_gets_the_entry(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ import fatpte
 from fatpte.errors import ErrorCode, Severity
 from fatpte.fileio.checksum import crc32c
 from fatpte.format import layout as L
-from tools import gen_calls_vectors, gen_openvino_vectors, gen_verdicts_vectors
+from tools import gen_calls_vectors, gen_identity_vectors, gen_openvino_vectors, gen_verdicts_vectors
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS = ROOT / "specs" / "vectors"
@@ -2105,6 +2105,11 @@ section 6), run by tests/conformance/test_verdicts_vectors.py and loader/tests/v
 profiles whose accelerators name an OpenVINO device and its capabilities, accepted or refused, and
 the selection over a revision-4 container on each), run by tests/conformance/test_openvino_vectors.py
 against both fatpte and fatpte-run.
+
+`identity/` holds the device-identity vectors (tools/gen_identity_vectors.py: profiles with cores,
+machine and SoC, accepted or refused, and containers whose entries require them, with the entry
+chosen, each entry's grade and failed requirements per profile), run by
+tests/conformance/test_identity_vectors.py and tests/loader/test_cpp_identity.py.
 `receipts/fallback.jsonl` is not generated here: it is the line the C++ receipt writer gives for a
 fixed fallback event, pinned byte for byte by loader/tests/receipts_test.cpp and held to
 specs/receipt.schema.json by tests/conformance/test_receipt_vectors.py.
@@ -2168,6 +2173,7 @@ def write(out: Path, vectors: Sequence[Vector]) -> None:
     gen_calls_vectors.write(out / "calls")
     gen_verdicts_vectors.write(out / "verdicts")
     gen_openvino_vectors.write(out / "openvino")
+    gen_identity_vectors.write(out / "identity")
     valid = sum(v.code is None for v in vectors)
     (out / "README.md").write_text(README.format(count=len(vectors), valid=valid, invalid=len(vectors) - valid))
 

@@ -151,6 +151,12 @@ def selection_json(me: ManifestEntry | None) -> dict[str, Any]:
         out["backend_abi"] = [req.backend_abi.min, req.backend_abi.max]
     if me is not None and me.executorch_backends is not None:
         out["executorch_backends"] = list(me.executorch_backends)
+    if req.cpu_cores:  # manifest revision 4: only when stated, so earlier statements are unchanged
+        out["cpu_cores"] = list(req.cpu_cores)
+    if req.min_core is not None:
+        out["min_core"] = req.min_core
+    if req.soc:
+        out["soc"] = list(req.soc)
     return out
 
 
@@ -342,8 +348,13 @@ def _selection(obj: dict[str, Any], path: str) -> SignedSelection:
             raise Malformed(f"{path}.backend_abi", f"{path}.backend_abi must be [min, max]")
         backend_abi = AbiRange(_number(abi[0], f"{path}.backend_abi[0]", _U32),
                                _number(abi[1], f"{path}.backend_abi[1]", _U32))
-    requires = Requirements(
-        _words(obj, "os", path) or (), _words(obj, "arch", path) or (), _words(obj, "cpu_features", path) or (),
-        tuple(accelerators),
-        _number(member(obj, "min_memory_bytes", int, path), f"{path}.min_memory_bytes", _MAX_JSON_INT), backend_abi)
-    return SignedSelection(requires, _words(obj, "executorch_backends", path, required=False))
+    os_, arch, features = (_words(obj, k, path) or () for k in ("os", "arch", "cpu_features"))
+    memory = _number(member(obj, "min_memory_bytes", int, path), f"{path}.min_memory_bytes", _MAX_JSON_INT)
+    backends = _words(obj, "executorch_backends", path, required=False)
+    cores = _words(obj, "cpu_cores", path, required=False) or ()
+    min_core = member(obj, "min_core", str, path, required=False)
+    if min_core is not None and not 1 <= len(min_core.encode("utf-8")) <= MAX_TEXT_BYTES:
+        raise Malformed(f"{path}.min_core", f"{path}.min_core must be a string of 1 to {MAX_TEXT_BYTES} bytes")
+    soc = _words(obj, "soc", path, required=False) or ()
+    requires = Requirements(os_, arch, features, tuple(accelerators), memory, backend_abi, cores, min_core, soc)
+    return SignedSelection(requires, backends)

@@ -43,6 +43,15 @@ struct DeviceProfile {
   // The ExecuTorch backend ids registered in the device's runtime ("XnnpackBackend", ...); empty:
   // none (portable operators only); absent: not known (specs/device-profile.md section 5.1).
   std::optional<std::set<std::string>> executorch_backends;
+  // Identity (specs/device-profile.md section 2.1), each absent when not known: the CPU's cores (a
+  // core table name, or the id of a core it does not name), the kernel release, the distribution
+  // ("debian 12"), the machine model and the SoC's words (device-tree compatible strings,
+  // /sys/devices/soc0 values).
+  std::optional<std::set<std::string>> cpu_cores;
+  std::optional<std::string> kernel;
+  std::optional<std::string> os_release;
+  std::optional<std::string> machine;
+  std::optional<std::set<std::string>> soc;
   // The documents the profile's facts come from, in the writer's order; absent: none cited
   // (specs/device-profile.md section 2).
   std::optional<std::vector<std::string>> sources;
@@ -61,6 +70,7 @@ struct ProbeScope {
   bool cpu_features = true;
   bool memory = true;
   bool accelerators = true;
+  bool identity = true;  // cpu_cores, kernel, os_release, machine, soc: a few small files
   // With accelerators: the caller's paths of vendor runtimes (LoadOptions::vendor_runtimes, name
   // -> library; "" withholds one), searched first (specs/device-profile.md 9.1).
   std::map<std::string, std::string> vendor_runtimes;

@@ -315,6 +315,10 @@ FATPTE_API fatpte_status fatpte_load(const fatpte_container* container, const fa
 FATPTE_API fatpte_status fatpte_loaded_entry(const fatpte_loaded* loaded, uint32_t* index) FATPTE_NOEXCEPT;
 /* The method loaded ("forward"); valid until unloaded. */
 FATPTE_API const char* fatpte_loaded_method(const fatpte_loaded* loaded) FATPTE_NOEXCEPT;
+/* How entry `entry` fits the device, as the load's selection graded it (specs/nfat-manifest.md
+ * 6.3): "exact", "compatible" or "fallback"; "" when the load made no selection or the entry was
+ * not eligible. Valid until unloaded. */
+FATPTE_API const char* fatpte_loaded_grade(const fatpte_loaded* loaded, uint32_t entry) FATPTE_NOEXCEPT;
 /* Every step: operator libraries, then per entry tried `dispatch: NAME [ID]: OUTCOME (LIBRARY)`
  * and its details; valid until unloaded. */
 FATPTE_API const char* fatpte_loaded_explain(const fatpte_loaded* loaded) FATPTE_NOEXCEPT;

@@ -316,6 +316,9 @@ inline constexpr FieldSpec kRequirementsFields[] = {
     {"accelerators", FieldKind::kTableVector, 1, false},
     {"min_memory_bytes", FieldKind::kU64, -1, false},
     {"backend_abi", FieldKind::kTable, 2, false},
+    {"cpu_cores", FieldKind::kStringVector, -1, false},
+    {"min_core", FieldKind::kString, -1, false},
+    {"soc", FieldKind::kStringVector, -1, false},
 };
 inline constexpr FieldSpec kDimFields[] = {
     {"size", FieldKind::kU64, -1, false},
@@ -380,7 +383,7 @@ inline constexpr TableSpec kTables[] = {
     {"VersionConstraint", kVersionConstraintFields, 3},
     {"AcceleratorRequirement", kAcceleratorRequirementFields, 5},
     {"AbiRange", kAbiRangeFields, 2},
-    {"Requirements", kRequirementsFields, 6},
+    {"Requirements", kRequirementsFields, 9},
     {"Dim", kDimFields, 2},
     {"TensorSpec", kTensorSpecFields, 3},
     {"Method", kMethodFields, 4},

@@ -33,6 +33,9 @@ struct Verdict {
   std::vector<std::string> notes;  // what selection could not check (an unlisted backend ABI)
   int specificity = 0;
   std::uint32_t rank = 0;  // 1 for the chosen entry; 0 when not eligible
+  // How an eligible entry fits (specs/nfat-manifest.md 6.3): "exact", "compatible" or "fallback";
+  // "" when not eligible.
+  std::string grade;
   // What the manifest says the entry's program needs (executorch_backends; absent: not known).
   std::optional<std::vector<std::string>> executorch_backends;
   // The entry's program delegates to a backend: ranked above one that does not (section 6.2).
@@ -76,9 +79,12 @@ ProbeScope probe_scope(const Container& container);
 // An entry as explain() and the logs name it: "name [backend_id]", both escaped (they come from
 // the file).
 std::string entry_label(const Entry& entry);
-// One entry's line of explain(), without its indent ("#1 name [backend]: eligible (...)" or
-// "-  name [backend]: rejected: ..."), its notes on lines of their own.
-std::string explain_verdict(const Entry& entry, const Verdict& verdict);
+// One entry's line of explain(), without its indent ("#1 name [backend]: eligible, exact (...)"
+// or "-  name [backend]: rejected: ..."), its notes on lines of their own but those of `shared`.
+std::string explain_verdict(const Entry& entry, const Verdict& verdict, const std::vector<std::string>& shared = {});
+// The lines of every entry (indented), then each note two or more entries share, once ("note,
+// for every entry: ..." or "note, for entries a, b: ..."), as Python's explain_lines.
+std::vector<std::string> explain_lines(const std::vector<Entry>& entries, const std::vector<Verdict>& verdicts);
 // Python's Selection.explain(): the device, the chosen entry, and one line per entry.
 std::string explain(const Container& container, const Selection& selection);
 // The same from the container's entries, for a caller that keeps them beyond the container.

@@ -676,6 +676,14 @@ const char* fatpte_loaded_method(const fatpte_loaded* l) noexcept {
   return l == nullptr || !l->dispatch.loaded ? "" : l->dispatch.loaded->method().c_str();
 }
 
+const char* fatpte_loaded_grade(const fatpte_loaded* l, uint32_t entry) noexcept {
+  if (l == nullptr || !l->dispatch.selection) return "";
+  for (const fatpte::Verdict& v : l->dispatch.selection->verdicts) {
+    if (v.index == entry) return v.grade.c_str();
+  }
+  return "";
+}
+
 const char* fatpte_loaded_explain(const fatpte_loaded* l) noexcept { return l == nullptr ? "" : l->explanation.c_str(); }
 
 const char* fatpte_dtype_name(int32_t dtype) noexcept {

@@ -164,6 +164,13 @@ std::string printable(const std::string& s) { return escaped(s, false); }
 
 std::string terminal_safe(const std::string& s) { return escaped(s, true); }
 
+std::string listed(const std::vector<std::string>& items, std::size_t limit) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < limit; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > limit) out += " and " + std::to_string(items.size() - limit) + " more";
+  return out;
+}
+
 std::string clipped(const std::string& s, std::size_t limit) {
   if (s.size() <= limit) return printable(s);
   std::size_t cut = limit;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fatpte {
 namespace detail {
@@ -34,6 +35,9 @@ std::string terminal_safe(const std::string& s);
 // when `s` is longer (errors.clipped, CLIP_BYTES = 1024).
 inline constexpr std::size_t kClipBytes = 1024;
 std::string clipped(const std::string& s, std::size_t limit = kClipBytes);
+// Items already made printable, comma-separated, the first `limit` and then how many more: "a, b,
+// c and 8189 more" (errors.listed, LIST_LIMIT = 8).
+std::string listed(const std::vector<std::string>& items, std::size_t limit = 8);
 // A JSON string literal escaped as Python's json.dumps does (ensure_ascii), so JSON the loader
 // prints is byte-identical to fatpte's: \" \\ \n \r \t \b \f, other control and non-ASCII
 // bytes as \u00XX (each byte on its own: the texts printed are ASCII by the rules of their fields).

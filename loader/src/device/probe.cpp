@@ -13,6 +13,7 @@
 #include "common/text.hpp"
 #include "vendor/openvino.hpp"
 #include "vendor/runtimes.hpp"
+#include "device/identity.hpp"
 
 #if defined(__linux__) || defined(__APPLE__)
 #include <dlfcn.h>
@@ -30,6 +31,7 @@
 #endif
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define FATPTE_X86 1
+#include <cpuid.h>
 #endif
 
 namespace fatpte {
@@ -48,6 +50,18 @@ void append_vendor_keys(std::string& o, const Accelerator& a) {
     o += "        " + detail::json_quote(a.capabilities[k]) + (k + 1 < a.capabilities.size() ? ",\n" : "\n");
   }
   o += "      ]";
+}
+
+// `  "key": [...]` of words in their order (a std::set's: sorted bytewise, like sorted()), as
+// json.dumps(indent=2) prints a list.
+template <typename Words>
+std::string words_member(const char* key, const Words& words) {
+  std::string o = std::string("  \"") + key + "\": ";
+  if (words.empty()) return o + "[]";
+  o += "[\n";
+  std::size_t k = 0;
+  for (const std::string& w : words) o += "    " + detail::json_quote(w) + (++k < words.size() ? ",\n" : "\n");
+  return o + "  ]";
 }
 
 }  // namespace
@@ -93,36 +107,28 @@ std::string canonical_json(const DeviceProfile& p) {
     o += "  ],\n";
   }
   field("memory_bytes", std::to_string(p.memory_bytes), ",\n");
-  const char* after_backends = p.executorch_backends || p.sources ? ",\n" : "\n";
+  // The members from `backends` on, each printed whole, then joined: which is last depends on
+  // which optional keys the profile has.
+  std::vector<std::string> rest;
   if (p.backends.empty()) {
-    field("backends", "{}", after_backends);
+    rest.push_back("  \"backends\": {}");
   } else {
-    o += "  \"backends\": {\n";
+    std::string b = "  \"backends\": {\n";
     std::size_t k = 0;
     for (const auto& kv : p.backends) {
-      o += "    " + detail::json_quote(kv.first) + ": " + std::to_string(kv.second) +
-           (++k < p.backends.size() ? ",\n" : "\n");
+      b += "    " + detail::json_quote(kv.first) + ": " + std::to_string(kv.second) + (++k < p.backends.size() ? ",\n" : "\n");
     }
-    o += "  }";
-    o += after_backends;
+    rest.push_back(b + "  }");
   }
-  const auto strings = [&o](const char* key, const auto& words, const char* after) {
-    o += "  \"";
-    o += key;
-    if (words.empty()) {
-      o += "\": []";
-    } else {
-      o += "\": [\n";
-      std::size_t k = 0;
-      for (const std::string& w : words) o += "    " + detail::json_quote(w) + (++k < words.size() ? ",\n" : "\n");
-      o += "  ]";
-    }
-    o += after;
-  };
-  // executorch_backends only when known (a std::set is sorted bytewise, like sorted()); sources,
-  // when cited, in the profile's order.
-  if (p.executorch_backends) strings("executorch_backends", *p.executorch_backends, p.sources ? ",\n" : "\n");
-  if (p.sources) strings("sources", *p.sources, "\n");
+  // Sets are sorted bytewise, like sorted(); each optional key only when known.
+  if (p.executorch_backends) rest.push_back(words_member("executorch_backends", *p.executorch_backends));
+  if (p.cpu_cores) rest.push_back(words_member("cpu_cores", *p.cpu_cores));
+  if (p.kernel) rest.push_back("  \"kernel\": " + detail::json_quote(*p.kernel));
+  if (p.os_release) rest.push_back("  \"os_release\": " + detail::json_quote(*p.os_release));
+  if (p.machine) rest.push_back("  \"machine\": " + detail::json_quote(*p.machine));
+  if (p.soc) rest.push_back(words_member("soc", *p.soc));
+  for (std::size_t i = 0; i < rest.size(); ++i) o += rest[i] + (i + 1 < rest.size() ? ",\n" : "\n");
+  if (p.sources) rest.push_back(words_member("sources", *p.sources));  // in the profile's order
   o += "}\n";
   return o;
 }
@@ -260,28 +266,6 @@ std::vector<Accelerator> cuda_accelerators(const CudaDriver& d) {
 
 namespace {
 
-std::string read_text(const char* path) {
-  // POSIX reads rather than an ifstream: the first ifstream of a process sets up its locale, a
-  // tenth of a millisecond that every run paid before it could load anything.
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  // Bounded at 4 MiB, like probe_linux._read_text, and read in pieces: zero-filling the whole
-  // bound up front made every probe touch 4 MiB (the peak RSS of a fatpte-run run).
-  constexpr std::size_t kLimit = 4u << 20;
-  std::string out(4096, '\0');  // /proc files report no size: grow as they fill it
-  std::size_t used = 0;
-  while (used < kLimit) {
-    if (used == out.size()) out.resize(std::min(out.size() * 2, kLimit));
-    const ssize_t n = ::read(fd, &out[used], out.size() - used);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    used += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  out.resize(used);
-  return out;
-}
-
 std::vector<Accelerator> probe_cuda() {
 #if defined(__linux__)
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -364,11 +348,34 @@ void probe_macos(DeviceProfile& p) {
 }
 #endif
 
+// The identity facts (specs/device-profile.md section 9, "Identity"): the kernel release from
+// uname on every POSIX system, the rest from Linux's files.
+void probe_identity(DeviceProfile& p) {
+#if defined(__linux__) || defined(__APPLE__)
+  struct utsname u;
+  if (uname(&u) == 0 && detail::is_identity_text(u.release)) p.kernel = std::string(u.release);
+#endif
+#if defined(__linux__) && defined(FATPTE_X86)
+  // cpuid, not /proc/cpuinfo: the kernel samples every CPU's frequency to print that file
+  // (milliseconds); the values are the ones it prints (probe::x86_core_id).
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d) && a >= 1) {
+    const unsigned vb = b, vd = d, vc = c;
+    __cpuid(1, a, b, c, d);
+    const std::string id = probe::x86_core_id(vb, vd, vc, a);
+    if (!id.empty()) p.cpu_cores = std::set<std::string>{probe::core_word(id)};
+  }
+  probe::read_identity("/", p, false);
+#elif defined(__linux__)
+  probe::read_identity("/", p);
+#endif
+}
+
 }  // namespace
 
 DeviceProfile probe_host() { return probe_host(ProbeScope{}); }
 
-DeviceProfile probe_host(bool accelerators) { return probe_host(ProbeScope{true, true, accelerators, {}}); }
+DeviceProfile probe_host(bool accelerators) { return probe_host(ProbeScope{true, true, accelerators, true, {}}); }
 
 DeviceProfile probe_host(const ProbeScope& scope) {
   DeviceProfile p;
@@ -394,7 +401,7 @@ DeviceProfile probe_host(const ProbeScope& scope) {
 #if defined(__aarch64__)
   if (scope.cpu_features) p.cpu_features = probe::arm_hwcap_features(getauxval(AT_HWCAP), getauxval(AT_HWCAP2));
 #endif
-  if (scope.memory) p.memory_bytes = probe::meminfo_total(read_text("/proc/meminfo"));
+  if (scope.memory) p.memory_bytes = probe::meminfo_total(detail::read_bounded("/proc/meminfo", 4u << 20));
   if (scope.memory && p.memory_bytes == 0) {
     const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
     if (pages > 0 && size > 0) p.memory_bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(size);
@@ -414,6 +421,7 @@ DeviceProfile probe_host(const ProbeScope& scope) {
 #endif
   if (!scope.cpu_features) p.cpu_features.clear();
   if (!scope.memory) p.memory_bytes = 0;
+  if (scope.identity) probe_identity(p);
   if (!scope.accelerators) return p;
   std::vector<Accelerator> cuda = probe_cuda();
   p.accelerators.insert(p.accelerators.end(), cuda.begin(), cuda.end());
@@ -435,7 +443,7 @@ std::uint64_t planned_memory_limit_for(std::uint64_t memory_bytes) {
 namespace {
 
 std::uint64_t probed_memory() {
-  static const std::uint64_t memory = probe_host(ProbeScope{false, true, false, {}}).memory_bytes;
+  static const std::uint64_t memory = probe_host(ProbeScope{false, true, false, false, {}}).memory_bytes;
   return memory;
 }
 

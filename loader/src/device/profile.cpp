@@ -10,12 +10,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/json.hpp"
+#include "device/identity.hpp"
 #include "device/origin.hpp"
 #include "fatpte/device.hpp"
 #include "fatpte/result.hpp"
@@ -336,6 +338,73 @@ Status read_sources(const Value& root, DeviceProfile& p) {
   return Status();
 }
 
+// The identity keys' shapes (profile._read_identity): `cpu_cores` and `soc` arrays of at most 64
+// strings, `kernel`, `os_release` and `machine` strings; `words` gets the arrays' words in file
+// order for check_identity.
+Status read_identity(const Value& root, DeviceProfile& p, std::vector<std::string> (&words)[2]) {
+  const char* arrays[2] = {"cpu_cores", "soc"};
+  for (int k = 0; k < 2; ++k) {
+    const Value a = root.find(arrays[k]);
+    if (!a) continue;
+    if (!a.is(Kind::kArray)) return invalid(arrays[k], "must be an array of strings");
+    if (a.size() > 64) return invalid(arrays[k], std::string("lists more than 64 ") + (k == 0 ? "cores" : "words"));
+    words[k].assign(a.size(), std::string());
+    std::size_t n = 0;
+    for (const Value w : a.items()) {
+      FATPTE_RETURN_IF_ERROR(field_text(w, std::string(arrays[k]) + "[" + std::to_string(n) + "]", words[k][n]));
+      ++n;
+    }
+    (k == 0 ? p.cpu_cores : p.soc) = std::set<std::string>(words[k].begin(), words[k].end());
+  }
+  std::optional<std::string>* texts[3] = {&p.kernel, &p.os_release, &p.machine};
+  const char* names[3] = {"kernel", "os_release", "machine"};
+  for (int k = 0; k < 3; ++k) {
+    const Value v = root.find(names[k]);
+    if (!v) continue;
+    std::string text;
+    FATPTE_RETURN_IF_ERROR(field_text(v, names[k], text));
+    *texts[k] = std::move(text);
+  }
+  return Status();
+}
+
+// The identity's values (profile._check_identity), after every other check: each core a name of
+// the table for the profile's arch or the id of a core it does not name, the texts printable
+// ASCII, no word twice.
+Status check_identity(const DeviceProfile& p, const std::vector<std::string> (&words)[2]) {
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < words[0].size(); ++i) {
+    const std::string& w = words[0][i];
+    const std::string path = "cpu_cores[" + std::to_string(i) + "]";
+    const detail::Core* core = detail::core_by_name(w);
+    if (core != nullptr && p.arch != core->arch) {
+      return invalid(path, "'" + w + "' is a " + core->arch + " core, not one of " + p.arch);
+    }
+    if (core == nullptr && !detail::is_core_id(w, p.arch)) {
+      return invalid(path, "'" + w + "' is neither a core name of the table for " + p.arch +
+                               " (specs/device-profile.md 3.6) nor the id of a core it does not name");
+    }
+    if (const detail::Core* named = detail::core_by_id(w)) {
+      return invalid(path, "'" + w + "' is the core " + named->name + ": write its name");
+    }
+    if (!seen.insert(w).second) return invalid(path, "'" + w + "' is listed twice");
+  }
+  const std::optional<std::string>* texts[3] = {&p.kernel, &p.os_release, &p.machine};
+  const char* names[3] = {"kernel", "os_release", "machine"};
+  for (int k = 0; k < 3; ++k) {
+    if (*texts[k] && !detail::is_identity_text(**texts[k])) {
+      return invalid(names[k], "'" + **texts[k] + "' is not 1 to 256 printable ASCII characters");
+    }
+  }
+  seen.clear();
+  for (std::size_t i = 0; i < words[1].size(); ++i) {
+    const std::string path = "soc[" + std::to_string(i) + "]";
+    if (!detail::is_identity_text(words[1][i])) return invalid(path, "is not 1 to 256 printable ASCII characters");
+    if (!seen.insert(words[1][i]).second) return invalid(path, "'" + words[1][i] + "' is listed twice");
+  }
+  return Status();
+}
+
 // The values against the vocabulary, once every field has its shape: name, os, arch, each CPU
 // feature for that arch (`words`, as given), each backend id.
 Status check_vocabulary(const DeviceProfile& p, const std::vector<std::string>& words) {
@@ -380,7 +449,8 @@ Result<DeviceProfile> profile_from_json(const std::string& text) {
   const Value root = doc.value().root();
   if (!root.is(Kind::kObject)) return invalid("$", "a device profile must be a JSON object");
   FATPTE_RETURN_IF_ERROR(keys(root, {"name", "os", "arch", "cpu_features", "accelerators", "memory_bytes", "backends"},
-                              "", {"executorch_backends", "sources"}));
+                              "", {"executorch_backends", "cpu_cores", "kernel", "os_release", "machine", "soc",
+                                   "sources"}));
   DeviceProfile p;
   FATPTE_RETURN_IF_ERROR(field_text(root.find("name"), "name", p.name));
   FATPTE_RETURN_IF_ERROR(field_text(root.find("os"), "os", p.os));
@@ -389,8 +459,11 @@ Result<DeviceProfile> profile_from_json(const std::string& text) {
   FATPTE_RETURN_IF_ERROR(read_cpu_features(root, p, words));
   FATPTE_RETURN_IF_ERROR(read_resources(root, p));
   FATPTE_RETURN_IF_ERROR(read_executorch_backends(root, p));
+  std::vector<std::string> identity_words[2];
+  FATPTE_RETURN_IF_ERROR(read_identity(root, p, identity_words));
   FATPTE_RETURN_IF_ERROR(read_sources(root, p));
   FATPTE_RETURN_IF_ERROR(check_vocabulary(p, words));
+  FATPTE_RETURN_IF_ERROR(check_identity(p, identity_words));
   return p;
 }
 

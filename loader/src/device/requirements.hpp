@@ -81,13 +81,20 @@ struct Requirements {
   // Not a requirement of `requires` but the entry's manifest record: the ExecuTorch backends its
   // program needs, in manifest order (absent: not known).
   std::optional<std::vector<std::string>> executorch_backends;
+  // Revision 4 (specs/nfat-manifest.md 4.4): the device's cores and SoC.
+  std::vector<std::string> cpu_cores, soc;
+  std::optional<std::string> min_core;
+
+  // It states a core or an SoC: met, the entry's fit is `exact` (section 6.3).
+  bool names_device() const { return !cpu_cores.empty() || min_core.has_value() || !soc.empty(); }
 
   int specificity() const {
     std::vector<std::string> distinct(cpu_features);
     std::sort(distinct.begin(), distinct.end());
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
     return (os.empty() ? 0 : 1) + (arch.empty() ? 0 : 1) + static_cast<int>(distinct.size()) +
-           static_cast<int>(accelerators.size()) + (min_memory_bytes ? 1 : 0) + (has_abi ? 1 : 0);
+           static_cast<int>(accelerators.size()) + (min_memory_bytes ? 1 : 0) + (has_abi ? 1 : 0) +
+           (cpu_cores.empty() ? 0 : 1) + (min_core ? 1 : 0) + (soc.empty() ? 0 : 1);
   }
   std::string abi_text() const {
     return abi_max != kU32Max ? std::to_string(abi_min) + ".." + std::to_string(abi_max)

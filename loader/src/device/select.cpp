@@ -15,6 +15,7 @@
 
 #include "common/text.hpp"
 #include "container/manifest_view.hpp"
+#include "device/identity.hpp"
 #include "device/requirements.hpp"
 #include "fatpte/format_generated.h"
 #include "nfat_manifest_generated.h"
@@ -62,6 +63,9 @@ Requirements decode(const M::Requirements* r) {
     }
   }
   out.min_memory_bytes = r->min_memory_bytes();
+  out.cpu_cores = strings(r->cpu_cores());
+  if (r->min_core() != nullptr) out.min_core = r->min_core()->str();
+  out.soc = strings(r->soc());
   if (r->backend_abi() != nullptr) {
     out.has_abi = true;
     out.abi_min = r->backend_abi()->min();
@@ -113,12 +117,13 @@ ProbeScope probe_scope(const Container& c) {
   }
   auto reqs = manifest_requirements(c);
   if (!reqs.ok()) return ProbeScope{};
-  ProbeScope scope{false, false, false, {}};
+  ProbeScope scope{false, false, false, false, {}};
   for (const auto& kv : reqs.value()) {
     const Requirements& r = kv.second;
     scope.cpu_features = scope.cpu_features || !r.cpu_features.empty();
     scope.memory = scope.memory || r.min_memory_bytes != 0;
     scope.accelerators = scope.accelerators || !r.accelerators.empty();
+    scope.identity = scope.identity || r.names_device();
   }
   return scope;
 }
@@ -183,6 +188,49 @@ bool contains(const std::vector<std::string>& words, const std::string& w) {
   return std::find(words.begin(), words.end(), w) != words.end();
 }
 
+bool meets_min_core(const std::string& word, const std::string& floor) {
+  const detail::Core* core = detail::core_by_name(word);
+  const detail::Core* least = detail::core_by_name(floor);
+  return core != nullptr && least != nullptr && std::strcmp(core->arch, least->arch) == 0 &&
+         core->generation >= least->generation;
+}
+
+// selection.identity_failures: every core in `cpu_cores`, every core at least `min_core`, the
+// machine or an SoC word in `soc`; a profile that does not list them meets none.
+void identity_failures(const Requirements& req, const DeviceProfile& d, Verdict& v) {
+  const bool listed = d.cpu_cores && !d.cpu_cores->empty();
+  const std::string has = listed ? join(std::vector<std::string>(d.cpu_cores->begin(), d.cpu_cores->end()), ", ")
+                                 : "no core listed (the profile does not say which cores it has)";
+  if (!req.cpu_cores.empty()) {
+    bool all = listed;
+    for (const std::string& c : listed ? *d.cpu_cores : std::set<std::string>()) all = all && contains(req.cpu_cores, c);
+    if (!all) v.failures.push_back({"cpu_cores", "every core one of " + join(req.cpu_cores, ", "), has});
+  }
+  if (req.min_core) {
+    bool all = listed;
+    for (const std::string& c : listed ? *d.cpu_cores : std::set<std::string>()) all = all && meets_min_core(c, *req.min_core);
+    if (!all) v.failures.push_back({"min_core", "every core " + *req.min_core + " or a later one", has});
+  }
+  if (req.soc.empty()) return;
+  std::vector<std::string> words;
+  if (d.machine) words.push_back(*d.machine);
+  if (d.soc) words.insert(words.end(), d.soc->begin(), d.soc->end());
+  for (const std::string& w : req.soc) {
+    if (contains(words, w)) return;
+  }
+  std::vector<std::string> parts;
+  if (d.machine) parts.push_back("machine " + *d.machine);
+  if (d.soc && !d.soc->empty()) parts.push_back("soc " + join(std::vector<std::string>(d.soc->begin(), d.soc->end()), ", "));
+  v.failures.push_back({"soc", "one of " + join(req.soc, ", "),
+                        parts.empty() ? "no machine or SoC listed (the profile does not say)" : join(parts, " and ")});
+}
+
+// selection.grade: how an eligible entry fits (specs/nfat-manifest.md 6.3).
+const char* grade_of(const Requirements& req) {
+  if (req.names_device()) return "exact";
+  return !req.cpu_features.empty() || !req.accelerators.empty() ? "compatible" : "fallback";
+}
+
 void evaluate(const Entry& e, const Requirements& req, const DeviceProfile& d, Verdict& v) {
   if (!req.os.empty() && !contains(req.os, d.os)) v.failures.push_back({"os", "one of " + join(req.os, ", "), d.os});
   if (!req.arch.empty() && !contains(req.arch, d.arch)) {
@@ -206,6 +254,7 @@ void evaluate(const Entry& e, const Requirements& req, const DeviceProfile& d, V
     v.failures.push_back({"min_memory_bytes", "at least " + std::to_string(req.min_memory_bytes) + " bytes",
                           std::to_string(d.memory_bytes) + " bytes"});
   }
+  identity_failures(req, d, v);
   if (req.has_abi) {
     v.has_backend_abi = true;
     v.backend_abi_min = req.abi_min;
@@ -265,8 +314,7 @@ Result<Selection> select(const Container& c, const DeviceProfile& d, const std::
                          const std::vector<std::string>& exclude) {
   Result<Selection> s = assess(c, d, prefer, exclude);
   if (!s.ok() || s.value().fits) return s;
-  std::vector<std::string> lines;
-  for (const Verdict& v : s.value().verdicts) lines.push_back("  " + explain_verdict(c.entries()[v.index], v));
+  const std::vector<std::string> lines = explain_lines(c.entries(), s.value().verdicts);
   return fail(Error::NO_SPECIALIZATION_FITS, kNoOffset, "", "no specialization fits device '%s' (%s %s):\n%s",
               d.name.c_str(), d.os.c_str(), d.arch.c_str(), join(lines, "\n").c_str());
 }
@@ -312,6 +360,7 @@ Selection detail::rank(const std::vector<Candidate>& candidates, const DevicePro
     }
     v.specificity = req.specificity();
     v.eligible = v.failures.empty();
+    if (v.eligible) v.grade = grade_of(req);
     s.verdicts.push_back(std::move(v));
   }
   const auto preference = [&](const Entry& e) {
@@ -342,7 +391,7 @@ std::string entry_label(const Entry& e) {
   return detail::clipped(e.name) + " [" + detail::clipped(e.backend_id) + "]";
 }
 
-std::string explain_verdict(const Entry& e, const Verdict& v) {
+std::string explain_verdict(const Entry& e, const Verdict& v, const std::vector<std::string>& shared) {
   const std::string head = entry_label(e);
   std::string delegation;
   if (v.executorch_backends) {
@@ -353,7 +402,7 @@ std::string explain_verdict(const Entry& e, const Verdict& v) {
       "priority " + std::to_string(e.priority) + delegation + ", specificity " + std::to_string(v.specificity);
   std::string text;
   if (v.eligible) {
-    text = "#" + std::to_string(v.rank) + " " + head + ": eligible (" + detail + ")";
+    text = "#" + std::to_string(v.rank) + " " + head + ": eligible, " + v.grade + " (" + detail + ")";
   } else {
     std::vector<std::string> parts;
     for (const Failure& f : v.failures) {
@@ -365,8 +414,43 @@ std::string explain_verdict(const Entry& e, const Verdict& v) {
     }
     text = "-  " + head + ": rejected: " + join(parts, "; ");
   }
-  for (const std::string& n : v.notes) text += "\n     note: " + n;
+  for (const std::string& n : v.notes) {
+    if (!contains(shared, n)) text += "\n     note: " + n;
+  }
   return text;
+}
+
+std::vector<std::string> explain_lines(const std::vector<Entry>& entries, const std::vector<Verdict>& verdicts) {
+  std::vector<std::string> notes;               // each note once, in the order first seen
+  std::vector<std::vector<std::uint32_t>> who;  // the verdicts (places) that hold it
+  for (std::size_t i = 0; i < verdicts.size(); ++i) {
+    for (const std::string& n : verdicts[i].notes) {
+      const auto it = std::find(notes.begin(), notes.end(), n);
+      const std::size_t k = static_cast<std::size_t>(it - notes.begin());
+      if (it == notes.end()) {
+        notes.push_back(n);
+        who.emplace_back();
+      }
+      if (who[k].empty() || who[k].back() != i) who[k].push_back(static_cast<std::uint32_t>(i));
+    }
+  }
+  std::vector<std::string> shared;
+  for (std::size_t k = 0; k < notes.size(); ++k) {
+    if (who[k].size() > 1) shared.push_back(notes[k]);
+  }
+  std::vector<std::string> lines;
+  for (const Verdict& v : verdicts) lines.push_back("  " + explain_verdict(entries[v.index], v, shared));
+  for (std::size_t k = 0; k < notes.size(); ++k) {
+    if (who[k].size() < 2) continue;
+    std::string which = "every entry";
+    if (who[k].size() != verdicts.size()) {
+      std::vector<std::string> names;
+      for (std::uint32_t i : who[k]) names.push_back(detail::clipped(entries[verdicts[i].index].name));
+      which = "entries " + detail::listed(names);
+    }
+    lines.push_back("  note, for " + which + ": " + notes[k]);
+  }
+  return lines;
 }
 
 std::string explain(const Container& c, const Selection& s) { return explain(c.entries(), s); }
@@ -377,7 +461,7 @@ std::string explain(const std::vector<Entry>& entries, const Selection& s) {
                                     "chosen: " + entry_label(chosen)};
   if (!s.prefer.empty()) lines.push_back("preference: " + detail::clipped(join(s.prefer, ", ")));
   if (!s.exclude.empty()) lines.push_back("excluded: " + detail::clipped(join(s.exclude, ", ")));
-  for (const Verdict& v : s.verdicts) lines.push_back("  " + explain_verdict(entries[v.index], v));
+  for (std::string& line : explain_lines(entries, s.verdicts)) lines.push_back(std::move(line));
   return join(lines, "\n");
 }
 
@@ -391,7 +475,8 @@ std::string selection_json(const Container& c, const Selection& s) {
     const Entry& e = c.entries()[v.index];
     o << "    {\n      \"entry\": " << detail::json_quote(e.name) << ",\n      \"backend_id\": " << detail::json_quote(e.backend_id)
       << ",\n      \"eligible\": " << (v.eligible ? "true" : "false") << ",\n      \"rank\": "
-      << (v.eligible ? std::to_string(v.rank) : "null") << ",\n      \"priority\": " << e.priority
+      << (v.eligible ? std::to_string(v.rank) : "null") << ",\n      \"grade\": "
+      << (v.eligible ? detail::json_quote(v.grade) : "null") << ",\n      \"priority\": " << e.priority
       << ",\n      \"specificity\": " << v.specificity << ",\n      \"executorch_backends\": "
       << (v.executorch_backends ? string_list(*v.executorch_backends, "      ") : "null") << ",\n      \"failures\": ";
     if (v.failures.empty()) {

@@ -14,9 +14,14 @@ namespace M = nfat::manifest;
 using detail::CanonicalWriter;
 
 constexpr const char* kEntryRecordTag = "nfat.manifest.entry/1";
-// An entry whose accelerator requirements state a device or capabilities (manifest revision 4):
-// each accelerator's record then ends with str device, list(str capabilities) (canonical.py).
+// An entry stating a requirement of manifest revision 4 (canonical.ENTRY_RECORD_TAG_R4): an
+// accelerator's device or capabilities, or the device's identity (cpu_cores, min_core, soc).
 constexpr const char* kEntryRecordTagR4 = "nfat.manifest.entry/2";
+
+bool names_device(const M::Requirements* q) {
+  return q != nullptr && ((q->cpu_cores() != nullptr && q->cpu_cores()->size() != 0) || q->min_core() != nullptr ||
+                          (q->soc() != nullptr && q->soc()->size() != 0));
+}
 constexpr const char* kNamedDataRecordTag = "nfat.named_data/1";
 
 using Strings = ::flatbuffers::Vector<::flatbuffers::Offset<::flatbuffers::String>>;
@@ -45,8 +50,10 @@ void tensors(CanonicalWriter& w, const ::flatbuffers::Vector<::flatbuffers::Offs
   });
 }
 
-// canonical.uses_vendor_fields: an accelerator requirement states a non-empty device or capabilities.
-bool uses_vendor_fields(const M::Requirements* q) {
+// canonical.uses_revision4_requirements: the device's identity is named, or an accelerator
+// requirement states a non-empty device or capabilities.
+bool uses_revision4_requirements(const M::Requirements* q) {
+  if (names_device(q)) return true;
   if (q == nullptr || q->accelerators() == nullptr) return false;
   for (const M::AcceleratorRequirement* a : *q->accelerators()) {
     if ((a->device() != nullptr && a->device()->size() != 0) ||
@@ -59,12 +66,13 @@ bool uses_vendor_fields(const M::Requirements* q) {
 
 // requirements: list(str os) list(str arch) list(str cpu_features) list(accelerator)
 // u64 min_memory_bytes opt(backend_abi); an absent `requires` as empty lists and zeros. With
-// `vendor` (record /2), each accelerator ends with str device ("" when absent), list(str capabilities).
-void requirements(CanonicalWriter& w, const M::Requirements* q, bool vendor) {
+// `r4` (record /2), each accelerator ends with str device ("" when absent), list(str capabilities),
+// and the identity requirements follow: list(str cpu_cores) opt(str min_core) list(str soc).
+void requirements(CanonicalWriter& w, const M::Requirements* q, bool r4) {
   strings(w, q == nullptr ? nullptr : q->os());
   strings(w, q == nullptr ? nullptr : q->arch());
   strings(w, q == nullptr ? nullptr : q->cpu_features());
-  w.list(q == nullptr ? nullptr : q->accelerators(), [vendor](CanonicalWriter& out, const M::AcceleratorRequirement* a) {
+  w.list(q == nullptr ? nullptr : q->accelerators(), [r4](CanonicalWriter& out, const M::AcceleratorRequirement* a) {
     text(out, a->kind());
     out.list(a->targets(), [](CanonicalWriter& t, const M::VersionConstraint* r) {
       t.u8(static_cast<std::uint8_t>(r->match()));
@@ -72,7 +80,7 @@ void requirements(CanonicalWriter& w, const M::Requirements* q, bool vendor) {
       t.u32(r->minor());
     });
     out.u64(a->min_memory_bytes());
-    if (vendor) {
+    if (r4) {
       if (a->device() != nullptr) {
         text(out, a->device());
       } else {
@@ -87,6 +95,10 @@ void requirements(CanonicalWriter& w, const M::Requirements* q, bool vendor) {
     w.u32(abi->min());
     w.u32(abi->max());
   }
+  if (!r4) return;
+  strings(w, q == nullptr ? nullptr : q->cpu_cores());  // record /2: the identity requirements
+  opt_text(w, q == nullptr ? nullptr : q->min_core());
+  strings(w, q == nullptr ? nullptr : q->soc());
 }
 
 // opt(signature: list(method: str name, list(tensor) inputs, list(tensor) outputs, list(tensor) buffers)).
@@ -104,11 +116,11 @@ void signature(CanonicalWriter& w, const M::Signature* sig) {
 
 std::vector<std::uint8_t> entry_record(const M::Entry* e) {
   CanonicalWriter w;
-  const bool vendor = e != nullptr && uses_vendor_fields(e->requires_());
-  w.str(vendor ? kEntryRecordTagR4 : kEntryRecordTag);
+  const bool r4 = e != nullptr && uses_revision4_requirements(e->requires_());
+  w.str(r4 ? kEntryRecordTagR4 : kEntryRecordTag);
   if (!w.opt(e != nullptr)) return w.take();
   text(w, e->name());
-  requirements(w, e->requires_(), vendor);
+  requirements(w, e->requires_(), r4);
   signature(w, e->signature());
   strings(w, e->named_data());
   opt_text(w, e->source_digest());

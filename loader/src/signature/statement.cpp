@@ -94,7 +94,7 @@ Status words(const Where& w, const Value& obj, const char* key, const std::strin
 
 // A statement entry's `selection` member (section 3.2), its shape checked in the order Python's
 // _selection checks it: accelerators, backend_abi, os, arch, cpu_features, min_memory_bytes,
-// executorch_backends.
+// executorch_backends, cpu_cores, min_core, soc.
 Status read_selection(const Where& w, const Value& obj, const std::string& path, detail::Requirements& out) {
   constexpr std::uint64_t kMaxJsonInt = (std::uint64_t{1} << 63) - 1;
   Value list;
@@ -155,7 +155,16 @@ Status read_selection(const Where& w, const Value& obj, const std::string& path,
   std::vector<std::string> backends;
   FATPTE_RETURN_IF_ERROR(words(w, obj, "executorch_backends", path, false, backends, present));
   if (present) out.executorch_backends = std::move(backends);
-  return Status();
+  // Manifest revision 4's identity requirements, written only when stated.
+  FATPTE_RETURN_IF_ERROR(words(w, obj, "cpu_cores", path, false, out.cpu_cores, present));
+  FATPTE_RETURN_IF_ERROR(get(w, obj, "min_core", Kind::kString, path, v, false));
+  if (v) {
+    if (v.text().empty() || v.text().size() > kMaxTextBytes) {
+      return malformed(w, path + ".min_core", path + ".min_core must be a string of 1 to 4096 bytes");
+    }
+    out.min_core = std::string(v.text());
+  }
+  return words(w, obj, "soc", path, false, out.soc, present);
 }
 
 // _type, predicateType, predicate and its format_version; `pred` is the predicate.
