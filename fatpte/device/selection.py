@@ -236,9 +236,10 @@ def runtime_check(needs: Sequence[str] | None, device: DeviceProfile) -> tuple[l
     if not needs:
         return [], []
     have = device.executorch_backends
-    shown = ", ".join(clipped(b) for b in needs)
     if have is None:
-        note = (f"ExecuTorch backends {shown} not checked: the profile does not list the backends its "
+        # The same words for every entry (the entry's own backends are on its line), so that
+        # --explain says it once.
+        note = ("ExecuTorch backends not checked: the profile does not list the backends its "
                 "runtime has (`fatpte device` lists them when it finds the runtime: fatpte-run, or ExecuTorch's Python runtime)")
         return [], [note]
     present = frozenset(have)

@@ -830,7 +830,7 @@ def test_a_runtime_without_native_backend_never_gets_the_native_entry(tmp_path: 
             "NativeBackend (its runtime has XnnpackBackend)") in text.splitlines()
     # A profile that does not say: native is a candidate again (first in the table), with a note.
     code, text, _ = run("select", out, "--device", "x86-64-v3", "--explain")
-    assert "     note: ExecuTorch backends NativeBackend not checked: the profile does not list the backends" in text
+    assert "  note, for entries native, xnnpack: ExecuTorch backends not checked: the profile does not list" in text
     # With no backend in the runtime, only the portable program runs.
     profile.write_text(device._replace(executorch_backends=[]).to_json_text())
     assert run("select", out, "--device", profile)[:2] == (0, "portable\n")

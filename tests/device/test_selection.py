@@ -275,7 +275,7 @@ def test_a_profile_that_does_not_say_checks_nothing_and_notes_it(tmp_path: Path)
         sel = select(c, DeviceProfile.load("x86-64-v2"))
         (native,) = [v for v in sel.verdicts if v.entry.name == "native"]
         assert native.eligible and native.rank == 3
-        assert native.notes == (("ExecuTorch backends NativeBackend not checked: the profile does not list the "
+        assert native.notes == (("ExecuTorch backends not checked: the profile does not list the "
                                  "backends its runtime has (`fatpte device` lists them when it finds the runtime: "
                                  "fatpte-run, or ExecuTorch's Python runtime)"),)
         assert sel.verdicts[0].notes == ()  # nothing to check for the portable program

@@ -123,9 +123,16 @@ def test_hidden_runtime_falls_back_to_xnnpack_naming_openvino(exe: Path, tmp_pat
     report = run(exe, container, environment(**env), *args)
     assert report["chosen"] == "xnnpack", how
     max_abs_diffs(report, model)
-    skipped = [line for line in report["dispatch"] if line.startswith("dispatch: openvino [openvino]: ")]
-    assert len(skipped) == 1 and ("needs ExecuTorch backend OpenvinoBackend, which needs OpenVINO's runtime "
-                                  "(libopenvino_c.so): ") in skipped[0] and reason in skipped[0], skipped
+    # Packing required the device the program was compiled for (an OpenVINO CPU): without the
+    # runtime the probe lists none, so selection refuses the entry before its bytes are read, and
+    # the report says where the runtime was looked for.
+    status = [line for line in report["dispatch"] if line.startswith("vendor runtime openvino: ")]
+    assert len(status) == 1 and "OpenVINO's runtime (libopenvino_c.so) " in status[0] and reason in status[0], status
+    assert not any(line.startswith("dispatch: openvino [openvino]") for line in report["dispatch"]), report
+    explained = subprocess.run([str(exe), str(container), "--inputs", str(tmp_path / "calls.json"), "--explain",
+                                *args], check=True, capture_output=True, text=True, env=environment(**env)).stdout
+    assert ("openvino [openvino]: rejected: accelerators[0]: needs openvino CPU; the device has no openvino "
+            "accelerator") in explained, explained
 
 
 @pytest.mark.parametrize(("how", "env", "args", "source"), [
@@ -209,12 +216,19 @@ def test_the_fat_delegate_runs_the_openvino_entry_when_the_runtime_is_found(exe:
 
 
 def test_a_library_that_is_not_openvino_s_falls_back_with_executorch_s_error(exe: Path, tmp_path: Path) -> None:
-    # Found (the caller's path names a file), so fatpte loads the backend without asking it
-    # is_available() first (ExecuTorch asks when the method loads): the backend cannot use the
-    # library, the method does not load, and the XNNPACK entry runs with ExecuTorch's reason.
+    # A profile that says the machine has an OpenVINO CPU (this machine's, probed with the runtime
+    # found), and a caller's path that names a file which is not OpenVINO's: selection takes the
+    # entry, fatpte loads the backend without asking it is_available() first (ExecuTorch asks when
+    # the method loads), the backend cannot use the library, the method does not load, and the
+    # XNNPACK entry runs with ExecuTorch's reason.
     container = pack("mlp", tmp_path)
+    profile = subprocess.run([str(exe), "--device-json"], check=True, capture_output=True, text=True,
+                             env=environment(**FOUND)).stdout
+    assert '"kind": "openvino"' in profile, profile
+    (tmp_path / "device.json").write_text(profile)
     not_openvino = "/lib/x86_64-linux-gnu/libc.so.6" if Path("/lib/x86_64-linux-gnu/libc.so.6").is_file() else sys.executable
-    report = run(exe, container, environment(), "--vendor-runtime", f"openvino={not_openvino}")
+    report = run(exe, container, environment(), "--device", str(tmp_path / "device.json"),
+                 "--vendor-runtime", f"openvino={not_openvino}")
     assert report["chosen"] == "xnnpack"
     skipped = next(line for line in report["dispatch"] if line.startswith("dispatch: openvino [openvino]: "))
     assert "ExecuTorch could not load method 'forward' (load_method)" in skipped

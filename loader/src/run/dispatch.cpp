@@ -743,6 +743,13 @@ Status load(const Container& c, const Choice& choice, const LoadOptions& options
                          : probe_scope(c);
   scope.vendor_runtimes = options.vendor_runtimes;
   const DeviceProfile device = choice.device ? *choice.device : probe_host(scope);
+  if (!choice.device && scope.accelerators) {
+    // Where the probe found each vendor runtime, or every place it looked: an entry that needs
+    // one of its devices is refused at selection when it is absent (specs/device-profile.md 9.1).
+    for (const vendor::VendorRuntime& r : vendor::vendor_runtimes()) {
+      out.notes.push_back(vendor::status_line(r, options.vendor_runtimes, options.command_line));
+    }
+  }
   const Status st = load_on(c, choice, device, options, out);
   detail::deliver_load_receipt(c, device, options, out, out.selection ? &*out.selection : nullptr, st);
   return st;

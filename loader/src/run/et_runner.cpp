@@ -145,16 +145,8 @@ std::string vendor_runtime_ready(const std::string& id, const LoadOptions& optio
   if (!vendor::prepare_backend(id, options.vendor_runtimes, where)) return "";
   const vendor::VendorRuntime& r = *vendor::runtime_of_backend(id);
   const std::string runtime = std::string(r.title) + "'s runtime (" + r.system_name + ")";
-  if (where.withheld && !where.withheld_why.empty()) {
-    return "needs ExecuTorch backend " + id + ", which needs " + runtime + ": " + where.withheld_why;
-  }
-  if (where.withheld) {
-    return "needs ExecuTorch backend " + id + ", which needs " + runtime + ": withheld by the caller (" +
-           (options.command_line ? std::string("--vendor-runtime ") + r.name + "="
-                                 : std::string("its vendor runtime is set to none in the load options")) +
-           ")";
-  }
-  if (where.path.empty()) return "needs ExecuTorch backend " + id + ", which needs " + runtime + ": " + where.text();
+  const std::string why = vendor::why_absent(r, where, options.command_line);
+  if (!why.empty()) return "needs ExecuTorch backend " + id + ", which needs " + runtime + ": " + why;
   details.push_back(id + ": " + runtime + " " + where.text());
   return "";
 }

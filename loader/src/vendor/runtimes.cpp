@@ -200,5 +200,24 @@ bool prepare_backend(const std::string& backend_id, const std::map<std::string, 
   return true;
 }
 
+std::string why_absent(const VendorRuntime& r, const Located& where, bool command_line) {
+  if (where.withheld && !where.withheld_why.empty()) return where.withheld_why;
+  if (where.withheld) {
+    return std::string("withheld by the caller (") +
+           (command_line ? std::string("--vendor-runtime ") + r.name + "="
+                         : std::string("its vendor runtime is set to none in the load options")) +
+           ")";
+  }
+  return where.path.empty() ? where.text() : "";
+}
+
+std::string status_line(const VendorRuntime& r, const std::map<std::string, std::string>& explicit_paths,
+                        bool command_line) {
+  const Located where = locate(r, explicit_paths);
+  const std::string why = why_absent(r, where, command_line);
+  return std::string("vendor runtime ") + r.name + ": " + r.title + "'s runtime (" + r.system_name + ") " +
+         (why.empty() ? where.text() : why);
+}
+
 }  // namespace vendor
 }  // namespace fatpte

@@ -80,6 +80,15 @@ std::vector<Probed> probe_runtimes(const std::map<std::string, std::string>& exp
 bool prepare_backend(const std::string& backend_id, const std::map<std::string, std::string>& explicit_paths,
                      Located& out);
 
+// Why `r` is not there, or "" when `where` found it: "withheld by the caller (--vendor-runtime
+// openvino=)" (`command_line`; else the load options'), a build's own reason, or "not found;
+// looked: 1. ..., 2. ...".
+std::string why_absent(const VendorRuntime& r, const Located& where, bool command_line);
+// The line --explain shows of each vendor runtime a probe looked for: "vendor runtime openvino:
+// OpenVINO's runtime (libopenvino_c.so) found at P (from S)", or why it is not there.
+std::string status_line(const VendorRuntime& r, const std::map<std::string, std::string>& explicit_paths,
+                        bool command_line);
+
 }  // namespace vendor
 }  // namespace fatpte
 
