@@ -32,6 +32,11 @@ their calls with the fp32 eager outputs, each variant's own eager reference and 
 `<model>_tiers.pack.toml` packs them into a container whose entries target CPU feature levels
 (tools/tier_matrix.py runs it on emulated ARM CPUs). These files are not in "files", whose tests
 compare every program with the fp32 eager outputs at fp32 tolerance.
+
+Signature adapters and vendor runtimes (issues 39, 40): mlp and kvcache are also exported as
+`model.half()` programs with float16 inputs, outputs and state (`<model>_xnnpack_fp16io_default.pte`,
+fixtures.json "fp16io") and lowered with OpenVINO's partitioner for its CPU device
+(`<model>_openvino_default.pte`, fixtures.json "openvino"), both with ExecuTorch's defaults.
 """
 
 from __future__ import annotations
@@ -294,7 +299,7 @@ def write_ptn_fixtures(out: Path, index: dict[str, Any]) -> None:
 
 
 def _versions() -> dict[str, str]:
-    names = ["torch", "executorch", "torchao", "flatbuffers", "numpy"]
+    names = ["torch", "executorch", "torchao", "flatbuffers", "numpy", "openvino", "nncf"]
     out = {"python": platform.python_version(), "platform": platform.platform()}
     for n in names:
         out[n] = importlib.metadata.version(n)
@@ -624,6 +629,95 @@ def _tier_fixtures(out: Path, index: dict[str, Any]) -> None:
         print(f"wrote {pack_toml}")
 
 
+# -- float16 I/O (issue 39) and OpenVINO (issue 40) ----------------------------------------------
+# How users make these, with ExecuTorch's defaults and nothing added:
+# - `model.half()` then XnnpackPartitioner gives a program whose float inputs, outputs and state are
+#   float16 (`<model>_xnnpack_fp16io_default.pte`): a tier whose program signature differs from the
+#   float32 tiers' in dtype only, the case signature adapters (specs/nfat-manifest.md) exist for.
+#   fixtures.json "fp16io" records, per model, the float32 calls of "tiers" (what a container of
+#   float32 signature is given), the program's own signature, the half-precision eager outputs
+#   of the same calls (inputs rounded to float16, outputs widened to float32) and the tolerance.
+# - OpenvinoPartitioner with the compile spec `device` = CPU (`<model>_openvino_default.pte`): the
+#   payload is OpenVINO's compiled model for the CPU plugin. "openvino" records the float32 calls,
+#   their eager outputs, the compile specs and the tolerance. OpenVINO's CPU plugin computes in
+#   bfloat16 by default on CPUs with AVX-512 BF16 or AMX (its INFERENCE_PRECISION_HINT), in float32
+#   elsewhere: measured with fatpte-run on a Xeon with AMX, max|got - want| / max|want| over the
+#   calls is 6.6e-3 (mlp) and 4.7e-3 (kvcache); the tolerance leaves three times that.
+#   The partitioner refuses `device` = GPU where OpenVINO lists no GPU, as on the machines these
+#   files were made on.
+
+FP16IO_TOLERANCE = TIER_TOLERANCE["fp16"]
+OPENVINO_TOLERANCE = {"rtol": 2e-2, "atol": 1e-5}
+
+
+def _half_calls(calls: Calls) -> Calls:
+    """The calls as the float16 program takes them: float tensors rounded to float16."""
+    return [tuple(t.half() if t.is_floating_point() else t for t in c) for c in calls]
+
+
+def _widened_outputs(model: torch.nn.Module, calls: Calls) -> list[list[dict[str, Any]]]:
+    """`model`'s outputs over `calls` in order (its state left as it was), widened to float32."""
+    m = copy.deepcopy(model)
+    with torch.no_grad():
+        return [[_tensor_json(m(*c).float())] for c in calls]
+
+
+def _export_signature(model: torch.nn.Module, example: tuple[torch.Tensor, ...]) -> dict[str, Any]:
+    return _signature(export(copy.deepcopy(model), example, strict=True).run_decompositions({}))
+
+
+def _fp16io_fixtures(out: Path, index: dict[str, Any]) -> None:
+    """`<model>_xnnpack_fp16io_default.pte` of each TIER_MODELS model and its "fp16io" record."""
+    ctors = {"mlp": Mlp, "kvcache": KvCache}
+    index["fp16io"] = {"tolerance_rule": TOLERANCE_RULE, "models": {}}
+    for model_name, (calls, _) in _tier_calls().items():
+        torch.manual_seed(0)  # the weights every other lowering of the model has
+        half = ctors[model_name]().eval().half()
+        half_calls = _half_calls(calls)
+        program = _lower_default(copy.deepcopy(half), half_calls[0], "xnnpack")
+        path = out / f"{model_name}_xnnpack_fp16io_default.pte"
+        path.write_bytes(program)
+        print(f"wrote {path} ({len(program)} bytes)")
+        index["fp16io"]["models"][model_name] = {
+            "file": path.name,
+            "export": "model.half(), torch.export on float16 inputs, XnnpackPartitioner, ExecuTorch defaults",
+            "signature": _export_signature(half, half_calls[0]),
+            "calls": [{"inputs": [_tensor_json(t) for t in c]} for c in calls],
+            "reference": _widened_outputs(half, half_calls),
+            "tolerance": FP16IO_TOLERANCE,
+        }
+
+
+def _openvino_fixtures(out: Path, index: dict[str, Any]) -> None:
+    """`<model>_openvino_default.pte` of each TIER_MODELS model and its "openvino" record."""
+    from executorch.backends.openvino.partitioner import OpenvinoPartitioner
+    from executorch.exir.backend.compile_spec_schema import CompileSpec
+
+    ctors = {"mlp": Mlp, "kvcache": KvCache}
+    specs = {"device": "CPU"}
+    index["openvino"] = {"tolerance_rule": TOLERANCE_RULE, "openvino": importlib.metadata.version("openvino"),
+                         "models": {}}
+    for model_name, (calls, _) in _tier_calls().items():
+        torch.manual_seed(0)
+        model = ctors[model_name]().eval()
+        config = ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(["k_cache"])])
+        partitioner = OpenvinoPartitioner([CompileSpec(k, v.encode()) for k, v in specs.items()])
+        ep = export(copy.deepcopy(model), calls[0], strict=True)
+        program = bytes(to_edge_transform_and_lower(ep, partitioner=[partitioner]).to_executorch(config).buffer)
+        path = out / f"{model_name}_openvino_default.pte"
+        path.write_bytes(program)
+        print(f"wrote {path} ({len(program)} bytes)")
+        eager = _eager_outputs(model, calls)
+        index["openvino"]["models"][model_name] = {
+            "file": path.name,
+            "export": "OpenvinoPartitioner(compile spec device=CPU), ExecuTorch defaults",
+            "compile_specs": specs,
+            "signature": _export_signature(model, calls[0]),
+            "calls": [{"inputs": [_tensor_json(t) for t in c], "outputs": e} for c, e in zip(calls, eager)],
+            "tolerance": OPENVINO_TOLERANCE,
+        }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("tests/fixtures/executorch"))
@@ -647,6 +741,8 @@ def main(argv: list[str] | None = None) -> int:
     _state_fixtures(out, index, backends)
     _fat_fixtures(out, index)
     _tier_fixtures(out, index)
+    _fp16io_fixtures(out, index)
+    _openvino_fixtures(out, index)
 
     if to_native is not None:
         write_ptn_fixtures(out, index)
