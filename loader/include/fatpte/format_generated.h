@@ -323,6 +323,7 @@ inline constexpr FieldSpec kTensorSpecFields[] = {
     {"name", FieldKind::kString, -1, false},
     {"dtype", FieldKind::kString, -1, true},
     {"shape", FieldKind::kTableVector, 4, false},
+    {"program_dtype", FieldKind::kString, -1, false},
 };
 inline constexpr FieldSpec kMethodFields[] = {
     {"name", FieldKind::kString, -1, true},
@@ -380,7 +381,7 @@ inline constexpr TableSpec kTables[] = {
     {"AbiRange", kAbiRangeFields, 2},
     {"Requirements", kRequirementsFields, 6},
     {"Dim", kDimFields, 2},
-    {"TensorSpec", kTensorSpecFields, 3},
+    {"TensorSpec", kTensorSpecFields, 4},
     {"Method", kMethodFields, 4},
     {"Signature", kSignatureFields, 1},
     {"KeyValue", kKeyValueFields, 2},
