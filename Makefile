@@ -41,7 +41,8 @@ test: test-cpp test-py lint
 # The aarch64 tests run under qemu with the cross-built loader: `make test-aarch64` (part of
 # `make test`) builds it and runs them.
 AARCH64_TESTS := tests/loader/test_aarch64.py tests/loader/test_aarch64_tiers.py tests/loader/test_aarch64_profiles.py \
-	tests/loader/test_aarch64_golden.py tests/loader/test_aarch64_field.py tests/loader/test_aarch64_receipts.py
+	tests/loader/test_aarch64_golden.py tests/loader/test_aarch64_field.py tests/loader/test_aarch64_receipts.py \
+	tests/loader/test_aarch64_adapters.py
 
 test-py: $(STAMP)
 	FATPTE_REQUIRE_BUILDS=1 $(BIN)/pytest $(addprefix --ignore=,$(AARCH64_TESTS)) --ignore=tests/wheel
