@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import (
+    op_adapters,
     op_api,
     op_check_shards,
     op_extract,
@@ -63,6 +64,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "field": op_field.measure,
     "verdicts": op_verdicts.measure,
     "size": op_size.measure,
+    "adapters": op_adapters.measure,
 }
 
 
