@@ -9,6 +9,7 @@ not have is not served (the next entry is). Under qemu on aarch64: test_aarch64_
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 from tests.ops.test_program_entry import _swap_payload
 from tests.paths import ROOT
+from tests.scripts import load_script
 
 pytestmark = pytest.mark.loader_build("fatpte-run", sdk=True)  # `build`: tests/loader/conftest.py
 FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
@@ -128,3 +130,49 @@ def test_a_declaration_its_program_does_not_have_is_not_served(build: Path, tmp_
     refused = next(line for line in report["dispatch"] if line.startswith("dispatch: fp16io"))
     assert ("fp16io [xnnpack]: the manifest declares input 0 of method 'forward' as float16 in the program (float32 "
             "at the edge: program_dtype); the program's is float32") in refused
+
+
+@pytest.mark.loader_build("fatpte_tests", sdk=True, only="release")
+def test_container_module_converts_at_its_door_as_the_runner_does(build: Path, tmp_path: Path) -> None:
+    """loader/tests/field_test.cpp ModuleAdapter: a Module caller's float32 ExecuTorch tensor in,
+    float32 out, the same bits as the runner's door; a float16 tensor refused."""
+    container = pack(build, "mlp", tmp_path)
+    (tmp_path / "mlp_adapted.nfat").write_bytes(container.read_bytes())
+    proc = subprocess.run([str(build / "fatpte_tests"), "--gtest_filter=ModuleAdapter.*"],
+                          env={**os.environ, "FATPTE_FIELD_CONTAINERS": str(tmp_path)},
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert "SKIPPED" not in proc.stdout and "[  PASSED  ] 1 test" in proc.stdout, proc.stdout[-4000:]
+
+
+@pytest.mark.loader_build("et_module_runner", "libexecutorch_backend_fatpte.so", sdk=True, only="release")
+def test_the_fat_delegate_converts_for_its_nested_program(build: Path, tmp_path: Path) -> None:
+    """A fat program (tools/tier_matrix.py's frame: mlp's XNNPACK lowering merged with its portable
+    one) whose fat delegate holds the fp16-I/O export behind an adapter and the float32 XNNPACK
+    program (for aarch64 only, so the delegate logs its choice): ExecuTorch's Module runner gives
+    float32 in and gets float32 out, within the fp16 tolerance."""
+    import fatpte
+    from fatpte.executorch.pte import read_program
+    from fatpte.executorch.rewrite import remove_named_data, replace_segment
+
+    matrix = load_script("tools/tier_matrix.py")
+    specs = [fatpte.pte_specialization(FIXTURES / FP16IO["mlp"]["file"], name="fp16io", priority=1),
+             fatpte.pte_specialization(FIXTURES / "mlp_xnnpack.pte", name="xnnpack", requires={"arch": ["aarch64"]})]
+    inner = fatpte.pack(specs, tmp_path / "entries.nfat", adapt_io=True).read_bytes()
+    frame = fatpte.merge_programs([FIXTURES / "mlp_xnnpack.pte", FIXTURES / "mlp_portable.pte"],
+                                  tmp_path / "frame.pte").read_bytes()
+    data, _ = remove_named_data(frame)
+    (delegate,) = [d for m in read_program(data).methods for d in m.delegates]
+    program = tmp_path / "fat.pte"
+    program.write_bytes(replace_segment(data, delegate.data_index, inner))
+    cpu = matrix.native_cpu(build)
+    libs = [cpu.sdk_lib / "libexecutorch_kernels_optimized.so", cpu.sdk_lib / "libexecutorch_backend_xnnpack.so",
+            build / "libexecutorch_backend_fatpte.so"]
+    done = cpu.run("et_module_runner", *[a for lib in libs for a in ("--lib", str(lib))], str(program),
+                   *matrix.call_files(TIERS["mlp"], tmp_path, "fat"))
+    assert done.returncode == 0, done.stderr
+    assert any(line.startswith("running entry fp16io [") for line in matrix.fat_log(done.stderr)), done.stderr
+    got = matrix.module_outputs(done.stdout)
+    tolerance = FP16IO["mlp"]["tolerance"]
+    eager = [c["outputs"] for c in TIERS["mlp"]["calls"]]
+    assert max(worst(g, w, tolerance["eager"]) for g, w in zip(got, eager, strict=True)) <= 1
