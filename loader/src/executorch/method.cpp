@@ -226,6 +226,23 @@ R::Error copy_output(std::size_t j, const R::EValue& from, R::EValue& to, const 
   return R::Error::Ok;
 }
 
+// The elements of `in` laid out with `strides` (in elements) as `to` into `out`: copied, or
+// converted at the edge (a signature adapter) straight into place when the layout is row-major.
+void stage_elements(const Tensor& in, DType to, const std::vector<std::int64_t>& strides, std::vector<std::uint8_t>& out) {
+  const std::vector<std::int64_t> row_major = contiguous_strides(in.shape);
+  const std::size_t count = in.data.size() / element_size(in.dtype);
+  out.resize(count * element_size(to));
+  if (to == in.dtype) {
+    strided_copy(in.data.data(), row_major, out.data(), strides, in.shape, element_size(to));
+  } else if (strides == row_major) {
+    convert_elements(in.dtype, in.data.data(), to, out.data(), count);
+  } else {
+    std::vector<std::uint8_t> flat(out.size());
+    convert_elements(in.dtype, in.data.data(), to, flat.data(), count);
+    strided_copy(flat.data(), row_major, out.data(), strides, in.shape, element_size(to));
+  }
+}
+
 }  // namespace
 
 ProgramMethod::ProgramMethod(Bytes program, Buffer copy, const MethodLimits& limits)
@@ -281,7 +298,7 @@ Status ProgramMethod::set_inputs(const std::vector<Tensor>& inputs) {
                                 dtype_name(slot->program) + ", converted at the edge); the call gives " +
                                 (given ? given : "?"));
     }
-    FATPTE_RETURN_IF_ERROR(set_input(meta, i, converted(inputs[i], slot->program), staged_[i]));
+    FATPTE_RETURN_IF_ERROR(set_input(meta, i, inputs[i], staged_[i], slot->program));
   }
   return Status();
 }
@@ -318,7 +335,8 @@ const EdgeSlot* ProgramMethod::out_slot(std::size_t j) const noexcept {
   return j < edge_.outputs.size() && edge_.outputs[j] ? &*edge_.outputs[j] : nullptr;
 }
 
-Status ProgramMethod::set_input(const R::MethodMeta& meta, size_t i, const Tensor& in, StagedInput& staged) {
+Status ProgramMethod::set_input(const R::MethodMeta& meta, size_t i, const Tensor& in, StagedInput& staged,
+                                std::optional<DType> program) {
   R::Result<R::Tag> tag = meta.input_tag(i);
   if (!tag.ok()) return input_error(i, "cannot be described by ExecuTorch (MethodMeta)");
   if (is_scalar(tag.get())) {
@@ -332,7 +350,8 @@ Status ProgramMethod::set_input(const R::MethodMeta& meta, size_t i, const Tenso
   R::Result<R::TensorInfo> info = meta.input_tensor_meta(i);
   if (!info.ok()) return input_error(i, "cannot be described by ExecuTorch (MethodMeta)");
   const size_t rank = in.shape.size();
-  FATPTE_RETURN_IF_ERROR(tensor_fits(info.get(), i, static_cast<int>(in.dtype), in.shape.data(), rank));
+  const DType to = program.value_or(in.dtype);
+  FATPTE_RETURN_IF_ERROR(tensor_fits(info.get(), i, static_cast<int>(to), in.shape.data(), rank));
   const std::size_t element = element_size(in.dtype);
   const std::uint64_t numel = in.numel();
   if (numel == kNoCount || element == 0 || in.data.size() / element != numel || in.data.size() % element != 0) {
@@ -344,8 +363,7 @@ Status ProgramMethod::set_input(const R::MethodMeta& meta, size_t i, const Tenso
     for (size_t d = 0; d < rank; ++d) order[d] = static_cast<std::uint8_t>(d);
   }
   const std::vector<std::int64_t> strides = dim_order_strides(in.shape, order);
-  staged.data.resize(in.data.size());
-  strided_copy(in.data.data(), contiguous_strides(in.shape), staged.data.data(), strides, in.shape, element);
+  stage_elements(in, to, strides, staged.data);
   for (size_t d = 0; d < rank; ++d) {
     staged.sizes.push_back(static_cast<TensorImpl::SizesType>(in.shape[d]));
     staged.dim_order.push_back(order[d]);
@@ -409,13 +427,21 @@ Result<Tensor> ProgramMethod::output(size_t i) const {
   for (auto s : et.sizes()) t.shape.push_back(s);
   for (auto s : et.strides()) strides.push_back(s);
   if (strides.size() != t.shape.size()) strides = contiguous_strides(t.shape);
+  const EdgeSlot* slot = out_slot(i);
+  const bool adapted = slot != nullptr && t.dtype == slot->program;
+  const auto* src = static_cast<const std::uint8_t*>(et.const_data_ptr());
+  if (adapted && strides == contiguous_strides(t.shape)) {  // converted at the edge straight into place
+    const std::size_t count = static_cast<std::size_t>(t.numel());
+    t.dtype = slot->call;
+    t.data.resize(count * element_size(t.dtype));
+    if (count != 0) convert_elements(slot->program, src, slot->call, t.data.data(), count);
+    return t;
+  }
   t.data.resize(static_cast<std::size_t>(t.numel()) * element_size(t.dtype));
   if (!t.data.empty()) {
-    strided_copy(static_cast<const std::uint8_t*>(et.const_data_ptr()), strides, t.data.data(),
-                 contiguous_strides(t.shape), t.shape, element_size(t.dtype));
+    strided_copy(src, strides, t.data.data(), contiguous_strides(t.shape), t.shape, element_size(t.dtype));
   }
-  const EdgeSlot* slot = out_slot(i);
-  if (slot != nullptr && t.dtype == slot->program) return converted(t, slot->call);
+  if (adapted) return converted(t, slot->call);
   return t;
 }
 

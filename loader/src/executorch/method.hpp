@@ -115,7 +115,9 @@ class ProgramMethod {
     std::vector<executorch::runtime::etensor::TensorImpl::StridesType> strides;
     std::unique_ptr<executorch::runtime::etensor::TensorImpl> impl;
   };
-  Status set_input(const executorch::runtime::MethodMeta& meta, std::size_t i, const Tensor& in, StagedInput& staged);
+  // `program`: the dtype a signature adapter converts `in` to (the method's); none: `in`'s own.
+  Status set_input(const executorch::runtime::MethodMeta& meta, std::size_t i, const Tensor& in, StagedInput& staged,
+                   std::optional<DType> program = std::nullopt);
   Status set(std::size_t i, const executorch::runtime::EValue& v);
   executorch::runtime::Error set_checked(std::size_t i, const executorch::runtime::EValue& value);
   const EdgeSlot* in_slot(std::size_t i) const noexcept;
