@@ -189,13 +189,14 @@ def _program_record(i: int, s: Any, facts: Any, keys: Sequence[str], stated: Seq
     if decision is None and signature is None:
         signature = facts.signature
     if decision is not None and decision != pe.FROM + names[i] and signature is not None:
-        _refuse_taken_signature(signature, facts.signature, refuse, decision)
+        _warn_taken_signature(signature, facts.signature, label, names[i], decision)
     return signature, backends, prov
 
 
-def _refuse_taken_signature(taken: Signature, own: Signature, refuse: Any, decision: str) -> None:
-    """E0411 when a signature taken from another entry (`--signature-from`) differs from the
-    entry's own program in a dtype, a shape or a count: its first call would be refused."""
+def _warn_taken_signature(taken: Signature, own: Signature, label: str, name: str, decision: str) -> None:
+    """E1106 (a warning) when a signature taken from another entry (`--signature-from`) differs
+    from the entry's own program in a dtype, a shape or a count: its calls will be refused. The
+    user may know better (the rule's exception), so the entry is packed as asked."""
     from fatpte.manifest.adapters import adapted, dtype_or_shape_difference
 
     diff = dtype_or_shape_difference(taken, own)
@@ -204,9 +205,10 @@ def _refuse_taken_signature(taken: Signature, own: Signature, refuse: Any, decis
     fix = ("pack with --adapt-io instead (pack.toml: adapt_io = true): the entry then states the float32 "
            "signature with its program's dtypes behind it, and the loader converts at the edge"
            if adapted(taken, own) is not None else "pack it from a program of the same signature")
-    raise refuse(ErrorCode.SIGNATURE_MISMATCH, "signature",
-                 f"{SIGNATURE_CHECK_KEY} = {decision} gives it a signature its program does not have ({diff}): "
-                 f"every call would be refused; {fix}")
+    warnings.warn(FatpteWarning(ErrorCode.SIGNATURE_TAKEN_DIFFERS,
+                                f"{label} ({name!r}): {SIGNATURE_CHECK_KEY} = {decision} gives it a signature its program does not "
+                                f"have ({diff}): every call of it will be refused; {fix}", field=f"{label}.signature"),
+                  stacklevel=3)
 
 
 def _together(a: Requirements, b: Requirements) -> bool:

@@ -7,6 +7,7 @@ program would refuse its first call. Running them: tests/loader/test_adapters_ru
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from click.testing import CliRunner
 
 import fatpte
 from fatpte.cli.main import main as cli
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, FatpteWarning
 from fatpte.ops.packfile import pack_from_file
 from fatpte.ops.pte_specialize import pte_specialization
 from tests.ops.test_program_entry import _swap_payload
@@ -127,11 +128,17 @@ def test_validate_refuses_a_declaration_its_program_does_not_have(tmp_path: Path
     assert "--adapt-io" in sig.message
 
 
-def test_signature_from_is_refused_where_the_program_would_refuse_its_first_call(tmp_path: Path) -> None:
-    with pytest.raises(FatpteError) as e:
+def test_signature_from_warns_where_the_program_would_refuse_its_calls(tmp_path: Path) -> None:
+    with pytest.warns(FatpteWarning) as caught:
         fatpte.pack(pair("mlp"), tmp_path / "x.nfat", signature_from="xnnpack")
-    assert e.value.code is ErrorCode.SIGNATURE_MISMATCH
-    assert "--adapt-io instead" in e.value.message and "every call would be refused" in e.value.message
-    # Names only are the user's to decide: the rule's exception still holds for them.
-    fatpte.pack([ET_FIXTURES / "kvpair_xnnpack.pte", ET_FIXTURES / "kvpair_native.pte"], tmp_path / "k.nfat",
-                signature_from="xnnpack")
+    (w,) = [w.message for w in caught if isinstance(w.message, FatpteWarning)
+            and w.message.code is ErrorCode.SIGNATURE_TAKEN_DIFFERS]
+    assert "--adapt-io instead" in w.message and "every call of it will be refused" in w.message
+    assert w.field == "specialization[1].signature"
+    # Names only are the user's to decide: the rule's exception holds for them without a word.
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        fatpte.pack([ET_FIXTURES / "kvpair_xnnpack.pte", ET_FIXTURES / "kvpair_native.pte"], tmp_path / "k.nfat",
+                    signature_from="xnnpack")
+    assert not [w for w in seen if isinstance(w.message, FatpteWarning)
+                and w.message.code is ErrorCode.SIGNATURE_TAKEN_DIFFERS]
