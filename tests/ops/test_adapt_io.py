@@ -142,3 +142,21 @@ def test_signature_from_warns_where_the_program_would_refuse_its_calls(tmp_path:
                     signature_from="xnnpack")
     assert not [w for w in seen if isinstance(w.message, FatpteWarning)
                 and w.message.code is ErrorCode.SIGNATURE_TAKEN_DIFFERS]
+
+
+def test_add_and_replace_take_the_flag_and_remove_keeps_the_adapter(tmp_path: Path) -> None:
+    from fatpte.ops.edit import add, remove, replace
+
+    base = fatpte.pack([fp32("mlp"), ET_FIXTURES / "mlp_portable.pte"], tmp_path / "base.nfat")
+    half = fatpte.Specialization("xnnpack", str(fp16io("mlp")), name="fp16")
+    with pytest.raises(FatpteError) as e:
+        add(base, tmp_path / "x.nfat", [half])
+    assert e.value.code is ErrorCode.SIGNATURE_MISMATCH and "--adapt-io" in e.value.message
+    added = add(base, tmp_path / "added.nfat", [half], adapt_io=True)
+    assert entry_signature(added, "fp16").methods[0].inputs[0].program_dtype == "float16"
+    replaced = replace(base, tmp_path / "replaced.nfat", "xnnpack", fp16io("mlp"), adapt_io=True)
+    assert entry_signature(replaced, "xnnpack").methods[0].outputs[0].program_dtype == "float16"
+    kept = remove(added, tmp_path / "kept.nfat", ["xnnpack"])
+    assert entry_signature(kept, "fp16") == entry_signature(added, "fp16")
+    for path in (added, replaced, kept):
+        assert fatpte.validate(path).findings == ()
