@@ -43,7 +43,8 @@ test: test-cpp test-py lint
 # fatpte-run under qemu-x86_64, which the same target installs.
 AARCH64_TESTS := tests/loader/test_aarch64.py tests/loader/test_aarch64_tiers.py tests/loader/test_aarch64_profiles.py \
 	tests/loader/test_aarch64_golden.py tests/loader/test_aarch64_field.py tests/loader/test_aarch64_receipts.py \
-	tests/loader/test_x86_profiles.py tests/loader/test_aarch64_identity.py
+	tests/loader/test_x86_profiles.py tests/loader/test_aarch64_identity.py \
+	tests/loader/test_aarch64_adapters.py
 
 test-py: $(STAMP)
 	FATPTE_REQUIRE_BUILDS=1 $(BIN)/pytest $(addprefix --ignore=,$(AARCH64_TESTS)) --ignore=tests/wheel

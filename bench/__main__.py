@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import (
+    op_adapters,
     op_api,
     op_check_shards,
     op_extract,
@@ -67,6 +68,7 @@ OPS: dict[str, Callable[[Context], Section]] = {
     "verdicts": op_verdicts.measure,
     "size": op_size.measure,
     "openvino": op_openvino.measure,
+    "adapters": op_adapters.measure,
 }
 
 

@@ -139,6 +139,7 @@ class ErrorCode(enum.IntEnum):
     EXECUTORCH_BACKENDS_MISMATCH = 1103
     PROGRAM_DIGEST_MISMATCH = 1104
     NAMED_DATA_UNUSED = 1105
+    SIGNATURE_TAKEN_DIFFERS = 1106
     # 12xx the signature region (specs/nfat.md section 4.9)
     SIGNATURE_TOO_LARGE = 1201
     SIGNATURE_OUT_OF_BOUNDS = 1202
@@ -300,6 +301,8 @@ _INFO: dict[ErrorCode, tuple[str, Severity]] = {
     ErrorCode.EXECUTORCH_BACKENDS_MISMATCH: ("an entry's executorch_backends differ from its program's delegates", _E),
     ErrorCode.PROGRAM_DIGEST_MISMATCH: ("an ExecuTorch program's SHA-256 differs from its entry's provenance", _E),
     ErrorCode.NAMED_DATA_UNUSED: ("an entry lists named data its ExecuTorch program never loads", _W),
+    ErrorCode.SIGNATURE_TAKEN_DIFFERS: ("a signature taken from another entry differs from its program's in dtype or shape",
+                                        _W),
     ErrorCode.SIGNATURE_TOO_LARGE: ("signature_size exceeds the limit of 64 MiB", _E),
     ErrorCode.SIGNATURE_OUT_OF_BOUNDS: ("the signature region extends past the end of the container", _E),
     ErrorCode.MISALIGNED_SIGNATURE: ("signature_offset is not a multiple of 8", _E),

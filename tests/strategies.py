@@ -122,8 +122,12 @@ def requirements(draw: st.DrawFn) -> M.Requirements:
 
 # `symbol` is given explicitly: for a NamedTuple, st.builds draws defaulted fields too (any string).
 _dims = st.one_of(st.builds(M.Dim, _u64, st.none()), st.builds(lambda s: M.Dim(0, s), _words))
-_tensors = st.builds(M.TensorSpec, _words, st.lists(_dims, max_size=3).map(tuple), st.none() | _words)
-_buffers = st.builds(M.TensorSpec, _words, st.lists(_dims, max_size=3).map(tuple), _words)
+# program_dtype (a signature adapter) is drawn only in its valid pairs: float16 or bfloat16 behind float32.
+_adapted = st.none() | st.sampled_from(("float16", "bfloat16"))
+_tensors = st.one_of(
+    st.builds(M.TensorSpec, _words, st.lists(_dims, max_size=3).map(tuple), st.none() | _words, st.none()),
+    st.builds(M.TensorSpec, st.just("float32"), st.lists(_dims, max_size=3).map(tuple), st.none() | _words, _adapted))
+_buffers = st.builds(M.TensorSpec, _words, st.lists(_dims, max_size=3).map(tuple), _words, st.none())
 
 
 @st.composite

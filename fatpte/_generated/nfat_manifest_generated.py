@@ -571,8 +571,15 @@ class TensorSpec(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
         return o == 0
 
+    # TensorSpec
+    def ProgramDtype(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.String(o + self._tab.Pos)
+        return None
+
 def TensorSpecStart(builder):
-    builder.StartObject(3)
+    builder.StartObject(4)
 
 def TensorSpecAddName(builder, name):
     builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(name), 0)
@@ -585,6 +592,9 @@ def TensorSpecAddShape(builder, shape):
 
 def TensorSpecStartShapeVector(builder, numElems):
     return builder.StartVector(4, numElems, 4)
+
+def TensorSpecAddProgramDtype(builder, programDtype):
+    builder.PrependUOffsetTRelativeSlot(3, flatbuffers.number_types.UOffsetTFlags.py_type(programDtype), 0)
 
 def TensorSpecEnd(builder):
     return builder.EndObject()

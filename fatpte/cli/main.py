@@ -684,13 +684,16 @@ def _unsigned_output(signatures: list[str], file: str, output: str) -> None:
 @click.argument("file", type=click.Path())
 @specs_argument
 @output_option
+@click.option("--adapt-io", "adapt_io", is_flag=True,
+              help="As pack's: a float16 or bfloat16 program joins behind the float32 signature (an adapter).")
 @force_option
 @quiet_option
-def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool) -> None:
+def add(file: str, specs: tuple[str, ...], output: str, adapt_io: bool, force: bool, quiet: bool) -> None:
     """Write FILE with more entries appended to OUT.
 
     An added ExecuTorch program is checked as `fatpte pack` checks one: its signature must agree
-    with the container's entries (E0411), its backend id with its delegates (E1102).
+    with the container's entries (E0411; --adapt-io bridges float16 or bfloat16 against float32),
+    its backend id with its delegates (E1102).
     """
     from fatpte.ops.edit import add as add_entries
 
@@ -701,7 +704,7 @@ def add(file: str, specs: tuple[str, ...], output: str, force: bool, quiet: bool
     check_output(output, force)
     signatures = _signed(file)
     with _progress(f"writing {output}", quiet):
-        add_entries(file, output, parsed)
+        add_entries(file, output, parsed, adapt_io=adapt_io)
     echo(f"wrote {output}: added {listed([quoted(s.entry_name) for s in parsed])}")
     _unsigned_output(signatures, file, output)
 
@@ -730,9 +733,11 @@ def remove(file: str, names: tuple[str, ...], output: str, force: bool, quiet: b
 @click.argument("payload", type=click.Path())
 @click.option("--name", required=True, help="Entry whose payload is replaced.")
 @output_option
+@click.option("--adapt-io", "adapt_io", is_flag=True,
+              help="As pack's: a float16 or bfloat16 program goes behind the float32 signature (an adapter).")
 @force_option
 @quiet_option
-def replace(file: str, payload: str, name: str, output: str, force: bool, quiet: bool) -> None:
+def replace(file: str, payload: str, name: str, output: str, adapt_io: bool, force: bool, quiet: bool) -> None:
     """Write FILE with the payload of entry NAME replaced by PAYLOAD to OUT.
 
     The entry's manifest record is derived again from PAYLOAD, as `fatpte pack` derives it (a
@@ -748,7 +753,7 @@ def replace(file: str, payload: str, name: str, output: str, force: bool, quiet:
     check_output(output, force)
     signatures = _signed(file)
     with _progress(f"writing {output}", quiet):
-        replace_payload(file, output, name, payload)
+        replace_payload(file, output, name, payload, adapt_io=adapt_io)
     echo(f"wrote {output}: replaced the payload of {quoted(name)}")
     _unsigned_output(signatures, file, output)
 

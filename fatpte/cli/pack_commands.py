@@ -31,6 +31,12 @@ if TYPE_CHECKING:
     from fatpte.ops.specialization import Specialization
 
 
+_adapt_io_option = click.option(
+    "--adapt-io", "adapt_io", is_flag=True,
+    help="Let entries whose programs take or give float16 or bfloat16 where the others have float32 "
+         "(a model.half() export) state the float32 signature with a signature adapter: the loader "
+         "converts at the edge (specs/nfat-manifest.md 5.3).")
+
 _require_option = click.option(
     "--require", "requires", multiple=True, metavar="NAME:KEY=VALUE",
     help="Add a requirement on the device's identity to entry NAME (repeatable): cpu_cores=CORE (one more core "
@@ -60,6 +66,7 @@ _require_option = click.option(
                    "agree; recorded in each entry's provenance (fatpte.signature_check).")
 @click.option("--no-signature-check", "no_signature_check", is_flag=True,
               help="Store no program signature and check none; recorded in each entry's provenance.")
+@_adapt_io_option
 @click.option("--golden", "golden", type=click.Path(dir_okay=False), metavar="CALLS.json", default=None,
               help="Golden calls for every entry that states a program signature: the calls `fatpte-run --inputs` "
                    "takes, each with its expected outputs (docs/golden.md).")
@@ -76,9 +83,9 @@ _require_option = click.option(
 @quiet_option
 def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_named_data: bool,
          format_version: str | None, align: int | None, from_toml: str | None, signature_from: str | None,
-         no_signature_check: bool, golden: str | None, golden_from: str | None, golden_tolerances: tuple[str, ...],
-         accelerators: tuple[str, ...], requires: tuple[str, ...], aarch64_runtime: str | None, priorities: tuple[str, ...], force: bool,
-         quiet: bool) -> None:
+         no_signature_check: bool, adapt_io: bool, golden: str | None, golden_from: str | None,
+         golden_tolerances: tuple[str, ...], accelerators: tuple[str, ...], requires: tuple[str, ...],
+         aarch64_runtime: str | None, priorities: tuple[str, ...], force: bool, quiet: bool) -> None:
     """Pack payloads into a container.
 
     Each argument is BACKEND=PAYLOAD (the entry is named after its backend id) or
@@ -94,7 +101,8 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
     gets the backend id `native`). Two programs are the same program when their user inputs,
     user outputs and state (mutable buffers) agree in dtype and shape, buffer names compared
     only where both record them (the default export records none); when you know better,
-    --signature-from NAME or --no-signature-check, recorded in the container. Any program is
+    --signature-from NAME or --no-signature-check, recorded in the container; --adapt-io puts a
+    float16 or bfloat16 program (model.half()) behind the float32 signature. Any program is
     checked against what is said of it: a backend id that names a backend the program does not
     delegate to (`portable` for an XNNPACK program) is refused (E1102). --data moves a .ptd's
     tensors into the container's shared named data (docs/executorch.md); --share-pte-named-data
@@ -121,20 +129,16 @@ def pack(specs: tuple[str, ...], output: str, data: tuple[str, ...], share_pte_n
         raise click.UsageError("--signature-from and --no-signature-check exclude each other")
     if from_toml is not None:
         _from_alone(specs or data or share_pte_named_data or format_version is not None or align is not None
-                    or signature_from is not None or no_signature_check or priorities or golden is not None
-                    or golden_from is not None or golden_tolerances or accelerators or requires)
+                    or signature_from is not None or no_signature_check or adapt_io or priorities
+                    or golden is not None or golden_from is not None or golden_tolerances or accelerators or requires)
         warnings = _pack_from_toml(from_toml, output, force, quiet, aarch64_runtime)
     else:
-        version = int(format_version or "2")
-        if version == 1 and signature_from is not None:
-            raise click.UsageError("--signature-from gives entries a signature to store, and version 1 stores none "
-                                   "(its programs' signatures are checked against each other unless "
-                                   "--no-signature-check)")
+        version = _version(format_version, signature_from)
         warnings = _pack_arguments(specs, output, data=data, share_named_data=share_pte_named_data, version=version,
                                    align=align, signature_from=signature_from, check_signatures=not no_signature_check,
-                                   golden=golden, golden_from=golden_from, golden_tolerances=golden_tolerances,
-                                   accelerators=accelerators, requires=requires, aarch64_runtime=aarch64_runtime,
-                                   priorities=priorities, force=force, quiet=quiet)
+                                   adapt_io=adapt_io, golden=golden, golden_from=golden_from,
+                                   golden_tolerances=golden_tolerances, accelerators=accelerators, requires=requires,
+                                   aarch64_runtime=aarch64_runtime, priorities=priorities, force=force, quiet=quiet)
     _wrote_container(output)
     for line in warnings:
         echo(line, err=True)
@@ -144,9 +148,19 @@ def _from_alone(other_given: object) -> None:
     """--from states everything: any other option of what to pack is a usage error."""
     if other_given:
         raise click.UsageError("--from takes no [NAME:]BACKEND=PAYLOAD, --data, --share-pte-named-data, "
-                               "--format-version, --align, --signature-from, --no-signature-check, "
+                               "--format-version, --align, --signature-from, --no-signature-check, --adapt-io, "
                                "--golden, --golden-from, --golden-tolerance, --accelerator, --require or --priority: "
                                "the pack.toml states them")
+
+
+def _version(format_version: str | None, signature_from: str | None) -> int:
+    """The container version `--format-version` asks for, with the options it allows."""
+    version = int(format_version or "2")
+    if version == 1 and signature_from is not None:
+        raise click.UsageError("--signature-from gives entries a signature to store, and version 1 stores none "
+                               "(its programs' signatures are checked against each other unless "
+                               "--no-signature-check)")
+    return version
 
 
 def _pack_from_toml(from_toml: str, output: str, force: bool, quiet: bool, aarch64_runtime: str | None) -> list[str]:
@@ -170,9 +184,9 @@ def _pack_item(arg: str) -> str | Specialization:
 
 def _pack_arguments(specs: tuple[str, ...], output: str, *, data: tuple[str, ...], share_named_data: bool,
                     version: int, align: int | None, signature_from: str | None, check_signatures: bool,
-                    golden: str | None, golden_from: str | None, golden_tolerances: tuple[str, ...],
-                    accelerators: tuple[str, ...], requires: tuple[str, ...], aarch64_runtime: str | None, priorities: tuple[str, ...],
-                    force: bool, quiet: bool) -> list[str]:
+                    adapt_io: bool, golden: str | None, golden_from: str | None, golden_tolerances: tuple[str, ...],
+                    accelerators: tuple[str, ...], requires: tuple[str, ...], aarch64_runtime: str | None,
+                    priorities: tuple[str, ...], force: bool, quiet: bool) -> list[str]:
     """`fatpte pack` of its arguments: the packing policy's specializations of them
     (fatpte.ops.pack_policy, as `fatpte.pack` makes them), with the priorities and tolerances
     given, written by `fatpte.ops.packing.write`; its warnings."""
@@ -195,7 +209,7 @@ def _pack_arguments(specs: tuple[str, ...], output: str, *, data: tuple[str, ...
     warnings = unresolved_warnings(parsed)
     with _progress(f"packing {output}", quiet) as progress:
         write(parsed, output, version=version, alignment=align, progress=progress.update,
-              signature_from=signature_from, check_signatures=check_signatures, golden=golden,
+              signature_from=signature_from, check_signatures=check_signatures, adapt_io=adapt_io, golden=golden,
               golden_from=golden_from, aarch64_runtime=aarch64_runtime)
     return warnings
 

@@ -115,7 +115,8 @@ def info_text(info: dict[str, Any]) -> str:
 def _tensor(t: dict[str, Any]) -> str:
     dims = ", ".join(shown(str(d)) for d in t["shape"])
     name = f"{shown(t['name'])}: " if t.get("name") else ""
-    return f"{name}{shown(t['dtype'])}[{dims}]"
+    behind = f" (program {shown(t['program_dtype'])})" if t.get("program_dtype") else ""
+    return f"{name}{shown(t['dtype'])}[{dims}]{behind}"
 
 
 def signature_lines(signature: dict[str, Any]) -> list[str]:

@@ -49,6 +49,7 @@ from fatpte.manifest.model import (
     required_revision,
     work_budget,
 )
+from fatpte.value.dtypes import adapter_problem
 
 # flatc's output is untyped; it is used only to build, through this one handle, which encode()
 # fills on first use: reading goes through _Reader, so `info` and `select` never import it or
@@ -83,7 +84,8 @@ SCHEMA: Final[dict[str, tuple[_F, ...]]] = {
                      _F("backend_abi", "table", "AbiRange"), _F("cpu_cores", "[string]"),
                      _F("min_core", "string"), _F("soc", "[string]")),
     "Dim": (_F("size", "u64"), _F("symbol", "string")),
-    "TensorSpec": (_F("name", "string"), _F("dtype", "string", required=True), _F("shape", "[table]", "Dim")),
+    "TensorSpec": (_F("name", "string"), _F("dtype", "string", required=True), _F("shape", "[table]", "Dim"),
+                   _F("program_dtype", "string")),
     "Method": (_F("name", "string", required=True), _F("inputs", "[table]", "TensorSpec"),
                _F("outputs", "[table]", "TensorSpec"), _F("buffers", "[table]", "TensorSpec")),
     "Signature": (_F("methods", "[table]", "Method"),),
@@ -413,6 +415,17 @@ def _golden(calls: list[dict[str, Any]] | None, path: str) -> tuple[GoldenCall, 
     return tuple(out)
 
 
+def _program_dtype(t: dict[str, Any], dtype: str, path: str) -> str | None:
+    """Value rule 2.2.12: a program dtype, when present, is one an adapter converts `dtype` to."""
+    program_dtype = t["program_dtype"]
+    if program_dtype is None:
+        return None
+    problem = adapter_problem(dtype, program_dtype)
+    if problem is not None:
+        _invalid(t, f"{path}.program_dtype", problem)
+    return str(program_dtype)
+
+
 def _signature(obj: dict[str, Any], path: str) -> Signature:
     methods: list[Method] = []
     for i, m in enumerate(obj["methods"] or ()):
@@ -432,7 +445,8 @@ def _signature(obj: dict[str, Any], path: str) -> Signature:
                     if d["symbol"] is not None and (d["size"] or not d["symbol"]):
                         _invalid(d, f"{tp}.shape[{k}]", "a symbolic dimension has a non-empty symbol and size 0")
                     dims.append(Dim(int(d["size"]), d["symbol"]))
-                specs.append(TensorSpec(_nonempty(t, "dtype", tp), tuple(dims), t["name"]))
+                dtype = _nonempty(t, "dtype", tp)
+                specs.append(TensorSpec(dtype, tuple(dims), t["name"], _program_dtype(t, dtype, tp)))
             parts.append(tuple(specs))
         methods.append(Method(name, *parts))
     return Signature(tuple(methods))
@@ -634,6 +648,7 @@ def _write_requirements(b: Any, r: Requirements) -> int | None:
 def _write_tensor(b: Any, t: TensorSpec) -> int:
     name = None if t.name is None else b.CreateString(t.name)
     dtype = b.CreateString(t.dtype)
+    program_dtype = None if t.program_dtype is None else b.CreateString(t.program_dtype)
     dims = []
     for d in t.shape:
         sym = None if d.symbol is None else b.CreateString(d.symbol)
@@ -649,6 +664,8 @@ def _write_tensor(b: Any, t: TensorSpec) -> int:
     _fb.TensorSpecAddDtype(b, dtype)
     if shape is not None:
         _fb.TensorSpecAddShape(b, shape)
+    if program_dtype is not None:
+        _fb.TensorSpecAddProgramDtype(b, program_dtype)
     return int(_fb.TensorSpecEnd(b))
 
 

@@ -18,6 +18,7 @@ from typing import Any, Final, NamedTuple, TypeGuard
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.format.vocabulary import CAPABILITY_PATTERN, DEVICE_NAME_PATTERN
 from fatpte.value.dtypes import LAYOUT_DTYPES as _LAYOUT_DTYPES
+from fatpte.value.dtypes import adapter_problem
 
 # The highest revision this implementation reads and writes. A writer states the lowest revision
 # whose fields its manifest uses (`required_revision`), so a manifest without revision-2 fields
@@ -327,16 +328,27 @@ class TensorSpec(NamedTuple):
     dtype: str
     shape: tuple[Dim, ...] = ()
     name: str | None = None
+    # Revision 4: the entry's program's dtype here when it is not `dtype` (a signature adapter,
+    # specs/nfat-manifest.md 5.3); None: `dtype`. Never part of agreement between entries.
+    program_dtype: str | None = None
 
     def text(self) -> str:
         dims = ", ".join(str(d.to_json()) for d in self.shape)
         who = f"{self.name}: " if self.name is not None else ""
-        return f"{who}{self.dtype}[{dims}]"
+        behind = f" (program {self.program_dtype})" if self.program_dtype is not None else ""
+        return f"{who}{self.dtype}[{dims}]{behind}"
+
+    @property
+    def in_program(self) -> str:
+        """The dtype the entry's program has here."""
+        return self.program_dtype if self.program_dtype is not None else self.dtype
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"dtype": self.dtype, "shape": [d.to_json() for d in self.shape]}
         if self.name is not None:
             out = {"name": self.name, **out}
+        if self.program_dtype is not None:
+            out["program_dtype"] = self.program_dtype
         return out
 
 
@@ -642,10 +654,16 @@ class Manifest(NamedTuple):
                 "layouts": {k: lay.to_json() for k, lay in self.layouts}}
 
 
+def adapted(signature: Signature | None) -> bool:
+    """Whether `signature` declares a program dtype anywhere (a signature adapter, revision 4)."""
+    return signature is not None and any(t.program_dtype is not None for m in signature.methods
+                                         for part in (m.inputs, m.outputs, m.buffers) for t in part)
+
+
 def required_revision(manifest: Manifest) -> int:
     """The lowest revision whose fields `manifest` uses."""
-    if any(e.requires.names_device or any(a.device or a.capabilities for a in e.requires.accelerators)
-           for e in manifest.entries):
+    if any(adapted(e.signature) or e.requires.names_device
+           or any(a.device or a.capabilities for a in e.requires.accelerators) for e in manifest.entries):
         return 4
     if any(e.golden for e in manifest.entries):
         return 3
@@ -759,7 +777,7 @@ def _tensor(obj: Any, path: str) -> TensorSpec:
         return obj
     if not isinstance(obj, Mapping):
         raise _arg(path, "must be a mapping with dtype and shape", obj)
-    _only(obj, ("name", "dtype", "shape"), path)
+    _only(obj, ("name", "dtype", "shape", "program_dtype"), path)
     name = None if obj.get("name") is None else _text(obj.get("name"), f"{path}.name")
     dims: list[Dim] = []
     for k, d in enumerate(_list(obj.get("shape", ()), f"{path}.shape")):
@@ -767,7 +785,14 @@ def _tensor(obj: Any, path: str) -> TensorSpec:
             dims.append(Dim(0, _text(d, f"{path}.shape[{k}]")))
         else:
             dims.append(Dim(_uint(d, f"{path}.shape[{k}]", _U64)))
-    return TensorSpec(_text(obj.get("dtype"), f"{path}.dtype"), tuple(dims), name)
+    dtype = _text(obj.get("dtype"), f"{path}.dtype")
+    program_dtype = None
+    if obj.get("program_dtype") is not None:
+        program_dtype = _text(obj.get("program_dtype"), f"{path}.program_dtype")
+        problem = adapter_problem(dtype, program_dtype)
+        if problem is not None:
+            raise _arg(f"{path}.program_dtype", problem, program_dtype)
+    return TensorSpec(dtype, tuple(dims), name, program_dtype)
 
 
 

@@ -86,15 +86,16 @@ def _opened(path: PathLike) -> Iterator[tuple[Container, list[Specialization], l
 
 
 def _repack(container: Container, specs: list[Specialization], dest: PathLike, views: list[memoryview],
-            version: int | None = None) -> Path:
+            version: int | None = None, adapt_io: bool = False) -> Path:
     return pack(specs, dest, version=container.version if version is None else version,
-                named_data=_named_data(container, specs, views))
+                named_data=_named_data(container, specs, views), adapt_io=adapt_io)
 
 
-def add(path: PathLike, dest: PathLike, new: Sequence[Specialization]) -> Path:
-    """Write to `dest` the container at `path` with `new` appended after its entries."""
+def add(path: PathLike, dest: PathLike, new: Sequence[Specialization], *, adapt_io: bool = False) -> Path:
+    """Write to `dest` the container at `path` with `new` appended after its entries. `adapt_io`:
+    as `fatpte.pack`'s (a float16 or bfloat16 program added behind the float32 signature)."""
     with _opened(path) as (container, specs, views):
-        return _repack(container, [*specs, *new], dest, views)
+        return _repack(container, [*specs, *new], dest, views, adapt_io=adapt_io)
 
 
 def remove(path: PathLike, dest: PathLike, names: Sequence[str]) -> Path:
@@ -109,7 +110,7 @@ def remove(path: PathLike, dest: PathLike, names: Sequence[str]) -> Path:
         return _repack(container, kept, dest, views)
 
 
-def replace(path: PathLike, dest: PathLike, name: str, payload: PayloadSource) -> Path:
+def replace(path: PathLike, dest: PathLike, name: str, payload: PayloadSource, *, adapt_io: bool = False) -> Path:
     """Write to `dest` the container at `path` with the payload of entry `name` replaced.
 
     The entry keeps its name, backend id, priority, alignment, requirements and source digest;
@@ -118,11 +119,12 @@ def replace(path: PathLike, dest: PathLike, name: str, payload: PayloadSource) -
     program, its signature, ExecuTorch backends and program digest are its own and its named data
     is the keys it loads that the container holds (specs/executorch.md section 7). The new payload
     passes the checks `pack` makes (a backend id that contradicts its delegates, a signature the
-    other entries do not share, are refused)."""
+    other entries do not share, are refused); with `adapt_io`, as `fatpte.pack`'s, a float16 or
+    bfloat16 program is put behind the float32 signature."""
     with _opened(path) as (container, specs, views):
         i = container.entry(name).index
         specs[i] = _renewed(container, specs[i], payload)
-        return _repack(container, specs, dest, views)
+        return _repack(container, specs, dest, views, adapt_io=adapt_io)
 
 
 def _renewed(container: Container, old: Specialization, payload: PayloadSource) -> Specialization:

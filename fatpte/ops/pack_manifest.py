@@ -113,6 +113,10 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
                                     [seg.source.size for seg in nd.segments]) + golden_problems(manifest).found
     if problems:
         code, path, message, _ = problems[0]
+        if code is ErrorCode.SIGNATURE_MISMATCH and _adapter_bridges(entries):
+            message += (" (they differ only in float16 or bfloat16 against float32: pack with --adapt-io, pack.toml "
+                        "adapt_io = true, to state the float32 signature with a signature adapter before those "
+                        "programs; the loader converts at the edge, specs/nfat-manifest.md 5.3)")
         raise FatpteError(code, message, field=path.replace("manifest.entries", "specialization"))
     warn_ranking_ties([(e.name, s.priority, e.requires, e.executorch_backends) for s, e in zip(specs, entries)])
     data = encode(manifest)
@@ -120,6 +124,13 @@ def manifest_for_pack(specs: Sequence[Any], sources: Sequence[Any], nd: Any) -> 
         raise FatpteError(ErrorCode.MANIFEST_TOO_LARGE, f"the manifest would be {len(data)} bytes, above the "
                           f"limit of {L.MAX_MANIFEST_SIZE}", field="manifest", actual=len(data))
     return data
+
+
+def _adapter_bridges(entries: Sequence[ManifestEntry]) -> bool:
+    """Whether signature adapters would make the entries' signatures agree."""
+    from fatpte.manifest.adapters import adapt_all
+
+    return adapt_all([e.signature for e in entries]) is not None
 
 
 def _decided_signature(i: int, prov: Sequence[tuple[str, str]], stated: Sequence[Signature | None],
@@ -182,7 +193,27 @@ def _program_record(i: int, s: Any, facts: Any, keys: Sequence[str], stated: Seq
     signature = _decided_signature(i, prov, stated, programs, names)
     if decision is None and signature is None:
         signature = facts.signature
+    if decision is not None and decision != pe.FROM + names[i] and signature is not None:
+        _warn_taken_signature(signature, facts.signature, label, names[i], decision)
     return signature, backends, prov
+
+
+def _warn_taken_signature(taken: Signature, own: Signature, label: str, name: str, decision: str) -> None:
+    """E1106 (a warning) when a signature taken from another entry (`--signature-from`) differs
+    from the entry's own program in a dtype, a shape or a count: its calls will be refused. The
+    user may know better (the rule's exception), so the entry is packed as asked."""
+    from fatpte.manifest.adapters import adapted, dtype_or_shape_difference
+
+    diff = dtype_or_shape_difference(taken, own)
+    if diff is None:
+        return
+    fix = ("pack with --adapt-io instead (pack.toml: adapt_io = true): the entry then states the float32 "
+           "signature with its program's dtypes behind it, and the loader converts at the edge"
+           if adapted(taken, own) is not None else "pack it from a program of the same signature")
+    warnings.warn(FatpteWarning(ErrorCode.SIGNATURE_TAKEN_DIFFERS,
+                                f"{label} ({name!r}): {SIGNATURE_CHECK_KEY} = {decision} gives it a signature its program does not "
+                                f"have ({diff}): every call of it will be refused; {fix}", field=f"{label}.signature"),
+                  stacklevel=3)
 
 
 def _together(a: Requirements, b: Requirements) -> bool:

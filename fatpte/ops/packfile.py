@@ -31,7 +31,7 @@ from fatpte.ops.packing import write
 from fatpte.ops.specialization import NamedData, Specialization
 
 _TOP = ("version", "alignment", "segment_alignment", "signature", "source_digest", "named_data",
-        "specialization", "signature_from", "check_signatures", "golden", "golden_from")
+        "specialization", "signature_from", "check_signatures", "golden", "golden_from", "adapt_io")
 _SPEC = ("backend_id", "payload", "name", "priority", "alignment", "requires", "named_data", "signature",
          "source_digest", "provenance", "payload_sha256", "data", "share_named_data", "executorch_backends",
          "golden_tolerance", "golden")
@@ -145,6 +145,10 @@ def _load(ctx: _Ctx, doc: dict[str, Any]) -> tuple[list[Specialization], dict[st
         if not isinstance(doc["check_signatures"], bool):
             raise ctx.bad("check_signatures", "must be true or false", doc["check_signatures"])
         kwargs["check_signatures"] = doc["check_signatures"]
+    if "adapt_io" in doc:
+        if not isinstance(doc["adapt_io"], bool):
+            raise ctx.bad("adapt_io", "must be true or false", doc["adapt_io"])
+        kwargs["adapt_io"] = doc["adapt_io"]
     if "golden" in doc:
         kwargs["golden"] = ctx.file(doc["golden"], "golden")
     if "golden_from" in doc:

@@ -101,6 +101,7 @@ def pack(
     aarch64_runtime: str | None = None,
     data: Sequence[str] = (),
     share_named_data: bool = False,
+    adapt_io: bool = False,
 ) -> Path:
     """Write a container holding `specializations` to `dest` and return its path: `write` of what
     the packing policy `fatpte pack` shares makes of them (fatpte.ops.pack_policy.resolve).
@@ -121,7 +122,7 @@ def pack(
     return write(specs, dest, version=version, alignment=alignment, named_data=named_data,
                  segment_alignment=segment_alignment, progress=progress, signature_from=signature_from,
                  check_signatures=check_signatures, golden=golden, golden_from=golden_from, runtime=runtime,
-                 aarch64_runtime=aarch64_runtime)
+                 aarch64_runtime=aarch64_runtime, adapt_io=adapt_io)
 
 
 def write(
@@ -139,6 +140,7 @@ def write(
     golden_from: str | None = None,
     runtime: str | None = None,
     aarch64_runtime: str | None = None,
+    adapt_io: bool = False,
 ) -> Path:
     """Write a container holding `specializations`, as they are, to `dest` and return its path.
 
@@ -166,10 +168,17 @@ def write(
     $FATPTE_RUN or one on PATH; `aarch64_runtime` for an aarch64 entry under qemu), else each call
     states them. A specialization's `golden_tolerance` widens its outputs' tolerances
     (fatpte.ops.golden).
+
+    `adapt_io`: entries whose programs take or give float16 or bfloat16 where the others have float32
+    state the float32 signature with their program's dtypes behind it (a signature adapter,
+    specs/nfat-manifest.md 5.3; the loader converts at the edge); golden calls are then given in
+    float32.
     """
     specs = list(specializations)
     if not specs:
         raise FatpteError(ErrorCode.NO_SPECIALIZATIONS, "nothing to pack: give at least one specialization")
+    if adapt_io:
+        specs = _adapt_io(specs, signature_from, check_signatures)
     if signature_from is not None or (not check_signatures and version != L.VERSION_1):
         specs = _decide_signatures(specs, signature_from, check_signatures)
     specs, named_data = _golden(specs, dest, version, named_data, golden, golden_from, runtime, aarch64_runtime)
@@ -215,6 +224,27 @@ def _golden(specs: list[Specialization], dest: str | os.PathLike[str], version: 
     return prepare(specs, golden, golden_from, named_data, Path(dest),
                    lambda spec, where, nd: write([spec], where, named_data=nd), runtime=runtime,
                    aarch64_runtime=aarch64_runtime)
+
+
+def _adapt_io(specs: list[Specialization], signature_from: str | None,
+              check_signatures: bool) -> list[Specialization]:
+    """`specs` with each stated signature put behind the container's (fatpte.manifest.adapters):
+    E0411 when they differ in more than an adapter bridges."""
+    import dataclasses
+
+    from fatpte.manifest.adapters import adapt_all
+    from fatpte.manifest.model import Signature
+
+    if signature_from is not None or not check_signatures:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, "adapt_io states each entry's signature from its own program; "
+                          "signature_from and check_signatures=False give up that check", field="adapt_io")
+    stated = [None if s.signature is None else Signature.from_mapping(s.signature, f"specialization[{i}].signature")
+              for i, s in enumerate(specs)]
+    adapted = adapt_all(stated)
+    if adapted is None:
+        return specs  # the manifest's consistency rule (E0411) names the difference
+    return [s if a is None or a == st else dataclasses.replace(s, signature=a)
+            for s, st, a in zip(specs, stated, adapted)]
 
 
 def _decide_signatures(specs: list[Specialization], signature_from: str | None,

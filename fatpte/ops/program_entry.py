@@ -29,12 +29,14 @@ from fatpte.executorch.pte import IDENTIFIER, Program, read_program
 from fatpte.executorch.ptn_write import SHARED  # the word both rewritten kinds record
 from fatpte.executorch.signature import program_signature
 from fatpte.executorch.vendor_devices import compiled_devices
+from fatpte.manifest.adapters import program_view
 from fatpte.manifest.model import (
     SIGNATURE_CHECK_KEY,
     AcceleratorRequirement,
     ManifestEntry,
     Requirements,
     Signature,
+    adapted,
 )
 from fatpte.manifest.rules import signature_difference, signature_problems
 
@@ -168,9 +170,16 @@ def disagreeing_signature(signatures: Sequence[tuple[str, Signature]]) -> tuple[
 
 
 def stated_signature_problem(stated: Signature, derived: Signature) -> str | None:
-    """Why a stated signature does not agree with the one derived from the program, or None."""
-    diff = signature_difference(stated, derived)
-    return None if diff is None else f"the signature stated for it does not agree with its program's: {diff}"
+    """Why a stated signature does not agree with the one derived from the program, or None. Where
+    it declares a program dtype (a signature adapter, specs/nfat-manifest.md 5.3), the program must
+    have that dtype there: what is compared is the program behind the adapter."""
+    diff = signature_difference(program_view(stated), derived)
+    if diff is None:
+        return None
+    if adapted(stated):
+        return (f"the program dtypes its signature adapter declares (program_dtype) are not its program's: {diff}; "
+                "pack it again with --adapt-io, which reads them from the program")
+    return f"the signature stated for it does not agree with its program's: {diff}"
 
 
 def digest_problem(provenance: Sequence[tuple[str, str]] | Mapping[str, str], facts: ProgramFacts) -> str | None:

@@ -93,6 +93,20 @@ INTEGER_RANGES: Final[dict[str, tuple[int, int]]] = {
 }
 
 
+# Signature adapters (specs/nfat-manifest.md 5.3): the signature's dtype -> the program dtypes an
+# entry may declare behind it (TensorSpec.program_dtype); the loader converts at the edge.
+ADAPTER_DTYPES: Final[dict[str, tuple[str, ...]]] = {"float32": ("float16", "bfloat16")}
+
+
+def adapter_problem(dtype: str, program_dtype: str) -> str | None:
+    """Why a tensor of the signature's `dtype` cannot stand before a program's `program_dtype`
+    (specs/nfat-manifest.md 5.3), or None when the pair is an adapter's."""
+    if program_dtype in ADAPTER_DTYPES.get(dtype, ()):
+        return None
+    pairs = ", ".join(f"{p} behind {s}" for s, ps in ADAPTER_DTYPES.items() for p in ps)
+    return f"program_dtype {program_dtype!r} cannot stand behind dtype {dtype!r}; an adapter converts only {pairs}"
+
+
 def element_size(name: str) -> int | None:
     """The bytes of one element of dtype `name`, or None for a name the table lacks."""
     d = BY_NAME.get(name)

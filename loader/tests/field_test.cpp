@@ -212,4 +212,64 @@ TEST(ModuleFallback, TheFallbackEntryStartsFromItsOwnState) {
   EXPECT_EQ(failing.value()->fallback_events().size(), 1u);
 }
 
+
+// ---- A signature adapter at ContainerModule's door (specs/nfat-manifest.md 5.3) ----
+// mlp_adapted.nfat (tests/loader/test_adapters_runtime.py writes it): entry fp16io, the float16-I/O
+// XNNPACK export behind the float32 signature, first in the table and preferred. A Module caller's
+// float32 ExecuTorch tensor is converted into the program's float16 and the output back, giving what
+// the runner's door (Tensor in, Tensor out) gives for the same call; a float16 tensor is refused.
+
+struct Tensor14 {
+  std::vector<std::uint8_t> data;
+  std::vector<executorch::aten::SizesType> sizes{1, 4};
+  std::vector<executorch::aten::DimOrderType> order{0, 1};
+  std::vector<executorch::aten::StridesType> strides{4, 1};
+  std::unique_ptr<executorch::aten::TensorImpl> impl;
+  Tensor14(executorch::aten::ScalarType type, std::vector<std::uint8_t> bytes) : data(std::move(bytes)) {
+    impl = std::make_unique<executorch::aten::TensorImpl>(type, 2, sizes.data(), data.data(), order.data(),
+                                                          strides.data());
+  }
+  executorch::runtime::EValue value() { return executorch::runtime::EValue(executorch::aten::Tensor(impl.get())); }
+};
+
+TEST(ModuleAdapter, ConvertsAtTheModulesDoorAsAtTheRunners) {
+  const std::string path = field_container("mlp_adapted.nfat");
+  if (path.empty()) GTEST_SKIP() << "FATPTE_FIELD_CONTAINERS is not set (tests/loader/test_adapters_runtime.py sets it)";
+  const std::vector<float> x{-0.99f, -0.79f, -0.43f, -0.95f};
+  std::vector<std::uint8_t> bytes(16);
+  std::memcpy(bytes.data(), x.data(), 16);
+  auto module = fatpte::load_module(path, fatpte::ModuleOptions{});
+  ASSERT_TRUE(module.ok()) << module.error().describe();
+  EXPECT_EQ(module.value()->entry().name, "fp16io");
+  Tensor14 in(executorch::aten::ScalarType::Float, bytes);
+  auto out = module.value()->execute("forward", {in.value()});
+  ASSERT_TRUE(out.ok());
+  const auto& got = out.get().at(0).toTensor();
+  ASSERT_EQ(got.scalar_type(), executorch::aten::ScalarType::Float);
+  ASSERT_EQ(got.numel(), 3);
+  const std::vector<float> module_out(got.const_data_ptr<float>(), got.const_data_ptr<float>() + 3);
+
+  auto c = fatpte::Container::open_file(path);
+  ASSERT_TRUE(c.ok());
+  fatpte::Dispatch runner;
+  ASSERT_TRUE(fatpte::load(*c.value(), fatpte::Choice{}, fatpte::LoadOptions{}, runner).ok());
+  fatpte::Tensor t;
+  t.shape = {1, 4};
+  t.data = bytes;
+  auto ran = runner.loaded->run({t});
+  ASSERT_TRUE(ran.ok()) << ran.error().describe();
+  ASSERT_EQ(ran.value().at(0).dtype, fatpte::DType::kFloat32);
+  std::vector<float> runner_out(3);
+  std::memcpy(runner_out.data(), ran.value().at(0).data.data(), 12);
+  EXPECT_EQ(module_out, runner_out);  // the same conversions, the same program: the same bits
+
+  std::vector<std::uint8_t> half(8);
+  for (int i = 0; i < 4; ++i) {
+    const std::uint16_t h = fatpte::float_to_half(x[static_cast<std::size_t>(i)]);
+    std::memcpy(half.data() + 2 * i, &h, 2);
+  }
+  Tensor14 wrong(executorch::aten::ScalarType::Half, half);
+  EXPECT_FALSE(module.value()->execute("forward", {wrong.value()}).ok());
+}
+
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fatpte/tensor.hpp"
+#include "value/adapter.hpp"
 
 namespace {
 
@@ -153,3 +154,77 @@ TEST(Tensor, HalfAndBfloat16RoundToNearestEven) {
 }
 
 }  // namespace
+
+// Signature adapters (value/adapter.hpp, specs/nfat-manifest.md 5.3): float32 to float16 or
+// bfloat16 and back, elementwise, round to nearest even, out-of-range values to infinity; the pairs
+// and their refusal in the words of fatpte/value/dtypes.py's adapter_problem.
+namespace adapter_test {
+
+std::vector<std::uint8_t> floats(const std::vector<float>& v) {
+  std::vector<std::uint8_t> out(v.size() * 4);
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+std::vector<std::uint16_t> halves(DType to, const std::vector<float>& v) {
+  const std::vector<std::uint8_t> in = floats(v);
+  std::vector<std::uint16_t> out(v.size());
+  fatpte::convert_elements(DType::kFloat32, in.data(), to, reinterpret_cast<std::uint8_t*>(out.data()), v.size());
+  return out;
+}
+
+TEST(Adapter, ConvertsFloat32ToHalfRoundingToNearestEvenAndPastTheRangeToInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  // 65504 is float16's largest; 65519.99 rounds down to it, 65520 (halfway to 65536) to infinity.
+  EXPECT_EQ(halves(DType::kFloat16, {1.0f, -2.0f, 65504.0f, 65519.99f, 65520.0f, -1e9f, inf, 0.0f}),
+            (std::vector<std::uint16_t>{0x3C00, 0xC000, 0x7BFF, 0x7BFF, 0x7C00, 0xFC00, 0x7C00, 0x0000}));
+  // 1 + 2^-11 lies halfway between 1 and 1 + 2^-10: the even one, 1; 1 + 3 * 2^-11 goes up.
+  EXPECT_EQ(halves(DType::kFloat16, {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f}),
+            (std::vector<std::uint16_t>{0x3C00, 0x3C02}));
+  // bfloat16: 1 + 2^-8 is halfway between 1 and 1 + 2^-7: 1; 1 + 3 * 2^-8 goes up to 1 + 2^-6.
+  EXPECT_EQ(halves(DType::kBFloat16, {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -inf}),
+            (std::vector<std::uint16_t>{0x3F80, 0x3F82, 0xFF80}));
+  const std::uint16_t nan = halves(DType::kFloat16, {std::nanf("")})[0];
+  EXPECT_EQ(nan & 0x7C00, 0x7C00);
+  EXPECT_NE(nan & 0x03FF, 0);
+}
+
+TEST(Adapter, ConvertsBackExactlyAndLeavesOtherPairsAlone) {
+  Tensor t;
+  t.dtype = DType::kFloat32;
+  t.shape = {1, 3};
+  t.data = floats({0.1f, -3.5f, 1e-7f});
+  const Tensor half = fatpte::converted(t, DType::kFloat16);
+  EXPECT_EQ(half.dtype, DType::kFloat16);
+  EXPECT_EQ(half.shape, t.shape);
+  ASSERT_EQ(half.data.size(), 6u);
+  const Tensor back = fatpte::converted(half, DType::kFloat32);
+  ASSERT_EQ(back.data.size(), 12u);
+  float got[3];
+  std::memcpy(got, back.data.data(), sizeof got);
+  for (int i = 0; i < 3; ++i) {
+    std::uint16_t h;
+    std::memcpy(&h, half.data.data() + 2 * i, 2);
+    EXPECT_EQ(got[i], fatpte::half_to_float(h));  // widening is exact
+  }
+  EXPECT_EQ(got[1], -3.5f);
+  EXPECT_TRUE(fatpte::adapts(DType::kFloat32, DType::kBFloat16));
+  EXPECT_FALSE(fatpte::adapts(DType::kFloat16, DType::kBFloat16));
+  EXPECT_FALSE(fatpte::adapts(DType::kFloat32, DType::kInt64));
+  Tensor ints;
+  ints.dtype = DType::kInt64;
+  ints.data.assign(8, 1);
+  EXPECT_EQ(fatpte::converted(ints, DType::kFloat16).dtype, DType::kInt64);
+}
+
+TEST(Adapter, ThePairsAreFloat16OrBfloat16BehindFloat32) {
+  EXPECT_EQ(fatpte::adapter_problem("float32", "float16"), "");
+  EXPECT_EQ(fatpte::adapter_problem("float32", "bfloat16"), "");
+  EXPECT_EQ(fatpte::adapter_problem("float16", "float16"),
+            "program_dtype 'float16' cannot stand behind dtype 'float16'; an adapter converts only float16 behind "
+            "float32, bfloat16 behind float32");
+  EXPECT_NE(fatpte::adapter_problem("float32", "int64"), "");
+  EXPECT_NE(fatpte::adapter_problem("float32", ""), "");
+}
+
+}  // namespace adapter_test

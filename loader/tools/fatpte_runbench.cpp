@@ -15,6 +15,10 @@
 //       call_us=N mapping_rss=BYTES mapping_size=BYTES chosen=NAME`: open + select + load + call
 //       and each part, and how much of the container's mapping this process has resident (Rss of
 //       the mapping in /proc/self/smaps)
+//   fatpte_runbench calls FILE CALLS.json N
+//       open, select and load as `load` does, then make the first call N times on the loaded entry
+//       and print `call_us_median=X call_us_min=Y chosen=NAME`: the time of one call through the
+//       method type (its input policy, a signature adapter's conversions included)
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -24,6 +28,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -157,13 +162,45 @@ int load(int argc, char** argv) {
   return 0;
 }
 
+int calls(char** argv) {
+  const long n = std::strtol(argv[4], nullptr, 10);
+  if (n < 1 || n > 10000000) return std::fprintf(stderr, "N must be 1 to 10000000\n"), 2;
+  fatpte::set_executorch_log(false);
+  auto given = fatpte::calls_from_file(argv[3]);
+  if (!given.ok() || given.value().empty()) return std::fprintf(stderr, "no calls in %s\n", argv[3]), 2;
+  auto opened = fatpte::Container::open_file(argv[2]);
+  if (!opened.ok()) return std::fprintf(stderr, "%s\n", opened.error().describe().c_str()), 1;
+  const fatpte::Container& c = *opened.value();
+  const fatpte::DeviceProfile host = fatpte::probe_host(fatpte::probe_scope(c));
+  auto selection = fatpte::select(c, host, {}, {});
+  if (!selection.ok()) return std::fprintf(stderr, "%s\n", selection.error().describe().c_str()), 3;
+  auto dispatch = fatpte::load(c, selection.value(), host, fatpte::LoadOptions{});
+  if (!dispatch.ok()) return std::fprintf(stderr, "%s\n", dispatch.error().describe().c_str()), 3;
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> times;
+  times.reserve(static_cast<std::size_t>(n));
+  for (long i = 0; i < n; ++i) {
+    const auto a = Clock::now();
+    auto outputs = dispatch.value().loaded->run(given.value()[0].inputs);
+    const auto b = Clock::now();
+    if (!outputs.ok()) return std::fprintf(stderr, "%s\n", outputs.error().describe().c_str()), 1;
+    times.push_back(std::chrono::duration<double, std::micro>(b - a).count());
+  }
+  std::sort(times.begin(), times.end());
+  std::printf("call_us_median=%.3f call_us_min=%.3f chosen=%s\n", times[times.size() / 2], times.front(),
+              c.entries()[dispatch.value().loaded->index()].name.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "evict") == 0) return evict(argv[2]);
   if (argc == 3 && std::strcmp(argv[1], "residency") == 0) return residency(argv[2]);
   if (argc >= 4 && std::strcmp(argv[1], "load") == 0) return load(argc, argv);
+  if (argc == 5 && std::strcmp(argv[1], "calls") == 0) return calls(argv);
   std::fprintf(stderr,
-               "usage: fatpte_runbench evict FILE | residency FILE | load FILE CALLS.json [--backend-lib ID=PATH]...\n");
+               "usage: fatpte_runbench evict FILE | residency FILE | load FILE CALLS.json [--backend-lib ID=PATH]... | "
+               "calls FILE CALLS.json N\n");
   return 2;
 }

@@ -321,7 +321,9 @@ def test_pack_signature_escape_hatches_are_recorded(tmp_path: Path) -> None:
     files = [ET_FIXTURES / "kvpair_portable_default.pte", ET_FIXTURES / "kvpair16_xnnpack_default.pte"]
     assert run("pack", "-o", tmp_path / "x.nfat", *files)[0] == 1
     code, _, err = run("pack", "-o", tmp_path / "from.nfat", "--signature-from", "portable", *files)
-    assert (code, err) == (0, "")
+    # Packed as asked, with a word: the XNNPACK program's cache is another shape (E1106, issue 39).
+    assert code == 0 and err.startswith("fatpte: warning: E1106 (specialization[1].signature): ") and \
+        "every call of it will be refused" in err
     code, out, _ = run("info", tmp_path / "from.nfat")
     assert "signature check: the signature of 'portable' given to every entry" in out
     code, _, err = run("pack", "-o", tmp_path / "none.nfat", "--no-signature-check", *files)

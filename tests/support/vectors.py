@@ -994,6 +994,7 @@ def invalid_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
 
     yield from _manifest_rule_vectors(by)
     yield from _golden_vectors(by)
+    yield from _adapter_vectors(by)
     yield from _program_vectors(by)
 
     # -- 5xx version 1 ----------------------------------------------------------------------------
@@ -1845,6 +1846,44 @@ def _golden_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
                     "signature to check them against",
                     lambda man: man._replace(entries=(man.entries[0]._replace(signature=None), *man.entries[1:])),
                     C.GOLDEN_CALL_MISMATCH, "entries[0]", "manifest.entries[0].golden[0]")
+
+
+def _adapter_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
+    """Signature adapters (specs/nfat-manifest.md 5.3, revision 4): v3-golden's manifest written
+    again with entry 'gpu''s input and output declaring a program dtype; the valid pair, and pairs
+    value rule 2.2.12 refuses."""
+    from fatpte.manifest.codec import encode
+
+    base = by["v3-golden"]
+    tensor = "entries[1].signature.methods[0].inputs[0]"
+
+    def adapted(program_dtype: str, dtype: str = "float32") -> Callable[[Any], Any]:
+        def change(man: Any) -> Any:
+            e = man.entries[1]
+            m = e.signature.methods[0]
+            t_in = m.inputs[0]._replace(dtype=dtype, program_dtype=program_dtype)
+            t_out = m.outputs[0]._replace(program_dtype="float16")
+            sig = e.signature._replace(methods=(m._replace(inputs=(t_in,), outputs=(t_out,)),))
+            return man._replace(entries=(man.entries[0], e._replace(signature=sig), *man.entries[2:]))
+        return change
+
+    with fatpte.Container.from_buffer(base.data) as c:
+        assert c.manifest is not None
+        manifest = adapted("float16")(c.manifest)
+        entries = [(e.name, e.backend_id, bytes(c.payload(e))) for e in c.entries]
+        segments = [bytes(c.named_data(next(k for k, s in c.manifest.named_data if s == i)))
+                    for i in range(len(c.segments))]
+    yield Vector("v4-adapter", with_manifest(entries, encode(manifest), segments),
+                 "v3-golden with entry 'gpu''s input and output float32 in the signature and float16 in its "
+                 "program (program_dtype): a signature adapter; its golden calls stay float32 (manifest revision 4)")
+    for name, program_dtype, dtype, what in (
+            ("v4-adapter-program-dtype-int64", "int64", "float32", "int64 behind float32"),
+            ("v4-adapter-float16-behind-float16", "float16", "float16", "float16 behind float16")):
+        v = rewritten(base, name, f"entry 'gpu''s input declares program_dtype {what}: no adapter converts it",
+                      adapted(program_dtype, dtype), ErrorCode.MANIFEST_VALUE_INVALID, tensor,
+                      f"manifest.{tensor}.program_dtype")
+        v.rule = "2.2.12"
+        yield v
 
 
 def _program_vectors(by: dict[str, Vector]) -> Iterator[Vector]:

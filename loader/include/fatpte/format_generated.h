@@ -107,6 +107,7 @@ typedef enum fatpte_status {
   FATPTE_E_EXECUTORCH_BACKENDS_MISMATCH = 1103, /* E1103: an entry's executorch_backends differ from its program's delegates */
   FATPTE_E_PROGRAM_DIGEST_MISMATCH = 1104, /* E1104: an ExecuTorch program's SHA-256 differs from its entry's provenance */
   FATPTE_E_NAMED_DATA_UNUSED = 1105, /* E1105: an entry lists named data its ExecuTorch program never loads */
+  FATPTE_E_SIGNATURE_TAKEN_DIFFERS = 1106, /* E1106: a signature taken from another entry differs from its program's in dtype or shape */
   FATPTE_E_SIGNATURE_TOO_LARGE = 1201, /* E1201: signature_size exceeds the limit of 64 MiB */
   FATPTE_E_SIGNATURE_OUT_OF_BOUNDS = 1202, /* E1202: the signature region extends past the end of the container */
   FATPTE_E_MISALIGNED_SIGNATURE = 1203, /* E1203: signature_offset is not a multiple of 8 */
@@ -328,6 +329,7 @@ inline constexpr FieldSpec kTensorSpecFields[] = {
     {"name", FieldKind::kString, -1, false},
     {"dtype", FieldKind::kString, -1, true},
     {"shape", FieldKind::kTableVector, 4, false},
+    {"program_dtype", FieldKind::kString, -1, false},
 };
 inline constexpr FieldSpec kMethodFields[] = {
     {"name", FieldKind::kString, -1, true},
@@ -385,7 +387,7 @@ inline constexpr TableSpec kTables[] = {
     {"AbiRange", kAbiRangeFields, 2},
     {"Requirements", kRequirementsFields, 9},
     {"Dim", kDimFields, 2},
-    {"TensorSpec", kTensorSpecFields, 3},
+    {"TensorSpec", kTensorSpecFields, 4},
     {"Method", kMethodFields, 4},
     {"Signature", kSignatureFields, 1},
     {"KeyValue", kKeyValueFields, 2},
@@ -502,6 +504,7 @@ enum class Error : std::int32_t {
   EXECUTORCH_BACKENDS_MISMATCH = 1103,
   PROGRAM_DIGEST_MISMATCH = 1104,
   NAMED_DATA_UNUSED = 1105,
+  SIGNATURE_TAKEN_DIFFERS = 1106,
   SIGNATURE_TOO_LARGE = 1201,
   SIGNATURE_OUT_OF_BOUNDS = 1202,
   MISALIGNED_SIGNATURE = 1203,
@@ -631,6 +634,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1103, "EXECUTORCH_BACKENDS_MISMATCH", "E1103", "an entry's executorch_backends differ from its program's delegates", "invalid", false},
     {1104, "PROGRAM_DIGEST_MISMATCH", "E1104", "an ExecuTorch program's SHA-256 differs from its entry's provenance", "invalid", false},
     {1105, "NAMED_DATA_UNUSED", "E1105", "an entry lists named data its ExecuTorch program never loads", "invalid", true},
+    {1106, "SIGNATURE_TAKEN_DIFFERS", "E1106", "a signature taken from another entry differs from its program's in dtype or shape", "invalid", true},
     {1201, "SIGNATURE_TOO_LARGE", "E1201", "signature_size exceeds the limit of 64 MiB", "invalid", false},
     {1202, "SIGNATURE_OUT_OF_BOUNDS", "E1202", "the signature region extends past the end of the container", "invalid", false},
     {1203, "MISALIGNED_SIGNATURE", "E1203", "signature_offset is not a multiple of 8", "invalid", false},
@@ -649,7 +653,7 @@ inline constexpr ErrorInfo kErrorInfo[] = {
     {1311, "SIGNED_PAYLOAD_MISMATCH", "E1311", "the SHA-256 of a payload differs from the signed one", "unverified", false},
     {1401, "GOLDEN_MISMATCH", "E1401", "an entry's output is outside its golden output's tolerance, or a call did not run", "disagrees", false},
 };
-inline constexpr std::size_t kErrorCount = 115;
+inline constexpr std::size_t kErrorCount = 116;
 
 }  // namespace fatpte
 #endif  // __cplusplus

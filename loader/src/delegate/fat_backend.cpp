@@ -221,8 +221,8 @@ class NestedProgram {
   NestedProgram(const NestedProgram&) = delete;
   NestedProgram& operator=(const NestedProgram&) = delete;
 
-  // "" when the method is loaded, else why not.
-  std::string load(const char* wanted, const R::NamedDataMap* named_data) {
+  // "" when the method is loaded (with the entry's signature adapter, `me`'s), else why not.
+  std::string load(const char* wanted, const R::NamedDataMap* named_data, const nfat::manifest::Entry* me) {
     Capture capture;
     const R::Error loaded = method_.load_program();
     if (loaded != R::Error::Ok) return et_reason("ExecuTorch refused the nested program (Program::load)", loaded, capture);
@@ -236,7 +236,10 @@ class NestedProgram {
     if (!why.empty()) return "the nested program: " + why;
     const R::Error e = method_.load_method(named_data);
     if (e != R::Error::Ok) return et_reason(("ExecuTorch could not load the nested method '" + name + "'").c_str(), e, capture);
-    return "";
+    EdgeAdapter adapter = edge_adapter(me, name);
+    if (adapter.empty()) return "";
+    const std::string unfit = method_.adapt(std::move(adapter));
+    return unfit.empty() ? "" : "the nested program: " + unfit;
   }
 
   const std::string& name() const noexcept { return method_.name(); }
@@ -526,7 +529,7 @@ class FatBackend final : public R::BackendInterface {
     // With `isolate`, a child process loads it and runs its golden calls first (delegate/isolate.hpp).
     const IsolateOptions isolate = isolate_options(context);
     if (outcome.empty() && isolate.on) outcome = qualify_nested(c, e, aligned, context.get_method_name(), isolate);
-    if (outcome.empty()) outcome = load_nested(payload, std::move(copy), context, handle);
+    if (outcome.empty()) outcome = load_nested(c, e, payload, std::move(copy), context, handle);
     if (outcome.empty() && isolate.on) news.push_back("entry " + entry_label(e) + ": isolated qualification: passed");
     if (outcome.empty() && self_test_wanted(context) && !isolate.on) {
       std::string passed;
@@ -604,14 +607,17 @@ class FatBackend final : public R::BackendInterface {
       copy = aligned_copy(payload.data, static_cast<std::size_t>(payload.size));
       if (!copy) return "cannot allocate an aligned copy of the nested program";
     }
-    return load_nested(payload, std::move(copy), context, handle);
+    return load_nested(c, e, payload, std::move(copy), context, handle);
   }
 
   // `copy`: the payload's aligned copy when it does not lie aligned (ExecuTorch reads the program
   // in place), else empty.
-  static std::string load_nested(Bytes payload, Buffer copy, R::BackendInitContext& context, FatHandle& handle) {
+  static std::string load_nested(const Container& c, const Entry& e, Bytes payload, Buffer copy,
+                                 R::BackendInitContext& context, FatHandle& handle) {
     auto nested = std::make_unique<NestedProgram>(payload.data, static_cast<std::size_t>(payload.size), std::move(copy));
-    const std::string why = nested->load(context.get_method_name(), context.get_named_data_map());
+    auto manifest = manifest_view(c);
+    const nfat::manifest::Entry* me = manifest.ok() ? manifest.value().entry(e.index) : nullptr;
+    const std::string why = nested->load(context.get_method_name(), context.get_named_data_map(), me);
     if (!why.empty()) return why;
     handle.nested = std::move(nested);
     return "";

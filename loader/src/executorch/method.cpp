@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <executorch/runtime/platform/log.h>
 
 #include "executorch/runtime.hpp"
+#include "value/adapter.hpp"
 #include "value/scalar_type.hpp"
 
 namespace fatpte {
@@ -140,6 +142,16 @@ Result<R::EValue> scalar_value(std::size_t i, R::Tag tag, const Tensor& in) {
   return R::EValue(x != 0.0);
 }
 
+// Output j's comparison with its golden tensor: "" when within its tolerance, else why not.
+std::string golden_verdict(std::size_t j, const GoldenComparison& cmp, const GoldenOutputSpec& spec) {
+  if (!cmp.problem.empty()) return "output " + std::to_string(j) + ": " + cmp.problem;
+  if (cmp.passed) return "";
+  char text[160];
+  std::snprintf(text, sizeof text, "output %zu: max abs %.3g (rel %.3g) > %.3g + %.3g * max|want| = %.3g", j,
+                cmp.max_abs, cmp.max_rel(), spec.atol, spec.rtol, cmp.bound);
+  return text;
+}
+
 // Output `v` of a golden call against `spec`: "" when within its tolerance, else why not.
 std::string golden_output(std::size_t j, const R::EValue& v, const GoldenOutputSpec& spec) {
   std::int8_t type = 0;
@@ -171,23 +183,36 @@ std::string golden_output(std::size_t j, const R::EValue& v, const GoldenOutputS
   } else {
     return "output " + std::to_string(j) + " is no tensor or scalar";
   }
-  const GoldenComparison cmp = compare_golden(spec, type, got_sizes, bytes, nbytes);
-  if (!cmp.problem.empty()) return "output " + std::to_string(j) + ": " + cmp.problem;
-  if (cmp.passed) return "";
-  char text[160];
-  std::snprintf(text, sizeof text, "output %zu: max abs %.3g (rel %.3g) > %.3g + %.3g * max|want| = %.3g", j,
-                cmp.max_abs, cmp.max_rel(), spec.atol, spec.rtol, cmp.bound);
-  return text;
+  return golden_verdict(j, compare_golden(spec, type, got_sizes, bytes, nbytes), spec);
 }
 
-// Copies output `from` of the method into the delegate call's `to` (resized when dynamic).
-R::Error copy_output(std::size_t j, const R::EValue& from, R::EValue& to) {
+// An adapted output, converted back to the signature's dtype (ProgramMethod::output), against `spec`.
+std::string golden_tensor(std::size_t j, const Tensor& t, const GoldenOutputSpec& spec) {
+  return golden_verdict(j, compare_golden(spec, static_cast<std::int8_t>(t.dtype), t.shape, t.data.data(), t.data.size()),
+                        spec);
+}
+
+DType dtype_of(const executorch::aten::Tensor& t) { return static_cast<DType>(static_cast<int>(t.scalar_type())); }
+
+// Copies output `from` of the method into the delegate call's `to` (resized when dynamic),
+// converted to the signature's dtype where `slot` adapts it.
+R::Error copy_output(std::size_t j, const R::EValue& from, R::EValue& to, const EdgeSlot* slot) {
   if (!from.isTensor() || !to.isTensor()) {
     to = from;  // a scalar output
     return R::Error::Ok;
   }
   const executorch::aten::Tensor& src = from.toTensor();
   executorch::aten::Tensor dst = to.toTensor();
+  if (slot != nullptr && dtype_of(src) == slot->program && dtype_of(dst) == slot->call) {
+    if (!std::equal(src.sizes().begin(), src.sizes().end(), dst.sizes().begin(), dst.sizes().end())) {
+      const R::Error r = R::resize_tensor(dst, src.sizes());
+      if (r != R::Error::Ok) return r;
+    }
+    if (dst.numel() != src.numel()) return R::Error::InvalidArgument;
+    convert_elements(slot->program, static_cast<const std::uint8_t*>(src.const_data_ptr()), slot->call,
+                     static_cast<std::uint8_t*>(dst.mutable_data_ptr()), static_cast<std::size_t>(src.numel()));
+    return R::Error::Ok;
+  }
   if (src.scalar_type() != dst.scalar_type()) {
     ET_LOG(Error, "fatpte fat delegate: output %zu of the nested method has another dtype than the call's", j);
     return R::Error::InvalidArgument;
@@ -199,6 +224,23 @@ R::Error copy_output(std::size_t j, const R::EValue& from, R::EValue& to) {
   if (dst.nbytes() != src.nbytes()) return R::Error::InvalidArgument;
   if (src.nbytes() != 0) std::memcpy(dst.mutable_data_ptr(), src.const_data_ptr(), src.nbytes());
   return R::Error::Ok;
+}
+
+// The elements of `in` laid out with `strides` (in elements) as `to` into `out`: copied, or
+// converted at the edge (a signature adapter) straight into place when the layout is row-major.
+void stage_elements(const Tensor& in, DType to, const std::vector<std::int64_t>& strides, std::vector<std::uint8_t>& out) {
+  const std::vector<std::int64_t> row_major = contiguous_strides(in.shape);
+  const std::size_t count = in.data.size() / element_size(in.dtype);
+  out.resize(count * element_size(to));
+  if (to == in.dtype) {
+    strided_copy(in.data.data(), row_major, out.data(), strides, in.shape, element_size(to));
+  } else if (strides == row_major) {
+    convert_elements(in.dtype, in.data.data(), to, out.data(), count);
+  } else {
+    std::vector<std::uint8_t> flat(out.size());
+    convert_elements(in.dtype, in.data.data(), to, flat.data(), count);
+    strided_copy(flat.data(), row_major, out.data(), strides, in.shape, element_size(to));
+  }
 }
 
 }  // namespace
@@ -244,11 +286,57 @@ Status ProgramMethod::set_inputs(const std::vector<Tensor>& inputs) {
   const R::MethodMeta meta = method_->method_meta();
   staged_.clear();
   staged_.resize(n);
-  for (size_t i = 0; i < n; ++i) FATPTE_RETURN_IF_ERROR(set_input(meta, i, inputs[i], staged_[i]));
+  for (size_t i = 0; i < n; ++i) {
+    const EdgeSlot* slot = in_slot(i);
+    if (slot == nullptr) {
+      FATPTE_RETURN_IF_ERROR(set_input(meta, i, inputs[i], staged_[i]));
+      continue;
+    }
+    if (inputs[i].none || inputs[i].dtype != slot->call) {
+      const char* given = inputs[i].none ? "None" : dtype_name(inputs[i].dtype);
+      return input_error(i, std::string("of the container's signature is ") + dtype_name(slot->call) + " (the program's " +
+                                dtype_name(slot->program) + ", converted at the edge); the call gives " +
+                                (given ? given : "?"));
+    }
+    FATPTE_RETURN_IF_ERROR(set_input(meta, i, inputs[i], staged_[i], slot->program));
+  }
   return Status();
 }
 
-Status ProgramMethod::set_input(const R::MethodMeta& meta, size_t i, const Tensor& in, StagedInput& staged) {
+std::string ProgramMethod::adapt(EdgeAdapter adapter) {
+  const R::MethodMeta meta = method_->method_meta();
+  const std::vector<std::optional<EdgeSlot>>* parts[2] = {&adapter.inputs, &adapter.outputs};
+  for (int k = 0; k < 2; ++k) {
+    const char* part = k == 0 ? "input" : "output";
+    for (std::size_t i = 0; i < parts[k]->size(); ++i) {
+      const std::optional<EdgeSlot>& slot = (*parts[k])[i];
+      if (!slot) continue;
+      R::Result<R::Tag> tag = k == 0 ? meta.input_tag(i) : meta.output_tag(i);
+      R::Result<R::TensorInfo> info = k == 0 ? meta.input_tensor_meta(i) : meta.output_tensor_meta(i);
+      const int have = tag.ok() && tag.get() == R::Tag::Tensor && info.ok() ? static_cast<int>(info->scalar_type()) : -1;
+      if (have != static_cast<int>(slot->program)) {
+        const char* name = have >= 0 ? code_name(have) : nullptr;
+        return std::string("the manifest declares ") + part + " " + std::to_string(i) + " of method '" + name_ +
+               "' as " + dtype_name(slot->program) + " in the program (" + dtype_name(slot->call) +
+               " at the edge: program_dtype); the program's is " +
+               (have < 0 ? std::string("no tensor there") : name ? name : "another dtype");
+      }
+    }
+  }
+  edge_ = std::move(adapter);
+  return "";
+}
+
+const EdgeSlot* ProgramMethod::in_slot(std::size_t i) const noexcept {
+  return i < edge_.inputs.size() && edge_.inputs[i] ? &*edge_.inputs[i] : nullptr;
+}
+
+const EdgeSlot* ProgramMethod::out_slot(std::size_t j) const noexcept {
+  return j < edge_.outputs.size() && edge_.outputs[j] ? &*edge_.outputs[j] : nullptr;
+}
+
+Status ProgramMethod::set_input(const R::MethodMeta& meta, size_t i, const Tensor& in, StagedInput& staged,
+                                std::optional<DType> program) {
   R::Result<R::Tag> tag = meta.input_tag(i);
   if (!tag.ok()) return input_error(i, "cannot be described by ExecuTorch (MethodMeta)");
   if (is_scalar(tag.get())) {
@@ -262,7 +350,8 @@ Status ProgramMethod::set_input(const R::MethodMeta& meta, size_t i, const Tenso
   R::Result<R::TensorInfo> info = meta.input_tensor_meta(i);
   if (!info.ok()) return input_error(i, "cannot be described by ExecuTorch (MethodMeta)");
   const size_t rank = in.shape.size();
-  FATPTE_RETURN_IF_ERROR(tensor_fits(info.get(), i, static_cast<int>(in.dtype), in.shape.data(), rank));
+  const DType to = program.value_or(in.dtype);
+  FATPTE_RETURN_IF_ERROR(tensor_fits(info.get(), i, static_cast<int>(to), in.shape.data(), rank));
   const std::size_t element = element_size(in.dtype);
   const std::uint64_t numel = in.numel();
   if (numel == kNoCount || element == 0 || in.data.size() / element != numel || in.data.size() % element != 0) {
@@ -274,8 +363,7 @@ Status ProgramMethod::set_input(const R::MethodMeta& meta, size_t i, const Tenso
     for (size_t d = 0; d < rank; ++d) order[d] = static_cast<std::uint8_t>(d);
   }
   const std::vector<std::int64_t> strides = dim_order_strides(in.shape, order);
-  staged.data.resize(in.data.size());
-  strided_copy(in.data.data(), contiguous_strides(in.shape), staged.data.data(), strides, in.shape, element);
+  stage_elements(in, to, strides, staged.data);
   for (size_t d = 0; d < rank; ++d) {
     staged.sizes.push_back(static_cast<TensorImpl::SizesType>(in.shape[d]));
     staged.dim_order.push_back(order[d]);
@@ -339,11 +427,21 @@ Result<Tensor> ProgramMethod::output(size_t i) const {
   for (auto s : et.sizes()) t.shape.push_back(s);
   for (auto s : et.strides()) strides.push_back(s);
   if (strides.size() != t.shape.size()) strides = contiguous_strides(t.shape);
+  const EdgeSlot* slot = out_slot(i);
+  const bool adapted = slot != nullptr && t.dtype == slot->program;
+  const auto* src = static_cast<const std::uint8_t*>(et.const_data_ptr());
+  if (adapted && strides == contiguous_strides(t.shape)) {  // converted at the edge straight into place
+    const std::size_t count = static_cast<std::size_t>(t.numel());
+    t.dtype = slot->call;
+    t.data.resize(count * element_size(t.dtype));
+    if (count != 0) convert_elements(slot->program, src, slot->call, t.data.data(), count);
+    return t;
+  }
   t.data.resize(static_cast<std::size_t>(t.numel()) * element_size(t.dtype));
   if (!t.data.empty()) {
-    strided_copy(static_cast<const std::uint8_t*>(et.const_data_ptr()), strides, t.data.data(),
-                 contiguous_strides(t.shape), t.shape, element_size(t.dtype));
+    strided_copy(src, strides, t.data.data(), contiguous_strides(t.shape), t.shape, element_size(t.dtype));
   }
+  if (adapted) return converted(t, slot->call);
   return t;
 }
 
@@ -374,13 +472,51 @@ std::string ProgramMethod::golden(const GoldenCallSpec& call) {
   const R::Error e = method_->execute();
   if (e != R::Error::Ok) return "the method could not execute (error " + std::to_string(static_cast<int>(e)) + ")";
   for (std::size_t j = 0; j < call.outputs.size(); ++j) {
-    const std::string why = golden_output(j, method_->get_output(j), call.outputs[j]);
+    std::string why;
+    if (out_slot(j) != nullptr) {
+      Result<Tensor> got = output(j);
+      why = got.ok() ? golden_tensor(j, got.value(), call.outputs[j]) : got.error().message();
+    } else {
+      why = golden_output(j, method_->get_output(j), call.outputs[j]);
+    }
     if (!why.empty()) return why;
   }
   return "";
 }
 
 R::Error ProgramMethod::set_value(std::size_t i, const R::EValue& value) {
+  const EdgeSlot* slot = in_slot(i);
+  if (slot == nullptr || !value.isTensor()) return set_checked(i, value);
+  if (staged_.size() < method_->inputs_size()) staged_.resize(method_->inputs_size());
+  return stage_adapted(i, *slot, value, staged_[i]);
+}
+
+R::Error ProgramMethod::stage_adapted(std::size_t i, const EdgeSlot& slot, const R::EValue& value, StagedInput& staged) {
+  const executorch::aten::Tensor& t = value.toTensor();
+  if (dtype_of(t) != slot.call) {
+    const char* given = code_name(static_cast<int>(t.scalar_type()));
+    ET_LOG(Error, "fatpte: method '%s': input %zu of the container's signature is %s (the program's %s, converted at the "
+           "edge); the call gives %s", name_.c_str(), i, dtype_name(slot.call), dtype_name(slot.program),
+           given ? given : "?");
+    return R::Error::InvalidArgument;
+  }
+  const std::size_t numel = static_cast<std::size_t>(t.numel());
+  staged.data.resize(numel * element_size(slot.program));
+  if (numel != 0) {
+    convert_elements(slot.call, static_cast<const std::uint8_t*>(t.const_data_ptr()), slot.program, staged.data.data(),
+                     numel);
+  }
+  staged.sizes.assign(t.sizes().begin(), t.sizes().end());
+  staged.dim_order.assign(t.dim_order().begin(), t.dim_order().end());
+  staged.strides.assign(t.strides().begin(), t.strides().end());
+  staged.impl = std::make_unique<TensorImpl>(static_cast<executorch::aten::ScalarType>(slot.program),
+                                             static_cast<ssize_t>(t.dim()), staged.sizes.data(), staged.data.data(),
+                                             staged.dim_order.data(), staged.strides.data(),
+                                             R::TensorShapeDynamism::STATIC);
+  return set_checked(i, R::EValue(executorch::aten::Tensor(staged.impl.get())));
+}
+
+R::Error ProgramMethod::set_checked(std::size_t i, const R::EValue& value) {
   const R::MethodMeta meta = method_->method_meta();
   R::Result<R::Tag> tag = meta.input_tag(i);
   if (tag.ok() && tag.get() == R::Tag::Tensor && value.isTensor()) {
@@ -419,6 +555,28 @@ R::Result<std::vector<R::EValue>> ProgramMethod::execute_set() {
   std::vector<R::EValue> outputs(method_->outputs_size());
   const R::Error got = method_->get_outputs(outputs.data(), outputs.size());
   if (got != R::Error::Ok) return got;
+  if (edge_.empty()) return outputs;
+  edge_outputs_.resize(outputs.size());
+  for (std::size_t j = 0; j < outputs.size(); ++j) {
+    const EdgeSlot* slot = out_slot(j);
+    if (slot == nullptr || !outputs[j].isTensor() || dtype_of(outputs[j].toTensor()) != slot->program) continue;
+    // The method's own output is converted into a tensor of the signature's dtype the method type
+    // owns until the next call, with the output's sizes and dim order.
+    const executorch::aten::Tensor& src = outputs[j].toTensor();
+    StagedInput& out = edge_outputs_[j];
+    out.data.resize(static_cast<std::size_t>(src.numel()) * element_size(slot->call));
+    if (src.numel() != 0) {
+      convert_elements(slot->program, static_cast<const std::uint8_t*>(src.const_data_ptr()), slot->call,
+                       out.data.data(), static_cast<std::size_t>(src.numel()));
+    }
+    out.sizes.assign(src.sizes().begin(), src.sizes().end());
+    out.dim_order.assign(src.dim_order().begin(), src.dim_order().end());
+    out.strides.assign(src.strides().begin(), src.strides().end());
+    out.impl = std::make_unique<TensorImpl>(static_cast<executorch::aten::ScalarType>(slot->call),
+                                            static_cast<ssize_t>(src.dim()), out.sizes.data(), out.data.data(),
+                                            out.dim_order.data(), out.strides.data(), R::TensorShapeDynamism::STATIC);
+    outputs[j] = R::EValue(executorch::aten::Tensor(out.impl.get()));
+  }
   return outputs;
 }
 
@@ -437,7 +595,7 @@ R::Error ProgramMethod::forward(R::Span<R::EValue*> args) {
   const R::Error e = method_->execute();
   if (e != R::Error::Ok) return e;
   for (std::size_t j = 0; j < outputs; ++j) {
-    const R::Error r = copy_output(j, method_->get_output(j), *args[inputs + j]);
+    const R::Error r = copy_output(j, method_->get_output(j), *args[inputs + j], out_slot(j));
     if (r != R::Error::Ok) return r;
   }
   return R::Error::Ok;

@@ -30,6 +30,7 @@
 
 #include "container/golden.hpp"
 #include "executorch/memory.hpp"
+#include "manifest/adapter.hpp"
 #include "fatpte/format.hpp"
 #include "fatpte/result.hpp"
 #include "fatpte/status.hpp"
@@ -64,6 +65,11 @@ class ProgramMethod {
   std::string reserve(const std::string& name, const executorch::runtime::MethodMeta& meta, std::uint64_t& total);
   // load_method of the reserved method, with `named_data` for its external data.
   executorch::runtime::Error load_method(const executorch::runtime::NamedDataMap* named_data);
+  // The entry's signature adapter (manifest/adapter.hpp), checked against the loaded method: each
+  // adapted position a tensor of the program dtype it declares. "" when it fits, and from then on
+  // every door below converts at the edge (inputs to the program's dtype before set_input, outputs
+  // back to the signature's), round to nearest even; else why not, and nothing is adapted.
+  std::string adapt(EdgeAdapter adapter);
 
   // ---- what was loaded ----
   const std::string& name() const noexcept { return name_; }
@@ -109,9 +115,16 @@ class ProgramMethod {
     std::vector<executorch::runtime::etensor::TensorImpl::StridesType> strides;
     std::unique_ptr<executorch::runtime::etensor::TensorImpl> impl;
   };
-  Status set_input(const executorch::runtime::MethodMeta& meta, std::size_t i, const Tensor& in, StagedInput& staged);
+  // `program`: the dtype a signature adapter converts `in` to (the method's); none: `in`'s own.
+  Status set_input(const executorch::runtime::MethodMeta& meta, std::size_t i, const Tensor& in, StagedInput& staged,
+                   std::optional<DType> program = std::nullopt);
   Status set(std::size_t i, const executorch::runtime::EValue& v);
-  std::string golden_outputs(const GoldenCallSpec& call);
+  executorch::runtime::Error set_checked(std::size_t i, const executorch::runtime::EValue& value);
+  const EdgeSlot* in_slot(std::size_t i) const noexcept;
+  const EdgeSlot* out_slot(std::size_t j) const noexcept;
+  // An adapted input given as an ExecuTorch tensor of the call's dtype, converted into `staged`.
+  executorch::runtime::Error stage_adapted(std::size_t i, const EdgeSlot& slot, const executorch::runtime::EValue& value,
+                                           StagedInput& staged);
 
   // Destroyed in reverse: the method before the memory and the program it points into.
   Buffer copy_;
@@ -129,6 +142,8 @@ class ProgramMethod {
   std::unique_ptr<executorch::runtime::MemoryManager> memory_;
   std::optional<executorch::runtime::Method> method_;
   std::vector<StagedInput> staged_;  // the last call's inputs: a non-planned input points into them
+  EdgeAdapter edge_;                 // the signature adapter; empty: none
+  std::vector<StagedInput> edge_outputs_;  // execute_set's adapted outputs, until the next call
 };
 
 }  // namespace et

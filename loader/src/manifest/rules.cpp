@@ -25,6 +25,7 @@
 #include "manifest/rules.hpp"
 #include "manifest/verify.hpp"
 #include "nfat_manifest_generated.h"
+#include "value/adapter.hpp"
 #include "value/scalar_type.hpp"
 
 namespace fatpte {
@@ -194,6 +195,10 @@ class Builder {
       }
       FATPTE_RETURN_IF_ERROR(nonempty(t, t->dtype(), tp, "dtype"));
       tv.dtype = str(t->dtype());
+      if (t->program_dtype() != nullptr) {
+        const std::string why = adapter_problem(tv.dtype, t->program_dtype()->str());
+        if (!why.empty()) return invalid(t, tp + ".program_dtype", why);
+      }
       tv.name = opt(t->name());
       out.push_back(std::move(tv));
     }

@@ -72,7 +72,7 @@ class EtLoaded final : public Loaded {
 
   // Program::load, the planned buffers, load_method. "" when loaded, else why not; a damaged
   // segment met on the way is returned in `damage`.
-  std::string load(Attempt& attempt, Status& damage) {
+  std::string load(Attempt& attempt, Status& damage, EdgeAdapter adapter) {
     {
       Capture capture;
       const R::Error e = method_.load_program();
@@ -90,6 +90,12 @@ class EtLoaded final : public Loaded {
     damage = data_map_.damage();
     if (!damage.ok()) return "damaged";
     if (loaded != R::Error::Ok) return load_method_reason(loaded, capture);
+    if (!adapter.empty()) {
+      const std::string text = adapter.text();
+      const std::string unfit = method_.adapt(std::move(adapter));
+      if (!unfit.empty()) return unfit;
+      attempt.details.push_back("signature adapter, converted at the edge: " + text);
+    }
     const R::Method& m = *method_.executorch_method();
     attempt.details.push_back("method '" + method() + "': " + count(m.inputs_size(), "input") + ", " +
                               count(m.outputs_size(), "output") + ", " + bytes_text(planned_total) + " planned in " +
@@ -397,7 +403,7 @@ Status load_entry(const Container& c, const Entry& e, const LoadOptions& options
   auto loaded = std::make_unique<EtLoaded>(e.index, options.method, payload, std::move(copy), c,
                                            std::move(keys).value(), std::move(layouts).value(), options);
   Status damage;
-  const std::string why = loaded->load(attempt, damage);
+  const std::string why = loaded->load(attempt, damage, edge_adapter(me, options.method));
   if (!damage.ok()) return damage;
   if (!why.empty()) {
     attempt.outcome = why;
