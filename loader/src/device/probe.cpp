@@ -127,8 +127,8 @@ std::string canonical_json(const DeviceProfile& p) {
   if (p.os_release) rest.push_back("  \"os_release\": " + detail::json_quote(*p.os_release));
   if (p.machine) rest.push_back("  \"machine\": " + detail::json_quote(*p.machine));
   if (p.soc) rest.push_back(words_member("soc", *p.soc));
-  for (std::size_t i = 0; i < rest.size(); ++i) o += rest[i] + (i + 1 < rest.size() ? ",\n" : "\n");
   if (p.sources) rest.push_back(words_member("sources", *p.sources));  // in the profile's order
+  for (std::size_t i = 0; i < rest.size(); ++i) o += rest[i] + (i + 1 < rest.size() ? ",\n" : "\n");
   o += "}\n";
   return o;
 }
