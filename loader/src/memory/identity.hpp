@@ -12,6 +12,8 @@ namespace memory {
 
 // 64 lowercase hex digits: SHA-256 of `text`.
 std::string digest_hex(const std::string& text);
+// The same of `first` followed by `second`, without joining them.
+std::string digest_hex(const std::string& first, const std::string& second);
 // SHA-256 of the container's header and tables: every entry's offset, size and CRC32C, and the
 // manifest's offset, size and CRC32C (so its requirements, golden calls and their digest), which
 // opening the container checked. Hashing the manifest itself cost 250,000 instructions for a 14 KB

@@ -79,7 +79,7 @@ std::string runtime_fingerprint(const LoadOptions& options) {
 }
 
 std::string device_fingerprint(const std::string& profile_json, const std::string& runtime) {
-  return memory::digest_hex(profile_json + "\n" + runtime);
+  return memory::digest_hex(profile_json + "\n", runtime);
 }
 
 std::string device_fingerprint(const DeviceProfile& device, const LoadOptions& options) {
