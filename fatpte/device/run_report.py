@@ -94,7 +94,8 @@ REPORT: Final = _object({
     "chosen": _null_or(_STR), "backend_id": _null_or(_STR), "method": _STR, "dispatch": _list(_STR),
     "calls": _list(_object({"outputs": _list(_tensor)})), "golden": _null_or(_GOLDEN),
     "error": _null_or(_object({"code": _code, "message": _STR}))},
-    {"fallbacks": _list(_FALLBACK)})  # an older fatpte-run's report has none
+    {"fallbacks": _list(_FALLBACK),  # an older fatpte-run's report has none
+     "dry_run": _null_or(_object({"reason": _STR, "chosen": _null_or(_STR), "backend_id": _null_or(_STR)}))})
 
 
 def outside(doc: Any) -> str | None:
