@@ -194,5 +194,15 @@ std::array<std::uint8_t, 32> sha256(const std::uint8_t* data, std::size_t size) 
   return s.finish();
 }
 
+std::string to_hex(const std::array<std::uint8_t, 32>& digest) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out(64, '0');
+  for (std::size_t i = 0; i < 32; ++i) {
+    out[2 * i] = kDigits[digest[i] >> 4];
+    out[2 * i + 1] = kDigits[digest[i] & 15];
+  }
+  return out;
+}
+
 }  // namespace detail
 }  // namespace fatpte

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace fatpte {
 namespace detail {
@@ -40,6 +41,8 @@ class Sha256 {
 };
 
 std::array<std::uint8_t, 32> sha256(const std::uint8_t* data, std::size_t size) noexcept;
+// 64 lowercase hex digits.
+std::string to_hex(const std::array<std::uint8_t, 32>& digest);
 
 }  // namespace detail
 }  // namespace fatpte

@@ -212,9 +212,9 @@ std::string json_text(const std::string& text) {
   return out + "\"";
 }
 
-std::string json_quote(const std::string& s) {
-  std::string out;
-  out.reserve(s.size() + 2);
+namespace {
+
+void append_json_quote(std::string& out, const std::string& s) {
   out += '"';
   std::size_t run = 0;  // where the bytes not yet written, each standing for itself, begin
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -241,7 +241,24 @@ std::string json_quote(const std::string& s) {
   }
   out.append(s, run, s.size() - run);
   out += '"';
+}
+
+}  // namespace
+
+std::string json_quote(const std::string& s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  append_json_quote(out, s);
   return out;
+}
+
+void append_json_text(std::string& out, const std::string& text) {
+  const auto ascii = [](char ch) { return static_cast<unsigned char>(ch) < 0x80; };
+  if (std::all_of(text.begin(), text.end(), ascii)) {
+    append_json_quote(out, text);  // the common case
+  } else {
+    out += json_text(text);
+  }
 }
 
 bool valid_utf8(const std::uint8_t* p, std::size_t n) noexcept { return first_invalid_utf8(p, n) < 0; }

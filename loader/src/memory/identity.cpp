@@ -47,7 +47,11 @@ bool read_at(int fd, std::uint64_t offset, std::size_t size, std::vector<std::ui
 
 std::uint64_t le(const std::uint8_t* p, int bytes) {
   std::uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  std::memcpy(&v, p, static_cast<std::size_t>(bytes));  // the host's order is the file's
+#else
   for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
+#endif
   return v;
 }
 
@@ -70,10 +74,10 @@ std::string build_id_in(const std::uint8_t* notes, std::uint64_t size) {
 // the first page of a library as linkers lay them out, so one read serves all three; a range past
 // it is read on its own.
 struct FileHead {
-  int fd;
-  std::uint64_t file_size;
-  std::uint8_t bytes[4096];
+  int fd = -1;
+  std::uint64_t file_size = 0;
   std::size_t size = 0;
+  std::uint8_t bytes[4096];  // left uninitialised: only the `size` bytes read are looked at
 
   bool read_head() {
     const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(sizeof bytes, file_size));
@@ -95,7 +99,9 @@ struct FileHead {
 
 // The GNU build id of the little-endian ELF file `fd`, from its PT_NOTE segments; "" when none.
 std::string elf_build_id(int fd, std::uint64_t file_size) {
-  FileHead f{fd, file_size, {}, 0};
+  FileHead f;  // not value-initialised: zeroing its page cost more than reading it
+  f.fd = fd;
+  f.file_size = file_size;
   if (file_size < 64 || !f.read_head()) return "";
   const std::uint8_t* h = f.bytes;
   if (std::memcmp(h, "\x7f" "ELF", 4) != 0 || h[5] != 1) return "";
@@ -124,23 +130,17 @@ std::string elf_build_id(int fd, std::uint64_t file_size) {
 }  // namespace
 
 std::string digest_hex(const std::string& text) {
-  const auto d = detail::sha256(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
-  return hex(d.data(), d.size());
+  return detail::to_hex(detail::sha256(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
 }
 
 std::string digest_hex(const std::string& first, const std::string& second) {
   detail::Sha256 s;
   s.update(first.data(), first.size());
   s.update(second.data(), second.size());
-  const auto d = s.finish();
-  return hex(d.data(), d.size());
+  return detail::to_hex(s.finish());
 }
 
-std::string container_digest(const Container& c) {
-  const Bytes all = c.bytes();
-  const auto d = detail::sha256(all.data, static_cast<std::size_t>(std::min<std::uint64_t>(c.header().table_end, all.size)));
-  return hex(d.data(), d.size());
-}
+std::string container_digest(const Container& c) { return c.table_digest(); }
 
 std::string library_identity(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -160,8 +160,7 @@ std::string library_identity(const std::string& path) {
   const bool read = size <= (std::uint64_t{1} << 32) && read_at(fd, 0, size, all);
   ::close(fd);
   if (!read) return "unreadable:" + std::to_string(size) + " bytes";
-  const auto d = detail::sha256(all.data(), all.size());
-  return "sha256:" + hex(d.data(), d.size());
+  return "sha256:" + detail::to_hex(detail::sha256(all.data(), all.size()));
 }
 
 }  // namespace memory

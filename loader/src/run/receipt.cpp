@@ -33,7 +33,7 @@ void append_one_line(std::string& out, const std::string& json) {
 
 // Receipts are built by appending to one string: joining temporaries (`"a" + b + ...`) cost a
 // receipt more allocations and copies than its content (callgrind, issue 38).
-void add_text(std::string& out, const std::string& text) { out += json_text(text); }
+void add_text(std::string& out, const std::string& text) { append_json_text(out, text); }
 
 void add_null_or(std::string& out, const std::string& text, bool present) {
   if (present) {
