@@ -95,7 +95,8 @@ REPORT: Final = _object({
     "calls": _list(_object({"outputs": _list(_tensor)})), "golden": _null_or(_GOLDEN),
     "error": _null_or(_object({"code": _code, "message": _STR}))},
     {"fallbacks": _list(_FALLBACK),  # an older fatpte-run's report has none
-     "grade": _null_or(_is("one of exact, compatible, fallback", lambda v: v in ("exact", "compatible", "fallback")))})
+     "grade": _null_or(_is("one of exact, compatible, fallback", lambda v: v in ("exact", "compatible", "fallback"))),
+     "dry_run": _null_or(_object({"reason": _STR, "chosen": _null_or(_STR), "backend_id": _null_or(_STR)}))})
 
 
 def outside(doc: Any) -> str | None:

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -34,6 +35,65 @@ TEST(Sha256, Fips180Examples) {
   EXPECT_EQ(hex(detail::sha256(reinterpret_cast<const std::uint8_t*>(two.data()), two.size())),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   EXPECT_EQ(hex(detail::sha256(nullptr, 0)), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST(Sha256, MillionAsAndEveryLengthAroundTheBlocks) {
+  const std::string million(1000000, 'a');  // FIPS 180-4's long example
+  EXPECT_EQ(hex(detail::sha256(reinterpret_cast<const std::uint8_t*>(million.data()), million.size())),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  // Digests of the first n bytes of i*7 for every n to 200 (each padding case, one and two
+  // tail blocks), their hex joined and hashed again; the value is Python's hashlib's.
+  std::uint8_t data[200];
+  for (int i = 0; i < 200; ++i) data[i] = static_cast<std::uint8_t>(i * 7);
+  std::string joined;
+  for (std::size_t n = 0; n <= 200; ++n) joined += hex(detail::sha256(data, n));
+  EXPECT_EQ(hex(detail::sha256(reinterpret_cast<const std::uint8_t*>(joined.data()), joined.size())),
+            "020088e9c26b95faf20594b4a5301fc5493cad4e2e0e002a0233825ae81dbd5f");
+}
+
+TEST(Sha256, PiecesGiveTheDigestOfTheirJoin) {
+  std::uint8_t data[200];
+  for (int i = 0; i < 200; ++i) data[i] = static_cast<std::uint8_t>(i * 13 + 5);
+  for (std::size_t first = 0; first <= 200; ++first) {
+    for (std::size_t second = first; second <= 200; second += 9) {
+      detail::Sha256 s;
+      s.update(data, first);
+      s.update(data + first, second - first);
+      s.update(data + second, 0);
+      s.update(data + second, 200 - second);
+      ASSERT_EQ(hex(s.finish()), hex(detail::sha256(data, 200))) << first << " " << second;
+    }
+  }
+}
+
+// Each path this CPU has (SHA-NI and AVX2 on this machine's x86-64; the portable one everywhere)
+// gives the portable path's digest of every length to 300 and of many blocks at once.
+TEST(Sha256, EveryPathTheCpuHasAgreesWithThePortableOne) {
+  std::vector<std::uint8_t> data(70000);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::uint8_t>(i * 31 + (i >> 8));
+  const auto digest = [&](detail::Sha256Path path, std::size_t n) {
+    detail::Sha256 s(path);
+    s.update(data.data(), n);
+    return hex(s.finish());
+  };
+  int paths = 0;
+  for (const auto path : {detail::Sha256Path::kAvx2Bmi2, detail::Sha256Path::kShaNi}) {
+    if (!detail::sha256_path_available(path)) continue;
+    ++paths;
+    for (std::size_t n = 0; n <= 300; ++n) {
+      ASSERT_EQ(digest(path, n), digest(detail::Sha256Path::kPortable, n)) << static_cast<int>(path) << " " << n;
+    }
+    EXPECT_EQ(digest(path, data.size()), digest(detail::Sha256Path::kPortable, data.size()));
+    detail::Sha256 abc(path);
+    abc.update("abc", 3);
+    EXPECT_EQ(hex(abc.finish()), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  }
+#if defined(__x86_64__)
+  // This workplace's machines have both (an x86-64 without either runs only the portable path).
+  if (std::getenv("FATPTE_SHA256_PATHS_OPTIONAL") == nullptr) {
+    EXPECT_EQ(paths, 2) << "set FATPTE_SHA256_PATHS_OPTIONAL on an x86-64 without SHA-NI or AVX2";
+  }
+#endif
 }
 
 const char* kProfile = R"({

@@ -15,6 +15,7 @@
 #include "common/json.hpp"
 #include "common/output_file.hpp"
 #include "common/text.hpp"
+#include "device/host_match.hpp"
 #include "fatpte/device.hpp"
 #include "fatpte/dispatch.hpp"
 #include "fatpte/fatpte.h"
@@ -56,7 +57,11 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
   --device host|NAME|PROFILE.json  the device to choose for: this machine (default), a named
                           profile ($FATPTE_DEVICES_DIR, else specs/devices/ for the build tree's
                           fatpte-run, the prefix's share/fatpte/devices/ for an installed one),
-                          or a profile file
+                          or a profile file. A profile of another architecture or OS than this
+                          machine's (raspberry-pi-5 on x86-64) makes the run a dry run of the
+                          choice: `dry run of the choice: WHY`, then `chosen: NAME [ID]`; nothing
+                          is loaded and no call is made (exit 0; 3 when no entry fits); --json
+                          says it in "dry_run" (specs/run-report.md)
   --method NAME           the program's method to load (default forward)
   --inputs CALLS.json     the calls (required, or --input): a JSON list of {"inputs": [tensor, ...]}, each tensor
                           {"dtype": "float32", "shape": [2, 3], "values": [...]} (the `calls` of
@@ -342,6 +347,7 @@ struct RunReport {
   std::string golden = "null";
   std::string fallbacks;  // the items of a JSON list
   std::string error = "null";
+  std::string dry_run = "null";
 };
 
 std::string report_json(const RunReport& r) {
@@ -349,7 +355,7 @@ std::string report_json(const RunReport& r) {
          ",\n  \"method\": " +
          fatpte::detail::json_quote(r.method) + ",\n  \"dispatch\": [" + r.dispatch + "\n  ],\n  \"calls\": [" +
          r.calls + "],\n  \"golden\": " + r.golden + ",\n  \"fallbacks\": [" + r.fallbacks + "],\n  \"error\": " + r.error +
-         "\n}\n";
+         ",\n  \"dry_run\": " + r.dry_run + "\n}\n";
 }
 
 // The report's `grade` of an entry: its grade as a JSON string, null when the load graded none.
@@ -688,6 +694,37 @@ int execute(const RunArgs& a, fatpte_container* c, fatpte_loaded* loaded, const 
   return kGoOn;
 }
 
+// --device of another architecture or OS than this host's (device/host_match.hpp): the choice
+// alone, said as a dry run; 0 when an entry is chosen. kGoOn for a device of this host's kind.
+int dry_run(const RunArgs& a, RunReport& r) {
+  if (a.device == "host") return kGoOn;
+  auto profile = fatpte::load_profile(a.device);
+  if (!profile.ok()) return fail_with(r, "fatpte-run", profile.error());  // fatpte_device_load read it already
+  const std::string why = fatpte::detail::foreign_to_host(profile.value());
+  if (why.empty()) return kGoOn;
+  auto opened = fatpte::Container::open_file(a.file);
+  if (!opened.ok()) return fail_with(r, a.file, opened.error());
+  const fatpte::Container& c = *opened.value();
+  auto sel = fatpte::select(c, profile.value(), a.prefer, a.exclude);
+  std::string chosen = "null", backend_id = "null";
+  if (sel.ok()) {
+    const fatpte::Entry& e = c.entries()[sel.value().chosen];
+    chosen = fatpte::detail::json_quote(e.name);
+    backend_id = fatpte::detail::json_quote(e.backend_id);
+    r.dispatch = json_lines(fatpte::explain(c, sel.value()));
+  }
+  const std::string said = why + "; nothing is loaded or run";
+  r.dry_run = "{\"reason\": " + fatpte::detail::json_quote(said) + ", \"chosen\": " + chosen + ", \"backend_id\": " +
+              backend_id + "}";
+  if (!a.json) std::printf("dry run of the choice: %s\n", fatpte::terminal_safe(said).c_str());
+  if (!sel.ok()) return fail_with(r, a.file, sel.error());
+  if (a.json) return 0;
+  if (a.explain) std::printf("%s\n", fatpte::terminal_safe(fatpte::explain(c, sel.value())).c_str());
+  const fatpte::Entry& e = c.entries()[sel.value().chosen];
+  std::printf("chosen: %s [%s]\n", fatpte::printable(e.name).c_str(), fatpte::printable(e.backend_id).c_str());
+  return 0;
+}
+
 // Read the calls, set the options, open the container, load an entry, run: each step's failure
 // ends the run with its error recorded in `r`.
 int run_with_c_api(const RunArgs& a, RunReport& r) {
@@ -701,6 +738,7 @@ int run_with_c_api(const RunArgs& a, RunReport& r) {
     return fail_with(r, "fatpte-run", err);
   }
   std::unique_ptr<fatpte_device, void (*)(fatpte_device*)> own_device(device, fatpte_device_free);
+  if (const int rc = dry_run(a, r); rc != kGoOn) return rc;
   fatpte_load_options* options = nullptr;
   fatpte_load_options_new(&options);
   const Options own_options(options, fatpte_load_options_free);

@@ -60,6 +60,10 @@ class Container {
   Result<Bytes> payload(std::uint32_t index) const;
   // The entry with this name, else the only entry with this backend id (v1: the first).
   Result<std::uint32_t> find(const std::string& name_or_backend_id) const;
+  // SHA-256 of bytes 0 to table_end (the header and the tables), 64 lowercase hex digits: the
+  // container's name in remembered verdicts and receipts (specs/verdicts.md section 3), computed
+  // once per open however many loads, fallbacks and receipts ask.
+  const std::string& table_digest() const;
 
   // Which of its bytes may be read: all of them, except in a container over memory that the C
   // reader fills as it fetches (fatpte_reader, specs/remote.md), whose pages never fetched are
@@ -88,6 +92,8 @@ class Container {
   mutable Status manifest_status_;
   // Each table entry's manifest record, found once when the manifest is first read.
   mutable std::unique_ptr<detail::ManifestIndex> manifest_index_;
+  mutable std::mutex digest_mutex_;
+  mutable std::string table_digest_;  // "" until table_digest() first runs
 };
 
 }  // namespace fatpte

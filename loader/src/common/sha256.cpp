@@ -1,7 +1,19 @@
-// SHA-256 (FIPS 180-4 section 6.2), one pass over a contiguous buffer.
+// SHA-256 (FIPS 180-4 section 6.2), over pieces. The 64 rounds of a block are written out eight at
+// a time with the working variables renamed instead of moved (step 3's a..h), after the whole
+// message schedule (step 1) and its sums with the constants, which compilers vectorize. One body,
+// compiled twice: portable, and for x86-64 CPUs with AVX2 and BMI2 (callgrind: 3,200 and 2,470
+// instructions a block, where the loop that moved eight variables a round took 4,000). CPUs with
+// the SHA extensions hash a block in its instructions (blocks_sha_ni). A receipt hashes 16 blocks.
 #include "common/sha256.hpp"
 
 #include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define FATPTE_SHA_X86 1
+#include <immintrin.h>
+
+#include "fatpte/cpu_words.hpp"
+#endif
 
 namespace fatpte {
 namespace detail {
@@ -19,52 +31,176 @@ constexpr std::uint32_t kK[64] = {
 
 inline std::uint32_t rotr(std::uint32_t x, int n) noexcept { return (x >> n) | (x << (32 - n)); }
 
-void block(std::uint32_t h[8], const std::uint8_t* p) noexcept {
-  std::uint32_t w[64];
-  for (int i = 0; i < 16; ++i) {
-    w[i] = static_cast<std::uint32_t>(p[4 * i]) << 24 | static_cast<std::uint32_t>(p[4 * i + 1]) << 16 |
-           static_cast<std::uint32_t>(p[4 * i + 2]) << 8 | static_cast<std::uint32_t>(p[4 * i + 3]);
-  }
+inline std::uint32_t big_endian(const std::uint8_t* p) noexcept {
+  return static_cast<std::uint32_t>(p[0]) << 24 | static_cast<std::uint32_t>(p[1]) << 16 |
+         static_cast<std::uint32_t>(p[2]) << 8 | static_cast<std::uint32_t>(p[3]);
+}
+
+// One round: T1 and T2 of step 3, with d += T1 and h = T1 + T2 standing for the shifts. Maj in the
+// form whose a ^ b is the next round's b ^ c, which compilers keep (3% fewer instructions).
+#define FATPTE_SHA_ROUND(a, b, c, d, e, f, g, h, i)                                                          \
+  do {                                                                                                     \
+    const std::uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + (g ^ (e & (f ^ g))) + kw[i]; \
+    d += t1;                                                                                               \
+    h = t1 + (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + (b ^ ((a ^ b) & (b ^ c)));                       \
+  } while (0)
+
+// Step 1 to 4 for one block at p.
+__attribute__((always_inline)) inline void block(std::uint32_t h[8], const std::uint8_t* p) noexcept {
+  std::uint32_t w[64], kw[64];
+  for (int i = 0; i < 16; ++i) w[i] = big_endian(p + 4 * i);
   for (int i = 16; i < 64; ++i) {
     const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
     const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
     w[i] = w[i - 16] + s0 + w[i - 7] + s1;
   }
+  for (int i = 0; i < 64; ++i) kw[i] = kK[i] + w[i];
   std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
-  for (int i = 0; i < 64; ++i) {
-    const std::uint32_t t1 = k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kK[i] + w[i];
-    const std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    k = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
+  for (int i = 0; i < 64; i += 8) {
+    FATPTE_SHA_ROUND(a, b, c, d, e, f, g, k, i);
+    FATPTE_SHA_ROUND(k, a, b, c, d, e, f, g, i + 1);
+    FATPTE_SHA_ROUND(g, k, a, b, c, d, e, f, i + 2);
+    FATPTE_SHA_ROUND(f, g, k, a, b, c, d, e, i + 3);
+    FATPTE_SHA_ROUND(e, f, g, k, a, b, c, d, i + 4);
+    FATPTE_SHA_ROUND(d, e, f, g, k, a, b, c, i + 5);
+    FATPTE_SHA_ROUND(c, d, e, f, g, k, a, b, i + 6);
+    FATPTE_SHA_ROUND(b, c, d, e, f, g, k, a, i + 7);
   }
   h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += k;
 }
 
+#undef FATPTE_SHA_ROUND
+
+void blocks_portable(std::uint32_t h[8], const std::uint8_t* p, std::size_t count) noexcept {
+  for (; count != 0; --count, p += 64) block(h, p);
+}
+
+#ifdef FATPTE_SHA_X86
+__attribute__((target("avx2,bmi2"))) void blocks_avx2_bmi2(std::uint32_t h[8], const std::uint8_t* p,
+                                                            std::size_t count) noexcept {
+  for (; count != 0; --count, p += 64) block(h, p);
+}
+
+// Four rounds at a time in the SHA extensions' instructions, the state held as ABEF and CDGH.
+__attribute__((target("sha,sse4.1"))) void blocks_sha_ni(std::uint32_t h[8], const std::uint8_t* p,
+                                                          std::size_t count) noexcept {
+  const __m128i swap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);  // each word's bytes
+  const __m128i dcba = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)), 0xB1);
+  const __m128i hgfe = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 4)), 0x1B);
+  __m128i abef = _mm_alignr_epi8(dcba, hgfe, 8), cdgh = _mm_blend_epi16(hgfe, dcba, 0xF0);
+  for (; count != 0; --count, p += 64) {
+    const __m128i abef_was = abef, cdgh_was = cdgh;
+    __m128i m[4];  // W of the next four groups of four rounds
+    for (int g = 0; g < 4; ++g) {
+      m[g] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * g)), swap);
+    }
+    for (int g = 0; g < 16; ++g) {
+      __m128i kw = _mm_add_epi32(m[g & 3], _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK + 4 * g)));
+      cdgh = _mm_sha256rnds2_epu32(cdgh, abef, kw);
+      if (g < 12) {  // W of group g + 4 (step 1), from groups g to g + 3
+        const __m128i sum = _mm_add_epi32(_mm_sha256msg1_epu32(m[g & 3], m[(g + 1) & 3]),
+                                          _mm_alignr_epi8(m[(g + 3) & 3], m[(g + 2) & 3], 4));
+        m[g & 3] = _mm_sha256msg2_epu32(sum, m[(g + 3) & 3]);
+      }
+      kw = _mm_shuffle_epi32(kw, 0x0E);
+      abef = _mm_sha256rnds2_epu32(abef, cdgh, kw);
+    }
+    abef = _mm_add_epi32(abef, abef_was);
+    cdgh = _mm_add_epi32(cdgh, cdgh_was);
+  }
+  const __m128i feba = _mm_shuffle_epi32(abef, 0x1B), dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm_blend_epi16(feba, dchg, 0xF0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), _mm_alignr_epi8(dchg, feba, 8));
+}
+#endif
+
+using Blocks = void (*)(std::uint32_t h[8], const std::uint8_t* p, std::size_t count) noexcept;
+
+Blocks blocks_of(Sha256Path path) noexcept {
+#ifdef FATPTE_SHA_X86
+  if (path == Sha256Path::kShaNi) return blocks_sha_ni;
+  if (path == Sha256Path::kAvx2Bmi2) return blocks_avx2_bmi2;
+#endif
+  (void)path;
+  return blocks_portable;
+}
+
+Blocks fastest() noexcept {
+  static const Blocks kFastest = sha256_path_available(Sha256Path::kShaNi)      ? blocks_of(Sha256Path::kShaNi)
+                                 : sha256_path_available(Sha256Path::kAvx2Bmi2) ? blocks_of(Sha256Path::kAvx2Bmi2)
+                                                                                 : blocks_portable;
+  return kFastest;
+}
+
 }  // namespace
 
-std::array<std::uint8_t, 32> sha256(const std::uint8_t* data, std::size_t size) noexcept {
-  std::uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                        0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  std::size_t full = size / 64;
-  for (std::size_t i = 0; i < full; ++i) block(h, data + 64 * i);
+bool sha256_path_available(Sha256Path path) noexcept {
+#ifdef FATPTE_SHA_X86
+  // From probe::x86_words (glibc's record of the cpuid words, as crc32c.cpp): under valgrind,
+  // whose CPU lacks the SHA extensions, these are its words, so the portable paths run there.
+  static const probe::X86Words kWords = probe::x86_words();
+  const bool ymm = ((kWords.leaf1_ecx >> 27) & 1u) != 0 && ((kWords.leaf1_ecx >> 28) & 1u) != 0 &&
+                   (kWords.xcr0 & 6u) == 6u;  // OSXSAVE, AVX, and the OS saves the YMM state
+  if (path == Sha256Path::kAvx2Bmi2) return ymm && ((kWords.leaf7_ebx >> 5) & 1u) && ((kWords.leaf7_ebx >> 8) & 1u);
+  if (path == Sha256Path::kShaNi) {
+    return ((kWords.leaf7_ebx >> 29) & 1u) && ((kWords.leaf1_ecx >> 19) & 1u) && ((kWords.leaf1_ecx >> 9) & 1u);
+  }
+#endif
+  return path == Sha256Path::kPortable;
+}
+
+Sha256::Sha256() noexcept : Sha256(Sha256Path::kPortable) { blocks_ = fastest(); }
+
+Sha256::Sha256(Sha256Path path) noexcept
+    : blocks_(blocks_of(path)),
+      h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+
+void Sha256::update(const void* data, std::size_t size) noexcept {
+  if (size == 0) return;
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  total_ += size;
+  if (used_ != 0) {
+    const std::size_t take = size < 64 - used_ ? size : 64 - used_;
+    std::memcpy(pending_ + used_, p, take);
+    used_ += take;
+    p += take;
+    size -= take;
+    if (used_ < 64) return;
+    blocks_(h_, pending_, 1);
+    used_ = 0;
+  }
+  blocks_(h_, p, size / 64);
+  used_ = size % 64;
+  if (used_ != 0) std::memcpy(pending_, p + size - used_, used_);
+}
+
+std::array<std::uint8_t, 32> Sha256::finish() noexcept {
+  const std::uint64_t bits = total_ * 8;  // step 5.1.1: a one bit, zeros, the length in bits
   std::uint8_t tail[128] = {0};
-  const std::size_t rest = size - full * 64;
-  if (rest != 0) std::memcpy(tail, data + full * 64, rest);
-  tail[rest] = 0x80;
-  const std::size_t tail_len = rest + 9 <= 64 ? 64 : 128;
-  const std::uint64_t bits = static_cast<std::uint64_t>(size) * 8;
+  std::memcpy(tail, pending_, used_);
+  tail[used_] = 0x80;
+  const std::size_t tail_len = used_ + 9 <= 64 ? 64 : 128;
   for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<std::uint8_t>(bits >> (8 * i));
-  block(h, tail);
-  if (tail_len == 128) block(h, tail + 64);
+  blocks_(h_, tail, tail_len / 64);
   std::array<std::uint8_t, 32> out{};
   for (int i = 0; i < 8; ++i) {
-    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<std::uint8_t>(h[i] >> (24 - 8 * j));
+    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<std::uint8_t>(h_[i] >> (24 - 8 * j));
+  }
+  return out;
+}
+
+std::array<std::uint8_t, 32> sha256(const std::uint8_t* data, std::size_t size) noexcept {
+  Sha256 s;
+  if (size != 0) s.update(data, size);
+  return s.finish();
+}
+
+std::string to_hex(const std::array<std::uint8_t, 32>& digest) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out(64, '0');
+  for (std::size_t i = 0; i < 32; ++i) {
+    out[2 * i] = kDigits[digest[i] >> 4];
+    out[2 * i + 1] = kDigits[digest[i] & 15];
   }
   return out;
 }

@@ -219,9 +219,16 @@ std::string json_text(const std::string& text) {
   return out + "\"";
 }
 
-std::string json_quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
+namespace {
+
+void append_json_quote(std::string& out, const std::string& s) {
+  out += '"';
+  std::size_t run = 0;  // where the bytes not yet written, each standing for itself, begin
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') continue;
+    out.append(s, run, i - run);
+    run = i + 1;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -230,19 +237,35 @@ std::string json_quote(const std::string& s) {
       case '\t': out += "\\t"; break;
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20 || c >= 0x7F) {
-          // DEL and every byte outside printable ASCII, as json.dumps does; a byte above 0x7f
-          // stands for itself (the texts printed are ASCII by the rules of their fields).
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
+      default: {
+        // DEL and every byte outside printable ASCII, as json.dumps does; a byte above 0x7f
+        // stands for itself (the texts printed are ASCII by the rules of their fields).
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      }
     }
   }
-  return out + "\"";
+  out.append(s, run, s.size() - run);
+  out += '"';
+}
+
+}  // namespace
+
+std::string json_quote(const std::string& s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  append_json_quote(out, s);
+  return out;
+}
+
+void append_json_text(std::string& out, const std::string& text) {
+  const auto ascii = [](char ch) { return static_cast<unsigned char>(ch) < 0x80; };
+  if (std::all_of(text.begin(), text.end(), ascii)) {
+    append_json_quote(out, text);  // the common case
+  } else {
+    out += json_text(text);
+  }
 }
 
 bool valid_utf8(const std::uint8_t* p, std::size_t n) noexcept { return first_invalid_utf8(p, n) < 0; }

@@ -46,6 +46,8 @@ std::string json_quote(const std::string& s);
 // character past ASCII as \uXXXX, a surrogate pair past U+FFFF); text that is not UTF-8 is
 // written as printable() escapes it, in ASCII.
 std::string json_text(const std::string& text);
+// json_text(text) appended to `out`, without a string of its own (receipts append dozens).
+void append_json_text(std::string& out, const std::string& text);
 // Whether data[0:size] is UTF-8 as Python's strict decoder reads it: no overlong forms, no
 // surrogates, nothing past U+10FFFF.
 bool valid_utf8(const std::uint8_t* data, std::size_t size) noexcept;

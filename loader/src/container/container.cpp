@@ -5,12 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <utility>
 
+#include "common/sha256.hpp"
 #include "container/manifest_view.hpp"
 #include "fatpte/container.hpp"
 #include "fatpte/format.hpp"
@@ -76,6 +78,15 @@ Result<std::unique_ptr<Container>> Container::open_memory(const void* data, std:
   if (!st.ok()) return st.error();
   c->structure_ = std::move(st).value();
   return c;
+}
+
+const std::string& Container::table_digest() const {
+  std::lock_guard<std::mutex> lock(digest_mutex_);
+  if (table_digest_.empty()) {
+    const std::uint64_t end = std::min<std::uint64_t>(header().table_end, buf_.size);
+    table_digest_ = detail::to_hex(detail::sha256(buf_.data, static_cast<std::size_t>(end)));
+  }
+  return table_digest_;
 }
 
 Status Container::validate() const {

@@ -3,6 +3,7 @@
 // a reason code (and the error code where one was found); with it, each reason's words too.
 #include "run/receipt.hpp"
 
+#include <algorithm>
 #include <ctime>
 #include <string>
 #include <vector>
@@ -18,20 +19,42 @@ namespace detail {
 
 namespace {
 
-// JSON written over lines (the canonical profile) on one line: each newline and the indentation
-// after it dropped (a JSON string holds no raw newline, so both lie outside strings).
-std::string one_line(const std::string& json) {
-  std::string out;
-  bool indent = false;
-  for (const char ch : json) {
-    if (ch == '\n') {
-      indent = true;
-    } else if (!(indent && ch == ' ')) {
-      indent = false;
-      out += ch;
-    }
+// JSON written over lines (the canonical profile) appended on one line: each newline and the
+// indentation after it dropped (a JSON string holds no raw newline, so both lie outside strings).
+void append_one_line(std::string& out, const std::string& json) {
+  std::size_t at = 0;
+  while (at < json.size()) {
+    const std::size_t newline = std::min(json.find('\n', at), json.size());
+    out.append(json, at, newline - at);
+    at = json.find_first_not_of(' ', newline + (newline < json.size() ? 1 : 0));
+    if (at == std::string::npos) break;
   }
-  return out;
+}
+
+// Receipts are built by appending to one string: joining temporaries (`"a" + b + ...`) cost a
+// receipt more allocations and copies than its content (callgrind, issue 38); a literal is
+// appended with its length known, not measured again.
+template <std::size_t N>
+void add(std::string& out, const char (&literal)[N]) {
+  out.append(literal, N - 1);
+}
+
+void add_text(std::string& out, const std::string& text) { append_json_text(out, text); }
+
+void add_bool(std::string& out, bool value) {
+  if (value) {
+    add(out, "true");
+  } else {
+    add(out, "false");
+  }
+}
+
+void add_null_or(std::string& out, const std::string& text, bool present) {
+  if (present) {
+    add_text(out, text);
+  } else {
+    add(out, "null");
+  }
 }
 
 std::string null_or(const std::string& text, bool present) { return present ? json_text(text) : "null"; }
@@ -61,45 +84,59 @@ std::string error_code(const std::string& outcome) {
   return "";
 }
 
-std::string entry_json(const Container& c, std::uint32_t index, const std::string& outcome, const std::string& code,
-                       const std::string& error, const std::string& reason, const std::string& remembered,
-                       bool details) {
+// What a receipt says of one entry; `code`, `error`, `reason`, `remembered`: "" for null.
+struct EntryRow {
+  const char* outcome = "not_tried";
+  std::string code, error, reason, remembered;
+};
+
+void add_entry(std::string& out, const Container& c, std::uint32_t index, const EntryRow& r, bool details) {
   const Entry& e = c.entries()[index];
-  return "{\"entry\": " + std::to_string(index) + ", \"name\": " + json_text(e.name) +
-         ", \"backend_id\": " + json_text(e.backend_id) + ", \"outcome\": \"" + outcome + "\", \"reason_code\": " +
-         null_or(code, !code.empty()) + ", \"error_code\": " + null_or(error, !error.empty()) +
-         ", \"reason\": " + null_or(reason, details && !reason.empty()) + ", \"remembered\": " +
-         null_or(remembered, !remembered.empty()) + "}";
+  add(out, "{\"entry\": ");
+  out += std::to_string(index);
+  add(out, ", \"name\": ");
+  add_text(out, e.name);
+  add(out, ", \"backend_id\": ");
+  add_text(out, e.backend_id);
+  add(out, ", \"outcome\": \"");
+  out += r.outcome;
+  add(out, "\", \"reason_code\": ");
+  add_null_or(out, r.code, !r.code.empty());
+  add(out, ", \"error_code\": ");
+  add_null_or(out, r.error, !r.error.empty());
+  add(out, ", \"reason\": ");
+  add_null_or(out, r.reason, details && !r.reason.empty());
+  add(out, ", \"remembered\": ");
+  add_null_or(out, r.remembered, !r.remembered.empty());
+  out += '}';
 }
 
 // Every entry: served, rejected (by selection, or by its attempt) or not tried.
-std::string entries_json(const Container& c, const Dispatch& d, const Selection* selection, bool details) {
-  std::vector<std::string> rows(c.entries().size());
+void add_entries(std::string& out, const Container& c, const Dispatch& d, const Selection* selection, bool details) {
+  std::vector<EntryRow> rows(c.entries().size());
   if (selection != nullptr) {
     for (const Verdict& v : selection->verdicts) {
       if (v.index < rows.size() && !v.eligible) {
-        rows[v.index] = entry_json(c, v.index, "rejected", "ineligible", "", explain_verdict(c.entries()[v.index], v),
-                                   "", details);
+        rows[v.index] = EntryRow{"rejected", "ineligible", "", explain_verdict(c.entries()[v.index], v), ""};
       }
     }
   }
   for (const Attempt& a : d.attempts) {
     if (a.index >= rows.size()) continue;
     const bool served = d.loaded && d.loaded->index() == a.index;
-    rows[a.index] = served ? entry_json(c, a.index, "chosen", "", "", "", a.remembered, details)
-                           : entry_json(c, a.index, "rejected", reason_code(a), error_code(a.outcome), a.outcome,
-                                        a.remembered, details);
+    rows[a.index] = served ? EntryRow{"chosen", "", "", "", a.remembered}
+                           : EntryRow{"rejected", reason_code(a), error_code(a.outcome), a.outcome, a.remembered};
   }
-  std::string out;
+  out += '[';
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].empty()) rows[i] = entry_json(c, static_cast<std::uint32_t>(i), "not_tried", "", "", "", "", details);
-    out += (i ? ", " : "") + rows[i];
+    if (i != 0) add(out, ", ");
+    add_entry(out, c, static_cast<std::uint32_t>(i), rows[i], details);
   }
-  return "[" + out + "]";
+  out += ']';
 }
 
 // The served entry's self-test: asked, whether its golden calls ran, passed, and their summary.
-std::string self_test_json(const Dispatch& d, const LoadOptions& options) {
+void add_self_test(std::string& out, const Dispatch& d, const LoadOptions& options) {
   std::string summary;
   bool remembered = false;
   for (const Attempt& a : d.attempts) {
@@ -111,71 +148,122 @@ std::string self_test_json(const Dispatch& d, const LoadOptions& options) {
   }
   const bool ran = options.self_test && d.loaded && !remembered && !summary.empty() &&
                    summary.rfind("not run", 0) != 0;
-  return std::string("{\"asked\": ") + (options.self_test ? "true" : "false") + ", \"ran\": " +
-         (ran ? "true" : "false") + ", \"remembered_pass\": " + (remembered ? "true" : "false") +
-         ", \"summary\": " + null_or(summary, ran) + "}";
+  add(out, "{\"asked\": ");
+  add_bool(out, options.self_test);
+  add(out, ", \"ran\": ");
+  add_bool(out, ran);
+  add(out, ", \"remembered_pass\": ");
+  add_bool(out, remembered);
+  add(out, ", \"summary\": ");
+  add_null_or(out, summary, ran);
+  out += '}';
 }
 
-std::string words_json(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& w : words) out += (out.empty() ? "" : ", ") + json_text(w);
-  return "[" + out + "]";
-}
-
-std::string runtime_json(const std::string& runtime) {
-  std::string libs, line;
-  for (char ch : runtime) {
-    if (ch != '\n') {
-      line += ch;
-      continue;
-    }
-    libs += (libs.empty() ? "" : ", ") + json_text(line);
-    line.clear();
+void add_words(std::string& out, const std::vector<std::string>& words) {
+  out += '[';
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (i != 0) add(out, ", ");
+    add_text(out, words[i]);
   }
-  return "{\"libraries\": [" + libs + "]}";
+  out += ']';
 }
 
-std::string container_json(const Container& c, const LoadOptions& options, const std::string& key_id) {
-  return "{\"name\": " + json_text(options.receipt_name) + ", \"digest\": \"" + memory::container_digest(c) +
-         "\", \"signer_key_id\": " + null_or(key_id, !key_id.empty()) + "}";
+// runtime_fingerprint's lines, each a string of the list.
+void add_runtime(std::string& out, const std::string& runtime) {
+  add(out, "{\"libraries\": [");
+  for (std::size_t at = 0, end; (end = runtime.find('\n', at)) != std::string::npos; at = end + 1) {
+    if (at != 0) add(out, ", ");
+    add_text(out, runtime.substr(at, end - at));
+  }
+  add(out, "]}");
+}
+
+void add_container(std::string& out, const Container& c, const LoadOptions& options, const std::string& key_id) {
+  add(out, "{\"name\": ");
+  add_text(out, options.receipt_name);
+  add(out, ", \"digest\": \"");
+  out += memory::container_digest(c);
+  add(out, "\", \"signer_key_id\": ");
+  add_null_or(out, key_id, !key_id.empty());
+  out += '}';
+}
+
+void add_chosen(std::string& out, const Container& c, const Dispatch& d) {
+  if (!d.loaded) {
+    add(out, "null");
+    return;
+  }
+  const Entry& e = c.entries()[d.loaded->index()];
+  add(out, "{\"entry\": ");
+  out += std::to_string(e.index);
+  add(out, ", \"name\": ");
+  add_text(out, e.name);
+  add(out, ", \"backend_id\": ");
+  add_text(out, e.backend_id);
+  out += '}';
+}
+
+// The device: the fingerprint and the profile, from the profile's canonical JSON made once.
+void add_device(std::string& out, const DeviceProfile& device, const std::string& runtime) {
+  const std::string profile = canonical_json(device);
+  add(out, "{\"fingerprint\": \"");
+  out += device_fingerprint(profile, runtime);
+  add(out, "\", \"profile\": ");
+  append_one_line(out, profile);
+  out += '}';
 }
 
 }  // namespace
 
 std::string load_receipt(const Container& c, const DeviceProfile& device, const LoadOptions& options, const Dispatch& d,
                          const Selection* selection, const Status& result, std::uint64_t time) {
-  std::string chosen = "null";
-  if (d.loaded) {
-    const Entry& e = c.entries()[d.loaded->index()];
-    chosen = "{\"entry\": " + std::to_string(e.index) + ", \"name\": " + json_text(e.name) +
-             ", \"backend_id\": " + json_text(e.backend_id) + "}";
-  }
   const std::vector<std::string> no_words;
-  const std::string runtime = runtime_fingerprint(options);
-  const std::string profile = canonical_json(device);  // the fingerprint's and the receipt's, made once
   std::size_t hits = 0;
   for (const Attempt& a : d.attempts) hits += a.remembered.empty() ? 0 : 1;
-  const std::string error = result.ok() ? "null"
-                                        : "{\"code\": \"" + std::string(error_tag(result.code())) + "\"}";
-  return "{\"receipt\": \"load\", \"version\": 1, \"time\": " + std::to_string(time) +
-         ", \"container\": " + container_json(c, options, d.signature_key_id) + ", \"method\": " +
-         json_text(options.method) + ", \"prefer\": " + words_json(selection ? selection->prefer : no_words) +
-         ", \"exclude\": " + words_json(selection ? selection->exclude : no_words) + ", \"chosen\": " + chosen + ", \"error\": " + error +
-         ", \"entries\": " + entries_json(c, d, selection, options.receipt_details) + ", \"self_test\": " +
-         self_test_json(d, options) + ", \"verdict_store\": {\"used\": " + (options.verdicts.empty() ? "false" : "true") +
-         ", \"hits\": " + std::to_string(hits) + "}, \"device\": {\"fingerprint\": \"" +
-         device_fingerprint(profile, runtime) + "\", \"profile\": " + one_line(profile) + "}, \"runtime\": " +
-         runtime_json(runtime) + "}";
+  std::string out;
+  out.reserve(4096);
+  add(out, "{\"receipt\": \"load\", \"version\": 1, \"time\": ");
+  out += std::to_string(time);
+  add(out, ", \"container\": ");
+  add_container(out, c, options, d.signature_key_id);
+  add(out, ", \"method\": ");
+  add_text(out, options.method);
+  add(out, ", \"prefer\": ");
+  add_words(out, selection ? selection->prefer : no_words);
+  add(out, ", \"exclude\": ");
+  add_words(out, selection ? selection->exclude : no_words);
+  add(out, ", \"chosen\": ");
+  add_chosen(out, c, d);
+  add(out, ", \"error\": ");
+  out += result.ok() ? "null" : "{\"code\": \"" + std::string(error_tag(result.code())) + "\"}";
+  add(out, ", \"entries\": ");
+  add_entries(out, c, d, selection, options.receipt_details);
+  add(out, ", \"self_test\": ");
+  add_self_test(out, d, options);
+  add(out, ", \"verdict_store\": {\"used\": ");
+  add_bool(out, !options.verdicts.empty());
+  add(out, ", \"hits\": ");
+  out += std::to_string(hits);
+  const std::string runtime = runtime_fingerprint(options);
+  add(out, "}, \"device\": ");
+  add_device(out, device, runtime);
+  add(out, ", \"runtime\": ");
+  add_runtime(out, runtime);
+  out += '}';
+  return out;
 }
 
 std::string fallback_receipt(const Container& c, const LoadOptions& options, const FallbackEvent& e,
                              std::uint64_t time) {
-  const std::string to = e.to_entry ? std::to_string(*e.to_entry) : "null";
-  return "{\"receipt\": \"fallback\", \"version\": 1, \"time\": " + std::to_string(time) +
-         ", \"container\": " + container_json(c, options, "") + ", \"method\": " + json_text(options.method) +
-         ", \"event\": {\"call\": " + std::to_string(e.call) + ", \"from_entry\": " + std::to_string(e.from_entry) +
-         ", \"to_entry\": " + to + ", \"reason\": " + json_text(e.reason) + ", \"detail\": " +
-         null_or(e.detail, options.receipt_details) + "}}";
+  std::string out = "{\"receipt\": \"fallback\", \"version\": 1, \"time\": " + std::to_string(time) +
+                    ", \"container\": ";
+  add_container(out, c, options, "");
+  out += ", \"method\": " + json_text(options.method) + ", \"event\": {\"call\": " + std::to_string(e.call) +
+         ", \"from_entry\": " + std::to_string(e.from_entry) +
+         ", \"to_entry\": " + (e.to_entry ? std::to_string(*e.to_entry) : std::string("null")) +
+         ", \"reason\": " + json_text(e.reason) + ", \"detail\": " + null_or(e.detail, options.receipt_details) +
+         "}}";
+  return out;
 }
 
 void deliver_load_receipt(const Container& c, const DeviceProfile& device, const LoadOptions& options,

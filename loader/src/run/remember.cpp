@@ -1,8 +1,6 @@
 // Remembered verdicts in the load policy (see remember.hpp, specs/verdicts.md section 5).
 #include "run/remember.hpp"
 
-#include <dlfcn.h>
-#include <link.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -18,6 +16,7 @@
 #include "fatpte/text.hpp"
 #include "memory/identity.hpp"
 #include "device/library_files.hpp"
+#include "device/origin.hpp"
 
 namespace fatpte {
 
@@ -44,28 +43,16 @@ bool make_folders(const std::string& dir) {
   return ::stat(dir.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-int find_executorch(dl_phdr_info* info, std::size_t, void* out) {
-  const std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-  const std::string want = "/libexecutorch.so";
-  if (name.size() >= want.size() && name.compare(name.size() - want.size(), want.size(), want) == 0) {
-    *static_cast<std::string*>(out) = name;
-    return 1;
-  }
-  return 0;
-}
-
 }  // namespace
 
 std::string runtime_fingerprint(const LoadOptions& options) {
   const std::vector<std::string> et_dirs = executorch_search_path(options);
   std::string out;
-  Dl_info self{};
-  if (dladdr(reinterpret_cast<void*>(&default_verdicts_dir), &self) != 0 && self.dli_fname != nullptr) {
-    out += "fatpte " + memory::library_identity(self.dli_fname) + "\n";
-  }
-  std::string executorch;
-  dl_iterate_phdr(find_executorch, &executorch);
-  if (!executorch.empty()) out += "executorch " + memory::library_identity(executorch) + "\n";
+  // Where libfatpte's code and ExecuTorch's runtime are, as the load policy found them once per
+  // process (device/origin.hpp): the main program's file even when argv[0] was a bare name.
+  const Origin& o = origin();
+  if (!o.file.empty()) out += "fatpte " + memory::library_identity(o.file) + "\n";
+  if (!o.runtime_dir.empty()) out += "executorch " + memory::library_identity(o.runtime_dir + "/libexecutorch.so") + "\n";
   std::map<std::string, std::string> kernels;
   if (options.use_build_default) kernels["kernels"] = "libexecutorch_kernels_optimized.so";
   for (const auto& kv : options.libraries) {
@@ -79,7 +66,7 @@ std::string runtime_fingerprint(const LoadOptions& options) {
 }
 
 std::string device_fingerprint(const std::string& profile_json, const std::string& runtime) {
-  return memory::digest_hex(profile_json + "\n" + runtime);
+  return memory::digest_hex(profile_json + "\n", runtime);
 }
 
 std::string device_fingerprint(const DeviceProfile& device, const LoadOptions& options) {
