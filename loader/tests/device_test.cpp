@@ -96,7 +96,7 @@ TEST(PlannedMemory, HalfTheDevicesMemoryAtMost64GiB) {
   EXPECT_EQ(fatpte::planned_memory_limit_for(~std::uint64_t{0}), 64 * gib);
   EXPECT_EQ(fatpte::planned_memory_limit_for(0), 64 * gib);
   EXPECT_EQ(fatpte::kPlannedMemoryCeiling, 64 * gib);
-  const std::uint64_t probed = fatpte::probe_host(fatpte::ProbeScope{false, true, false, false, {}}).memory_bytes;
+  const std::uint64_t probed = fatpte::probe_host(fatpte::ProbeScope{false, true, false, false, {}, std::nullopt}).memory_bytes;
   EXPECT_EQ(fatpte::default_planned_memory_limit(), fatpte::planned_memory_limit_for(probed));
   EXPECT_NE(fatpte::default_planned_memory_origin().find("the default limit"), std::string::npos);
 }

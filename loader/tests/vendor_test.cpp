@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -116,7 +117,7 @@ TEST(VendorRuntimes, DevicesInTheRuntimesOrderWithTheirProperties) {
                {"bad name", kCpu}, {"GPU.1", {}}};
   fake = &f;
   std::string why;
-  const std::vector<VendorDevice> got = openvino_devices(fake_api(), why);
+  const std::vector<VendorDevice> got = openvino_devices(fake_api(), nullptr, why);
   EXPECT_EQ(why, "");
   ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(got[0].device, "CPU");
@@ -137,6 +138,35 @@ TEST(VendorRuntimes, DevicesInTheRuntimesOrderWithTheirProperties) {
   fake = nullptr;
 }
 
+// A probe scoped to device types (ProbeScope::vendor_devices) asks each type's AVAILABLE_DEVICES
+// and FULL_DEVICE_NAME, and never lists every device (which loads every plugin).
+TEST(VendorRuntimes, OnlyTheDeviceTypesAskedFor) {
+  Fake f;
+  f.devices = {{"CPU", kCpu},
+               {"GPU", {{"AVAILABLE_DEVICES", "0 1"}}},
+               {"GPU.0", kGpu},
+               {"GPU.1", {{"FULL_DEVICE_NAME", "Second GPU"}}},
+               {"NPU", {{"AVAILABLE_DEVICES", ""}}}};
+  f.fail = "devices";  // listing every device would fail the probe
+  fake = &f;
+  std::string why;
+  const std::set<std::string> gpu_cpu = {"GPU", "CPU"};
+  std::vector<VendorDevice> got = openvino_devices(fake_api(), &gpu_cpu, why);
+  EXPECT_EQ(why, "");
+  ASSERT_EQ(got.size(), 3u);  // the set's order: CPU, then GPU's two ids
+  EXPECT_EQ(got[0].device, "CPU");
+  EXPECT_EQ(got[1].device, "GPU.0");
+  EXPECT_EQ(got[1].memory_bytes, 30749147136u);
+  EXPECT_EQ(got[2].device, "GPU.1");
+  EXPECT_EQ(got[2].name, "Second GPU");
+  const std::set<std::string> npu = {"NPU"};  // AVAILABLE_DEVICES answers, FULL_DEVICE_NAME does not
+  EXPECT_TRUE(openvino_devices(fake_api(), &npu, why).empty());
+  EXPECT_EQ(why, "it lists no device of the types asked for");
+  const std::set<std::string> none;
+  EXPECT_TRUE(openvino_devices(fake_api(), &none, why).empty());
+  fake = nullptr;
+}
+
 TEST(VendorRuntimes, ARuntimeThatDoesNotAnswerListsNothing) {
   for (const auto& c : std::vector<std::pair<std::string, std::string>>{
            {"version", "ov_get_openvino_version failed"},
@@ -147,7 +177,7 @@ TEST(VendorRuntimes, ARuntimeThatDoesNotAnswerListsNothing) {
     f.fail = c.first;
     fake = &f;
     std::string why;
-    EXPECT_TRUE(openvino_devices(fake_api(), why).empty());
+    EXPECT_TRUE(openvino_devices(fake_api(), nullptr, why).empty());
     EXPECT_EQ(why, c.second);
   }
   fake = nullptr;
@@ -161,7 +191,7 @@ TEST(VendorRuntimes, AMemoryThatIsNotANumberIs0) {
     f.devices = {{"GPU", gpu}};
     fake = &f;
     std::string why;
-    const std::vector<VendorDevice> got = openvino_devices(fake_api(), why);
+    const std::vector<VendorDevice> got = openvino_devices(fake_api(), nullptr, why);
     ASSERT_EQ(got.size(), 1u);
     EXPECT_EQ(got[0].memory_bytes, 0u) << memory;
   }
@@ -170,9 +200,9 @@ TEST(VendorRuntimes, AMemoryThatIsNotANumberIs0) {
 
 TEST(VendorRuntimes, ALibraryThatIsNotOpenvino) {
   std::string why;
-  EXPECT_TRUE(probe_openvino("/nonexistent/libopenvino_c.so", why).empty());
+  EXPECT_TRUE(probe_openvino("/nonexistent/libopenvino_c.so", nullptr, why).empty());
   EXPECT_EQ(why.rfind("cannot load it: ", 0), 0u) << why;
-  EXPECT_TRUE(probe_openvino("libc.so.6", why).empty());
+  EXPECT_TRUE(probe_openvino("libc.so.6", nullptr, why).empty());
   EXPECT_EQ(why, "it lacks an entry point of OpenVINO's C API");
 }
 

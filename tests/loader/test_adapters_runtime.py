@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.loader.test_cpp_golden import calls_of, fatpte_cli, run
 from tests.ops.test_program_entry import _swap_payload
 from tests.paths import ROOT
 from tests.scripts import load_script
@@ -29,23 +29,6 @@ FP16IO = RECORDS["fp16io"]["models"]
 MODELS = ("mlp", "kvcache")
 FILES = {"mlp": ("mlp_xnnpack.pte", "mlp_portable.pte"),
          "kvcache": ("kvcache_xnnpack_default.pte", "kvcache_portable_default.pte")}
-
-
-def fatpte_cli(build: Path, *args: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fatpte", "--runtime", str(build / "fatpte-run"),
-                           *map(str, args)], capture_output=True, text=True, timeout=600, check=False)
-
-
-def run(build: Path, *args: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(build / "fatpte-run"), *map(str, args)], capture_output=True, text=True,
-                          timeout=600, check=False)
-
-
-def calls_of(model: str, tmp: Path) -> Path:
-    """The float32 calls with their float32 eager outputs (the container's signature)."""
-    path = tmp / f"{model}-calls.json"
-    path.write_text(json.dumps(TIERS[model]["calls"]))
-    return path
 
 
 def pack(build: Path, model: str, tmp: Path) -> Path:

@@ -74,6 +74,12 @@ struct ProbeScope {
   // With accelerators: the caller's paths of vendor runtimes (LoadOptions::vendor_runtimes, name
   // -> library; "" withholds one), searched first (specs/device-profile.md 9.1).
   std::map<std::string, std::string> vendor_runtimes;
+  // With accelerators: which vendor runtimes' devices to ask for. Absent: every device of every
+  // runtime (what --device-json prints). Present: only the runtimes it names, each only for the
+  // device types in its set ("CPU", "GPU"; "" for every device of it): a runtime asked for one
+  // device type loads that plugin alone, where listing every device loads them all (OpenVINO:
+  // about 4 ms more, measured).
+  std::optional<std::map<std::string, std::set<std::string>>> vendor_devices;
 };
 
 // Probe the running machine; the profile is named "host".

@@ -375,7 +375,7 @@ void probe_identity(DeviceProfile& p) {
 
 DeviceProfile probe_host() { return probe_host(ProbeScope{}); }
 
-DeviceProfile probe_host(bool accelerators) { return probe_host(ProbeScope{true, true, accelerators, true, {}}); }
+DeviceProfile probe_host(bool accelerators) { return probe_host(ProbeScope{true, true, accelerators, true, {}, std::nullopt}); }
 
 DeviceProfile probe_host(const ProbeScope& scope) {
   DeviceProfile p;
@@ -426,7 +426,8 @@ DeviceProfile probe_host(const ProbeScope& scope) {
   std::vector<Accelerator> cuda = probe_cuda();
   p.accelerators.insert(p.accelerators.end(), cuda.begin(), cuda.end());
   // The devices each vendor runtime found lists, in its order, after any other accelerators.
-  for (vendor::Probed& found : vendor::probe_runtimes(scope.vendor_runtimes)) {
+  for (vendor::Probed& found : vendor::probe_runtimes(scope.vendor_runtimes,
+                                                      scope.vendor_devices ? &*scope.vendor_devices : nullptr)) {
     for (vendor::VendorDevice& d : found.devices) {
       p.accelerators.push_back(Accelerator{found.runtime->name, std::move(d.name), std::move(d.version),
                                            d.memory_bytes, std::move(d.device), std::move(d.capabilities)});
@@ -443,7 +444,7 @@ std::uint64_t planned_memory_limit_for(std::uint64_t memory_bytes) {
 namespace {
 
 std::uint64_t probed_memory() {
-  static const std::uint64_t memory = probe_host(ProbeScope{false, true, false, false, {}}).memory_bytes;
+  static const std::uint64_t memory = probe_host(ProbeScope{false, true, false, false, {}, std::nullopt}).memory_bytes;
   return memory;
 }
 

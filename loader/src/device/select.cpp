@@ -19,6 +19,7 @@
 #include "device/requirements.hpp"
 #include "fatpte/format_generated.h"
 #include "nfat_manifest_generated.h"
+#include "vendor/runtimes.hpp"
 
 namespace fatpte {
 namespace {
@@ -117,12 +118,16 @@ ProbeScope probe_scope(const Container& c) {
   }
   auto reqs = manifest_requirements(c);
   if (!reqs.ok()) return ProbeScope{};
-  ProbeScope scope{false, false, false, false, {}};
+  ProbeScope scope{false, false, false, false, {}, std::map<std::string, std::set<std::string>>()};
   for (const auto& kv : reqs.value()) {
     const Requirements& r = kv.second;
     scope.cpu_features = scope.cpu_features || !r.cpu_features.empty();
     scope.memory = scope.memory || r.min_memory_bytes != 0;
     scope.accelerators = scope.accelerators || !r.accelerators.empty();
+    // A vendor runtime's devices only of the types an entry names ("": every device of it).
+    for (const AccRequirement& a : r.accelerators) {
+      if (vendor::runtime_named(a.kind) != nullptr) (*scope.vendor_devices)[a.kind].insert(a.device);
+    }
     scope.identity = scope.identity || r.names_device();
   }
   return scope;

@@ -125,7 +125,30 @@ std::string printable_device_name(const std::string& raw, const std::string& fal
   return text.substr(0, 256);
 }
 
-std::vector<VendorDevice> openvino_devices(const OpenvinoApi& api, std::string& why) {
+// The names the runtime lists for `types`, in the set's order: TYPE.ID for each of two or more
+// AVAILABLE_DEVICES ids, else TYPE (whose FULL_DEVICE_NAME then says whether it is there).
+std::vector<std::string> typed_names(const OpenvinoApi& api, void* core, const std::set<std::string>& types) {
+  std::vector<std::string> names;
+  for (const std::string& type : types) {
+    if (!device_word(type.c_str())) continue;
+    std::string ids;
+    std::vector<std::string> listed;
+    if (property(api, core, type.c_str(), "AVAILABLE_DEVICES", ids)) {
+      std::size_t at = 0;
+      while (at < ids.size() && listed.size() < kMaxDevices) {
+        const std::size_t end = std::min(ids.find(' ', at), ids.size());
+        if (end > at) listed.push_back(type + "." + ids.substr(at, end - at));
+        at = end + 1;
+      }
+    }
+    if (listed.size() < 2) listed.assign(1, type);
+    names.insert(names.end(), listed.begin(), listed.end());
+  }
+  return names;
+}
+
+std::vector<VendorDevice> openvino_devices(const OpenvinoApi& api, const std::set<std::string>* types,
+                                           std::string& why) {
   std::vector<VendorDevice> out;
   OvVersion v{nullptr, nullptr};
   if (api.ov_get_openvino_version(&v) != kOk) {
@@ -141,6 +164,18 @@ std::vector<VendorDevice> openvino_devices(const OpenvinoApi& api, std::string& 
   void* core = nullptr;
   if (api.ov_core_create(&core) != kOk || core == nullptr) {
     why = "ov_core_create failed";
+    return out;
+  }
+  if (types != nullptr) {
+    const std::vector<std::string> names = typed_names(api, core, *types);
+    for (std::size_t i = 0; i < names.size() && out.size() < kMaxDevices; ++i) {
+      VendorDevice d;
+      if (device_word(names[i].c_str()) && one_device(api, core, names[i].c_str(), i, version, d)) {
+        out.push_back(std::move(d));
+      }
+    }
+    if (out.empty()) why = "it lists no device of the types asked for";
+    api.ov_core_free(core);
     return out;
   }
   OvAvailableDevices listed{nullptr, 0};
@@ -161,7 +196,8 @@ std::vector<VendorDevice> openvino_devices(const OpenvinoApi& api, std::string& 
   return out;
 }
 
-std::vector<VendorDevice> probe_openvino(const std::string& path, std::string& why) {
+std::vector<VendorDevice> probe_openvino(const std::string& path, const std::set<std::string>* types,
+                                         std::string& why) {
   dlerror();
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
@@ -186,7 +222,7 @@ std::vector<VendorDevice> probe_openvino(const std::string& path, std::string& w
     return {};
   }
   // The runtime stays loaded: its plugins start threads that outlive the core.
-  return openvino_devices(api, why);
+  return openvino_devices(api, types, why);
 }
 
 }  // namespace vendor

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,11 @@ struct OpenvinoApi {
 // The devices the runtime lists, in its order; `why` says why there are none when a call failed
 // (a device whose own queries fail is left out, the others kept). At most kMaxDevices; a listed
 // name outside [A-Za-z0-9_.-]{1,64} is left out.
-std::vector<VendorDevice> openvino_devices(const OpenvinoApi& api, std::string& why);
+// With `types`, only the devices of those types: each type's AVAILABLE_DEVICES ids (two or more:
+// TYPE.ID each, as the listing names them; else TYPE), a type that answers no FULL_DEVICE_NAME
+// having none; the other plugins are not loaded.
+std::vector<VendorDevice> openvino_devices(const OpenvinoApi& api, const std::set<std::string>* types,
+                                           std::string& why);
 constexpr std::size_t kMaxDevices = 64;
 
 // "2026.4.0" from a buildNumber "2026.4.0-22959-99c81491cc3-releases/2026/4"; "" when it does not
@@ -54,7 +59,8 @@ std::string printable_device_name(const std::string& raw, const std::string& fal
 
 // The library at `path` (a path, or a name for dlopen's search) opened and asked; empty with `why`
 // when it cannot be opened or lacks an entry point. The library stays loaded.
-std::vector<VendorDevice> probe_openvino(const std::string& path, std::string& why);
+std::vector<VendorDevice> probe_openvino(const std::string& path, const std::set<std::string>* types,
+                                         std::string& why);
 
 }  // namespace vendor
 }  // namespace fatpte

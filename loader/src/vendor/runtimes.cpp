@@ -166,13 +166,20 @@ Located locate(const VendorRuntime& r, const std::map<std::string, std::string>&
   return out;
 }
 
-std::vector<Probed> probe_runtimes(const std::map<std::string, std::string>& explicit_paths) {
+std::vector<Probed> probe_runtimes(const std::map<std::string, std::string>& explicit_paths,
+                                   const std::map<std::string, std::set<std::string>>* devices) {
   std::vector<Probed> out;
   for (const VendorRuntime& r : vendor_runtimes()) {
+    const std::set<std::string>* types = nullptr;
+    if (devices != nullptr) {
+      const auto asked = devices->find(r.name);
+      if (asked == devices->end()) continue;
+      if (asked->second.count("") == 0) types = &asked->second;
+    }
     Probed p;
     p.runtime = &r;
     p.where = locate(r, explicit_paths);
-    if (!p.where.path.empty()) p.devices = r.probe(p.where.path, p.why);
+    if (!p.where.path.empty()) p.devices = r.probe(p.where.path, types, p.why);
     out.push_back(std::move(p));
   }
   return out;

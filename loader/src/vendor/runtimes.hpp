@@ -12,6 +12,7 @@
 #define FATPTE_SRC_VENDOR_RUNTIMES_HPP_
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,9 @@ struct VendorRuntime {
   const char* system_name;   // what dlopen's own search is asked for: "libopenvino_c.so"
   const char* backend_id;    // the ExecuTorch backend that opens it: "OpenvinoBackend"
   const char* backend_env;   // the variable that backend reads the path from, once a process
-  // Its devices, asked of the library at `path`; none, with `why`, when it cannot answer.
-  std::vector<VendorDevice> (*probe)(const std::string& path, std::string& why);
+  // Its devices, asked of the library at `path` (only those of the device types `types` names
+  // when given; "" in it: every device); none, with `why`, when it cannot answer.
+  std::vector<VendorDevice> (*probe)(const std::string& path, const std::set<std::string>* types, std::string& why);
 };
 
 // Every runtime fatpte looks for, in the order their devices are listed.
@@ -71,7 +73,10 @@ struct Probed {
   std::vector<VendorDevice> devices;
   std::string why;  // why a runtime found lists none
 };
-std::vector<Probed> probe_runtimes(const std::map<std::string, std::string>& explicit_paths);
+// With `devices` (ProbeScope::vendor_devices), only the runtimes it names are looked for, each
+// asked only for its device types there.
+std::vector<Probed> probe_runtimes(const std::map<std::string, std::string>& explicit_paths,
+                                   const std::map<std::string, std::set<std::string>>* devices = nullptr);
 
 // The backend `backend_id`'s runtime, located into `out` and handed to it (its backend_env set to
 // the path) before the backend's library is loaded or asked is_available: the backend reads the
