@@ -741,6 +741,16 @@ Status load(const Container& c, const Choice& choice, const LoadOptions& options
   ProbeScope scope = (options.trusted_keys && options.refuse_downgrade) || !options.verdicts.empty()
                          ? ProbeScope{}
                          : probe_scope(c);
+  if (!(options.trusted_keys && options.refuse_downgrade) && !options.verdicts.empty()) {
+    // Every fact for the store's key, but a vendor runtime's devices only when an entry requires
+    // one of them (specs/verdicts.md section 3): looking for a runtime no entry needs is a library
+    // search each start (about 20k instructions where OpenVINO is absent).
+    const ProbeScope needed = probe_scope(c);
+    if (needed.vendor_devices) {
+      scope.vendor_devices.emplace();
+      for (const auto& kv : *needed.vendor_devices) (*scope.vendor_devices)[kv.first] = {""};
+    }
+  }
   scope.vendor_runtimes = options.vendor_runtimes;
   const DeviceProfile device = choice.device ? *choice.device : probe_host(scope);
   if (!choice.device && scope.accelerators) {
