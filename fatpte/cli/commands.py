@@ -131,11 +131,12 @@ def words(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(w.strip() for v in values for w in v.split(",") if w.strip())
 
 
-def load_device(value: str) -> DeviceProfile:
-    """`host` (probe this machine), a named profile (`fatpte device list`), or a profile JSON file."""
+def load_device(value: str, *, vendor: bool = True) -> DeviceProfile:
+    """`host` (probe this machine; without `vendor`, no vendor runtime is looked for), a named
+    profile (`fatpte device list`), or a profile JSON file."""
     from fatpte.device.profile import DeviceProfile
 
-    return DeviceProfile.host() if value == "host" else DeviceProfile.load(value)
+    return DeviceProfile.host(vendor=vendor) if value == "host" else DeviceProfile.load(value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -181,12 +182,12 @@ def select(file: str, device: str, prefer: Sequence[str], exclude: Sequence[str]
     """`fatpte select`."""
     from fatpte.cli.executorch_files import is_program, select_program
     from fatpte.container.locations import open as open_container
+    from fatpte.device.selection import needs_vendor_runtime
     from fatpte.device.selection import select as select_entry
     from fatpte.fileio.url import is_url
 
-    profile = load_device(device)
     if not is_url(file) and is_program(file):
-        result, text = select_program(file, profile, prefer=words(prefer), exclude=words(exclude),
+        result, text = select_program(file, load_device(device), prefer=words(prefer), exclude=words(exclude),
                                       explain=explain)
         if as_json:
             emit_json(result)
@@ -194,6 +195,7 @@ def select(file: str, device: str, prefer: Sequence[str], exclude: Sequence[str]
             echo(text)
         return EXIT_OK
     with open_container(file) as container:
+        profile = load_device(device, vendor=needs_vendor_runtime(container))
         try:
             chosen = select_entry(container, profile, prefer=words(prefer), exclude=words(exclude), strict=strict)
         except SelectionError as exc:
@@ -232,9 +234,10 @@ def extract(file: str, name: str | None, backend: str | None, device: str | None
         check_output(data_out, force)
     with open_container(file) as container:
         if device is not None:
+            from fatpte.device.selection import needs_vendor_runtime
             from fatpte.device.selection import select as select_entry
 
-            profile = load_device(device)
+            profile = load_device(device, vendor=needs_vendor_runtime(container))
             entry = select_entry(container, profile, prefer=words(prefer), exclude=words(exclude)).chosen
         else:
             entry = container.entry(name) if name is not None else container.by_backend(str(backend))

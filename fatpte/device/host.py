@@ -65,9 +65,10 @@ class HostFacts(NamedTuple):
 VENDOR_PROBES: Final = {"openvino": probe_openvino.probe}
 
 
-def probe(vendor_runtimes: Mapping[str, str] | None = None) -> HostFacts:
+def probe(vendor_runtimes: Mapping[str, str] | None = None, *, vendor: bool = True) -> HostFacts:
     """What this machine offers, in the profile vocabulary; `vendor_runtimes` are the caller's
-    paths of vendor runtimes by name ("" withholds one)."""
+    paths of vendor runtimes by name ("" withholds one); without `vendor`, no vendor runtime is
+    looked for (its devices are not listed)."""
     machine, system = machine_and_system()
     arch = normalize_arch(machine)
     os_name = normalize_os(system)
@@ -95,7 +96,8 @@ def probe(vendor_runtimes: Mapping[str, str] | None = None) -> HostFacts:
     # windows: CPU features and memory are not probed (no cpuinfo or sysctl there); the profile
     # says none, which selects only entries that need none.
     accelerators += probe_cuda.probe()
-    accelerators += vendor_accelerators(vendor_runtimes)
+    if vendor:
+        accelerators += vendor_accelerators(vendor_runtimes)
     return HostFacts(os=os_name, arch=arch, cpu_features=features, accelerators=accelerators,
                      memory_bytes=memory, identity=identity, kernel=probe_identity.kernel_release())
 

@@ -220,7 +220,8 @@ class DeviceProfile(_DeviceProfileFields):
         return cls.from_json(_read_json(path), source=path)
 
     @classmethod
-    def host(cls, *, executorch: bool = False, vendor_runtimes: Mapping[str, str] | None = None) -> DeviceProfile:
+    def host(cls, *, executorch: bool = False, vendor_runtimes: Mapping[str, str] | None = None,
+             vendor: bool = True) -> DeviceProfile:
         """Probe the machine this runs on (see specs/device-profile.md, "Probing the host").
 
         `executorch_backends` are the backends this machine's C++ ExecuTorch runtime provides, as
@@ -230,10 +231,15 @@ class DeviceProfile(_DeviceProfileFields):
         ExecuTorch's Python runtime has registered, when it can be imported (that imports torch,
         seconds of work, so `fatpte device` asks it and `--device host` does not). Left out when
         no runtime answers: not known. `vendor_runtimes`: the caller's paths of vendor runtimes by
-        name ("openvino"; "" withholds one), searched first (specs/device-profile.md 9.1)."""
+        name ("openvino"; "" withholds one), searched first (specs/device-profile.md 9.1). Without
+        `vendor`, no vendor runtime is looked for, by this probe or by fatpte-run's (a selection
+        none of whose entries needs one: loading OpenVINO to list its devices costs tens of ms)."""
         from fatpte.device import host, probe_executorch  # the probes are only needed here
+        from fatpte.device.vendor_runtimes import VENDOR_RUNTIMES
 
-        facts = host.probe(vendor_runtimes)
+        facts = host.probe(vendor_runtimes, vendor=vendor)
+        if not vendor:
+            vendor_runtimes = {r.name: "" for r in VENDOR_RUNTIMES}
         et = probe_executorch.runtime_backends(vendor_runtimes)
         if et is None and executorch:
             et = probe_executorch.registered_backends()

@@ -228,6 +228,21 @@ def grade(req: Requirements) -> str:
     return "compatible" if req.cpu_features or req.accelerators else "fallback"
 
 
+def needs_vendor_runtime(container: Container) -> bool:
+    """Whether an entry of `container` needs a vendor runtime (specs/device-profile.md 9.1): it
+    requires one of its devices, or its program delegates to the backend that opens it. Selecting
+    for this machine looks for vendor runtimes only then."""
+    from fatpte.device.vendor_runtimes import VENDOR_RUNTIMES
+
+    manifest = container.manifest if container.header.manifest_size else None
+    if manifest is None:
+        return False
+    kinds = {r.name for r in VENDOR_RUNTIMES}
+    backends = {r.backend_id for r in VENDOR_RUNTIMES}
+    return any(a.kind in kinds for e in manifest.entries for a in e.requires.accelerators) or any(
+        b in backends for e in manifest.entries for b in (e.executorch_backends or ()))
+
+
 def runtime_check(needs: Sequence[str] | None, device: DeviceProfile) -> tuple[list[Failure], list[str]]:
     """The entry's program needs the ExecuTorch backends `needs` (the manifest's
     executorch_backends, None: not known); the device's runtime has `device.executorch_backends`
