@@ -219,20 +219,8 @@ std::string wheel(const std::string& prefix) {
   return lib;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAsan = true;
-#else
-constexpr bool kAsan = false;
-#endif
-#else
-constexpr bool kAsan = false;
-#endif
-
 TEST(VendorRuntimes, SearchOrderAndEveryPlaceLooked) {
-  if (kAsan) {
+  if (kSanitizerWithholds) {
     // A build with AddressSanitizer withholds every vendor runtime (runtimes.hpp), whatever is given.
     const Located withheld = locate(*runtime_named("openvino"), {{"openvino", "/nonexistent.so"}});
     EXPECT_TRUE(withheld.withheld);

@@ -11,14 +11,6 @@
 
 #include "vendor/openvino.hpp"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define FATPTE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FATPTE_ASAN 1
-#endif
-#endif
-
 namespace fatpte {
 namespace vendor {
 
@@ -113,13 +105,12 @@ std::string Located::text() const {
 
 Located locate(const VendorRuntime& r, const std::map<std::string, std::string>& explicit_paths) {
   Located out;
-#if defined(FATPTE_ASAN)
-  out.withheld = true;
-  out.withheld_why = "not loaded by a build with AddressSanitizer (a library it opens asks for RTLD_DEEPBIND, "
-                     "which the sanitizer refuses by ending the process)";
-  (void)explicit_paths;
-  return out;
-#endif
+  if (kSanitizerWithholds) {
+    out.withheld = true;
+    out.withheld_why = "not loaded by a build with AddressSanitizer (a library it opens asks for RTLD_DEEPBIND, "
+                       "which the sanitizer refuses by ending the process)";
+    return out;
+  }
   const auto given = explicit_paths.find(r.name);
   if (given != explicit_paths.end()) {
     if (given->second.empty()) {

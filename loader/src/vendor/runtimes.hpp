@@ -57,6 +57,17 @@ struct Located {
 // A build with AddressSanitizer withholds every vendor runtime (withheld_why says so): OpenVINO's
 // TBB opens a library with RTLD_DEEPBIND, which the sanitizer's runtime refuses by ending the
 // process (measured with the openvino 2026.4.0 wheel).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitizerWithholds = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitizerWithholds = true;
+#else
+constexpr bool kSanitizerWithholds = false;
+#endif
+#else
+constexpr bool kSanitizerWithholds = false;
+#endif
 //
 // The search, in order: the caller's path (`explicit_paths[name]`; "" withholds the runtime),
 // the runtime's environment variable, the Python environments ($VIRTUAL_ENV, then
