@@ -344,6 +344,10 @@ _CONTROLS: dict[int, str] = {c: e for c, e in _ESCAPES.items() if c not in (0x0A
 # A string from a file is shown in text and messages up to this many bytes of its UTF-8; the rest
 # is counted. The C++ loader cuts at the same place (loader/src/common/text.cpp, clipped).
 CLIP_BYTES = 1024
+# A finding's message and field are shown up to MESSAGE_BYTES and CLIP_BYTES bytes, the rest
+# counted: the last guard against a message that quotes a file's string whole (a 1 MB key of a
+# pack.toml or device profile made a 1.5 MB error line). to_json keeps them exact.
+MESSAGE_BYTES = 16 * CLIP_BYTES
 # Lists a text line or message shows in full up to this many items; the rest are counted.
 LIST_LIMIT = 8
 # Findings of one code a validation reports in full; past this many it counts them ("... and N
@@ -368,13 +372,28 @@ def terminal_safe(text: str) -> str:
 def clipped(text: str, limit: int = CLIP_BYTES) -> str:
     """`printable(text)`, cut after `limit` bytes of its UTF-8 (at a character boundary) with the
     size of the whole: `'xxx...'` stays short whatever a file holds."""
+    head, size = _cut(text, limit)
+    return printable(head) + ("" if size is None else f"...({size} bytes)")
+
+
+def _cut(text: str, limit: int) -> tuple[str, int | None]:
+    """`text` whole and None, or its first `limit` bytes of UTF-8 (at a character boundary) and the
+    size of the whole."""
+    if len(text) * 4 <= limit:  # no character takes more than 4 bytes: no need to encode
+        return text, None
     raw = text.encode("utf-8", "surrogatepass")
     if len(raw) <= limit:
-        return printable(text)
+        return text, None
     cut = limit
     while cut > 0 and (raw[cut] & 0xC0) == 0x80:  # not inside a character
         cut -= 1
-    return printable(raw[:cut].decode("utf-8", "surrogatepass")) + f"...({len(raw)} bytes)"
+    return raw[:cut].decode("utf-8", "surrogatepass"), len(raw)
+
+
+def _bounded(text: str, limit: int) -> str:
+    """`text` as a message or field shows it: cut after `limit` bytes, the rest counted."""
+    head, size = _cut(text, limit)
+    return head if size is None else f"{head}...({size} bytes in all)"
 
 
 def quoted(text: str, limit: int = CLIP_BYTES) -> str:
@@ -407,9 +426,9 @@ class Finding(NamedTuple):
     def describe(self) -> str:
         """`E0203 at 0x48 (entries[2].size): payload ends at 0x1200, ...`"""
         where = "" if self.offset is None else f" at {self.offset:#x}"
-        what = "" if self.field is None else f" ({self.field})"
+        what = "" if self.field is None else f" ({_bounded(self.field, CLIP_BYTES)})"
         level = "" if self.severity is Severity.ERROR else " warning"
-        return f"{self.code.tag}{level}{where}{what}: {self.message}"
+        return f"{self.code.tag}{level}{where}{what}: {_bounded(self.message, MESSAGE_BYTES)}"
 
     def to_json(self) -> dict[str, Any]:
         return {

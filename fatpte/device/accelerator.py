@@ -19,8 +19,10 @@ from fatpte.device.fields import (
     integer,
     invalid,
     kind_of,
+    quoted_value,
     string,
 )
+from fatpte.errors import quoted
 from fatpte.format.vocabulary import (
     ACCELERATOR_KINDS,
     CAPABILITY_PATTERN,
@@ -102,15 +104,15 @@ class Accelerator(_AcceleratorFields):
 def _check_accelerator(acc: Accelerator, path: str, caps: list[str] | None = None,
                        device_given: bool = False) -> None:
     if not isinstance(acc.kind, str) or acc.kind not in ACCELERATOR_KINDS:
-        raise invalid(f"{path}.kind", f"{acc.kind!r} is not an accelerator kind (one of "
+        raise invalid(f"{path}.kind", f"{quoted(acc.kind)} is not an accelerator kind (one of "
                        f"{', '.join(ACCELERATOR_KINDS)})", acc.kind)
     if not isinstance(acc.name, str) or not re.fullmatch(ACCELERATOR_NAME_PATTERN, acc.name):
-        raise invalid(f"{path}.name", f"{acc.name!r} must be 1 to 256 printable ASCII characters", acc.name)
+        raise invalid(f"{path}.name", f"{quoted(acc.name)} must be 1 to 256 printable ASCII characters", acc.name)
     pattern = CUDA_VERSION_PATTERN if acc.kind == "cuda" else API_VERSION_PATTERN
     if not isinstance(acc.version, str) or not re.fullmatch(pattern, acc.version):
         rule = ("a compute capability MAJOR.MINOR such as \"8.0\"" if acc.kind == "cuda"
                 else "a version of 1 to 3 dot-separated numbers such as \"1.3\"")
-        raise invalid(f"{path}.version", f"{acc.version!r} is not {rule} (numbers without leading zeros, "
+        raise invalid(f"{path}.version", f"{quoted(acc.version)} is not {rule} (numbers without leading zeros, "
                        "at most 4 digits)", acc.version)
     integer(acc.memory_bytes, f"{path}.memory_bytes", 0, MAX_MEMORY_BYTES)
     _check_vendor(acc.device, caps if caps is not None else list(acc.capabilities), path, device_given)
@@ -121,7 +123,7 @@ def _check_vendor(device: object, caps: list[str], path: str, device_given: bool
     given: words, each once, at most MAX_CAPABILITIES)."""
     if (device_given or device != "") and (not isinstance(device, str)
                                            or not re.fullmatch(DEVICE_NAME_PATTERN, device)):
-        raise invalid(f"{path}.device", f"{device!r} is not a device name (1 to 64 characters from "
+        raise invalid(f"{path}.device", f"{quoted_value(device)} is not a device name (1 to 64 characters from "
                       "[A-Za-z0-9_.-], as the runtime lists it: CPU, GPU.0, NPU)", device)
     if len(caps) > MAX_CAPABILITIES:
         raise invalid(f"{path}.capabilities", f"lists {len(caps)} capabilities, more than the limit of "
@@ -129,8 +131,8 @@ def _check_vendor(device: object, caps: list[str], path: str, device_given: bool
     seen: set[str] = set()
     for i, word in enumerate(caps):
         if not isinstance(word, str) or not re.fullmatch(CAPABILITY_PATTERN, word):
-            raise invalid(f"{path}.capabilities[{i}]", f"{word!r} is not a capability (1 to 32 characters from "
+            raise invalid(f"{path}.capabilities[{i}]", f"{quoted(word)} is not a capability (1 to 32 characters from "
                           "[a-z0-9_]: the runtime's word lower-cased, such as fp16)", word)
         if word in seen:
-            raise invalid(f"{path}.capabilities[{i}]", f"{word!r} is listed twice", word)
+            raise invalid(f"{path}.capabilities[{i}]", f"{quoted(word)} is listed twice", word)
         seen.add(word)

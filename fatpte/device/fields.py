@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, clipped, quoted
 
 # Accelerator names come from drivers; printable ASCII keeps the canonical JSON free of escapes
 # that the C++ printer would have to reproduce.
@@ -33,6 +33,12 @@ def invalid(path: str, message: str, actual: Any = None) -> FatpteError:
     return FatpteError(ErrorCode.INVALID_ARGUMENT, message, field=path, actual=actual)
 
 
+def quoted_value(value: object) -> str:
+    """A value from a file as a message quotes it: a string `quoted` (escaped, clipped), anything
+    else as Python writes it, clipped."""
+    return quoted(value) if isinstance(value, str) else clipped(repr(value))
+
+
 def check_keys(obj: dict[Any, Any], allowed: tuple[str, ...], path: str, optional: tuple[str, ...] = ()) -> None:
     """Unknown keys first (in document order), then missing ones (in `allowed` order); the keys
     of `optional` may be absent."""
@@ -40,10 +46,10 @@ def check_keys(obj: dict[Any, Any], allowed: tuple[str, ...], path: str, optiona
     for key in obj:
         if key not in allowed and key not in optional:
             keys = ", ".join((*allowed, *optional))
-            raise invalid(f"{prefix}{key}", f"unknown key {key!r}; the keys are {keys}", key)
+            raise invalid(f"{prefix}{key}", f"unknown key {quoted(key)}; the keys are {keys}", key)
     for key in allowed:
         if key not in obj:
-            raise invalid(f"{prefix}{key}", f"the key {key!r} is missing")
+            raise invalid(f"{prefix}{key}", f"the key {quoted(key)} is missing")
 
 
 def string(value: Any, path: str) -> str:

@@ -32,9 +32,10 @@ from fatpte.device.fields import (
     integer,
     invalid,
     kind_of,
+    quoted_value,
     string,
 )
-from fatpte.errors import ErrorCode, FatpteError, out_of_memory
+from fatpte.errors import ErrorCode, FatpteError, out_of_memory, quoted
 from fatpte.fileio.strict_json import JsonRefused, JsonRules, loads
 from fatpte.format.vocabulary import ARCHES, CPU_FEATURES, OS_NAMES
 
@@ -168,7 +169,7 @@ class DeviceProfile(_DeviceProfileFields):
         seen: set[str] = set()
         for i, word in enumerate(features):
             if word in seen:
-                raise invalid(f"cpu_features[{i}]", f"{word!r} is listed twice", word)
+                raise invalid(f"cpu_features[{i}]", f"{quoted(word)} is listed twice", word)
             seen.add(word)
         accs_raw = _bounded_array(obj["accelerators"], "accelerators", "objects", "accelerators", MAX_ACCELERATORS)
         accelerators = tuple(Accelerator.from_json(a, f"accelerators[{i}]") for i, a in enumerate(accs_raw))
@@ -213,7 +214,7 @@ class DeviceProfile(_DeviceProfileFields):
             if not os.path.isfile(path):
                 known = ", ".join(_names_in(directory)) or "none"
                 raise FatpteError(ErrorCode.INVALID_ARGUMENT,
-                                  f"no device profile named {text!r} in {directory}; known profiles: {known} "
+                                  f"no device profile named {quoted(text)} in {directory}; known profiles: {known} "
                                   "(or give a path to a profile JSON file)", field="device", actual=text)
         else:
             path = text  # the caller's spelling, in messages and `source` as every reader reports it
@@ -305,12 +306,12 @@ def canonical_text(obj: Mapping[str, Any]) -> str:
 def _check_profile(p: DeviceProfile, feature_order: list[str] | None = None,
                    word_orders: Mapping[str, list[Any]] | None = None) -> None:
     if not isinstance(p.name, str) or not re.fullmatch(NAME_PATTERN, p.name):
-        raise invalid("name", f"{p.name!r} must be 1 to 64 characters from [A-Za-z0-9_.-]", p.name)
+        raise invalid("name", f"{quoted(p.name)} must be 1 to 64 characters from [A-Za-z0-9_.-]", p.name)
     if not isinstance(p.os, str) or p.os not in OS_NAMES:
-        raise invalid("os", f"{p.os!r} is not an operating system of the vocabulary ({', '.join(OS_NAMES)})",
+        raise invalid("os", f"{quoted(p.os)} is not an operating system of the vocabulary ({', '.join(OS_NAMES)})",
                        p.os)
     if not isinstance(p.arch, str) or p.arch not in ARCHES:
-        raise invalid("arch", f"{p.arch!r} is not a CPU architecture of the vocabulary ({', '.join(ARCHES)})",
+        raise invalid("arch", f"{quoted(p.arch)} is not a CPU architecture of the vocabulary ({', '.join(ARCHES)})",
                        p.arch)
     allowed = CPU_FEATURES[p.arch]
     order = feature_order if feature_order is not None else sorted(p.cpu_features, key=str)
@@ -319,7 +320,7 @@ def _check_profile(p: DeviceProfile, feature_order: list[str] | None = None,
             other = next((a for a, words in CPU_FEATURES.items() if word in words), None)
             why = (f"is a {other} feature, not one of {p.arch}" if other is not None
                    else f"is not a CPU feature of the vocabulary for {p.arch}")
-            raise invalid(f"cpu_features[{i}]", f"{word!r} {why} ({' '.join(sorted(allowed))})", word)
+            raise invalid(f"cpu_features[{i}]", f"{quoted(word)} {why} ({' '.join(sorted(allowed))})", word)
     if len(p.accelerators) > MAX_ACCELERATORS:
         raise invalid("accelerators", f"lists {len(p.accelerators)} accelerators, more than the limit of "
                        f"{MAX_ACCELERATORS}", len(p.accelerators))
@@ -366,25 +367,25 @@ def _check_identity(p: DeviceProfile, orders: Mapping[str, list[Any]]) -> None:
         path = f"cpu_cores[{i}]"
         core = CORE_BY_NAME.get(word) if isinstance(word, str) else None
         if core is not None and core.arch != p.arch:
-            raise invalid(path, f"{word!r} is a {core.arch} core, not one of {p.arch}", word)
+            raise invalid(path, f"{quoted(word)} is a {core.arch} core, not one of {p.arch}", word)
         if core is None and not (isinstance(word, str) and re.fullmatch(CORE_ID_PATTERNS[p.arch], word)):
-            raise invalid(path, f"{word!r} is neither a core name of the table for {p.arch} (specs/device-profile.md "
+            raise invalid(path, f"{quoted(word)} is neither a core name of the table for {p.arch} (specs/device-profile.md "
                           "3.6) nor the id of a core it does not name", word)
         if word in CORE_BY_ID:
-            raise invalid(path, f"{word!r} is the core {CORE_BY_ID[word].name}: write its name", word)
+            raise invalid(path, f"{quoted(word)} is the core {CORE_BY_ID[word].name}: write its name", word)
         if word in seen:
-            raise invalid(path, f"{word!r} is listed twice", word)
+            raise invalid(path, f"{quoted(word)} is listed twice", word)
         seen.add(word)
     for key in ("kernel", "os_release", "machine"):
         value = getattr(p, key)
         if value is not None and not (isinstance(value, str) and re.fullmatch(_IDENTITY_TEXT, value)):
-            raise invalid(key, f"{value!r} is not 1 to 256 printable ASCII characters", value)
+            raise invalid(key, f"{quoted(value)} is not 1 to 256 printable ASCII characters", value)
     seen = set()
     for i, word in enumerate(orders.get("soc", sorted(p.soc or (), key=str))):
         if not (isinstance(word, str) and re.fullmatch(_IDENTITY_TEXT, word)):
-            raise invalid(f"soc[{i}]", f"{word!r} is not 1 to 256 printable ASCII characters", word)
+            raise invalid(f"soc[{i}]", f"{quoted(word)} is not 1 to 256 printable ASCII characters", word)
         if word in seen:
-            raise invalid(f"soc[{i}]", f"{word!r} is listed twice", word)
+            raise invalid(f"soc[{i}]", f"{quoted(word)} is listed twice", word)
         seen.add(word)
 
 
@@ -404,10 +405,10 @@ def _check_executorch_backends(words: Iterable[object]) -> None:
     seen: set[str] = set()
     for i, word in enumerate(words):
         if not isinstance(word, str) or not re.fullmatch(EXECUTORCH_BACKEND_PATTERN, word):
-            raise invalid(f"executorch_backends[{i}]", f"{word!r} is not an ExecuTorch backend id (1 to 256 printable "
+            raise invalid(f"executorch_backends[{i}]", f"{quoted_value(word)} is not an ExecuTorch backend id (1 to 256 printable "
                           "ASCII characters, no space)", word)
         if word in seen:
-            raise invalid(f"executorch_backends[{i}]", f"{word!r} is listed twice", word)
+            raise invalid(f"executorch_backends[{i}]", f"{quoted(word)} is listed twice", word)
         seen.add(word)
 
 
@@ -427,9 +428,9 @@ def _check_sources(words: tuple[object, ...]) -> None:
     seen: set[str] = set()
     for i, word in enumerate(words):
         if not isinstance(word, str) or not re.fullmatch(SOURCE_PATTERN, word):
-            raise invalid(f"sources[{i}]", f"{word!r} is not a source (1 to 512 printable ASCII characters)", word)
+            raise invalid(f"sources[{i}]", f"{quoted_value(word)} is not a source (1 to 512 printable ASCII characters)", word)
         if word in seen:
-            raise invalid(f"sources[{i}]", f"{word!r} is listed twice", word)
+            raise invalid(f"sources[{i}]", f"{quoted(word)} is listed twice", word)
         seen.add(word)
 
 
@@ -441,7 +442,7 @@ def _check_backend_id(key: object) -> None:
     ok = (isinstance(key, str) and key.isascii() and 1 <= len(key) <= layout.ID_FIELD_SIZE
           and all(b in layout.ID_ALPHABET for b in key.encode("ascii")))
     if not ok:
-        raise invalid(f"backends.{key}", f"{key!r} is not a backend id (1 to {layout.ID_FIELD_SIZE} "
+        raise invalid(f"backends.{key}", f"{quoted_value(key)} is not a backend id (1 to {layout.ID_FIELD_SIZE} "
                        "characters from [A-Za-z0-9_.-])", key)
 
 
@@ -463,7 +464,7 @@ def set_members(word: str) -> list[str]:
     if word == SET_PREFIX + "fleet":
         return list(FLEET)
     sets = ", ".join(SET_PREFIX + n for n in SET_NAMES)
-    raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"no set of device profiles named {word!r}; the sets are {sets}",
+    raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"no set of device profiles named {quoted(word)}; the sets are {sets}",
                       field="devices", actual=word)
 
 

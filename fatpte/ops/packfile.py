@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from fatpte.errors import ErrorCode, FatpteError
+from fatpte.errors import ErrorCode, FatpteError, clipped, quoted
 from fatpte.fileio.mapping import read_regular
 from fatpte.fileio.streams import Progress
 from fatpte.manifest.model import GoldenCall, GoldenOutput, TensorLayout
@@ -53,15 +53,19 @@ class _Ctx:
             raise self.bad(path, f"must be a table, not {type(table).__name__}", table)
         for k in table:
             if k not in allowed:
-                raise self.bad(f"{path}.{k}" if path else k, f"unknown key {k!r}; allowed: {', '.join(allowed)}", k)
+                raise self.bad(f"{path}.{k}" if path else k, f"unknown key {quoted(k)}; allowed: {', '.join(allowed)}", k)
         return table
 
     def file(self, value: Any, path: str) -> Path:
         if not isinstance(value, str) or not value or "\0" in value:
             raise self.bad(path, "must be a file path (relative to the pack.toml)", value)
         p = self.base / value
-        if not p.is_file():
-            raise self.bad(path, f"{value!r} is not a file (looked for {p})", value)
+        try:
+            found = p.is_file()
+        except OSError as e:  # a name too long for the system, a loop of links: not a file either
+            raise self.bad(path, f"{quoted(value)} is not a file ({e.strerror})", value) from None
+        if not found:
+            raise self.bad(path, f"{quoted(value)} is not a file (looked for {clipped(str(p))})", value)
         return p
 
     def integer(self, value: Any, path: str) -> int:
@@ -268,7 +272,7 @@ def _program_spec(ctx: _Ctx, s: Mapping[str, Any], p: str, nd: Any, shared: Mapp
     kind = sniff(head)
     if kind not in ("pte", "ptn"):
         raise ctx.bad(f"{p}.signature", f"{FROM_PAYLOAD!r} reads the signature of an ExecuTorch program (.pte, "
-                      f"bytes 4..8 ET12) or native package (.ptn), and the payload {s['payload']!r} is neither: "
+                      f"bytes 4..8 ET12) or native package (.ptn), and the payload {quoted(s['payload'])} is neither: "
                       f"its bytes 4..8 are {head[4:8]!r} (state the signature as a table instead)", s["signature"])
     data = s.get("data", [])
     if not isinstance(data, list):
@@ -308,7 +312,7 @@ def _program_spec(ctx: _Ctx, s: Mapping[str, Any], p: str, nd: Any, shared: Mapp
             if key in derived:
                 continue  # pack compares the program's bytes with the top-level [named_data] ones
             if shared is None or key not in shared:
-                raise ctx.bad(f"{p}.named_data", f"key {key!r} is not in the top-level [named_data]", key)
+                raise ctx.bad(f"{p}.named_data", f"key {quoted(key)} is not in the top-level [named_data]", key)
             named[key] = shared[key]
     return dataclasses.replace(
         spec,

@@ -170,3 +170,36 @@ def test_force_never_replaces_an_output_that_is_not_a_regular_file(tmp_path: Pat
         assert os.lstat(out).st_mode == before
     assert target.read_bytes() == b"keep"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin", "real.bin"]  # no temporary left
+
+
+_HUGE = "y" * 500_000
+
+
+@pytest.mark.parametrize("what", ["profile source", "profile key", "pack.toml key", "pack.toml file"])
+def test_a_huge_string_from_a_file_never_makes_a_huge_error_line(tmp_path: Path, what: str) -> None:
+    """A device profile or pack.toml that holds a 500,000-character string where a short one
+    belongs: the error names the field and the rule and quotes the string clipped (its size said),
+    never whole: the line stays a few KB (it was 1 MB and 1.5 MB). Messages quote file strings
+    clipped (errors.quoted); a finding shows at most MESSAGE_BYTES of message and CLIP_BYTES of field."""
+    from fatpte.errors import CLIP_BYTES, MESSAGE_BYTES
+
+    profile = {"name": "x", "os": "linux", "arch": "aarch64", "cpu_features": [], "accelerators": [],
+               "memory_bytes": 1, "backends": {}}
+    if what == "profile source":
+        profile["sources"] = [_HUGE]
+    elif what == "profile key":
+        profile[_HUGE] = 1
+    (tmp_path / "d.json").write_text(json.dumps(profile))
+    head = '[[specialization]]\nname = "a"\nbackend_id = "cpu"\n'
+    toml = {"pack.toml key": f'{head}payload = "p.bin"\n{_HUGE} = 1\n', "pack.toml file": f'{head}payload = "{_HUGE}"\n'}
+    if what.startswith("pack.toml"):
+        (tmp_path / "pack.toml").write_text(toml[what])
+        (tmp_path / "p.bin").write_bytes(b"p" * 8)
+        args = ["pack", "-o", str(tmp_path / "o.nfat"), "--from", str(tmp_path / "pack.toml")]
+    else:
+        args = ["select", str(VECTORS / "v2-selection-matrix.nfat"), "--device", str(tmp_path / "d.json")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 if what.startswith("profile") else result.exit_code in (1, 2), result.output
+    assert isinstance(result.exception, SystemExit)
+    assert "E07" in result.output and "bytes" in result.output, result.output[:2000]
+    assert len(result.output) < MESSAGE_BYTES + 2 * CLIP_BYTES + 1000, len(result.output)
