@@ -16,6 +16,9 @@ from typing import Any
 from fatpte.errors import ErrorCode, FatpteError, clipped
 from fatpte.ops import check as C
 
+# A shard report is read whole; its saved outputs ride in it as base64, so it may be large, not endless.
+MAX_SHARD_REPORT = 1 << 30
+
 
 def merge(paths: Sequence[str]) -> C.CheckReport:
     """The report of one unsharded run, from the reports of its N shards at `paths`."""
@@ -87,14 +90,12 @@ def _output(o: dict[str, Any]) -> C.OutputCheck:
 
 def _read(path: str) -> dict[str, Any]:
     """A shard report (`check --shard K/N --json`); E0702 naming the file for anything else."""
+    from fatpte.fileio.mapping import read_regular
     from fatpte.fileio.strict_json import JsonRefused, JsonRules, loads
 
+    raw = read_regular(path, MAX_SHARD_REPORT, "the shard report")  # E0811 for a FIFO or a device
     try:
-        with open(path, "rb") as f:
-            doc = loads(f.read(), JsonRules(constants=True))
-    except OSError as exc:
-        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read the shard report: {exc.strerror or exc}",
-                          source=path) from None
+        doc = loads(raw, JsonRules(max_bytes=MAX_SHARD_REPORT, constants=True))
     except JsonRefused as exc:
         raise _refused(path, "", f"not a check report (JSON): {exc}") from None
     from fatpte.ops.check_schema import outside

@@ -23,6 +23,7 @@ from fatpte.errors import ErrorCode, FatpteError, Finding, finding
 from fatpte.executorch.pte import Delegate, Program, read_program
 from fatpte.executorch.rewrite import replace_segment
 from fatpte.fileio.atomic import atomic_output, io_error
+from fatpte.fileio.mapping import open_regular
 from fatpte.format.layout import MAGIC, MAX_FAT_DELEGATE_DEPTH
 from fatpte.format.structure import read_structure
 from fatpte.ops.thinning import thin
@@ -160,8 +161,10 @@ def thin_pte(
     """Write to `dest` the .pte at `path` with each NFAT delegate thinned for `device` (or `names`),
     as `fatpte.thin` thins a container (`only_chosen`: the entry the device gets alone)."""
     source = str(path)
+    fd = open_regular(source, "the program")  # a FIFO or a device: E0811 before a byte is read
     try:
-        data = Path(path).read_bytes()
+        with os.fdopen(fd, "rb") as f:
+            data = f.read()
     except OSError as exc:
         raise FatpteError(ErrorCode.IO_ERROR, f"cannot read: {exc.strerror or exc}", source=source) from None
     program = read_program(data, source=source)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from fatpte.errors import ErrorCode, FatpteError
+from fatpte.fileio.mapping import read_regular
 from fatpte.fileio.strict_json import JsonRefused, JsonRules, loads
 from fatpte.manifest.model import LAYOUT_DTYPES, SIGNATURE_CHECK_KEY, GoldenCall, GoldenOutput, TensorLayout
 from fatpte.ops.golden_warnings import CallView, warn_calls
@@ -178,12 +179,7 @@ def read_calls(source: Any, *, need_outputs: bool) -> list[Call]:
     label = "golden"
     if isinstance(source, (str, os.PathLike)):
         label = os.fspath(source)
-        try:
-            with open(source, "rb") as f:
-                raw = f.read(MAX_CALLS_FILE + 1)
-        except OSError as exc:
-            raise FatpteError(ErrorCode.IO_ERROR, f"cannot read the golden calls: {exc.strerror or exc}",
-                              source=label) from None
+        raw = read_regular(source, MAX_CALLS_FILE, "the golden calls")  # E0811 for a FIFO or a device
         try:
             source = loads(raw, CALLS_JSON)
         except JsonRefused as exc:

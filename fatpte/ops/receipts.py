@@ -18,6 +18,7 @@ from fatpte.device.profile import DeviceProfile
 from fatpte.device.selection import select
 from fatpte.errors import ErrorCode, FatpteError, SelectionError
 from fatpte.fileio import strict_json
+from fatpte.fileio.mapping import open_regular
 
 VERSION = 1
 KINDS = ("load", "fallback")
@@ -66,8 +67,9 @@ def read_receipts(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any
     out: list[dict[str, Any]] = []
     for path in paths:
         source = os.fspath(path)
+        fd = open_regular(source, "the receipts file")  # a FIFO or a device: E0811 before a byte is read
         try:
-            with open(source, "rb") as f:
+            with os.fdopen(fd, "rb") as f:
                 number = 0
                 while line := f.readline(MAX_LINE_BYTES + 1):
                     number += 1

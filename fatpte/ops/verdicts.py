@@ -15,6 +15,7 @@ from typing import Any
 
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.fileio.atomic import atomic_output
+from fatpte.fileio.mapping import read_regular
 from fatpte.fileio.strict_json import JsonRefused, JsonRules, loads
 
 MAX_STORE_BYTES = 1 << 20
@@ -141,14 +142,12 @@ def parse_store(data: bytes, source: str) -> list[VerdictRecord]:
 def read_store(path: str | os.PathLike[str]) -> list[VerdictRecord]:
     """The records of the store file at `path` ([] when it does not exist)."""
     source = os.fspath(path)
-    try:
-        with open(source, "rb") as f:
-            data = f.read(MAX_STORE_BYTES + 1)
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise FatpteError(ErrorCode.IO_ERROR, f"cannot read the verdict store: {exc.strerror or exc}",
-                          source=source) from None
+    try:  # a FIFO, a device or a folder under the store's name is E0811 at once, as the loader says
+        data = read_regular(source, MAX_STORE_BYTES, "the verdict store")
+    except FatpteError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            return []
+        raise
     return parse_store(data, source)
 
 

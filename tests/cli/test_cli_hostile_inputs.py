@@ -129,6 +129,35 @@ def test_every_file_a_command_reads_is_refused_at_once_unless_regular(tmp_path: 
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("what", ["coverage --receipts", "pack --golden", "check --merge", "thin PROGRAM",
+                                  "verdicts list"])
+def test_the_other_files_a_command_reads_are_refused_at_once_unless_regular(tmp_path: Path, what: str,
+                                                                            kind: str) -> None:
+    """The same for receipts, golden calls, shard reports, a program to thin and a verdict store
+    found in its folder (a FIFO there hung `fatpte verdicts list`; /dev/zero as a shard report was
+    read until memory ran out): E0811, nothing waited for, nothing read without end."""
+    signed = str(VECTORS / "v2-signed.nfat")
+    if what == "verdicts list":
+        (tmp_path / "store").mkdir()
+        store = tmp_path / "store" / "app.verdicts.json"
+        os.mkfifo(store) if kind == "fifo" else store.symlink_to("/dev/zero")
+        done = _fatpte("verdicts", "list", str(tmp_path / "store"))
+        assert done.returncode == 1 and "E0811" in done.stdout + done.stderr, (done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr
+        return
+    special = str(_special(tmp_path, kind, "input.json"))
+    args = {
+        "coverage --receipts": ["coverage", signed, "--receipts", special],
+        "pack --golden": ["pack", "-o", str(tmp_path / "p.nfat"), f"cpu:cpu={signed}", "--golden", special],
+        "check --merge": ["check", "--merge", special, special],
+        "thin PROGRAM": ["thin", special, "--device", "x86-64-v3", "-o", str(tmp_path / "t.pte")],
+    }[what]
+    done = _fatpte(*args)
+    assert done.returncode == 4 and "E0811" in done.stderr, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+
+
 def test_a_key_file_is_at_most_64_kib(tmp_path: Path) -> None:
     pem = Path(KEYS[0]).read_bytes()
     big = tmp_path / "big.pem"
