@@ -3,6 +3,7 @@
 // fatpte-run exercise the interface a C caller uses.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -407,31 +408,49 @@ using Options = std::unique_ptr<fatpte_load_options, void (*)(fatpte_load_option
 // point of the file, so it is not written whole to a temporary file and renamed as outputs are.
 int g_receipt_fd = -1;
 
-void append_receipt(const char* line, size_t size, void*) {
-  std::string text(line, size);
-  text += '\n';
-  const char* p = text.data();
-  std::size_t left = text.size();
+bool write_all(const char* p, std::size_t left) {
   while (left > 0) {
     const ssize_t n = ::write(g_receipt_fd, p, left);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
+    if (n <= 0) return false;
     p += n;
     left -= static_cast<std::size_t>(n);
   }
+  return true;
+}
+
+// The line and its newline in one writev, not copied into one string first; what a short write
+// left, written after it.
+void append_receipt(const char* line, size_t size, void*) {
+  char newline = '\n';
+  struct iovec parts[2] = {{const_cast<char*>(line), size}, {&newline, 1}};
+  ssize_t n;
+  do {
+    n = ::writev(g_receipt_fd, parts, 2);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return;
+  const std::size_t done = static_cast<std::size_t>(n);
+  if (done <= size && write_all(line + done, size - done)) write_all(&newline, 1);
 }
 
 int open_receipts(const RunArgs& a, fatpte_load_options* options, RunReport& r) {
   if (a.receipt.empty()) return kGoOn;
+  // Opened first and then looked at (no race between a check and the open): a symbolic link
+  // (ELOOP), a FIFO without a reader (ENXIO: O_NONBLOCK never waits for one), or anything else
+  // that fstat says is not a regular file is refused.
+  g_receipt_fd = ::open(a.receipt.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+  const int open_errno = errno;
   struct stat sb;
-  if (::lstat(a.receipt.c_str(), &sb) == 0 && !S_ISREG(sb.st_mode)) {
+  const bool regular = g_receipt_fd >= 0 && ::fstat(g_receipt_fd, &sb) == 0 && S_ISREG(sb.st_mode);
+  if (!regular && (g_receipt_fd >= 0 || open_errno == ELOOP || open_errno == ENXIO || open_errno == EISDIR)) {
+    if (g_receipt_fd >= 0) ::close(g_receipt_fd);
+    g_receipt_fd = -1;
     return fail_with(r, a.receipt, fatpte::fail(fatpte::Error::NOT_A_FILE, fatpte::kNoOffset, "--receipt",
                                                 "receipts are appended to a regular file only"));
   }
-  g_receipt_fd = ::open(a.receipt.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (g_receipt_fd < 0) {
     return fail_with(r, a.receipt, fatpte::fail(fatpte::Error::IO_ERROR, fatpte::kNoOffset, "--receipt",
-                                                "cannot open it to append: %s", std::strerror(errno)));
+                                                "cannot open it to append: %s", std::strerror(open_errno)));
   }
   const std::size_t slash = a.file.rfind('/');
   fatpte_load_options_set_receipt(options, append_receipt, nullptr,

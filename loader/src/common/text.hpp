@@ -42,12 +42,19 @@ std::string listed(const std::vector<std::string>& items, std::size_t limit = 8)
 // prints is byte-identical to fatpte's: \" \\ \n \r \t \b \f, other control and non-ASCII
 // bytes as \u00XX (each byte on its own: the texts printed are ASCII by the rules of their fields).
 std::string json_quote(const std::string& s);
+// json_quote(s) appended to `out`, without a string of its own.
+void append_json_quoted(std::string& out, const std::string& s);
 // A JSON string literal of UTF-8 text as Python's json.dumps writes the str (ensure_ascii: each
 // character past ASCII as \uXXXX, a surrogate pair past U+FFFF); text that is not UTF-8 is
 // written as printable() escapes it, in ASCII.
 std::string json_text(const std::string& text);
 // json_text(text) appended to `out`, without a string of its own (receipts append dozens).
 void append_json_text(std::string& out, const std::string& text);
+// Whether `s` begins with the literal `prefix` (str.startswith), compared inline.
+template <std::size_t N>
+inline bool starts_with(const std::string& s, const char (&prefix)[N]) noexcept {
+  return s.size() >= N - 1 && std::char_traits<char>::compare(s.data(), prefix, N - 1) == 0;
+}
 // Whether data[0:size] is UTF-8 as Python's strict decoder reads it: no overlong forms, no
 // surrogates, nothing past U+10FFFF.
 bool valid_utf8(const std::uint8_t* data, std::size_t size) noexcept;

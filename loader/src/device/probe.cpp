@@ -40,28 +40,89 @@ namespace fatpte {
 
 namespace {
 
+// Each piece appended in place (detail::append_json_quoted): joined temporaries cost a receipt,
+// which prints the profile, more than its content (callgrind, issue 38).
+void add(std::string& o, const char* text) { o.append(text); }
+
+void add_quoted(std::string& o, const char* before, const std::string& value, const char* after) {
+  o.append(before);
+  detail::append_json_quoted(o, value);
+  o.append(after);
+}
+
+void add_number(std::string& o, const char* before, std::uint64_t value, const char* after) {
+  o.append(before);
+  o += std::to_string(value);
+  o.append(after);
+}
+
 // An accelerator's optional `device` and `capabilities` (printed only when set), after its
 // `memory_bytes` line, as json.dumps(indent=2) prints them at that depth.
 void append_vendor_keys(std::string& o, const Accelerator& a) {
-  if (!a.device.empty()) o += ",\n      \"device\": " + detail::json_quote(a.device);
+  if (!a.device.empty()) add_quoted(o, ",\n      \"device\": ", a.device, "");
   if (a.capabilities.empty()) return;
-  o += ",\n      \"capabilities\": [\n";
+  add(o, ",\n      \"capabilities\": [\n");
   for (std::size_t k = 0; k < a.capabilities.size(); ++k) {
-    o += "        " + detail::json_quote(a.capabilities[k]) + (k + 1 < a.capabilities.size() ? ",\n" : "\n");
+    add_quoted(o, "        ", a.capabilities[k], k + 1 < a.capabilities.size() ? ",\n" : "\n");
   }
-  o += "      ]";
+  add(o, "      ]");
 }
 
 // `  "key": [...]` of words in their order (a std::set's: sorted bytewise, like sorted()), as
 // json.dumps(indent=2) prints a list.
 template <typename Words>
-std::string words_member(const char* key, const Words& words) {
-  std::string o = std::string("  \"") + key + "\": ";
-  if (words.empty()) return o + "[]";
-  o += "[\n";
+void add_words(std::string& o, const char* key, const Words& words) {
+  add(o, "  \"");
+  add(o, key);
+  if (words.empty()) {
+    add(o, "\": []");
+    return;
+  }
+  add(o, "\": [\n");
   std::size_t k = 0;
-  for (const std::string& w : words) o += "    " + detail::json_quote(w) + (++k < words.size() ? ",\n" : "\n");
-  return o + "  ]";
+  for (const std::string& w : words) add_quoted(o, "    ", w, ++k < words.size() ? ",\n" : "\n");
+  add(o, "  ]");
+}
+
+void add_accelerators(std::string& o, const std::vector<Accelerator>& accelerators) {
+  if (accelerators.empty()) {
+    add(o, "  \"accelerators\": [],\n");
+    return;
+  }
+  add(o, "  \"accelerators\": [\n");
+  for (std::size_t i = 0; i < accelerators.size(); ++i) {
+    const Accelerator& a = accelerators[i];
+    add_quoted(o, "    {\n      \"kind\": ", a.kind, ",\n");
+    add_quoted(o, "      \"name\": ", a.name, ",\n");
+    add_quoted(o, "      \"version\": ", a.version, ",\n");
+    add_number(o, "      \"memory_bytes\": ", a.memory_bytes, "");
+    append_vendor_keys(o, a);
+    add(o, i + 1 < accelerators.size() ? "\n    },\n" : "\n    }\n");
+  }
+  add(o, "  ],\n");
+}
+
+// The members from `backends` on, joined by ",\n": which is last depends on which optional keys
+// the profile has. Sets are sorted bytewise, like sorted(); each optional key only when known.
+void add_rest(std::string& o, const DeviceProfile& p) {
+  if (p.backends.empty()) {
+    add(o, "  \"backends\": {}");
+  } else {
+    add(o, "  \"backends\": {\n");
+    std::size_t k = 0;
+    for (const auto& kv : p.backends) {
+      add_quoted(o, "    ", kv.first, ": ");
+      add_number(o, "", kv.second, ++k < p.backends.size() ? ",\n" : "\n");
+    }
+    add(o, "  }");
+  }
+  if (p.executorch_backends) add_words(o.append(",\n"), "executorch_backends", *p.executorch_backends);
+  if (p.cpu_cores) add_words(o.append(",\n"), "cpu_cores", *p.cpu_cores);
+  if (p.kernel) add_quoted(o, ",\n  \"kernel\": ", *p.kernel, "");
+  if (p.os_release) add_quoted(o, ",\n  \"os_release\": ", *p.os_release, "");
+  if (p.machine) add_quoted(o, ",\n  \"machine\": ", *p.machine, "");
+  if (p.soc) add_words(o.append(",\n"), "soc", *p.soc);
+  if (p.sources) add_words(o.append(",\n"), "sources", *p.sources);  // in the profile's order
 }
 
 }  // namespace
@@ -69,67 +130,25 @@ std::string words_member(const char* key, const Words& words) {
 std::string canonical_json(const DeviceProfile& p) {
   // Appended to a string rather than streamed: a process's first ostringstream sets up its
   // locale, tens of microseconds that a run of fatpte-run paid for nothing else.
-  std::string o = "{\n";
-  const auto field = [&o](const char* key, const std::string& value, const char* after) {
-    o += "  \"";
-    o += key;
-    o += "\": ";
-    o += value;
-    o += after;
-  };
-  field("name", detail::json_quote(p.name), ",\n");
-  field("os", detail::json_quote(p.os), ",\n");
-  field("arch", detail::json_quote(p.arch), ",\n");
+  std::string o;
+  o.reserve(512);
+  add_quoted(o, "{\n  \"name\": ", p.name, ",\n");
+  add_quoted(o, "  \"os\": ", p.os, ",\n");
+  add_quoted(o, "  \"arch\": ", p.arch, ",\n");
   if (p.cpu_features.empty()) {
-    o += "  \"cpu_features\": [],\n";
+    add(o, "  \"cpu_features\": [],\n");
   } else {
-    o += "  \"cpu_features\": [\n";
+    add(o, "  \"cpu_features\": [\n");
     std::size_t k = 0;
     for (const std::string& f : p.cpu_features) {  // std::set: sorted bytewise, like sorted()
-      o += "    " + detail::json_quote(f) + (++k < p.cpu_features.size() ? ",\n" : "\n");
+      add_quoted(o, "    ", f, ++k < p.cpu_features.size() ? ",\n" : "\n");
     }
-    o += "  ],\n";
+    add(o, "  ],\n");
   }
-  if (p.accelerators.empty()) {
-    o += "  \"accelerators\": [],\n";
-  } else {
-    o += "  \"accelerators\": [\n";
-    for (std::size_t i = 0; i < p.accelerators.size(); ++i) {
-      const Accelerator& a = p.accelerators[i];
-      o += "    {\n";
-      o += "      \"kind\": " + detail::json_quote(a.kind) + ",\n";
-      o += "      \"name\": " + detail::json_quote(a.name) + ",\n";
-      o += "      \"version\": " + detail::json_quote(a.version) + ",\n";
-      o += "      \"memory_bytes\": " + std::to_string(a.memory_bytes);
-      append_vendor_keys(o, a);
-      o += i + 1 < p.accelerators.size() ? "\n    },\n" : "\n    }\n";
-    }
-    o += "  ],\n";
-  }
-  field("memory_bytes", std::to_string(p.memory_bytes), ",\n");
-  // The members from `backends` on, each printed whole, then joined: which is last depends on
-  // which optional keys the profile has.
-  std::vector<std::string> rest;
-  if (p.backends.empty()) {
-    rest.push_back("  \"backends\": {}");
-  } else {
-    std::string b = "  \"backends\": {\n";
-    std::size_t k = 0;
-    for (const auto& kv : p.backends) {
-      b += "    " + detail::json_quote(kv.first) + ": " + std::to_string(kv.second) + (++k < p.backends.size() ? ",\n" : "\n");
-    }
-    rest.push_back(b + "  }");
-  }
-  // Sets are sorted bytewise, like sorted(); each optional key only when known.
-  if (p.executorch_backends) rest.push_back(words_member("executorch_backends", *p.executorch_backends));
-  if (p.cpu_cores) rest.push_back(words_member("cpu_cores", *p.cpu_cores));
-  if (p.kernel) rest.push_back("  \"kernel\": " + detail::json_quote(*p.kernel));
-  if (p.os_release) rest.push_back("  \"os_release\": " + detail::json_quote(*p.os_release));
-  if (p.machine) rest.push_back("  \"machine\": " + detail::json_quote(*p.machine));
-  if (p.soc) rest.push_back(words_member("soc", *p.soc));
-  if (p.sources) rest.push_back(words_member("sources", *p.sources));  // in the profile's order
-  for (std::size_t i = 0; i < rest.size(); ++i) o += rest[i] + (i + 1 < rest.size() ? ",\n" : "\n");
-  o += "}\n";
+  add_accelerators(o, p.accelerators);
+  add_number(o, "  \"memory_bytes\": ", p.memory_bytes, ",\n");
+  add_rest(o, p);
+  add(o, "\n}\n");
   return o;
 }
 

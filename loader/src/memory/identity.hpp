@@ -12,8 +12,8 @@ namespace memory {
 
 // 64 lowercase hex digits: SHA-256 of `text`.
 std::string digest_hex(const std::string& text);
-// The same of `first` followed by `second`, without joining them.
-std::string digest_hex(const std::string& first, const std::string& second);
+// The same of `first`, `middle` and `second` in turn, without joining them.
+std::string digest_hex(const std::string& first, const char* middle, const std::string& second);
 // SHA-256 of the container's header and tables: every entry's offset, size and CRC32C, and the
 // manifest's offset, size and CRC32C (so its requirements, golden calls and their digest), which
 // opening the container checked. Hashing the manifest itself cost 250,000 instructions for a 14 KB
@@ -25,6 +25,8 @@ std::string container_digest(const Container& container);
 // when it has none (another format, or a build without --build-id); "unreadable:REASON" when it
 // cannot be read.
 std::string library_identity(const std::string& path);
+// The same appended to `out` (a runtime fingerprint lists several, built in one string).
+void append_library_identity(std::string& out, const std::string& path);
 
 }  // namespace memory
 }  // namespace fatpte

@@ -575,13 +575,13 @@ void remember_outcome(detail::Remembered& remembered, const Status& stop, bool l
                       Attempt& attempt) {
   if (stop.ok() && loaded && (options.self_test || options.isolate)) {  // its calls passed, here or in a child
     auto line = std::find_if(attempt.details.begin(), attempt.details.end(),
-                             [](const std::string& d) { return d.rfind("self-test: ", 0) == 0; });
+                             [](const std::string& d) { return detail::starts_with(d, "self-test: "); });
     remembered.end(attempt, "pass", line != attempt.details.end() ? *line : "");
-  } else if (stop.ok() && !loaded && options.self_test && attempt.outcome.rfind("self-test failed", 0) == 0) {
+  } else if (stop.ok() && !loaded && options.self_test && detail::starts_with(attempt.outcome, "self-test failed")) {
     remembered.end(attempt, "fail", attempt.outcome);
   } else if (stop.ok() && loaded) {
     remembered.end(attempt, "loaded", "loaded without a self-test");
-  } else if (stop.ok() && !attempt.outcome.empty() && attempt.outcome.rfind("not fetched", 0) != 0) {
+  } else if (stop.ok() && !attempt.outcome.empty() && !detail::starts_with(attempt.outcome, "not fetched")) {
     remembered.end(attempt, "skipped", attempt.outcome);  // found again by its checks at every start
   } else {
     remembered.end(attempt, "", "");

@@ -63,9 +63,9 @@ std::string null_or(const std::string& text, bool present) { return present ? js
 std::string reason_code(const Attempt& a) {
   const std::string& o = a.outcome;
   if (a.remembered == "fail" || a.remembered == "crash") return "remembered_" + a.remembered;
-  if (o.rfind("self-test failed", 0) == 0) return "self_test_failed";
-  if (o.rfind("not fetched", 0) == 0) return "not_fetched";
-  if (o.rfind("stopped: ", 0) == 0) return "stopped";
+  if (starts_with(o, "self-test failed")) return "self_test_failed";
+  if (starts_with(o, "not fetched")) return "not_fetched";
+  if (starts_with(o, "stopped: ")) return "stopped";
   if (o.find("needs ExecuTorch backend") != std::string::npos || o.find("library") != std::string::npos ||
       o.find("not available") != std::string::npos || o.find("refused: ") == 0) {
     return "backend_unavailable";
@@ -143,11 +143,11 @@ void add_self_test(std::string& out, const Dispatch& d, const LoadOptions& optio
     if (!d.loaded || a.index != d.loaded->index()) continue;
     remembered = a.remembered == "pass";
     for (const std::string& line : a.details) {
-      if (line.rfind("self-test: ", 0) == 0 && summary.empty()) summary = line.substr(11);
+      if (starts_with(line, "self-test: ") && summary.empty()) summary = line.substr(11);
     }
   }
   const bool ran = options.self_test && d.loaded && !remembered && !summary.empty() &&
-                   summary.rfind("not run", 0) != 0;
+                   !starts_with(summary, "not run");
   add(out, "{\"asked\": ");
   add_bool(out, options.self_test);
   add(out, ", \"ran\": ");

@@ -14,6 +14,7 @@
 #include "container/manifest_view.hpp"
 #include "executorch/program.hpp"
 #include "fatpte/text.hpp"
+#include "common/text.hpp"
 #include "memory/identity.hpp"
 #include "device/library_files.hpp"
 #include "device/origin.hpp"
@@ -48,25 +49,42 @@ bool make_folders(const std::string& dir) {
 std::string runtime_fingerprint(const LoadOptions& options) {
   const std::vector<std::string> et_dirs = executorch_search_path(options);
   std::string out;
+  out.reserve(256);
   // Where libfatpte's code and ExecuTorch's runtime are, as the load policy found them once per
-  // process (device/origin.hpp): the main program's file even when argv[0] was a bare name.
+  // process (device/origin.hpp): the main program's file even when argv[0] was a bare name. Each
+  // line appended in place: the joined temporaries cost a receipt more than the lines' content.
   const Origin& o = origin();
-  if (!o.file.empty()) out += "fatpte " + memory::library_identity(o.file) + "\n";
-  if (!o.runtime_dir.empty()) out += "executorch " + memory::library_identity(o.runtime_dir + "/libexecutorch.so") + "\n";
+  if (!o.file.empty()) {
+    out.append("fatpte ", 7);
+    memory::append_library_identity(out, o.file);
+    out += '\n';
+  }
+  if (!o.runtime_dir.empty()) {
+    out.append("executorch ", 11);
+    memory::append_library_identity(out, o.runtime_dir + "/libexecutorch.so");
+    out += '\n';
+  }
   std::map<std::string, std::string> kernels;
   if (options.use_build_default) kernels["kernels"] = "libexecutorch_kernels_optimized.so";
   for (const auto& kv : options.libraries) {
-    if (kv.first == "kernels" || kv.first.rfind("kernels_", 0) == 0) kernels[kv.first] = kv.second;
+    if (kv.first == "kernels" || starts_with(kv.first, "kernels_")) kernels[kv.first] = kv.second;
   }
   for (const auto& kv : kernels) {
     const std::string path = kv.second.empty() ? "" : find_library(kv.second, et_dirs);
-    out += kv.first + " " + (path.empty() ? std::string("none") : memory::library_identity(path)) + "\n";
+    out += kv.first;
+    out += ' ';
+    if (path.empty()) {
+      out.append("none", 4);
+    } else {
+      memory::append_library_identity(out, path);
+    }
+    out += '\n';
   }
   return out;
 }
 
 std::string device_fingerprint(const std::string& profile_json, const std::string& runtime) {
-  return memory::digest_hex(profile_json + "\n", runtime);
+  return memory::digest_hex(profile_json, "\n", runtime);
 }
 
 std::string device_fingerprint(const DeviceProfile& device, const LoadOptions& options) {
