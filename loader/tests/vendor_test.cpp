@@ -12,8 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "fatpte/container.hpp"
+#include "fatpte/dispatch.hpp"
 #include "vendor/openvino.hpp"
 #include "vendor/runtimes.hpp"
+
+#ifndef FATPTE_SPEC_VECTORS
+#error "FATPTE_SPEC_VECTORS must name specs/vectors"
+#endif
 
 namespace fatpte {
 namespace vendor {
@@ -255,6 +261,39 @@ TEST(VendorRuntimes, SearchOrderAndEveryPlaceLooked) {
                               "(not set), 5. the system's library search for libopenvino_c.so (dlopen: ", 0),
             0u)
       << none.text();
+}
+
+// One load searches each vendor runtime once (ctest runs each test in a process of its own, so
+// no earlier decision is kept): the probe's search gives the load's line and record, and the
+// backend that opens the runtime is handed the same answer.
+TEST(VendorRuntimes, OneLoadSearchesOnce) {
+  auto c = Container::open_file(std::string(FATPTE_SPEC_VECTORS) + "/openvino/openvino-entries.nfat");
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  const std::string given = dir + "/not-a-library.so";  // a file: found at the first step, then refused by the probe
+  std::ofstream(given).put('\0');
+  LoadOptions options;
+  options.vendor_runtimes["openvino"] = given;
+  Dispatch out;
+  const std::size_t before = searches();
+  (void)load(*c.value(), Choice{}, options, out);
+  EXPECT_EQ(searches() - before, 1u);
+  ASSERT_EQ(out.vendor_runtimes.size(), 1u);
+  const Located& where = out.vendor_runtimes[0];
+  EXPECT_EQ(where.name, "openvino");
+  const VendorRuntime& ov = *runtime_named("openvino");
+  EXPECT_EQ(std::count(out.notes.begin(), out.notes.end(), status_line(ov, where, options.command_line)), 1);
+  if (kSanitizerWithholds) {
+    EXPECT_TRUE(where.withheld);
+    return;  // a withheld runtime is not handed to its backend: it searches again when asked
+  }
+  EXPECT_EQ(where.path, given);
+  Located handed;
+  ASSERT_TRUE(prepare_backend(ov.backend_id, options.vendor_runtimes, handed));
+  EXPECT_EQ(searches() - before, 1u);
+  EXPECT_EQ(handed.path, given);
+  unsetenv(ov.backend_env);
 }
 
 }  // namespace

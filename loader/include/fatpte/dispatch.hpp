@@ -231,6 +231,9 @@ struct Dispatch {
   // The verified statement, when a signature was required: a self-test of the loaded entry
   // (self_test.hpp, SelfTestOptions::signature) makes only the golden calls it vouches for.
   std::shared_ptr<const SignatureCheck> signature;
+  // Each vendor runtime the load's probe of this machine looked for, where it was found or every
+  // place looked (specs/device-profile.md 9.1); empty when the load probed no accelerator.
+  std::vector<VendorRuntimeSearch> vendor_runtimes;
 };
 
 // What to choose for: the device (absent: this machine, probed for only the facts some entry's

@@ -754,14 +754,14 @@ Status load(const Container& c, const Choice& choice, const LoadOptions& options
     }
   }
   scope.vendor_runtimes = options.vendor_runtimes;
-  const DeviceProfile device = choice.device ? *choice.device : probe_host(scope);
-  if (!choice.device && scope.accelerators) {
-    // Where the probe found each vendor runtime, or every place it looked: an entry that needs
-    // one of its devices is refused at selection when it is absent (specs/device-profile.md 9.1).
-    for (const vendor::VendorRuntime& r : vendor::vendor_runtimes()) {
-      if (scope.vendor_devices && scope.vendor_devices->count(r.name) == 0) continue;  // not looked for
-      out.notes.push_back(vendor::status_line(r, options.vendor_runtimes, options.command_line));
-    }
+  const DeviceProfile device = choice.device ? *choice.device : probe_host(scope, &out.vendor_runtimes);
+  // Where the probe found each vendor runtime, or every place it looked: an entry that needs one
+  // of its devices is refused at selection when it is absent (specs/device-profile.md 9.1). The
+  // backend that opens it is handed the same search's answer: one load searches once.
+  for (const VendorRuntimeSearch& where : out.vendor_runtimes) {
+    const vendor::VendorRuntime& r = *vendor::runtime_named(where.name);
+    out.notes.push_back(vendor::status_line(r, where, options.command_line));
+    vendor::decide(r, where);
   }
   const Status st = load_on(c, choice, device, options, out);
   detail::deliver_load_receipt(c, device, options, out, out.selection ? &*out.selection : nullptr, st);
