@@ -289,11 +289,35 @@ TEST(VendorRuntimes, OneLoadSearchesOnce) {
     return;  // a withheld runtime is not handed to its backend: it searches again when asked
   }
   EXPECT_EQ(where.path, given);
+  EXPECT_EQ(where.step, "caller");
   Located handed;
   ASSERT_TRUE(prepare_backend(ov.backend_id, options.vendor_runtimes, handed));
   EXPECT_EQ(searches() - before, 1u);
   EXPECT_EQ(handed.path, given);
   unsetenv(ov.backend_env);
+}
+
+TEST(VendorRuntimes, EachStepOfTheSearchIsNamed) {
+  if (kSanitizerWithholds) GTEST_SKIP() << "AddressSanitizer withholds vendor runtimes";
+  char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  const std::string venv = wheel(dir + "/venv"), conda = wheel(dir + "/conda"), given = wheel(dir + "/given");
+  const VendorRuntime& ov = *runtime_named("openvino");
+  unsetenv("OPENVINO_LIB_PATH");
+  setenv("VIRTUAL_ENV", (dir + "/venv").c_str(), 1);
+  setenv("CONDA_PREFIX", (dir + "/conda").c_str(), 1);
+  EXPECT_EQ(locate(ov, {{"openvino", given}}).step, "caller");
+  setenv("OPENVINO_LIB_PATH", conda.c_str(), 1);
+  EXPECT_EQ(locate(ov, {}).step, "environment_variable");
+  unsetenv("OPENVINO_LIB_PATH");
+  EXPECT_EQ(locate(ov, {}).step, "virtual_env");
+  unsetenv("VIRTUAL_ENV");
+  EXPECT_EQ(locate(ov, {}).step, "conda_prefix");
+  unsetenv("CONDA_PREFIX");
+  const Located none = locate(ov, {{"openvino", ""}});
+  EXPECT_TRUE(none.withheld);
+  EXPECT_EQ(none.step, "");
+  EXPECT_EQ(none.name, "openvino");
 }
 
 }  // namespace

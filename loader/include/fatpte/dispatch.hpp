@@ -262,6 +262,9 @@ Result<Dispatch> load(const Container& container, const Selection& selection, co
 // The attempts as lines for an explanation: `dispatch: NAME [ID]: OUTCOME (LIBRARY)`, each
 // followed by its details indented, after the notes.
 std::string explain_dispatch(const Container& container, const Dispatch& dispatch);
+// Dispatch::vendor_runtimes as the JSON list of a run report's `vendor_runtimes`
+// (specs/run-report.md); `options` are the load's (a withheld runtime names the option).
+std::string vendor_runtimes_json(const Dispatch& dispatch, const LoadOptions& options);
 
 }  // namespace fatpte
 

@@ -793,4 +793,13 @@ std::string explain_dispatch(const Container& c, const Dispatch& d) {
   return out;
 }
 
+std::string vendor_runtimes_json(const Dispatch& d, const LoadOptions& options) {
+  std::string out = "[";
+  for (const VendorRuntimeSearch& where : d.vendor_runtimes) {
+    out += (out.size() == 1 ? "" : ", ") + vendor::search_json(*vendor::runtime_named(where.name), where,
+                                                                options.command_line);
+  }
+  return out + "]";
+}
+
 }  // namespace fatpte

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "common/text.hpp"
 #include "vendor/openvino.hpp"
 
 namespace fatpte {
@@ -147,6 +148,7 @@ Located locate(const VendorRuntime& r, const std::map<std::string, std::string>&
     if (is_file(given->second)) {
       out.path = given->second;
       out.source = std::string("the caller's path for ") + r.name;
+      out.step = "caller";
       return out;
     }
     out.looked.push_back("the caller's path " + given->second + " (not a file)");
@@ -157,6 +159,7 @@ Located locate(const VendorRuntime& r, const std::map<std::string, std::string>&
   if (env != nullptr && env[0] != '\0' && is_file(env)) {
     out.path = env;
     out.source = r.env;
+    out.step = "environment_variable";
     return out;
   }
   out.looked.push_back(std::string(r.env) + (env == nullptr || env[0] == '\0' ? " (not set)" : std::string("=") + env + " (not a file)"));
@@ -170,6 +173,7 @@ Located locate(const VendorRuntime& r, const std::map<std::string, std::string>&
     out.path = in_environment(r, prefix, why);
     if (!out.path.empty()) {
       out.source = std::string("the ") + r.package + " package of $" + var;
+      out.step = var == std::string("VIRTUAL_ENV") ? "virtual_env" : "conda_prefix";
       return out;
     }
     out.looked.push_back(std::string("$") + var + ": " + why);
@@ -178,6 +182,7 @@ Located locate(const VendorRuntime& r, const std::map<std::string, std::string>&
   if (in_system(r, why)) {
     out.path = r.system_name;
     out.source = "the system's library search";
+    out.step = "dlopen";
     return out;
   }
   out.looked.push_back(std::string("the system's library search for ") + r.system_name + " (" + why + ")");
@@ -232,6 +237,18 @@ std::string why_absent(const VendorRuntime& r, const Located& where, bool comman
            ")";
   }
   return where.path.empty() ? where.text() : "";
+}
+
+std::string search_json(const VendorRuntime& r, const Located& where, bool command_line) {
+  std::string out = "{\"name\": " + detail::json_quote(r.name) + ", \"found\": ";
+  if (!where.path.empty()) {
+    return out + "true, \"path\": " + detail::json_quote(where.path) + ", \"step\": " + detail::json_quote(where.step) +
+           "}";
+  }
+  out += "false, \"withheld\": " + (where.withheld ? detail::json_quote(why_absent(r, where, command_line)) : "null") +
+         ", \"looked\": [";
+  for (std::size_t i = 0; i < where.looked.size(); ++i) out += (i == 0 ? "" : ", ") + detail::json_quote(where.looked[i]);
+  return out + "]}";
 }
 
 std::string status_line(const VendorRuntime& r, const Located& where, bool command_line) {

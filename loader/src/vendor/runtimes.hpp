@@ -104,6 +104,10 @@ std::string why_absent(const VendorRuntime& r, const Located& where, bool comman
 // `where`: "vendor runtime openvino: OpenVINO's runtime (libopenvino_c.so) found at P (from S)",
 // or why it is not there.
 std::string status_line(const VendorRuntime& r, const Located& where, bool command_line);
+// The same search as one object of a run report's `vendor_runtimes` (specs/run-report.md):
+// {"name", "found": true, "path", "step"}, or {"name", "found": false, "withheld": why or null,
+// "looked": [each place, in order]}.
+std::string search_json(const VendorRuntime& r, const Located& where, bool command_line);
 
 }  // namespace vendor
 }  // namespace fatpte
