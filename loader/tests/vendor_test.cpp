@@ -297,6 +297,33 @@ TEST(VendorRuntimes, OneLoadSearchesOnce) {
   unsetenv(ov.backend_env);
 }
 
+// `fatpte-run --device-json --with-executorch` (what `fatpte device` asks): the probe searches,
+// and the backends the registry loads are handed its answer.
+TEST(VendorRuntimes, TheRegistrysBackendsAreHandedTheProbesSearch) {
+  if (kSanitizerWithholds) GTEST_SKIP() << "AddressSanitizer withholds vendor runtimes";
+  char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  const std::string given = dir + "/not-a-library.so";
+  std::ofstream(given).put('\0');
+  LoadOptions options;
+  options.vendor_runtimes["openvino"] = given;
+  options.search_path = {dir};
+  ProbeScope scope;
+  scope.vendor_runtimes = options.vendor_runtimes;
+  std::vector<VendorRuntimeSearch> searched;
+  const std::size_t before = searches();
+  (void)probe_host(scope, &searched);
+  ASSERT_EQ(searched.size(), 1u);
+  EXPECT_EQ(searched[0].path, given);
+  (void)runtime_backends(options, searched);
+  EXPECT_EQ(searches() - before, 1u);
+  Located handed;
+  ASSERT_TRUE(prepare_backend(runtime_named("openvino")->backend_id, options.vendor_runtimes, handed));
+  EXPECT_EQ(handed.path, given);
+  EXPECT_EQ(searches() - before, 1u);
+  unsetenv(runtime_named("openvino")->backend_env);
+}
+
 TEST(VendorRuntimes, EachStepOfTheSearchIsNamed) {
   if (kSanitizerWithholds) GTEST_SKIP() << "AddressSanitizer withholds vendor runtimes";
   char pattern[] = "/tmp/fatpte-vendor-XXXXXX";

@@ -785,17 +785,15 @@ int select_only(const RunArgs& a) {
   // `--device host` has them when it finds this fatpte-run (specs/device-profile.md 5.1).
   if (a.device == "host") {
     fatpte::ProbeScope scope = fatpte::probe_scope(c);
+    fatpte::LoadOptions options;
+    options.search_path = a.dirs;
     for (const std::string& v : a.vendor_runtimes) {
-      fatpte::LoadOptions parsed;
-      if (!fatpte::set_vendor_runtime(parsed, v).ok()) return usage("--vendor-runtime takes NAME=PATH or NAME=; got '" + v + "'");
-      for (const auto& kv : parsed.vendor_runtimes) scope.vendor_runtimes[kv.first] = kv.second;
+      if (!fatpte::set_vendor_runtime(options, v).ok()) return usage("--vendor-runtime takes NAME=PATH or NAME=; got '" + v + "'");
     }
-    profile = fatpte::probe_host(scope);
-    if (a.with_executorch) {
-      fatpte::LoadOptions options;
-      options.search_path = a.dirs;
-      profile.value().executorch_backends = fatpte::runtime_backends(options);
-    }
+    scope.vendor_runtimes = options.vendor_runtimes;
+    std::vector<fatpte::VendorRuntimeSearch> searched;  // handed to the backends: searched once
+    profile = fatpte::probe_host(scope, &searched);
+    if (a.with_executorch) profile.value().executorch_backends = fatpte::runtime_backends(options, searched);
   }
   auto sel = fatpte::select(c, profile.value(), a.prefer, a.exclude);
   if (!sel.ok()) {
@@ -861,10 +859,11 @@ int device_json(int argc, char** argv) {
   if (!options.search_path.empty() && !with_executorch) return usage("--backend-path goes with --with-executorch");
   fatpte::ProbeScope scope;
   scope.vendor_runtimes = options.vendor_runtimes;
-  fatpte::DeviceProfile profile = fatpte::probe_host(scope);
+  std::vector<fatpte::VendorRuntimeSearch> searched;  // handed to the backends: searched once
+  fatpte::DeviceProfile profile = fatpte::probe_host(scope, &searched);
   if (with_executorch) {
     if (!fatpte::has_executorch()) return usage("--with-executorch: this fatpte-run was built without the ExecuTorch SDK");
-    profile.executorch_backends = fatpte::runtime_backends(options);
+    profile.executorch_backends = fatpte::runtime_backends(options, searched);
   }
   const std::string json = fatpte::canonical_json(profile);
   std::fwrite(json.data(), 1, json.size(), stdout);

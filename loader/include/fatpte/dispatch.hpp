@@ -176,6 +176,10 @@ std::string own_library_dir();
 // 5.1). A library that cannot be loaded (a vendor SDK it needs is absent) provides nothing; one
 // the options withhold is not loaded. Empty in a build without the ExecuTorch SDK.
 std::set<std::string> runtime_backends(const LoadOptions& options);
+// The same after a probe of this machine with the options' vendor runtimes (probe_host(scope,
+// &searched), scope.vendor_runtimes = options.vendor_runtimes): each runtime it searched is handed
+// to its backend as found there, rather than searched again.
+std::set<std::string> runtime_backends(const LoadOptions& options, const std::vector<VendorRuntimeSearch>& searched);
 // The library file of an ExecuTorch backend id by ExecuTorch's naming (see LoadOptions).
 std::string executorch_library_name(const std::string& backend_id);
 // The library file name of a backend id of fatpte's example ABI on this platform.

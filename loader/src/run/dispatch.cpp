@@ -480,6 +480,11 @@ std::set<std::string> runtime_backends(const LoadOptions& options) {
   return et::registry_backends(options, executorch_search_path(options));
 }
 
+std::set<std::string> runtime_backends(const LoadOptions& options, const std::vector<VendorRuntimeSearch>& searched) {
+  for (const VendorRuntimeSearch& where : searched) vendor::decide(*vendor::runtime_named(where.name), where);
+  return runtime_backends(options);
+}
+
 bool has_executorch() noexcept { return et::available(); }
 
 void set_executorch_log(bool forward) { et::set_log_forwarding(forward); }
