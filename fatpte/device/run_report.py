@@ -90,13 +90,25 @@ _GOLDEN: Final = _object({
 _REASONS: Final = ("execute_error", "non_finite_output", "deadline")
 _REASON = _is(f"one of {', '.join(_REASONS)}", lambda v: v in _REASONS)
 _FALLBACK: Final = _object({"call": _SIZE, "from": _STR, "to": _null_or(_STR), "reason": _REASON, "detail": _STR})
+_STEPS: Final = ("caller", "environment_variable", "virtual_env", "conda_prefix", "dlopen")
+_FOUND: Final = _object({"name": _STR, "found": _BOOL, "path": _STR,
+                         "step": _is(f"one of {', '.join(_STEPS)}", lambda v: v in _STEPS)})
+_NOT_FOUND: Final = _object({"name": _STR, "found": _BOOL, "withheld": _null_or(_STR), "looked": _list(_STR)})
+
+
+def _vendor_runtime(value: Any, path: str) -> None:
+    """{"name", "found": true, "path", "step"} or {"name", "found": false, "withheld", "looked"}."""
+    (_FOUND if isinstance(value, dict) and value.get("found") is True else _NOT_FOUND)(value, path)
+
+
 REPORT: Final = _object({
     "chosen": _null_or(_STR), "backend_id": _null_or(_STR), "method": _STR, "dispatch": _list(_STR),
     "calls": _list(_object({"outputs": _list(_tensor)})), "golden": _null_or(_GOLDEN),
     "error": _null_or(_object({"code": _code, "message": _STR}))},
     {"fallbacks": _list(_FALLBACK),  # an older fatpte-run's report has none
      "grade": _null_or(_is("one of exact, compatible, fallback", lambda v: v in ("exact", "compatible", "fallback"))),
-     "dry_run": _null_or(_object({"reason": _STR, "chosen": _null_or(_STR), "backend_id": _null_or(_STR)}))})
+     "dry_run": _null_or(_object({"reason": _STR, "chosen": _null_or(_STR), "backend_id": _null_or(_STR)})),
+     "vendor_runtimes": _list(_vendor_runtime)})
 
 
 def outside(doc: Any) -> str | None:

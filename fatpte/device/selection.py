@@ -14,7 +14,7 @@ from fatpte.container.reader import Container
 from fatpte.device.profile import DeviceProfile
 from fatpte.errors import ErrorCode, FatpteError, FatpteWarning, SelectionError, clipped, listed, quoted
 from fatpte.format.model import Entry
-from fatpte.format.vocabulary import CORE_BY_NAME
+from fatpte.format.vocabulary import meets_min_core
 from fatpte.manifest.model import AcceleratorRequirement, Requirements
 
 # The records below are NamedTuples rather than dataclasses so that `fatpte select` never
@@ -194,11 +194,6 @@ def evaluate(entry: Entry, req: Requirements, device: DeviceProfile) -> tuple[li
     return failures, notes
 
 
-def _meets_min_core(word: str, floor: str) -> bool:
-    core, least = CORE_BY_NAME.get(word), CORE_BY_NAME.get(floor)
-    return core is not None and least is not None and core.arch == least.arch and core.generation >= least.generation
-
-
 def identity_failures(req: Requirements, device: DeviceProfile) -> list[Failure]:
     """The revision-4 requirements (specs/nfat-manifest.md 4.4): every core of the device in
     `cpu_cores`, every core at least `min_core`, the machine or an SoC word in `soc`. A profile
@@ -208,7 +203,7 @@ def identity_failures(req: Requirements, device: DeviceProfile) -> list[Failure]
     has = ", ".join(sorted(cores)) if cores else "no core listed (the profile does not say which cores it has)"
     if req.cpu_cores and (not cores or not cores <= frozenset(req.cpu_cores)):
         failures.append(Failure("cpu_cores", "every core one of " + ", ".join(req.cpu_cores), has))
-    if req.min_core is not None and (not cores or not all(_meets_min_core(c, req.min_core) for c in cores)):
+    if req.min_core is not None and (not cores or not all(meets_min_core(c, req.min_core) for c in cores)):
         failures.append(Failure("min_core", f"every core {req.min_core} or a later one", has))
     if req.soc:
         words = ([device.machine] if device.machine is not None else []) + sorted(device.soc or ())

@@ -89,3 +89,22 @@ CORE_ID_PATTERNS: Final[Mapping[str, str]] = MappingProxyType({
     "aarch64": r"0x[0-9a-f]{2}:0x[0-9a-f]{3}",
     "x86_64": r"[A-Za-z0-9]{1,16}:(?:0|[1-9][0-9]{0,5}):(?:0|[1-9][0-9]{0,5})",
 })
+
+
+def is_core_word(word: str, arch: str) -> bool:
+    """Whether a profile of `arch` may list `word` in its `cpu_cores` (specs/device-profile.md
+    2.1): a table name of that architecture, or the id of a core of its form that the table does
+    not name (an id the table names is written by its name)."""
+    import re  # compiled on first use: probing a bare machine reads no core word
+
+    core = CORE_BY_NAME.get(word)
+    if core is not None:
+        return core.arch == arch
+    return word not in CORE_BY_ID and re.fullmatch(CORE_ID_PATTERNS[arch], word) is not None
+
+
+def meets_min_core(word: str, floor: str) -> bool:
+    """Whether the core `word` meets `min_core` `floor` (specs/device-profile.md 3.6): a core of the
+    table, of the floor's architecture, its generation at least the floor's."""
+    core, least = CORE_BY_NAME.get(word), CORE_BY_NAME.get(floor)
+    return core is not None and least is not None and core.arch == least.arch and core.generation >= least.generation

@@ -219,7 +219,8 @@ def _warn_taken_signature(taken: Signature, own: Signature, label: str, name: st
 def _together(a: Requirements, b: Requirements) -> bool:
     """Whether one device can meet both `a` and `b` (specs/nfat-manifest.md 6.2): their os lists and
     arch lists overlap where both state one, and some allowed architecture has every CPU feature
-    either requires. Accelerators, memory and ABI never keep two entries apart."""
+    either requires and a core both core requirements accept. Accelerators, memory, ABI and `soc`
+    never keep two entries apart (one device may list several SoC words, and as much memory as asked)."""
     from fatpte.format.vocabulary import ARCHES, CPU_FEATURES
 
     if a.os and b.os and not set(a.os) & set(b.os):
@@ -229,7 +230,23 @@ def _together(a: Requirements, b: Requirements) -> bool:
         if r.arch:
             arches &= set(r.arch)
     features = set(a.cpu_features) | set(b.cpu_features)
-    return any(features <= CPU_FEATURES[arch] for arch in arches)
+    return any(features <= CPU_FEATURES[arch] and _a_core_for_both(a, b, arch) for arch in sorted(arches))
+
+
+def _a_core_for_both(a: Requirements, b: Requirements, arch: str) -> bool:
+    """Whether a device of `arch` can list cores that meet the `cpu_cores` and `min_core` of both
+    (specs/nfat-manifest.md 4.4): every core it lists must be in each `cpu_cores` list and meet
+    each `min_core`, and it lists at least one, so one core word meeting all of them is needed and
+    enough. Two disjoint `cpu_cores` lists never meet together, even on a part with both kinds of
+    core: such a part meets neither."""
+    from fatpte.format.vocabulary import CORES, is_core_word, meets_min_core
+
+    lists = [set(r.cpu_cores) for r in (a, b) if r.cpu_cores]
+    floors = [r.min_core for r in (a, b) if r.min_core is not None]
+    if not lists and not floors:
+        return True
+    words = set.intersection(*lists) if lists else {c.name for c in CORES}
+    return any(is_core_word(w, arch) and all(meets_min_core(w, f) for f in floors) for w in words)
 
 
 # At most this many E0709 warnings name their pair; the rest are counted in one more. A tie is looked

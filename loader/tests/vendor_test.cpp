@@ -12,8 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "fatpte/container.hpp"
+#include "fatpte/dispatch.hpp"
 #include "vendor/openvino.hpp"
 #include "vendor/runtimes.hpp"
+
+#ifndef FATPTE_SPEC_VECTORS
+#error "FATPTE_SPEC_VECTORS must name specs/vectors"
+#endif
 
 namespace fatpte {
 namespace vendor {
@@ -255,6 +261,90 @@ TEST(VendorRuntimes, SearchOrderAndEveryPlaceLooked) {
                               "(not set), 5. the system's library search for libopenvino_c.so (dlopen: ", 0),
             0u)
       << none.text();
+}
+
+// One load searches each vendor runtime once (ctest runs each test in a process of its own, so
+// no earlier decision is kept): the probe's search gives the load's line and record, and the
+// backend that opens the runtime is handed the same answer.
+TEST(VendorRuntimes, OneLoadSearchesOnce) {
+  auto c = Container::open_file(std::string(FATPTE_SPEC_VECTORS) + "/openvino/openvino-entries.nfat");
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  const std::string given = dir + "/not-a-library.so";  // a file: found at the first step, then refused by the probe
+  std::ofstream(given).put('\0');
+  LoadOptions options;
+  options.vendor_runtimes["openvino"] = given;
+  Dispatch out;
+  const std::size_t before = searches();
+  (void)load(*c.value(), Choice{}, options, out);
+  EXPECT_EQ(searches() - before, 1u);
+  ASSERT_EQ(out.vendor_runtimes.size(), 1u);
+  const Located& where = out.vendor_runtimes[0];
+  EXPECT_EQ(where.name, "openvino");
+  const VendorRuntime& ov = *runtime_named("openvino");
+  EXPECT_EQ(std::count(out.notes.begin(), out.notes.end(), status_line(ov, where, options.command_line)), 1);
+  if (kSanitizerWithholds) {
+    EXPECT_TRUE(where.withheld);
+    return;  // a withheld runtime is not handed to its backend: it searches again when asked
+  }
+  EXPECT_EQ(where.path, given);
+  EXPECT_EQ(where.step, "caller");
+  Located handed;
+  ASSERT_TRUE(prepare_backend(ov.backend_id, options.vendor_runtimes, handed));
+  EXPECT_EQ(searches() - before, 1u);
+  EXPECT_EQ(handed.path, given);
+  unsetenv(ov.backend_env);
+}
+
+// `fatpte-run --device-json --with-executorch` (what `fatpte device` asks): the probe searches,
+// and the backends the registry loads are handed its answer.
+TEST(VendorRuntimes, TheRegistrysBackendsAreHandedTheProbesSearch) {
+  if (kSanitizerWithholds) GTEST_SKIP() << "AddressSanitizer withholds vendor runtimes";
+  char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  const std::string given = dir + "/not-a-library.so";
+  std::ofstream(given).put('\0');
+  LoadOptions options;
+  options.vendor_runtimes["openvino"] = given;
+  options.search_path = {dir};
+  ProbeScope scope;
+  scope.vendor_runtimes = options.vendor_runtimes;
+  std::vector<VendorRuntimeSearch> searched;
+  const std::size_t before = searches();
+  (void)probe_host(scope, &searched);
+  ASSERT_EQ(searched.size(), 1u);
+  EXPECT_EQ(searched[0].path, given);
+  (void)runtime_backends(options, searched);
+  EXPECT_EQ(searches() - before, 1u);
+  Located handed;
+  ASSERT_TRUE(prepare_backend(runtime_named("openvino")->backend_id, options.vendor_runtimes, handed));
+  EXPECT_EQ(handed.path, given);
+  EXPECT_EQ(searches() - before, 1u);
+  unsetenv(runtime_named("openvino")->backend_env);
+}
+
+TEST(VendorRuntimes, EachStepOfTheSearchIsNamed) {
+  if (kSanitizerWithholds) GTEST_SKIP() << "AddressSanitizer withholds vendor runtimes";
+  char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  const std::string venv = wheel(dir + "/venv"), conda = wheel(dir + "/conda"), given = wheel(dir + "/given");
+  const VendorRuntime& ov = *runtime_named("openvino");
+  unsetenv("OPENVINO_LIB_PATH");
+  setenv("VIRTUAL_ENV", (dir + "/venv").c_str(), 1);
+  setenv("CONDA_PREFIX", (dir + "/conda").c_str(), 1);
+  EXPECT_EQ(locate(ov, {{"openvino", given}}).step, "caller");
+  setenv("OPENVINO_LIB_PATH", conda.c_str(), 1);
+  EXPECT_EQ(locate(ov, {}).step, "environment_variable");
+  unsetenv("OPENVINO_LIB_PATH");
+  EXPECT_EQ(locate(ov, {}).step, "virtual_env");
+  unsetenv("VIRTUAL_ENV");
+  EXPECT_EQ(locate(ov, {}).step, "conda_prefix");
+  unsetenv("CONDA_PREFIX");
+  const Located none = locate(ov, {{"openvino", ""}});
+  EXPECT_TRUE(none.withheld);
+  EXPECT_EQ(none.step, "");
+  EXPECT_EQ(none.name, "openvino");
 }
 
 }  // namespace

@@ -135,8 +135,9 @@ other payloads run through fatpte's example backend ABI (libfatpte_backend_<ID>.
                           [lines], "calls": [{"outputs": [tensor, ...]}, ...], "golden": ...,
                           "error": null} instead of text; whatever ends the run, the same, its
                           "error" {"code": "E0702", "message": ...} (the error stderr says);
-                          when no entry loads, "chosen": null and every attempt
-                          (specs/run-report.md)
+                          when no entry loads, "chosen": null and every attempt;
+                          "vendor_runtimes": where each vendor runtime the probe looked
+                          for was found, or every place looked (specs/run-report.md)
   --executorch-log        also print ExecuTorch's own log lines (stderr)
   --require-signature     verify the container's signature against the --trusted-key keys before
                           selection (specs/nfat-signature.md steps 1 to 8) and hash each entry's
@@ -349,6 +350,7 @@ struct RunReport {
   std::string fallbacks;  // the items of a JSON list
   std::string error = "null";
   std::string dry_run = "null";
+  std::string vendor_runtimes = "[]";  // a JSON list: where the load looked for each vendor runtime
 };
 
 std::string report_json(const RunReport& r) {
@@ -356,7 +358,8 @@ std::string report_json(const RunReport& r) {
          ",\n  \"method\": " +
          fatpte::detail::json_quote(r.method) + ",\n  \"dispatch\": [" + r.dispatch + "\n  ],\n  \"calls\": [" +
          r.calls + "],\n  \"golden\": " + r.golden + ",\n  \"fallbacks\": [" + r.fallbacks + "],\n  \"error\": " + r.error +
-         ",\n  \"dry_run\": " + r.dry_run + "\n}\n";
+         ",\n  \"dry_run\": " + r.dry_run +
+         ",\n  \"vendor_runtimes\": " + r.vendor_runtimes + "\n}\n";
 }
 
 // The report's `grade` of an entry: its grade as a JSON string, null when the load graded none.
@@ -575,6 +578,7 @@ int load(const RunArgs& a, fatpte_container* c, fatpte_device* device, const fat
   const fatpte_status st = fatpte_load_for(c, device, p.data(), p.size(), x.data(), x.size(), options, &loaded,
                                            a.explain || a.json ? &report : nullptr, &err);
   std::unique_ptr<fatpte_load_report, void (*)(fatpte_load_report*)> own_report(report, fatpte_load_report_free);
+  if (report != nullptr) r.vendor_runtimes = fatpte_load_report_vendor_runtimes(report);
   if (a.explain && !a.json) {
     const std::string selection = fatpte_load_report_selection(report);
     // A failure's attempts are in its message (stderr), as a success's are printed below.
@@ -800,17 +804,15 @@ int select_only(const RunArgs& a) {
   // `--device host` has them when it finds this fatpte-run (specs/device-profile.md 5.1).
   if (a.device == "host") {
     fatpte::ProbeScope scope = fatpte::probe_scope(c);
+    fatpte::LoadOptions options;
+    options.search_path = a.dirs;
     for (const std::string& v : a.vendor_runtimes) {
-      fatpte::LoadOptions parsed;
-      if (!fatpte::set_vendor_runtime(parsed, v).ok()) return usage("--vendor-runtime takes NAME=PATH or NAME=; got '" + v + "'");
-      for (const auto& kv : parsed.vendor_runtimes) scope.vendor_runtimes[kv.first] = kv.second;
+      if (!fatpte::set_vendor_runtime(options, v).ok()) return usage("--vendor-runtime takes NAME=PATH or NAME=; got '" + v + "'");
     }
-    profile = fatpte::probe_host(scope);
-    if (a.with_executorch) {
-      fatpte::LoadOptions options;
-      options.search_path = a.dirs;
-      profile.value().executorch_backends = fatpte::runtime_backends(options);
-    }
+    scope.vendor_runtimes = options.vendor_runtimes;
+    std::vector<fatpte::VendorRuntimeSearch> searched;  // handed to the backends: searched once
+    profile = fatpte::probe_host(scope, &searched);
+    if (a.with_executorch) profile.value().executorch_backends = fatpte::runtime_backends(options, searched);
   }
   auto sel = fatpte::select(c, profile.value(), a.prefer, a.exclude);
   if (!sel.ok()) {
@@ -876,10 +878,11 @@ int device_json(int argc, char** argv) {
   if (!options.search_path.empty() && !with_executorch) return usage("--backend-path goes with --with-executorch");
   fatpte::ProbeScope scope;
   scope.vendor_runtimes = options.vendor_runtimes;
-  fatpte::DeviceProfile profile = fatpte::probe_host(scope);
+  std::vector<fatpte::VendorRuntimeSearch> searched;  // handed to the backends: searched once
+  fatpte::DeviceProfile profile = fatpte::probe_host(scope, &searched);
   if (with_executorch) {
     if (!fatpte::has_executorch()) return usage("--with-executorch: this fatpte-run was built without the ExecuTorch SDK");
-    profile.executorch_backends = fatpte::runtime_backends(options);
+    profile.executorch_backends = fatpte::runtime_backends(options, searched);
   }
   const std::string json = fatpte::canonical_json(profile);
   std::fwrite(json.data(), 1, json.size(), stdout);

@@ -62,6 +62,35 @@ def _no_library(name: str) -> Any:
     raise OSError(f"{name}: no such file")
 
 
+def test_probing_the_host_searches_each_runtime_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python's probe of this machine looks for each vendor runtime once (the C++ load's second
+    search, for its explanation line, is what loader/tests/vendor_test.cpp OneLoadSearchesOnce
+    rules out); a runtime found is asked for its devices at the path that search found."""
+    from fatpte.device import host, probe_executorch
+    from fatpte.device.profile import DeviceProfile
+    from fatpte.device.vendor_runtimes import Located
+
+    searched: list[str] = []
+    given = tmp_path / "libopenvino_c.so.2640"
+    given.write_bytes(b"")
+
+    def counting(runtime: Any, explicit: Any = None, environ: Any = None) -> Located:
+        searched.append(runtime.name)
+        return locate(runtime, explicit, environ)
+
+    asked: list[str] = []
+
+    def devices(path: str) -> tuple[tuple[Any, ...], str]:
+        asked.append(path)
+        return (), "a fake runtime lists none"
+
+    monkeypatch.setattr(host, "locate", counting)
+    monkeypatch.setitem(host.VENDOR_PROBES, "openvino", devices)
+    monkeypatch.setattr(probe_executorch, "runtime_backends", lambda vendor_runtimes=None: ())
+    DeviceProfile.host(vendor_runtimes={"openvino": str(given)})
+    assert searched == [r.name for r in VENDOR_RUNTIMES] and asked == [str(given)]
+
+
 def test_assignments() -> None:
     assert parse_assignment("openvino=/x/libopenvino_c.so") == ("openvino", "/x/libopenvino_c.so")
     assert parse_assignment("openvino=") == ("openvino", "")

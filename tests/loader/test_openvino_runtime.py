@@ -103,6 +103,8 @@ def test_openvino_entry_runs_with_the_eager_outputs(exe: Path, tmp_path: Path, m
     max_abs_diffs(report, model)
     found = f"OpenVINO's runtime (libopenvino_c.so) found at {library()} (from the openvino package of $VIRTUAL_ENV)"
     assert any(found in line for line in report["dispatch"]), report["dispatch"]
+    # The same search, as a field (specs/run-report.md): the step of the search order that found it.
+    assert report["vendor_runtimes"] == [{"name": "openvino", "found": True, "path": library(), "step": "virtual_env"}]
     # The three kernel libraries agree on the same calls.
     for entry in ("xnnpack", "portable"):
         other = run(exe, container, environment(**FOUND), "--entry", entry)
@@ -128,6 +130,10 @@ def test_hidden_runtime_falls_back_to_xnnpack_naming_openvino(exe: Path, tmp_pat
     # the report says where the runtime was looked for.
     status = [line for line in report["dispatch"] if line.startswith("vendor runtime openvino: ")]
     assert len(status) == 1 and "OpenVINO's runtime (libopenvino_c.so) " in status[0] and reason in status[0], status
+    [searched] = report["vendor_runtimes"]
+    assert searched["name"] == "openvino" and searched["found"] is False and "path" not in searched
+    numbered = ", ".join(f"{i}. {place}" for i, place in enumerate(searched["looked"], 1))
+    assert (searched["withheld"] is not None) == (how == "withheld") and reason in (searched["withheld"] or numbered)
     assert not any(line.startswith("dispatch: openvino [openvino]") for line in report["dispatch"]), report
     explained = subprocess.run([str(exe), str(container), "--inputs", str(tmp_path / "calls.json"), "--explain",
                                 *args], check=True, capture_output=True, text=True, env=environment(**env)).stdout
@@ -148,6 +154,8 @@ def test_runtime_found_from_the_caller_s_path_and_the_variable(exe: Path, tmp_pa
                  *(a.replace("LIB", lib) for a in args))
     assert report["chosen"] == "openvino", how
     assert any(f"found at {lib} (from {source})" in line for line in report["dispatch"]), report["dispatch"]
+    step = {"flag": "caller", "variable": "environment_variable"}[how]
+    assert report["vendor_runtimes"] == [{"name": "openvino", "found": True, "path": lib, "step": step}]
 
 
 @pytest.mark.parametrize(("how", "env", "args"), [
@@ -233,6 +241,7 @@ def test_a_library_that_is_not_openvino_s_falls_back_with_executorch_s_error(exe
     skipped = next(line for line in report["dispatch"] if line.startswith("dispatch: openvino [openvino]: "))
     assert "ExecuTorch could not load method 'forward' (load_method)" in skipped
     assert "OpenvinoBackend is not available" in skipped, skipped
+    assert report["vendor_runtimes"] == []  # a device was given: this machine was not probed
 
 
 @pytest.mark.loader_build("fatpte-run", sdk=True, only="asan")
@@ -243,6 +252,8 @@ def test_the_asan_build_never_loads_openvino(exe: Path, tmp_path: Path) -> None:
     # No OpenVINO device is listed, so selection refuses the entry; the report says why.
     status = next(line for line in report["dispatch"] if line.startswith("vendor runtime openvino: "))
     assert "not loaded by a build with AddressSanitizer" in status, status
+    [searched] = report["vendor_runtimes"]
+    assert searched["found"] is False and "AddressSanitizer" in searched["withheld"] and searched["looked"] == []
     profile = subprocess.run([str(exe), "--device-json"], check=True, capture_output=True, text=True,
                              env=environment(**FOUND))
     assert "openvino" not in [a["kind"] for a in json.loads(profile.stdout)["accelerators"]]

@@ -111,6 +111,8 @@ def test_every_outcome_of_a_run_is_a_report_of_the_schema(runner: Path, containe
                       "--backend-lib", "XnnpackBackend=/nonexistent/libx.so")
     assert none_loads.returncode == 3
     assert _held(none_loads)["dispatch"]
+    # No entry requires an accelerator: the load looked for no vendor runtime.
+    assert ran["vendor_runtimes"] == [] and _held(none_loads)["vendor_runtimes"] == []
 
 
 def _report() -> dict[str, Any]:
@@ -125,7 +127,13 @@ def _report() -> dict[str, Any]:
             "fallbacks": [{"call": 0, "from": "xnnpack", "to": "portable", "reason": "execute_error",
                            "detail": "E0702: ExecuTorch could not execute method 'forward'"},
                           {"call": 3, "from": "portable", "to": None, "reason": "deadline", "detail": "past 10 ms"}],
-            "error": {"code": "E1401", "message": "1 of 1 golden call passed"}}
+            "error": {"code": "E1401", "message": "1 of 1 golden call passed"},
+            "vendor_runtimes": [{"name": "openvino", "found": True, "path": "/venv/libopenvino_c.so.2640",
+                                 "step": "virtual_env"},
+                                {"name": "later", "found": False, "withheld": None,
+                                 "looked": ["the caller's path (none given)", "LATER_LIB_PATH (not set)"]},
+                                {"name": "other", "found": False, "looked": [],
+                                 "withheld": "withheld by the caller (--vendor-runtime other=)"}]}
 
 
 def _outside(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -153,6 +161,14 @@ def _outside(doc: dict[str, Any]) -> list[dict[str, Any]]:
         lambda d: d["fallbacks"][0].__setitem__("call", -1),
         lambda d: d["fallbacks"][1].pop("to"),
         lambda d: d["fallbacks"][1].__setitem__("extra", 1),
+        lambda d: d["vendor_runtimes"][0].pop("step"),
+        lambda d: d["vendor_runtimes"][0].__setitem__("step", "site_packages"),  # Python only: never fatpte-run's
+        lambda d: d["vendor_runtimes"][0].__setitem__("looked", []),
+        lambda d: d["vendor_runtimes"][1].__setitem__("path", "/x.so"),
+        lambda d: d["vendor_runtimes"][1].pop("withheld"),
+        lambda d: d["vendor_runtimes"][1].__setitem__("found", "no"),
+        lambda d: d["vendor_runtimes"][2]["looked"].append(3),
+        lambda d: d.__setitem__("vendor_runtimes", {}),
     ):
         bad = copy.deepcopy(doc)
         change(bad)
@@ -167,7 +183,7 @@ def test_the_python_reader_takes_what_the_schema_takes() -> None:
     assert report.code is ErrorCode.GOLDEN_MISMATCH and report.error_message == "1 of 1 golden call passed"
     ok = {**doc, "error": None, "golden": None, "chosen": None, "backend_id": None}
     assert _valid(ok) and report_from_json(ok, "fatpte-run", "fatpte-run").code is None
-    older = {k: v for k, v in doc.items() if k != "fallbacks"}  # an older fatpte-run's report
+    older = {k: v for k, v in doc.items() if k not in ("fallbacks", "vendor_runtimes")}  # an older fatpte-run's report
     assert _valid(older) and report_from_json(older, "fatpte-run", "fatpte-run").code is ErrorCode.GOLDEN_MISMATCH
     unknown = {**doc, "error": {"code": "E9999", "message": "a later fatpte's"}}
     assert _valid(unknown) and report_from_json(unknown, "fatpte-run", "fatpte-run").code is None

@@ -215,6 +215,36 @@ def test_entries_only_the_table_order_tells_apart_are_a_warning(tmp_path: Path) 
     assert len(_ties(tmp_path, [S("a", b"a"), S("b", b"b"), S("c", b"c")])) == 2  # b and c, each with a
 
 
+def test_ranking_ties_follow_the_identity_requirements(tmp_path: Path) -> None:
+    """cpu_cores and min_core keep two entries apart exactly when no one core meets both: a device
+    meets a core requirement only when every core it lists does (specs/nfat-manifest.md 4.4, 6.2)."""
+    S = Specialization
+
+    def tie(a: dict[str, object], b: dict[str, object]) -> bool:
+        found = _ties(tmp_path, [S("a", b"a", requires=a), S("b", b"b", requires=b)])
+        assert len(found) <= 1
+        return bool(found)
+
+    # Disjoint core lists: a big.LITTLE part with both cores meets neither entry.
+    assert not tie({"cpu_cores": ["cortex-a55"]}, {"cpu_cores": ["cortex-a76"]})
+    # A part of cortex-a76 cores alone meets both.
+    assert tie({"cpu_cores": ["cortex-a55", "cortex-a76"]}, {"cpu_cores": ["cortex-a76"]})
+    assert tie({"cpu_cores": ["0x41:0xfff"]}, {"cpu_cores": ["0x41:0xfff", "cortex-a76"]})  # an unnamed core's id
+    # min_core: a core of its architecture and generation, in the other's list where there is one.
+    assert not tie({"min_core": "cortex-a76"}, {"cpu_cores": ["cortex-a55"]})
+    assert tie({"min_core": "cortex-a76"}, {"cpu_cores": ["cortex-a55", "cortex-a78"]})
+    assert not tie({"min_core": "cortex-a76"}, {"cpu_cores": ["0x41:0xfff"]})  # an unnamed core meets no minimum
+    assert tie({"min_core": "cortex-a76"}, {"min_core": "cortex-a510"})
+    assert not tie({"min_core": "cortex-a76"}, {"min_core": "znver4"})  # two architectures
+    # The core's architecture is the device's: it must also allow the other's arch and features.
+    assert not tie({"arch": "aarch64"}, {"cpu_cores": ["znver4"]})
+    assert not tie({"cpu_features": ["avx2"]}, {"cpu_cores": ["cortex-a76"]})
+    assert tie({"cpu_features": ["asimddp"]}, {"cpu_cores": ["cortex-a76"]})
+    # soc never keeps two entries apart: one device lists its model and its device-tree words.
+    assert tie({"soc": ["brcm,bcm2712"]}, {"soc": ["Raspberry Pi 5 Model B Rev 1.0"]})
+    assert tie({"soc": ["brcm,bcm2712"]}, {"cpu_cores": ["cortex-a76"]})
+
+
 def test_ranking_tie_warnings_are_capped_and_counted(tmp_path: Path) -> None:
     """65 entries that all tie: 16 warnings name their pair, one more counts the other 48."""
     from fatpte.ops.pack_manifest import TIE_WARNINGS

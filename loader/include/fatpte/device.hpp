@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fatpte/cpu_words.hpp"
+#include "fatpte/vendor_search.hpp"
 
 namespace fatpte {
 
@@ -86,6 +87,10 @@ struct ProbeScope {
 DeviceProfile probe_host();
 // Only the facts of `scope` (select.hpp's probe_scope() says which a container's entries read).
 DeviceProfile probe_host(const ProbeScope& scope);
+// The same, and with accelerators where each vendor runtime looked for was found or every place
+// looked, appended to `searched` in the table's order: a load's lines and report reuse it rather
+// than search again.
+DeviceProfile probe_host(const ProbeScope& scope, std::vector<VendorRuntimeSearch>* searched);
 // probe_host() without looking for accelerators when `accelerators` is false.
 DeviceProfile probe_host(bool accelerators);
 

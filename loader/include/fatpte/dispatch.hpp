@@ -176,6 +176,10 @@ std::string own_library_dir();
 // 5.1). A library that cannot be loaded (a vendor SDK it needs is absent) provides nothing; one
 // the options withhold is not loaded. Empty in a build without the ExecuTorch SDK.
 std::set<std::string> runtime_backends(const LoadOptions& options);
+// The same after a probe of this machine with the options' vendor runtimes (probe_host(scope,
+// &searched), scope.vendor_runtimes = options.vendor_runtimes): each runtime it searched is handed
+// to its backend as found there, rather than searched again.
+std::set<std::string> runtime_backends(const LoadOptions& options, const std::vector<VendorRuntimeSearch>& searched);
 // The library file of an ExecuTorch backend id by ExecuTorch's naming (see LoadOptions).
 std::string executorch_library_name(const std::string& backend_id);
 // The library file name of a backend id of fatpte's example ABI on this platform.
@@ -231,6 +235,9 @@ struct Dispatch {
   // The verified statement, when a signature was required: a self-test of the loaded entry
   // (self_test.hpp, SelfTestOptions::signature) makes only the golden calls it vouches for.
   std::shared_ptr<const SignatureCheck> signature;
+  // Each vendor runtime the load's probe of this machine looked for, where it was found or every
+  // place looked (specs/device-profile.md 9.1); empty when the load probed no accelerator.
+  std::vector<VendorRuntimeSearch> vendor_runtimes;
 };
 
 // What to choose for: the device (absent: this machine, probed for only the facts some entry's
@@ -259,6 +266,9 @@ Result<Dispatch> load(const Container& container, const Selection& selection, co
 // The attempts as lines for an explanation: `dispatch: NAME [ID]: OUTCOME (LIBRARY)`, each
 // followed by its details indented, after the notes.
 std::string explain_dispatch(const Container& container, const Dispatch& dispatch);
+// Dispatch::vendor_runtimes as the JSON list of a run report's `vendor_runtimes`
+// (specs/run-report.md); `options` are the load's (a withheld runtime names the option).
+std::string vendor_runtimes_json(const Dispatch& dispatch, const LoadOptions& options);
 
 }  // namespace fatpte
 

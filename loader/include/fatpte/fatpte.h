@@ -294,6 +294,11 @@ FATPTE_API fatpte_status fatpte_load_report_attempt_count(const fatpte_load_repo
                                                           size_t* count) FATPTE_NOEXCEPT;
 FATPTE_API fatpte_status fatpte_load_report_attempt(const fatpte_load_report* report, size_t i, uint32_t* index,
                                                     const char** outcome) FATPTE_NOEXCEPT;
+/* Each vendor runtime the load's probe of this machine looked for, as a JSON list: {"name",
+ * "found": true, "path", "step"} or {"name", "found": false, "withheld", "looked"}
+ * (specs/run-report.md, `vendor_runtimes`); "[]" when the load probed no accelerator (a device was
+ * given, or no entry needs one). */
+FATPTE_API const char* fatpte_load_report_vendor_runtimes(const fatpte_load_report* report) FATPTE_NOEXCEPT;
 /* The id of the trusted key that verified the signature; "" when none was required. */
 FATPTE_API const char* fatpte_load_report_key_id(const fatpte_load_report* report) FATPTE_NOEXCEPT;
 FATPTE_API void fatpte_load_report_free(fatpte_load_report* report) FATPTE_NOEXCEPT;

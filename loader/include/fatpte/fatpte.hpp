@@ -16,6 +16,7 @@
 #include "fatpte/status.hpp"
 #include "fatpte/tensor.hpp"
 #include "fatpte/text.hpp"
+#include "fatpte/vendor_search.hpp"
 
 // fatpte/module.hpp (a container as an ExecuTorch Module) needs ExecuTorch's headers: included on
 // its own.

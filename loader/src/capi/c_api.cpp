@@ -617,6 +617,7 @@ fatpte_status fatpte_load_for(const fatpte_container* c, const fatpte_device* de
       if (d.selection) r->selection = fatpte::explain(*c->impl, *d.selection);
       r->dispatch = dispatch;
       r->key_id = d.signature_key_id;
+      r->vendor_runtimes = fatpte::vendor_runtimes_json(d, o != nullptr ? o->options : defaults);
       for (const fatpte::Attempt& a : d.attempts) r->attempts.emplace_back(a.index, a.outcome);
       *report_out = r.release();
     }
@@ -631,6 +632,10 @@ fatpte_status fatpte_load_for(const fatpte_container* c, const fatpte_device* de
 const char* fatpte_load_report_selection(const fatpte_load_report* r) noexcept { return r == nullptr ? "" : r->selection.c_str(); }
 
 const char* fatpte_load_report_dispatch(const fatpte_load_report* r) noexcept { return r == nullptr ? "" : r->dispatch.c_str(); }
+
+const char* fatpte_load_report_vendor_runtimes(const fatpte_load_report* r) noexcept {
+  return r == nullptr ? "[]" : r->vendor_runtimes.c_str();
+}
 
 const char* fatpte_load_report_key_id(const fatpte_load_report* r) noexcept { return r == nullptr ? "" : r->key_id.c_str(); }
 

@@ -62,6 +62,7 @@ struct fatpte_load_report {
   std::string dispatch;
   std::string key_id;
   std::vector<std::pair<std::uint32_t, std::string>> attempts;
+  std::string vendor_runtimes = "[]";  // a JSON list (fatpte::vendor_runtimes_json)
 };
 
 struct fatpte_self_test_report {

@@ -396,7 +396,9 @@ DeviceProfile probe_host() { return probe_host(ProbeScope{}); }
 
 DeviceProfile probe_host(bool accelerators) { return probe_host(ProbeScope{true, true, accelerators, true, {}, std::nullopt}); }
 
-DeviceProfile probe_host(const ProbeScope& scope) {
+DeviceProfile probe_host(const ProbeScope& scope) { return probe_host(scope, nullptr); }
+
+DeviceProfile probe_host(const ProbeScope& scope, std::vector<VendorRuntimeSearch>* searched) {
   DeviceProfile p;
   p.name = "host";
 #if defined(__x86_64__)
@@ -447,6 +449,7 @@ DeviceProfile probe_host(const ProbeScope& scope) {
   // The devices each vendor runtime found lists, in its order, after any other accelerators.
   for (vendor::Probed& found : vendor::probe_runtimes(scope.vendor_runtimes,
                                                       scope.vendor_devices ? &*scope.vendor_devices : nullptr)) {
+    if (searched != nullptr) searched->push_back(found.where);
     for (vendor::VendorDevice& d : found.devices) {
       p.accelerators.push_back(Accelerator{found.runtime->name, std::move(d.name), std::move(d.version),
                                            d.memory_bytes, std::move(d.device), std::move(d.capabilities)});

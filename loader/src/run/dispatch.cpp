@@ -480,6 +480,11 @@ std::set<std::string> runtime_backends(const LoadOptions& options) {
   return et::registry_backends(options, executorch_search_path(options));
 }
 
+std::set<std::string> runtime_backends(const LoadOptions& options, const std::vector<VendorRuntimeSearch>& searched) {
+  for (const VendorRuntimeSearch& where : searched) vendor::decide(*vendor::runtime_named(where.name), where);
+  return runtime_backends(options);
+}
+
 bool has_executorch() noexcept { return et::available(); }
 
 void set_executorch_log(bool forward) { et::set_log_forwarding(forward); }
@@ -754,14 +759,14 @@ Status load(const Container& c, const Choice& choice, const LoadOptions& options
     }
   }
   scope.vendor_runtimes = options.vendor_runtimes;
-  const DeviceProfile device = choice.device ? *choice.device : probe_host(scope);
-  if (!choice.device && scope.accelerators) {
-    // Where the probe found each vendor runtime, or every place it looked: an entry that needs
-    // one of its devices is refused at selection when it is absent (specs/device-profile.md 9.1).
-    for (const vendor::VendorRuntime& r : vendor::vendor_runtimes()) {
-      if (scope.vendor_devices && scope.vendor_devices->count(r.name) == 0) continue;  // not looked for
-      out.notes.push_back(vendor::status_line(r, options.vendor_runtimes, options.command_line));
-    }
+  const DeviceProfile device = choice.device ? *choice.device : probe_host(scope, &out.vendor_runtimes);
+  // Where the probe found each vendor runtime, or every place it looked: an entry that needs one
+  // of its devices is refused at selection when it is absent (specs/device-profile.md 9.1). The
+  // backend that opens it is handed the same search's answer: one load searches once.
+  for (const VendorRuntimeSearch& where : out.vendor_runtimes) {
+    const vendor::VendorRuntime& r = *vendor::runtime_named(where.name);
+    out.notes.push_back(vendor::status_line(r, where, options.command_line));
+    vendor::decide(r, where);
   }
   const Status st = load_on(c, choice, device, options, out);
   detail::deliver_load_receipt(c, device, options, out, out.selection ? &*out.selection : nullptr, st);
@@ -791,6 +796,15 @@ std::string explain_dispatch(const Container& c, const Dispatch& d) {
     for (const std::string& line : a.details) out += "\n      " + detail::printable(line);
   }
   return out;
+}
+
+std::string vendor_runtimes_json(const Dispatch& d, const LoadOptions& options) {
+  std::string out = "[";
+  for (const VendorRuntimeSearch& where : d.vendor_runtimes) {
+    out += (out.size() == 1 ? "" : ", ") + vendor::search_json(*vendor::runtime_named(where.name), where,
+                                                                options.command_line);
+  }
+  return out + "]";
 }
 
 }  // namespace fatpte

@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 
+#include "common/text.hpp"
 #include "vendor/openvino.hpp"
 
 namespace fatpte {
@@ -70,6 +72,24 @@ std::mutex& decided_mutex() {
   return m;
 }
 
+// prepare_backend's decisions by runtime name (under decided_mutex); never destroyed.
+std::map<std::string, Located>& decided() {
+  static std::map<std::string, Located>& kept = *new std::map<std::string, Located>();
+  return kept;
+}
+
+std::atomic<std::size_t> search_count{0};
+
+// Hands a found runtime to its backend and keeps the decision; a withheld one is not kept (a
+// later load may still find it). Called under decided_mutex.
+void keep(const VendorRuntime& r, const Located& where) {
+  if (where.withheld) return;
+  // The backend reads the variable once, when first asked: set before its library is loaded. A
+  // library dlopen's search found needs nothing (the backend asks the same search).
+  if (!where.path.empty() && where.path != r.system_name) setenv(r.backend_env, where.path.c_str(), 1);
+  decided().emplace(r.name, where);
+}
+
 }  // namespace
 
 const std::vector<VendorRuntime>& vendor_runtimes() {
@@ -96,15 +116,23 @@ const VendorRuntime* runtime_of_backend(const std::string& backend_id) {
   return nullptr;
 }
 
-std::string Located::text() const {
+}  // namespace vendor
+
+std::string VendorRuntimeSearch::text() const {
   if (!path.empty()) return "found at " + path + " (from " + source + ")";
   std::string out = "not found; looked: ";
   for (std::size_t i = 0; i < looked.size(); ++i) out += (i == 0 ? "" : ", ") + std::to_string(i + 1) + ". " + looked[i];
   return out;
 }
 
+namespace vendor {
+
+std::size_t searches() { return search_count.load(); }
+
 Located locate(const VendorRuntime& r, const std::map<std::string, std::string>& explicit_paths) {
+  ++search_count;
   Located out;
+  out.name = r.name;
   if (kSanitizerWithholds) {
     out.withheld = true;
     out.withheld_why = "not loaded by a build with AddressSanitizer (a library it opens asks for RTLD_DEEPBIND, "
@@ -120,6 +148,7 @@ Located locate(const VendorRuntime& r, const std::map<std::string, std::string>&
     if (is_file(given->second)) {
       out.path = given->second;
       out.source = std::string("the caller's path for ") + r.name;
+      out.step = "caller";
       return out;
     }
     out.looked.push_back("the caller's path " + given->second + " (not a file)");
@@ -130,6 +159,7 @@ Located locate(const VendorRuntime& r, const std::map<std::string, std::string>&
   if (env != nullptr && env[0] != '\0' && is_file(env)) {
     out.path = env;
     out.source = r.env;
+    out.step = "environment_variable";
     return out;
   }
   out.looked.push_back(std::string(r.env) + (env == nullptr || env[0] == '\0' ? " (not set)" : std::string("=") + env + " (not a file)"));
@@ -143,6 +173,7 @@ Located locate(const VendorRuntime& r, const std::map<std::string, std::string>&
     out.path = in_environment(r, prefix, why);
     if (!out.path.empty()) {
       out.source = std::string("the ") + r.package + " package of $" + var;
+      out.step = var == std::string("VIRTUAL_ENV") ? "virtual_env" : "conda_prefix";
       return out;
     }
     out.looked.push_back(std::string("$") + var + ": " + why);
@@ -151,6 +182,7 @@ Located locate(const VendorRuntime& r, const std::map<std::string, std::string>&
   if (in_system(r, why)) {
     out.path = r.system_name;
     out.source = "the system's library search";
+    out.step = "dlopen";
     return out;
   }
   out.looked.push_back(std::string("the system's library search for ") + r.system_name + " (" + why + ")");
@@ -181,21 +213,19 @@ bool prepare_backend(const std::string& backend_id, const std::map<std::string, 
   const VendorRuntime* r = runtime_of_backend(backend_id);
   if (r == nullptr) return false;
   std::lock_guard<std::mutex> lock(decided_mutex());
-  static std::map<std::string, Located>& decided = *new std::map<std::string, Located>();  // never destroyed
-  const auto known = decided.find(r->name);
-  if (known != decided.end()) {
+  const auto known = decided().find(r->name);
+  if (known != decided().end()) {
     out = known->second;
     return true;
   }
   out = locate(*r, explicit_paths);
-  // Withheld: not handed to the backend, whose library is then not loaded; a later load may
-  // still find it.
-  if (out.withheld) return true;
-  // The backend reads the variable once, when first asked: set before its library is loaded. A
-  // library dlopen's search found needs nothing (the backend asks the same search).
-  if (!out.path.empty() && out.path != r->system_name) setenv(r->backend_env, out.path.c_str(), 1);
-  decided.emplace(r->name, out);
+  keep(*r, out);
   return true;
+}
+
+void decide(const VendorRuntime& r, const Located& where) {
+  std::lock_guard<std::mutex> lock(decided_mutex());
+  if (decided().count(r.name) == 0) keep(r, where);
 }
 
 std::string why_absent(const VendorRuntime& r, const Located& where, bool command_line) {
@@ -209,9 +239,19 @@ std::string why_absent(const VendorRuntime& r, const Located& where, bool comman
   return where.path.empty() ? where.text() : "";
 }
 
-std::string status_line(const VendorRuntime& r, const std::map<std::string, std::string>& explicit_paths,
-                        bool command_line) {
-  const Located where = locate(r, explicit_paths);
+std::string search_json(const VendorRuntime& r, const Located& where, bool command_line) {
+  std::string out = "{\"name\": " + detail::json_quote(r.name) + ", \"found\": ";
+  if (!where.path.empty()) {
+    return out + "true, \"path\": " + detail::json_quote(where.path) + ", \"step\": " + detail::json_quote(where.step) +
+           "}";
+  }
+  out += "false, \"withheld\": " + (where.withheld ? detail::json_quote(why_absent(r, where, command_line)) : "null") +
+         ", \"looked\": [";
+  for (std::size_t i = 0; i < where.looked.size(); ++i) out += (i == 0 ? "" : ", ") + detail::json_quote(where.looked[i]);
+  return out + "]}";
+}
+
+std::string status_line(const VendorRuntime& r, const Located& where, bool command_line) {
   const std::string why = why_absent(r, where, command_line);
   return std::string("vendor runtime ") + r.name + ": " + r.title + "'s runtime (" + r.system_name + ") " +
          (why.empty() ? where.text() : why);

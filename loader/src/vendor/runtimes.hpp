@@ -11,11 +11,13 @@
 #ifndef FATPTE_SRC_VENDOR_RUNTIMES_HPP_
 #define FATPTE_SRC_VENDOR_RUNTIMES_HPP_
 
+#include <cstddef>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "fatpte/vendor_search.hpp"
 #include "vendor/vendor_device.hpp"
 
 namespace fatpte {
@@ -42,17 +44,8 @@ const std::vector<VendorRuntime>& vendor_runtimes();
 const VendorRuntime* runtime_named(const std::string& name);
 const VendorRuntime* runtime_of_backend(const std::string& backend_id);
 
-// Where a runtime was found, or every place looked.
-struct Located {
-  bool withheld = false;         // the caller's map names it with an empty path, or see `withheld_why`
-  std::string withheld_why;      // why, when it is not the caller who withheld it
-  std::string path;              // the library: a path, or system_name when dlopen's search found it
-  std::string source;            // where it came from: "--vendor-runtime", "OPENVINO_LIB_PATH", ...
-  std::vector<std::string> looked;  // each place tried before, with why it did not hold it
-  // "found at P (from OPENVINO_LIB_PATH)" or "not found; looked: 1. ..., 2. ..." (a withheld
-  // runtime is worded by the caller, who knows which option withheld it).
-  std::string text() const;
-};
+// Where a runtime was found, or every place looked (fatpte/vendor_search.hpp).
+using Located = VendorRuntimeSearch;
 
 // A build with AddressSanitizer withholds every vendor runtime (withheld_why says so): OpenVINO's
 // TBB opens a library with RTLD_DEEPBIND, which the sanitizer's runtime refuses by ending the
@@ -76,6 +69,9 @@ constexpr bool kSanitizerWithholds = false;
 // or when dlopen can open it (the system's search); nothing is left loaded by the search but what
 // dlopen's search opened.
 Located locate(const VendorRuntime& runtime, const std::map<std::string, std::string>& explicit_paths);
+// How many searches locate() has made in this process: one load searches each runtime once
+// (its probe's search is the one its lines, its report and its backends use).
+std::size_t searches();
 
 // Each runtime of the table located and, where found, asked for its devices.
 struct Probed {
@@ -92,18 +88,26 @@ std::vector<Probed> probe_runtimes(const std::map<std::string, std::string>& exp
 // The backend `backend_id`'s runtime, located into `out` and handed to it (its backend_env set to
 // the path) before the backend's library is loaded or asked is_available: the backend reads the
 // variable once a process, so the first decision that is not "withheld" is kept and returned
-// again. False for a backend without a vendor runtime.
+// again (decide() may have made it from a probe's search). False for a backend without a vendor
+// runtime.
 bool prepare_backend(const std::string& backend_id, const std::map<std::string, std::string>& explicit_paths,
                      Located& out);
+// Keeps `where` (a probe's search of `r`, with the same caller's paths as the load that follows)
+// as prepare_backend's decision when none is kept yet, so the load does not search again.
+void decide(const VendorRuntime& r, const Located& where);
 
 // Why `r` is not there, or "" when `where` found it: "withheld by the caller (--vendor-runtime
 // openvino=)" (`command_line`; else the load options'), a build's own reason, or "not found;
 // looked: 1. ..., 2. ...".
 std::string why_absent(const VendorRuntime& r, const Located& where, bool command_line);
-// The line --explain shows of each vendor runtime a probe looked for: "vendor runtime openvino:
-// OpenVINO's runtime (libopenvino_c.so) found at P (from S)", or why it is not there.
-std::string status_line(const VendorRuntime& r, const std::map<std::string, std::string>& explicit_paths,
-                        bool command_line);
+// The line --explain shows of each vendor runtime a probe looked for, from the probe's search
+// `where`: "vendor runtime openvino: OpenVINO's runtime (libopenvino_c.so) found at P (from S)",
+// or why it is not there.
+std::string status_line(const VendorRuntime& r, const Located& where, bool command_line);
+// The same search as one object of a run report's `vendor_runtimes` (specs/run-report.md):
+// {"name", "found": true, "path", "step"}, or {"name", "found": false, "withheld": why or null,
+// "looked": [each place, in order]}.
+std::string search_json(const VendorRuntime& r, const Located& where, bool command_line);
 
 }  // namespace vendor
 }  // namespace fatpte
