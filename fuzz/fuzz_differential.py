@@ -52,8 +52,8 @@ def cpp_verdicts(data: bytes) -> tuple[tuple[int, int | None, str | None], int]:
 
 def python_verdicts(data: bytes) -> tuple[tuple[int, int | None, str | None], int]:
     from fatpte.container.reader import Container
-    from fatpte.container.validation import validate_buffer
     from fatpte.errors import FatpteError
+    from fatpte.ops.validation import validate_buffer
 
     first = validate_buffer(data).first_error
     validate = (0, None, None) if first is None else (int(first.code), first.offset, first.field)

@@ -32,12 +32,12 @@ from typing import Any
 import pytest
 
 from fatpte.container.reader import open as open_container
-from fatpte.container.validation import validate_buffer
 from fatpte.errors import ErrorCode
 from fatpte.fileio.checksum import crc32c
 from fatpte.format import layout as L
 from fatpte.ops.packing import pack
 from fatpte.ops.specialization import Specialization
+from fatpte.ops.validation import validate_buffer
 from tests.builds import loader_build
 from tests.paths import ROOT
 
@@ -278,6 +278,25 @@ def test_loader_reports_python_first_error(build: Path, cases: list[tuple[str, P
         if line != want:
             mismatches.append(f"{label}: python {want!r}, loader {line!r}")
     assert not mismatches, f"{len(mismatches)} of {len(cases)} differ:\n" + "\n".join(mismatches[:40])
+
+
+def _indexed_line(row: dict[str, Any]) -> str:
+    if row["valid"]:
+        return "OK"
+    e = row["error"]
+    return f"{e['code']} {'-' if e['offset'] is None else e['offset']} {e['field'] or '-'}"
+
+
+@pytest.mark.loader_build("fatpte-validate")
+def test_loader_gives_every_vector_its_indexed_outcome(build: Path) -> None:
+    """Every conformance vector, none skipped, gets from fatpte-validate the outcome index.json
+    states: the program entries' vectors (specs/executorch.md section 7: E1101 to E1104, the
+    exceptions of fatpte.signature_check, a payload that does not read) as every other."""
+    index = json.loads((VECTORS / "index.json").read_text())["vectors"]
+    names = sorted(index)
+    assert sum(name.startswith("v2-program-") for name in names) >= 20
+    got = run_tool(build / "fatpte-validate", [VECTORS / name for name in names])
+    assert [f"{n}: {_indexed_line(index[n])}" for n in names] == [f"{n}: {g}" for n, g in zip(names, got)]
 
 
 def _table_count_container() -> bytes:
