@@ -335,6 +335,55 @@ def test_every_manifest_rule_is_refused_alike(build: Path, tmp_path: Path) -> No
     assert [f"{p.name}: {w}" for p, w in zip(paths, want)] == [f"{p.name}: {g}" for p, g in zip(paths, got)]
 
 
+# Programs of every kind the C++ validator reads whole: portable, XNNPACK (float32, float16 with
+# float32 edges, int8), OpenVINO, fat delegates (an XNNPACK payload and a nested program), with and
+# without mutable buffers. Not the native (NPTG) ones: the state their payloads declare is read by
+# Python only (docs/cpp.md, "Validating").
+SWAP_FIXTURES = ("mlp_portable", "mlp_xnnpack", "mlp_xnnpack_int8", "mlp_xnnpack_fp16io_default",
+                 "mlp_openvino_default", "mlp_fat", "add_portable", "add_fat", "buffer_portable", "buffer_xnnpack",
+                 "buffer_fat", "kvcache_xnnpack_fp16io_default", "kvpair_portable", "kvpair_xnnpack_default")
+
+
+def _under_record(record: bytes, program: bytes) -> bytes:
+    """`record`'s one program entry (manifest, table record) with `program` as its payload."""
+    from fatpte.container.reader import Container
+    from tests.support.vectors import Edit, Vector, with_manifest
+
+    with Container.from_buffer(record) as c:
+        e, h = c.entries[0], c.header
+        manifest = bytes(record[h.manifest_offset : h.manifest_offset + h.manifest_size])
+        data = with_manifest([(e.name, e.backend_id, program)], manifest, [])
+    edit = Edit(Vector("swapped", data, ""))
+    edit.set_entry(0, "payload_kind", b"ET12")
+    edit.seal()
+    return bytes(edit.buf)
+
+
+@pytest.mark.loader_build("fatpte-validate")
+def test_a_program_under_another_programs_record_is_refused_alike(build: Path, tmp_path: Path) -> None:
+    """specs/executorch.md section 7: each fixture program packed, then every other one put under
+    its record (CRC32C recomputed): the loader reports Python's first error, E1101 to E1104, or
+    accepts what Python accepts (each program under its own record)."""
+    from fatpte.ops.pte_specialize import pte_specialization
+
+    fixtures = ROOT / "tests" / "fixtures" / "executorch"
+    packed = {n: pack_to(tmp_path, f"{n}.nfat", [pte_specialization(fixtures / f"{n}.pte", name="e")])
+              for n in SWAP_FIXTURES}
+    programs = {n: (fixtures / f"{n}.pte").read_bytes() for n in SWAP_FIXTURES}
+    paths, want = [], []
+    for a in SWAP_FIXTURES:
+        for b in SWAP_FIXTURES:
+            data = _under_record(packed[a], programs[b])
+            path = tmp_path / f"{a}--{b}.nfat"
+            path.write_bytes(data)
+            paths.append(path)
+            want.append(f"{path.stem}: {expected_line(data)}")
+    said = {w.split(": ")[1].split(" ")[0] for w in want}
+    assert {"OK", "E1101", "E1102", "E1103", "E1104"} <= said, said
+    got = run_tool(build / "fatpte-validate", paths)
+    assert want == [f"{p.stem}: {g}" for p, g in zip(paths, got)]
+
+
 def test_corpus_reaches_every_structural_rule(cases: list[tuple[str, Path, str]]) -> None:
     """The corpus exercises the rules it is meant to compare, not only checksum errors."""
     seen = {want.split(" ", 1)[0] for _, _, want in cases}
