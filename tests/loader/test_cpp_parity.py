@@ -42,6 +42,7 @@ from tests.builds import loader_build
 from tests.paths import ROOT
 
 VECTORS = ROOT / "specs" / "vectors"
+FIELD_MAX = 96  # fatpte_error's field buffer, NUL included (loader/include/fatpte/fatpte.h)
 
 _HEADER = L.RECORDS["v2_header"]
 _ENTRY = L.RECORDS["v2_entry"]
@@ -382,6 +383,58 @@ def test_a_program_under_another_programs_record_is_refused_alike(build: Path, t
     assert {"OK", "E1101", "E1102", "E1103", "E1104"} <= said, said
     got = run_tool(build / "fatpte-validate", paths)
     assert want == [f"{p.stem}: {g}" for p, g in zip(paths, got)]
+
+
+def _fat_tree_entry(rng: random.Random) -> bytes:
+    """mlp_fat.pte with its fat delegate wrapped in 0 to 7 levels (tests/support/hostile.fat_tree),
+    as the one program entry of a version 2 container whose manifest names it and claims nothing
+    else of it."""
+    from fatpte.manifest.codec import encode
+    from fatpte.manifest.model import Manifest, ManifestEntry
+    from tests.support import hostile
+    from tests.support.vectors import Edit, Vector, with_manifest
+
+    program = (ROOT / "tests" / "fixtures" / "executorch" / "mlp_fat.pte").read_bytes()
+    kinds = (hostile.FAT, hostile.FAT, hostile.PROGRAM, hostile.JUNK)
+    levels = [(rng.choice((L.VERSION_1, L.VERSION_2)), [rng.choice(kinds) for _ in range(rng.randint(1, 4))])
+              for _ in range(rng.randint(0, 7))]
+    tree = hostile.fat_tree(program, levels, overlap=rng.random() < 0.3)
+    data = with_manifest([("fat", "fatpte", tree)], encode(Manifest(entries=(ManifestEntry("fat"),))), [])
+    edit = Edit(Vector("tree", data, ""))
+    edit.set_entry(0, "payload_kind", b"ET12")
+    edit.seal()
+    return bytes(edit.buf)
+
+
+@pytest.mark.loader_build("fatpte-validate")
+def test_fat_delegates_nested_in_a_program_entry_are_refused_alike(build: Path, tmp_path: Path) -> None:
+    """specs/executorch.md section 8 in a program entry: 120 trees of fat delegates, some past
+    MAX_FAT_DELEGATE_DEPTH (E1010); the loader reports Python's first error, at the same container
+    and path (as far as fatpte_error holds it). Trees whose bytes were changed are left out: where
+    the two program readers refuse a damaged program at different offsets is theirs, not this walk's."""
+    rng = random.Random(38)
+    paths, want = [], []
+    for k in range(120):
+        data = _fat_tree_entry(rng)
+        path = tmp_path / f"tree{k}.nfat"
+        path.write_bytes(data)
+        paths.append(path)
+        want.append(f"tree{k}: {expected_line(data)}")
+    said = {w.split(": ")[1].split(" ")[0] for w in want}
+    assert {"OK", ErrorCode.FAT_DELEGATE_TOO_DEEP.tag} <= said, said
+    got = run_tool(build / "fatpte-validate", paths)
+    # fatpte_error holds a field path of at most FIELD_MAX - 1 bytes (fatpte.h): deeper paths are cut there.
+    assert [w[: len(f"tree{k}: ") + _line_max(w)] for k, w in enumerate(want)] == \
+        [f"{p.stem}: {g}" for p, g in zip(paths, got)]
+
+
+def _line_max(line: str) -> int:
+    """The length of `line`'s `CODE OFFSET FIELD` part as fatpte-validate can print it."""
+    said = line.split(": ", 1)[1]
+    if said == "OK":
+        return len(said)
+    code, offset, _ = said.split(" ", 2)
+    return len(code) + len(offset) + 2 + FIELD_MAX - 1
 
 
 def test_corpus_reaches_every_structural_rule(cases: list[tuple[str, Path, str]]) -> None:
