@@ -336,13 +336,14 @@ def test_every_manifest_rule_is_refused_alike(build: Path, tmp_path: Path) -> No
     assert [f"{p.name}: {w}" for p, w in zip(paths, want)] == [f"{p.name}: {g}" for p, g in zip(paths, got)]
 
 
-# Programs of every kind the C++ validator reads whole: portable, XNNPACK (float32, float16 with
-# float32 edges, int8), OpenVINO, fat delegates (an XNNPACK payload and a nested program), with and
-# without mutable buffers. Not the native (NPTG) ones: the state their payloads declare is read by
-# Python only (docs/cpp.md, "Validating").
+# Programs of every kind: portable, XNNPACK (float32, float16 with float32 edges, int8), OpenVINO,
+# native (whose NPTG payloads declare their state), fat delegates (an XNNPACK payload and a nested
+# program; NPTG entries), with and without mutable buffers; kvcache and kvpair differ in their
+# buffers alone.
 SWAP_FIXTURES = ("mlp_portable", "mlp_xnnpack", "mlp_xnnpack_int8", "mlp_xnnpack_fp16io_default",
-                 "mlp_openvino_default", "mlp_fat", "add_portable", "add_fat", "buffer_portable", "buffer_xnnpack",
-                 "buffer_fat", "kvcache_xnnpack_fp16io_default", "kvpair_portable", "kvpair_xnnpack_default")
+                 "mlp_openvino_default", "mlp_fat", "mlp_native", "add_portable", "add_fat", "buffer_portable",
+                 "buffer_xnnpack", "buffer_fat", "buffer_nfat", "kvcache_xnnpack_fp16io_default", "kvcache_native",
+                 "kvpair_portable", "kvpair_xnnpack_default", "kvpair_native")
 
 
 def _under_record(record: bytes, program: bytes) -> bytes:

@@ -12,6 +12,7 @@
 #include "executorch/program.hpp"
 #include "fatpte/format_generated.h"
 #include "program_generated.h"
+#include "records/native_state.hpp"
 #include "value/scalar_type.hpp"
 
 namespace fatpte {
@@ -43,9 +44,9 @@ class Plan {
   DerivedTensor spec(std::int32_t index) const {
     const F::EValue* value = plan_->values()->Get(static_cast<::flatbuffers::uoffset_t>(index));
     const F::Tensor* t = value->val_as_Tensor();
-    if (t == nullptr) return DerivedTensor{value_kind(value->val_type()), {}, ""};
-    DerivedTensor out{program_dtype_name(static_cast<std::int8_t>(t->scalar_type())), {}, ""};
-    for (const std::int32_t size : *t->sizes()) out.shape.push_back(static_cast<std::uint64_t>(size));
+    if (t == nullptr) return DerivedTensor{value_kind(value->val_type()), {}, std::nullopt};
+    DerivedTensor out{program_dtype_name(static_cast<std::int8_t>(t->scalar_type())), {}, std::nullopt};
+    for (const std::int32_t size : *t->sizes()) out.shape.push_back(DerivedDim{size, ""});
     return out;
   }
 
@@ -118,12 +119,13 @@ class Plan {
   std::set<std::int32_t> inputs_;
 };
 
-// Whether a called delegate's payload declares state in native (NPTG) programs: its own payload,
-// or the NPTG entries of the fat delegate container it is. A container that fails the structural
-// pass fails as Python's Container.from_buffer does, at `at` plus its offset in that container.
-Status declares_native_state(Bytes data, std::uint64_t at, const std::string& field, bool& native) {
+// The native (NPTG) payloads a called delegate carries (signature.py _native_payloads): its own
+// payload, or the NPTG entries of the fat delegate container it is, in table order. A container
+// that fails the structural pass fails as Python's Container.from_buffer does, at `at` plus its
+// offset in that container.
+Status native_payloads(Bytes data, std::uint64_t at, const std::string& field, std::vector<Bytes>& out) {
   if (data.size >= 8 && std::memcmp(data.data + 4, "NPTG", 4) == 0) {
-    native = true;
+    out.push_back(data);
     return Status();
   }
   if (data.size < 4 || std::memcmp(data.data, format::kMagic, 4) != 0) return Status();
@@ -134,7 +136,35 @@ Status declares_native_state(Bytes data, std::uint64_t at, const std::string& fi
                   "a fat delegate's container does not read: " + e.message());
   }
   for (const Entry& e : st.value().entries) {
-    if (std::memcmp(e.payload_kind.data(), "NPTG", 4) == 0) native = true;
+    if (std::memcmp(e.payload_kind.data(), "NPTG", 4) == 0) out.push_back(Bytes{data.data + e.offset, e.size});
+  }
+  return Status();
+}
+
+// The typed buffers of each native payload a called delegate carries, after the method's own,
+// each fully qualified name once.
+Status delegate_buffers(const Plan& p, const et::MethodInfo& info, std::uint64_t at, const std::string& field,
+                        DerivedMethod& m) {
+  std::set<std::string> named;
+  for (const DerivedTensor& t : m.buffers) {
+    if (t.name) named.insert(*t.name);
+  }
+  for (const std::int32_t d : p.called_delegates()) {
+    std::vector<Bytes> payloads;
+    FATPTE_RETURN_IF_ERROR(native_payloads(info.delegates[static_cast<std::size_t>(d)], at, field, payloads));
+    for (const Bytes& payload : payloads) {
+      const auto buffers = native_buffers(payload);
+      if (!buffers) {
+        m.delegate_state = true;
+        continue;
+      }
+      for (const NativeBuffer& b : *buffers) {
+        if (!b.typed || !named.insert(b.fqn).second) continue;
+        DerivedTensor t{b.dtype, {}, b.fqn};
+        for (const NativeDim& dim : b.shape) t.shape.push_back(DerivedDim{dim.size, dim.symbol});
+        m.buffers.push_back(std::move(t));
+      }
+    }
   }
   return Status();
 }
@@ -147,7 +177,7 @@ Result<DerivedMethod> method_signature(const F::ExecutionPlan* plan, const et::M
   std::set<std::int32_t> state;
   for (const auto& [index, name] : p.buffers()) {
     DerivedTensor t = p.spec(index);
-    t.name = name;
+    if (!name.empty()) t.name = name;
     m.buffers.push_back(std::move(t));
     state.insert(index);
   }
@@ -159,10 +189,7 @@ Result<DerivedMethod> method_signature(const F::ExecutionPlan* plan, const et::M
       if (state.count(i) == 0) m.outputs.push_back(p.spec(i));
     }
   }
-  for (const std::int32_t d : p.called_delegates()) {
-    FATPTE_RETURN_IF_ERROR(declares_native_state(info.delegates[static_cast<std::size_t>(d)], at, field,
-                                                 m.delegate_state));
-  }
+  FATPTE_RETURN_IF_ERROR(delegate_buffers(p, info, at, field, m));
   return m;
 }
 
@@ -178,9 +205,16 @@ Status mapping_rules(const std::vector<DerivedMethod>& methods, std::uint64_t at
                    "signature.methods[%zu].name: method '%s' is listed twice", i, name.c_str());
     }
     for (std::size_t j = 0; j < methods[i].buffers.size(); ++j) {
-      FATPTE_CHECK(methods[i].buffers[j].name.size() <= kMaxTextBytes, Error::INVALID_ARGUMENT, at, field,
-                   "signature.methods[%zu].buffers[%zu].name: must be a non-empty string of at most %zu bytes", i,
-                   j, kMaxTextBytes);
+      const DerivedTensor& b = methods[i].buffers[j];
+      FATPTE_CHECK(!b.name || (!b.name->empty() && b.name->size() <= kMaxTextBytes), Error::INVALID_ARGUMENT, at,
+                   field, "signature.methods[%zu].buffers[%zu].name: must be a non-empty string of at most %zu bytes",
+                   i, j, kMaxTextBytes);
+      for (std::size_t k = 0; k < b.shape.size(); ++k) {
+        const DerivedDim& d = b.shape[k];
+        FATPTE_CHECK(d.symbol.empty() ? d.size >= 0 : d.symbol.size() <= kMaxTextBytes, Error::INVALID_ARGUMENT, at,
+                     field, "signature.methods[%zu].buffers[%zu].shape[%zu]: must be an integer from 0 or a symbol", i,
+                     j, k);
+      }
     }
   }
   return Status();
@@ -218,15 +252,19 @@ bool tensors_agree(const M::TensorSpec* a, const DerivedTensor& b) {
   if (rank != b.shape.size()) return false;
   for (std::size_t k = 0; k < rank; ++k) {
     const M::Dim* d = a->shape()->Get(static_cast<::flatbuffers::uoffset_t>(k));
-    if (d->symbol() != nullptr || d->size() != b.shape[k]) return false;
+    const DerivedDim& e = b.shape[k];
+    const bool same = d->symbol() != nullptr ? d->symbol()->str() == e.symbol
+                                             : e.symbol.empty() && e.size >= 0 &&
+                                                   d->size() == static_cast<std::uint64_t>(e.size);
+    if (!same) return false;
   }
-  return a->name() == nullptr || b.name.empty() || a->name()->str() == b.name;
+  return a->name() == nullptr || !b.name || a->name()->str() == *b.name;
 }
 
 std::string tensor_text(const DerivedTensor& t) {
   std::vector<std::string> dims;
-  for (const std::uint64_t d : t.shape) dims.push_back(std::to_string(d));
-  return (t.name.empty() ? "" : t.name + ": ") + t.dtype + dims_text(dims);
+  for (const DerivedDim& d : t.shape) dims.push_back(d.symbol.empty() ? std::to_string(d.size) : d.symbol);
+  return (t.name ? *t.name + ": " : "") + t.dtype + dims_text(dims);
 }
 
 using Specs = ::flatbuffers::Vector<::flatbuffers::Offset<M::TensorSpec>>;

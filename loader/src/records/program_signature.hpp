@@ -6,13 +6,15 @@
 //
 // User inputs are the execution plan's inputs, user outputs its outputs less the write-backs of
 // mutable buffers; a mutable buffer of the program itself is a memory-planned tensor, not an input,
-// that is the in-place target of an `aten::copy_` call or has a fully qualified name. State a
-// delegate declares in a native (NPTG) payload, its own or that of a fat delegate's entry, is not
-// read here: such a method's buffers are not compared (`delegate_state`).
+// that is the in-place target of an `aten::copy_` call or has a fully qualified name; then the
+// state each delegate it calls declares in a native (NPTG) payload, its own or that of a fat
+// delegate's entry (records/native_state.hpp), each name once. A native payload that does not read
+// leaves that method's buffers uncompared (`delegate_state`), where Python refuses the program.
 #ifndef FATPTE_SRC_RECORDS_PROGRAM_SIGNATURE_HPP_
 #define FATPTE_SRC_RECORDS_PROGRAM_SIGNATURE_HPP_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,16 +26,22 @@
 namespace fatpte {
 namespace records {
 
+struct DerivedDim {
+  std::int64_t size = 0;  // a native graph's bounds may make it negative, which Python refuses
+  std::string symbol;     // a native graph's symbolic dimension (`s0<=16`); "" for a static size
+};
+
 struct DerivedTensor {
-  std::string dtype;                 // a dtype name, or a value kind ("int") for a non-tensor value
-  std::vector<std::uint64_t> shape;  // empty for a non-tensor value
-  std::string name;                  // a buffer's fully qualified name; "" when the file records none
+  std::string dtype;               // a dtype name, or a value kind ("int") for a non-tensor value
+  std::vector<DerivedDim> shape;   // empty for a non-tensor value
+  std::optional<std::string> name; // a buffer's fully qualified name, when the file records one
 };
 
 struct DerivedMethod {
   std::string name;
   std::vector<DerivedTensor> inputs, outputs, buffers;
-  // A delegate it calls declares state in a native payload, which this reader does not read.
+  // A delegate it calls declares state in a native payload this reader could not read: its
+  // buffers are not compared.
   bool delegate_state = false;
 };
 

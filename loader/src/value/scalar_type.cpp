@@ -71,6 +71,18 @@ const char* program_dtype_name(std::int8_t code) noexcept {
   }
 }
 
+const char* native_dtype_name(std::int8_t code) noexcept {
+  if (code >= 0 && code <= 7) return program_dtype_name(code);
+  switch (code) {
+    case 11: return "bool";
+    case 15: return "bfloat16";
+    case 16: return "uint16";
+    case 17: return "uint32";
+    case 18: return "uint64";
+    default: return "";
+  }
+}
+
 bool element_as_double(std::int8_t code, const std::uint8_t* p, double* out) noexcept {
   switch (static_cast<ScalarType>(code)) {
     case ScalarType::kByte: case ScalarType::kQUInt8: *out = load<std::uint8_t>(p); return true;
