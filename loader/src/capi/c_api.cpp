@@ -11,7 +11,7 @@
 #include <algorithm>
 
 #include "capi/c_handles.hpp"
-#include "records/program_record.hpp"
+#include "entries/program_record.hpp"
 #include "fatpte/container.hpp"
 #include "fatpte/device.hpp"
 #include "fatpte/dispatch.hpp"
@@ -41,7 +41,7 @@ std::string& last_message() noexcept {
 }
 
 // Every rule, as Python's fatpte.validate runs them: the container's, then each program entry
-// against its record (records/program_record.hpp), which read nothing when no entry is a program.
+// against its record (entries/program_record.hpp), which read nothing when no entry is a program.
 Status validate_all(const fatpte::Container& c) {
   Status s = c.validate();
   return s.ok() ? fatpte::check_program_entries(c) : s;

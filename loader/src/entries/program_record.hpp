@@ -8,8 +8,8 @@
 // `skipped` or `from:` another entry), rule 2 (E1102, at the table record: no backend word names a
 // backend the program does not delegate to), rule 3 (E1103: executorch_backends), rule 4 (E1104:
 // provenance executorch.pte.sha256). Rule 5 (E1105) is a warning, which the first error never is.
-#ifndef FATPTE_SRC_RECORDS_PROGRAM_RECORD_HPP_
-#define FATPTE_SRC_RECORDS_PROGRAM_RECORD_HPP_
+#ifndef FATPTE_SRC_ENTRIES_PROGRAM_RECORD_HPP_
+#define FATPTE_SRC_ENTRIES_PROGRAM_RECORD_HPP_
 
 #include "fatpte/container.hpp"
 #include "fatpte/status.hpp"
@@ -23,4 +23,4 @@ Status check_program_entries(const Container& container);
 
 }  // namespace fatpte
 
-#endif  // FATPTE_SRC_RECORDS_PROGRAM_RECORD_HPP_
+#endif  // FATPTE_SRC_ENTRIES_PROGRAM_RECORD_HPP_

@@ -1,7 +1,7 @@
-// The state an NPTG delegate payload declares (records/native_state.hpp). Slots are the schema's
+// The state an NPTG delegate payload declares (entries/native_state.hpp). Slots are the schema's
 // field positions (backends/native/serialization/native_graph.fbs), as fatpte/executorch/nptg.py
 // names them.
-#include "records/native_state.hpp"
+#include "entries/native_state.hpp"
 
 #include <flatbuffers/flatbuffers.h>
 
@@ -13,7 +13,7 @@
 #include "value/scalar_type.hpp"
 
 namespace fatpte {
-namespace records {
+namespace entries {
 namespace {
 
 using ::flatbuffers::Offset;
@@ -169,5 +169,5 @@ std::optional<std::vector<NativeBuffer>> native_buffers(Bytes payload) {
   return out;
 }
 
-}  // namespace records
+}  // namespace entries
 }  // namespace fatpte

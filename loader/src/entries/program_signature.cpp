@@ -1,7 +1,7 @@
-// A program's signature and its agreement with a stated one (records/program_signature.hpp).
+// A program's signature and its agreement with a stated one (entries/program_signature.hpp).
 // Compiled with hidden visibility, as executorch/program.cpp is: flatc's code for the program
 // lives in ExecuTorch's own namespace.
-#include "records/program_signature.hpp"
+#include "entries/program_signature.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -12,11 +12,11 @@
 #include "executorch/program.hpp"
 #include "fatpte/format_generated.h"
 #include "program_generated.h"
-#include "records/native_state.hpp"
+#include "entries/native_state.hpp"
 #include "value/scalar_type.hpp"
 
 namespace fatpte {
-namespace records {
+namespace entries {
 namespace {
 
 namespace F = ::executorch_flatbuffer;
@@ -309,5 +309,5 @@ std::string signature_difference(const M::Signature& stated, const std::vector<D
   return "";
 }
 
-}  // namespace records
+}  // namespace entries
 }  // namespace fatpte

@@ -4,8 +4,8 @@
 // the way that does not read, each at its first byte in the file and the path that reaches it.
 // Each container and program on the way is read only as far as its table and delegates, at most
 // once per depth (a memo keyed by its first byte), so the work stays proportional to the file.
-#ifndef FATPTE_SRC_RECORDS_NESTING_HPP_
-#define FATPTE_SRC_RECORDS_NESTING_HPP_
+#ifndef FATPTE_SRC_ENTRIES_NESTING_HPP_
+#define FATPTE_SRC_ENTRIES_NESTING_HPP_
 
 #include <cstdint>
 #include <string>
@@ -15,13 +15,13 @@
 #include "fatpte/status.hpp"
 
 namespace fatpte {
-namespace records {
+namespace entries {
 
 // The program `payload` (read as `info`) lies at `at` in the file; `path` ends with a dot
 // ("entries[0].payload.").
 Status check_nesting(Bytes payload, const et::ProgramInfo& info, std::uint64_t at, const std::string& path);
 
-}  // namespace records
+}  // namespace entries
 }  // namespace fatpte
 
-#endif  // FATPTE_SRC_RECORDS_NESTING_HPP_
+#endif  // FATPTE_SRC_ENTRIES_NESTING_HPP_

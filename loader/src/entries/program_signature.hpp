@@ -8,10 +8,10 @@
 // mutable buffers; a mutable buffer of the program itself is a memory-planned tensor, not an input,
 // that is the in-place target of an `aten::copy_` call or has a fully qualified name; then the
 // state each delegate it calls declares in a native (NPTG) payload, its own or that of a fat
-// delegate's entry (records/native_state.hpp), each name once. A native payload that does not read
+// delegate's entry (entries/native_state.hpp), each name once. A native payload that does not read
 // leaves that method's buffers uncompared (`delegate_state`), where Python refuses the program.
-#ifndef FATPTE_SRC_RECORDS_PROGRAM_SIGNATURE_HPP_
-#define FATPTE_SRC_RECORDS_PROGRAM_SIGNATURE_HPP_
+#ifndef FATPTE_SRC_ENTRIES_PROGRAM_SIGNATURE_HPP_
+#define FATPTE_SRC_ENTRIES_PROGRAM_SIGNATURE_HPP_
 
 #include <cstdint>
 #include <optional>
@@ -24,7 +24,7 @@
 #include "nfat_manifest_generated.h"
 
 namespace fatpte {
-namespace records {
+namespace entries {
 
 struct DerivedDim {
   std::int64_t size = 0;  // a native graph's bounds may make it negative, which Python refuses
@@ -58,7 +58,7 @@ Result<std::vector<DerivedMethod>> program_signature(Bytes payload, const et::Pr
 // outputs and buffers that agree position by position (dtype, dims, names where both have one).
 std::string signature_difference(const nfat::manifest::Signature& stated, const std::vector<DerivedMethod>& derived);
 
-}  // namespace records
+}  // namespace entries
 }  // namespace fatpte
 
-#endif  // FATPTE_SRC_RECORDS_PROGRAM_SIGNATURE_HPP_
+#endif  // FATPTE_SRC_ENTRIES_PROGRAM_SIGNATURE_HPP_

@@ -1,5 +1,5 @@
-// How deep fat delegates nest inside a program entry (records/nesting.hpp).
-#include "records/nesting.hpp"
+// How deep fat delegates nest inside a program entry (entries/nesting.hpp).
+#include "entries/nesting.hpp"
 
 #include <cstring>
 #include <string>
@@ -8,7 +8,7 @@
 #include "fatpte/format_generated.h"
 
 namespace fatpte {
-namespace records {
+namespace entries {
 namespace {
 
 // Where each container and program read without finding one too deep starts in the file, with
@@ -74,5 +74,5 @@ Status check_nesting(Bytes payload, const et::ProgramInfo& info, std::uint64_t a
   return program_too_deep(payload, info, 1, at, path, clean);
 }
 
-}  // namespace records
+}  // namespace entries
 }  // namespace fatpte

@@ -1,5 +1,5 @@
-// Program entries against their manifest records (records/program_record.hpp).
-#include "records/program_record.hpp"
+// Program entries against their manifest records (entries/program_record.hpp).
+#include "entries/program_record.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -12,8 +12,8 @@
 #include "container/manifest_view.hpp"
 #include "executorch/backend_ids.hpp"
 #include "executorch/program.hpp"
-#include "records/nesting.hpp"
-#include "records/program_signature.hpp"
+#include "entries/nesting.hpp"
+#include "entries/program_signature.hpp"
 
 namespace fatpte {
 namespace {
@@ -102,7 +102,7 @@ struct Program {
   const M::Entry* record;
   Bytes payload;
   et::ProgramInfo info;
-  std::vector<records::DerivedMethod> signature;
+  std::vector<entries::DerivedMethod> signature;
 };
 
 // Rules 1 to 4, in that order, for a program that read.
@@ -112,7 +112,7 @@ Status record_rules(const Container& c, const Program& p, std::uint64_t record) 
   const Provenance prov = provenance(p.record);
   const bool compared = prov.decision == nullptr || prov.decision->str() == kFrom + name;
   if (p.record->signature() != nullptr && compared) {
-    const std::string diff = records::signature_difference(*p.record->signature(), p.signature);
+    const std::string diff = entries::signature_difference(*p.record->signature(), p.signature);
     FATPTE_CHECK(diff.empty(), Error::PROGRAM_SIGNATURE_MISMATCH, record, at_record + "signature",
                  "entry '%s': the signature stated for it (the program behind its adapter, where it declares "
                  "program dtypes) does not agree with its program's: %s", name.c_str(), diff.c_str());
@@ -169,7 +169,7 @@ Status check_entry(const Container& c, const Entry& e, const M::Entry* me) {
   auto info = et::read_program(p.payload, e.offset, field);
   if (info.ok()) {
     p.info = std::move(info.value());
-    auto signature = records::program_signature(p.payload, p.info, e.offset, field);
+    auto signature = entries::program_signature(p.payload, p.info, e.offset, field);
     if (signature.ok()) {
       p.signature = std::move(signature.value());
       unread = fat_delegates_read(p.info, e.offset, field);
@@ -184,7 +184,7 @@ Status check_entry(const Container& c, const Entry& e, const M::Entry* me) {
     return Status(unread.code(), unread.offset(), field, "the payload of '" + e.name + "' is not the ExecuTorch "
                   "program its manifest entry describes: " + unread.message());
   }
-  FATPTE_RETURN_IF_ERROR(records::check_nesting(p.payload, p.info, e.offset, field + "."));
+  FATPTE_RETURN_IF_ERROR(entries::check_nesting(p.payload, p.info, e.offset, field + "."));
   const auto* base = c.bytes().data;
   return record_rules(c, p, static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(me) - base));
 }

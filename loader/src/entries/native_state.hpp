@@ -4,8 +4,8 @@
 // the written value) and each mutable_buffers entry (typed by its constant, else by its value),
 // the first of each fully qualified name kept. The payload is untrusted: it is read only after the
 // flatbuffers verifier's primitives passed over every table, vector and string this reads.
-#ifndef FATPTE_SRC_RECORDS_NATIVE_STATE_HPP_
-#define FATPTE_SRC_RECORDS_NATIVE_STATE_HPP_
+#ifndef FATPTE_SRC_ENTRIES_NATIVE_STATE_HPP_
+#define FATPTE_SRC_ENTRIES_NATIVE_STATE_HPP_
 
 #include <cstdint>
 #include <optional>
@@ -15,7 +15,7 @@
 #include "fatpte/format.hpp"
 
 namespace fatpte {
-namespace records {
+namespace entries {
 
 // One dimension: a static size, or a symbol (`s0`, `s1<=16`) where its bounds differ.
 struct NativeDim {
@@ -34,7 +34,7 @@ struct NativeBuffer {
 // NPTG graph (its identifier, a required field, an enum value, a bound of the verifier).
 std::optional<std::vector<NativeBuffer>> native_buffers(Bytes payload);
 
-}  // namespace records
+}  // namespace entries
 }  // namespace fatpte
 
-#endif  // FATPTE_SRC_RECORDS_NATIVE_STATE_HPP_
+#endif  // FATPTE_SRC_ENTRIES_NATIVE_STATE_HPP_
