@@ -1,5 +1,5 @@
 """The conformance vectors of specs/executorch.md section 7: an ExecuTorch program entry checked
-against its manifest record (E1101 to E1104), each a minimal change of v2-program or
+against its manifest record (E1101 to E1104, and E1105's warning), each a minimal change of v2-program or
 v2-program-fat (one manifest field or the backend id, checksums recomputed), or of a manifest
 written again where a same-size edit cannot express the defect; and the valid exceptions of
 `fatpte.signature_check` (`skipped`, `from:NAME`). Python's `fatpte.validate` and the C++
@@ -11,6 +11,7 @@ when it runs.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -43,10 +44,15 @@ def _pack(specs: list[fatpte.Specialization], **kwargs: Any) -> bytes:
 
 
 def valid_program_vectors() -> list[Vector]:
-    """The exceptions of rule 1, recorded in provenance `fatpte.signature_check` (valid)."""
+    """The exceptions of rule 1, recorded in provenance `fatpte.signature_check`, and rule 5's
+    warning (valid: a reader reports no error)."""
     portable = fatpte.pte_specialization(PROGRAM_FIXTURE, name="cpu")
     add = fatpte.pte_specialization(PROGRAM_FIXTURE.with_name("add_portable.pte"), name="add")
+    unused = dataclasses.replace(portable, named_data=["unused.w"])
     return [
+        Vector("v2-program-named-data-unused", _pack([unused], named_data={"unused.w": bytes(16)}),
+               "v2-program's entry with named data 'unused.w', which its program never loads: valid, with "
+               "rule 5's warning", warnings=(C.NAMED_DATA_UNUSED,)),
         Vector("v2-program-signature-skipped", _pack([portable], check_signatures=False),
                "v2-program packed with check_signatures=False: the entry states no signature and its provenance "
                "says fatpte.signature_check = skipped, so no signature is compared"),
