@@ -253,11 +253,12 @@ TEST(EtProgram, ValidateGivesEveryProgramVectorItsIndexedOutcome) {
       const fatpte::json::Value want = v.value.find("error");
       EXPECT_EQ(fatpte_status_tag(s), want.find("code").text()) << name << ": " << err.message;
       EXPECT_EQ(std::to_string(err.offset), want.find("offset").text()) << name;
-      EXPECT_EQ(std::string(err.field), want.find("field").text()) << name;
+      // fatpte_error's field holds sizeof field - 1 bytes of the path (v2-program-fat-too-deep's is longer).
+      EXPECT_EQ(std::string(err.field), want.find("field").text().substr(0, sizeof err.field - 1)) << name;
     }
     ++seen;
   }
-  EXPECT_GE(seen, 22u);
+  EXPECT_GE(seen, 23u);
 }
 
 class NamedDataMapTest : public ::testing::Test {

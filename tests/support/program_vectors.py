@@ -136,6 +136,35 @@ def program_record_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
         old = bytes(e.buf[where : where + size])
         e.set_manifest("entries[0].provenance[0].value", (b"1" if old[:1] == b"0" else b"0") + old[1:])
 
+    yield too_deep_vector()
     yield _edit(program, digest, "v2-program-sha256-wrong", "entry 'cpu''s provenance executorch.pte.sha256 "
                 "differs from its program's SHA-256 in the first digit", C.PROGRAM_DIGEST_MISMATCH, at,
                 "manifest.entries[0].provenance")
+
+
+def too_deep_vector() -> Vector:
+    """E1010 (specs/executorch.md section 8, before rule 1): mlp_fat.pte with its fat delegate's
+    container wrapped in four more, one entry each, as a program entry whose record claims nothing
+    of it; the fifth container down is past MAX_FAT_DELEGATE_DEPTH. Its offset is found by walking
+    the tables (read_structure), its path as tests/support/hostile.fat_tree_first_too_deep names it."""
+    from fatpte.format.structure import read_structure
+    from fatpte.manifest.codec import encode
+    from fatpte.manifest.model import Manifest, ManifestEntry
+    from tests.support import hostile
+
+    levels = [(2, [hostile.FAT])] * 4
+    tree = hostile.fat_tree(PROGRAM_FIXTURE.with_name("mlp_fat.pte").read_bytes(), levels)
+    e = Edit(Vector("tree", with_manifest([("fat", "fatpte", tree)], encode(Manifest(entries=(ManifestEntry("fat"),))),
+                                          []), ""))
+    e.set_entry(0, "payload_kind", b"ET12")
+    e.seal()
+    delegate = hostile.first_delegate(tree)
+    at, size = e.entry(0, "offset") + delegate.offset, delegate.size
+    for _ in levels:  # each level's one entry holds the container below
+        inner = read_structure(bytes(e.buf[at : at + size])).entries[0]
+        at, size = at + inner.offset, inner.size
+    path = hostile.fat_tree_first_too_deep(levels, 0)
+    assert path is not None
+    return Vector("v2-program-fat-too-deep", bytes(e.buf), "mlp_fat.pte's fat delegate wrapped in four more "
+                  "containers: the fifth level down is past MAX_FAT_DELEGATE_DEPTH (4)", None,
+                  C.FAT_DELEGATE_TOO_DEEP, at, f"entries[0].payload.{path}")
