@@ -193,8 +193,13 @@ fatpte_status fatpte_validate_memory(const void* data, size_t size, fatpte_error
     if (data == nullptr && size != 0) {
       return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "data is NULL"), error);
     }
-    fatpte::Status s = fatpte::validate_buffer(fatpte::Bytes{static_cast<const std::uint8_t*>(data), size});
-    if (s.ok()) {
+    const fatpte::Bytes buf{static_cast<const std::uint8_t*>(data), size};
+    auto st = fatpte::read_structure(buf);
+    if (!st.ok()) return report(st.error(), error);
+    fatpte::Status s = fatpte::check_integrity(buf, st.value());
+    // The program checks need an open container; one is opened only when an entry is a program.
+    const auto program = [](const fatpte::Entry& e) { return std::memcmp(e.payload_kind.data(), "ET12", 4) == 0; };
+    if (s.ok() && std::any_of(st.value().entries.begin(), st.value().entries.end(), program)) {
       auto c = fatpte::Container::open_memory(data, size);
       s = c.ok() ? fatpte::check_program_entries(*c.value()) : c.error();
     }
