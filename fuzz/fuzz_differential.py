@@ -52,11 +52,14 @@ def cpp_verdicts(data: bytes) -> tuple[tuple[int, int | None, str | None], int]:
 
 def python_verdicts(data: bytes) -> tuple[tuple[int, int | None, str | None], int]:
     from fatpte.container.reader import Container
-    from fatpte.container.validation import validate_buffer
     from fatpte.errors import FatpteError
+    from fatpte.ops.validation import validate_buffer
 
     first = validate_buffer(data).first_error
-    validate = (0, None, None) if first is None else (int(first.code), first.offset, first.field)
+    # fatpte_error holds FIELD_SIZE - 1 bytes of the field path: a longer one (fat delegates nested
+    # past the limit) is compared as far as C can say it.
+    validate = (0, None, None) if first is None else (
+        int(first.code), first.offset, first.field[: FIELD_SIZE - 1] if first.field else first.field)
     try:
         with Container.from_buffer(data):
             open_code = 0

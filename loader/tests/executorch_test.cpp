@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "builder.hpp"
+#include "common/json.hpp"
 #include "executorch/memory.hpp"
 #include "executorch/method.hpp"
 #include "executorch/named_data.hpp"
@@ -224,6 +225,40 @@ TEST(EtProgram, RefusesDelegatesWithoutTheFieldsExecuTorchDereferences) {
     EXPECT_EQ(r.error().offset(), 0x1000u + where(c.table)) << c.path;
     EXPECT_NE(r.error().describe().find(c.path), std::string::npos) << r.error().describe();
   }
+}
+
+// specs/executorch.md section 7 through the C API's validate: every program entry vector
+// (v2-program-*) gets the outcome specs/vectors/index.json states, none skipped: the records
+// checked against their programs (E1101 to E1104, the signature_check exceptions) and the
+// programs that do not read.
+TEST(EtProgram, ValidateGivesEveryProgramVectorItsIndexedOutcome) {
+  const auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string dir = FATPTE_SPEC_VECTORS;
+  const std::string index_text = slurp(dir + "/index.json");
+  auto index = fatpte::json::parse(index_text, fatpte::json::Options());
+  ASSERT_TRUE(index.ok());
+  std::size_t seen = 0;
+  for (const fatpte::json::Value::Member v : index.value().root().find("vectors").members()) {
+    const std::string name(v.key);
+    if (name.rfind("v2-program", 0) != 0) continue;
+    const std::string data = slurp(dir + "/" + name);
+    fatpte_error err;
+    const fatpte_status s = fatpte_validate_memory(data.data(), data.size(), &err);
+    if (v.value.find("valid").boolean()) {
+      EXPECT_EQ(s, FATPTE_OK) << name << ": " << err.message;
+    } else {
+      const fatpte::json::Value want = v.value.find("error");
+      EXPECT_EQ(fatpte_status_tag(s), want.find("code").text()) << name << ": " << err.message;
+      EXPECT_EQ(std::to_string(err.offset), want.find("offset").text()) << name;
+      // fatpte_error's field holds sizeof field - 1 bytes of the path (v2-program-fat-too-deep's is longer).
+      EXPECT_EQ(std::string(err.field), want.find("field").text().substr(0, sizeof err.field - 1)) << name;
+    }
+    ++seen;
+  }
+  EXPECT_GE(seen, 23u);
 }
 
 class NamedDataMapTest : public ::testing::Test {

@@ -32,16 +32,17 @@ from typing import Any
 import pytest
 
 from fatpte.container.reader import open as open_container
-from fatpte.container.validation import validate_buffer
 from fatpte.errors import ErrorCode
 from fatpte.fileio.checksum import crc32c
 from fatpte.format import layout as L
 from fatpte.ops.packing import pack
 from fatpte.ops.specialization import Specialization
+from fatpte.ops.validation import validate_buffer
 from tests.builds import loader_build
 from tests.paths import ROOT
 
 VECTORS = ROOT / "specs" / "vectors"
+FIELD_MAX = 96  # fatpte_error's field buffer, NUL included (loader/include/fatpte/fatpte.h)
 
 _HEADER = L.RECORDS["v2_header"]
 _ENTRY = L.RECORDS["v2_entry"]
@@ -58,7 +59,13 @@ def expected_line(data: bytes) -> str:
     if f is None:
         return "OK"
     offset = "-" if f.offset is None else str(f.offset)
-    return f"{f.code.tag} {offset} {f.field or '-'}"
+    return f"{f.code.tag} {offset} {_as_printed(f.field)}"
+
+
+def _as_printed(field: str | None) -> str:
+    """A field path as fatpte-validate prints it: fatpte_error holds at most FIELD_MAX - 1 bytes
+    of it (a path through fat delegates nested past the limit is longer)."""
+    return field[: FIELD_MAX - 1] if field else "-"
 
 
 # ---- corpus ----------------------------------------------------------------------------------
@@ -280,6 +287,25 @@ def test_loader_reports_python_first_error(build: Path, cases: list[tuple[str, P
     assert not mismatches, f"{len(mismatches)} of {len(cases)} differ:\n" + "\n".join(mismatches[:40])
 
 
+def _indexed_line(row: dict[str, Any]) -> str:
+    if row["valid"]:
+        return "OK"
+    e = row["error"]
+    return f"{e['code']} {'-' if e['offset'] is None else e['offset']} {_as_printed(e['field'])}"
+
+
+@pytest.mark.loader_build("fatpte-validate")
+def test_loader_gives_every_vector_its_indexed_outcome(build: Path) -> None:
+    """Every conformance vector, none skipped, gets from fatpte-validate the outcome index.json
+    states: the program entries' vectors (specs/executorch.md section 7: E1101 to E1104, the
+    exceptions of fatpte.signature_check, a payload that does not read) as every other."""
+    index = json.loads((VECTORS / "index.json").read_text())["vectors"]
+    names = sorted(index)
+    assert sum(name.startswith("v2-program-") for name in names) >= 20
+    got = run_tool(build / "fatpte-validate", [VECTORS / name for name in names])
+    assert [f"{n}: {_indexed_line(index[n])}" for n in names] == [f"{n}: {g}" for n, g in zip(names, got)]
+
+
 def _table_count_container() -> bytes:
     """A valid container but for rule 2.1.8 of specs/nfat-manifest.md: 1001 references to one
     entry, whose one target list holds 1000 references to one empty VersionConstraint table, over
@@ -314,6 +340,97 @@ def test_every_manifest_rule_is_refused_alike(build: Path, tmp_path: Path) -> No
     assert want[-1].startswith(ErrorCode.MANIFEST_CORRUPT.tag) and want[-1].endswith("manifest.entries[997]")
     got = run_tool(exe, paths)
     assert [f"{p.name}: {w}" for p, w in zip(paths, want)] == [f"{p.name}: {g}" for p, g in zip(paths, got)]
+
+
+# Programs of every kind: portable, XNNPACK (float32, float16 with float32 edges, int8), OpenVINO,
+# native (whose NPTG payloads declare their state), fat delegates (an XNNPACK payload and a nested
+# program; NPTG entries), with and without mutable buffers; kvcache and kvpair differ in their
+# buffers alone.
+SWAP_FIXTURES = ("mlp_portable", "mlp_xnnpack", "mlp_xnnpack_int8", "mlp_xnnpack_fp16io_default",
+                 "mlp_openvino_default", "mlp_fat", "mlp_native", "add_portable", "add_fat", "buffer_portable",
+                 "buffer_xnnpack", "buffer_fat", "buffer_nfat", "kvcache_xnnpack_fp16io_default", "kvcache_native",
+                 "kvpair_portable", "kvpair_xnnpack_default", "kvpair_native")
+
+
+def _under_record(record: bytes, program: bytes) -> bytes:
+    """`record`'s one program entry (manifest, table record) with `program` as its payload."""
+    from fatpte.container.reader import Container
+    from tests.support.vectors import Edit, Vector, with_manifest
+
+    with Container.from_buffer(record) as c:
+        e, h = c.entries[0], c.header
+        manifest = bytes(record[h.manifest_offset : h.manifest_offset + h.manifest_size])
+        data = with_manifest([(e.name, e.backend_id, program)], manifest, [])
+    edit = Edit(Vector("swapped", data, ""))
+    edit.set_entry(0, "payload_kind", b"ET12")
+    edit.seal()
+    return bytes(edit.buf)
+
+
+@pytest.mark.loader_build("fatpte-validate")
+def test_a_program_under_another_programs_record_is_refused_alike(build: Path, tmp_path: Path) -> None:
+    """specs/executorch.md section 7: each fixture program packed, then every other one put under
+    its record (CRC32C recomputed): the loader reports Python's first error, E1101 to E1104, or
+    accepts what Python accepts (each program under its own record)."""
+    from fatpte.ops.pte_specialize import pte_specialization
+
+    fixtures = ROOT / "tests" / "fixtures" / "executorch"
+    packed = {n: pack_to(tmp_path, f"{n}.nfat", [pte_specialization(fixtures / f"{n}.pte", name="e")])
+              for n in SWAP_FIXTURES}
+    programs = {n: (fixtures / f"{n}.pte").read_bytes() for n in SWAP_FIXTURES}
+    paths, want = [], []
+    for a in SWAP_FIXTURES:
+        for b in SWAP_FIXTURES:
+            data = _under_record(packed[a], programs[b])
+            path = tmp_path / f"{a}--{b}.nfat"
+            path.write_bytes(data)
+            paths.append(path)
+            want.append(f"{path.stem}: {expected_line(data)}")
+    said = {w.split(": ")[1].split(" ")[0] for w in want}
+    assert {"OK", "E1101", "E1102", "E1103", "E1104"} <= said, said
+    got = run_tool(build / "fatpte-validate", paths)
+    assert want == [f"{p.stem}: {g}" for p, g in zip(paths, got)]
+
+
+def _fat_tree_entry(rng: random.Random) -> bytes:
+    """mlp_fat.pte with its fat delegate wrapped in 0 to 7 levels (tests/support/hostile.fat_tree),
+    as the one program entry of a version 2 container whose manifest names it and claims nothing
+    else of it."""
+    from fatpte.manifest.codec import encode
+    from fatpte.manifest.model import Manifest, ManifestEntry
+    from tests.support import hostile
+    from tests.support.vectors import Edit, Vector, with_manifest
+
+    program = (ROOT / "tests" / "fixtures" / "executorch" / "mlp_fat.pte").read_bytes()
+    kinds = (hostile.FAT, hostile.FAT, hostile.PROGRAM, hostile.JUNK)
+    levels = [(rng.choice((L.VERSION_1, L.VERSION_2)), [rng.choice(kinds) for _ in range(rng.randint(1, 4))])
+              for _ in range(rng.randint(0, 7))]
+    tree = hostile.fat_tree(program, levels, overlap=rng.random() < 0.3)
+    data = with_manifest([("fat", "fatpte", tree)], encode(Manifest(entries=(ManifestEntry("fat"),))), [])
+    edit = Edit(Vector("tree", data, ""))
+    edit.set_entry(0, "payload_kind", b"ET12")
+    edit.seal()
+    return bytes(edit.buf)
+
+
+@pytest.mark.loader_build("fatpte-validate")
+def test_fat_delegates_nested_in_a_program_entry_are_refused_alike(build: Path, tmp_path: Path) -> None:
+    """specs/executorch.md section 8 in a program entry: 120 trees of fat delegates, some past
+    MAX_FAT_DELEGATE_DEPTH (E1010); the loader reports Python's first error, at the same container
+    and path (as far as fatpte_error holds it: expected_line). Trees whose bytes were changed are left out: where
+    the two program readers refuse a damaged program at different offsets is theirs, not this walk's."""
+    rng = random.Random(38)
+    paths, want = [], []
+    for k in range(120):
+        data = _fat_tree_entry(rng)
+        path = tmp_path / f"tree{k}.nfat"
+        path.write_bytes(data)
+        paths.append(path)
+        want.append(f"tree{k}: {expected_line(data)}")
+    said = {w.split(": ")[1].split(" ")[0] for w in want}
+    assert {"OK", ErrorCode.FAT_DELEGATE_TOO_DEEP.tag} <= said, said
+    got = run_tool(build / "fatpte-validate", paths)
+    assert want == [f"{p.stem}: {g}" for p, g in zip(paths, got)]
 
 
 def test_corpus_reaches_every_structural_rule(cases: list[tuple[str, Path, str]]) -> None:

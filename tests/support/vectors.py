@@ -85,6 +85,11 @@ CONTENT_CODES = frozenset({
     ErrorCode.GOLDEN_DIGEST_MISMATCH,
     ErrorCode.ET_BAD_REFERENCE,
     ErrorCode.ET_BAD_VALUE,
+    ErrorCode.PROGRAM_SIGNATURE_MISMATCH,
+    ErrorCode.BACKEND_ID_CONTRADICTS_PROGRAM,
+    ErrorCode.EXECUTORCH_BACKENDS_MISMATCH,
+    ErrorCode.PROGRAM_DIGEST_MISMATCH,
+    ErrorCode.FAT_DELEGATE_TOO_DEEP,
 })
 
 U64_MAX = (1 << 64) - 1
@@ -659,6 +664,9 @@ def valid_vectors() -> list[Vector]:
     add("v2-program-fat", packed([fatpte.pte_specialization(PROGRAM_FIXTURE.with_name("mlp_fat.pte"), name="fat")]),
         "one ExecuTorch program entry, tests/fixtures/executorch/mlp_fat.pte: a fat delegate (FatpteBackend, one "
         "compile spec) holding an XNNPACK payload and a nested portable program; the base of the delegate vectors")
+    from tests.support.program_vectors import valid_program_vectors
+
+    out.extend(valid_program_vectors())
     add("v1-one-entry", packed([S("xnnpack", blob("v1one", 100))], version=1), "version 1, one entry")
     add("v1-many-entries", packed([S("xnnpack", blob("v1a", 10)), S("vulkan", blob("v1b", 20)),
                                    S("cuda", blob("v1c", 30))], version=1),
@@ -996,6 +1004,9 @@ def invalid_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
     yield from _golden_vectors(by)
     yield from _adapter_vectors(by)
     yield from _program_vectors(by)
+    from tests.support.program_vectors import program_record_vectors
+
+    yield from program_record_vectors(by)
 
     # -- 5xx version 1 ----------------------------------------------------------------------------
     v1 = by["v1-many-entries"]

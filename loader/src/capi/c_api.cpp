@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "capi/c_handles.hpp"
+#include "entries/program_record.hpp"
 #include "fatpte/container.hpp"
 #include "fatpte/device.hpp"
 #include "fatpte/dispatch.hpp"
@@ -37,6 +38,13 @@ void copy_text(char* dst, std::size_t cap, const std::string& src) noexcept {
 std::string& last_message() noexcept {
   thread_local std::string message;
   return message;
+}
+
+// Every rule, as Python's fatpte.validate runs them: the container's, then each program entry
+// against its record (entries/program_record.hpp), which read nothing when no entry is a program.
+Status validate_all(const fatpte::Container& c) {
+  Status s = c.validate();
+  return s.ok() ? fatpte::check_program_entries(c) : s;
 }
 
 fatpte_status report(const Status& s, fatpte_error* error) noexcept {
@@ -165,7 +173,7 @@ fatpte_status fatpte_validate(const fatpte_container* c, fatpte_error* error) no
     if (c == nullptr || !c->impl) {
       return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "container is NULL"), error);
     }
-    return report(c->impl->validate(), error);
+    return report(validate_all(*c->impl), error);
   });
 }
 
@@ -176,7 +184,7 @@ fatpte_status fatpte_validate_file(const char* path, fatpte_error* error) noexce
     }
     auto r = fatpte::Container::open_file(path);
     if (!r.ok()) return report(r.error(), error);
-    return report(r.value()->validate(), error);
+    return report(validate_all(*r.value()), error);
   });
 }
 
@@ -185,7 +193,17 @@ fatpte_status fatpte_validate_memory(const void* data, size_t size, fatpte_error
     if (data == nullptr && size != 0) {
       return report(fatpte::fail(Error::INVALID_ARGUMENT, fatpte::kNoOffset, "", "data is NULL"), error);
     }
-    return report(fatpte::validate_buffer(fatpte::Bytes{static_cast<const std::uint8_t*>(data), size}), error);
+    const fatpte::Bytes buf{static_cast<const std::uint8_t*>(data), size};
+    auto st = fatpte::read_structure(buf);
+    if (!st.ok()) return report(st.error(), error);
+    fatpte::Status s = fatpte::check_integrity(buf, st.value());
+    // The program checks need an open container; one is opened only when an entry is a program.
+    const auto program = [](const fatpte::Entry& e) { return std::memcmp(e.payload_kind.data(), "ET12", 4) == 0; };
+    if (s.ok() && std::any_of(st.value().entries.begin(), st.value().entries.end(), program)) {
+      auto c = fatpte::Container::open_memory(data, size);
+      s = c.ok() ? fatpte::check_program_entries(*c.value()) : c.error();
+    }
+    return report(s, error);
   });
 }
 

@@ -309,6 +309,7 @@ Status read_delegates(const F::Program* program, const F::ExecutionPlan* plan, :
       m.backend_ids.push_back(std::move(id));
     }
     const Bytes data = processed_data(program, delegate, payload, segment_base);
+    m.delegates.push_back(data);
     if (data.size >= 4 && std::memcmp(data.data, format::kMagic, 4) == 0) m.fat_payloads.push_back(data);
   }
   return Status();

@@ -51,6 +51,9 @@ struct MethodInfo {
   // the program's bytes, so a loader can see what its entries need; a reference out of the
   // program's bounds is left for ExecuTorch to refuse.
   std::vector<Bytes> fat_payloads;
+  // Each delegate's processed data, in the method's order; empty where its reference leads out of
+  // the program (for ExecuTorch to refuse).
+  std::vector<Bytes> delegates;
 };
 
 struct ProgramInfo {

@@ -42,6 +42,47 @@ std::uint64_t program_element_size(std::int8_t code) noexcept {
   }
 }
 
+const char* program_dtype_name(std::int8_t code) noexcept {
+  switch (static_cast<ScalarType>(code)) {
+    case ScalarType::kByte: return "uint8";
+    case ScalarType::kChar: return "int8";
+    case ScalarType::kShort: return "int16";
+    case ScalarType::kInt: return "int32";
+    case ScalarType::kLong: return "int64";
+    case ScalarType::kHalf: return "float16";
+    case ScalarType::kFloat: return "float32";
+    case ScalarType::kDouble: return "float64";
+    case ScalarType::kBool: return "bool";
+    case ScalarType::kQInt8: return "qint8";
+    case ScalarType::kQUInt8: return "quint8";
+    case ScalarType::kQInt32: return "qint32";
+    case ScalarType::kBFloat16: return "bfloat16";
+    case ScalarType::kQUInt4x2: return "quint4x2";
+    case ScalarType::kQUInt2x4: return "quint2x4";
+    case ScalarType::kBits16: return "bits16";
+    case ScalarType::kFloat8_e5m2: return "float8_e5m2";
+    case ScalarType::kFloat8_e4m3fn: return "float8_e4m3fn";
+    case ScalarType::kFloat8_e5m2fnuz: return "float8_e5m2fnuz";
+    case ScalarType::kFloat8_e4m3fnuz: return "float8_e4m3fnuz";
+    case ScalarType::kUInt16: return "uint16";
+    case ScalarType::kUInt32: return "uint32";
+    case ScalarType::kUInt64: return "uint64";
+    default: return "";
+  }
+}
+
+const char* native_dtype_name(std::int8_t code) noexcept {
+  if (code >= 0 && code <= 7) return program_dtype_name(code);
+  switch (code) {
+    case 11: return "bool";
+    case 15: return "bfloat16";
+    case 16: return "uint16";
+    case 17: return "uint32";
+    case 18: return "uint64";
+    default: return "";
+  }
+}
+
 bool element_as_double(std::int8_t code, const std::uint8_t* p, double* out) noexcept {
   switch (static_cast<ScalarType>(code)) {
     case ScalarType::kByte: case ScalarType::kQUInt8: *out = load<std::uint8_t>(p); return true;

@@ -48,6 +48,15 @@ enum class ScalarType : std::int8_t {
 // fatpte does not read.
 std::uint64_t program_element_size(std::int8_t code) noexcept;
 
+// The name fatpte gives ScalarType `code` (fatpte/value/dtypes.py PROGRAM_SCALAR_TYPES: "float32",
+// "quint4x2"), "" for a code it does not read (program_element_size 0).
+const char* program_dtype_name(std::int8_t code) noexcept;
+
+// The name of the native backend's ScalarType `code` (its NPTG graphs' dtype: 0 to 7 as above,
+// 11 bool, 15 bfloat16, 16 to 18 uint16 to uint64; fatpte/value/dtypes.py NATIVE_SCALAR_TYPES),
+// "" for another code.
+const char* native_dtype_name(std::int8_t code) noexcept;
+
 // The element of ScalarType `code` at `p` as a double (quantized types as their stored integers);
 // false for a type without plain numbers. Little-endian hosts only, as every tensor of the loader.
 bool element_as_double(std::int8_t code, const std::uint8_t* p, double* out) noexcept;
