@@ -37,13 +37,15 @@ def plugin() -> Path:
     return compiled(PLUGIN_SOURCE, PLUGIN, "-shared", "-fPIC", "-fvisibility=hidden")
 
 
-def count(qemu: Sequence[str], argv: Sequence[str], *, timeout: float = 600) -> int:
+def count(qemu: Sequence[str], argv: Sequence[str], *, main_thread: bool = False, timeout: float = 600) -> int:
     """Guest instructions of `argv` run by `qemu` (qemu-aarch64 and its options: -L, -E, -cpu),
-    with the plugin loaded; the command must exit 0."""
+    with the plugin loaded: every thread's, or with `main_thread` the main thread's alone; the
+    command must exit 0."""
     with tempfile.TemporaryDirectory(prefix="bench-qemu-insn.") as work:
         out = Path(work) / "count"
-        subprocess.run([qemu[0], "-plugin", f"{plugin()},out={out}", *qemu[1:], *argv], check=True,
-                       capture_output=True, timeout=timeout)
+        options = f"{plugin()},out={out}" + (",thread=main" if main_thread else "")
+        subprocess.run([qemu[0], "-plugin", options, *qemu[1:], *argv], check=True, capture_output=True,
+                       timeout=timeout)
         return int(out.read_text())
 
 

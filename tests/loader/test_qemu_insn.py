@@ -1,10 +1,11 @@
 """The qemu instruction counter of the bench (bench/qemu_insn.c, driven by bench/qemu_count.py)
 counts what a program executes: a static aarch64 program of a known loop gives 2N + 4, at two
-sizes; and the bench's SHA-256 block program (bench/sha256_blocks.cpp, the loader's sha256.cpp
-cross-built) gives Python's digest on the portable path and on ARMv8's SHA2 instructions under
-every qemu 7.2 CPU model with SHA2, the one figure bench/op_verdicts.py reports per block.
-Needs qemu-user and the aarch64 cross compiler (tests/loader/aarch64_builds.py says when a
-missing one fails)."""
+sizes, counting every thread or the main one; a worker thread's known loop counts with every
+thread and not with the main one; and the bench's SHA-256 block program (bench/sha256_blocks.cpp,
+the loader's sha256.cpp cross-built) gives Python's digest on the portable path and on ARMv8's SHA2
+instructions under every qemu 7.2 CPU model with SHA2, the one figure bench/op_verdicts.py reports
+per block. Needs qemu-user and the aarch64 cross compiler (tests/loader/aarch64_builds.py says when
+a missing one fails)."""
 
 from __future__ import annotations
 
@@ -43,11 +44,44 @@ def _loop(tmp_path: Path, n: int) -> Path:
     return program
 
 
+@pytest.mark.parametrize("main_thread", [False, True])
 @pytest.mark.parametrize("n", [1_000, 3_000_000])
-def test_a_known_loop_counts_2n_plus_4(tmp_path: Path, n: int) -> None:
+def test_a_known_loop_counts_2n_plus_4(tmp_path: Path, n: int, main_thread: bool) -> None:
     _require()
-    counted = qemu_count.count(["qemu-aarch64", "-cpu", "cortex-a53"], [str(_loop(tmp_path, n))])
+    counted = qemu_count.count(["qemu-aarch64", "-cpu", "cortex-a53"], [str(_loop(tmp_path, n))],
+                               main_thread=main_thread)
     assert abs(counted - (2 * n + 4)) <= 300, counted
+
+
+# A worker thread runs SPIN(n) (2n instructions) for n given as the program's argument, then the
+# main thread SPIN(1,000,000).
+THREADED = """
+#include <pthread.h>
+#include <stdlib.h>
+#define SPIN(n) do { long k = (n); __asm__ volatile("1: subs %0, %0, #1\\n b.ne 1b" : "+r"(k) : : "cc"); } while (0)
+static void* worker(void* arg) { SPIN((long)arg); return 0; }
+int main(int argc, char** argv) {
+  pthread_t t;
+  if (argc != 2 || pthread_create(&t, 0, worker, (void*)atol(argv[1])) != 0) return 2;
+  pthread_join(t, 0);
+  SPIN(1000000);
+  return 0;
+}
+"""
+
+
+def test_the_main_thread_alone_leaves_a_workers_loop_out(tmp_path: Path) -> None:
+    _require()
+    source, program = tmp_path / "threaded.c", tmp_path / "threaded"
+    source.write_text(THREADED)
+    subprocess.run(["aarch64-linux-gnu-gcc", "-O2", "-static", "-pthread", "-o", str(program), str(source)],
+                   check=True, timeout=120)
+    qemu = ["qemu-aarch64", "-cpu", "cortex-a53"]
+    few, many = ([qemu_count.count(qemu, [str(program), n], main_thread=m) for m in (False, True)]
+                 for n in ("1", "4000000"))
+    assert abs((many[0] - few[0]) - 2 * 3_999_999) <= 300, (few, many)  # every thread: the worker's loop
+    assert abs(many[1] - few[1]) <= 300, (few, many)  # the main thread: the same either way
+    assert 2_000_000 <= few[1] <= few[0], few  # the main thread's own loop is in both
 
 
 def _expected(blocks: int) -> str:
