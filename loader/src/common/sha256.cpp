@@ -16,8 +16,10 @@
 #include "fatpte/cpu_words.hpp"
 #endif
 
-#if defined(__aarch64__) && defined(__linux__) && defined(__GNUC__) && defined(__ORDER_LITTLE_ENDIAN__) && \
-    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+// GCC only: clang 14's arm_neon.h declares the SHA2 intrinsics only when the whole file is compiled
+// for them, so a clang build for aarch64 runs the portable path.
+#if defined(__aarch64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__) && \
+    defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define FATPTE_SHA_ARM 1
 #include <arm_neon.h>
 
