@@ -44,7 +44,7 @@ test: test-cpp test-py lint
 AARCH64_TESTS := tests/loader/test_aarch64.py tests/loader/test_aarch64_tiers.py tests/loader/test_aarch64_profiles.py \
 	tests/loader/test_aarch64_golden.py tests/loader/test_aarch64_field.py tests/loader/test_aarch64_receipts.py \
 	tests/loader/test_x86_profiles.py tests/loader/test_aarch64_identity.py \
-	tests/loader/test_aarch64_adapters.py
+	tests/loader/test_aarch64_adapters.py tests/loader/test_qemu_insn.py
 
 test-py: $(STAMP)
 	FATPTE_REQUIRE_BUILDS=1 $(BIN)/pytest $(addprefix --ignore=,$(AARCH64_TESTS)) --ignore=tests/wheel

@@ -48,16 +48,19 @@ SPAWN_SOURCE = ROOT / "bench" / "spawn.c"
 SPAWN = ROOT / "build" / "bench" / "spawn"
 
 
-def compiled(source: Path, output: Path, *flags: str) -> Path:
-    """`output` built from the C file `source` with cc (CC) the first time and whenever the source
-    is newer; written to a temporary file beside it and renamed into place."""
-    if not output.exists() or output.stat().st_mtime < source.stat().st_mtime:
+def compiled(source: Path, output: Path, *flags: str, cc: str | None = None, more: Sequence[Path] = ()) -> Path:
+    """`output` built from the C file `source` (and the sources `more`) with cc (default CC, else
+    cc) the first time and whenever a source is newer; written to a temporary file beside it and
+    renamed into place."""
+    sources = [source, *more]
+    if not output.exists() or output.stat().st_mtime < max(s.stat().st_mtime for s in sources):
         output.parent.mkdir(parents=True, exist_ok=True)
-        cc = os.environ.get("CC", "cc")
+        cc = cc or os.environ.get("CC", "cc")
         fd, tmp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
         os.close(fd)
         try:
-            subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", *flags, "-o", tmp, str(source)], check=True)
+            subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", *flags, "-o", tmp, *map(str, sources)],
+                           check=True)
             os.chmod(tmp, 0o755)
             os.replace(tmp, output)
         finally:

@@ -18,6 +18,7 @@ import subprocess
 from functools import partial
 from pathlib import Path
 
+from bench import qemu_count
 from bench.harness import (
     PYTHON,
     ROOT,
@@ -33,6 +34,8 @@ from bench.harness import (
 )
 
 BUILD = ROOT / "build" / "loader"
+# A core with SHA2 (every model of qemu 7.2 has it, HWCAP 0x8fb and up; none can be told to lack it).
+AARCH64_CPU = "cortex-a72"
 STEPCOUNT_SOURCE = ROOT / "bench" / "stepcount.c"
 STEPCOUNT = ROOT / "build" / "bench" / "stepcount"
 FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
@@ -116,7 +119,7 @@ def _instructions(run: list[str], store: Path) -> list[str]:
                   f"(target within 1.05x: {verdict(ratio <= 1.05, f'{ratio:.3f}x')})."),
              (f"- A receipt adds **{100 * receipt:.2f}%** to a load (target under 1%: "
               f"{verdict(receipt < 0.01, f'{100 * receipt:.2f}%')}).")]
-    return rows + _native_receipt(run, store)
+    return rows + _native_receipt(run, store) + _aarch64_receipt(run, store)
 
 
 def _native_receipt(run: list[str], store: Path) -> list[str]:
@@ -139,3 +142,37 @@ def _native_receipt(run: list[str], store: Path) -> list[str]:
     return ["", (f"- Natively (this CPU, SHA-NI; the main thread single-stepped by bench/stepcount.c): a start "
                  f"{base:,} instructions, with --receipt {with_receipt:,}: a receipt adds **{100 * added:.2f}%** "
                  f"(target under 1%: {verdict(added < 0.01, f'{100 * added:.2f}%')}).")]
+
+
+def _aarch64_receipt(run: list[str], store: Path) -> list[str]:
+    """A receipt's instructions on aarch64: the cross-built fatpte-run (build/loader-aarch64) under
+    qemu-aarch64 -cpu AARCH64_CPU, the same container and call, its main thread counted by
+    bench/qemu_insn.c (as stepcount counts x86: the thread pool's worker spins for as long as the
+    start lasts, which moved a count of both threads by 17k from one run to the next; the main
+    thread's moves by about 1k), a start each way twice, the smaller kept (5 s in all); and what a
+    SHA-256 block costs there on the ARMv8 SHA2 path the receipt takes and on the portable one. No
+    qemu 7.2 model lacks SHA2, so a start on the portable path is not counted: the receipt's 16
+    blocks times the difference of the block figures stand for it."""
+    from tests.scripts import load_script
+
+    cpu = load_script("tools/tier_matrix.py").emulated_cpu(AARCH64_CPU)  # the qemu matrix's own invocation
+    why = qemu_count.unavailable()
+    if why is None and not (cpu.build / "fatpte-run").exists():
+        why = "build/loader-aarch64 is not built (`make loader-aarch64`)"
+    if why is not None:
+        return ["", f"- On aarch64 (qemu-aarch64): not counted ({why})."]
+    qemu, start = cpu.prefix, [str(cpu.build / "fatpte-run"), *run[1:]]
+    receipts = str(store.parent / "verdicts-aarch64-receipts.jsonl")
+    try:
+        counted = partial(qemu_count.count, qemu, main_thread=True)
+        base = min(counted(start) for _ in range(2))
+        with_receipt = min(counted([*start, "--receipt", receipts]) for _ in range(2))
+        armv8, portable = (qemu_count.per_block(AARCH64_CPU, path) for path in ("armv8-sha2", "portable"))
+    except (subprocess.CalledProcessError, OSError) as error:
+        return ["", f"- On aarch64 (qemu-aarch64): not counted ({error})."]
+    added = with_receipt / base - 1
+    return ["", (f"- On aarch64 (the cross-built fatpte-run under qemu-aarch64 -cpu {AARCH64_CPU}, ARMv8 SHA2 "
+                 f"path; the main thread counted by bench/qemu_insn.c): a start {base:,} instructions, with "
+                 f"--receipt {with_receipt:,}: a receipt adds **{100 * added:.2f}%** (target under 1%: "
+                 f"{verdict(added < 0.01, f'{100 * added:.2f}%')}). A SHA-256 block there: {armv8:,.0f} "
+                 f"instructions on the SHA2 path, {portable:,.0f} on the portable one.")]

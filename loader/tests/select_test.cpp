@@ -2,6 +2,9 @@
 // profile reader's shape rules, and SHA-256 against the FIPS 180-4 examples.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
 
 #include <cstdlib>
 #include <fstream>
@@ -66,8 +69,9 @@ TEST(Sha256, PiecesGiveTheDigestOfTheirJoin) {
   }
 }
 
-// Each path this CPU has (SHA-NI and AVX2 on this machine's x86-64; the portable one everywhere)
-// gives the portable path's digest of every length to 300 and of many blocks at once.
+// Each path this CPU has (SHA-NI and AVX2 on this machine's x86-64; ARMv8's SHA2 instructions on
+// aarch64, under qemu-aarch64 too; the portable one everywhere) gives the portable path's digest
+// of every length to 300 and of many blocks at once.
 TEST(Sha256, EveryPathTheCpuHasAgreesWithThePortableOne) {
   std::vector<std::uint8_t> data(70000);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::uint8_t>(i * 31 + (i >> 8));
@@ -77,7 +81,8 @@ TEST(Sha256, EveryPathTheCpuHasAgreesWithThePortableOne) {
     return hex(s.finish());
   };
   int paths = 0;
-  for (const auto path : {detail::Sha256Path::kAvx2Bmi2, detail::Sha256Path::kShaNi}) {
+  for (const auto path : {detail::Sha256Path::kAvx2Bmi2, detail::Sha256Path::kShaNi,
+                          detail::Sha256Path::kArmv8Sha2}) {
     if (!detail::sha256_path_available(path)) continue;
     ++paths;
     for (std::size_t n = 0; n <= 300; ++n) {
@@ -93,6 +98,41 @@ TEST(Sha256, EveryPathTheCpuHasAgreesWithThePortableOne) {
   if (std::getenv("FATPTE_SHA256_PATHS_OPTIONAL") == nullptr) {
     EXPECT_EQ(paths, 2) << "set FATPTE_SHA256_PATHS_OPTIONAL on an x86-64 without SHA-NI or AVX2";
   }
+#endif
+#if defined(__aarch64__) && defined(__linux__) && !defined(__clang__)
+  // A GCC build has the SHA2 path (sha256.cpp says why a clang one has not). Every CPU model of
+  // qemu 7.2 has SHA2 (AT_HWCAP 0x8fb and up), as do the cores the containers target (Cortex-A53
+  // on); a device without it sets FATPTE_SHA256_PATHS_OPTIONAL.
+  if (std::getenv("FATPTE_SHA256_PATHS_OPTIONAL") == nullptr) {
+    EXPECT_EQ(paths, 1) << "set FATPTE_SHA256_PATHS_OPTIONAL on an aarch64 without SHA2";
+  }
+#endif
+}
+
+// aarch64 takes the SHA2 instructions exactly when AT_HWCAP has HWCAP_SHA2 (bit 6), whatever else
+// the word says: qemu 7.2's cortex-a53 word (0x8fb), the same without SHA2, `max`'s, none.
+TEST(Sha256, ArmChoosesTheSha2InstructionsByHwcapSha2) {
+  EXPECT_EQ(detail::sha256_arm_path(0x8fb), detail::Sha256Path::kArmv8Sha2);
+  EXPECT_EQ(detail::sha256_arm_path(0x8fb & ~std::uint64_t{0x40}), detail::Sha256Path::kPortable);
+  EXPECT_EQ(detail::sha256_arm_path(0xecfffffb), detail::Sha256Path::kArmv8Sha2);
+  EXPECT_EQ(detail::sha256_arm_path(0xecfffffb & ~std::uint64_t{0x40}), detail::Sha256Path::kPortable);
+  EXPECT_EQ(detail::sha256_arm_path(0x40), detail::Sha256Path::kArmv8Sha2);
+  EXPECT_EQ(detail::sha256_arm_path(0), detail::Sha256Path::kPortable);
+}
+
+// Sha256() takes the first path this CPU has of SHA-NI, ARMv8 SHA2, AVX2+BMI2; on aarch64 the one
+// its own AT_HWCAP word chooses.
+TEST(Sha256, TheDefaultPathIsTheFastestTheCpuHas) {
+  const detail::Sha256Path fastest = detail::sha256_fastest_path();
+  EXPECT_TRUE(detail::sha256_path_available(fastest));
+  const detail::Sha256Path order[] = {detail::Sha256Path::kShaNi, detail::Sha256Path::kArmv8Sha2,
+                                      detail::Sha256Path::kAvx2Bmi2, detail::Sha256Path::kPortable};
+  for (const detail::Sha256Path path : order) {
+    if (path == fastest) break;
+    EXPECT_FALSE(detail::sha256_path_available(path)) << static_cast<int>(path) << " is faster and available";
+  }
+#if defined(__aarch64__) && defined(__linux__)
+  EXPECT_EQ(fastest, detail::sha256_arm_path(getauxval(AT_HWCAP)));
 #endif
 }
 

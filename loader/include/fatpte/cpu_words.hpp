@@ -1,5 +1,7 @@
 // cpu_words.hpp: the x86 cpuid and xgetbv words of the running CPU, which the host probe decodes
-// into features (device.hpp, probe::x86_features) and CRC32C reads to choose its instructions.
+// into features (device.hpp, probe::x86_features) and CRC32C reads to choose its instructions;
+// on aarch64 Linux the kernel's AT_HWCAP words, which the probe decodes (probe::arm_hwcap_features)
+// and SHA-256 reads to choose its instructions.
 #ifndef FATPTE_CPU_WORDS_HPP_
 #define FATPTE_CPU_WORDS_HPP_
 
@@ -28,6 +30,15 @@ X86Words x86_words_cpuid() noexcept;
 // process start (max_leaf is then 7, and a leaf the CPU lacks reads as zeros); elsewhere
 // x86_words_cpuid(). The host probe and CRC32C's instruction check use this one.
 X86Words x86_words() noexcept;
+#endif
+
+#if defined(__aarch64__) && defined(__linux__)
+// getauxval(AT_HWCAP) and getauxval(AT_HWCAP2) (arch/arm64/include/uapi/asm/hwcap.h's bits).
+struct ArmWords {
+  std::uint64_t hwcap = 0;
+  std::uint64_t hwcap2 = 0;
+};
+ArmWords arm_words() noexcept;
 #endif
 
 }  // namespace probe

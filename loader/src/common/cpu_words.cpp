@@ -1,6 +1,6 @@
 // The x86 cpuid and xgetbv words (fatpte/cpu_words.hpp), read once from glibc's record where it
 // keeps one: the host probe (device/probe.cpp) and CRC32C's instruction check (crc32c.cpp) both
-// ask.
+// ask. On aarch64 Linux the AT_HWCAP words, which the probe and SHA-256 (sha256.cpp) ask.
 #include "fatpte/cpu_words.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -19,6 +19,10 @@
 #endif
 #define FATPTE_GLIBC_CPUID 1
 #endif
+#endif
+
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
 #endif
 
 namespace fatpte {
@@ -80,6 +84,15 @@ X86Words x86_words() noexcept {
 #else
   return x86_words_cpuid();
 #endif
+}
+#endif
+
+#if defined(__aarch64__) && defined(__linux__)
+ArmWords arm_words() noexcept {
+  ArmWords w;
+  w.hwcap = getauxval(AT_HWCAP);
+  w.hwcap2 = getauxval(AT_HWCAP2);
+  return w;
 }
 #endif
 

@@ -7,10 +7,12 @@
 // `fatpte-run FILE --select-only --device x86-64-v3` (2.2 M); and a build without OpenSSL
 // (FATPTE_SIGNATURES=OFF) or a device without libcrypto must still check digests. Its price is
 // speed, paid back where the CPU tells it has more: x86-64's SHA extensions (SHA-NI), else AVX2
-// and BMI2 (rotations without moves, the message schedule four words at a time), chosen at run
-// time; each path agrees with the portable one on every test vector (loader/tests/select_test.cpp).
-// 64 MiB here (2026-11-28, a loaded 2-core VM): portable 405 ms, AVX2+BMI2 347 ms, SHA-NI 86 ms.
-// aarch64 runs the portable path (its SHA2 instructions are not used yet).
+// and BMI2 (rotations without moves, the message schedule four words at a time); aarch64's SHA2
+// instructions where getauxval(AT_HWCAP) has HWCAP_SHA2; chosen at run time. Each path agrees
+// with the portable one on every test vector (loader/tests/select_test.cpp, on aarch64 under
+// qemu-aarch64). 64 MiB here (2026-11-28, a loaded 2-core VM): portable 405 ms, AVX2+BMI2 347 ms,
+// SHA-NI 86 ms. On aarch64, instructions a block (GCC 12, counted under qemu-aarch64 by
+// bench/qemu_insn.c; bench/qemu_count.py): portable 2,044, SHA2 instructions 123.
 #ifndef FATPTE_SRC_COMMON_SHA256_HPP_
 #define FATPTE_SRC_COMMON_SHA256_HPP_
 
@@ -23,8 +25,14 @@ namespace fatpte {
 namespace detail {
 
 // The ways a block can be hashed: the portable C++ one always, the others where the CPU has them.
-enum class Sha256Path { kPortable, kAvx2Bmi2, kShaNi };
+enum class Sha256Path { kPortable, kAvx2Bmi2, kShaNi, kArmv8Sha2 };
 bool sha256_path_available(Sha256Path path) noexcept;
+// The path Sha256() takes on this CPU: SHA-NI, ARMv8 SHA2, AVX2+BMI2, the first available, else
+// the portable one.
+Sha256Path sha256_fastest_path() noexcept;
+// aarch64's choice from the word getauxval(AT_HWCAP) gives: kArmv8Sha2 with HWCAP_SHA2 (bit 6),
+// else kPortable. A function of the word alone, so that both answers are tested on any machine.
+Sha256Path sha256_arm_path(std::uint64_t hwcap) noexcept;
 
 // A digest over pieces given in turn (a text and what follows it), without joining them first.
 class Sha256 {

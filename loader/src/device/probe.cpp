@@ -22,9 +22,6 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 #endif
-#if defined(__linux__)
-#include <sys/auxv.h>
-#endif
 #if defined(__APPLE__)
 #include <sys/sysctl.h>
 #include <sys/types.h>
@@ -420,7 +417,10 @@ DeviceProfile probe_host(const ProbeScope& scope, std::vector<VendorRuntimeSearc
 #endif
 #if defined(__linux__)
 #if defined(__aarch64__)
-  if (scope.cpu_features) p.cpu_features = probe::arm_hwcap_features(getauxval(AT_HWCAP), getauxval(AT_HWCAP2));
+  if (scope.cpu_features) {
+    const probe::ArmWords words = probe::arm_words();
+    p.cpu_features = probe::arm_hwcap_features(words.hwcap, words.hwcap2);
+  }
 #endif
   if (scope.memory) p.memory_bytes = probe::meminfo_total(detail::read_bounded("/proc/meminfo", 4u << 20));
   if (scope.memory && p.memory_bytes == 0) {
