@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/json.hpp"
@@ -118,6 +119,21 @@ TEST(VerdictStore, ALibraryIsIdentifiedByItsBuildIdOrItsContent) {
   std::ofstream(plain) << "not an ELF file";
   EXPECT_EQ(memory::library_identity(plain), "sha256:" + memory::digest_hex("not an ELF file"));
   EXPECT_EQ(memory::library_identity(dir + "/absent.so").rfind("unreadable:", 0), 0u);
+  // A FIFO under a library's name: refused at once (opened O_NONBLOCK, then fstat), never waited on.
+  const std::string fifo = dir + "/fifo.so";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(memory::library_identity(fifo), "unreadable:not a regular file");
+  // A file with no build id larger than one read (1 MiB) is hashed piece by piece, whole.
+  const std::string big = dir + "/big.so";
+  std::string content(3 * (1u << 20) + 17, 'x');
+  for (std::size_t i = 0; i < content.size(); i += 4099) content[i] = static_cast<char>(i % 251);
+  std::ofstream(big, std::ios::binary) << content;
+  EXPECT_EQ(memory::library_identity(big), "sha256:" + memory::digest_hex(content));
+  std::string appended = "kernels ";
+  memory::append_library_identity(appended, plain);
+  EXPECT_EQ(appended, "kernels sha256:" + memory::digest_hex("not an ELF file"));
+  std::remove(big.c_str());
+  std::remove(fifo.c_str());
   std::remove(plain.c_str());
   rmdir(dir.c_str());
 }

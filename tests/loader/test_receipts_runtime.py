@@ -6,6 +6,7 @@ planned = observed, and flags a planted difference and a real one (a library wit
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -95,3 +96,32 @@ def test_coverage_shows_planned_against_observed(build: Path, receipts: tuple[Pa
     flagged = json.loads(coverage(build, container, "--receipts", edited, "--json").stdout)["observed"]
     assert [(d["device"], d["planned"], d["observed"]) for d in flagged["differences"]] == [
         ("x86-64-v4", "xnnpack", "portable")]
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "directory", "device"])
+def test_receipts_are_appended_to_a_regular_file_only(build: Path, tmp_path: Path, kind: str) -> None:
+    """--receipt is opened first and then looked at (no race between a check and the open): a
+    symbolic link (even to a regular file), a FIFO with no reader (never waited for), a directory or
+    a device is E0811 naming --receipt, exit 4, and the load is not made; a regular file that does
+    not exist yet is created and gets one line."""
+    container = pack(build, "mlp", tmp_path, ("portable",))
+    target = tmp_path / "target.jsonl"
+    where = {"symlink": tmp_path / "link.jsonl", "fifo": tmp_path / "fifo.jsonl", "directory": tmp_path / "dir",
+             "device": Path("/dev/null")}[kind]
+    if kind == "symlink":
+        target.write_text("")
+        where.symlink_to(target)
+    elif kind == "fifo":
+        os.mkfifo(where)
+    elif kind == "directory":
+        where.mkdir()
+    done = fatpte_run(build, container, "--self-test", "--device", "x86-64-v3", "--receipt", where)
+    assert done.returncode == 4, (done.stdout, done.stderr)
+    assert "E0811 (--receipt): receipts are appended to a regular file only" in done.stderr, done.stderr
+    assert "ran:" not in done.stdout
+    if kind == "symlink":
+        assert target.read_text() == ""
+    fresh = tmp_path / "fresh.jsonl"
+    done = fatpte_run(build, container, "--self-test", "--device", "x86-64-v3", "--receipt", fresh)
+    assert done.returncode == 0, done.stderr
+    assert len(fresh.read_text().splitlines()) == 1
