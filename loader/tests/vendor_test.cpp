@@ -1,6 +1,8 @@
 // Vendor runtimes (loader/src/vendor/): the search order, every place looked, and OpenVINO's answers
 // decoded against a fake C API; the same cases as tests/device/test_vendor_runtimes.py.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -225,6 +227,26 @@ std::string wheel(const std::string& prefix) {
   return lib;
 }
 
+// A fresh folder with three wheels' layouts (a virtual environment's, a conda prefix's, one at a
+// path the caller gives), $VIRTUAL_ENV and $CONDA_PREFIX naming the first two, and no
+// OPENVINO_LIB_PATH: the places of the search order, each holding a runtime.
+struct Places {
+  std::string dir, venv, conda, given;
+};
+
+Places search_places() {
+  char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
+  Places p;
+  p.dir = mkdtemp(pattern);
+  p.venv = wheel(p.dir + "/venv");
+  p.conda = wheel(p.dir + "/conda");
+  p.given = wheel(p.dir + "/given");
+  unsetenv("OPENVINO_LIB_PATH");
+  setenv("VIRTUAL_ENV", (p.dir + "/venv").c_str(), 1);
+  setenv("CONDA_PREFIX", (p.dir + "/conda").c_str(), 1);
+  return p;
+}
+
 TEST(VendorRuntimes, SearchOrderAndEveryPlaceLooked) {
   if (kSanitizerWithholds) {
     // A build with AddressSanitizer withholds every vendor runtime (runtimes.hpp), whatever is given.
@@ -233,13 +255,9 @@ TEST(VendorRuntimes, SearchOrderAndEveryPlaceLooked) {
     EXPECT_NE(withheld.withheld_why.find("AddressSanitizer"), std::string::npos);
     GTEST_SKIP() << "the search order is the release build's (AddressSanitizer withholds vendor runtimes)";
   }
-  char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
-  const std::string dir = mkdtemp(pattern);
-  const std::string venv = wheel(dir + "/venv"), conda = wheel(dir + "/conda"), given = wheel(dir + "/given");
+  const Places places = search_places();
+  const std::string &dir = places.dir, &venv = places.venv, &conda = places.conda, &given = places.given;
   const VendorRuntime& ov = *runtime_named("openvino");
-  unsetenv("OPENVINO_LIB_PATH");
-  setenv("VIRTUAL_ENV", (dir + "/venv").c_str(), 1);
-  setenv("CONDA_PREFIX", (dir + "/conda").c_str(), 1);
   EXPECT_EQ(locate(ov, {{"openvino", given}}).path, given);
   setenv("OPENVINO_LIB_PATH", conda.c_str(), 1);
   EXPECT_EQ(locate(ov, {}).source, "OPENVINO_LIB_PATH");
@@ -263,10 +281,18 @@ TEST(VendorRuntimes, SearchOrderAndEveryPlaceLooked) {
       << none.text();
 }
 
-// One load searches each vendor runtime once (ctest runs each test in a process of its own, so
-// no earlier decision is kept): the probe's search gives the load's line and record, and the
-// backend that opens the runtime is handed the same answer.
-TEST(VendorRuntimes, OneLoadSearchesOnce) {
+// prepare_backend keeps its first decision for the process (runtimes.hpp): a test of what it is
+// handed runs `body` in a process of its own (the test binary run anew for this test alone, not a
+// fork of this one), where its decision is the first whatever ran before in this process. Its
+// failures are the child's: run the test alone to read them.
+void in_a_fresh_process(void (*body)()) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT((body(), std::exit(::testing::Test::HasFailure() ? 1 : 0)), ::testing::ExitedWithCode(0), "");
+}
+
+// One load searches each vendor runtime once: the probe's search gives the load's line and
+// record, and the backend that opens the runtime is handed the same answer.
+void one_load_searches_once() {
   auto c = Container::open_file(std::string(FATPTE_SPEC_VECTORS) + "/openvino/openvino-entries.nfat");
   ASSERT_TRUE(c.ok()) << c.error().describe();
   char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
@@ -297,10 +323,11 @@ TEST(VendorRuntimes, OneLoadSearchesOnce) {
   unsetenv(ov.backend_env);
 }
 
+TEST(VendorRuntimes, OneLoadSearchesOnce) { in_a_fresh_process(one_load_searches_once); }
+
 // `fatpte-run --device-json --with-executorch` (what `fatpte device` asks): the probe searches,
 // and the backends the registry loads are handed its answer.
-TEST(VendorRuntimes, TheRegistrysBackendsAreHandedTheProbesSearch) {
-  if (kSanitizerWithholds) GTEST_SKIP() << "AddressSanitizer withholds vendor runtimes";
+void registry_is_handed_the_probes_search() {
   char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
   const std::string dir = mkdtemp(pattern);
   const std::string given = dir + "/not-a-library.so";
@@ -324,15 +351,16 @@ TEST(VendorRuntimes, TheRegistrysBackendsAreHandedTheProbesSearch) {
   unsetenv(runtime_named("openvino")->backend_env);
 }
 
+TEST(VendorRuntimes, TheRegistrysBackendsAreHandedTheProbesSearch) {
+  if (kSanitizerWithholds) GTEST_SKIP() << "AddressSanitizer withholds vendor runtimes";
+  in_a_fresh_process(registry_is_handed_the_probes_search);
+}
+
 TEST(VendorRuntimes, EachStepOfTheSearchIsNamed) {
   if (kSanitizerWithholds) GTEST_SKIP() << "AddressSanitizer withholds vendor runtimes";
-  char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
-  const std::string dir = mkdtemp(pattern);
-  const std::string venv = wheel(dir + "/venv"), conda = wheel(dir + "/conda"), given = wheel(dir + "/given");
+  const Places places = search_places();
+  const std::string &conda = places.conda, &given = places.given;
   const VendorRuntime& ov = *runtime_named("openvino");
-  unsetenv("OPENVINO_LIB_PATH");
-  setenv("VIRTUAL_ENV", (dir + "/venv").c_str(), 1);
-  setenv("CONDA_PREFIX", (dir + "/conda").c_str(), 1);
   EXPECT_EQ(locate(ov, {{"openvino", given}}).step, "caller");
   setenv("OPENVINO_LIB_PATH", conda.c_str(), 1);
   EXPECT_EQ(locate(ov, {}).step, "environment_variable");

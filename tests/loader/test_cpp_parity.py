@@ -352,19 +352,26 @@ SWAP_FIXTURES = ("mlp_portable", "mlp_xnnpack", "mlp_xnnpack_int8", "mlp_xnnpack
                  "kvpair_portable", "kvpair_xnnpack_default", "kvpair_native")
 
 
+def _program_entry(name: str, data: bytes) -> bytes:
+    """`data` with its entry 0 marked as an ExecuTorch program (payload kind ET12), checksums sealed."""
+    from tests.support.vectors import Edit, Vector
+
+    edit = Edit(Vector(name, data, ""))
+    edit.set_entry(0, "payload_kind", b"ET12")
+    edit.seal()
+    return bytes(edit.buf)
+
+
 def _under_record(record: bytes, program: bytes) -> bytes:
     """`record`'s one program entry (manifest, table record) with `program` as its payload."""
     from fatpte.container.reader import Container
-    from tests.support.vectors import Edit, Vector, with_manifest
+    from tests.support.vectors import with_manifest
 
     with Container.from_buffer(record) as c:
         e, h = c.entries[0], c.header
         manifest = bytes(record[h.manifest_offset : h.manifest_offset + h.manifest_size])
         data = with_manifest([(e.name, e.backend_id, program)], manifest, [])
-    edit = Edit(Vector("swapped", data, ""))
-    edit.set_entry(0, "payload_kind", b"ET12")
-    edit.seal()
-    return bytes(edit.buf)
+    return _program_entry("swapped", data)
 
 
 @pytest.mark.loader_build("fatpte-validate")
@@ -399,7 +406,7 @@ def _fat_tree_entry(rng: random.Random) -> bytes:
     from fatpte.manifest.codec import encode
     from fatpte.manifest.model import Manifest, ManifestEntry
     from tests.support import hostile
-    from tests.support.vectors import Edit, Vector, with_manifest
+    from tests.support.vectors import with_manifest
 
     program = (ROOT / "tests" / "fixtures" / "executorch" / "mlp_fat.pte").read_bytes()
     kinds = (hostile.FAT, hostile.FAT, hostile.PROGRAM, hostile.JUNK)
@@ -407,10 +414,7 @@ def _fat_tree_entry(rng: random.Random) -> bytes:
               for _ in range(rng.randint(0, 7))]
     tree = hostile.fat_tree(program, levels, overlap=rng.random() < 0.3)
     data = with_manifest([("fat", "fatpte", tree)], encode(Manifest(entries=(ManifestEntry("fat"),))), [])
-    edit = Edit(Vector("tree", data, ""))
-    edit.set_entry(0, "payload_kind", b"ET12")
-    edit.seal()
-    return bytes(edit.buf)
+    return _program_entry("tree", data)
 
 
 @pytest.mark.loader_build("fatpte-validate")
