@@ -108,28 +108,24 @@ struct FileHead {
   std::uint64_t file_size = 0;
   std::size_t size = 0;
   std::uint8_t bytes[4096];  // left uninitialised: only the `size` bytes read are looked at
+  std::uint8_t small[512];  // a short range past the head (a note block), read without allocating
+  bool small_used = false;
 
   bool read_head() {
     const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(sizeof bytes, file_size));
-    if (!read_into(0, want, bytes)) return false;
+    if (!read_exact(fd, 0, want, bytes)) return false;
     size = want;
     return true;
   }
-  std::uint8_t small[512];  // a short range past the head (a note block), read without allocating
   // `length` bytes at `offset` (checked against the file's size by the caller), from the head,
   // read into `small` (when `length` fits and it is free) or into `spill`; null when a read fails.
   const std::uint8_t* at(std::uint64_t offset, std::uint64_t length, std::vector<std::uint8_t>& spill) {
     if (offset <= size && length <= size - offset) return bytes + offset;
     if (length <= sizeof small && !small_used) {
       small_used = true;
-      return read_into(offset, static_cast<std::size_t>(length), small) ? small : nullptr;
+      return read_exact(fd, offset, static_cast<std::size_t>(length), small) ? small : nullptr;
     }
     return read_at(fd, offset, static_cast<std::size_t>(length), spill) ? spill.data() : nullptr;
-  }
-  bool small_used = false;
-
-  bool read_into(std::uint64_t offset, std::size_t length, std::uint8_t* into) const {
-    return read_exact(fd, offset, length, into);
   }
 };
 
