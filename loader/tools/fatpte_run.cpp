@@ -405,7 +405,7 @@ int read_calls(const RunArgs& a, std::vector<fatpte::Call>& calls, RunReport& r)
 
 using Options = std::unique_ptr<fatpte_load_options, void (*)(fatpte_load_options*)>;
 
-// --receipt FILE: each receipt appended as one line in one write(2) to FILE opened O_APPEND, so
+// --receipt FILE: each receipt appended as one line in one writev(2) to FILE opened O_APPEND, so
 // lines of concurrent runs do not interleave; a crash leaves every line written whole but perhaps
 // the last, which then lacks its newline (readers skip it: specs/receipts.md). Appending is the
 // point of the file, so it is not written whole to a temporary file and renamed as outputs are.
