@@ -2,7 +2,6 @@
 // decoded against a fake C API; the same cases as tests/device/test_vendor_runtimes.py.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -281,18 +280,12 @@ TEST(VendorRuntimes, SearchOrderAndEveryPlaceLooked) {
       << none.text();
 }
 
-// prepare_backend keeps its first decision for the process (runtimes.hpp): a test of what it is
-// handed runs `body` in a process of its own (the test binary run anew for this test alone, not a
-// fork of this one), where its decision is the first whatever ran before in this process. Its
-// failures are the child's: run the test alone to read them.
-void in_a_fresh_process(void (*body)()) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT((body(), std::exit(::testing::Test::HasFailure() ? 1 : 0)), ::testing::ExitedWithCode(0), "");
-}
-
 // One load searches each vendor runtime once: the probe's search gives the load's line and
-// record, and the backend that opens the runtime is handed the same answer.
-void one_load_searches_once() {
+// record, and the backend that opens the runtime is handed the same answer. prepare_backend keeps
+// its first decision for the process (runtimes.hpp): this test and the next count on being the
+// first to ask, which ctest gives them by running each test in a process of its own (a death test
+// cannot: under qemu-user the test binary cannot be executed again).
+TEST(VendorRuntimes, OneLoadSearchesOnce) {
   auto c = Container::open_file(std::string(FATPTE_SPEC_VECTORS) + "/openvino/openvino-entries.nfat");
   ASSERT_TRUE(c.ok()) << c.error().describe();
   char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
@@ -323,11 +316,10 @@ void one_load_searches_once() {
   unsetenv(ov.backend_env);
 }
 
-TEST(VendorRuntimes, OneLoadSearchesOnce) { in_a_fresh_process(one_load_searches_once); }
-
 // `fatpte-run --device-json --with-executorch` (what `fatpte device` asks): the probe searches,
-// and the backends the registry loads are handed its answer.
-void registry_is_handed_the_probes_search() {
+// and the backends the registry loads are handed its answer (a process of its own, as above).
+TEST(VendorRuntimes, TheRegistrysBackendsAreHandedTheProbesSearch) {
+  if (kSanitizerWithholds) GTEST_SKIP() << "AddressSanitizer withholds vendor runtimes";
   char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
   const std::string dir = mkdtemp(pattern);
   const std::string given = dir + "/not-a-library.so";
@@ -349,11 +341,6 @@ void registry_is_handed_the_probes_search() {
   EXPECT_EQ(handed.path, given);
   EXPECT_EQ(searches() - before, 1u);
   unsetenv(runtime_named("openvino")->backend_env);
-}
-
-TEST(VendorRuntimes, TheRegistrysBackendsAreHandedTheProbesSearch) {
-  if (kSanitizerWithholds) GTEST_SKIP() << "AddressSanitizer withholds vendor runtimes";
-  in_a_fresh_process(registry_is_handed_the_probes_search);
 }
 
 TEST(VendorRuntimes, EachStepOfTheSearchIsNamed) {
