@@ -32,33 +32,18 @@ namespace fatpte {
 
 // fatpte/value/dtypes.py LAYOUT_DTYPES: the dtype names a TensorLayout may give
 // (specs/nfat-manifest.md 3.3), each with the ScalarType it stands for, which the runner's
-// NamedDataMap answers get_tensor_layout with; the bytes of an element are program_element_size's
-// (value/scalar_type.hpp, where the numbers are named once).
-struct LayoutName {
-  const char* name;
-  ScalarType type;
-};
-constexpr LayoutName kLayoutNames[] = {
-    {"uint8", ScalarType::kByte},        {"int8", ScalarType::kChar},
-    {"int16", ScalarType::kShort},       {"int32", ScalarType::kInt},
-    {"int64", ScalarType::kLong},        {"float16", ScalarType::kHalf},
-    {"float32", ScalarType::kFloat},     {"float64", ScalarType::kDouble},
-    {"bool", ScalarType::kBool},         {"qint8", ScalarType::kQInt8},
-    {"quint8", ScalarType::kQUInt8},     {"qint32", ScalarType::kQInt32},
-    {"bfloat16", ScalarType::kBFloat16}, {"bits16", ScalarType::kBits16},
-    {"float8_e5m2", ScalarType::kFloat8_e5m2},         {"float8_e4m3fn", ScalarType::kFloat8_e4m3fn},
-    {"float8_e5m2fnuz", ScalarType::kFloat8_e5m2fnuz}, {"float8_e4m3fnuz", ScalarType::kFloat8_e4m3fnuz},
-    {"uint16", ScalarType::kUInt16},     {"uint32", ScalarType::kUInt32},
-    {"uint64", ScalarType::kUInt64},
-};
-constexpr std::size_t kLayoutCount = sizeof kLayoutNames / sizeof kLayoutNames[0];
-
+// NamedDataMap answers get_tensor_layout with: every ScalarType a program's tensor may have
+// (program_dtype_name, value/scalar_type.hpp, where the numbers and their names are given once)
+// but the packed ones, quint4x2 and quint2x4, whose elements are not whole bytes.
 const LayoutDtype* layout_dtype(const char* name) {
-  static const std::array<LayoutDtype, kLayoutCount> table = [] {
-    std::array<LayoutDtype, kLayoutCount> out{};
-    for (std::size_t i = 0; i < kLayoutCount; ++i) {
-      const auto code = static_cast<std::int8_t>(kLayoutNames[i].type);
-      out[i] = LayoutDtype{kLayoutNames[i].name, program_element_size(code), code};
+  static const std::vector<LayoutDtype> table = [] {
+    std::vector<LayoutDtype> out;
+    for (int number = 0; number <= static_cast<int>(ScalarType::kUInt64); ++number) {
+      const auto code = static_cast<std::int8_t>(number);
+      const auto type = static_cast<ScalarType>(code);
+      const char* dtype = program_dtype_name(code);
+      if (*dtype == '\0' || type == ScalarType::kQUInt4x2 || type == ScalarType::kQUInt2x4) continue;
+      out.push_back(LayoutDtype{dtype, program_element_size(code), code});
     }
     return out;
   }();
