@@ -74,5 +74,13 @@ Status check_nesting(Bytes payload, const et::ProgramInfo& info, std::uint64_t a
   return program_too_deep(payload, info, 1, at, path, clean);
 }
 
+Result<Structure> read_fat_container(Bytes data, std::uint64_t at, const std::string& field) {
+  auto st = read_structure(data);
+  if (st.ok()) return st;
+  const Status& e = st.error();
+  return Status(e.code(), at + (e.offset() == kNoOffset ? 0 : e.offset()), field,
+                "a fat delegate's container does not read: " + e.message());
+}
+
 }  // namespace entries
 }  // namespace fatpte

@@ -12,6 +12,7 @@
 
 #include "executorch/program.hpp"
 #include "fatpte/format.hpp"
+#include "fatpte/result.hpp"
 #include "fatpte/status.hpp"
 
 namespace fatpte {
@@ -20,6 +21,10 @@ namespace entries {
 // The program `payload` (read as `info`) lies at `at` in the file; `path` ends with a dot
 // ("entries[0].payload.").
 Status check_nesting(Bytes payload, const et::ProgramInfo& info, std::uint64_t at, const std::string& path);
+
+// The structure of the fat delegate container `data`, which lies at `at` in the file; when it does
+// not read, its reader's error at `at` plus its offset in that container, with `field`.
+Result<Structure> read_fat_container(Bytes data, std::uint64_t at, const std::string& field);
 
 }  // namespace entries
 }  // namespace fatpte

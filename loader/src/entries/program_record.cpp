@@ -147,11 +147,8 @@ Status fat_delegates_read(const et::ProgramInfo& info, std::uint64_t at, const s
   for (const et::MethodInfo& m : info.methods) {
     for (const Bytes& data : m.delegates) {
       if (data.size < 4 || std::memcmp(data.data, format::kMagic, 4) != 0) continue;
-      auto st = read_structure(data);
-      if (st.ok()) continue;
-      const Status& e = st.error();
-      return Status(e.code(), at + (e.offset() == kNoOffset ? 0 : e.offset()), field,
-                    "a fat delegate's container does not read: " + e.message());
+      auto st = entries::read_fat_container(data, at, field);
+      if (!st.ok()) return st.error();
     }
   }
   return Status();

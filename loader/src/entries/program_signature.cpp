@@ -13,6 +13,7 @@
 #include "fatpte/format_generated.h"
 #include "program_generated.h"
 #include "entries/native_state.hpp"
+#include "entries/nesting.hpp"
 #include "value/scalar_type.hpp"
 
 namespace fatpte {
@@ -129,12 +130,8 @@ Status native_payloads(Bytes data, std::uint64_t at, const std::string& field, s
     return Status();
   }
   if (data.size < 4 || std::memcmp(data.data, format::kMagic, 4) != 0) return Status();
-  auto st = read_structure(data);
-  if (!st.ok()) {
-    const Status& e = st.error();
-    return Status(e.code(), at + (e.offset() == kNoOffset ? 0 : e.offset()), field,
-                  "a fat delegate's container does not read: " + e.message());
-  }
+  auto st = read_fat_container(data, at, field);
+  if (!st.ok()) return st.error();
   for (const Entry& e : st.value().entries) {
     if (std::memcmp(e.payload_kind.data(), "NPTG", 4) == 0) out.push_back(Bytes{data.data + e.offset, e.size});
   }
