@@ -5,6 +5,7 @@ planned = observed, and flags a planted difference and a real one (a library wit
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -125,3 +126,27 @@ def test_receipts_are_appended_to_a_regular_file_only(build: Path, tmp_path: Pat
     done = fatpte_run(build, container, "--self-test", "--device", "x86-64-v3", "--receipt", fresh)
     assert done.returncode == 0, done.stderr
     assert len(fresh.read_text().splitlines()) == 1
+
+
+def test_a_receipt_names_the_verdict_stores_keys(build: Path, tmp_path: Path) -> None:
+    """With a verdict store and a receipt, the receipt's container digest and device fingerprint are
+    the keys the store's records were written under (the fingerprint of specs/verdicts.md section 3,
+    made once for both); with or without a store, the fingerprint is SHA-256 of the receipt's own
+    profile in canonical form and its runtime lines. (A load with a store probes every fact, so its
+    profile, and its fingerprint, is not a plain load's.)"""
+    from fatpte.device.profile import canonical_text
+    from fatpte.ops import verdicts as V
+
+    container = pack(build, "mlp", tmp_path, ("xnnpack", "portable"))
+    store, out = tmp_path / "store", tmp_path / "receipts.jsonl"
+    for more in (["--verdicts", store], []):
+        done = fatpte_run(build, container, "--self-test", "--receipt", out, *more)
+        assert done.returncode == 0, done.stderr
+    with_store, alone = (json.loads(line) for line in out.read_text().splitlines())
+    records = V.read_store(store / "fatpte-run.verdicts.json")
+    assert {r.container for r in records} == {with_store["container"]["digest"]} == {alone["container"]["digest"]}
+    assert {r.device for r in records} == {with_store["device"]["fingerprint"]}
+    for receipt in (with_store, alone):
+        text = canonical_text(receipt["device"]["profile"]) + "\n" + "".join(
+            line + "\n" for line in receipt["runtime"]["libraries"])
+        assert receipt["device"]["fingerprint"] == hashlib.sha256(text.encode()).hexdigest()

@@ -626,14 +626,15 @@ bool qualified(const Container& c, const Entry& e, const DeviceProfile& device, 
 // Try the candidates of `s` by index, in rank order: for each, whether its backends and libraries
 // are there, then (signed) its bytes hashed against the statement, then its qualification verdict
 // (with isolation: from a child process, and only then are its libraries found here), then the load.
-Status try_candidates(const Container& c, const Selection& s, const DeviceProfile& device, const LoadOptions& options,
-                      std::optional<SignatureCheck>& signature, Dispatch& out) {
+Status try_candidates(const Container& c, const Selection& s, detail::DeviceFingerprint& fingerprint,
+                      const LoadOptions& options, std::optional<SignatureCheck>& signature, Dispatch& out) {
+  const DeviceProfile& device = fingerprint.device();
   const std::vector<std::string> dirs = backend_search_path(options);
   const std::vector<std::string> et_dirs = executorch_search_path(options);
   std::string device_json;  // what an example library is given; programs need none
   bool operators_loaded = false;
   FATPTE_RETURN_IF_ERROR(only_entry(c, s, options));
-  detail::Remembered remembered(c, device, options, out.notes);
+  detail::Remembered remembered(c, fingerprint, options, out.notes);
   for (const Verdict* v : candidates(s)) {
     if (!options.fallback && !out.attempts.empty()) break;
     if (options.only_entry && v->index != *options.only_entry) continue;
@@ -722,8 +723,9 @@ Status try_candidates(const Container& c, const Selection& s, const DeviceProfil
 
 namespace {
 
-Status load_on(const Container& c, const Choice& choice, const DeviceProfile& device, const LoadOptions& options,
-               Dispatch& out) {
+Status load_on(const Container& c, const Choice& choice, detail::DeviceFingerprint& fingerprint,
+               const LoadOptions& options, Dispatch& out) {
+  const DeviceProfile& device = fingerprint.device();
   std::optional<SignatureCheck> signature;
   FATPTE_RETURN_IF_ERROR(verify_signature(c, options, device, choice.prefer, choice.exclude, signature, out));
   auto s = select(c, device, choice.prefer, choice.exclude);
@@ -734,7 +736,7 @@ Status load_on(const Container& c, const Choice& choice, const DeviceProfile& de
     return s.error();
   }
   out.selection = std::move(s).value();
-  return try_candidates(c, *out.selection, device, options, signature, out);
+  return try_candidates(c, *out.selection, fingerprint, options, signature, out);
 }
 
 }  // namespace
@@ -768,8 +770,10 @@ Status load(const Container& c, const Choice& choice, const LoadOptions& options
     out.notes.push_back(vendor::status_line(r, where, options.command_line));
     vendor::decide(r, where);
   }
-  const Status st = load_on(c, choice, device, options, out);
-  detail::deliver_load_receipt(c, device, options, out, out.selection ? &*out.selection : nullptr, st);
+  // One fingerprint for the verdict store's key and the receipt, made only if one asks.
+  detail::DeviceFingerprint fingerprint(device, options);
+  const Status st = load_on(c, choice, fingerprint, options, out);
+  detail::deliver_load_receipt(c, fingerprint, options, out, out.selection ? &*out.selection : nullptr, st);
   return st;
 }
 
@@ -777,8 +781,9 @@ Result<Dispatch> load(const Container& c, const Selection& s, const DeviceProfil
   Dispatch out;
   std::optional<SignatureCheck> signature;
   Status st = verify_signature(c, options, device, s.prefer, s.exclude, signature, out);
-  if (st.ok()) st = try_candidates(c, s, device, options, signature, out);
-  detail::deliver_load_receipt(c, device, options, out, &s, st);
+  detail::DeviceFingerprint fingerprint(device, options);
+  if (st.ok()) st = try_candidates(c, s, fingerprint, options, signature, out);
+  detail::deliver_load_receipt(c, fingerprint, options, out, &s, st);
   FATPTE_RETURN_IF_ERROR(st);
   return out;
 }

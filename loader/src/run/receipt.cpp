@@ -203,19 +203,19 @@ void add_chosen(std::string& out, const Container& c, const Dispatch& d) {
   out += '}';
 }
 
-// The device: the fingerprint and the profile, from the profile's canonical JSON made once.
-void add_device(std::string& out, const DeviceProfile& device, const std::string& runtime) {
-  const std::string profile = canonical_json(device);
+// The device: the fingerprint and the profile, from the profile's canonical JSON made once (and
+// shared with the verdict store's key when the load used one).
+void add_device(std::string& out, DeviceFingerprint& device) {
   add(out, "{\"fingerprint\": \"");
-  out += device_fingerprint(profile, runtime);
+  out += device.digest();
   add(out, "\", \"profile\": ");
-  append_one_line(out, profile);
+  append_one_line(out, device.profile_json());
   out += '}';
 }
 
 }  // namespace
 
-std::string load_receipt(const Container& c, const DeviceProfile& device, const LoadOptions& options, const Dispatch& d,
+std::string load_receipt(const Container& c, DeviceFingerprint& device, const LoadOptions& options, const Dispatch& d,
                          const Selection* selection, const Status& result, std::uint64_t time) {
   const std::vector<std::string> no_words;
   std::size_t hits = 0;
@@ -244,11 +244,10 @@ std::string load_receipt(const Container& c, const DeviceProfile& device, const 
   add_bool(out, !options.verdicts.empty());
   add(out, ", \"hits\": ");
   out += std::to_string(hits);
-  const std::string runtime = runtime_fingerprint(options);
   add(out, "}, \"device\": ");
-  add_device(out, device, runtime);
+  add_device(out, device);
   add(out, ", \"runtime\": ");
-  add_runtime(out, runtime);
+  add_runtime(out, device.runtime());
   out += '}';
   return out;
 }
@@ -266,7 +265,7 @@ std::string fallback_receipt(const Container& c, const LoadOptions& options, con
   return out;
 }
 
-void deliver_load_receipt(const Container& c, const DeviceProfile& device, const LoadOptions& options,
+void deliver_load_receipt(const Container& c, DeviceFingerprint& device, const LoadOptions& options,
                           const Dispatch& d, const Selection* selection, const Status& result) {
   if (!options.receipt) return;
   options.receipt(

@@ -13,20 +13,22 @@
 #include "fatpte/field.hpp"
 #include "fatpte/select.hpp"
 #include "fatpte/status.hpp"
+#include "run/remember.hpp"
 
 namespace fatpte {
 namespace detail {
 
-// The receipt of one load (ended with `result`) on `device`, one line of JSON without its newline.
-// `selection`: the one the load used (null when none was made).
-std::string load_receipt(const Container& container, const DeviceProfile& device, const LoadOptions& options,
+// The receipt of one load (ended with `result`) on `device` (its fingerprint, shared with the
+// verdict store's key), one line of JSON without its newline. `selection`: the one the load used
+// (null when none was made).
+std::string load_receipt(const Container& container, DeviceFingerprint& device, const LoadOptions& options,
                          const Dispatch& dispatch, const Selection* selection, const Status& result,
                          std::uint64_t time);
 // The receipt of one fallback event after a load.
 std::string fallback_receipt(const Container& container, const LoadOptions& options, const FallbackEvent& event,
                              std::uint64_t time);
 // load_receipt to options.receipt, when the options name one.
-void deliver_load_receipt(const Container& container, const DeviceProfile& device, const LoadOptions& options,
+void deliver_load_receipt(const Container& container, DeviceFingerprint& device, const LoadOptions& options,
                           const Dispatch& dispatch, const Selection* selection, const Status& result);
 
 }  // namespace detail

@@ -83,12 +83,19 @@ std::string runtime_fingerprint(const LoadOptions& options) {
   return out;
 }
 
-std::string device_fingerprint(const std::string& profile_json, const std::string& runtime) {
-  return memory::digest_hex(profile_json, "\n", runtime);
+const std::string& DeviceFingerprint::profile_json() {
+  if (!profile_json_) profile_json_ = canonical_json(device_);
+  return *profile_json_;
 }
 
-std::string device_fingerprint(const DeviceProfile& device, const LoadOptions& options) {
-  return device_fingerprint(canonical_json(device), runtime_fingerprint(options));
+const std::string& DeviceFingerprint::runtime() {
+  if (!runtime_) runtime_ = runtime_fingerprint(options_);
+  return *runtime_;
+}
+
+const std::string& DeviceFingerprint::digest() {
+  if (!digest_) digest_ = memory::digest_hex(profile_json(), "\n", runtime());
+  return *digest_;
 }
 
 namespace {
@@ -122,7 +129,7 @@ std::vector<std::string> entry_libraries(const Container& c, const Entry& e, boo
 
 }  // namespace
 
-Remembered::Remembered(const Container& c, const DeviceProfile& device, const LoadOptions& options,
+Remembered::Remembered(const Container& c, DeviceFingerprint& device, const LoadOptions& options,
                        std::vector<std::string>& notes)
     : container_(c), options_(options) {
   if (options.verdicts.empty()) return;
@@ -134,7 +141,7 @@ Remembered::Remembered(const Container& c, const DeviceProfile& device, const Lo
   }
   store_ = std::move(store).value();
   container_digest_ = memory::container_digest(c);
-  device_digest_ = device_fingerprint(device, options);
+  device_digest_ = device.digest();
   on_ = true;
 }
 
@@ -218,7 +225,8 @@ void Remembered::end(Attempt& attempt, const std::string& verdict, const std::st
 void remember_failed_call(const Container& c, const DeviceProfile& device, const LoadOptions& options, const Entry& e,
                           const std::string& reason, std::vector<std::string>& notes) {
   if (options.verdicts.empty()) return;
-  Remembered remembered(c, device, options, notes);
+  DeviceFingerprint fingerprint(device, options);
+  Remembered remembered(c, fingerprint, options, notes);
   Attempt attempt;
   attempt.index = e.index;
   remembered.allows(e, payload_is_program(c, e), attempt);

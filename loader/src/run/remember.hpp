@@ -23,17 +23,29 @@ namespace detail {
 // What the runtime is, one line per library: libfatpte's own file, ExecuTorch's runtime library
 // and the operator libraries the options name, each "NAME IDENTITY" (no path).
 std::string runtime_fingerprint(const LoadOptions& options);
-// The device fingerprint of specs/verdicts.md section 3: SHA-256 of the profile's canonical JSON
-// and runtime_fingerprint, in hex.
-std::string device_fingerprint(const DeviceProfile& device, const LoadOptions& options);
-// The same from texts already made: the profile's canonical JSON and runtime_fingerprint's.
-std::string device_fingerprint(const std::string& profile_json, const std::string& runtime);
+// The device fingerprint of specs/verdicts.md section 3 for one load: SHA-256 of the profile's
+// canonical JSON and runtime_fingerprint, in hex; each part made the first time it is asked for and
+// kept, so the verdict store's key and the receipt share one reading of the library files and one
+// digest (a load with both paid for each twice: 25,000 instructions, callgrind).
+class DeviceFingerprint {
+ public:
+  DeviceFingerprint(const DeviceProfile& device, const LoadOptions& options) : device_(device), options_(options) {}
+  const DeviceProfile& device() const { return device_; }
+  const std::string& profile_json();
+  const std::string& runtime();
+  const std::string& digest();
+
+ private:
+  const DeviceProfile& device_;
+  const LoadOptions& options_;
+  std::optional<std::string> profile_json_, runtime_, digest_;
+};
 
 class Remembered {
  public:
   // Reads the store when the options name one; a store that cannot be used is a note in
   // `notes` and the load goes on as if none were named (nothing skipped, nothing written).
-  Remembered(const Container& container, const DeviceProfile& device, const LoadOptions& options,
+  Remembered(const Container& container, DeviceFingerprint& device, const LoadOptions& options,
              std::vector<std::string>& notes);
   // Before entry `e` is tried: false when the store remembers it crashing or disagreeing
   // (attempt.outcome and attempt.remembered say so).
