@@ -27,6 +27,7 @@
 #include "executorch/named_data.hpp"
 #include "executorch/program.hpp"
 #include "executorch/runtime.hpp"
+#include "run/remember.hpp"
 #include "fatpte/device.hpp"
 #include "device/library_files.hpp"
 #include "vendor/runtimes.hpp"
@@ -141,8 +142,6 @@ class EtLoaded final : public Loaded {
   ProgramMethod method_;
 };
 
-bool is_operator_key(const std::string& key) { return key == "kernels" || key.rfind("kernels_", 0) == 0; }
-
 // The vendor runtime backend `id` opens (vendor/runtimes.hpp), found and handed to it before its
 // library is loaded; "" when it has none or it was found (a detail says where), else why not:
 // withheld, or not found with every place looked.
@@ -218,7 +217,7 @@ void load_fat_backends(const MethodInfo& method, const LoadOptions& options, con
     }
   }
   for (const auto& kv : options.libraries) {
-    if (is_operator_key(kv.first) || kv.second.empty()) continue;
+    if (detail::is_operator_key(kv.first) || kv.second.empty()) continue;
     if (std::find(wanted.begin(), wanted.end(), kv.first) == wanted.end()) wanted.push_back(kv.first);
   }
   for (const std::string& id : wanted) {
@@ -241,12 +240,7 @@ void set_log_forwarding(bool forward) { set_forwarding(forward); }
 void load_operator_libraries(const LoadOptions& options, const std::vector<std::string>& dirs,
                              std::vector<std::string>& notes) {
   ensure_runtime();
-  std::map<std::string, std::string> wanted;
-  if (options.use_build_default) wanted["kernels"] = "libexecutorch_kernels_optimized.so";
-  for (const auto& kv : options.libraries) {
-    if (is_operator_key(kv.first)) wanted[kv.first] = kv.second;
-  }
-  for (const auto& kv : wanted) {
+  for (const auto& kv : detail::operator_libraries(options)) {
     if (kv.second.empty()) {
       notes.push_back("executorch operators '" + kv.first + "': withheld by the caller");
       continue;

@@ -46,6 +46,17 @@ bool make_folders(const std::string& dir) {
 
 }  // namespace
 
+bool is_operator_key(const std::string& key) { return key == "kernels" || starts_with(key, "kernels_"); }
+
+std::map<std::string, std::string> operator_libraries(const LoadOptions& options) {
+  std::map<std::string, std::string> out;
+  if (options.use_build_default) out["kernels"] = "libexecutorch_kernels_optimized.so";
+  for (const auto& kv : options.libraries) {
+    if (is_operator_key(kv.first)) out[kv.first] = kv.second;
+  }
+  return out;
+}
+
 std::string runtime_fingerprint(const LoadOptions& options) {
   const std::vector<std::string> et_dirs = executorch_search_path(options);
   std::string out;
@@ -64,12 +75,7 @@ std::string runtime_fingerprint(const LoadOptions& options) {
     memory::append_library_identity(out, o.runtime_dir + "/libexecutorch.so");
     out += '\n';
   }
-  std::map<std::string, std::string> kernels;
-  if (options.use_build_default) kernels["kernels"] = "libexecutorch_kernels_optimized.so";
-  for (const auto& kv : options.libraries) {
-    if (kv.first == "kernels" || starts_with(kv.first, "kernels_")) kernels[kv.first] = kv.second;
-  }
-  for (const auto& kv : kernels) {
+  for (const auto& kv : operator_libraries(options)) {
     const std::string path = kv.second.empty() ? "" : find_library(kv.second, et_dirs);
     out += kv.first;
     out += ' ';

@@ -8,6 +8,7 @@
 #ifndef FATPTE_SRC_RUN_REMEMBER_HPP_
 #define FATPTE_SRC_RUN_REMEMBER_HPP_
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,12 @@
 namespace fatpte {
 namespace detail {
 
+// Whether `key` of LoadOptions::libraries names an operator library (`kernels`, `kernels_*`).
+bool is_operator_key(const std::string& key);
+// The operator libraries the options name, key to file: `kernels` (the build's default,
+// libexecutorch_kernels_optimized.so, unless the caller names another) and each `kernels_*`; a file
+// "" is withheld. What the load opens and the runtime's fingerprint names.
+std::map<std::string, std::string> operator_libraries(const LoadOptions& options);
 // What the runtime is, one line per library: libfatpte's own file, ExecuTorch's runtime library
 // and the operator libraries the options name, each "NAME IDENTITY" (no path).
 std::string runtime_fingerprint(const LoadOptions& options);
