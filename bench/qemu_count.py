@@ -21,6 +21,9 @@ BLOCKS_SOURCE = ROOT / "bench" / "sha256_blocks.cpp"
 BLOCKS = ROOT / "build" / "bench" / "sha256_blocks-aarch64"
 LOADER_SRC = ROOT / "loader" / "src"
 CROSS_CXX = "aarch64-linux-gnu-g++"  # Debian's g++-aarch64-linux-gnu, as the Makefile's aarch64 build
+CROSS_CC = "aarch64-linux-gnu-gcc"  # its C compiler (a dependency of g++-aarch64-linux-gnu)
+SHA2_HIDDEN_SOURCE = ROOT / "bench" / "hide_sha2.c"
+SHA2_HIDDEN = ROOT / "build" / "bench" / "hide_sha2-aarch64.so"
 QEMU = "qemu-aarch64"
 
 
@@ -55,6 +58,13 @@ def blocks_program() -> Path:
     common, include = LOADER_SRC / "common", ROOT / "loader" / "include"
     return compiled(BLOCKS_SOURCE, BLOCKS, "-std=c++17", "-static", f"-I{LOADER_SRC}", f"-I{include}", cc=CROSS_CXX,
                     more=[common / "sha256.cpp", common / "cpu_words.cpp"])
+
+
+def sha2_hidden() -> Path:
+    """bench/hide_sha2.c cross-built for aarch64: preloaded (qemu-aarch64 -E LD_PRELOAD=...), the
+    program's getauxval(AT_HWCAP) lacks HWCAP_SHA2, so libfatpte hashes on its portable path as on
+    a core without the crypto extension."""
+    return compiled(SHA2_HIDDEN_SOURCE, SHA2_HIDDEN, "-shared", "-fPIC", cc=CROSS_CC)
 
 
 def per_block(cpu: str, path: str, blocks: tuple[int, int] = (1000, 10000)) -> float:

@@ -4,7 +4,8 @@ sizes, counting every thread or the main one; a worker thread's known loop count
 thread and not with the main one; and the bench's SHA-256 block program (bench/sha256_blocks.cpp,
 the loader's sha256.cpp cross-built) gives Python's digest on the portable path and on ARMv8's SHA2
 instructions under every qemu 7.2 CPU model with SHA2, the one figure bench/op_verdicts.py reports
-per block. Needs qemu-user and the aarch64 cross compiler (tests/loader/aarch64_builds.py says when
+per block; and the library the bench preloads to hide HWCAP_SHA2 (bench/hide_sha2.c) hides that bit
+alone. Needs qemu-user and the aarch64 cross compiler (tests/loader/aarch64_builds.py says when
 a missing one fails)."""
 
 from __future__ import annotations
@@ -106,3 +107,25 @@ def test_an_unknown_path_is_refused() -> None:
     done = subprocess.run(["qemu-aarch64", str(qemu_count.blocks_program()), "sha-ni", "1"], capture_output=True,
                           text=True, timeout=120, check=False)
     assert done.returncode == 2 and "no path 'sha-ni'" in done.stderr
+
+
+HWCAP_PROGRAM = """
+#include <stdio.h>
+#include <sys/auxv.h>
+int main(void) { printf("%lx\\n", getauxval(AT_HWCAP)); return 0; }
+"""
+
+
+def test_the_sha2_hiding_library_hides_hwcap_sha2_alone(tmp_path: Path) -> None:
+    """bench/hide_sha2.c, preloaded into a dynamic aarch64 program under qemu-aarch64 -cpu
+    cortex-a72 (which has SHA2), makes getauxval(AT_HWCAP) lack HWCAP_SHA2 (bit 6) and nothing
+    else: the bench's start on a core without the crypto extension."""
+    _require()
+    source, program = tmp_path / "hwcap.c", tmp_path / "hwcap"
+    source.write_text(HWCAP_PROGRAM)
+    subprocess.run([qemu_count.CROSS_CC, "-O2", "-o", str(program), str(source)], check=True)
+    qemu = ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "-cpu", "cortex-a72"]
+    words = [int(subprocess.run([*qemu, *more, str(program)], capture_output=True, text=True, timeout=120,
+                                check=True).stdout, 16)
+             for more in ([], ["-E", f"LD_PRELOAD={qemu_count.sha2_hidden()}"])]
+    assert words[0] & (1 << 6) and words[1] == words[0] & ~(1 << 6), [hex(w) for w in words]
