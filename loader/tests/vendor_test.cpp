@@ -282,10 +282,11 @@ TEST(VendorRuntimes, SearchOrderAndEveryPlaceLooked) {
 
 // One load searches each vendor runtime once: the probe's search gives the load's line and
 // record, and the backend that opens the runtime is handed the same answer. prepare_backend keeps
-// its first decision for the process (runtimes.hpp): this test and the next count on being the
-// first to ask, which ctest gives them by running each test in a process of its own (a death test
-// cannot: under qemu-user the test binary cannot be executed again).
+// its first decision for the process (runtimes.hpp): this test and the next start from none
+// (testing::forget_decisions), so they pass in a process of their own (ctest) and in fatpte_tests
+// run whole (a death test could not: under qemu-user the test binary cannot be executed again).
 TEST(VendorRuntimes, OneLoadSearchesOnce) {
+  testing::forget_decisions();
   auto c = Container::open_file(std::string(FATPTE_SPEC_VECTORS) + "/openvino/openvino-entries.nfat");
   ASSERT_TRUE(c.ok()) << c.error().describe();
   char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
@@ -317,9 +318,10 @@ TEST(VendorRuntimes, OneLoadSearchesOnce) {
 }
 
 // `fatpte-run --device-json --with-executorch` (what `fatpte device` asks): the probe searches,
-// and the backends the registry loads are handed its answer (a process of its own, as above).
+// and the backends the registry loads are handed its answer (from no decision, as above).
 TEST(VendorRuntimes, TheRegistrysBackendsAreHandedTheProbesSearch) {
   if (kSanitizerWithholds) GTEST_SKIP() << "AddressSanitizer withholds vendor runtimes";
+  testing::forget_decisions();
   char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
   const std::string dir = mkdtemp(pattern);
   const std::string given = dir + "/not-a-library.so";
