@@ -13,10 +13,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "common/json.hpp"
+#include "common/text.hpp"
 #include "device/identity.hpp"
 #include "device/origin.hpp"
 #include "fatpte/device.hpp"
@@ -75,13 +77,32 @@ Status field_text(const Value& v, const std::string& path, std::string& out) {
   return Status();
 }
 
-// A non-negative integer (or -0, which Python reads as 0) up to `high`; no fraction or exponent,
-// as Python's json reads those as floats, which no field takes.
+// What a value is, in the words of fields.kind_of (a number with a fraction or an exponent is a
+// float to Python's json).
+const char* kind_of(const Value& v) {
+  switch (v.kind()) {
+    case Kind::kObject: return "an object";
+    case Kind::kArray: return "an array";
+    case Kind::kString: return "a string";
+    case Kind::kBool: return "a boolean";
+    case Kind::kNull: return "null";
+    case Kind::kNumber: break;
+  }
+  return v.text().find_first_of(".eE") == std::string_view::npos ? "an integer" : "a floating-point number";
+}
+
+// A non-negative integer (or -0, which Python reads as 0) up to `high`, in fields.integer's
+// words: anything else "must be an integer, not KIND"; an integer outside the range is quoted as
+// the file writes it, clipped (errors.clipped), however many digits it has: "1000...(401 bytes) is
+// outside 0..N", never a number the file does not hold.
 Status integer(const Value& v, const std::string& path, std::uint64_t high, std::uint64_t& out) {
+  if (!v.is(Kind::kNumber) || v.text().find_first_of(".eE") != std::string_view::npos) {
+    return invalid(path, std::string("must be an integer, not ") + kind_of(v));
+  }
   bool negative = false;
   std::uint64_t n = 0;
   if (!json::integer(v, negative, n) || (negative && n != 0) || n > high) {
-    return invalid(path, "must be an integer from 0 to " + std::to_string(high));
+    return invalid(path, detail::clipped(std::string(v.text())) + " is outside 0.." + std::to_string(high));
   }
   out = n;
   return Status();
