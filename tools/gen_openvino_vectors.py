@@ -103,8 +103,8 @@ def profiles() -> list[tuple[str, Any, str, str | None]]:
          "a kind outside the vocabulary and an empty device: the kind is named first",
          "accelerators[0].kind"),
         ("refused-memory-bytes-401-digits.json", _profile("x", [_ov("CPU", ["fp32"], memory=10**400)]),
-         "an accelerator's memory_bytes of 401 digits: the message quotes it as written, not as the 2^64 a "
-         "64-bit reader could clamp it to", "accelerators[0].memory_bytes"),
+         ("an accelerator's memory_bytes of 401 digits: the message quotes it as written, not as the 2^64 a "
+          "64-bit reader could clamp it to"), "accelerators[0].memory_bytes"),
     ]
 
 
