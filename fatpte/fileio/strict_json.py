@@ -45,6 +45,9 @@ class HugeInteger(int):
 
     __str__ = __repr__
 
+    def __getnewargs__(self) -> tuple[str]:  # type: ignore[override]  # copy and pickle by the literal
+        return (self.literal,)
+
 
 class JsonRules(NamedTuple):
     """What a reader accepts beyond RFC 8259's grammar. Duplicate keys are never accepted."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import tracemalloc
 from typing import Any
@@ -74,6 +75,8 @@ def test_a_huge_integer_keeps_its_literal_where_the_rules_ask() -> None:
     assert [type(v) for v in got] == [HugeInteger, HugeInteger, int]
     assert (repr(got[0]), str(got[1]), f"{got[0]}") == (literal, "-" + "9" * 21, literal)
     assert type(loads(literal.encode())) is int and repr(loads(literal.encode())) == str(HUGE)
+    copied = copy.deepcopy(got[0])
+    assert (type(copied), repr(copied), copied) == (HugeInteger, literal, HUGE)
 
 
 def test_text() -> None:

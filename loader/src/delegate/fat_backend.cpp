@@ -155,10 +155,10 @@ bool any_requirements(const nfat::manifest::Manifest* manifest) {
 }
 
 // The probe with accelerators, and where it found each vendor runtime or every place it looked.
-struct Probed {
+struct HostProbe {
   DeviceProfile profile;
   std::vector<VendorRuntimeSearch> searched;
-  Probed() { profile = probe_host(ProbeScope{}, &searched); }
+  HostProbe() { profile = probe_host(ProbeScope{}, &searched); }
 };
 
 // This machine, probed once per process (accelerators only when an entry asks about them).
@@ -168,7 +168,7 @@ struct Probed {
 // is the probe's when none is kept yet, so an init searches once (specs/device-profile.md 9.1).
 const DeviceProfile& host(bool accelerators) {
   if (accelerators) {
-    static const Probed& kFull = *new Probed();  // never destroyed
+    static const HostProbe& kFull = *new HostProbe();  // never destroyed
     for (const VendorRuntimeSearch& where : kFull.searched) vendor::decide(*vendor::runtime_named(where.name), where);
     return kFull.profile;
   }
