@@ -24,7 +24,7 @@ import sys
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "specs" / "vectors" / "openvino"
@@ -102,7 +102,27 @@ def profiles() -> list[tuple[str, Any, str, str | None]]:
         ("refused-kind-after-device.json", _profile("x", [_ov("", [], kind="OpenVINO")]),
          "a kind outside the vocabulary and an empty device: the kind is named first",
          "accelerators[0].kind"),
+        ("refused-memory-bytes-401-digits.json", _profile("x", [_ov("CPU", ["fp32"], memory=10**400)]),
+         ("an accelerator's memory_bytes of 401 digits: the message quotes it as written, not as the 2^64 a "
+          "64-bit reader could clamp it to"), "accelerators[0].memory_bytes"),
     ]
+
+
+# The refusals whose message both readers give word for word, recorded in the index
+# (`error.message`, after the file's name in either reader's line): a number out of range is quoted
+# as the file writes it (clipped like any quoted value), however many digits it has.
+WORDED: Final = ("refused-memory-bytes-401-digits.json",)
+
+
+def _message(path: Path) -> str:
+    from fatpte.device.profile import DeviceProfile
+    from fatpte.errors import FatpteError
+
+    try:
+        DeviceProfile.load(str(path))
+    except FatpteError as exc:
+        return exc.message
+    raise AssertionError(f"{path.name} was accepted")
 
 
 def specializations() -> list[Any]:
@@ -170,12 +190,15 @@ def write(out: Path = OUT) -> None:
             row["selection"] = selection(data, doc)
         else:
             row["error"] = {"code": E, "field": field}
+            if file in WORDED:
+                row["error"]["message"] = _message(out / file)
         rows[file] = row
     (out / "index.json").write_text(json.dumps({
         "generator": "tools/gen_openvino_vectors.py",
         "about": "vendor-device vectors: per profile file, accepted (with the selection both fatpte.select and "
                  f"fatpte-run --select-only make over {CONTAINER}: its --json report and --explain text, or E0901's "
-                 "report and message) or the error both profile readers give (code and field)",
+                 "report and message) or the error both profile readers give (code and field, and the message where "
+                 "it is given)",
         "container": CONTAINER,
         "vectors": rows}, indent=2) + "\n")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from fatpte.errors import ErrorCode, FatpteError, clipped, quoted
+from fatpte.fileio.strict_json import HugeInteger
 
 # Accelerator names come from drivers; printable ASCII keeps the canonical JSON free of escapes
 # that the C++ printer would have to reproduce.
@@ -63,11 +64,14 @@ def integer(value: Any, path: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise invalid(path, f"must be an integer, not {kind_of(value)}", value)
     if not low <= value <= high:
-        raise invalid(path, f"{value} is outside {low}..{high}", value)
+        # As written (a HugeInteger's literal, not the 2^64 it reads as), clipped like any quote.
+        actual = value.literal if isinstance(value, HugeInteger) else value
+        raise invalid(path, f"{quoted_value(value)} is outside {low}..{high}", actual)
     return value
 
 
 def kind_of(value: Any) -> str:
     names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
              float: "a floating-point number", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
+    # By the first of its classes named: a HugeInteger is an integer.
+    return next((names[t] for t in type(value).__mro__ if t in names), type(value).__name__)

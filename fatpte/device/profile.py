@@ -524,7 +524,8 @@ def _read_json(path: str) -> Any:
 
 # How a profile file is read (specs/device-profile.md, "Reading a profile"); the C++ reader
 # applies the same rules.
-PROFILE_JSON: Final = JsonRules(max_bytes=MAX_PROFILE_BYTES, max_depth=MAX_PROFILE_DEPTH, depth_of="containers")
+PROFILE_JSON: Final = JsonRules(max_bytes=MAX_PROFILE_BYTES, max_depth=MAX_PROFILE_DEPTH, depth_of="containers",
+                                huge_literal=True)
 
 
 def parse_json(data: bytes, *, source: str | None = None) -> Any:

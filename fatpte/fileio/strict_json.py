@@ -17,7 +17,7 @@ host`.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple, Self
 
 # An integer literal of more digits is refused as a whole, as Python's int() refuses it by
 # default; stated here so that no reader depends on sys.set_int_max_str_digits.
@@ -26,6 +26,27 @@ MAX_INTEGER_DIGITS: Final = 4300
 # field of any reader takes more than 2^64 - 1, so its value only has to be out of every range
 # (and the reader never converts thousands of digits).
 HUGE: Final = 1 << 64
+
+
+class HugeInteger(int):
+    """An integer of 21 to MAX_INTEGER_DIGITS digits as a reader with `huge_literal` gets it: HUGE
+    (or -HUGE), out of every field's range as without it, keeping the literal the document holds,
+    which its repr and str give, so that a message quotes the number written, not 2^64."""
+
+    literal: str
+
+    def __new__(cls, literal: str) -> Self:
+        value = super().__new__(cls, -HUGE if literal.startswith("-") else HUGE)
+        value.literal = literal
+        return value
+
+    def __repr__(self) -> str:
+        return self.literal
+
+    __str__ = __repr__
+
+    def __getnewargs__(self) -> tuple[str]:  # type: ignore[override]  # copy and pickle by the literal
+        return (self.literal,)
 
 
 class JsonRules(NamedTuple):
@@ -49,6 +70,9 @@ class JsonRules(NamedTuple):
     # (the nearest double, infinity past its range, as C++'s strtod reads it) instead of HUGE,
     # for a reader whose numbers may be floats given as integers (calls.json).
     huge_as_float: bool = False
+    # With `integers` None and not huge_as_float: such an integer reads as a HugeInteger, HUGE
+    # that keeps its literal for messages (device profiles: "1000...(401 bytes) is outside ..").
+    huge_literal: bool = False
     # On a refusal, report the first error as the C++ loader's parser finds it (loader/src/common/
     # json.cpp), by a second reading of the document that follows it step by step: its rule, its
     # message and its byte offset (`locate`). For a document both languages read (calls.json), so
@@ -198,6 +222,8 @@ def _integer(rules: JsonRules) -> Any:
             if digits > 20:
                 if rules.huge_as_float:
                     return float(literal)
+                if rules.huge_literal:
+                    return HugeInteger(literal)
                 return -HUGE if literal.startswith("-") else HUGE
             return int(literal)
         low, high = rules.integers

@@ -15,6 +15,7 @@
 
 #include "fatpte/container.hpp"
 #include "fatpte/dispatch.hpp"
+#include "fatpte/fatpte.h"
 #include "vendor/openvino.hpp"
 #include "vendor/runtimes.hpp"
 
@@ -282,10 +283,11 @@ TEST(VendorRuntimes, SearchOrderAndEveryPlaceLooked) {
 
 // One load searches each vendor runtime once: the probe's search gives the load's line and
 // record, and the backend that opens the runtime is handed the same answer. prepare_backend keeps
-// its first decision for the process (runtimes.hpp): this test and the next count on being the
-// first to ask, which ctest gives them by running each test in a process of its own (a death test
-// cannot: under qemu-user the test binary cannot be executed again).
+// its first decision for the process (runtimes.hpp): this test and the next start from none
+// (testing::forget_decisions), so they pass in a process of their own (ctest) and in fatpte_tests
+// run whole (a death test could not: under qemu-user the test binary cannot be executed again).
 TEST(VendorRuntimes, OneLoadSearchesOnce) {
+  testing::forget_decisions();
   auto c = Container::open_file(std::string(FATPTE_SPEC_VECTORS) + "/openvino/openvino-entries.nfat");
   ASSERT_TRUE(c.ok()) << c.error().describe();
   char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
@@ -317,9 +319,10 @@ TEST(VendorRuntimes, OneLoadSearchesOnce) {
 }
 
 // `fatpte-run --device-json --with-executorch` (what `fatpte device` asks): the probe searches,
-// and the backends the registry loads are handed its answer (a process of its own, as above).
+// and the backends the registry loads are handed its answer (from no decision, as above).
 TEST(VendorRuntimes, TheRegistrysBackendsAreHandedTheProbesSearch) {
   if (kSanitizerWithholds) GTEST_SKIP() << "AddressSanitizer withholds vendor runtimes";
+  testing::forget_decisions();
   char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
   const std::string dir = mkdtemp(pattern);
   const std::string given = dir + "/not-a-library.so";
@@ -341,6 +344,53 @@ TEST(VendorRuntimes, TheRegistrysBackendsAreHandedTheProbesSearch) {
   EXPECT_EQ(handed.path, given);
   EXPECT_EQ(searches() - before, 1u);
   unsetenv(runtime_named("openvino")->backend_env);
+}
+
+// The C API's fatpte_select(NULL, ...) probes this machine, and fatpte_load_with on that
+// selection hands the probe's search to the backends rather than search again (the selection
+// carries it); a runtime the load options give a path of their own is searched with it instead.
+TEST(VendorRuntimes, TheCApiLoadsAProbedSelectionWithItsSearch) {
+  if (kSanitizerWithholds) GTEST_SKIP() << "AddressSanitizer withholds vendor runtimes";
+  const VendorRuntime& ov = *runtime_named("openvino");
+  char pattern[] = "/tmp/fatpte-vendor-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  const std::string given = dir + "/not-a-library.so", own = dir + "/the-load-options.so";
+  std::ofstream(given).put('\0');
+  std::ofstream(own).put('\0');
+  setenv(ov.env, given.c_str(), 1);  // fatpte_select has no caller's paths: the variable holds it
+  fatpte_container* c = nullptr;
+  fatpte_error err;
+  ASSERT_EQ(fatpte_open_file((std::string(FATPTE_SPEC_VECTORS) + "/openvino/openvino-entries.nfat").c_str(), &c, &err),
+            FATPTE_OK)
+      << err.message;
+  // Once with the selection's search, once with load options that name their own path.
+  for (const bool options_name_it : {false, true}) {
+    testing::forget_decisions();
+    const std::size_t before = searches();
+    fatpte_selection* s = nullptr;
+    ASSERT_EQ(fatpte_select(c, nullptr, nullptr, 0, nullptr, 0, &s, &err), FATPTE_OK) << err.message;
+    EXPECT_EQ(searches() - before, 1u);
+    fatpte_load_options* o = nullptr;
+    ASSERT_EQ(fatpte_load_options_new(&o), FATPTE_OK);
+    if (options_name_it) {
+      ASSERT_EQ(fatpte_load_options_set_vendor_runtime(o, "openvino", own.c_str()), FATPTE_OK);
+    }
+    fatpte_loaded* loaded = nullptr;
+    (void)fatpte_load_with(c, s, o, &loaded, &err);  // its entries' libraries are absent here
+    fatpte_unload(loaded);
+    Located handed;
+    LoadOptions same;
+    if (options_name_it) same.vendor_runtimes["openvino"] = own;
+    ASSERT_TRUE(prepare_backend(ov.backend_id, same.vendor_runtimes, handed));
+    EXPECT_EQ(searches() - before, options_name_it ? 2u : 1u);
+    EXPECT_EQ(handed.path, options_name_it ? own : given);
+    fatpte_load_options_free(o);
+    fatpte_selection_free(s);
+  }
+  fatpte_close(c);
+  testing::forget_decisions();
+  unsetenv(ov.env);
+  unsetenv(ov.backend_env);
 }
 
 TEST(VendorRuntimes, EachStepOfTheSearchIsNamed) {

@@ -790,6 +790,19 @@ int run_mode(const RunArgs& a) {
   return std::fflush(stdout) == 0 ? rc : 4;
 }
 
+// This machine, probed for `scope`'s facts with the options' vendor runtimes, and with
+// `with_executorch` the backends its ExecuTorch registry provides once the options' libraries are
+// loaded: the probe's search of each vendor runtime is handed to those backends, so each is
+// searched once (--select-only --device host, --device-json).
+fatpte::DeviceProfile probe_this_machine(fatpte::ProbeScope scope, const fatpte::LoadOptions& options,
+                                         bool with_executorch) {
+  scope.vendor_runtimes = options.vendor_runtimes;
+  std::vector<fatpte::VendorRuntimeSearch> searched;
+  fatpte::DeviceProfile profile = fatpte::probe_host(scope, &searched);
+  if (with_executorch) profile.executorch_backends = fatpte::runtime_backends(options, searched);
+  return profile;
+}
+
 int select_only(const RunArgs& a) {
   fatpte::Result<fatpte::DeviceProfile> profile = fatpte::DeviceProfile{};
   if (a.device != "host") {
@@ -809,10 +822,7 @@ int select_only(const RunArgs& a) {
     for (const std::string& v : a.vendor_runtimes) {
       if (!fatpte::set_vendor_runtime(options, v).ok()) return usage("--vendor-runtime takes NAME=PATH or NAME=; got '" + v + "'");
     }
-    scope.vendor_runtimes = options.vendor_runtimes;
-    std::vector<fatpte::VendorRuntimeSearch> searched;  // handed to the backends: searched once
-    profile = fatpte::probe_host(scope, &searched);
-    if (a.with_executorch) profile.value().executorch_backends = fatpte::runtime_backends(options, searched);
+    profile = probe_this_machine(scope, options, a.with_executorch);
   }
   auto sel = fatpte::select(c, profile.value(), a.prefer, a.exclude);
   if (!sel.ok()) {
@@ -876,15 +886,10 @@ int device_json(int argc, char** argv) {
     }
   }
   if (!options.search_path.empty() && !with_executorch) return usage("--backend-path goes with --with-executorch");
-  fatpte::ProbeScope scope;
-  scope.vendor_runtimes = options.vendor_runtimes;
-  std::vector<fatpte::VendorRuntimeSearch> searched;  // handed to the backends: searched once
-  fatpte::DeviceProfile profile = fatpte::probe_host(scope, &searched);
-  if (with_executorch) {
-    if (!fatpte::has_executorch()) return usage("--with-executorch: this fatpte-run was built without the ExecuTorch SDK");
-    profile.executorch_backends = fatpte::runtime_backends(options, searched);
+  if (with_executorch && !fatpte::has_executorch()) {
+    return usage("--with-executorch: this fatpte-run was built without the ExecuTorch SDK");
   }
-  const std::string json = fatpte::canonical_json(profile);
+  const std::string json = fatpte::canonical_json(probe_this_machine(fatpte::ProbeScope{}, options, with_executorch));
   std::fwrite(json.data(), 1, json.size(), stdout);
   return std::fflush(stdout) == 0 ? 0 : 4;
 }

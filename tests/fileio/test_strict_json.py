@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import tracemalloc
 from typing import Any
@@ -10,7 +11,16 @@ from typing import Any
 import pytest
 
 from fatpte.errors import ErrorCode, FatpteError
-from fatpte.fileio.strict_json import HUGE, MAX_INTEGER_DIGITS, PLAIN, JsonRefused, JsonRules, loads, nesting
+from fatpte.fileio.strict_json import (
+    HUGE,
+    MAX_INTEGER_DIGITS,
+    PLAIN,
+    HugeInteger,
+    JsonRefused,
+    JsonRules,
+    loads,
+    nesting,
+)
 from tests.paths import ROOT
 
 
@@ -54,6 +64,19 @@ def test_integers() -> None:
     assert loads(str([(1 << 63) - 1, -(1 << 63)]).encode(), i64) == [(1 << 63) - 1, -(1 << 63)]
     assert refused(str([1 << 63]).encode(), i64) == "integer"
     assert refused(b"[" + b"9" * digits + b"]", i64) == "integer"
+
+
+def test_a_huge_integer_keeps_its_literal_where_the_rules_ask() -> None:
+    """Under `huge_literal` (device profiles) an integer of 21 to MAX_INTEGER_DIGITS digits is still
+    HUGE, out of every range, but says what the document wrote; without it, a plain int."""
+    literal = "1" + "0" * 400
+    got = loads(f"[{literal}, -{'9' * 21}, {'9' * 20}]".encode(), JsonRules(huge_literal=True))
+    assert got == [HUGE, -HUGE, 99999999999999999999]
+    assert [type(v) for v in got] == [HugeInteger, HugeInteger, int]
+    assert (repr(got[0]), str(got[1]), f"{got[0]}") == (literal, "-" + "9" * 21, literal)
+    assert type(loads(literal.encode())) is int and repr(loads(literal.encode())) == str(HUGE)
+    copied = copy.deepcopy(got[0])
+    assert (type(copied), repr(copied), copied) == (HugeInteger, literal, HUGE)
 
 
 def test_text() -> None:

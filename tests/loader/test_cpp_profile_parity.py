@@ -367,6 +367,66 @@ def test_targeted_cases_agree(exe: Path, tmp_path: Path) -> None:
     compare(exe, tmp_path / "targeted", targeted() + raw_cases())
 
 
+def integer_cases() -> list[tuple[str, bytes]]:
+    """Each integer field given what is not one of its integers: numbers of every size and form,
+    and what is not a number."""
+    body = text(base()).decode("ascii")
+    places = {"memory_bytes": f'"memory_bytes": {1 << 33}',
+              "accelerators[0].memory_bytes": f'"memory_bytes": {1 << 30}', "backends.xnnpack": '"xnnpack": 3'}
+    values = ["1" + "0" * 400, "9" * 4300, "-" + "9" * 30, str(1 << 64), str(1 << 63), "-1",
+              "-18446744073709551617", "1e3", "1.0", "-0.0", "2E+2", '"8"', "true", "null", "[]", "{}"]
+    cases = [(f"{field} = {value[:30]}", body.replace(old, old.split(": ")[0] + ": " + value, 1).encode("ascii"))
+             for field, old in places.items() for value in values]
+    cases.append(("backends.xnnpack = 2^32", body.replace(places["backends.xnnpack"], f'"xnnpack": {1 << 32}')
+                  .encode("ascii")))
+    return cases
+
+
+def same_messages(exe: Path, directory: Path, cases: list[tuple[str, bytes]]) -> list[str]:
+    """Each case (a profile both readers refuse) read by both: fatpte-run's line for it ends with the
+    file's name and then Python's message, word for word. The lines, in order."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, (_, data) in enumerate(cases):
+        paths.append(directory / f"case{i:03d}.json")
+        paths[-1].write_bytes(data)
+    proc = subprocess.run([str(exe), "--check-profile", *map(str, paths)], check=False, capture_output=True,
+                          text=True, timeout=120)
+    said = proc.stderr.splitlines()
+    assert len(said) == len(cases), proc.stderr[-2000:]
+    for (label, _), path, line in zip(cases, paths, said):
+        with pytest.raises(FatpteError) as refused:
+            D.DeviceProfile.load(str(path))
+        assert line.endswith(f"{path}: {refused.value.message}"), (label, line[-300:], refused.value.message[-300:])
+    return said
+
+
+def test_an_integer_field_is_refused_in_the_same_words(exe: Path, tmp_path: Path) -> None:
+    """Both readers word a refused integer field alike (fields.integer; profile.cpp's integer): what
+    is not an integer by its kind, and a number out of range quoted as the file writes it, clipped
+    like any quoted value (a literal of 401 digits is not the 2^64 it reads as): the same message
+    after the file's name."""
+    said = same_messages(exe, tmp_path, integer_cases())
+    huge = said[0]
+    assert "18446744073709551616" not in huge and f"{'1' + '0' * 400} is outside 0..{(1 << 63) - 1}" in huge
+    assert said[1].endswith(f"{'9' * 1024}...(4300 bytes) is outside 0..{(1 << 63) - 1}")
+
+
+def test_a_quoted_string_is_clipped_and_escaped_alike(exe: Path, tmp_path: Path) -> None:
+    """A string from the file that a message quotes is quoted as errors.quoted does (common/text's
+    quoted): escaped, and cut after 1024 bytes with the size of the whole, in both readers."""
+    long = "n" * 2000
+    cases = [("long name", edited(("name",), long)), ("name with an escape", edited(("name",), "a\x1b[31mb")),
+             ("os with a newline", edited(("os",), "li\nnux")),
+             ("long version", edited(("accelerators", 0, "version"), "9" * 3000)),
+             ("long kind", edited(("accelerators", 0, "kind"), "k" * 1500 + "\u202e")),
+             ("feature twice", edited(("cpu_features",), ["avx2", "avx2"])),
+             ("long backend id", edited(("backends",), {"b" * 1100: 1}))]
+    said = same_messages(exe, tmp_path, [(label, text(doc)) for label, doc in cases])
+    assert said[0].endswith(f"'{'n' * 1024}...(2000 bytes)' must be 1 to 64 characters from [A-Za-z0-9_.-]")
+    assert "'a\\x1b[31mb'" in said[1] and "'li\\x0anux'" in said[2]
+
+
 def test_unreadable_file_agrees(exe: Path, tmp_path: Path) -> None:
     missing = tmp_path / "missing.json"
     proc = subprocess.run([str(exe), "--check-profile", str(missing)], check=False, capture_output=True, text=True,

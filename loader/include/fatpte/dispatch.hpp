@@ -263,6 +263,14 @@ Status load(const Container& container, const Choice& choice, const LoadOptions&
 // The same for a selection already made (for `device`).
 Result<Dispatch> load(const Container& container, const Selection& selection, const DeviceProfile& device,
                       const LoadOptions& options);
+// The same when `device` is this machine as a probe found it, which searched for the vendor runtimes
+// of `searched` (probe_host(scope, &searched)): each the options give no path of their own is the
+// load's record (Dispatch::vendor_runtimes, its `vendor runtime NAME:` line) and is handed to its
+// backend as that search found it, rather than searched again (a runtime the options name is
+// searched with their path when its backend is asked for). What the C API's fatpte_load_with does
+// with a selection of fatpte_select(NULL, ...).
+Result<Dispatch> load(const Container& container, const Selection& selection, const DeviceProfile& device,
+                      const LoadOptions& options, const std::vector<VendorRuntimeSearch>& searched);
 // The attempts as lines for an explanation: `dispatch: NAME [ID]: OUTCOME (LIBRARY)`, each
 // followed by its details indented, after the notes.
 std::string explain_dispatch(const Container& container, const Dispatch& dispatch);

@@ -308,7 +308,10 @@ FATPTE_API void fatpte_load_report_free(fatpte_load_report* report) FATPTE_NOEXC
  * backend library (fatpte/backend.h). An entry that cannot be loaded is skipped with the reason
  * recorded and the next one is tried; none loads: FATPTE_E_NO_SPECIALIZATION_FITS, the message
  * listing every attempt. A damaged payload or named-data segment stops with its checksum error.
- * `options` may be NULL (the defaults). Must not outlive the container. */
+ * `options` may be NULL (the defaults). Must not outlive the container. A selection made for this
+ * machine (fatpte_select with no profile) carries where its probe found each vendor runtime: the
+ * load uses that search for each runtime `options` give no path of their own, and does not search
+ * again (specs/device-profile.md 9.1). */
 FATPTE_API fatpte_status fatpte_load_with(const fatpte_container* container, const fatpte_selection* selection,
                                           const fatpte_load_options* options, fatpte_loaded** out,
                                           fatpte_error* error) FATPTE_NOEXCEPT;

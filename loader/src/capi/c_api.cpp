@@ -366,7 +366,8 @@ fatpte_status select_for(const fatpte_container* c, const fatpte::DeviceProfile*
   if (!st.ok()) return report(st, error);
   auto handle = std::make_unique<fatpte_selection>();
   // No profile: only the facts some entry's requirements read (probe_scope), the same selection, sooner.
-  handle->device = device != nullptr ? *device : fatpte::probe_host(fatpte::probe_scope(*c->impl));
+  handle->device = device != nullptr ? *device
+                                     : fatpte::probe_host(fatpte::probe_scope(*c->impl), &handle->vendor_runtimes);
   auto s = fatpte::select(*c->impl, handle->device, p, x);
   if (!s.ok()) return report(s.error(), error);
   handle->selection = std::move(s).value();
@@ -597,7 +598,7 @@ fatpte_status fatpte_load_with(const fatpte_container* c, const fatpte_selection
                     error);
     }
     const fatpte::LoadOptions defaults;
-    auto r = fatpte::load(*c->impl, s->selection, s->device, o != nullptr ? o->options : defaults);
+    auto r = fatpte::load(*c->impl, s->selection, s->device, o != nullptr ? o->options : defaults, s->vendor_runtimes);
     if (!r.ok()) return report(r.error(), error);
     auto handle = std::make_unique<fatpte_loaded>();
     handle->dispatch = std::move(r).value();

@@ -36,6 +36,9 @@ struct fatpte_device {
 struct fatpte_selection {
   fatpte::Selection selection;
   fatpte::DeviceProfile device;
+  // Where the probe of this machine (no profile given) looked for each vendor runtime: handed to
+  // the load of this selection (fatpte_load_with), which then does not search again.
+  std::vector<fatpte::VendorRuntimeSearch> vendor_runtimes;
   // The explanation is text for people, built on first request: formatting a line per entry
   // cost about a fifth of a whole open + select, which a runtime that only loads never reads.
   // The entries are kept so that it can be built after the container is closed.

@@ -343,9 +343,11 @@ class Parser {
   std::vector<Key> keys_;   // the keys of the objects open, for the duplicate check
 };
 
+// The number is quoted as written, clipped (errors.clipped): an integer of thousands of digits
+// does not make a message of thousands of bytes.
 Status not_a(const Value& v, const std::string& field, const char* what) {
   return fail(Error::INVALID_ARGUMENT, kNoOffset, field, "%s must be %s, not %s", field.c_str(), what,
-              v.is(Kind::kNumber) ? std::string(v.text()).c_str() : "a non-number");
+              v.is(Kind::kNumber) ? detail::clipped(std::string(v.text())).c_str() : "a non-number");
 }
 
 Result<std::string> read_fd(int fd, const std::string& path, std::uint64_t limit, const char* what) {

@@ -178,6 +178,8 @@ std::string clipped(const std::string& s, std::size_t limit) {
   return printable(s.substr(0, cut)) + "...(" + std::to_string(s.size()) + " bytes)";
 }
 
+std::string quoted(const std::string& s, std::size_t limit) { return "'" + clipped(s, limit) + "'"; }
+
 namespace {
 
 void append_escape(std::string& out, std::uint32_t unit) {

@@ -35,6 +35,8 @@ std::string terminal_safe(const std::string& s);
 // when `s` is longer (errors.clipped, CLIP_BYTES = 1024).
 inline constexpr std::size_t kClipBytes = 1024;
 std::string clipped(const std::string& s, std::size_t limit = kClipBytes);
+// A string from a file as a message quotes it: clipped(), in single quotes (errors.quoted).
+std::string quoted(const std::string& s, std::size_t limit = kClipBytes);
 // Items already made printable, comma-separated, the first `limit` and then how many more: "a, b,
 // c and 8189 more" (errors.listed, LIST_LIMIT = 8).
 std::string listed(const std::vector<std::string>& items, std::size_t limit = 8);

@@ -36,6 +36,8 @@
 #include "fatpte/result.hpp"
 #include "fatpte/select.hpp"
 #include "fatpte/status.hpp"
+#include "fatpte/vendor_search.hpp"
+#include "vendor/runtimes.hpp"
 
 namespace fatpte {
 namespace et {
@@ -152,13 +154,23 @@ bool any_requirements(const nfat::manifest::Manifest* manifest) {
   return false;
 }
 
+// The probe with accelerators, and where it found each vendor runtime or every place it looked.
+struct HostProbe {
+  DeviceProfile profile;
+  std::vector<VendorRuntimeSearch> searched;
+  HostProbe() { profile = probe_host(ProbeScope{}, &searched); }
+};
+
 // This machine, probed once per process (accelerators only when an entry asks about them).
 // Function-local statics rather than std::call_once, whose glibc pthread_once makes a futex
-// system call the first time.
+// system call the first time. With accelerators, the probe's search of each vendor runtime is
+// handed to the backend that opens it, as a load's is (run/dispatch.cpp): the backend's decision
+// is the probe's when none is kept yet, so an init searches once (specs/device-profile.md 9.1).
 const DeviceProfile& host(bool accelerators) {
   if (accelerators) {
-    static const DeviceProfile& kFull = *new DeviceProfile(probe_host(true));  // never destroyed
-    return kFull;
+    static const HostProbe& kFull = *new HostProbe();  // never destroyed
+    for (const VendorRuntimeSearch& where : kFull.searched) vendor::decide(*vendor::runtime_named(where.name), where);
+    return kFull.profile;
   }
   static const DeviceProfile& kPlain = *new DeviceProfile(probe_host(false));
   return kPlain;

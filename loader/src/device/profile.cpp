@@ -13,10 +13,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "common/json.hpp"
+#include "common/text.hpp"
 #include "device/identity.hpp"
 #include "device/origin.hpp"
 #include "fatpte/device.hpp"
@@ -51,6 +53,7 @@ Status invalid(const std::string& path, const std::string& message) {
 
 using json::Kind;
 using json::Value;
+using detail::quoted;
 
 // Unknown keys first (in document order), then missing ones (in the listed order), as
 // fields.check_keys, so both name the same field; the keys of `optional` may be absent.
@@ -75,16 +78,42 @@ Status field_text(const Value& v, const std::string& path, std::string& out) {
   return Status();
 }
 
-// A non-negative integer (or -0, which Python reads as 0) up to `high`; no fraction or exponent,
-// as Python's json reads those as floats, which no field takes.
+// What a value is, in the words of fields.kind_of (a number with a fraction or an exponent is a
+// float to Python's json).
+const char* kind_of(const Value& v) {
+  switch (v.kind()) {
+    case Kind::kObject: return "an object";
+    case Kind::kArray: return "an array";
+    case Kind::kString: return "a string";
+    case Kind::kBool: return "a boolean";
+    case Kind::kNull: return "null";
+    case Kind::kNumber: break;
+  }
+  return v.text().find_first_of(".eE") == std::string_view::npos ? "an integer" : "a floating-point number";
+}
+
+// A non-negative integer (or -0, which Python reads as 0) up to `high`, in fields.integer's
+// words: anything else "must be an integer, not KIND"; an integer outside the range is quoted as
+// the file writes it, clipped (errors.clipped), however many digits it has: "1000...(401 bytes) is
+// outside 0..N", never a number the file does not hold.
 Status integer(const Value& v, const std::string& path, std::uint64_t high, std::uint64_t& out) {
+  if (!v.is(Kind::kNumber) || v.text().find_first_of(".eE") != std::string_view::npos) {
+    return invalid(path, std::string("must be an integer, not ") + kind_of(v));
+  }
   bool negative = false;
   std::uint64_t n = 0;
   if (!json::integer(v, negative, n) || (negative && n != 0) || n > high) {
-    return invalid(path, "must be an integer from 0 to " + std::to_string(high));
+    return invalid(path, detail::clipped(std::string(v.text())) + " is outside 0.." + std::to_string(high));
   }
   out = n;
   return Status();
+}
+
+// The words comma-separated, as Python's ", ".join of the same vocabulary.
+std::string joined(std::initializer_list<const char*> words) {
+  std::string out;
+  for (const char* w : words) out += (out.empty() ? "" : ", ") + std::string(w);
+  return out;
 }
 
 bool one_of(const std::string& s, std::initializer_list<const char*> words) {
@@ -203,17 +232,17 @@ Status read_vendor_keys(const Value& a, const std::string& path, Accelerator& ac
 Status check_vendor_keys(const std::string& path, Accelerator& acc, bool device_given,
                          const std::vector<std::string>& caps) {
   if (device_given && !is_device_name(acc.device)) {
-    return invalid(path + ".device", "'" + acc.device + "' is not a device name (1 to 64 characters from "
+    return invalid(path + ".device", quoted(acc.device) + " is not a device name (1 to 64 characters from "
                    "[A-Za-z0-9_.-], as the runtime lists it: CPU, GPU.0, NPU)");
   }
   std::set<std::string> seen;
   for (std::size_t i = 0; i < caps.size(); ++i) {
     const std::string p = path + ".capabilities[" + std::to_string(i) + "]";
     if (!is_capability(caps[i])) {
-      return invalid(p, "'" + caps[i] + "' is not a capability (1 to 32 characters from [a-z0-9_]: the runtime's "
+      return invalid(p, quoted(caps[i]) + " is not a capability (1 to 32 characters from [a-z0-9_]: the runtime's "
                      "word lower-cased, such as fp16)");
     }
-    if (!seen.insert(caps[i]).second) return invalid(p, "'" + caps[i] + "' is listed twice");
+    if (!seen.insert(caps[i]).second) return invalid(p, quoted(caps[i]) + " is listed twice");
   }
   acc.capabilities.assign(seen.begin(), seen.end());  // sorted bytewise, as Python's sorted()
   return Status();
@@ -231,13 +260,13 @@ Status accelerator(const Value& a, const std::string& path, Accelerator& acc) {
   std::vector<std::string> caps;
   FATPTE_RETURN_IF_ERROR(read_vendor_keys(a, path, acc, device_given, caps));
   if (!one_of(acc.kind, kAcceleratorKinds)) {
-    return invalid(path + ".kind", "'" + acc.kind + "' is not an accelerator kind (one of cuda, metal, vulkan, "
+    return invalid(path + ".kind", quoted(acc.kind) + " is not an accelerator kind (one of cuda, metal, vulkan, "
                    "opencl, npu, openvino)");
   }
   if (!is_printable(acc.name, 256)) return invalid(path + ".name", "must be 1 to 256 printable ASCII characters");
   const bool cuda = acc.kind == "cuda";
   if (!is_version(acc.version, cuda ? 2 : 1, cuda ? 2 : 3)) {
-    return invalid(path + ".version", "'" + acc.version + "' is not " +
+    return invalid(path + ".version", quoted(acc.version) + " is not " +
                    (cuda ? std::string("a compute capability MAJOR.MINOR such as \"8.0\"")
                          : std::string("a version of 1 to 3 dot-separated numbers such as \"1.3\"")) +
                    " (numbers without leading zeros, at most 4 digits)");
@@ -258,7 +287,7 @@ Status read_cpu_features(const Value& root, DeviceProfile& p, std::vector<std::s
   }
   for (std::size_t i = 0; i < words.size(); ++i) {
     if (!p.cpu_features.insert(words[i]).second) {
-      return invalid("cpu_features[" + std::to_string(i) + "]", "'" + words[i] + "' is listed twice");
+      return invalid("cpu_features[" + std::to_string(i) + "]", quoted(words[i]) + " is listed twice");
     }
   }
   return Status();
@@ -305,10 +334,10 @@ Status read_executorch_backends(const Value& root, DeviceProfile& p) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const std::string path = "executorch_backends[" + std::to_string(i) + "]";
     if (!is_executorch_backend(ids[i])) {
-      return invalid(path, "'" + ids[i] + "' is not an ExecuTorch backend id (1 to 256 printable ASCII "
+      return invalid(path, quoted(ids[i]) + " is not an ExecuTorch backend id (1 to 256 printable ASCII "
                      "characters, no space)");
     }
-    if (!seen.insert(ids[i]).second) return invalid(path, "'" + ids[i] + "' is listed twice");
+    if (!seen.insert(ids[i]).second) return invalid(path, quoted(ids[i]) + " is listed twice");
   }
   p.executorch_backends = std::move(seen);
   return Status();
@@ -332,7 +361,7 @@ Status read_sources(const Value& root, DeviceProfile& p) {
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string path = "sources[" + std::to_string(i) + "]";
     if (!is_printable(words[i], 512)) return invalid(path, "is not a source (1 to 512 printable ASCII characters)");
-    if (!seen.insert(words[i]).second) return invalid(path, "'" + words[i] + "' is listed twice");
+    if (!seen.insert(words[i]).second) return invalid(path, quoted(words[i]) + " is listed twice");
   }
   p.sources = std::move(words);
   return Status();
@@ -378,29 +407,29 @@ Status check_identity(const DeviceProfile& p, const std::vector<std::string> (&w
     const std::string path = "cpu_cores[" + std::to_string(i) + "]";
     const detail::Core* core = detail::core_by_name(w);
     if (core != nullptr && p.arch != core->arch) {
-      return invalid(path, "'" + w + "' is a " + core->arch + " core, not one of " + p.arch);
+      return invalid(path, quoted(w) + " is a " + core->arch + " core, not one of " + p.arch);
     }
     if (core == nullptr && !detail::is_core_id(w, p.arch)) {
-      return invalid(path, "'" + w + "' is neither a core name of the table for " + p.arch +
+      return invalid(path, quoted(w) + " is neither a core name of the table for " + p.arch +
                                " (specs/device-profile.md 3.6) nor the id of a core it does not name");
     }
     if (const detail::Core* named = detail::core_by_id(w)) {
-      return invalid(path, "'" + w + "' is the core " + named->name + ": write its name");
+      return invalid(path, quoted(w) + " is the core " + named->name + ": write its name");
     }
-    if (!seen.insert(w).second) return invalid(path, "'" + w + "' is listed twice");
+    if (!seen.insert(w).second) return invalid(path, quoted(w) + " is listed twice");
   }
   const std::optional<std::string>* texts[3] = {&p.kernel, &p.os_release, &p.machine};
   const char* names[3] = {"kernel", "os_release", "machine"};
   for (int k = 0; k < 3; ++k) {
     if (*texts[k] && !detail::is_identity_text(**texts[k])) {
-      return invalid(names[k], "'" + **texts[k] + "' is not 1 to 256 printable ASCII characters");
+      return invalid(names[k], quoted(**texts[k]) + " is not 1 to 256 printable ASCII characters");
     }
   }
   seen.clear();
   for (std::size_t i = 0; i < words[1].size(); ++i) {
     const std::string path = "soc[" + std::to_string(i) + "]";
     if (!detail::is_identity_text(words[1][i])) return invalid(path, "is not 1 to 256 printable ASCII characters");
-    if (!seen.insert(words[1][i]).second) return invalid(path, "'" + words[1][i] + "' is listed twice");
+    if (!seen.insert(words[1][i]).second) return invalid(path, quoted(words[1][i]) + " is listed twice");
   }
   return Status();
 }
@@ -408,22 +437,28 @@ Status check_identity(const DeviceProfile& p, const std::vector<std::string> (&w
 // The values against the vocabulary, once every field has its shape: name, os, arch, each CPU
 // feature for that arch (`words`, as given), each backend id.
 Status check_vocabulary(const DeviceProfile& p, const std::vector<std::string>& words) {
-  if (!is_profile_name(p.name)) return invalid("name", "'" + p.name + "' must be 1 to 64 characters from [A-Za-z0-9_.-]");
-  if (!one_of(p.os, kOsNames)) return invalid("os", "'" + p.os + "' is not an operating system of the vocabulary");
-  if (!one_of(p.arch, kArches)) return invalid("arch", "'" + p.arch + "' is not a CPU architecture of the vocabulary");
+  if (!is_profile_name(p.name)) {
+    return invalid("name", quoted(p.name) + " must be 1 to 64 characters from [A-Za-z0-9_.-]");
+  }
+  if (!one_of(p.os, kOsNames)) {
+    return invalid("os", quoted(p.os) + " is not an operating system of the vocabulary (" + joined(kOsNames) + ")");
+  }
+  if (!one_of(p.arch, kArches)) {
+    return invalid("arch", quoted(p.arch) + " is not a CPU architecture of the vocabulary (" + joined(kArches) + ")");
+  }
   const auto& allowed = p.arch == "x86_64" ? kX86Features : kArmFeatures;
   const auto& other = p.arch == "x86_64" ? kArmFeatures : kX86Features;
   for (std::size_t i = 0; i < words.size(); ++i) {
     if (one_of(words[i], allowed)) continue;
     return invalid("cpu_features[" + std::to_string(i) + "]",
-                   "'" + words[i] + "' " +
+                   quoted(words[i]) + " " +
                        (one_of(words[i], other) ? "is a feature of the other architecture, not one of " + p.arch
                                                 : "is not a CPU feature of the vocabulary for " + p.arch));
   }
   // std::map orders keys by bytes, which for UTF-8 is Python's code point order.
   for (const auto& b : p.backends) {
     if (!is_backend_id(b.first)) {
-      return invalid("backends." + b.first, "'" + b.first + "' is not a backend id (1 to 32 characters from "
+      return invalid("backends." + b.first, quoted(b.first) + " is not a backend id (1 to 32 characters from "
                      "[A-Za-z0-9_.-])");
     }
   }

@@ -739,6 +739,15 @@ Status load_on(const Container& c, const Choice& choice, detail::DeviceFingerpri
   return try_candidates(c, *out.selection, fingerprint, options, signature, out);
 }
 
+// Where the probe found vendor runtime `where.name`, or every place it looked, as the load's line
+// (an entry that needs one of its devices is refused at selection when it is absent:
+// specs/device-profile.md 9.1), and handed to the backend that opens it: one load searches once.
+void hand_on(const VendorRuntimeSearch& where, const LoadOptions& options, Dispatch& out) {
+  const vendor::VendorRuntime& r = *vendor::runtime_named(where.name);
+  out.notes.push_back(vendor::status_line(r, where, options.command_line));
+  vendor::decide(r, where);
+}
+
 }  // namespace
 
 Status load(const Container& c, const Choice& choice, const LoadOptions& options, Dispatch& out) {
@@ -762,14 +771,7 @@ Status load(const Container& c, const Choice& choice, const LoadOptions& options
   }
   scope.vendor_runtimes = options.vendor_runtimes;
   const DeviceProfile device = choice.device ? *choice.device : probe_host(scope, &out.vendor_runtimes);
-  // Where the probe found each vendor runtime, or every place it looked: an entry that needs one
-  // of its devices is refused at selection when it is absent (specs/device-profile.md 9.1). The
-  // backend that opens it is handed the same search's answer: one load searches once.
-  for (const VendorRuntimeSearch& where : out.vendor_runtimes) {
-    const vendor::VendorRuntime& r = *vendor::runtime_named(where.name);
-    out.notes.push_back(vendor::status_line(r, where, options.command_line));
-    vendor::decide(r, where);
-  }
+  for (const VendorRuntimeSearch& where : out.vendor_runtimes) hand_on(where, options, out);
   // One fingerprint for the verdict store's key and the receipt, made only if one asks.
   detail::DeviceFingerprint fingerprint(device, options);
   const Status st = load_on(c, choice, fingerprint, options, out);
@@ -778,7 +780,17 @@ Status load(const Container& c, const Choice& choice, const LoadOptions& options
 }
 
 Result<Dispatch> load(const Container& c, const Selection& s, const DeviceProfile& device, const LoadOptions& options) {
+  return load(c, s, device, options, {});
+}
+
+Result<Dispatch> load(const Container& c, const Selection& s, const DeviceProfile& device, const LoadOptions& options,
+                      const std::vector<VendorRuntimeSearch>& searched) {
   Dispatch out;
+  for (const VendorRuntimeSearch& where : searched) {
+    if (options.vendor_runtimes.count(where.name) != 0) continue;  // searched with the caller's path when asked
+    out.vendor_runtimes.push_back(where);
+    hand_on(where, options, out);
+  }
   std::optional<SignatureCheck> signature;
   Status st = verify_signature(c, options, device, s.prefer, s.exclude, signature, out);
   detail::DeviceFingerprint fingerprint(device, options);

@@ -228,6 +228,11 @@ void decide(const VendorRuntime& r, const Located& where) {
   if (decided().count(r.name) == 0) keep(r, where);
 }
 
+void testing::forget_decisions() {
+  std::lock_guard<std::mutex> lock(decided_mutex());
+  decided().clear();
+}
+
 std::string why_absent(const VendorRuntime& r, const Located& where, bool command_line) {
   if (where.withheld && !where.withheld_why.empty()) return where.withheld_why;
   if (where.withheld) {

@@ -96,6 +96,15 @@ bool prepare_backend(const std::string& backend_id, const std::map<std::string, 
 // as prepare_backend's decision when none is kept yet, so the load does not search again.
 void decide(const VendorRuntime& r, const Located& where);
 
+namespace testing {
+// For tests only: forgets every decision prepare_backend and decide() kept, as a process that has
+// made none, so a test of what one load searches may run after others in one process
+// (fatpte_tests whole). The backend variables already set stay set (a test unsets its own), and
+// the searches() count goes on. Not in the C API; the size build, which exports the C API alone,
+// does not export it.
+void forget_decisions();
+}  // namespace testing
+
 // Why `r` is not there, or "" when `where` found it: "withheld by the caller (--vendor-runtime
 // openvino=)" (`command_line`; else the load options'), a build's own reason, or "not found;
 // looked: 1. ..., 2. ...".
