@@ -20,10 +20,11 @@ from tests.loader.test_cpp_parity import expected_line, run_tool
 from tests.support import program_mutants
 
 COUNT = 2000
-# How many mutants the two readers still judge differently: a ratchet, which may only go down
-# (docs/cpp.md lists the classes left). Measured on the loader before its program reader mirrored
-# Python's: 1171 of 2000.
-REMAINING = 1171
+# How many mutants the two validators still judge differently: a ratchet, which may only go down.
+# 1171 before the loader read programs as Python does (loader/src/entries/program_reader.cpp);
+# the 7 left are all in delegate payloads Python reads for rule 5's keys and the loader does not
+# (XNNPACK, NPTG, programs in fat delegates: docs/cpp.md).
+REMAINING = 7
 
 
 @pytest.mark.loader_build("fatpte-validate")

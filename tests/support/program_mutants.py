@@ -10,8 +10,7 @@ its vtable's sizes and field offsets, a field's word, a uoffset or a length, a s
 
 Where they are is learnt by reading the intact program once with fatpte's own reader
 (fatpte/executorch/flatbuf.py), recording every table, vtable, u32 and string it visits. Used by
-the parity oracle (tests/loader/test_cpp_program_mutants.py), the conformance vectors of damaged
-programs and the structure-aware differential fuzz target (fuzz/fuzz_program_mutants.py).
+the parity oracle (tests/loader/test_cpp_program_mutants.py).
 """
 
 from __future__ import annotations

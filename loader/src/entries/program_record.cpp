@@ -13,6 +13,7 @@
 #include "executorch/backend_ids.hpp"
 #include "executorch/program.hpp"
 #include "entries/nesting.hpp"
+#include "entries/program_reader.hpp"
 #include "entries/program_signature.hpp"
 
 namespace fatpte {
@@ -159,23 +160,24 @@ bool claims_program(const M::Entry* me) {
   return me->signature() != nullptr || me->executorch_backends() != nullptr || provenance(me).sha256 != nullptr;
 }
 
+// The program's methods, signature and fat delegates, read by the loader (the verifier first).
+Status read_facts(Program& p, std::uint64_t at, const std::string& field) {
+  auto info = et::read_program(p.payload, at, field);
+  if (!info.ok()) return info.error();
+  p.info = std::move(info.value());
+  auto signature = entries::program_signature(p.payload, p.info, at, field);
+  if (!signature.ok()) return signature.error();
+  p.signature = std::move(signature.value());
+  return fat_delegates_read(p.info, at, field);
+}
+
 Status check_entry(const Container& c, const Entry& e, const M::Entry* me) {
   Program p{e, me, Bytes{c.bytes().data + e.offset, e.size}, {}, {}};
   const std::string field = "entries[" + std::to_string(e.index) + "].payload";
-  Status unread;
-  auto info = et::read_program(p.payload, e.offset, field);
-  if (info.ok()) {
-    p.info = std::move(info.value());
-    auto signature = entries::program_signature(p.payload, p.info, e.offset, field);
-    if (signature.ok()) {
-      p.signature = std::move(signature.value());
-      unread = fat_delegates_read(p.info, e.offset, field);
-    } else {
-      unread = signature.error();
-    }
-  } else {
-    unread = info.error();
-  }
+  // Python's reader first, so that a damaged program is refused with its code at its offset; the
+  // flatbuffers verifier (et::read_program) then guards what the loader reads of it.
+  Status unread = entries::read_program_checked(p.payload, e.offset, field);
+  if (unread.ok()) unread = read_facts(p, e.offset, field);
   if (!unread.ok()) {
     if (!claims_program(me)) return Status();
     return Status(unread.code(), unread.offset(), field, "the payload of '" + e.name + "' is not the ExecuTorch "
