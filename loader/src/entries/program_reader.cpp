@@ -76,10 +76,15 @@ class Walker {
     return Status();
   }
 
+  // The little-endian value of `width` (1, 2, 4 or 8) bytes at `pos`, which a check has bounded.
   std::uint64_t read(Pos pos, int width) const {
-    std::uint64_t v = 0;
-    for (int k = width - 1; k >= 0; --k) v = (v << 8) | p_[pos + k];
-    return v;
+    const std::uint8_t* at = p_ + pos;
+    switch (width) {
+      case 1: return at[0];
+      case 2: return static_cast<std::uint64_t>(at[0]) | (static_cast<std::uint64_t>(at[1]) << 8);
+      case 4: return detail::read_u32le(at);
+      default: return detail::read_u64le(at);
+    }
   }
 
   Status u32(Pos pos, std::uint64_t& out) const {
