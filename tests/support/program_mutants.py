@@ -19,6 +19,7 @@ import random
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 from fatpte.fileio.checksum import crc32c
@@ -185,3 +186,115 @@ def mutants(count: int, seed: int, names: tuple[str, ...] = BASES) -> list[tuple
             what += "+" + what2
         out.append((f"{b.name}:{what}", with_program(b, program)))
     return out
+
+
+# ---- single damages, for the conformance vectors ---------------------------------------------
+# Each returns the damaged program and the position (from the program's first byte) where a
+# reader reports it, or None where it reports none of its own (the payload's first byte).
+
+
+def _plan(program: bytes) -> Any:
+    from tests.support.hostile import _first_plan
+
+    return _first_plan(program)
+
+
+def _vtable(program: bytes, pos: int) -> int:
+    return pos - int(struct.unpack_from("<i", program, pos)[0])
+
+
+def _name_string(program: bytes) -> tuple[int, int]:
+    """(position, length) of the first method's name."""
+    plan = _plan(program)
+    target = plan._target(0, "name")
+    return target, int(struct.unpack_from("<I", program, target)[0])
+
+
+def string_not_utf8(program: bytes) -> tuple[bytes, int | None]:
+    at, _ = _name_string(program)
+    out = bytearray(program)
+    out[at + 4] = 0xFF
+    return bytes(out), at
+
+
+def string_without_nul(program: bytes) -> tuple[bytes, int | None]:
+    at, length = _name_string(program)
+    out = bytearray(program)
+    assert out[at + 4 + length] == 0
+    out[at + 4 + length] = ord("x")
+    return bytes(out), at
+
+
+def vtable_size_odd(program: bytes) -> tuple[bytes, int | None]:
+    vtable = _vtable(program, _plan(program).pos)
+    out = bytearray(program)
+    struct.pack_into("<H", out, vtable, struct.unpack_from("<H", out, vtable)[0] + 1)
+    return bytes(out), vtable
+
+
+def vector_past_end(program: bytes) -> tuple[bytes, int | None]:
+    plan = _plan(program)
+    target = plan._target(2, "values")
+    out = bytearray(program)
+    struct.pack_into("<I", out, target, 0x3FFFFFFF)
+    return bytes(out), target
+
+
+def field_outside_table(program: bytes) -> tuple[bytes, int | None]:
+    plan = _plan(program)
+    vtable = _vtable(program, plan.pos)
+    out = bytearray(program)
+    struct.pack_into("<H", out, vtable + 4, plan._table_size - 2)  # the name's 4-byte uoffset
+    return bytes(out), plan.pos
+
+
+def table_before_buffer(program: bytes) -> tuple[bytes, int | None]:
+    plan = _plan(program)
+    out = bytearray(program)
+    struct.pack_into("<i", out, plan.pos, plan.pos + 64)  # its vtable 64 bytes before byte 0
+    return bytes(out), None
+
+
+def method_without_name(program: bytes) -> tuple[bytes, int | None]:
+    plan = _plan(program)
+    out = bytearray(program)
+    struct.pack_into("<H", out, _vtable(program, plan.pos) + 4, 0)
+    return bytes(out), plan.pos
+
+
+def delegate_without_id(program: bytes) -> tuple[bytes, int | None]:
+    delegate = _plan(program).tables(7, "delegates")[0]
+    out = bytearray(program)
+    struct.pack_into("<H", out, _vtable(program, delegate.pos) + 4, 0)
+    return bytes(out), delegate.pos
+
+
+def subsegment_past_segment(program: bytes) -> tuple[bytes, int | None]:
+    from fatpte.executorch.flatbuf import Buffer
+    from fatpte.executorch.pte import IDENTIFIER, read_header, read_program
+
+    header = read_header(program, None)
+    assert header is not None
+    root = Buffer(program[: header.program_size], source=None).root(IDENTIFIER, "program")
+    table = root.required_table(5, "constant_segment")
+    start, count = table.vector(1, 8, "offsets")
+    size = read_program(program).segments[table.integer(0, "I", "segment_index")].size
+    out = bytearray(program)
+    struct.pack_into("<Q", out, start + 8 * (count - 1), size + 1)
+    return bytes(out), table.pos
+
+
+def int_value_field_past_end(program: bytes) -> tuple[bytes, int | None]:
+    """The verifier's rule alone: the int_val field of the Int values (whose fields fatpte's reader
+    never reads) placed past the end of the flatbuffer, in the vtable only Int values share."""
+    from fatpte.executorch.pte import read_program
+
+    plan = _plan(program)
+    kinds = read_program(program).methods[0].value_kinds
+    ints = {v.union(0, 1, "val")[1].pos for v, k in zip(plan.tables(2, "values"), kinds, strict=True) if k == "int"}
+    vtables = {_vtable(program, pos) for pos in ints}
+    users = {_vtable(program, pos) for pos, *_ in program_map(program).tables if pos not in ints}
+    vtable = min(vtables - users)
+    out = bytearray(program)
+    struct.pack_into("<H", out, vtable + 4, 0xFFF8)
+    return bytes(out), None
