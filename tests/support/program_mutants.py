@@ -277,7 +277,9 @@ def subsegment_past_segment(program: bytes) -> tuple[bytes, int | None]:
     assert header is not None
     root = Buffer(program[: header.program_size], source=None).root(IDENTIFIER, "program")
     table = root.required_table(5, "constant_segment")
-    start, count = table.vector(1, 8, "offsets")
+    offsets = table.vector(1, 8, "offsets")
+    assert offsets is not None and offsets[1] > 0
+    start, count = offsets
     size = read_program(program).segments[table.integer(0, "I", "segment_index")].size
     out = bytearray(program)
     struct.pack_into("<Q", out, start + 8 * (count - 1), size + 1)
