@@ -173,26 +173,6 @@ def mutate(b: Base, rng: random.Random | Drawn) -> tuple[str, bytes]:
     return f"string-{what}@{at}", bytes(p)
 
 
-def payload_gap(program: bytes) -> bool:
-    """Whether `program` reads in Python (its reader and the flatbuffers verifier) and Python
-    refuses it only in a delegate payload it reads for rule 5's keys (XNNPACK, NPTG), which the
-    loader does not read for validation: the one way the two validators may still differ
-    (docs/cpp.md)."""
-    from fatpte.errors import FatpteError
-    from fatpte.executorch.pte import read_program
-    from fatpte.ops.program_entry import program_facts
-
-    try:
-        read_program(program)
-    except FatpteError:
-        return False
-    try:
-        program_facts(program)
-    except FatpteError:
-        return True
-    return False
-
-
 def mutants(count: int, seed: int, names: tuple[str, ...] = BASES) -> list[tuple[str, bytes, bytes]]:
     """`count` mutated containers, spread over `names`, seeded: (label, container, program)."""
     rng = random.Random(seed)

@@ -5,6 +5,9 @@
 
 #include <cinttypes>
 #include <cstring>
+#include <map>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "common/bytes.hpp"
@@ -39,14 +42,16 @@ struct Vec {
 // flatbuf.py's Buffer and Table: every access checked before it is made, the budgets spent.
 class Walker {
  public:
-  Walker(const std::uint8_t* p, std::uint64_t size, std::uint64_t at, const std::string& field)
-      : p_(p), size_(static_cast<Pos>(size)), at_(at), field_(field), budget_(kObjectBudget + size),
+  // A buffer of `size` bytes at `p`, which lies at `at` in the file; an error Python gives no
+  // offset is reported at `none_at` (the program entry's payload, where program_findings puts it).
+  Walker(const std::uint8_t* p, std::uint64_t size, std::uint64_t at, const std::string& field, std::uint64_t none_at)
+      : p_(p), size_(static_cast<Pos>(size)), at_(at), none_at_(none_at), field_(field), budget_(kObjectBudget + size),
         text_limit_(manifest_schema::kExpansionFactor * size + manifest_schema::kExpansionAllowance) {}
 
-  // An error at `pos` (Python's offset) or, for kNone, at the payload itself.
+  // An error at `pos` (Python's offset) or, for kNone, at none_at.
   template <typename... Args>
   Status error(Error code, Pos pos, const char* format, Args... args) const {
-    return fail(code, pos == kNone ? at_ : at_ + static_cast<std::uint64_t>(pos), field_, format, args...);
+    return fail(code, pos == kNone ? none_at_ : at_ + static_cast<std::uint64_t>(pos), field_, format, args...);
   }
 
   Status check(Pos pos, Pos length) const {
@@ -101,15 +106,22 @@ class Walker {
   Status required_table(const Table& t, int slot, Table& out);
   Status string_body(Pos target);
   Status string(const Table& t, int slot, bool& present);
+  // A string's text, read after string() passed: "" when absent.
+  Status text(const Table& t, int slot, bool& present, std::string& out);
   Status vector(const Table& t, int slot, int elem_size, Vec& out);
   Status tables(const Table& t, int slot, std::vector<Table>& out);
   Status union_value(const Table& t, int type_slot, int value_slot, std::uint64_t& tag, Table& value);
   Pos size() const { return size_; }
+  // The bytes of the string whose length is at `target`, which string_body has checked.
+  std::string str(Pos target) const {
+    return std::string(reinterpret_cast<const char*>(p_ + target + 4), static_cast<std::size_t>(read(target, 4)));
+  }
 
  private:
   const std::uint8_t* p_;
   Pos size_;
   std::uint64_t at_;
+  std::uint64_t none_at_;
   const std::string& field_;
   std::uint64_t budget_;
   std::uint64_t text_ = 0;
@@ -208,6 +220,16 @@ Status Walker::string(const Table& t, int slot, bool& present) {
   return present ? string_body(at) : Status();
 }
 
+Status Walker::text(const Table& t, int slot, bool& present, std::string& out) {
+  Pos at = kNone;
+  out.clear();
+  FATPTE_RETURN_IF_ERROR(string(t, slot, present));
+  if (!present) return Status();
+  FATPTE_RETURN_IF_ERROR(target(t, slot, at));
+  out.assign(reinterpret_cast<const char*>(p_ + at + 4), static_cast<std::size_t>(read(at, 4)));
+  return Status();
+}
+
 Status Walker::vector(const Table& t, int slot, int elem_size, Vec& out) {
   Pos at = kNone;
   out = Vec{};
@@ -273,10 +295,17 @@ class ProgramReader {
   Status instructions(const Table& chain, std::uint64_t n, std::uint64_t operators, std::uint64_t delegates);
   Status delegate(const Table& d);
 
+  // The path Python's reader names a tensor's field by, for messages: made only on a failure.
+  std::string tensor_path(const char* leaf) const {
+    return "root.execution_plan[" + std::to_string(plan_) + "].values[" + std::to_string(value_) + "].val" + leaf;
+  }
+
   Walker& w_;
   std::uint64_t payload_size_;
   std::vector<Segment> segments_;
   std::uint64_t inline_count_ = 0;
+  std::uint64_t plan_ = 0;   // the method being read
+  std::uint64_t value_ = 0;  // the value whose tensor is being read
 };
 
 constexpr std::uint64_t kTensor = 5, kInt = 2, kIntList = 7, kValueKinds = 12;
@@ -292,7 +321,7 @@ Status ProgramReader::read(const Table& root, bool has_header, std::uint64_t bas
     FATPTE_RETURN_IF_ERROR(w_.vector(t, 0, 1, data));
   }
   FATPTE_RETURN_IF_ERROR(w_.tables(root, 1, list));
-  for (const Table& plan : list) FATPTE_RETURN_IF_ERROR(method(plan));
+  for (plan_ = 0; plan_ < list.size(); ++plan_) FATPTE_RETURN_IF_ERROR(method(list[plan_]));
   FATPTE_RETURN_IF_ERROR(w_.tables(root, 7, list));
   for (const Table& t : list) {
     bool key = false;
@@ -419,6 +448,7 @@ Status ProgramReader::values(const Table& plan, std::vector<std::uint8_t>& kinds
     kinds.push_back(static_cast<std::uint8_t>(tag));
     if (tag == kTensor) {
       if (!val.present()) return w_.error(Error::ET_BAD_VALUE, v.pos, "a tensor value has no tensor");
+      value_ = kinds.size() - 1;
       FATPTE_RETURN_IF_ERROR(tensor(val));
     } else if (tag == kIntList && val.present()) {
       lists.push_back(val);
@@ -445,13 +475,14 @@ Status ProgramReader::tensor(const Table& t) {
   const auto code = static_cast<std::int8_t>(bits);
   const std::uint64_t element = program_element_size(code);
   if (element == 0) {
-    return w_.error(Error::ET_BAD_VALUE, t.pos, "value %d is not defined by the schema's enum (scalar_type)", code);
+    return w_.error(Error::ET_BAD_VALUE, t.pos, "value %d is not defined by the schema's enum (%s)", code,
+                    tensor_path(".scalar_type").c_str());
   }
   FATPTE_RETURN_IF_ERROR(sizes(t, element));
   FATPTE_RETURN_IF_ERROR(w_.integer(t, 8, 1, bits));
   if (static_cast<std::int8_t>(bits) < 0 || static_cast<std::int8_t>(bits) > 2) {
-    return w_.error(Error::ET_BAD_VALUE, t.pos, "value %d is not defined by the schema's enum (shape_dynamism)",
-                    static_cast<std::int8_t>(bits));
+    return w_.error(Error::ET_BAD_VALUE, t.pos, "value %d is not defined by the schema's enum (%s)",
+                    static_cast<std::int8_t>(bits), tensor_path(".shape_dynamism").c_str());
   }
   Table extra;
   FATPTE_RETURN_IF_ERROR(w_.table(t, 9, extra));
@@ -460,8 +491,8 @@ Status ProgramReader::tensor(const Table& t) {
     FATPTE_RETURN_IF_ERROR(w_.string(extra, 1, fqn));
     FATPTE_RETURN_IF_ERROR(w_.integer(extra, 2, 1, bits));
     if (static_cast<std::int8_t>(bits) < 0 || static_cast<std::int8_t>(bits) > 1) {
-      return w_.error(Error::ET_BAD_VALUE, extra.pos, "value %d is not defined by the schema's enum (location)",
-                      static_cast<std::int8_t>(bits));
+      return w_.error(Error::ET_BAD_VALUE, extra.pos, "value %d is not defined by the schema's enum (%s)",
+                      static_cast<std::int8_t>(bits), tensor_path(".extra_tensor_info.location").c_str());
     }
   }
   Table allocation;
@@ -476,19 +507,25 @@ Status ProgramReader::sizes(const Table& t, std::uint64_t element) {
   constexpr std::uint64_t kSsizeLimit = std::uint64_t{1} << 63;
   Vec v;
   FATPTE_RETURN_IF_ERROR(w_.vector(t, 2, 4, v));
-  if (v.start == kNone) return w_.error(Error::ET_BAD_VALUE, t.pos, "a required vector is absent (sizes)");
+  if (v.start == kNone) {
+    return w_.error(Error::ET_BAD_VALUE, t.pos, "a required vector is absent (%s)", tensor_path(".sizes").c_str());
+  }
   std::uint64_t count = 1;
   for (std::uint64_t k = 0; k < v.count; ++k) {
     const std::int64_t size = as_signed(w_.read(v.start + static_cast<Pos>(4 * k), 4), 4);
-    if (size < 0) return w_.error(Error::ET_BAD_VALUE, t.pos, "size %" PRId64 " is negative", size);
+    if (size < 0) {
+      return w_.error(Error::ET_BAD_VALUE, t.pos, "size %" PRId64 " is negative (%s)", size,
+                      tensor_path((".sizes[" + std::to_string(k) + "]").c_str()).c_str());
+    }
     if (size != 0 && count > (kSsizeLimit - 1) / static_cast<std::uint64_t>(size)) {
-      return w_.error(Error::ET_BAD_VALUE, t.pos, "the element count passes 2^63 - 1 at size %" PRIu64, k);
+      return w_.error(Error::ET_BAD_VALUE, t.pos, "the element count passes 2^63 - 1 at size %" PRIu64 " (%s)", k,
+                      tensor_path(".sizes").c_str());
     }
     count *= static_cast<std::uint64_t>(size);
   }
   if (count > UINT64_MAX / element) {
-    return w_.error(Error::ET_BAD_VALUE, t.pos, "%" PRIu64 " elements of %" PRIu64 " bytes are past 2^64 - 1 bytes",
-                    count, element);
+    return w_.error(Error::ET_BAD_VALUE, t.pos, "%" PRIu64 " elements of %" PRIu64 " bytes are past 2^64 - 1 bytes "
+                    "(%s)", count, element, tensor_path(".sizes").c_str());
   }
   return Status();
 }
@@ -599,12 +636,239 @@ Status read_header(Bytes payload, std::uint64_t at, const std::string& field, He
   return Status();
 }
 
+// flatbuf.py Buffer.root: the size, the identifier at bytes 4..8, the root table.
+Status read_root(Walker& w, const std::uint8_t* p, const char* identifier, Table& root) {
+  if (w.size() < 8) {
+    return w.error(Error::ET_TRUNCATED, 0, "%" PRId64 " bytes cannot hold a flatbuffer root offset and identifier "
+                   "(8 bytes)", w.size());
+  }
+  if (std::memcmp(p + 4, identifier, 4) != 0) {
+    return w.error(Error::ET_BAD_IDENTIFIER, 4, "bytes 4..8 are not the identifier '%s'", identifier);
+  }
+  std::uint64_t offset = 0;
+  FATPTE_RETURN_IF_ERROR(w.u32(0, offset));
+  return w.table_at(static_cast<Pos>(offset), 0, root);
+}
+
+constexpr std::uint64_t kXnnHeaderLength = 30;
+constexpr std::uint64_t kNoConstantOffset = ~std::uint64_t{0};
+
+// xnnpack.py read_header: the XH00 header, its flatbuffer and constant data inside the payload.
+Status xnnpack_header(Bytes payload, std::uint64_t at, const std::string& field, std::uint64_t& fb_off,
+                      std::uint64_t& fb_size, std::uint64_t& const_size) {
+  const std::uint8_t* p = payload.data;
+  const std::uint64_t n = payload.size;
+  FATPTE_CHECK(n >= kXnnHeaderLength, Error::ET_TRUNCATED, at + n, field, "%" PRIu64 " bytes cannot hold the 30-byte "
+               "XH00 header", n);
+  FATPTE_CHECK(std::memcmp(p + 4, "XH00", 4) == 0, Error::ET_BAD_IDENTIFIER, at + 4, field, "bytes 4..8 are not XH00");
+  const std::uint64_t length = p[8] | (std::uint64_t{p[9]} << 8);
+  fb_off = detail::read_u32le(p + 10);
+  fb_size = detail::read_u32le(p + 14);
+  const std::uint64_t const_off = detail::read_u32le(p + 18);
+  const_size = detail::read_u64le(p + 22);
+  FATPTE_CHECK(length >= kXnnHeaderLength, Error::ET_BAD_HEADER, at + 8, field, "header length %" PRIu64 " is below 30",
+               length);
+  FATPTE_CHECK(fb_off >= length && fb_size <= n && fb_off <= n - fb_size, Error::ET_BAD_HEADER, at + 10, field,
+               "flatbuffer of %" PRIu64 " bytes at %" PRIu64 " lies outside the header-free part of the payload "
+               "(%" PRIu64 " bytes)", fb_size, fb_off, n);
+  FATPTE_CHECK(const_off >= fb_off + fb_size && const_size <= n && const_off <= n - const_size, Error::ET_BAD_HEADER,
+               at + 18, field, "constant data of %" PRIu64 " bytes at %" PRIu64 " overlaps the flatbuffer or reaches "
+               "past the end of the payload (%" PRIu64 " bytes)", const_size, const_off, n);
+  return Status();
+}
+
+// xnnpack.py read_xnnpack: an XH00-wrapped or bare XN01 payload, what it reads of the graph.
+Status read_xnnpack(Bytes payload, std::uint64_t at, const std::string& field, std::uint64_t none_at) {
+  std::uint64_t fb_off = 0, fb_size = payload.size, const_size = 0;
+  const bool bare = payload.size >= 8 && std::memcmp(payload.data + 4, "XN01", 4) == 0;
+  if (!bare) FATPTE_RETURN_IF_ERROR(xnnpack_header(payload, at, field, fb_off, fb_size, const_size));
+  const std::uint8_t* fb = payload.data + fb_off;
+  Walker w(fb, fb_size, at + fb_off, field, none_at);
+  Table root;
+  FATPTE_RETURN_IF_ERROR(read_root(w, fb, "XN01", root));
+  std::vector<Table> list;
+  FATPTE_RETURN_IF_ERROR(w.tables(root, 8, list));
+  for (const Table& c : list) {
+    std::uint64_t off = 0, size = 0;
+    bool named = false;
+    std::string key;
+    FATPTE_RETURN_IF_ERROR(w.integer(c, 0, 8, off));
+    FATPTE_RETURN_IF_ERROR(w.integer(c, 1, 8, size));
+    FATPTE_RETURN_IF_ERROR(w.text(c, 2, named, key));
+    if (off == kNoConstantOffset || !key.empty()) continue;
+    if (bare || size > const_size || off > const_size - size) {
+      return w.error(Error::ET_SEGMENT_OUT_OF_BOUNDS, c.pos, "constant of %" PRIu64 " bytes at %" PRIu64 " reaches "
+                     "past the constant data (%" PRIu64 " bytes)", size, off, bare ? 0 : const_size);
+    }
+  }
+  bool present = false;
+  FATPTE_RETURN_IF_ERROR(w.string(root, 0, present));
+  FATPTE_RETURN_IF_ERROR(w.tables(root, 1, list));
+  FATPTE_RETURN_IF_ERROR(w.tables(root, 2, list));
+  std::uint64_t externs = 0;
+  FATPTE_RETURN_IF_ERROR(w.integer(root, 3, 4, externs));
+  Vec ids;
+  FATPTE_RETURN_IF_ERROR(w.vector(root, 4, 4, ids));
+  return w.vector(root, 5, 4, ids);
+}
+
+// nptg.py read_nptg, as far as what it checks: each method's graph, tensor values, inputs,
+// outputs, output specs, constants and mutable buffers.
+class NptgReader {
+ public:
+  explicit NptgReader(Walker& w) : w_(w) {}
+
+  Status method(const Table& m) {
+    bool present = false;
+    std::string name;
+    FATPTE_RETURN_IF_ERROR(required_text(m, 0, name, "name"));
+    Table graph;
+    FATPTE_RETURN_IF_ERROR(w_.required_table(m, 1, graph));
+    Vec nodes;
+    FATPTE_RETURN_IF_ERROR(w_.vector(graph, 0, 4, nodes));
+    if (nodes.start == kNone) return w_.error(Error::ET_BAD_VALUE, graph.pos, "the required nodes vector is absent");
+    FATPTE_RETURN_IF_ERROR(w_.vector(graph, 0, 4, nodes));  // read twice, as nptg.py does
+    FATPTE_RETURN_IF_ERROR(values(graph));
+    std::vector<std::string> inputs, outputs;
+    FATPTE_RETURN_IF_ERROR(texts(graph, 1, inputs));
+    for (const std::string& n : inputs) FATPTE_RETURN_IF_ERROR(spec(graph, n));
+    FATPTE_RETURN_IF_ERROR(texts(graph, 2, outputs));
+    std::map<std::string, std::uint64_t> kinds;  // output spec name -> kind, the last of a name
+    FATPTE_RETURN_IF_ERROR(output_specs(m, kinds));
+    for (const std::string& n : outputs) {
+      const auto k = kinds.find(n);
+      if (k == kinds.end() || k->second == 0) FATPTE_RETURN_IF_ERROR(spec(graph, n));
+    }
+    FATPTE_RETURN_IF_ERROR(constants(m));
+    std::vector<Table> list;
+    FATPTE_RETURN_IF_ERROR(w_.tables(m, 4, list));
+    for (const Table& b : list) {
+      FATPTE_RETURN_IF_ERROR(required_text(b, 0, name, "name"));
+      FATPTE_RETURN_IF_ERROR(required_text(b, 1, name, "fqn"));
+    }
+    (void)present;
+    return Status();
+  }
+
+ private:
+  Status required_text(const Table& t, int slot, std::string& out, const char* what) {
+    bool present = false;
+    FATPTE_RETURN_IF_ERROR(w_.text(t, slot, present, out));
+    return present ? Status() : w_.error(Error::ET_BAD_VALUE, t.pos, "a required string is absent (%s)", what);
+  }
+  Status texts(const Table& t, int slot, std::vector<std::string>& out) {
+    Vec v;
+    FATPTE_RETURN_IF_ERROR(w_.vector(t, slot, 4, v));
+    for (std::uint64_t i = 0; i < v.count; ++i) {
+      const Pos at = v.start + static_cast<Pos>(4 * i);
+      std::uint64_t offset = 0;
+      FATPTE_RETURN_IF_ERROR(w_.u32(at, offset));
+      const Pos target = at + static_cast<Pos>(offset);
+      FATPTE_RETURN_IF_ERROR(w_.string_body(target));
+      out.push_back(w_.str(target));
+    }
+    return Status();
+  }
+  // _meta: the dtype a native ScalarType, then the dims' bounds.
+  Status meta(const Table& meta) {
+    std::uint64_t bits = 0;
+    FATPTE_RETURN_IF_ERROR(w_.integer(meta, 0, 1, bits));
+    if (native_dtype_name(static_cast<std::int8_t>(bits))[0] == '\0') {
+      return w_.error(Error::ET_BAD_VALUE, meta.pos, "value %d is not defined by the schema's enum (dtype)",
+                      static_cast<std::int8_t>(bits));
+    }
+    std::vector<Table> dims;
+    FATPTE_RETURN_IF_ERROR(w_.tables(meta, 1, dims));
+    for (const Table& d : dims) {
+      FATPTE_RETURN_IF_ERROR(w_.integer(d, 0, 8, bits));
+      FATPTE_RETURN_IF_ERROR(w_.integer(d, 1, 8, bits));
+    }
+    return Status();
+  }
+  // values[name] = _meta(meta): the meta first (Python evaluates an assignment's value first).
+  Status values(const Table& graph) {
+    std::vector<Table> list;
+    FATPTE_RETURN_IF_ERROR(w_.tables(graph, 3, list));
+    for (const Table& tv : list) {
+      Table m;
+      FATPTE_RETURN_IF_ERROR(w_.required_table(tv, 1, m));
+      FATPTE_RETURN_IF_ERROR(meta(m));
+      std::string name;
+      FATPTE_RETURN_IF_ERROR(required_text(tv, 0, name, "name"));
+      values_.insert(name);
+    }
+    return Status();
+  }
+  Status spec(const Table& graph, const std::string& name) const {
+    if (values_.count(name) != 0) return Status();
+    return w_.error(Error::ET_BAD_REFERENCE, graph.pos, "graph value '%s' has no tensor_values entry",
+                    detail::escape_bytes(reinterpret_cast<const std::uint8_t*>(name.data()), name.size()).c_str());
+  }
+  Status output_specs(const Table& m, std::map<std::string, std::uint64_t>& kinds) {
+    std::vector<Table> list;
+    FATPTE_RETURN_IF_ERROR(w_.tables(m, 3, list));
+    for (const Table& s : list) {
+      std::uint64_t kind = 0;
+      FATPTE_RETURN_IF_ERROR(w_.integer(s, 1, 1, kind));
+      if (static_cast<std::int8_t>(kind) < 0 || static_cast<std::int8_t>(kind) > 2) {
+        return w_.error(Error::ET_BAD_VALUE, s.pos, "value %d is not defined by the schema's enum (kind)",
+                        static_cast<std::int8_t>(kind));
+      }
+      std::string name;
+      bool present = false;
+      FATPTE_RETURN_IF_ERROR(required_text(s, 0, name, "name"));
+      FATPTE_RETURN_IF_ERROR(w_.string(s, 2, present));
+      kinds[name] = kind;
+    }
+    return Status();
+  }
+  Status constants(const Table& m) {
+    std::vector<Table> list;
+    FATPTE_RETURN_IF_ERROR(w_.tables(m, 2, list));
+    for (const Table& c : list) {
+      Table mt;
+      FATPTE_RETURN_IF_ERROR(w_.required_table(c, 2, mt));
+      FATPTE_RETURN_IF_ERROR(meta(mt));
+      std::uint64_t kind = 0;
+      FATPTE_RETURN_IF_ERROR(w_.integer(c, 3, 1, kind));
+      if (static_cast<std::int8_t>(kind) < 0 || static_cast<std::int8_t>(kind) > 3) {
+        return w_.error(Error::ET_BAD_VALUE, c.pos, "value %d is not defined by the schema's enum (kind)",
+                        static_cast<std::int8_t>(kind));
+      }
+      std::string text;
+      FATPTE_RETURN_IF_ERROR(required_text(c, 0, text, "name"));
+      FATPTE_RETURN_IF_ERROR(required_text(c, 1, text, "data_key"));
+      FATPTE_RETURN_IF_ERROR(w_.integer(c, 4, 1, kind));
+    }
+    return Status();
+  }
+
+  Walker& w_;
+  std::set<std::string> values_;
+};
+
+Status read_nptg(Bytes payload, std::uint64_t at, const std::string& field, std::uint64_t none_at) {
+  Walker w(payload.data, payload.size, at, field, none_at);
+  Table root;
+  FATPTE_RETURN_IF_ERROR(read_root(w, payload.data, "NPTG", root));
+  bool present = false;
+  FATPTE_RETURN_IF_ERROR(w.string(root, 0, present));
+  Vec methods;
+  FATPTE_RETURN_IF_ERROR(w.vector(root, 1, 4, methods));
+  if (methods.start == kNone) return w.error(Error::ET_BAD_VALUE, root.pos, "the required methods vector is absent");
+  std::vector<Table> list;
+  FATPTE_RETURN_IF_ERROR(w.tables(root, 1, list));
+  NptgReader reader(w);
+  for (const Table& m : list) FATPTE_RETURN_IF_ERROR(reader.method(m));
+  return Status();
+}
+
 }  // namespace
 
 Status read_program_checked(Bytes payload, std::uint64_t at, const std::string& field) {
   Header h;
   FATPTE_RETURN_IF_ERROR(read_header(payload, at, field, h));
-  Walker w(payload.data, h.program_size, at, field);
+  Walker w(payload.data, h.program_size, at, field, at);
   FATPTE_CHECK(h.program_size >= 8, Error::ET_TRUNCATED, at, field, "%" PRIu64 " bytes cannot hold a flatbuffer "
                "root offset and identifier (8 bytes)", h.program_size);
   FATPTE_CHECK(std::memcmp(payload.data + 4, "ET12", 4) == 0, Error::ET_BAD_IDENTIFIER, at + 4, field,
@@ -615,6 +879,15 @@ Status read_program_checked(Bytes payload, std::uint64_t at, const std::string& 
   FATPTE_RETURN_IF_ERROR(w.table_at(static_cast<Pos>(root_offset), 0, root));
   ProgramReader reader(w, payload.size);
   return reader.read(root, h.present, h.base, h.limit);
+}
+
+Status read_payload_checked(Bytes payload, std::uint64_t at, const std::string& field, std::uint64_t none_at) {
+  if (payload.size < 8) return Status();
+  if (std::memcmp(payload.data + 4, "NPTG", 4) == 0) return read_nptg(payload, at, field, none_at);
+  if (std::memcmp(payload.data + 4, "XH00", 4) == 0 || std::memcmp(payload.data + 4, "XN01", 4) == 0) {
+    return read_xnnpack(payload, at, field, none_at);
+  }
+  return Status();
 }
 
 }  // namespace entries

@@ -1,5 +1,6 @@
 // The program reader of `validate` (specs/executorch.md section 7): an ExecuTorch program (ET12)
-// read as fatpte/executorch/pte.py's read_program reads it, with the bounded flatbuffer walker of
+// read as fatpte/executorch/pte.py's read_program reads it, and its delegates' XNNPACK and NPTG
+// payloads as xnnpack.py and nptg.py read them, with the bounded flatbuffer walker of
 // fatpte/executorch/flatbuf.py, so that a damaged program is refused by both languages with the
 // same code at the same offset (E1001 to E1008).
 //
@@ -33,6 +34,12 @@ namespace entries {
 // `file_offset` plus the offset Python's reader names (`file_offset` itself where it names none),
 // with field `field`.
 Status read_program_checked(Bytes payload, std::uint64_t file_offset, const std::string& field);
+
+// A delegate's payload as fatpte/executorch/keys.py reads it for the named-data keys it loads:
+// an NPTG graph (nptg.py read_nptg) or an XNNPACK payload, XH00-wrapped or a bare XN01 flatbuffer
+// (xnnpack.py read_xnnpack), by its bytes 4..8; OK for any other. Errors as read_program_checked's,
+// except that one Python's reader gives no offset is at `none_at` (the program entry's payload).
+Status read_payload_checked(Bytes payload, std::uint64_t file_offset, const std::string& field, std::uint64_t none_at);
 
 }  // namespace entries
 }  // namespace fatpte
