@@ -38,3 +38,32 @@ def test_damaged_programs_are_judged_alike(build: Path, tmp_path: Path) -> None:
     differ = [f"{p.name} {label}: python {w!r}, loader {g!r}"
               for p, label, w, g in zip(paths, labels, want, got) if w != g]
     assert not differ, f"{len(differ)} of {COUNT} differ ({dict(said)}):\n" + "\n".join(differ[:60])
+
+
+@pytest.mark.loader_build("fatpte-validate")
+def test_the_readers_budgets_are_reached_alike(build: Path, tmp_path: Path) -> None:
+    """The work budgets of specs/executorch.md section 3, each side of its limit, under a record
+    that claims a program: 2,000 or 10 references to one operator with a 1 MiB name (the text
+    budget: 16 bytes per byte plus 1 MiB), one instruction of 2,000 arguments listed 1,000 times or
+    of 100 listed 100 times (the object budget: 1,000,000 plus the size). Both refuse the first of
+    each pair with E1005 at the same offset, and judge the second alike."""
+    from fatpte.ops.pte_specialize import pte_specialization
+    from tests.loader.test_cpp_parity import _under_record, pack_to
+    from tests.support import hostile
+
+    record = pack_to(tmp_path, "record.nfat", [pte_specialization(program_mutants.FIXTURES / "add_portable.pte",
+                                                                  name="e")])
+    programs = {"text-over": hostile.pte_shared_operator(2000, 1 << 20), "text-under": hostile.pte_shared_operator(10, 1 << 20),
+                "objects-over": hostile.pte_shared_instruction(1000, 2000),
+                "objects-under": hostile.pte_shared_instruction(100, 100)}
+    paths, want = [], []
+    for name, program in programs.items():
+        path = tmp_path / f"{name}.nfat"
+        data = _under_record(record, program)
+        path.write_bytes(data)
+        paths.append(path)
+        want.append(f"{name}: {expected_line(data)}")
+    assert [w.split(" ")[1] for w in want[::2]] == ["E1005", "E1005"], want
+    assert all(" E1005 " not in w for w in want[1::2]), want
+    got = run_tool(build / "fatpte-validate", paths)
+    assert want == [f"{p.stem}: {g}" for p, g in zip(paths, got)]
