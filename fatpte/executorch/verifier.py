@@ -16,6 +16,7 @@ slot order, a union taking two slots (its type, then its value).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 
 from fatpte.errors import ErrorCode, FatpteError
@@ -69,6 +70,9 @@ SCHEMA: Mapping[str, tuple[Field, ...]] = {
 }
 
 
+_READ = {1: struct.Struct("<B"), 2: struct.Struct("<H"), 4: struct.Struct("<I")}
+
+
 class _Refused(Exception):
     """A rule of the verifier broken (its message); caught once, in verify_program."""
 
@@ -79,7 +83,8 @@ class _Verifier:
         self.depth = self.tables = 0
 
     def u(self, pos: int, width: int) -> int:
-        return int.from_bytes(self.data[pos : pos + width], "little")
+        value: int = _READ[width].unpack_from(self.data, pos)[0]
+        return value
 
     def bounds(self, pos: int, length: int, what: str) -> None:
         if not (length < self.size and 0 <= pos <= self.size - length):
@@ -143,7 +148,7 @@ class _Verifier:
     def _field(self, pos: int, vtable: int, vt_size: int, slot: int, spec: Field, name: str) -> int:
         """Verify the field `spec` at `slot`; the next slot."""
         at = self._field_at(pos, vtable, vt_size, slot)
-        what = f"{name} field {slot}"
+        what = name  # the table's name: a message names no more (formatting each field's costs)
         kind = spec[0]
         if kind == "union":
             tags = spec[1]
