@@ -67,3 +67,81 @@ def test_the_readers_budgets_are_reached_alike(build: Path, tmp_path: Path) -> N
     assert all(" E1005 " not in w for w in want[1::2]), want
     got = run_tool(build / "fatpte-validate", paths)
     assert want == [f"{p.stem}: {g}" for p, g in zip(paths, got)]
+
+
+def _nptg(methods: list[tuple[str, list[str], list[str]]]) -> bytes:
+    """An NPTG payload (native_graph.fbs) of `methods`, each (name, its tensor values' names, its
+    graph inputs), every value a float32 scalar."""
+    import flatbuffers
+
+    b = flatbuffers.Builder(0)
+
+    def strings(items: list[str]) -> int:
+        offsets = [b.CreateString(s) for s in items]
+        b.StartVector(4, len(offsets), 4)
+        for o in reversed(offsets):
+            b.PrependUOffsetTRelative(o)
+        return b.EndVector()
+
+    def tables(offsets: list[int]) -> int:
+        b.StartVector(4, len(offsets), 4)
+        for o in reversed(offsets):
+            b.PrependUOffsetTRelative(o)
+        return b.EndVector()
+
+    built = []
+    for name, values, inputs in methods:
+        tvs = []
+        for v in values:
+            vname = b.CreateString(v)
+            b.StartObject(2)  # TensorMeta: dtype (6: float32), sizes
+            b.PrependInt8Slot(0, 6, 0)
+            meta = b.EndObject()
+            b.StartObject(2)  # TensorValue: name, meta
+            b.PrependUOffsetTRelativeSlot(0, vname, 0)
+            b.PrependUOffsetTRelativeSlot(1, meta, 0)
+            tvs.append(b.EndObject())
+        nodes, ins, values_vec = tables([]), strings(inputs), tables(tvs)
+        b.StartObject(4)  # Graph: nodes, inputs, outputs, tensor_values
+        b.PrependUOffsetTRelativeSlot(0, nodes, 0)
+        b.PrependUOffsetTRelativeSlot(1, ins, 0)
+        b.PrependUOffsetTRelativeSlot(3, values_vec, 0)
+        graph = b.EndObject()
+        mname = b.CreateString(name)
+        b.StartObject(5)  # Method: name, graph, constants, output_specs, mutable_buffers
+        b.PrependUOffsetTRelativeSlot(0, mname, 0)
+        b.PrependUOffsetTRelativeSlot(1, graph, 0)
+        built.append(b.EndObject())
+    methods_vec = tables(built)
+    b.StartObject(2)  # NativeProgram: version, methods
+    b.PrependUOffsetTRelativeSlot(1, methods_vec, 0)
+    b.Finish(b.EndObject(), b"NPTG")
+    return bytes(b.Output())
+
+
+@pytest.mark.loader_build("fatpte-validate")
+def test_each_native_method_names_its_own_values(build: Path, tmp_path: Path) -> None:
+    """mlp_native.pte with its native delegate's payload an NPTG graph of two methods, the second
+    taking as input a value only the first names: Python's reader refuses it (E1006, at the second
+    graph), and so does the loader's (whose names of values were once kept from method to method);
+    with the second naming it too, both read it."""
+    from fatpte.executorch.rewrite import replace_segment
+    from fatpte.ops.pte_specialize import pte_specialization
+    from tests.loader.test_cpp_parity import _under_record, pack_to
+    from tests.support import hostile
+
+    fixture = (program_mutants.FIXTURES / "mlp_native.pte").read_bytes()
+    record = pack_to(tmp_path, "record.nfat", [pte_specialization(program_mutants.FIXTURES / "mlp_native.pte",
+                                                                  name="e")])
+    index = hostile.first_delegate(fixture).data_index
+    cases = {"foreign": [("a", ["x"], ["x"]), ("b", ["y"], ["x"])], "own": [("a", ["x"], ["x"]), ("b", ["x"], ["x"])]}
+    paths, want = [], []
+    for name, methods in cases.items():
+        data = _under_record(record, replace_segment(fixture, index, _nptg(methods)))
+        path = tmp_path / f"{name}.nfat"
+        path.write_bytes(data)
+        paths.append(path)
+        want.append(f"{name}: {expected_line(data)}")
+    assert want[0].startswith("foreign: E1006 ") and " E1006 " not in want[1], want
+    got = run_tool(build / "fatpte-validate", paths)
+    assert want == [f"{p.stem}: {g}" for p, g in zip(paths, got)]

@@ -719,7 +719,7 @@ class NptgReader {
   explicit NptgReader(Walker& w) : w_(w) {}
 
   Status method(const Table& m) {
-    bool present = false;
+    values_.clear();  // each method's graph names its own values (nptg.py: `values` is _method's)
     std::string name;
     FATPTE_RETURN_IF_ERROR(required_text(m, 0, name, "name"));
     Table graph;
@@ -746,7 +746,6 @@ class NptgReader {
       FATPTE_RETURN_IF_ERROR(required_text(b, 0, name, "name"));
       FATPTE_RETURN_IF_ERROR(required_text(b, 1, name, "fqn"));
     }
-    (void)present;
     return Status();
   }
 
