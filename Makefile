@@ -371,11 +371,11 @@ docs: $(STAMP)
 # every Python target that reads bytes, then fuzzes each target for FUZZ_SMOKE_SECONDS (the ones
 # issue 33 added for FUZZ_SMOKE_SECONDS_NEW): about a minute in all.
 FUZZ_TARGETS       ?= open validate select manifest structured differential executorch hostile hostile_differential \
-	signature trusted_keys nested_delegates calls loader loader_signature loader_keys loader_calls
+	signature trusted_keys nested_delegates calls program_mutants loader loader_signature loader_keys loader_calls
 FUZZ_SECONDS       ?= 60
 FUZZ_SMOKE_SECONDS ?= 2
 FUZZ_SMOKE_SECONDS_NEW ?= 1
-FUZZ_SMOKE_NEW     := signature trusted_keys nested_delegates calls loader_signature loader_keys loader_calls
+FUZZ_SMOKE_NEW     := signature trusted_keys nested_delegates calls program_mutants loader_signature loader_keys loader_calls
 FUZZ_WORK          := fuzz/corpus-work
 FUZZ_FLAGS          = -dict=fuzz/nfat.dict -max_len=8192 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
 FUZZ_CXX           ?= clang++
@@ -410,13 +410,13 @@ $(BUILD)/fuzz/fuzz_%: fuzz/cpp/fuzz_%.cpp $(FUZZ_LIB)
 # Targets whose input drives a generator (fuzz/fuzz_hostile*.py, and issue 33's signature,
 # trusted_keys and nested_delegates): a file is a choice sequence, not a container, so the vectors
 # are not replayed through them.
-FUZZ_BUILDERS := hostile hostile_differential signature trusted_keys nested_delegates
+FUZZ_BUILDERS := hostile hostile_differential signature trusted_keys nested_delegates program_mutants
 # Their inputs are built files of up to a few hundred KB, read by every reader under tracemalloc and
 # atheris' instrumentation (about 10x slower than plain Python): a minute per input, not ten seconds.
 FUZZ_BUILDER_FLAGS := -timeout=60
 # Only what the chosen targets need: the loader library for the differential targets, the
 # libFuzzer binaries for the C++ ones.
-FUZZ_DEPS = $(STAMP) $(if $(filter differential hostile_differential signature trusted_keys calls,$(FUZZ_TARGETS)),loader) \
+FUZZ_DEPS = $(STAMP) $(if $(filter differential hostile_differential signature trusted_keys calls program_mutants,$(FUZZ_TARGETS)),loader) \
 	$(addprefix $(BUILD)/fuzz/fuzz_,$(filter $(FUZZ_CPP),$(FUZZ_TARGETS)))
 
 fuzz: $(FUZZ_DEPS)

@@ -7,7 +7,8 @@ nothing twice); for the manifest target it writes the manifest region of every v
 one instead, since that target reads manifest bytes alone; for the executorch target, the files
 the real ExecuTorch toolchain wrote (tests/fixtures/executorch: programs of every lowering, with
 NFAT delegates, and .ptd files) and each program's inline delegate payloads (NPTG, XH00, NFAT);
-for the targets whose bytes drive a generator (hostile, signature, trusted_keys, nested_delegates),
+for the targets whose bytes drive a generator (hostile, signature, trusted_keys, nested_delegates,
+program_mutants),
 sixteen fixed byte strings; for the calls differential target, specs/vectors/calls/ and the
 fixtures' calls. The C++ targets of issue 33 read what the generators build: for
 loader_signature, each signing vector's bundle and statement behind the byte that says how to use
@@ -59,7 +60,7 @@ def executorch_seeds() -> list[bytes]:
 
 # Targets whose input is a choice sequence for a generator (tests/strategies.py): any bytes are a
 # valid input, and a vector would only be an arbitrary one. Sixteen fixed byte strings start them.
-BUILDERS = ("hostile", "hostile_differential", "signature", "trusted_keys", "nested_delegates")
+BUILDERS = ("hostile", "hostile_differential", "signature", "trusted_keys", "nested_delegates", "program_mutants")
 GENERATED = 48  # examples of its generator a C++ target of issue 33 starts from
 
 

@@ -5,7 +5,8 @@ backend's native_graph.fbs and .ptn package, the XNNPACK header and schema); `ex
 imported. Every reader is bounds-checked and raises only FatpteError on bad input. Readers: `pte`
 (.pte programs), `ptd` (.ptd data files), `ptn` (.ptn native packages), `nptg` (the native
 backend's payload), `xnnpack` (the XNNPACK payload), over `flatbuf` (bounded flatbuffer access,
-through the flatbuffers runtime's tables) and the dtypes of fatpte.value; `describe` (what a file is and holds),
+through the flatbuffers runtime's tables), `verifier` (the flatbuffers verifier's verdict on a
+program, which the C++ loader reads it after) and the dtypes of fatpte.value; `describe` (what a file is and holds),
 `signature` (a program's signature), `keys` (the named data a program loads), `constants`
 (where a program's constant tensors lie) and `vendor_devices` (the device a vendor backend's
 delegate was compiled for, from its compile specs). Writing is

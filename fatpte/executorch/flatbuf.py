@@ -315,6 +315,9 @@ def _string_body(buf: Buffer, target: int, field: str) -> str:
     length = buf.u32(target, field)
     start = target + 4
     buf.check(start, length + 1, field)  # the terminating NUL is part of the encoding
+    if buf.data[start + length] != 0:
+        raise buf.error(ErrorCode.ET_BAD_VALUE, f"string of {length} bytes ends in byte {buf.data[start + length]:#04x} "
+                        f"at {buf.base + start + length:#x}, not its terminating NUL", target, field)
     buf.spend_text(4 + length, target, field)
     raw = bytes(buf.data[start : start + length])
     try:

@@ -19,6 +19,7 @@ from typing import Any
 
 from fatpte.errors import ErrorCode, FatpteError
 from fatpte.executorch.flatbuf import Buffer, Table, enum_name
+from fatpte.executorch.verifier import verify_program
 from fatpte.value.dtypes import PROGRAM_ELEMENT_SIZES, PROGRAM_SCALAR_TYPES
 
 IDENTIFIER = b"ET12"
@@ -197,15 +198,17 @@ def read_program(data: bytes | memoryview, *, source: str | None = None) -> Prog
     if constant_segment is not None:
         const = _subsegment(constant_segment, segments)
     mutable = tuple(_subsegment(t, segments) for t in root.tables(6, "mutable_data_segments"))
+    version, constant_buffers = root.integer(0, "I", "version"), len(root.tables(2, "constant_buffer"))
+    verify_program(buf.data, buf.size, source=source)
     return Program(
         source=source,
         size=len(data),
-        version=root.integer(0, "I", "version"),
+        version=version,
         header=header,
         methods=methods,
         segments=segments,
         named_data=named,
-        constant_buffer_count=len(root.tables(2, "constant_buffer")),
+        constant_buffer_count=constant_buffers,
         constant_segment=const,
         mutable_data_segments=mutable,
         data=data,
@@ -384,7 +387,7 @@ def _method(
     inline: list[tuple[Table, tuple[int, int] | None]],
     source: str | None,
 ) -> MethodPlan:
-    name = plan.string(0, "name") or ""
+    name = plan.required_string(0, "name")  # ExecuTorch finds a method by its name
     kinds, tensors = _values(plan)
     n = len(kinds)
     operators = tuple(
@@ -419,7 +422,11 @@ def _delegate(
     inline: list[tuple[Table, tuple[int, int] | None]],
     source: str | None,
 ) -> Delegate:
-    backend_id = d.string(0, "id") or ""
+    # ExecuTorch's BackendDelegate::Init reads the id without looking (SIGSEGV when absent), and
+    # no backend is registered under the empty id.
+    backend_id = d.required_string(0, "id")
+    if not backend_id:
+        raise d.buf.error(ErrorCode.ET_BAD_VALUE, "a delegate's backend id is empty", d.pos, f"{d.field}.id")
     ref = d.required_table(1, "processed")
     location = enum_name(_DATA_LOCATION, ref.integer(0, "b", "location"), ref.buf, ref.pos, ref.field + ".location")
     index = ref.integer(1, "I", "index")

@@ -298,15 +298,25 @@ def _refused_portable_falls_back(exe: Path, tmp_path: Path, patch: Callable[[byt
 
 
 def test_a_program_executorch_refuses_falls_back_with_its_error(exe: Path, tmp_path: Path) -> None:
-    # The portable program with its constant segment (segments[0]) claiming 1 TiB: a valid
-    # flatbuffer, which Program::load refuses when it loads the constants.
-    def claim_1_tib(program: bytearray) -> None:
-        _, at = _segment_fields(bytes(program), 0)
-        assert 0 < struct.unpack_from("<Q", program, at)[0] < len(program)
-        struct.pack_into("<Q", program, at, 1 << 40)
+    # The portable program with a constant tensor's data_buffer_idx past the constant segment's
+    # offsets: a program fatpte's readers pass (they do not follow data_buffer_idx), which
+    # ExecuTorch refuses when it loads the method's constants. (A segment claiming 1 TiB, which
+    # this used before, is refused by fatpte's reader first: E1007, as validate refuses it.)
+    def constant_past_offsets(program: bytearray) -> None:
+        from tests.support.hostile import _first_plan
 
-    _refused_portable_falls_back(exe, tmp_path, claim_1_tib,
-                                 "ExecuTorch refused the program (Program::load): error 0x12 InvalidArgument: ")
+        for value in _first_plan(bytes(program)).tables(2, "values"):
+            tag, tensor = value.union(0, 1, "val")
+            if tag == 5 and tensor is not None and tensor.integer(5, "I", "data_buffer_idx") > 0:
+                at = tensor.scalar_position(5, "I", "data_buffer_idx")
+                assert at is not None
+                struct.pack_into("<I", program, at, 1000)
+                return
+        raise AssertionError("the program has no constant tensor")
+
+    _refused_portable_falls_back(exe, tmp_path, constant_past_offsets, "ExecuTorch could not load method 'forward' "
+                                 "(load_method): error 0x12 InvalidArgument: Constant segment buffer index 1000",
+                                 findings=("E1104",))
 
 
 def _first_tensor_sizes(program: bytes) -> tuple[int, int]:

@@ -505,7 +505,7 @@ def test_fatpte_run_refuses_each_program_vector_with_its_code_offset_and_field(t
     exe = release / "fatpte-run"
     calls = _example().write_calls("mlp", tmp_path / "calls.json")
     vectors = _program_vectors()
-    assert len(vectors) == 13
+    assert len(vectors) == 23
     for name, v in vectors:
         proc = subprocess.run([str(exe), str(VECTORS / name), "--inputs", str(calls)], capture_output=True,
                               text=True, timeout=300, check=False)

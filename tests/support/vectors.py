@@ -83,7 +83,13 @@ CONTENT_CODES = frozenset({
     ErrorCode.GOLDEN_KEY_INVALID,
     ErrorCode.GOLDEN_CALL_MISMATCH,
     ErrorCode.GOLDEN_DIGEST_MISMATCH,
+    ErrorCode.ET_BAD_IDENTIFIER,
+    ErrorCode.ET_TRUNCATED,
+    ErrorCode.ET_BAD_HEADER,
+    ErrorCode.ET_FLATBUFFER_OUT_OF_BOUNDS,
+    ErrorCode.ET_FLATBUFFER_TOO_COMPLEX,
     ErrorCode.ET_BAD_REFERENCE,
+    ErrorCode.ET_SEGMENT_OUT_OF_BOUNDS,
     ErrorCode.ET_BAD_VALUE,
     ErrorCode.PROGRAM_SIGNATURE_MISMATCH,
     ErrorCode.BACKEND_ID_CONTRADICTS_PROGRAM,
@@ -1944,6 +1950,43 @@ def _program_vectors(by: dict[str, Vector]) -> Iterator[Vector]:
     yield vec("v2-program-fat", "v2-program-compile-spec-without-value", "the fat delegate's compile spec has no "
               "value (ExecuTorch's Method::init dereferences it: SIGSEGV)", hostile.without_delegate_field(fat, "value"),
               C.ET_BAD_VALUE)
+    yield from _damaged_program_vectors(vec, program, fat)
+
+
+def _damaged_program_vectors(vec: Callable[..., Vector], program: bytes, fat: bytes) -> Iterator[Vector]:
+    """The program reader's own rules (specs/executorch.md section 3), one damage each, as both
+    languages' readers report them: at the table, vtable, vector or string they are about, or at
+    the payload for a vtable before the buffer and for what only the flatbuffers verifier refuses."""
+    from tests.support import program_mutants as pm
+
+    C = ErrorCode
+
+    def at(damage: tuple[bytes, int | None]) -> tuple[bytes, int]:
+        return damage[0], 0 if damage[1] is None else damage[1]
+
+    rows = (
+        ("string-not-utf8", "the method's name starts with byte 0xff (not UTF-8)", pm.string_not_utf8, C.ET_BAD_VALUE),
+        ("string-without-nul", ("the method's name ends in 'x', not its terminating NUL (ExecuTorch's c_str() reads "
+         "past it)"), pm.string_without_nul, C.ET_BAD_VALUE),
+        ("vtable-size-odd", "the method's vtable size is 23: odd", pm.vtable_size_odd, C.ET_FLATBUFFER_OUT_OF_BOUNDS),
+        ("vector-past-end", "the method's values vector claims 0x3fffffff elements, past the end of the flatbuffer",
+         pm.vector_past_end, C.ET_FLATBUFFER_OUT_OF_BOUNDS),
+        ("field-outside-table", ("the method's name field lies at table offset 38 of a 40-byte table, its 4 bytes "
+         "past the table"), pm.field_outside_table, C.ET_FLATBUFFER_OUT_OF_BOUNDS),
+        ("vtable-before-buffer", ("the method table's soffset puts its vtable 64 bytes before the program's first "
+         "byte (reported at the payload)"), pm.table_before_buffer, C.ET_FLATBUFFER_OUT_OF_BOUNDS),
+        ("method-without-name", "the method has no name (ExecuTorch finds a method by its name)",
+         pm.method_without_name, C.ET_BAD_VALUE),
+        ("subsegment-past-segment", "the constant segment's last sub-offset is one past the end of its segment",
+         pm.subsegment_past_segment, C.ET_SEGMENT_OUT_OF_BOUNDS),
+        ("verifier-field-past-end", ("the Int values' int_val field, which fatpte's reader never reads, lies past the "
+         "end of the flatbuffer: the flatbuffers verifier the loader runs refuses it (reported at the payload)"),
+         pm.int_value_field_past_end, C.ET_FLATBUFFER_OUT_OF_BOUNDS),
+    )
+    for name, description, damage, code in rows:
+        yield vec("v2-program", f"v2-program-{name}", description, at(damage(program)), code)
+    yield vec("v2-program-fat", "v2-program-delegate-without-id", "the fat delegate has no backend id (ExecuTorch's "
+              "BackendDelegate::Init reads it: SIGSEGV)", at(pm.delegate_without_id(fat)), C.ET_BAD_VALUE)
 
 
 def rewritten(base: Vector, name: str, description: str, change: Callable[[Any], Any], code: ErrorCode,

@@ -26,6 +26,7 @@
 #include "container/golden.hpp"
 #include "container/manifest_view.hpp"
 #include "delegate/isolate.hpp"
+#include "entries/program_reader.hpp"
 #include "executorch/memory.hpp"
 #include "executorch/method.hpp"
 #include "executorch/program.hpp"
@@ -301,9 +302,13 @@ struct FatHandle {
 };
 
 // Why entry `e` (a nested program) cannot run here, "" when its backends are all present; the
-// program is read (header and verified flatbuffer) but not loaded.
+// program is read (as Python reads it, then its verified flatbuffer: the validator's codes) but
+// not loaded.
 std::string nested_missing(const Bytes payload, const Entry& e, const char* method) {
-  Result<ProgramInfo> info = read_program(payload, e.offset, "entries[" + std::to_string(e.index) + "].payload");
+  const std::string field = "entries[" + std::to_string(e.index) + "].payload";
+  const Status checked = entries::read_program_checked(payload, e.offset, field);
+  if (!checked.ok()) return "fatpte refused the nested program: " + checked.describe();
+  Result<ProgramInfo> info = read_program(payload, e.offset, field);
   if (!info.ok()) return "fatpte refused the nested program: " + info.error().describe();
   const MethodInfo* m = info.value().method(method != nullptr ? method : "forward");
   if (m == nullptr && info.value().methods.size() == 1) m = &info.value().methods[0];

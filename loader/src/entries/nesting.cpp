@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "entries/program_reader.hpp"
 #include "fatpte/format_generated.h"
 
 namespace fatpte {
@@ -38,7 +39,9 @@ Status nested_entry(Bytes payload, std::uint32_t depth, std::uint64_t at, const 
   if (payload.size < 8 || std::memcmp(payload.data + 4, "ET12", 4) != 0) return Status();
   const auto seen = clean.find(at);
   if (seen != clean.end() && seen->second >= depth + 1) return Status();
-  auto nested = et::read_program(payload, at, inner);
+  // Python's reader first (entries/program_reader.hpp), for its code at its offset.
+  const Status checked = read_program_checked(payload, at, inner);
+  auto nested = checked.ok() ? et::read_program(payload, at, inner) : Result<et::ProgramInfo>(checked);
   if (!nested.ok()) {
     const Status& e = nested.error();
     return Status(e.code(), e.offset(), inner, "a nested program does not read as an ExecuTorch program: " +

@@ -13,6 +13,7 @@
 #include "executorch/backend_ids.hpp"
 #include "executorch/program.hpp"
 #include "entries/nesting.hpp"
+#include "entries/program_reader.hpp"
 #include "entries/program_signature.hpp"
 
 namespace fatpte {
@@ -139,16 +140,26 @@ Status record_rules(const Container& c, const Program& p, std::uint64_t record) 
   return Status();
 }
 
-// Every fat delegate's container passes the structural pass, as fatpte/executorch/keys.py's
-// program_keys opens each one to read the keys its entries load; the reader's error otherwise, at
-// `at` plus its offset in that container. (The keys themselves are rule 5's, a warning; the
-// XNNPACK and native payloads they come from are not read here.)
-Status fat_delegates_read(const et::ProgramInfo& info, std::uint64_t at, const std::string& field) {
+// Each delegate's payload read as fatpte/executorch/keys.py's program_keys reads it for the keys it
+// loads, in its order (methods, then delegates): a fat delegate's container (its structural pass,
+// the reader's error at `at` plus its offset in that container) and each of its entries' payloads,
+// or the payload itself, as XNNPACK or NPTG (entries/program_reader.hpp). The keys themselves are
+// rule 5's, a warning; a payload that does not read is an error in both languages.
+Status delegate_payloads_read(const et::ProgramInfo& info, Bytes program, std::uint64_t at, const std::string& field) {
   for (const et::MethodInfo& m : info.methods) {
     for (const Bytes& data : m.delegates) {
-      if (data.size < 4 || std::memcmp(data.data, format::kMagic, 4) != 0) continue;
+      if (data.size == 0) continue;
+      const std::uint64_t where = at + static_cast<std::uint64_t>(data.data - program.data);
+      if (data.size < 4 || std::memcmp(data.data, format::kMagic, 4) != 0) {
+        FATPTE_RETURN_IF_ERROR(entries::read_payload_checked(data, where, field, at));
+        continue;
+      }
       auto st = entries::read_fat_container(data, at, field);
       if (!st.ok()) return st.error();
+      for (const Entry& e : st.value().entries) {
+        FATPTE_RETURN_IF_ERROR(entries::read_payload_checked(Bytes{data.data + e.offset, e.size}, where + e.offset,
+                                                             field, at));
+      }
     }
   }
   return Status();
@@ -159,23 +170,26 @@ bool claims_program(const M::Entry* me) {
   return me->signature() != nullptr || me->executorch_backends() != nullptr || provenance(me).sha256 != nullptr;
 }
 
+// The program's methods (the verifier first), its delegates' payloads and its signature, in the
+// order fatpte/ops/program_entry.py's program_facts reads them.
+Status read_facts(Program& p, std::uint64_t at, const std::string& field) {
+  auto info = et::read_program(p.payload, at, field);
+  if (!info.ok()) return info.error();
+  p.info = std::move(info.value());
+  FATPTE_RETURN_IF_ERROR(delegate_payloads_read(p.info, p.payload, at, field));
+  auto signature = entries::program_signature(p.payload, p.info, at, field);
+  if (!signature.ok()) return signature.error();
+  p.signature = std::move(signature.value());
+  return Status();
+}
+
 Status check_entry(const Container& c, const Entry& e, const M::Entry* me) {
   Program p{e, me, Bytes{c.bytes().data + e.offset, e.size}, {}, {}};
   const std::string field = "entries[" + std::to_string(e.index) + "].payload";
-  Status unread;
-  auto info = et::read_program(p.payload, e.offset, field);
-  if (info.ok()) {
-    p.info = std::move(info.value());
-    auto signature = entries::program_signature(p.payload, p.info, e.offset, field);
-    if (signature.ok()) {
-      p.signature = std::move(signature.value());
-      unread = fat_delegates_read(p.info, e.offset, field);
-    } else {
-      unread = signature.error();
-    }
-  } else {
-    unread = info.error();
-  }
+  // Python's reader first, so that a damaged program is refused with its code at its offset; the
+  // flatbuffers verifier (et::read_program) then guards what the loader reads of it.
+  Status unread = entries::read_program_checked(p.payload, e.offset, field);
+  if (unread.ok()) unread = read_facts(p, e.offset, field);
   if (!unread.ok()) {
     if (!claims_program(me)) return Status();
     return Status(unread.code(), unread.offset(), field, "the payload of '" + e.name + "' is not the ExecuTorch "

@@ -27,6 +27,7 @@
 #include "executorch/named_data.hpp"
 #include "executorch/program.hpp"
 #include "executorch/runtime.hpp"
+#include "entries/program_reader.hpp"
 #include "run/remember.hpp"
 #include "fatpte/device.hpp"
 #include "device/library_files.hpp"
@@ -357,6 +358,12 @@ Status load_entry(const Container& c, const Entry& e, const LoadOptions& options
   }
   const Bytes program_bytes = copy ? Bytes{copy.get(), payload.size} : payload;
   const std::string field = "entries[" + std::to_string(e.index) + "].payload";
+  // Read as Python reads it first (the validator's code at its offset), then verified.
+  const Status checked = entries::read_program_checked(program_bytes, e.offset, field);
+  if (!checked.ok()) {
+    attempt.outcome = "fatpte refused the ExecuTorch program: " + checked.describe();
+    return Status();
+  }
   Result<ProgramInfo> program = read_program(program_bytes, e.offset, field);
   if (!program.ok()) {
     attempt.outcome = "fatpte refused the ExecuTorch program: " + program.error().describe();
