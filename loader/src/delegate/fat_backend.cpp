@@ -306,9 +306,7 @@ struct FatHandle {
 // not loaded.
 std::string nested_missing(const Bytes payload, const Entry& e, const char* method) {
   const std::string field = "entries[" + std::to_string(e.index) + "].payload";
-  const Status checked = entries::read_program_checked(payload, e.offset, field);
-  if (!checked.ok()) return "fatpte refused the nested program: " + checked.describe();
-  Result<ProgramInfo> info = read_program(payload, e.offset, field);
+  Result<ProgramInfo> info = entries::read_program_validated(payload, e.offset, field);
   if (!info.ok()) return "fatpte refused the nested program: " + info.error().describe();
   const MethodInfo* m = info.value().method(method != nullptr ? method : "forward");
   if (m == nullptr && info.value().methods.size() == 1) m = &info.value().methods[0];

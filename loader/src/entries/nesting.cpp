@@ -40,8 +40,7 @@ Status nested_entry(Bytes payload, std::uint32_t depth, std::uint64_t at, const 
   const auto seen = clean.find(at);
   if (seen != clean.end() && seen->second >= depth + 1) return Status();
   // Python's reader first (entries/program_reader.hpp), for its code at its offset.
-  const Status checked = read_program_checked(payload, at, inner);
-  auto nested = checked.ok() ? et::read_program(payload, at, inner) : Result<et::ProgramInfo>(checked);
+  auto nested = read_program_validated(payload, at, inner);
   if (!nested.ok()) {
     const Status& e = nested.error();
     return Status(e.code(), e.offset(), inner, "a nested program does not read as an ExecuTorch program: " +

@@ -862,8 +862,7 @@ Status read_nptg(Bytes payload, std::uint64_t at, const std::string& field, std:
   return Status();
 }
 
-}  // namespace
-
+// OK when `payload` reads as Python's read_program reads it, else its first error.
 Status read_program_checked(Bytes payload, std::uint64_t at, const std::string& field) {
   Header h;
   FATPTE_RETURN_IF_ERROR(read_header(payload, at, field, h));
@@ -878,6 +877,13 @@ Status read_program_checked(Bytes payload, std::uint64_t at, const std::string& 
   FATPTE_RETURN_IF_ERROR(w.table_at(static_cast<Pos>(root_offset), 0, root));
   ProgramReader reader(w, payload.size);
   return reader.read(root, h.present, h.base, h.limit);
+}
+
+}  // namespace
+
+Result<et::ProgramInfo> read_program_validated(Bytes payload, std::uint64_t at, const std::string& field) {
+  FATPTE_RETURN_IF_ERROR(read_program_checked(payload, at, field));
+  return et::read_program(payload, at, field);
 }
 
 Status read_payload_checked(Bytes payload, std::uint64_t at, const std::string& field, std::uint64_t none_at) {

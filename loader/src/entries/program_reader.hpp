@@ -24,16 +24,19 @@
 #include <cstdint>
 #include <string>
 
+#include "executorch/program.hpp"
 #include "fatpte/format.hpp"
+#include "fatpte/result.hpp"
 #include "fatpte/status.hpp"
 
 namespace fatpte {
 namespace entries {
 
-// OK when `payload` reads as Python's read_program reads it; otherwise its first error, at
-// `file_offset` plus the offset Python's reader names (`file_offset` itself where it names none),
-// with field `field`.
-Status read_program_checked(Bytes payload, std::uint64_t file_offset, const std::string& field);
+// The program as validate, a load and the fat delegate read it: first as Python's read_program
+// reads it, a damaged one refused with its first error, at `file_offset` plus the offset Python's
+// reader names (`file_offset` itself where it names none), with field `field`; then the flatbuffers
+// verifier's reading (et::read_program), which gives what the loader itself reads of the program.
+Result<et::ProgramInfo> read_program_validated(Bytes payload, std::uint64_t file_offset, const std::string& field);
 
 // A delegate's payload as fatpte/executorch/keys.py reads it for the named-data keys it loads:
 // an NPTG graph (nptg.py read_nptg) or an XNNPACK payload, XH00-wrapped or a bare XN01 flatbuffer

@@ -170,10 +170,10 @@ bool claims_program(const M::Entry* me) {
   return me->signature() != nullptr || me->executorch_backends() != nullptr || provenance(me).sha256 != nullptr;
 }
 
-// The program's methods (the verifier first), its delegates' payloads and its signature, in the
-// order fatpte/ops/program_entry.py's program_facts reads them.
+// The program's methods (Python's reader, then the verifier), its delegates' payloads and its
+// signature, in the order fatpte/ops/program_entry.py's program_facts reads them.
 Status read_facts(Program& p, std::uint64_t at, const std::string& field) {
-  auto info = et::read_program(p.payload, at, field);
+  auto info = entries::read_program_validated(p.payload, at, field);
   if (!info.ok()) return info.error();
   p.info = std::move(info.value());
   FATPTE_RETURN_IF_ERROR(delegate_payloads_read(p.info, p.payload, at, field));
@@ -188,8 +188,7 @@ Status check_entry(const Container& c, const Entry& e, const M::Entry* me) {
   const std::string field = "entries[" + std::to_string(e.index) + "].payload";
   // Python's reader first, so that a damaged program is refused with its code at its offset; the
   // flatbuffers verifier (et::read_program) then guards what the loader reads of it.
-  Status unread = entries::read_program_checked(p.payload, e.offset, field);
-  if (unread.ok()) unread = read_facts(p, e.offset, field);
+  const Status unread = read_facts(p, e.offset, field);
   if (!unread.ok()) {
     if (!claims_program(me)) return Status();
     return Status(unread.code(), unread.offset(), field, "the payload of '" + e.name + "' is not the ExecuTorch "

@@ -358,13 +358,7 @@ Status load_entry(const Container& c, const Entry& e, const LoadOptions& options
   }
   const Bytes program_bytes = copy ? Bytes{copy.get(), payload.size} : payload;
   const std::string field = "entries[" + std::to_string(e.index) + "].payload";
-  // Read as Python reads it first (the validator's code at its offset), then verified.
-  const Status checked = entries::read_program_checked(program_bytes, e.offset, field);
-  if (!checked.ok()) {
-    attempt.outcome = "fatpte refused the ExecuTorch program: " + checked.describe();
-    return Status();
-  }
-  Result<ProgramInfo> program = read_program(program_bytes, e.offset, field);
+  Result<ProgramInfo> program = entries::read_program_validated(program_bytes, e.offset, field);
   if (!program.ok()) {
     attempt.outcome = "fatpte refused the ExecuTorch program: " + program.error().describe();
     return Status();
