@@ -63,8 +63,10 @@ def program_findings(buf: BytesLike, source: str | None) -> list[Finding]:
     if not programs or h is None or not h.manifest_size:
         return []
     from fatpte.errors import FatpteError, finding
+    from fatpte.executorch.pte import read_program
     from fatpte.manifest.rules import read_manifest
     from fatpte.ops import program_entry as pe
+    from fatpte.ops.fat_delegate import program_nesting_finding  # E1010 (specs/executorch.md 8)
 
     manifest = read_manifest(buf, h, source=source)
     assert manifest is not None
@@ -76,8 +78,10 @@ def program_findings(buf: BytesLike, source: str | None) -> list[Finding]:
             i = index[e.name]
             me = manifest.entries[i]
             record = h.manifest_offset + me.position
+            payload = view[e.offset : e.end]
             try:
-                facts = pe.program_facts(view[e.offset : e.end], source=source)
+                program = read_program(payload, source=source)  # read once: facts, then nesting
+                facts = pe.facts_of(program, payload)
             except FatpteError as exc:
                 claims = (me.signature is not None or me.executorch_backends is not None
                           or pe.SHA256_KEY in dict(me.provenance))
@@ -86,7 +90,7 @@ def program_findings(buf: BytesLike, source: str | None) -> list[Finding]:
                                        f"manifest entry describes: {exc.message}",
                                        offset=e.offset + (exc.offset or 0), field=f"entries[{e.index}].payload"))
                 continue
-            deep = _nesting(view[e.offset : e.end], e.offset, f"entries[{e.index}].payload.", source)
+            deep = program_nesting_finding(program, base=e.offset, path=f"entries[{e.index}].payload.")
             if deep is not None:
                 out.append(deep)
             decision = pe.signature_decision(me.provenance)
@@ -100,10 +104,3 @@ def program_findings(buf: BytesLike, source: str | None) -> list[Finding]:
         view.release()
     return out
 
-
-def _nesting(payload: memoryview, base: int, path: str, source: str | None) -> Finding | None:
-    """E1010 when the fat delegates of a program entry nest past the limit (specs/executorch.md 8)."""
-    from fatpte.executorch.pte import read_program
-    from fatpte.ops.fat_delegate import program_nesting_finding
-
-    return program_nesting_finding(read_program(payload, source=source), base=base, path=path)
