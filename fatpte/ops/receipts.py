@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from fatpte.container.reader import Container
-from fatpte.device.profile import DeviceProfile
+from fatpte.device.profile import DeviceProfile, canonical_text
 from fatpte.device.selection import select
 from fatpte.errors import ErrorCode, FatpteError, SelectionError
 from fatpte.fileio import strict_json
 from fatpte.fileio.mapping import open_regular
 
-VERSION = 1
+VERSION = 2  # what fatpte's loader writes; a reader takes version 1 too (VERSIONS)
+VERSIONS = (1, 2)
 KINDS = ("load", "fallback")
 # What a reader takes of one line (specs/receipts.md): a load receipt lists every entry of its
 # container (at most 65,536, each a few hundred bytes with its reason's words), and a receipt nests
@@ -39,9 +40,9 @@ def container_digest(c: Container) -> str:
 def _shape(doc: Any, where: str) -> dict[str, Any]:
     """The fields this module reads, checked (the whole schema is held to real receipts by
     tests/loader/test_receipts_runtime.py)."""
-    if not isinstance(doc, dict) or doc.get("receipt") not in KINDS or doc.get("version") != VERSION:
-        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: not a version {VERSION} receipt (`receipt` load or "
-                          "fallback, `version` 1)", source=where)
+    if not isinstance(doc, dict) or doc.get("receipt") not in KINDS or doc.get("version") not in VERSIONS:
+        raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: not a receipt (`receipt` load or fallback, `version` "
+                          "1 or 2)", source=where)
     container = doc.get("container")
     if not isinstance(container, dict) or not isinstance(container.get("digest"), str):
         raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: a receipt names its container's digest",
@@ -51,6 +52,16 @@ def _shape(doc: Any, where: str) -> dict[str, Any]:
         if not isinstance(device, dict) or not isinstance(device.get("profile"), dict):
             raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: a load receipt holds its device profile",
                               source=where, field="device.profile")
+        digest = device.get("fingerprint")
+        if not (digest is None and doc["version"] != 1) and not (isinstance(digest, str) and _is_digest(digest)):
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: device.fingerprint is a SHA-256 in lowercase hex"
+                              + (" or null" if doc["version"] != 1 else " in a version 1 receipt"), source=where,
+                              field="device.fingerprint")
+        runtime = doc.get("runtime")
+        libraries = runtime.get("libraries") if isinstance(runtime, dict) else None
+        if not isinstance(libraries, list) or not all(isinstance(line, str) and "\n" not in line for line in libraries):
+            raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: runtime.libraries is a list of lines",
+                              source=where, field="runtime.libraries")
         if chosen is not None and not (isinstance(chosen, dict) and isinstance(chosen.get("name"), str)):
             raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: chosen is null or names an entry",
                               source=where, field="chosen")
@@ -59,6 +70,22 @@ def _shape(doc: Any, where: str) -> dict[str, Any]:
                 raise FatpteError(ErrorCode.INVALID_ARGUMENT, f"{where}: {words} is a list of words", source=where,
                                   field=words)
     return doc
+
+
+def _is_digest(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
+def fingerprint(receipt: dict[str, Any]) -> str:
+    """The device fingerprint of a load receipt (specs/verdicts.md section 3): the one it names, or,
+    where it names none (version 2 without a verdict store), SHA-256 of its profile in canonical
+    form and its runtime lines, the text the loader would have hashed."""
+    named: str | None = receipt["device"].get("fingerprint")
+    if named is not None:
+        return named
+    text = canonical_text(receipt["device"]["profile"]) + "\n" + "".join(
+        line + "\n" for line in receipt["runtime"]["libraries"])
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def read_receipts(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
@@ -118,7 +145,7 @@ def compare(c: Container, receipts: list[dict[str, Any]]) -> dict[str, Any]:
         rejected = [{"name": e.get("name"), "reason_code": e.get("reason_code"), "error_code": e.get("error_code")}
                     for e in r.get("entries", []) if isinstance(e, dict) and e.get("outcome") == "rejected"
                     and e.get("reason_code") != "ineligible"]
-        rows.append({"device": r["device"]["profile"].get("name"), "fingerprint": r["device"].get("fingerprint"),
+        rows.append({"device": r["device"]["profile"].get("name"), "fingerprint": fingerprint(r),
                      "planned": planned, "observed": observed, "agrees": planned == observed, "rejected": rejected})
     return {"receipts": len(receipts), "loads": len(loads), "of_this_container": len(rows), "rows": rows,
             "differences": [row for row in rows if not row["agrees"]],

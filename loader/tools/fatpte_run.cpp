@@ -6,11 +6,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/json.hpp"
@@ -442,7 +444,7 @@ int open_receipts(const RunArgs& a, fatpte_load_options* options, RunReport& r) 
   // (ELOOP), a FIFO without a reader (ENXIO: O_NONBLOCK never waits for one), or anything else
   // that fstat says is not a regular file is refused.
   g_receipt_fd = ::open(a.receipt.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
-  const int open_errno = errno;
+  const int open_errno = g_receipt_fd < 0 ? errno : 0;  // errno read on failure only: no binding otherwise
   struct stat sb;
   const bool regular = g_receipt_fd >= 0 && ::fstat(g_receipt_fd, &sb) == 0 && S_ISREG(sb.st_mode);
   if (!regular && (g_receipt_fd >= 0 || open_errno == ELOOP || open_errno == ENXIO || open_errno == EISDIR)) {
@@ -894,74 +896,73 @@ int device_json(int argc, char** argv) {
   return std::fflush(stdout) == 0 ? 0 : 4;
 }
 
-// The flags of the run and --select-only modes into `a` (usage and exit 2 on one it does not know).
+// Each flag of the run and --select-only modes, named once: a switch sets its field, an option
+// takes the next argument. Looked up by length first and then bytes (string_view): the chain of
+// std::string comparisons this replaces made each argument cost up to 45 libstdc++ calls, which
+// `--receipt`, the last but one, paid all of (callgrind, issue 38).
+struct Switch {
+  std::string_view name;
+  bool RunArgs::*field;
+  bool value;
+};
+constexpr Switch kSwitches[] = {
+    {"--select-only", &RunArgs::select, true},        {"--explain", &RunArgs::explain, true},
+    {"--json", &RunArgs::json, true},                 {"--no-default-backends", &RunArgs::defaults, false},
+    {"--no-fallback", &RunArgs::fallback, false},     {"--receipt-details", &RunArgs::receipt_details, true},
+    {"--self-test", &RunArgs::self_test, true},       {"--golden-report", &RunArgs::golden_report, true},
+    {"--with-executorch", &RunArgs::with_executorch, true},
+    {"--refuse-downgrade", &RunArgs::refuse_downgrade, true},
+    {"--executorch-log", &RunArgs::executorch_log, true},
+    {"--require-signature", &RunArgs::require_signature, true},
+    {"--isolate", &RunArgs::isolate, true},           {"--check-finite", &RunArgs::check_finite, true},
+};
+
+struct Option {
+  std::string_view name;
+  void (*take)(RunArgs&, const char*);
+};
+constexpr Option kOptions[] = {
+    {"--isolate-timeout", [](RunArgs& a, const char* v) { a.isolate_timeout = v; }},
+    {"--isolate-launcher", [](RunArgs& a, const char* v) { a.launcher.emplace_back(v); }},
+    {"--isolate-env", [](RunArgs& a, const char* v) { a.pass_env.emplace_back(v); }},
+    {"--qualifier", [](RunArgs& a, const char* v) { a.qualifier = v; }},
+    {"--call-deadline", [](RunArgs& a, const char* v) { a.call_deadline = v; }},
+    {"--trusted-key", [](RunArgs& a, const char* v) { a.trusted_keys.emplace_back(v); }},
+    {"--backend-path", [](RunArgs& a, const char* v) { a.dirs.emplace_back(v); }},
+    {"--input", [](RunArgs& a, const char* v) { a.input_text = v; }},
+    {"--inputs", [](RunArgs& a, const char* v) { a.inputs_json = v; }},
+    {"--method", [](RunArgs& a, const char* v) { a.method = v; }},
+    {"--backend-lib", [](RunArgs& a, const char* v) { a.libraries.emplace_back(v); }},
+    {"--vendor-runtime", [](RunArgs& a, const char* v) { a.vendor_runtimes.emplace_back(v); }},
+    {"--backend-map", [](RunArgs& a, const char* v) { a.maps.emplace_back(v); }},
+    {"--device", [](RunArgs& a, const char* v) { a.device = v; }},
+    {"--entry", [](RunArgs& a, const char* v) { a.entry = v; }},
+    {"--save-outputs", [](RunArgs& a, const char* v) { a.save_outputs = v; }},
+    {"--verdicts", [](RunArgs& a, const char* v) { a.verdicts = v; }},
+    {"--receipt", [](RunArgs& a, const char* v) { a.receipt = v; }},
+    {"--prefer", [](RunArgs& a, const char* v) { split_into(v, a.prefer); }},
+    {"--exclude", [](RunArgs& a, const char* v) { split_into(v, a.exclude); }},
+};
+
+// The flags of the run and --select-only modes into `a` (usage and exit 2 on one it does not know,
+// or an option without its value).
 int parse_args(int argc, char** argv, RunArgs& a) {
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (arg == "--select-only") {
-      a.select = true;
-    } else if (arg == "--explain") {
-      a.explain = true;
-    } else if (arg == "--json") {
-      a.json = true;
-    } else if (arg == "--no-default-backends") {
-      a.defaults = false;
-    } else if (arg == "--no-fallback") {
-      a.fallback = false;
-    } else if (arg == "--receipt-details") {
-      a.receipt_details = true;
-    } else if (arg == "--self-test") {
-      a.self_test = true;
-    } else if (arg == "--golden-report") {
-      a.golden_report = true;
-    } else if (arg == "--with-executorch") {
-      a.with_executorch = true;
-    } else if (arg == "--refuse-downgrade") {
-      a.refuse_downgrade = true;
-    } else if (arg == "--executorch-log") {
-      a.executorch_log = true;
-    } else if (arg == "--require-signature") {
-      a.require_signature = true;
-    } else if (arg == "--isolate") {
-      a.isolate = true;
-    } else if (arg == "--check-finite") {
-      a.check_finite = true;
-    } else if ((arg == "--isolate-timeout" || arg == "--isolate-launcher" || arg == "--isolate-env" ||
-                arg == "--qualifier" || arg == "--call-deadline") &&
-               has_value) {
-      const char* v = argv[++i];
-      if (arg == "--isolate-timeout") a.isolate_timeout = v;
-      if (arg == "--isolate-launcher") a.launcher.push_back(v);
-      if (arg == "--isolate-env") a.pass_env.push_back(v);
-      if (arg == "--qualifier") a.qualifier = v;
-      if (arg == "--call-deadline") a.call_deadline = v;
-    } else if (arg == "--trusted-key" && has_value) {
-      a.trusted_keys.push_back(argv[++i]);
-    } else if ((arg == "--device" || arg == "--prefer" || arg == "--exclude" || arg == "--backend-path" ||
-                arg == "--input" || arg == "--inputs" || arg == "--method" || arg == "--backend-lib" ||
-                arg == "--backend-map" || arg == "--entry" || arg == "--save-outputs" || arg == "--verdicts" || arg == "--receipt" ||
-                arg == "--vendor-runtime") &&
-               has_value) {
-      const char* v = argv[++i];
-      if (arg == "--backend-path") a.dirs.push_back(v);
-      if (arg == "--input") a.input_text = v;
-      if (arg == "--inputs") a.inputs_json = v;
-      if (arg == "--method") a.method = v;
-      if (arg == "--backend-lib") a.libraries.push_back(v);
-      if (arg == "--vendor-runtime") a.vendor_runtimes.push_back(v);
-      if (arg == "--backend-map") a.maps.push_back(v);
-      if (arg == "--device") a.device = v;
-      if (arg == "--entry") a.entry = v;
-      if (arg == "--save-outputs") a.save_outputs = v;
-      if (arg == "--verdicts") a.verdicts = v;
-      if (arg == "--receipt") a.receipt = v;
-      if (arg == "--prefer") split_into(v, a.prefer);
-      if (arg == "--exclude") split_into(v, a.exclude);
-    } else if (!arg.empty() && arg[0] != '-' && a.file.empty()) {
+    const std::string_view arg = argv[i];
+    const auto named = [&](const auto& k) { return k.name == arg; };
+    const Switch* s = std::find_if(std::begin(kSwitches), std::end(kSwitches), named);
+    if (s != std::end(kSwitches)) {
+      a.*(s->field) = s->value;
+      continue;
+    }
+    const Option* o = std::find_if(std::begin(kOptions), std::end(kOptions), named);
+    if (o != std::end(kOptions) && i + 1 < argc) {
+      o->take(a, argv[++i]);
+    } else if (o == std::end(kOptions) && !arg.empty() && arg[0] != '-' && a.file.empty()) {
       a.file = arg;
     } else {
-      return usage("unexpected argument '" + arg + "'");
+      const char* why = o != std::end(kOptions) ? ": it takes a value" : "";
+      return usage("unexpected argument '" + std::string(arg) + "'" + why);
     }
   }
   return kGoOn;

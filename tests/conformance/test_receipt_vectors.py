@@ -39,6 +39,35 @@ def test_the_schema_refuses_what_it_does_not_say(change: str, value: object) -> 
         jsonschema.validate(doc, SCHEMA)
 
 
+def test_version_1_receipts_still_read_and_name_their_fingerprint(tmp_path: Path) -> None:
+    """A file may hold lines written before version 2: a version 1 line reads; a version 1 load
+    receipt must name its fingerprint (a version 2 one may leave it null), in the schema and in the
+    reader alike."""
+    doc = json.loads(VECTOR.read_text())
+    doc["version"] = 1
+    jsonschema.validate(doc, SCHEMA)
+    old = tmp_path / "v1.jsonl"
+    old.write_text(json.dumps(doc) + "\n")
+    assert R.read_receipts([old]) == [doc]
+    load = {"receipt": "load", "version": 2, "time": 0, "container": doc["container"], "method": "forward",
+            "prefer": [], "exclude": [], "chosen": None, "error": {"code": "E0601"}, "entries": [],
+            "self_test": {"asked": False, "ran": False, "remembered_pass": False, "summary": None},
+            "verdict_store": {"used": False, "hits": 0},
+            "device": {"fingerprint": None, "profile": {"name": "host"}},
+            "runtime": {"libraries": ["fatpte build-id:00:1"]}}
+    jsonschema.validate(load, SCHEMA)
+    path = tmp_path / "load.jsonl"
+    path.write_text(json.dumps(load) + "\n")
+    assert R.read_receipts([path])[0]["device"]["fingerprint"] is None
+    load["version"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(load, SCHEMA)
+    path.write_text(json.dumps(load) + "\n")
+    with pytest.raises(FatpteError) as info:
+        R.read_receipts([path])
+    assert info.value.field == "device.fingerprint" and "version 1" in info.value.message
+
+
 def test_a_line_that_is_not_a_receipt_is_refused_by_its_place(tmp_path: Path) -> None:
     bad = tmp_path / "r.jsonl"
     bad.write_text(VECTOR.read_text() + '{"receipt": "other", "version": 1}\n')

@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from fatpte.device.profile import canonical_text
 from fatpte.ops import receipts as R
 from tests.loader.test_cpp_golden import pack
 from tests.paths import ROOT
@@ -131,10 +132,10 @@ def test_receipts_are_appended_to_a_regular_file_only(build: Path, tmp_path: Pat
 def test_a_receipt_names_the_verdict_stores_keys(build: Path, tmp_path: Path) -> None:
     """With a verdict store and a receipt, the receipt's container digest and device fingerprint are
     the keys the store's records were written under (the fingerprint of specs/verdicts.md section 3,
-    made once for both); with or without a store, the fingerprint is SHA-256 of the receipt's own
-    profile in canonical form and its runtime lines. (A load with a store probes every fact, so its
-    profile, and its fingerprint, is not a plain load's.)"""
-    from fatpte.device.profile import canonical_text
+    made once for both), and the reader's fingerprint made from the receipt's own profile and
+    runtime lines is that digest; without a store the receipt names none (version 2) and the reader
+    makes it the same way. (A load with a store probes every fact, so its profile, and its
+    fingerprint, is not a plain load's.)"""
     from fatpte.ops import verdicts as V
 
     container = pack(build, "mlp", tmp_path, ("xnnpack", "portable"))
@@ -142,11 +143,23 @@ def test_a_receipt_names_the_verdict_stores_keys(build: Path, tmp_path: Path) ->
     for more in (["--verdicts", store], []):
         done = fatpte_run(build, container, "--self-test", "--receipt", out, *more)
         assert done.returncode == 0, done.stderr
-    with_store, alone = (json.loads(line) for line in out.read_text().splitlines())
+    with_store, alone = R.read_receipts([out])
     records = V.read_store(store / "fatpte-run.verdicts.json")
     assert {r.container for r in records} == {with_store["container"]["digest"]} == {alone["container"]["digest"]}
     assert {r.device for r in records} == {with_store["device"]["fingerprint"]}
-    for receipt in (with_store, alone):
-        text = canonical_text(receipt["device"]["profile"]) + "\n" + "".join(
-            line + "\n" for line in receipt["runtime"]["libraries"])
-        assert receipt["device"]["fingerprint"] == hashlib.sha256(text.encode()).hexdigest()
+    assert alone["device"]["fingerprint"] is None and alone["version"] == with_store["version"] == R.VERSION == 2
+    unnamed = json.loads(json.dumps(with_store))
+    unnamed["device"]["fingerprint"] = None
+    assert R.fingerprint(unnamed) == R.fingerprint(with_store) == with_store["device"]["fingerprint"]
+    text = canonical_text(alone["device"]["profile"]) + "\n" + "".join(
+        line + "\n" for line in alone["runtime"]["libraries"])
+    assert R.fingerprint(alone) == hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_an_option_without_its_value_and_an_unknown_flag_are_usage_errors(build: Path) -> None:
+    """fatpte-run's flags are one table (loader/tools/fatpte_run.cpp): `--receipt` last, with no
+    file after it, is refused as needing a value; a near miss is refused as unknown."""
+    done = fatpte_run(build, "model.nfat", "--inputs", "calls.json", "--receipt")
+    assert done.returncode == 2 and "unexpected argument '--receipt': it takes a value" in done.stderr, done.stderr
+    done = fatpte_run(build, "model.nfat", "--inputs", "calls.json", "--receipts", "r.jsonl")
+    assert done.returncode == 2 and "unexpected argument '--receipts'\n" in done.stderr, done.stderr

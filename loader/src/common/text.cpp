@@ -235,7 +235,7 @@ constexpr PlainBytes kPlain;
 
 // `s` quoted as json_quote writes it, appended to `out`; with `ascii_only`, false (and `out` as it
 // was) at the first byte above 0x7f, which json_text writes otherwise.
-bool append_json_quote(std::string& out, const std::string& s, bool ascii_only) {
+bool append_json_quote(std::string& out, std::string_view s, bool ascii_only) {
   const std::size_t mark = out.size();
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const std::size_t n = s.size();
@@ -283,8 +283,9 @@ std::string json_quote(const std::string& s) {
 
 void append_json_quoted(std::string& out, const std::string& s) { append_json_quote(out, s, false); }
 
-void append_json_text(std::string& out, const std::string& text) {
-  if (!append_json_quote(out, text, true)) out += json_text(text);  // ASCII, the common case, in one pass
+void append_json_text(std::string& out, std::string_view text) {
+  // ASCII, the common case, in one pass
+  if (!append_json_quote(out, text, true)) out += json_text(std::string(text));
 }
 
 bool valid_utf8(const std::uint8_t* p, std::size_t n) noexcept { return first_invalid_utf8(p, n) < 0; }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fatpte {
@@ -51,7 +52,7 @@ void append_json_quoted(std::string& out, const std::string& s);
 // written as printable() escapes it, in ASCII.
 std::string json_text(const std::string& text);
 // json_text(text) appended to `out`, without a string of its own (receipts append dozens).
-void append_json_text(std::string& out, const std::string& text);
+void append_json_text(std::string& out, std::string_view text);
 // Whether `s` begins with the literal `prefix` (str.startswith), compared inline.
 template <std::size_t N>
 inline bool starts_with(const std::string& s, const char (&prefix)[N]) noexcept {

@@ -19,7 +19,7 @@ std::string digest_hex(const std::string& first, const char* middle, const std::
 // opening the container checked. Hashing the manifest itself cost 250,000 instructions for a 14 KB
 // container, 4% of a whole start. Container::table_digest(): made once per open, so the verdict
 // store, a load's receipt and each fallback's receipt share it.
-std::string container_digest(const Container& container);
+const std::string& container_digest(const Container& container);
 // A library file's identity, read from the file without loading it: "build-id:HEX:SIZE" from its
 // ELF GNU build-id note (a few hundred bytes read) and its size; "sha256:HEX" of its whole content
 // when it has none (another format, or a build without --build-id); "unreadable:REASON" when it

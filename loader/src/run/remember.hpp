@@ -41,6 +41,9 @@ class DeviceFingerprint {
   const std::string& profile_json();
   const std::string& runtime();
   const std::string& digest();
+  // The digest when something asked for it already (a verdict store's key), else null: a receipt
+  // names it then and leaves it to its reader otherwise (specs/receipts.md, version 2).
+  const std::string* digest_if_made() const { return digest_ ? &*digest_ : nullptr; }
 
  private:
   const DeviceProfile& device_;
