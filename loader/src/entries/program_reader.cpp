@@ -101,6 +101,9 @@ class Walker {
   Status table_at(Pos pos, int depth, Table& out);
   Status field_pos(const Table& t, int slot, int width, Pos& at) const;
   Status integer(const Table& t, int slot, int width, std::uint64_t& out) const;
+  // A byte enum of the schema whose values are 0..`last` (flatbuf.py enum_name): its value, or
+  // ET_BAD_VALUE at the table naming `what`.
+  Status enum8(const Table& t, int slot, int last, const char* what, std::uint64_t& out) const;
   Status target(const Table& t, int slot, Pos& out) const;
   Status table(const Table& t, int slot, Table& out);
   Status required_table(const Table& t, int slot, Table& out);
@@ -165,6 +168,15 @@ Status Walker::field_pos(const Table& t, int slot, int width, Pos& at) const {
 }
 
 // A scalar field's bits (0 when absent, every default pte.py reads being 0).
+Status Walker::enum8(const Table& t, int slot, int last, const char* what, std::uint64_t& out) const {
+  FATPTE_RETURN_IF_ERROR(integer(t, slot, 1, out));
+  const auto value = static_cast<std::int8_t>(out);
+  if (value < 0 || value > last) {
+    return error(Error::ET_BAD_VALUE, t.pos, "value %d is not defined by the schema's enum (%s)", value, what);
+  }
+  return Status();
+}
+
 Status Walker::integer(const Table& t, int slot, int width, std::uint64_t& out) const {
   Pos at = kNone;
   FATPTE_RETURN_IF_ERROR(field_pos(t, slot, width, at));
@@ -479,21 +491,13 @@ Status ProgramReader::tensor(const Table& t) {
                     tensor_path(".scalar_type").c_str());
   }
   FATPTE_RETURN_IF_ERROR(sizes(t, element));
-  FATPTE_RETURN_IF_ERROR(w_.integer(t, 8, 1, bits));
-  if (static_cast<std::int8_t>(bits) < 0 || static_cast<std::int8_t>(bits) > 2) {
-    return w_.error(Error::ET_BAD_VALUE, t.pos, "value %d is not defined by the schema's enum (%s)",
-                    static_cast<std::int8_t>(bits), tensor_path(".shape_dynamism").c_str());
-  }
+  FATPTE_RETURN_IF_ERROR(w_.enum8(t, 8, 2, tensor_path(".shape_dynamism").c_str(), bits));
   Table extra;
   FATPTE_RETURN_IF_ERROR(w_.table(t, 9, extra));
   if (extra.present()) {
     bool fqn = false;
     FATPTE_RETURN_IF_ERROR(w_.string(extra, 1, fqn));
-    FATPTE_RETURN_IF_ERROR(w_.integer(extra, 2, 1, bits));
-    if (static_cast<std::int8_t>(bits) < 0 || static_cast<std::int8_t>(bits) > 1) {
-      return w_.error(Error::ET_BAD_VALUE, extra.pos, "value %d is not defined by the schema's enum (%s)",
-                      static_cast<std::int8_t>(bits), tensor_path(".extra_tensor_info.location").c_str());
-    }
+    FATPTE_RETURN_IF_ERROR(w_.enum8(extra, 2, 1, tensor_path(".extra_tensor_info.location").c_str(), bits));
   }
   Table allocation;
   FATPTE_RETURN_IF_ERROR(w_.table(t, 6, allocation));
@@ -573,11 +577,7 @@ Status ProgramReader::delegate(const Table& d) {
   Table ref;
   FATPTE_RETURN_IF_ERROR(w_.required_table(d, 1, ref));
   std::uint64_t location = 0, index = 0;
-  FATPTE_RETURN_IF_ERROR(w_.integer(ref, 0, 1, location));
-  if (static_cast<std::int8_t>(location) < 0 || static_cast<std::int8_t>(location) > 1) {
-    return w_.error(Error::ET_BAD_VALUE, ref.pos, "value %d is not defined by the schema's enum (location)",
-                    static_cast<std::int8_t>(location));
-  }
+  FATPTE_RETURN_IF_ERROR(w_.enum8(ref, 0, 1, "location", location));
   FATPTE_RETURN_IF_ERROR(w_.integer(ref, 1, 4, index));
   if (location == 0 && index >= inline_count_) {
     return w_.error(Error::ET_BAD_REFERENCE, ref.pos, "inline data index %" PRIu64 " is past the %" PRIu64
@@ -808,11 +808,7 @@ class NptgReader {
     FATPTE_RETURN_IF_ERROR(w_.tables(m, 3, list));
     for (const Table& s : list) {
       std::uint64_t kind = 0;
-      FATPTE_RETURN_IF_ERROR(w_.integer(s, 1, 1, kind));
-      if (static_cast<std::int8_t>(kind) < 0 || static_cast<std::int8_t>(kind) > 2) {
-        return w_.error(Error::ET_BAD_VALUE, s.pos, "value %d is not defined by the schema's enum (kind)",
-                        static_cast<std::int8_t>(kind));
-      }
+      FATPTE_RETURN_IF_ERROR(w_.enum8(s, 1, 2, "kind", kind));
       std::string name;
       bool present = false;
       FATPTE_RETURN_IF_ERROR(required_text(s, 0, name, "name"));
@@ -829,11 +825,7 @@ class NptgReader {
       FATPTE_RETURN_IF_ERROR(w_.required_table(c, 2, mt));
       FATPTE_RETURN_IF_ERROR(meta(mt));
       std::uint64_t kind = 0;
-      FATPTE_RETURN_IF_ERROR(w_.integer(c, 3, 1, kind));
-      if (static_cast<std::int8_t>(kind) < 0 || static_cast<std::int8_t>(kind) > 3) {
-        return w_.error(Error::ET_BAD_VALUE, c.pos, "value %d is not defined by the schema's enum (kind)",
-                        static_cast<std::int8_t>(kind));
-      }
+      FATPTE_RETURN_IF_ERROR(w_.enum8(c, 3, 3, "kind", kind));
       std::string text;
       FATPTE_RETURN_IF_ERROR(required_text(c, 0, text, "name"));
       FATPTE_RETURN_IF_ERROR(required_text(c, 1, text, "data_key"));
